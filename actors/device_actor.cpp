@@ -1,0 +1,305 @@
+#include "actors/device_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <unordered_map>
+
+#include "actors/executor_plan.hpp"
+#include "actors/messages.hpp"
+#include "actors/step_state.hpp"
+#include "core/proto/graph.pb.h"
+#include "devices/compute_pool.hpp"
+#include "devices/device.hpp"
+#include "graph/graph.hpp"
+#include "graph/graph_def_io.hpp"
+
+namespace actorflow {
+
+namespace {
+
+// Inputs smaller than this run inline even for expensive kernels: a pool hop
+// costs more than the work.
+constexpr size_t kInlineMaxInputBytes = 128 * 1024;
+
+struct ActiveStep {
+  std::unique_ptr<StepState> state;
+  std::shared_ptr<const ExecutorPlan> plan;  // kept alive by its steps after deregistration
+  uint64_t graph_handle = 0;
+  caf::response_promise promise;
+};
+
+// A node running off the actor thread: its context lives until it completes.
+struct OffActorRun {
+  OpKernelContext::Params params;
+  std::vector<Tensor> outputs;
+  std::unique_ptr<OpKernelContext> ctx;
+};
+
+struct DeviceActorState {
+  Device* device = nullptr;
+  uint64_t next_graph_handle = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<const ExecutorPlan>> graphs;
+  std::unordered_map<int64_t, ActiveStep> steps;
+  struct Ready {
+    StepState* step;
+    int32_t node;
+  };
+  std::vector<Ready> ready;             // LIFO: depth-first keeps fewer tensors alive
+  std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline
+  static const char* name;
+};
+const char* DeviceActorState::name = "device_actor";
+
+using DeviceActor = caf::stateful_actor<DeviceActorState>;
+
+Status NodeError(const StepState& step, int32_t node, const Status& s) {
+  const OpKernel* k = step.plan().item(node).kernel;
+  return Status(s.code(), "node '" + k->name() + "' (op '" + k->type_string() + "'): " + s.message());
+}
+
+void Reply(ActiveStep& a) {
+  StepState& s = *a.state;
+  if (s.replied) return;
+  s.replied = true;
+  RunStepResponse resp;
+  resp.status = s.status();
+  if (resp.status.ok()) {
+    auto& retvals = s.call_frame()->retvals;
+    for (size_t i = 0; i < retvals.size(); ++i) {
+      if (!retvals[i].IsInitialized()) {
+        resp.status = errors::Internal("step ", s.step_id(), " ended without a value for result ", i);
+        break;
+      }
+    }
+    if (resp.status.ok()) resp.retvals = std::move(retvals);
+  }
+  a.promise.deliver(std::move(resp));
+}
+
+void FailStep(DeviceActor* self, StepState* step, const Status& s) {
+  step->Fail(s);
+  auto it = self->state.steps.find(step->step_id());
+  if (it != self->state.steps.end()) Reply(it->second);
+}
+
+// One node of `step` is done (ran, failed or was skipped).
+void NodeFinished(DeviceActor* self, StepState* step) {
+  if (--step->outstanding > 0) return;
+  auto it = self->state.steps.find(step->step_id());
+  Reply(it->second);
+  self->state.steps.erase(it);
+}
+
+// Hands a finished node's outputs to its consumers and queues those now ready.
+void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& status, Tensor* outputs) {
+  const ExecutorPlan& plan = step->plan();
+  const NodeItem& item = plan.item(node);
+  IterationState& iter = step->root();
+  Tensor* inputs = iter.inputs.data() + item.input_start;
+  for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();  // last use of these slots
+  if (!status.ok()) {
+    FailStep(self, step, NodeError(*step, node, status));
+  } else if (!step->failed()) {
+    for (int i = 0; i < item.num_outputs; ++i) {
+      if (!outputs[i].IsInitialized() || outputs[i].dtype() != BaseType(item.kernel->output_type(i))) {
+        FailStep(self, step,
+                 NodeError(*step, node,
+                           errors::Internal("kernel produced ",
+                                            outputs[i].IsInitialized() ? DataTypeString(outputs[i].dtype()) : "no value",
+                                            " for output ", i, ", expected ",
+                                            DataTypeString(item.kernel->output_type(i)))));
+        break;
+      }
+    }
+    if (!step->failed()) {
+      const OutEdgeItem* edges = plan.out_edges(item);
+      for (int32_t e = 0; e < item.num_out; ++e) {
+        const OutEdgeItem& edge = edges[e];
+        const bool last_use = e + 1 == item.num_out || edges[e + 1].src_output != edge.src_output;
+        if (last_use) iter.inputs[edge.dst_slot] = std::move(outputs[edge.src_output]);
+        else iter.inputs[edge.dst_slot] = outputs[edge.src_output];
+        if (--iter.pending[edge.dst] == 0) {
+          ++step->outstanding;
+          self->state.ready.push_back({step, edge.dst});
+        }
+      }
+      const int32_t* ctrl = plan.ctrl_edges(item);
+      for (int32_t e = 0; e < item.num_ctrl; ++e) {
+        if (--iter.pending[ctrl[e]] == 0) {
+          ++step->outstanding;
+          self->state.ready.push_back({step, ctrl[e]});
+        }
+      }
+    }
+  }
+  for (int i = 0; i < item.num_outputs; ++i) outputs[i] = Tensor();  // outputs nobody consumes die here
+  NodeFinished(self, step);
+}
+
+size_t InputBytes(const Tensor* inputs, int n) {
+  size_t bytes = 0;
+  for (int i = 0; i < n; ++i) bytes += inputs[i].TotalBytes();
+  return bytes;
+}
+
+void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const NodeItem& item, Tensor* inputs) {
+  auto* run = new OffActorRun();
+  run->outputs.resize(item.num_outputs);
+  auto& p = run->params;
+  p.step_id = step->step_id();
+  p.device = self->state.device;
+  p.op_kernel = item.kernel;
+  p.inputs = inputs;  // stable: the step lives while this node is outstanding
+  p.num_inputs = item.num_inputs;
+  p.outputs = run->outputs.data();
+  p.num_outputs = item.num_outputs;
+  p.call_frame = step->call_frame();
+  p.cancellation = step->cancellation();
+  run->ctx = std::make_unique<OpKernelContext>(&run->params);
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const int64_t step_id = step->step_id();
+  auto done = [run, me, step_id, node] {
+    KernelDone msg{step_id, node, run->ctx->status(), std::move(run->outputs)};
+    delete run;
+    caf::anon_send(me, std::move(msg));
+  };
+  if (item.is_async) {
+    item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), std::move(done));
+  } else {
+    OpKernel* kernel = item.kernel;
+    self->state.device->compute_pool()->Schedule([kernel, run, done = std::move(done)]() mutable {
+      kernel->Compute(run->ctx.get());
+      done();
+    });
+  }
+}
+
+// Runs ready nodes until the queue is empty.
+void RunReady(DeviceActor* self) {
+  auto& st = self->state;
+  while (!st.ready.empty()) {
+    const auto [step, node] = st.ready.back();
+    st.ready.pop_back();
+    const NodeItem& item = step->plan().item(node);
+    IterationState& iter = step->root();
+    Tensor* inputs = iter.inputs.data() + item.input_start;
+    if (step->failed()) {  // skip the rest of a failed step
+      for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();
+      NodeFinished(self, step);
+      continue;
+    }
+    if (item.is_async || (item.is_expensive && InputBytes(inputs, item.num_inputs) > kInlineMaxInputBytes)) {
+      LaunchOffActor(self, step, node, item, inputs);
+      continue;
+    }
+    if (st.inline_outputs.size() < static_cast<size_t>(item.num_outputs)) st.inline_outputs.resize(item.num_outputs);
+    OpKernelContext::Params p;
+    p.step_id = step->step_id();
+    p.device = st.device;
+    p.op_kernel = item.kernel;
+    p.inputs = inputs;
+    p.num_inputs = item.num_inputs;
+    p.outputs = st.inline_outputs.data();
+    p.num_outputs = item.num_outputs;
+    p.call_frame = step->call_frame();
+    p.cancellation = step->cancellation();
+    OpKernelContext ctx(&p);
+    item.kernel->Compute(&ctx);
+    Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
+  }
+}
+
+void StartStep(DeviceActor* self, RunStepRequest& req) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise();
+  auto g = st.graphs.find(req.graph_handle);
+  if (g == st.graphs.end()) {
+    rp.deliver(RunStepResponse{errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
+                                                st.device->name()),
+                               {}});
+    return;
+  }
+  const ExecutorPlan& plan = *g->second;
+  if (static_cast<int>(req.args.size()) != plan.num_args()) {
+    rp.deliver(RunStepResponse{
+        errors::InvalidArgument("step ", req.step_id, " passes ", req.args.size(), " arguments, graph takes ", plan.num_args()),
+        {}});
+    return;
+  }
+  if (st.steps.count(req.step_id)) {
+    rp.deliver(RunStepResponse{errors::AlreadyExists("step id ", req.step_id, " is already running"), {}});
+    return;
+  }
+  ActiveStep active;
+  active.state = std::make_unique<StepState>(req.step_id, &plan, std::move(req.args));
+  active.plan = g->second;
+  active.graph_handle = req.graph_handle;
+  active.promise = std::move(rp);
+  StepState* step = active.state.get();
+  st.steps.emplace(req.step_id, std::move(active));
+  if (req.timeout_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(req.timeout_ms), StepTimeout{req.step_id});
+  step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
+  for (int32_t r : plan.roots()) {
+    ++step->outstanding;
+    st.ready.push_back({step, r});
+  }
+  RunReady(self);
+  NodeFinished(self, step);
+}
+
+caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
+  self->state.device = device;
+  self->set_exit_handler([self](const caf::exit_msg& msg) {
+    for (auto& [id, a] : self->state.steps) {
+      a.state->Fail(errors::Cancelled("device ", self->state.device->name(), " shut down"));
+      Reply(a);
+    }
+    self->quit(msg.reason);
+  });
+  return {
+      [self](RegisterGraphRequest& req) -> RegisterGraphResponse {
+        proto::GraphDef def;
+        if (!def.ParseFromString(req.graph_def))
+          return {errors::InvalidArgument("cannot parse the GraphDef sent to ", self->state.device->name()), 0};
+        Graph g;
+        Status s = ImportGraphDef(def, &g);
+        std::unique_ptr<ExecutorPlan> plan;
+        if (s.ok()) s = ExecutorPlan::Build(g, self->state.device, &plan);
+        if (!s.ok()) return {s, 0};
+        const uint64_t handle = self->state.next_graph_handle++;
+        self->state.graphs.emplace(handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
+        return {Status::OK(), handle};
+      },
+      [self](RunStepRequest& req) { StartStep(self, req); },
+      [self](KernelDone& done) {
+        auto it = self->state.steps.find(done.step_id);
+        if (it == self->state.steps.end()) return;  // cannot happen: a step waits for its kernels
+        StepState* step = it->second.state.get();
+        Propagate(self, step, done.node_id, done.status, done.outputs.data());
+        RunReady(self);
+      },
+      [self](StepTimeout& t) {
+        auto it = self->state.steps.find(t.step_id);
+        if (it == self->state.steps.end() || it->second.state->replied) return;
+        FailStep(self, it->second.state.get(),
+                 errors::DeadlineExceeded("step ", t.step_id, " exceeded its deadline"));
+      },
+      [self](DeregisterGraph& d) {
+        for (auto& [id, a] : self->state.steps) {
+          if (a.graph_handle == d.graph_handle && !a.state->replied)
+            FailStep(self, a.state.get(), errors::Cancelled("graph deregistered (session closed) during step ", id));
+        }
+        self->state.graphs.erase(d.graph_handle);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device) {
+  return sys.spawn([device](DeviceActor* self) { return DeviceActorBehavior(self, device); });
+}
+
+}  // namespace actorflow

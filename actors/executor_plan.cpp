@@ -1,0 +1,61 @@
+#include "actors/executor_plan.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "graph/graph.hpp"
+
+namespace actorflow {
+
+Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out) {
+  auto plan = std::make_unique<ExecutorPlan>();
+  plan->device_ = device;
+  const std::vector<Node*> nodes = g.nodes();
+  std::unordered_map<const Node*, int32_t> index;
+  index.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = static_cast<int32_t>(i);
+
+  plan->items_.resize(nodes.size());
+  plan->kernels_.reserve(nodes.size());
+  int32_t slot = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node* n = nodes[i];
+    std::unique_ptr<OpKernel> k;
+    AF_RETURN_IF_ERROR(CreateOpKernel(device, n->def(), &k));
+    NodeItem& item = plan->items_[i];
+    item.kernel = k.get();
+    item.num_inputs = n->num_inputs();
+    item.num_outputs = n->num_outputs();
+    item.input_start = slot;
+    slot += item.num_inputs;
+    item.pending = static_cast<int32_t>(n->in_edges().size());
+    item.is_async = k->AsAsync() != nullptr;
+    item.is_expensive = k->IsExpensive();
+    plan->max_outputs_ = std::max(plan->max_outputs_, item.num_outputs);
+    if (n->type_string() == "_Arg") ++plan->num_args_;
+    if (n->type_string() == "_Retval") ++plan->num_retvals_;
+    if (item.pending == 0) plan->roots_.push_back(static_cast<int32_t>(i));
+    plan->kernels_.push_back(std::move(k));
+  }
+  plan->total_input_slots_ = slot;
+
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeItem& item = plan->items_[i];
+    std::vector<const Edge*> data, control;
+    for (const Edge* e : nodes[i]->out_edges()) (e->IsControlEdge() ? control : data).push_back(e);
+    std::stable_sort(data.begin(), data.end(), [](const Edge* a, const Edge* b) { return a->src_output < b->src_output; });
+    item.out_start = static_cast<int32_t>(plan->out_edges_.size());
+    item.num_out = static_cast<int32_t>(data.size());
+    for (const Edge* e : data) {
+      const int32_t dst = index.at(e->dst);
+      plan->out_edges_.push_back({dst, plan->items_[dst].input_start + e->dst_input, e->src_output});
+    }
+    item.ctrl_start = static_cast<int32_t>(plan->ctrl_edges_.size());
+    item.num_ctrl = static_cast<int32_t>(control.size());
+    for (const Edge* e : control) plan->ctrl_edges_.push_back(index.at(e->dst));
+  }
+  *out = std::move(plan);
+  return Status::OK();
+}
+
+}  // namespace actorflow

@@ -1,0 +1,75 @@
+// ExecutorPlan: the immutable facts a device actor needs to run one graph
+// partition, computed once when the partition is registered.
+//
+// Nodes are numbered 0..n-1. Each NodeItem knows its kernel, where its input
+// slots start in a step's flat slot array, how many inputs it waits for, and
+// its out-edges (data edges grouped by output, then control edges) as ranges
+// of flat arrays. Per-step mutable state lives in StepState; kernels are
+// shared by all steps.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "ops/op_kernel.hpp"
+
+namespace actorflow {
+
+class Graph;
+class Device;
+
+struct OutEdgeItem {
+  int32_t dst;         // node index
+  int32_t dst_slot;    // absolute input slot of dst
+  int32_t src_output;  // which output of the source feeds it
+};
+
+struct NodeItem {
+  OpKernel* kernel = nullptr;
+  int32_t num_inputs = 0;
+  int32_t num_outputs = 0;
+  int32_t input_start = 0;   // first slot in StepState's slot array
+  int32_t pending = 0;       // data + control inputs to wait for
+  int32_t out_start = 0;     // data out-edges in ExecutorPlan::out_edges
+  int32_t num_out = 0;
+  int32_t ctrl_start = 0;    // control successors in ExecutorPlan::ctrl_edges
+  int32_t num_ctrl = 0;
+  bool is_async = false;
+  bool is_expensive = false;
+};
+
+class ExecutorPlan {
+ public:
+  /// Builds kernels for every node of `g` on `device`; errors name the node.
+  static Status Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out);
+
+  int num_nodes() const { return static_cast<int>(items_.size()); }
+  const NodeItem& item(int i) const { return items_[i]; }
+  const std::vector<NodeItem>& items() const { return items_; }
+  const OutEdgeItem* out_edges(const NodeItem& n) const { return out_edges_.data() + n.out_start; }
+  const int32_t* ctrl_edges(const NodeItem& n) const { return ctrl_edges_.data() + n.ctrl_start; }
+  /// Nodes with nothing to wait for: the step starts with them.
+  const std::vector<int32_t>& roots() const { return roots_; }
+  int total_input_slots() const { return total_input_slots_; }
+  int max_outputs() const { return max_outputs_; }
+  int num_args() const { return num_args_; }
+  int num_retvals() const { return num_retvals_; }
+  const std::string& node_name(int i) const { return items_[i].kernel->name(); }
+  Device* device() const { return device_; }
+
+ private:
+  Device* device_ = nullptr;
+  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<NodeItem> items_;
+  std::vector<OutEdgeItem> out_edges_;
+  std::vector<int32_t> ctrl_edges_;
+  std::vector<int32_t> roots_;
+  int total_input_slots_ = 0;
+  int max_outputs_ = 0;
+  int num_args_ = 0;
+  int num_retvals_ = 0;
+};
+
+}  // namespace actorflow

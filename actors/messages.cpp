@@ -1,0 +1,18 @@
+#include "actors/messages.hpp"
+
+namespace actorflow {
+
+void RegisterMessageTypes(caf::actor_system_config& cfg) {
+  cfg.add_message_type<Tensor>("actorflow::Tensor");
+  cfg.add_message_type<Status>("actorflow::Status");
+  cfg.add_message_type<std::vector<Tensor>>("std::vector<actorflow::Tensor>");
+  cfg.add_message_type<RegisterGraphRequest>("actorflow::RegisterGraphRequest");
+  cfg.add_message_type<RegisterGraphResponse>("actorflow::RegisterGraphResponse");
+  cfg.add_message_type<RunStepRequest>("actorflow::RunStepRequest");
+  cfg.add_message_type<RunStepResponse>("actorflow::RunStepResponse");
+  cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
+  cfg.add_message_type<KernelDone>("actorflow::KernelDone");
+  cfg.add_message_type<StepTimeout>("actorflow::StepTimeout");
+}
+
+}  // namespace actorflow

@@ -1,0 +1,92 @@
+// Messages between actorflow's actors. Every one is a plain struct with an
+// inspect overload, registered in every process by RegisterMessageTypes, so a
+// remote actor is addressed exactly like a local one.
+//
+// Device actor protocol (the worker interface of TensorFlow's whitepaper):
+//   RegisterGraphRequest  -> RegisterGraphResponse   compile a partition once
+//   RunStepRequest        -> RunStepResponse         run one step of it
+//   DeregisterGraph                                 drop it, cancelling its steps
+//   KernelDone            (to itself)               a pool/async kernel finished
+//   StepTimeout           (to itself)               a step's deadline passed
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/wire_format.hpp"
+
+namespace actorflow {
+
+struct RegisterGraphRequest {
+  std::string graph_def;  // serialized proto::GraphDef of the partition
+};
+
+struct RegisterGraphResponse {
+  Status status;
+  uint64_t graph_handle = 0;
+};
+
+struct RunStepRequest {
+  uint64_t graph_handle = 0;
+  int64_t step_id = 0;
+  std::vector<Tensor> args;  // values for the partition's _Arg nodes, by index
+  int64_t timeout_ms = 0;    // 0: no deadline
+};
+
+struct RunStepResponse {
+  Status status;
+  std::vector<Tensor> retvals;  // values of the partition's _Retval nodes, by index
+};
+
+struct DeregisterGraph {
+  uint64_t graph_handle = 0;
+};
+
+struct KernelDone {
+  int64_t step_id = 0;
+  int32_t node_id = 0;
+  Status status;
+  std::vector<Tensor> outputs;
+};
+
+struct StepTimeout {
+  int64_t step_id = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {
+  return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) {
+  return f(caf::meta::type_name("RegisterGraphResponse"), x.status, x.graph_handle);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {
+  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunStepResponse& x) {
+  return f(caf::meta::type_name("RunStepResponse"), x.status, x.retvals);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
+  return f(caf::meta::type_name("DeregisterGraph"), x.graph_handle);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {
+  return f(caf::meta::type_name("KernelDone"), x.step_id, x.node_id, x.status, x.outputs);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StepTimeout& x) {
+  return f(caf::meta::type_name("StepTimeout"), x.step_id);
+}
+
+/// Adds every actorflow message type to `cfg`; call in every process.
+void RegisterMessageTypes(caf::actor_system_config& cfg);
+
+}  // namespace actorflow

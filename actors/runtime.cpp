@@ -1,0 +1,95 @@
+#include "actors/runtime.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "actors/device_actor.hpp"
+#include "actors/messages.hpp"
+#include "devices/allocator.hpp"
+#include "devices/compute_pool.hpp"
+#include "devices/device.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace actorflow {
+
+namespace {
+int ResolveThreads(int requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("ACTORFLOW_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+struct Config : caf::actor_system_config {
+  explicit Config(int threads) {
+    RegisterMessageTypes(*this);
+    set("scheduler.max-threads", static_cast<size_t>(threads));
+    // An idle worker polls briefly, then sleeps on its condition variable,
+    // where work enqueued from outside (client steps, pool jobs) wakes it at
+    // once. CAF's default middle phase (500 polls with 50 us naps) would
+    // neither sleep nor wake fast; it is cut short here.
+    set("scheduler.work-stealing.moderate-poll-attempts", size_t{50});
+    set("scheduler.work-stealing.moderate-sleep-duration", caf::timespan{0});
+    set("scheduler.work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});
+  }
+};
+}  // namespace
+
+struct Runtime::Impl {
+  explicit Impl(const RuntimeOptions& o) : threads(ResolveThreads(o.num_threads)), cfg(threads), system(cfg) {
+    // BLAS calls run inside our pool's shards: BLAS must not start threads of its own.
+    openblas_set_num_threads(1);
+    pool = std::make_unique<ComputePool>(&system, threads);
+    const int n = std::max(1, o.num_cpu_devices);
+    for (int i = 0; i < n; ++i) {
+      owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
+                                               DEVICE_CPU, cpu_allocator(), pool.get()));
+      devices.push_back(owned.back().get());
+      actors.push_back(SpawnDeviceActor(system, devices.back()));
+    }
+  }
+  ~Impl() {
+    for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    actors.clear();
+  }
+  int threads;
+  Config cfg;
+  caf::actor_system system;
+  std::unique_ptr<ComputePool> pool;
+  std::vector<std::unique_ptr<Device>> owned;
+  std::vector<Device*> devices;
+  std::vector<caf::actor> actors;
+};
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Runtime::~Runtime() = default;
+
+Runtime* Runtime::Default(RuntimeOptions options) {
+  static std::unique_ptr<Runtime> rt;
+  static std::once_flag once;
+  std::call_once(once, [&] { rt = std::make_unique<Runtime>(options); });
+  return rt.get();
+}
+
+caf::actor_system& Runtime::system() { return impl_->system; }
+ComputePool* Runtime::compute_pool() { return impl_->pool.get(); }
+int Runtime::num_threads() const { return impl_->threads; }
+const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
+const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
+
+int Runtime::FindDevice(const std::string& name) const {
+  for (size_t i = 0; i < impl_->devices.size(); ++i) {
+    const std::string& full = impl_->devices[i]->name();
+    if (full == name) return static_cast<int>(i);
+    if (full.size() >= name.size() && full.compare(full.size() - name.size(), name.size(), name) == 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,53 @@
+// Runtime: one process's actor system, compute pool, devices and device actors.
+//
+// A process normally has one Runtime (Runtime::Default(), created on first use)
+// so that it has exactly one pool of compute threads. Tests create their own to
+// get a fresh, separately configured system. The thread count comes from
+// RuntimeOptions, else the ACTORFLOW_NUM_THREADS environment variable, else
+// the number of cores.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace caf {
+class actor;
+class actor_system;
+}  // namespace caf
+
+namespace actorflow {
+
+class ComputePool;
+class Device;
+
+struct RuntimeOptions {
+  int num_threads = 0;      // 0: ACTORFLOW_NUM_THREADS or the number of cores
+  int num_cpu_devices = 1;  // CPU devices exposed in this process
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// The process-wide runtime; `options` apply only to the call that creates it.
+  static Runtime* Default(RuntimeOptions options = {});
+
+  caf::actor_system& system();
+  ComputePool* compute_pool();
+  int num_threads() const;
+  const std::vector<Device*>& devices() const;
+  /// The actor executing partitions on devices()[i].
+  const caf::actor& device_actor(int i) const;
+  /// Index of the device named `name` (full or short, e.g. "CPU:0"), or -1.
+  int FindDevice(const std::string& name) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace actorflow

@@ -1,0 +1,173 @@
+#include "actors/session.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+
+#include "actors/messages.hpp"
+#include "actors/runtime.hpp"
+#include "graph/graph_def_io.hpp"
+#include "graph/subgraph.hpp"
+
+namespace actorflow {
+
+namespace {
+std::atomic<int64_t> g_next_step_id{1};
+
+// Waits this much longer than a step's own deadline for the device actor's
+// answer before giving up on it (the actor answers at the deadline itself).
+constexpr auto kReplyGrace = std::chrono::seconds(30);
+
+template <class Req, class Resp>
+Status Ask(caf::actor_system& sys, const caf::actor& dest, Req req, caf::duration timeout, Resp* resp) {
+  caf::scoped_actor self{sys};
+  Status result;
+  self->request(dest, timeout, std::move(req))
+      .receive([&](Resp& r) { *resp = std::move(r); },
+               [&](caf::error& err) {
+                 if (err == caf::sec::request_timeout)
+                   result = errors::DeadlineExceeded("no answer from the device actor in time");
+                 else
+                   result = errors::Unavailable("device actor failed: ", sys.render(err));
+               });
+  return result;
+}
+}  // namespace
+
+struct Session::Executable {
+  int device = 0;
+  uint64_t graph_handle = 0;
+  FeedFetchInfo info;
+  std::vector<std::string> feed_names;
+};
+
+Session::Session(SessionOptions options)
+    : runtime_(options.runtime ? options.runtime : Runtime::Default()) {}
+
+Session::~Session() { Close(); }
+
+Status Session::Create(const proto::GraphDef& graph) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return errors::FailedPrecondition("Session has been closed");
+  if (created_) return errors::AlreadyExists("Session already has a graph; use Extend to add nodes");
+  Graph g;
+  AF_RETURN_IF_ERROR(ImportGraphDef(graph, &g));
+  AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
+  created_ = true;
+  return Status::OK();
+}
+
+Status Session::Extend(const proto::GraphDef& graph) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return errors::FailedPrecondition("Session has been closed");
+  proto::GraphDef merged;
+  graph_.ToGraphDef(&merged);
+  for (const auto& n : graph.node()) *merged.add_node() = n;
+  Graph g;
+  AF_RETURN_IF_ERROR(ImportGraphDef(merged, &g));
+  AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
+  created_ = true;
+  return Status::OK();
+}
+
+Status Session::Prepare(const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+                        const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
+  auto exe = std::make_shared<Executable>();
+  Graph g;
+  AF_RETURN_IF_ERROR(g.CopyFrom(graph_));
+  AF_RETURN_IF_ERROR(RewriteGraphForExecution(&g, feeds, fetches, targets, &exe->info));
+  exe->feed_names = feeds;
+  proto::GraphDef def;
+  g.ToGraphDef(&def);
+  RegisterGraphRequest req;
+  def.SerializeToString(&req.graph_def);
+  RegisterGraphResponse resp;
+  AF_RETURN_IF_ERROR(Ask(runtime_->system(), runtime_->device_actor(exe->device), std::move(req),
+                         caf::duration{std::chrono::minutes(5)}, &resp));
+  AF_RETURN_IF_ERROR(resp.status);
+  exe->graph_handle = resp.graph_handle;
+  *out = exe;
+  return Status::OK();
+}
+
+Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                              std::shared_ptr<const Executable>* out) {
+  std::string key;
+  std::vector<std::string> feed_names;
+  feed_names.reserve(feeds.size());
+  for (const auto& f : feeds) {
+    key += f.first;
+    key += '\x1f';
+    feed_names.push_back(f.first);
+  }
+  key += '\x1e';
+  for (const auto& f : fetches) key += f + '\x1f';
+  key += '\x1e';
+  for (const auto& t : targets) key += t + '\x1f';
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return errors::Cancelled("Session has been closed");
+  if (!created_) return errors::FailedPrecondition("Session has no graph: call Create first");
+  auto it = executables_.find(key);
+  if (it != executables_.end()) {
+    *out = it->second;
+    return Status::OK();
+  }
+  AF_RETURN_IF_ERROR(Prepare(feed_names, fetches, targets, out));
+  executables_.emplace(std::move(key), *out);
+  return Status::OK();
+}
+
+Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                    std::vector<Tensor>* outputs) {
+  if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
+  if (options.timeout_in_ms < 0) return errors::InvalidArgument("timeout_in_ms must be >= 0");
+  std::shared_ptr<const Executable> exe;
+  AF_RETURN_IF_ERROR(GetExecutable(feeds, fetches, targets, &exe));
+  RunStepRequest req;
+  req.graph_handle = exe->graph_handle;
+  req.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
+  req.timeout_ms = options.timeout_in_ms;
+  req.args.reserve(feeds.size());
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const Tensor& t = feeds[i].second;
+    if (!t.IsInitialized()) return errors::InvalidArgument("Feed '", feeds[i].first, "' is an uninitialized tensor");
+    if (t.dtype() != exe->info.feed_types[i])
+      return errors::InvalidArgument("Feed '", feeds[i].first, "' has dtype ", DataTypeString(t.dtype()),
+                                     " but the graph expects ", DataTypeString(exe->info.feed_types[i]));
+    if (!exe->info.feed_shapes[i].IsCompatibleWith(t.shape()))
+      return errors::InvalidArgument("Feed '", feeds[i].first, "' has shape ", t.shape().DebugString(),
+                                     " which is incompatible with the placeholder's shape ",
+                                     exe->info.feed_shapes[i].DebugString());
+    req.args.push_back(t);
+  }
+  caf::duration wait = caf::infinite;
+  if (options.timeout_in_ms > 0)
+    wait = caf::duration{std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace};
+  RunStepResponse resp;
+  AF_RETURN_IF_ERROR(Ask(runtime_->system(), runtime_->device_actor(exe->device), std::move(req), wait, &resp));
+  AF_RETURN_IF_ERROR(resp.status);
+  if (outputs) *outputs = std::move(resp.retvals);
+  return Status::OK();
+}
+
+Status Session::Close() {
+  std::map<std::string, std::shared_ptr<const Executable>> exes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    exes.swap(executables_);
+  }
+  for (const auto& [key, exe] : exes)
+    caf::anon_send(runtime_->device_actor(exe->device), DeregisterGraph{exe->graph_handle});
+  return Status::OK();
+}
+
+size_t Session::num_cached_executables() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return executables_.size();
+}
+
+}  // namespace actorflow

@@ -1,0 +1,81 @@
+// Session: runs steps of a graph — the client's entry point.
+//
+//   Session session;                       // on the process's default Runtime
+//   AF_RETURN_IF_ERROR(session.Create(graph_def));
+//   std::vector<Tensor> out;
+//   AF_RETURN_IF_ERROR(session.Run({{"x", x}}, {"y:0"}, {}, &out));
+//
+// Run prunes the graph to what the fetches and targets need (a feed cuts the
+// graph at the fed tensor), registers the result with the device actor once,
+// and caches it by (feeds, fetches, targets): a repeated Run does no graph
+// work. Run is thread-safe; concurrent calls run as concurrent steps.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/proto/graph.pb.h"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "graph/graph.hpp"
+
+namespace actorflow {
+
+class Runtime;
+
+struct SessionOptions {
+  Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+};
+
+struct RunOptions {
+  int64_t timeout_in_ms = 0;  // > 0: the step ends with DeadlineExceeded after this long
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// Loads the graph (once); errors name the offending node.
+  Status Create(const proto::GraphDef& graph);
+  /// Adds nodes to the graph; cached executables stay valid.
+  Status Extend(const proto::GraphDef& graph);
+
+  Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs);
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+    return Run(RunOptions(), feeds, fetches, targets, outputs);
+  }
+
+  /// Cancels steps in flight and releases the graph; later Runs fail.
+  Status Close();
+
+  /// Number of distinct (feeds, fetches, targets) signatures prepared so far.
+  size_t num_cached_executables() const;
+
+ private:
+  struct Executable;
+  Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                       const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                       std::shared_ptr<const Executable>* out);
+  Status Prepare(const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+                 const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
+
+  Runtime* runtime_;
+  mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
+  Graph graph_;
+  bool created_ = false;
+  bool closed_ = false;
+  std::map<std::string, std::shared_ptr<const Executable>> executables_;
+};
+
+}  // namespace actorflow

@@ -1,0 +1,27 @@
+#include "actors/step_state.hpp"
+
+#include "actors/executor_plan.hpp"
+
+namespace actorflow {
+
+IterationState::IterationState(const ExecutorPlan& plan) : inputs(plan.total_input_slots()), pending(plan.num_nodes()) {
+  const auto& items = plan.items();
+  for (size_t i = 0; i < items.size(); ++i) pending[i] = items[i].pending;
+}
+
+StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args)
+    : step_id_(step_id), plan_(plan) {
+  root_frame_.name = "";
+  root_frame_.iterations.push_back(std::make_unique<IterationState>(*plan));
+  call_frame_.args = std::move(args);
+  call_frame_.retvals.resize(plan->num_retvals());
+}
+
+void StepState::Fail(const Status& s) {
+  if (status_.ok() && !s.ok()) {
+    status_ = s;
+    cancellation_.StartCancel();
+  }
+}
+
+}  // namespace actorflow

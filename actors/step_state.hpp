@@ -1,0 +1,70 @@
+// StepState: everything one step of one graph partition owns while it runs.
+//
+// Organised as TensorFlow's executor is, so loop frames slot in: a step has
+// frames (only the root frame until control flow lands), a frame has live
+// iterations, and an iteration holds the pending-input counts of every node
+// and the input slots where arriving tensors wait. Input slots are released
+// as soon as their node has run, so each intermediate tensor dies with its
+// last consumer. Owned by one device actor; never touched by another thread
+// except for the input slots of a node that a pool thread is computing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cancellation.hpp"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "ops/op_kernel.hpp"
+
+namespace actorflow {
+
+class ExecutorPlan;
+
+/// Pending counts and input slots of one iteration of one frame.
+struct IterationState {
+  explicit IterationState(const ExecutorPlan& plan);
+  std::vector<Tensor> inputs;    // ExecutorPlan::total_input_slots() slots
+  std::vector<int32_t> pending;  // per node: inputs still to arrive
+};
+
+/// A loop frame; the root frame has exactly one iteration.
+struct FrameState {
+  std::string name;
+  std::vector<std::unique_ptr<IterationState>> iterations;
+};
+
+class StepState {
+ public:
+  StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args);
+
+  int64_t step_id() const { return step_id_; }
+  const ExecutorPlan& plan() const { return *plan_; }
+  IterationState& root() { return *root_frame_.iterations[0]; }
+  CallFrame* call_frame() { return &call_frame_; }
+  CancellationManager* cancellation() { return &cancellation_; }
+
+  /// The first error ends the step; later ones are dropped.
+  const Status& status() const { return status_; }
+  void Fail(const Status& s);
+  bool failed() const { return !status_.ok(); }
+
+  /// Nodes that are ready or running (including on the pool); the step is
+  /// over when this drops to zero.
+  int64_t outstanding = 0;
+  /// Whether the client has been answered (it is answered at the first error
+  /// or deadline, while outstanding kernels are still being drained).
+  bool replied = false;
+
+ private:
+  int64_t step_id_;
+  const ExecutorPlan* plan_;
+  FrameState root_frame_;
+  CallFrame call_frame_;
+  CancellationManager cancellation_;
+  Status status_;
+};
+
+}  // namespace actorflow

@@ -1,0 +1,152 @@
+#include "core/tensor.hpp"
+
+#include <cstring>
+#include <new>
+#include <sstream>
+
+#include "devices/allocator.hpp"
+
+namespace actorflow {
+
+namespace {
+constexpr size_t kHeaderBytes = (sizeof(TensorBuffer) + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}  // namespace
+
+TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
+  const bool is_string = BaseType(dtype) == DT_STRING;
+  const size_t elem = is_string ? sizeof(std::string) : DataTypeSize(dtype);
+  const size_t bytes = static_cast<size_t>(n) * elem;
+  TensorBuffer* b = nullptr;
+  if (a->HostAccessible()) {
+    // One block: header, then the aligned data.
+    void* block = a->AllocateRaw(kTensorAlignment, kHeaderBytes + bytes);
+    if (!block) return nullptr;
+    b = new (block) TensorBuffer();
+    b->header_in_block_ = true;
+    b->data_ = static_cast<char*>(block) + kHeaderBytes;
+  } else {
+    void* data = a->AllocateRaw(kTensorAlignment, bytes);
+    if (!data && bytes > 0) return nullptr;
+    b = new TensorBuffer();
+    b->data_ = data;
+  }
+  b->dtype_ = dtype;
+  b->allocator_ = a;
+  b->bytes_ = bytes;
+  b->num_elements_ = n;
+  if (is_string) {
+    auto* s = static_cast<std::string*>(b->data_);
+    for (int64_t i = 0; i < n; ++i) new (s + i) std::string();
+  }
+  return b;
+}
+
+void TensorBuffer::Destroy() {
+  if (BaseType(dtype_) == DT_STRING) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
+  }
+  Allocator* a = allocator_;
+  if (header_in_block_) {
+    size_t total = kHeaderBytes + bytes_;
+    this->~TensorBuffer();
+    a->DeallocateRaw(this, total);
+  } else {
+    if (data_) a->DeallocateRaw(data_, bytes_);
+    delete this;
+  }
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(cpu_allocator(), dtype, shape) {}
+
+Tensor::Tensor(Allocator* a, DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
+  buf_ = TensorBuffer::Allocate(a, dtype, shape.num_elements());
+  if (!buf_) throw std::bad_alloc();
+}
+
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (o.buf_) o.buf_->Ref();
+  if (buf_) buf_->Unref();
+  dtype_ = o.dtype_;
+  shape_ = o.shape_;
+  buf_ = o.buf_;
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    if (buf_) buf_->Unref();
+    dtype_ = o.dtype_;
+    shape_ = o.shape_;
+    buf_ = o.buf_;
+    o.buf_ = nullptr;
+  }
+  return *this;
+}
+
+bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
+  if (other.NumElements() != shape.num_elements()) return false;
+  Tensor t = other;
+  *this = std::move(t);
+  shape_ = shape;
+  return true;
+}
+
+Tensor Tensor::Reshaped(const TensorShape& shape) const {
+  Tensor t;
+  t.CopyFrom(*this, shape);
+  return t;
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!buf_) return *this;
+  Tensor t(buf_->allocator(), dtype_, shape_);
+  if (BaseType(dtype_) == DT_STRING) {
+    for (int64_t i = 0; i < NumElements(); ++i) t.data<std::string>()[i] = data<std::string>()[i];
+  } else if (TotalBytes() > 0) {
+    std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  }
+  return t;
+}
+
+namespace {
+template <class T>
+void PrintValue(std::ostream& os, const T& v) {
+  if constexpr (std::is_same_v<T, bool>) os << (v ? "true" : "false");
+  else if constexpr (sizeof(T) == 1 && std::is_integral_v<T>) os << static_cast<int>(v);
+  else os << v;
+}
+}  // namespace
+
+std::string Tensor::SummarizeValue(int64_t max_entries) const {
+  std::ostringstream os;
+  const int64_t n = NumElements();
+  if (!buf_ && n > 0) return "<uninitialized>";
+  const int64_t shown = std::min(n, max_entries);
+  AF_SWITCH_ALL(
+      BaseType(dtype_), return "<unprintable dtype>", for (int64_t i = 0; i < shown; ++i) {
+        if (i) os << " ";
+        if constexpr (std::is_same_v<T, std::string>) os << '"' << data<T>()[i] << '"';
+        else PrintValue(os, data<T>()[i]);
+      });
+  if (shown < n) os << "...";
+  return os.str();
+}
+
+std::string Tensor::DebugString(int64_t max_entries) const {
+  return "Tensor<type: " + DataTypeString(dtype_) + " shape: " + shape_.DebugString() +
+         " values: " + SummarizeValue(max_entries) + ">";
+}
+
+bool TensorEquals(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const int64_t n = a.NumElements();
+  bool eq = true;
+  AF_SWITCH_ALL(
+      BaseType(a.dtype()), return false, for (int64_t i = 0; i < n && eq; ++i) {
+        eq = a.data<T>()[i] == b.data<T>()[i];
+      });
+  return eq;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,92 @@
+#include "devices/compute_pool.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/ref_counted.hpp>
+#include <caf/resumable.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
+
+namespace actorflow {
+
+namespace {
+
+// A one-shot function run by a scheduler worker.
+class FunctionJob final : public caf::ref_counted, public caf::resumable {
+ public:
+  explicit FunctionJob(std::function<void()> fn) : fn_(std::move(fn)) {}
+  subtype_t subtype() const override { return function_object; }
+  resume_result resume(caf::execution_unit*, size_t) override {
+    fn_();
+    fn_ = nullptr;
+    return done;
+  }
+  void intrusive_ptr_add_ref_impl() override { ref(); }
+  void intrusive_ptr_release_impl() override { deref(); }
+
+ private:
+  std::function<void()> fn_;
+};
+
+// Shared by the caller and its helpers: shards are claimed by an atomic counter.
+struct ForState {
+  ForState(int64_t n, int64_t shards, const std::function<void(int64_t, int64_t)>& f)
+      : total(n), num_shards(shards), fn(f), remaining(shards) {}
+  const int64_t total;
+  const int64_t num_shards;
+  const std::function<void(int64_t, int64_t)>& fn;  // outlives the state's use: caller waits for all shards
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> remaining;
+  std::mutex mu;
+  std::condition_variable cv;
+
+  // Claims and runs shards until none is left.
+  void Work() {
+    for (;;) {
+      int64_t s = next.fetch_add(1, std::memory_order_relaxed);
+      if (s >= num_shards) return;
+      int64_t begin = total * s / num_shards, end = total * (s + 1) / num_shards;
+      fn(begin, end);
+      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> l(mu);
+        cv.notify_all();
+      }
+    }
+  }
+};
+
+constexpr int64_t kMinCostPerShard = 20000;  // ≈ cycles; below this, splitting costs more than it saves
+
+}  // namespace
+
+ComputePool::ComputePool(caf::actor_system* sys, int num_threads) : sys_(sys), num_threads_(num_threads) {}
+
+void ComputePool::Schedule(std::function<void()> fn) {
+  auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
+  sys_->scheduler().enqueue(job);
+}
+
+void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  int64_t shards = std::min<int64_t>(num_threads_, std::max<int64_t>(1, n * cost_per_unit / kMinCostPerShard));
+  shards = std::min(shards, n);
+  if (shards <= 1) {
+    fn(0, n);
+    return;
+  }
+  auto state = std::make_shared<ForState>(n, shards, fn);
+  for (int64_t i = 1; i < shards; ++i) Schedule([state] { state->Work(); });
+  state->Work();
+  // Every shard is claimed; wait only for shards other threads are running now.
+  for (int spin = 0; spin < 2000 && state->remaining.load(std::memory_order_acquire) > 0; ++spin)
+    std::this_thread::yield();
+  std::unique_lock<std::mutex> l(state->mu);
+  state->cv.wait(l, [&] { return state->remaining.load(std::memory_order_acquire) == 0; });
+}
+
+}  // namespace actorflow

@@ -1,0 +1,36 @@
+// ComputePool: the process's one pool of compute threads.
+//
+// The pool is the CAF scheduler's workers themselves: expensive kernels and the
+// shards of a parallel kernel are scheduled as CAF jobs, so actors and kernels
+// share one set of threads sized to the cores, and no second pool competes for
+// them. ParallelFor is caller-runs: the calling thread claims shards too, so it
+// never waits for a shard that no thread has started (no deadlock when every
+// worker is itself inside a ParallelFor).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace caf {
+class actor_system;
+}
+
+namespace actorflow {
+
+class ComputePool {
+ public:
+  explicit ComputePool(caf::actor_system* sys, int num_threads);
+
+  int NumThreads() const { return num_threads_; }
+  /// Runs `fn` on a scheduler worker. `fn` must not block.
+  void Schedule(std::function<void()> fn);
+  /// Calls fn(begin, end) over disjoint ranges covering [0, n), in parallel
+  /// when n * cost_per_unit (≈ cycles) is worth splitting; returns when all ran.
+  void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  caf::actor_system* sys_;
+  int num_threads_;
+};
+
+}  // namespace actorflow

@@ -1,0 +1,109 @@
+#include "graph/subgraph.hpp"
+
+#include <map>
+
+#include "ops/attrs.hpp"
+
+namespace actorflow {
+
+namespace {
+
+Status ResolveTensor(const Graph& g, const std::string& name, const char* what, Node** node, int* port) {
+  std::string node_name;
+  if (!ParseTensorName(name, &node_name, port) || *port == kControlSlot)
+    return errors::InvalidArgument(what, " '", name, "' is not a tensor name of the form node or node:port");
+  *node = g.FindNode(node_name);
+  if (!*node) return errors::NotFound(what, " tensor '", name, "' not found in graph: no node named '", node_name, "'");
+  if (*port >= (*node)->num_outputs())
+    return errors::InvalidArgument(what, " tensor '", name, "': node '", node_name, "' (op '", (*node)->type_string(),
+                                   "') has ", (*node)->num_outputs(), " outputs");
+  return Status::OK();
+}
+
+}  // namespace
+
+void PruneForRoots(Graph* g, const std::vector<Node*>& roots) {
+  std::vector<bool> needed(g->num_node_ids(), false);
+  std::vector<Node*> stack(roots.begin(), roots.end());
+  for (Node* n : roots) needed[n->id()] = true;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge* e : n->in_edges()) {
+      if (!needed[e->src->id()]) {
+        needed[e->src->id()] = true;
+        stack.push_back(e->src);
+      }
+    }
+  }
+  for (Node* n : g->nodes())
+    if (!needed[n->id()]) g->RemoveNode(n);
+}
+
+Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
+                                const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                                FeedFetchInfo* info) {
+  std::map<std::pair<Node*, int>, Node*> fed;  // fed endpoint -> its _Arg
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    Node* src;
+    int port;
+    AF_RETURN_IF_ERROR(ResolveTensor(*g, feeds[i], "Feed", &src, &port));
+    if (fed.count({src, port})) return errors::InvalidArgument("tensor '", feeds[i], "' is fed more than once");
+    const DataType dtype = BaseType(src->output_type(port));
+    proto::NodeDef def;
+    def.set_name(g->NewName("_arg_" + src->name() + "_" + std::to_string(port)));
+    def.set_op("_Arg");
+    (*def.mutable_attr())["T"] = AttrType(dtype);
+    (*def.mutable_attr())["index"] = AttrInt(static_cast<int64_t>(i));
+    Node* arg;
+    AF_RETURN_IF_ERROR(g->AddNode(def, &arg));
+    std::vector<const Edge*> cut;
+    for (const Edge* e : src->out_edges())
+      if (e->src_output == port) cut.push_back(e);
+    for (const Edge* e : cut) {
+      Node* dst = e->dst;
+      int in = e->dst_input;
+      g->RemoveEdge(e);
+      g->AddEdge(arg, 0, dst, in);
+    }
+    fed[{src, port}] = arg;
+    info->feed_types.push_back(dtype);
+    PartialTensorShape shape;
+    if (src->type_string() == "Placeholder" || src->type_string() == "PlaceholderWithDefault")
+      GetNodeAttr(src->def(), "shape", &shape);
+    info->feed_shapes.push_back(shape);
+  }
+  std::vector<Node*> roots;
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    Node* src;
+    int port;
+    AF_RETURN_IF_ERROR(ResolveTensor(*g, fetches[i], "Fetch", &src, &port));
+    auto f = fed.find({src, port});
+    if (f != fed.end()) {  // fetching a fed tensor returns the fed value
+      src = f->second;
+      port = 0;
+    }
+    const DataType dtype = BaseType(src->output_type(port));
+    proto::NodeDef def;
+    def.set_name(g->NewName("_retval_" + src->name() + "_" + std::to_string(port)));
+    def.set_op("_Retval");
+    (*def.mutable_attr())["T"] = AttrType(dtype);
+    (*def.mutable_attr())["index"] = AttrInt(static_cast<int64_t>(i));
+    Node* ret;
+    AF_RETURN_IF_ERROR(g->AddNode(def, &ret));
+    g->AddEdge(src, port, ret, 0);
+    roots.push_back(ret);
+    info->fetch_types.push_back(dtype);
+  }
+  for (const auto& t : targets) {
+    std::string name = t;
+    if (!name.empty() && name[0] == '^') name = name.substr(1);
+    Node* n = g->FindNode(name);
+    if (!n) return errors::NotFound("Target node '", t, "' not found in graph");
+    roots.push_back(n);
+  }
+  PruneForRoots(g, roots);
+  return Status::OK();
+}
+
+}  // namespace actorflow

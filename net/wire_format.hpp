@@ -1,0 +1,82 @@
+// How actorflow's values cross an actor boundary: CAF inspect overloads for
+// Tensor and Status.
+//
+// Inside one process CAF never serializes: a message holding a Tensor shares
+// its buffer. Across processes the serializer writes a tensor as dtype, dims
+// and then its bytes in one raw block (numeric types) or string by string;
+// the deserializer validates dtype and dims before allocating, so a corrupt
+// or hostile message is an error, never a crash.
+#pragma once
+
+#include <caf/deserializer.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/sec.hpp>
+#include <caf/serializer.hpp>
+
+#include <new>
+#include <type_traits>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+
+namespace actorflow {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Tensor& t) {
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    int32_t dtype = t.dtype();
+    std::vector<int64_t> dims = t.shape().dim_sizes();
+    if (auto err = f(dtype, dims)) return err;
+    if (t.dtype() == DT_STRING) {
+      for (int64_t i = 0; i < t.NumElements(); ++i)
+        if (auto err = f(t.data<std::string>()[i])) return err;
+      return caf::error{};
+    }
+    if (t.TotalBytes() == 0) return caf::error{};
+    return f.apply_raw(t.TotalBytes(), t.raw_data());
+  } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    int32_t dtype = 0;
+    std::vector<int64_t> dims;
+    if (auto err = f(dtype, dims)) return err;
+    if (dtype == DT_INVALID && dims.empty()) {  // an uninitialized tensor
+      t = Tensor();
+      return caf::error{};
+    }
+    TensorShape shape;
+    if (!DataTypeIsSupported(static_cast<DataType>(dtype)) || !TensorShape::FromDims(dims, &shape).ok())
+      return caf::make_error(caf::sec::invalid_argument, "bad tensor header in message");
+    try {
+      t = Tensor(static_cast<DataType>(dtype), shape);
+    } catch (const std::bad_alloc&) {
+      return caf::make_error(caf::sec::invalid_argument, "tensor in message too large");
+    }
+    if (t.dtype() == DT_STRING) {
+      for (int64_t i = 0; i < t.NumElements(); ++i)
+        if (auto err = f(t.data<std::string>()[i])) return err;
+      return caf::error{};
+    }
+    if (t.TotalBytes() == 0) return caf::error{};
+    return f.apply_raw(t.TotalBytes(), t.raw_data());
+  } else {
+    std::string s = t.DebugString(4);
+    return f(caf::meta::type_name("Tensor"), s);
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Status& s) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    int32_t code = 0;
+    std::string msg;
+    if (auto err = f(code, msg)) return err;
+    if (code < 0 || code > static_cast<int32_t>(Code::kUnauthenticated)) code = static_cast<int32_t>(Code::kUnknown);
+    s = Status(static_cast<Code>(code), std::move(msg));
+    return caf::error{};
+  } else {
+    int32_t code = static_cast<int32_t>(s.code());
+    std::string msg = s.message();
+    return f(caf::meta::type_name("Status"), code, msg);
+  }
+}
+
+}  // namespace actorflow

@@ -1,0 +1,137 @@
+#include "ops/op_kernel.hpp"
+
+#include <algorithm>
+
+#include "devices/allocator.hpp"
+#include "ops/op_registry.hpp"
+
+namespace actorflow {
+
+OpKernel::OpKernel(OpKernelConstruction* c)
+    : def_(c->def()), input_types_(c->input_types()), output_types_(c->output_types()) {}
+
+void AsyncOpKernel::Compute(OpKernelContext* ctx) {
+  ctx->SetStatus(errors::Internal("asynchronous kernel ", name(), " called synchronously"));
+}
+
+Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
+  if (i < 0 || i >= p_->num_outputs)
+    return errors::Internal("kernel ", p_->op_kernel->name(), " allocates output ", i, " of ", p_->num_outputs);
+  const DataType dtype = BaseType(p_->op_kernel->output_type(i));
+  try {
+    p_->outputs[i] = Tensor(p_->device->allocator(), dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory allocating ", DataTypeString(dtype), shape.DebugString(),
+                                     " for output ", i, " of node ", p_->op_kernel->name());
+  }
+  *out = &p_->outputs[i];
+  return Status::OK();
+}
+
+Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<int> candidates, int i,
+                                                         const TensorShape& shape, Tensor** out) {
+  const DataType dtype = BaseType(p_->op_kernel->output_type(i));
+  for (int c : candidates) {
+    Tensor& in = p_->inputs[c];
+    if (in.dtype() == dtype && dtype != DT_STRING && in.NumElements() == shape.num_elements() &&
+        in.RefCountIsOne() && in.buffer()->allocator() == p_->device->allocator()) {
+      p_->outputs[i].CopyFrom(in, shape);
+      *out = &p_->outputs[i];
+      return Status::OK();
+    }
+  }
+  return allocate_output(i, shape, out);
+}
+
+Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
+  try {
+    *out = Tensor(p_->device->allocator(), dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory allocating temporary ", DataTypeString(dtype),
+                                     shape.DebugString(), " in node ", p_->op_kernel->name());
+  }
+  return Status::OK();
+}
+
+KernelRegistry* KernelRegistry::Global() {
+  static KernelRegistry* r = new KernelRegistry();
+  return r;
+}
+
+void KernelRegistry::Register(const KernelDef& def, KernelFactory factory) {
+  kernels_.emplace(def.op, Entry{def, std::move(factory)});
+}
+
+namespace {
+bool Matches(const KernelDef& k, const proto::NodeDef& node) {
+  for (const auto& [attr, allowed] : k.type_constraints) {
+    auto it = node.attr().find(attr);
+    if (it == node.attr().end()) return false;
+    std::vector<DataType> types;
+    if (it->second.value_case() == proto::AttrValue::kType) {
+      types.push_back(static_cast<DataType>(it->second.type()));
+    } else if (it->second.value_case() == proto::AttrValue::kList) {
+      for (auto t : it->second.list().type()) types.push_back(static_cast<DataType>(t));
+    } else {
+      return false;
+    }
+    for (auto t : types)
+      if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) return false;
+  }
+  return true;
+}
+
+std::string DescribeKernel(const KernelDef& k) {
+  std::string s = "device='" + k.device_type + "'";
+  for (const auto& [attr, allowed] : k.type_constraints) s += "; " + attr + " in [" + DataTypeSliceString(allowed) + "]";
+  return s;
+}
+}  // namespace
+
+Status KernelRegistry::Find(const proto::NodeDef& node, const std::string& device_type, const KernelDef** def,
+                            KernelFactory* factory) const {
+  auto range = kernels_.equal_range(node.op());
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.def.device_type == device_type && Matches(it->second.def, node)) {
+      *def = &it->second.def;
+      *factory = it->second.factory;
+      return Status::OK();
+    }
+  }
+  std::string registered;
+  for (auto it = range.first; it != range.second; ++it) registered += "\n  " + DescribeKernel(it->second.def);
+  return errors::NotFound("No kernel registered for node '", node.name(), "' (op '", node.op(), "') on device ",
+                          device_type, " with attrs ", SummarizeAttrs(node), ". Registered kernels:",
+                          registered.empty() ? std::string(" <none>") : registered);
+}
+
+std::vector<KernelDef> KernelRegistry::KernelsForOp(const std::string& op) const {
+  std::vector<KernelDef> out;
+  auto range = kernels_.equal_range(op);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second.def);
+  return out;
+}
+
+bool HasKernel(const proto::NodeDef& node, const std::string& device_type) {
+  const KernelDef* def;
+  KernelFactory f;
+  return KernelRegistry::Global()->Find(node, device_type, &def, &f).ok();
+}
+
+Status CreateOpKernel(Device* device, const proto::NodeDef& node, std::unique_ptr<OpKernel>* out) {
+  const OpRegistration* reg;
+  AF_RETURN_IF_ERROR(OpRegistry::Global()->LookUp(node.op(), &reg));
+  const KernelDef* kdef;
+  KernelFactory factory;
+  AF_RETURN_IF_ERROR(KernelRegistry::Global()->Find(node, device->device_type(), &kdef, &factory));
+  DataTypeVector in, outs;
+  AF_RETURN_IF_ERROR(InOutTypesForNode(node, reg->op_def, &in, &outs));
+  OpKernelConstruction c(device, &node, &reg->op_def, in, outs);
+  std::unique_ptr<OpKernel> k(factory(&c));
+  if (!c.status().ok())
+    return Status(c.status().code(), "node '" + node.name() + "' (op '" + node.op() + "'): " + c.status().message());
+  *out = std::move(k);
+  return Status::OK();
+}
+
+}  // namespace actorflow

@@ -1,0 +1,84 @@
+// OpRegistry: every op's interface, registered next to its kernels.
+//
+//   AF_REGISTER_OP("MatMul")
+//       .Input("a: T").Input("b: T").Output("product: T")
+//       .Attr("transpose_a: bool = false")
+//       .Attr("T: {float, double, int32, int64}")
+//       .SetShapeFn(shape_fns::MatMul);
+//
+// Spec strings follow TensorFlow's: inputs and outputs are "name: type" where
+// type is a dtype ("float"), a type attr ("T"), "N * T" or a type-list attr;
+// attrs are "name: kind [= default]" with kinds type, int, float, bool, string,
+// shape, tensor, func, list(...), "{float, double}" (allowed types) and
+// "int >= 1" (minimum). The definitions are stored as proto::OpDef, so they are
+// exported exactly as TensorFlow's OpDefs are.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/proto/op_def.pb.h"
+#include "core/status.hpp"
+
+namespace actorflow {
+
+class InferenceContext;
+using ShapeFn = std::function<Status(InferenceContext* c)>;
+
+struct OpRegistration {
+  proto::OpDef op_def;
+  ShapeFn shape_fn;  // may be empty: outputs of unknown shape
+};
+
+/// Builds one OpRegistration from spec strings; parse errors are fatal at
+/// start-up (they are programming errors in actorflow itself).
+class OpDefBuilder {
+ public:
+  explicit OpDefBuilder(std::string name);
+  OpDefBuilder& Input(const std::string& spec);
+  OpDefBuilder& Output(const std::string& spec);
+  OpDefBuilder& Attr(const std::string& spec);
+  OpDefBuilder& SetIsStateful();
+  OpDefBuilder& SetIsCommutative();
+  OpDefBuilder& SetAllowsUninitializedInput();
+  OpDefBuilder& SetShapeFn(ShapeFn fn);
+  OpDefBuilder& Doc(const std::string& summary);
+  /// Parses everything; non-OK on a malformed spec.
+  Status Finalize(OpRegistration* out) const;
+
+ private:
+  OpRegistration reg_;
+  std::vector<std::string> inputs_, outputs_, attrs_;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry* Global();
+  /// Adds an op; a duplicate name or malformed spec aborts (a bug in actorflow).
+  void Register(const OpDefBuilder& b);
+  /// nullptr when no op of that name is registered.
+  const OpRegistration* Find(const std::string& name) const;
+  Status LookUp(const std::string& name, const OpRegistration** out) const;
+  std::vector<std::string> ListOpNames() const;
+
+ private:
+  mutable std::mutex mu_;  // registration runs at static-init time, lookups later
+  std::map<std::string, std::unique_ptr<OpRegistration>> ops_;
+};
+
+namespace detail {
+struct OpRegistrar {
+  OpRegistrar(const OpDefBuilder& b) { OpRegistry::Global()->Register(b); }  // NOLINT(implicit)
+};
+}  // namespace detail
+
+}  // namespace actorflow
+
+#define AF_REGISTER_OP(name) AF_REGISTER_OP_UNIQ(__COUNTER__, name)
+#define AF_REGISTER_OP_UNIQ(ctr, name) AF_REGISTER_OP_UNIQ2(ctr, name)
+#define AF_REGISTER_OP_UNIQ2(ctr, name) \
+  static ::actorflow::detail::OpRegistrar af_op_registrar_##ctr = ::actorflow::OpDefBuilder(name)

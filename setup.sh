@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs actorflow's build and test dependencies from Debian packages.
+# Idempotent: installs only what is missing, and prints nothing when all is present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache pkg-config
+  libcaf-dev libeigen3-dev libboost-dev
+  libprotobuf-dev protobuf-compiler
+  catch2 nlohmann-json3-dev
+  libopenblas-dev
+)
+# Peers measured by bench/run_all.sh (not needed to build or test).
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch libtbb-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup.sh: installing ${missing[*]}" >&2
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
