@@ -17,12 +17,13 @@ extern "C" void openblas_set_num_threads(int);
 namespace actorflow {
 
 namespace {
+int FromEnv(const char* name) {
+  const char* env = std::getenv(name);
+  return env ? std::max(0, std::atoi(env)) : 0;
+}
 int ResolveThreads(int requested) {
   if (requested > 0) return requested;
-  if (const char* env = std::getenv("ACTORFLOW_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (int n = FromEnv("ACTORFLOW_NUM_THREADS")) return n;
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -34,33 +35,36 @@ struct Config : caf::actor_system_config {
     // where work enqueued from outside (client steps, pool jobs) wakes it at
     // once. CAF's default middle phase (500 polls with 50 us naps) would
     // neither sleep nor wake fast; it is cut short here.
-    set("scheduler.work-stealing.moderate-poll-attempts", size_t{50});
-    set("scheduler.work-stealing.moderate-sleep-duration", caf::timespan{0});
-    set("scheduler.work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});
+    set("work-stealing.moderate-poll-attempts", size_t{50});
+    set("work-stealing.moderate-sleep-duration", caf::timespan{0});
+    set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});
   }
 };
 }  // namespace
 
 struct Runtime::Impl {
-  explicit Impl(const RuntimeOptions& o) : threads(ResolveThreads(o.num_threads)), cfg(threads), system(cfg) {
+  explicit Impl(const RuntimeOptions& o)
+      : threads(ResolveThreads(o.num_threads)), cfg(threads), system(std::make_unique<caf::actor_system>(cfg)) {
     // BLAS calls run inside our pool's shards: BLAS must not start threads of its own.
     openblas_set_num_threads(1);
-    pool = std::make_unique<ComputePool>(&system, threads);
+    const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
+    pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
                                                DEVICE_CPU, cpu_allocator(), pool.get()));
       devices.push_back(owned.back().get());
-      actors.push_back(SpawnDeviceActor(system, devices.back()));
+      actors.push_back(SpawnDeviceActor(*system, devices.back()));
     }
   }
   ~Impl() {
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors.clear();
+    system.reset();  // joins the workers while the devices and the pool still exist
   }
   int threads;
   Config cfg;
-  caf::actor_system system;
+  std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<ComputePool> pool;
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;
@@ -71,13 +75,16 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)
 Runtime::~Runtime() = default;
 
 Runtime* Runtime::Default(RuntimeOptions options) {
-  static std::unique_ptr<Runtime> rt;
-  static std::once_flag once;
-  std::call_once(once, [&] { rt = std::make_unique<Runtime>(options); });
-  return rt.get();
+  static Runtime* rt = new Runtime(options);
+  // Destroyed at exit before the function-local statics CAF created while the
+  // runtime was built (registered after them, so run before them).
+  static struct Reaper {
+    ~Reaper() { delete rt; }
+  } reaper;
+  return rt;
 }
 
-caf::actor_system& Runtime::system() { return impl_->system; }
+caf::actor_system& Runtime::system() { return *impl_->system; }
 ComputePool* Runtime::compute_pool() { return impl_->pool.get(); }
 int Runtime::num_threads() const { return impl_->threads; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }

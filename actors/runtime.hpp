@@ -24,6 +24,9 @@ class Device;
 struct RuntimeOptions {
   int num_threads = 0;      // 0: ACTORFLOW_NUM_THREADS or the number of cores
   int num_cpu_devices = 1;  // CPU devices exposed in this process
+  /// Most threads one kernel may use (TensorFlow's intra_op_parallelism);
+  /// 0: ACTORFLOW_INTRA_OP_THREADS or num_threads.
+  int intra_op_threads = 0;
 };
 
 class Runtime {

@@ -63,7 +63,8 @@ constexpr int64_t kMinCostPerShard = 20000;  // ≈ cycles; below this, splittin
 
 }  // namespace
 
-ComputePool::ComputePool(caf::actor_system* sys, int num_threads) : sys_(sys), num_threads_(num_threads) {}
+ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism)
+    : sys_(sys), num_threads_(num_threads), max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
 
 void ComputePool::Schedule(std::function<void()> fn) {
   auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
@@ -73,7 +74,7 @@ void ComputePool::Schedule(std::function<void()> fn) {
 void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t shards = std::min<int64_t>(num_threads_, std::max<int64_t>(1, n * cost_per_unit / kMinCostPerShard));
+  int64_t shards = std::min<int64_t>(max_parallelism_, std::max<int64_t>(1, n * cost_per_unit / kMinCostPerShard));
   shards = std::min(shards, n);
   if (shards <= 1) {
     fn(0, n);

@@ -19,9 +19,12 @@ namespace actorflow {
 
 class ComputePool {
  public:
-  explicit ComputePool(caf::actor_system* sys, int num_threads);
+  /// `max_parallelism` caps the shards of one ParallelFor (TensorFlow's
+  /// intra-op parallelism); 0 means num_threads.
+  ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism = 0);
 
   int NumThreads() const { return num_threads_; }
+  int MaxParallelism() const { return max_parallelism_; }
   /// Runs `fn` on a scheduler worker. `fn` must not block.
   void Schedule(std::function<void()> fn);
   /// Calls fn(begin, end) over disjoint ranges covering [0, n), in parallel
@@ -31,6 +34,7 @@ class ComputePool {
  private:
   caf::actor_system* sys_;
   int num_threads_;
+  int max_parallelism_;
 };
 
 }  // namespace actorflow

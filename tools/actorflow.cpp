@@ -1,1 +1,465 @@
-int main(){}
+// actorflow: the command-line front end of the actorflow runtime.
+//
+//   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
+//                 [--target NAME]... [--timeout-ms N] [--steps FILE]
+//   actorflow ops
+//   actorflow help
+//
+// `run` loads a GraphDef (binary .pb or text .pbtxt) into one Session and runs
+// steps in it. Without --steps the flags form exactly one step. With --steps,
+// FILE ("-" for stdin) holds one JSON object per line (blank lines skipped),
+//
+//   {"feeds": {"x": VALUE, ...}, "fetches": [...], "targets": [...], "timeout_ms": N}
+//
+// and its lines run in order, in the same session. The flags are then defaults
+// under every line: a line's feeds are merged over the --feed values (by
+// tensor name), and its "fetches", "targets" and "timeout_ms" replace the
+// flags' ones. VALUE is a tensor in JSON (see tools/json_tensor.hpp). Tensor
+// names without ":PORT" mean port 0.
+//
+// stdout gets one JSON line per step, with fetch keys in "name:port" form:
+//
+//   {"step":0,"ok":true,"fetches":{"y:0":{"dtype":"float32","shape":[2],"values":[1,2]}}}
+//   {"step":1,"ok":false,"code":"INVALID_ARGUMENT","message":"..."}
+//
+// A failed step (a bad line, a bad feed, an error running the graph) does not
+// stop the steps after it. Exit status: 0 when every step succeeded, 1 when a
+// step failed, 2 for a usage error or a graph that does not load.
+//
+// `ops` lists the registered ops, sorted by name, with the device and type
+// constraints of each of their kernels:
+//
+//   MatMul  kernels: CPU[T=float,double,int32,int64]
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/session.hpp"
+#include "core/proto/graph.pb.h"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "graph/graph.hpp"
+#include "graph/graph_def_io.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "tools/json_tensor.hpp"
+
+namespace actorflow {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitStepFailed = 1;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] = R"(usage:
+  actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
+                [--target NAME]... [--timeout-ms N] [--steps FILE]
+  actorflow ops
+  actorflow help
+
+run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
+      printing one JSON line per step on stdout.
+      --graph FILE          the graph to load (required)
+      --feed NAME=VALUE     feeds a tensor; VALUE is JSON: a scalar, a nested array
+                            or {"dtype":"float64","shape":[2],"values":[1,2]}
+      --fetch NAME          fetches a tensor ("node" or "node:port")
+      --target NAME         runs a node without fetching anything
+      --timeout-ms N        fails a step that runs longer than N ms (0: no limit)
+      --steps FILE          runs the JSON object on each line of FILE ("-": stdin),
+                            {"feeds":{...},"fetches":[...],"targets":[...],"timeout_ms":N},
+                            with the flags above as defaults
+      Exit status: 0 all steps succeeded, 1 a step failed, 2 usage or graph error.
+ops   Lists the registered ops and the type constraints of their kernels.
+)";
+
+// Prints `status` as a usage error and returns the usage exit status.
+int UsageError(const Status& status) {
+  std::cerr << "actorflow: " << status.ToString() << "\nRun 'actorflow help' for usage.\n";
+  return kExitUsage;
+}
+
+// JSON text of a message: never throws, even for strings that are not UTF-8.
+std::string DumpJson(const ordered_json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string Shorten(const std::string& text) {
+  constexpr size_t kMaxChars = 200;
+  return text.size() > kMaxChars ? text.substr(0, kMaxChars) + "..." : text;
+}
+
+Status ParseJson(const std::string& text, json* out) {
+  try {
+    *out = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return errors::InvalidArgument("malformed JSON '", Shorten(text), "': ", e.what());
+  }
+  return Status::OK();
+}
+
+// "name" or "name:port" -> "name:port".
+Status NormalizeTensorName(const std::string& name, std::string* out) {
+  std::string node;
+  int port = 0;
+  if (!ParseTensorName(name, &node, &port) || port < 0)
+    return errors::InvalidArgument("malformed tensor name '", name, "' (expected NAME or NAME:PORT)");
+  *out = node + ":" + std::to_string(port);
+  return Status::OK();
+}
+
+Status ParseNonNegativeInt(const std::string& text, int64_t* out) {
+  size_t used = 0;
+  try {
+    *out = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || *out < 0)
+    return errors::InvalidArgument("expected a non-negative integer, got '", text, "'");
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Steps.
+
+// What one step feeds, fetches and runs; tensor names in "name:port" form.
+struct StepSpec {
+  std::map<std::string, Tensor> feeds;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  int64_t timeout_ms = 0;
+};
+
+// Adds the feed `name` = `value` (JSON) to `feeds`, replacing any earlier one.
+Status AddFeed(const std::string& name, const json& value, std::map<std::string, Tensor>* feeds) {
+  std::string tensor_name;
+  AF_RETURN_IF_ERROR(NormalizeTensorName(name, &tensor_name));
+  Tensor t;
+  Status s = TensorFromJson(value, &t);
+  if (!s.ok()) return errors::InvalidArgument("feed '", name, "': ", s.message());
+  (*feeds)[tensor_name] = std::move(t);
+  return Status::OK();
+}
+
+Status ParseStepFeeds(const json& j, std::map<std::string, Tensor>* feeds) {
+  if (!j.is_object()) return errors::InvalidArgument("\"feeds\" must be an object of tensor name -> value");
+  std::set<std::string> seen;  // names fed by this line, to catch "x" next to "x:0"
+  for (const auto& item : j.items()) {
+    std::string tensor_name;
+    AF_RETURN_IF_ERROR(NormalizeTensorName(item.key(), &tensor_name));
+    if (!seen.insert(tensor_name).second) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
+    AF_RETURN_IF_ERROR(AddFeed(item.key(), item.value(), feeds));
+  }
+  return Status::OK();
+}
+
+// A JSON array of strings; tensor names are normalized when `tensors`.
+Status ParseNameList(const json& j, const char* key, bool tensors, std::vector<std::string>* out) {
+  if (!j.is_array()) return errors::InvalidArgument("\"", key, "\" must be an array of names");
+  out->clear();
+  for (const auto& v : j) {
+    if (!v.is_string() || v.get_ref<const std::string&>().empty())
+      return errors::InvalidArgument("\"", key, "\" must hold non-empty names, got ", v.dump());
+    std::string name = v.get<std::string>();
+    if (tensors) AF_RETURN_IF_ERROR(NormalizeTensorName(name, &name));
+    out->push_back(std::move(name));
+  }
+  return Status::OK();
+}
+
+// Parses one --steps line over the defaults from the flags.
+Status ParseStepLine(const std::string& line, const StepSpec& defaults, StepSpec* step) {
+  json j;
+  AF_RETURN_IF_ERROR(ParseJson(line, &j));
+  if (!j.is_object()) return errors::InvalidArgument("a step must be a JSON object, got '", Shorten(line), "'");
+  *step = defaults;
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    const json& value = item.value();
+    if (key == "feeds") {
+      AF_RETURN_IF_ERROR(ParseStepFeeds(value, &step->feeds));
+    } else if (key == "fetches") {
+      AF_RETURN_IF_ERROR(ParseNameList(value, "fetches", /*tensors=*/true, &step->fetches));
+    } else if (key == "targets") {
+      AF_RETURN_IF_ERROR(ParseNameList(value, "targets", /*tensors=*/false, &step->targets));
+    } else if (key == "timeout_ms") {
+      const bool valid = value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+      if (!valid)
+        return errors::InvalidArgument("\"timeout_ms\" must be a non-negative integer, got ", value.dump());
+      step->timeout_ms = value.get<int64_t>();
+    } else {
+      return errors::InvalidArgument("unknown key \"", key,
+                                     "\" in step (expected \"feeds\", \"fetches\", \"targets\", \"timeout_ms\")");
+    }
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> Unique(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& n : names)
+    if (seen.insert(n).second) out.push_back(n);
+  return out;
+}
+
+// Runs `step`, filling `fetched` with its fetched tensors by name.
+Status RunStep(Session* session, const StepSpec& step, ordered_json* fetched) {
+  const std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
+  const std::vector<std::string> fetches = Unique(step.fetches);
+  RunOptions options;
+  options.timeout_in_ms = step.timeout_ms;
+  std::vector<Tensor> outputs;
+  AF_RETURN_IF_ERROR(session->Run(options, feeds, fetches, step.targets, &outputs));
+  if (outputs.size() != fetches.size())
+    return errors::Internal("Run returned ", outputs.size(), " tensors for ", fetches.size(), " fetches");
+  *fetched = ordered_json::object();
+  for (size_t i = 0; i < fetches.size(); ++i) (*fetched)[fetches[i]] = TensorToJson(outputs[i]);
+  return Status::OK();
+}
+
+// Prints the JSON line of step `index`; returns whether it succeeded.
+bool Report(int index, const Status& status, const ordered_json& fetched) {
+  ordered_json line;
+  line["step"] = index;
+  line["ok"] = status.ok();
+  if (status.ok()) {
+    line["fetches"] = fetched;
+  } else {
+    line["code"] = CodeName(status.code());
+    line["message"] = status.message();
+  }
+  std::cout << DumpJson(line) << std::endl;  // flushed: lines stream out as steps finish
+  return status.ok();
+}
+
+bool RunAndReport(Session* session, int index, const StepSpec& step) {
+  ordered_json fetched;
+  const Status status = RunStep(session, step, &fetched);
+  return Report(index, status, fetched);
+}
+
+// Runs every non-blank line of `in` as a step; returns whether all succeeded.
+bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults) {
+  bool all_ok = true;
+  int index = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    StepSpec step;
+    const Status parsed = ParseStepLine(line, defaults, &step);
+    const bool ok = parsed.ok() ? RunAndReport(session, index, step) : Report(index, parsed, ordered_json());
+    all_ok = all_ok && ok;
+    ++index;
+  }
+  return all_ok;
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow run`.
+
+struct RunArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string steps_path;  // empty: one step from the flags
+  bool has_timeout = false;
+  StepSpec defaults;
+};
+
+// --feed NAME[:PORT]=VALUE
+Status ParseFeedFlag(const std::string& spec, std::map<std::string, Tensor>* feeds) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return errors::InvalidArgument("--feed expects NAME[:PORT]=VALUE, got '", spec, "'");
+  const std::string name = spec.substr(0, eq);
+  std::string tensor_name;
+  AF_RETURN_IF_ERROR(NormalizeTensorName(name, &tensor_name));
+  if (feeds->count(tensor_name)) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
+  json value;
+  AF_RETURN_IF_ERROR(ParseJson(spec.substr(eq + 1), &value));
+  return AddFeed(name, value, feeds);
+}
+
+Status SetOnce(const std::string& flag, const std::string& value, std::string* field) {
+  if (!field->empty()) return errors::InvalidArgument(flag, " is given twice");
+  if (value.empty()) return errors::InvalidArgument(flag, " needs a non-empty value");
+  *field = value;
+  return Status::OK();
+}
+
+Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* args) {
+  StepSpec& step = args->defaults;
+  if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+  if (flag == "--steps") return SetOnce(flag, value, &args->steps_path);
+  if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
+  if (flag == "--fetch") {
+    std::string tensor_name;
+    AF_RETURN_IF_ERROR(NormalizeTensorName(value, &tensor_name));
+    step.fetches.push_back(tensor_name);
+    return Status::OK();
+  }
+  if (flag == "--target") {
+    if (value.empty()) return errors::InvalidArgument("--target needs a node name");
+    step.targets.push_back(value);
+    return Status::OK();
+  }
+  if (flag == "--timeout-ms") {
+    if (args->has_timeout) return errors::InvalidArgument(flag, " is given twice");
+    args->has_timeout = true;
+    Status s = ParseNonNegativeInt(value, &step.timeout_ms);
+    return s.ok() ? s : errors::InvalidArgument("--timeout-ms: ", s.message());
+  }
+  return errors::InvalidArgument("unknown flag '", flag, "'");
+}
+
+bool IsRunFlag(const std::string& flag) {
+  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch",
+                                               "--target", "--timeout-ms", "--steps"};
+  return kFlags.count(flag) > 0;
+}
+
+// Flags take their value as "--flag VALUE" or "--flag=VALUE".
+Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      args->help = true;
+      return Status::OK();
+    }
+    std::string value;
+    const size_t eq = flag.find('=');
+    const bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    if (!IsRunFlag(flag)) return errors::InvalidArgument("unknown argument '", argv[i], "'");
+    if (!inline_value) {
+      if (i + 1 >= argv.size()) return errors::InvalidArgument(flag, " needs a value");
+      value = argv[++i];
+    }
+    AF_RETURN_IF_ERROR(ApplyRunFlag(flag, value, args));
+  }
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  return Status::OK();
+}
+
+Status LoadGraph(const std::string& path, Session* session) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(path, &def));
+  return session->Create(def);
+}
+
+// Opens the --steps file ("-": stdin) into `*in`.
+Status OpenSteps(const std::string& path, std::ifstream* file, std::istream** in) {
+  if (path == "-") {
+    *in = &std::cin;
+    return Status::OK();
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--steps '", path, "' is a directory");
+  file->open(path);
+  if (!*file) return errors::NotFound("cannot read --steps file '", path, "'");
+  *in = file;
+  return Status::OK();
+}
+
+int RunCommand(const std::vector<std::string>& argv) {
+  RunArgs args;
+  const Status parsed = ParseRunArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+
+  std::ifstream steps_file;
+  std::istream* steps = nullptr;
+  if (!args.steps_path.empty()) {
+    const Status opened = OpenSteps(args.steps_path, &steps_file, &steps);
+    if (!opened.ok()) return UsageError(opened);
+  }
+
+  Session session;
+  const Status loaded = LoadGraph(args.graph_path, &session);
+  if (!loaded.ok()) {
+    std::cerr << "actorflow: " << loaded.ToString() << "\n";
+    return kExitUsage;
+  }
+  const bool all_ok =
+      steps ? RunStepLines(&session, *steps, args.defaults) : RunAndReport(&session, 0, args.defaults);
+  session.Close();
+  return all_ok ? kExitOk : kExitStepFailed;
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow ops`.
+
+// "CPU[T=float,double;Tidx=int32,int64]", or "CPU" without type constraints.
+std::string FormatKernel(const KernelDef& kernel) {
+  std::string out = kernel.device_type;
+  if (kernel.type_constraints.empty()) return out;
+  out += '[';
+  bool first_attr = true;
+  for (const auto& [attr, types] : kernel.type_constraints) {
+    if (!first_attr) out += ';';
+    first_attr = false;
+    out += attr + "=";
+    for (size_t i = 0; i < types.size(); ++i) out += (i ? "," : "") + DataTypeString(types[i]);
+  }
+  out += ']';
+  return out;
+}
+
+int OpsCommand(const std::vector<std::string>& argv) {
+  if (!argv.empty()) return UsageError(errors::InvalidArgument("ops takes no arguments, got '", argv[0], "'"));
+  std::vector<std::string> names = OpRegistry::Global()->ListOpNames();
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    std::string line = name + "  kernels:";
+    const std::vector<KernelDef> kernels = KernelRegistry::Global()->KernelsForOp(name);
+    if (kernels.empty()) line += " none";
+    for (const auto& kernel : kernels) line += " " + FormatKernel(kernel);
+    std::cout << line << '\n';
+  }
+  return kExitOk;
+}
+
+int Main(std::vector<std::string> argv) {
+  if (argv.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = argv.front();
+  argv.erase(argv.begin());
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (command == "run") return RunCommand(argv);
+  if (command == "ops") return OpsCommand(argv);
+  return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace actorflow
+
+int main(int argc, char** argv) {
+  try {
+    return actorflow::Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::cerr << "actorflow: INTERNAL: " << e.what() << "\n";
+    return actorflow::kExitStepFailed;
+  }
+}

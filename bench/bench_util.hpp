@@ -1,0 +1,45 @@
+// Timing helpers shared by the benchmarks: repeat, take the median, print one
+// JSON line per figure in the format bench/run_all.sh collects.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Stats {
+  double median, min, max;
+  int reps;
+};
+
+/// Runs fn `reps` times after `warmup` untimed runs; per-run seconds.
+inline Stats Measure(int warmup, int reps, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back(), reps};
+}
+
+/// Prints {"bench":..,"params":{..,"impl":..},"metric":..,"unit":..,"median":..,"min":..,"max":..,"reps":..}.
+/// `scale` converts seconds into the unit; `inverse` for rates (bigger is better).
+inline void Print(const std::string& name, const std::string& params_json, const std::string& metric,
+                  const std::string& unit, const Stats& s, double scale, bool inverse = false) {
+  double med = inverse ? scale / s.median : s.median * scale;
+  double lo = inverse ? scale / s.max : s.min * scale;
+  double hi = inverse ? scale / s.min : s.max * scale;
+  std::printf("{\"bench\":\"%s\",\"params\":{%s},\"metric\":\"%s\",\"unit\":\"%s\",\"median\":%.6g,\"min\":%.6g,"
+              "\"max\":%.6g,\"reps\":%d}\n",
+              name.c_str(), params_json.c_str(), metric.c_str(), unit.c_str(), med, lo, hi, s.reps);
+  std::fflush(stdout);
+}
+
+}  // namespace bench

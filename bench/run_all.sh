@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every actorflow benchmark beside its peers and prints one JSON line per
+# figure; all figures of one invocation come from the same run (these shared
+# machines are noisy: compare within a run, by ratio).
+#   bench/run_all.sh            # builds (Release) into build/ first
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./setup.sh --bench
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j2 --target bench_executor bench_matmul peer_tbb_flow >/dev/null
+
+for t in 1 2; do
+  ACTORFLOW_NUM_THREADS=$t ./build/bench/bench_matmul
+done
+ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_executor
+# Inter-step concurrency: one thread per kernel, so a second client has a core to use.
+ACTORFLOW_NUM_THREADS=2 ACTORFLOW_INTRA_OP_THREADS=1 ./build/bench/bench_executor concurrent
+ACTORFLOW_NUM_THREADS=2 ./build/bench/peer_tbb_flow
+ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py

@@ -1,0 +1,204 @@
+#include "graph/builder.hpp"
+
+#include <unordered_map>
+
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+
+Output Operation::output(int i) const { return Output(node_, i); }
+
+Input::Initializer::Initializer(std::initializer_list<Initializer> list) {
+  if (list.size() == 0) {
+    tensor = Tensor(DT_FLOAT, TensorShape{0});
+    return;
+  }
+  const Initializer& first = *list.begin();
+  TensorShape shape = first.tensor.shape();
+  shape.InsertDim(0, static_cast<int64_t>(list.size()));
+  const DataType dtype = first.tensor.dtype();
+  for (const auto& e : list) {
+    if (!e.status.ok()) {
+      status = e.status;
+      return;
+    }
+    if (e.tensor.dtype() != dtype || e.tensor.shape() != first.tensor.shape()) {
+      status = errors::InvalidArgument("Initializer list elements differ in dtype or shape: ", e.tensor.DebugString(),
+                                       " vs. ", first.tensor.DebugString());
+      return;
+    }
+  }
+  tensor = Tensor(dtype, shape);
+  const int64_t per = first.tensor.NumElements();
+  int64_t i = 0;
+  for (const auto& e : list) {
+    AF_SWITCH_ALL(dtype, (void)0, for (int64_t k = 0; k < per; ++k) tensor.data<T>()[i * per + k] = e.tensor.data<T>()[k]);
+    ++i;
+  }
+}
+
+struct Scope::Shared {
+  Graph graph;
+  Status status;
+  std::unordered_map<std::string, int> name_counts;
+  std::unordered_map<const Node*, std::vector<PartialTensorShape>> shapes;
+  std::unordered_map<const Node*, Tensor> const_values;
+};
+
+Scope Scope::NewRootScope() {
+  Scope s;
+  s.shared_ = std::make_shared<Shared>();
+  return s;
+}
+
+Scope Scope::WithOpName(const std::string& name) const {
+  Scope s = *this;
+  s.op_name_ = name;
+  return s;
+}
+
+Scope Scope::NewSubScope(const std::string& name) const {
+  Scope s = *this;
+  s.op_name_.clear();
+  if (!name.empty()) s.prefix_ = prefix_.empty() ? name : prefix_ + "/" + name;
+  return s;
+}
+
+Scope Scope::WithDevice(const std::string& device) const {
+  Scope s = *this;
+  s.device_ = device;
+  return s;
+}
+
+Scope Scope::WithControlDependencies(const std::vector<Operation>& deps) const {
+  Scope s = *this;
+  s.control_deps_.insert(s.control_deps_.end(), deps.begin(), deps.end());
+  return s;
+}
+
+bool Scope::ok() const { return shared_->status.ok(); }
+Status Scope::status() const { return shared_->status; }
+void Scope::UpdateStatus(const Status& s) const { shared_->status.Update(s); }
+Graph* Scope::graph() const { return &shared_->graph; }
+
+Status Scope::ToGraphDef(proto::GraphDef* out) const {
+  AF_RETURN_IF_ERROR(shared_->status);
+  shared_->graph.ToGraphDef(out);
+  return Status::OK();
+}
+
+std::string Scope::GetUniqueNameForOp(const std::string& default_name) const {
+  const std::string base = op_name_.empty() ? default_name : op_name_;
+  const std::string full = prefix_.empty() ? base : prefix_ + "/" + base;
+  int& count = shared_->name_counts[full];
+  std::string name = count == 0 ? full : full + "_" + std::to_string(count);
+  ++count;
+  while (shared_->graph.FindNode(name)) name = full + "_" + std::to_string(count++);
+  return name;
+}
+
+Output Scope::AsOutput(const Input& in) const {
+  if (!in.is_const()) return in.output();
+  const auto& init = in.initializer();
+  if (!init.status.ok()) {
+    UpdateStatus(init.status);
+    return Output();
+  }
+  AttrMap attrs;
+  attrs["value"] = AttrTensor(init.tensor);
+  attrs["dtype"] = AttrType(init.tensor.dtype());
+  Scope s = *this;
+  s.op_name_.clear();
+  Operation op = s.AddOp("Const", {}, attrs);
+  return op.node() ? Output(op.node(), 0) : Output();
+}
+
+Operation Scope::AddOp(const std::string& op_type, const std::vector<OutputList>& args, const AttrMap& attrs) const {
+  if (!ok()) return Operation();
+  const OpRegistration* reg = OpRegistry::Global()->Find(op_type);
+  if (!reg) {
+    UpdateStatus(errors::NotFound("op type not registered '", op_type, "'"));
+    return Operation();
+  }
+  const auto& op_def = reg->op_def;
+  proto::NodeDef def;
+  def.set_name(GetUniqueNameForOp(op_type));
+  def.set_op(op_type);
+  def.set_device(device_);
+  for (const auto& [k, v] : attrs) (*def.mutable_attr())[k] = v;
+  if (static_cast<int>(args.size()) != op_def.input_arg_size()) {
+    UpdateStatus(errors::InvalidArgument("op '", op_type, "' takes ", op_def.input_arg_size(), " input args, got ",
+                                         args.size(), " (node '", def.name(), "')"));
+    return Operation();
+  }
+  // Infer type, list-type and number attrs from the inputs given.
+  for (int a = 0; a < op_def.input_arg_size(); ++a) {
+    const auto& arg = op_def.input_arg(a);
+    for (const Output& o : args[a]) {
+      if (!o.valid()) {
+        UpdateStatus(errors::InvalidArgument("node '", def.name(), "': input '", arg.name(), "' is not a valid Output"));
+        return Operation();
+      }
+    }
+    auto& amap = *def.mutable_attr();
+    if (!arg.number_attr().empty() && !amap.count(arg.number_attr()))
+      amap[arg.number_attr()] = AttrInt(static_cast<int64_t>(args[a].size()));
+    if (!arg.type_attr().empty() && !amap.count(arg.type_attr()) && !args[a].empty())
+      amap[arg.type_attr()] = AttrType(args[a][0].type());
+    if (!arg.type_list_attr().empty() && !amap.count(arg.type_list_attr())) {
+      std::vector<DataType> types;
+      for (const Output& o : args[a]) types.push_back(o.type());
+      amap[arg.type_list_attr()] = AttrTypeList(types);
+    }
+  }
+  Node* node;
+  Status s = shared_->graph.AddNode(def, &node);
+  if (!s.ok()) {
+    UpdateStatus(s);
+    return Operation();
+  }
+  int index = 0;
+  std::vector<PartialTensorShape> in_shapes;
+  std::vector<const Tensor*> in_values;
+  for (const auto& list : args) {
+    for (const Output& o : list) {
+      shared_->graph.AddEdge(o.node(), o.index(), node, index++);
+      auto sh = shared_->shapes.find(o.node());
+      in_shapes.push_back(sh != shared_->shapes.end() ? sh->second[o.index()] : PartialTensorShape());
+      auto cv = shared_->const_values.find(o.node());
+      in_values.push_back(cv != shared_->const_values.end() ? &cv->second : nullptr);
+    }
+  }
+  for (const Operation& dep : control_deps_)
+    if (dep.node()) shared_->graph.AddControlEdge(dep.node(), node);
+  if (index != node->num_inputs()) {
+    s = errors::InvalidArgument("node '", node->name(), "' (op '", op_type, "') got ", index, " inputs, expects ",
+                                node->num_inputs());
+  }
+  for (int i = 0; s.ok() && i < node->num_inputs(); ++i) {
+    const Edge* e = node->input_edge(i);
+    DataType want = BaseType(node->input_type(i)), got = BaseType(e->src->output_type(e->src_output));
+    if (want != got)
+      s = errors::InvalidArgument("Input ", i, " of node '", node->name(), "' (op '", op_type, "') was passed ",
+                                  DataTypeString(got), " from '", TensorInputName(e->src->name(), e->src_output),
+                                  "' incompatible with expected ", DataTypeString(want));
+  }
+  if (s.ok()) {
+    InferenceContext ctx(&node->def(), in_shapes, in_values, node->num_outputs());
+    s = reg->shape_fn ? reg->shape_fn(&ctx) : shape_fns::Unknown(&ctx);
+    if (s.ok()) shared_->shapes[node] = ctx.outputs();
+  }
+  if (!s.ok()) {
+    shared_->graph.RemoveNode(node);
+    UpdateStatus(s);
+    return Operation();
+  }
+  if (op_type == "Const") {
+    Tensor value;
+    if (GetNodeAttr(node->def(), "value", &value).ok()) shared_->const_values[node] = value;
+  }
+  return Operation(node);
+}
+
+}  // namespace actorflow

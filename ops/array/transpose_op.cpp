@@ -1,0 +1,377 @@
+// TransposeTensor and the Transpose op.
+//
+// The permutation is first simplified: dimensions of size 1 are dropped and
+// runs of output dimensions that are consecutive input dimensions are merged,
+// so NHWC -> NCHW becomes a batch of 2-D transposes and an identity becomes one
+// copy. When the innermost dimension stays innermost, it becomes part of the
+// unit that is moved (a memcpy of a whole row). What remains is a (batched)
+// 2-D transpose in cache-sized tiles, or a general N-D gather of rows.
+#include "ops/array/transpose_op.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "devices/compute_pool.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+namespace {
+
+void RunParallel(ComputePool* pool, int64_t n, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (pool != nullptr && n > 1) pool->ParallelFor(n, std::max<int64_t>(cost, 1), fn);
+  else fn(0, n);
+}
+
+template <class V>
+std::string JoinList(const std::vector<V>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+// What one element of the simplified transpose is. Row(dst, src, n, stride)
+// copies n units: dst[j] = src[j * stride], strides counted in units.
+template <size_t N>
+struct FixedUnit {
+  size_t bytes() const { return N; }
+  void Row(char* dst, const char* src, int64_t n, int64_t stride) const {
+    const size_t step = static_cast<size_t>(stride) * N;
+    for (int64_t j = 0; j < n; ++j, src += step) std::memcpy(dst + j * N, src, N);
+  }
+};
+
+struct VarUnit {
+  size_t n_bytes;
+  size_t bytes() const { return n_bytes; }
+  void Row(char* dst, const char* src, int64_t n, int64_t stride) const {
+    const size_t step = static_cast<size_t>(stride) * n_bytes;
+    for (int64_t j = 0; j < n; ++j, src += step) std::memcpy(dst + j * n_bytes, src, n_bytes);
+  }
+};
+
+struct StringUnit {
+  int64_t block;  // strings per unit
+  size_t bytes() const { return static_cast<size_t>(block) * sizeof(std::string); }
+  void Row(char* dst, const char* src, int64_t n, int64_t stride) const {
+    auto* d = reinterpret_cast<std::string*>(dst);
+    const auto* s = reinterpret_cast<const std::string*>(src);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < block; ++k) d[j * block + k] = s[j * stride * block + k];
+  }
+};
+
+/// `batch` matrices in[R][C] -> out[C][R], in square tiles so that both the
+/// rows read and the rows written stay in cache.
+template <class Unit>
+void Transpose2D(const Unit& u, const char* in, char* out, int64_t batch, int64_t R, int64_t C, ComputePool* pool) {
+  const size_t b = u.bytes();
+  const int64_t tile = std::clamp<int64_t>(static_cast<int64_t>(128 / std::max<size_t>(b, 1)), 8, 64);
+  const int64_t col_tiles = (C + tile - 1) / tile;
+  const int64_t cost = tile * R * static_cast<int64_t>(1 + b / 4);
+  RunParallel(pool, batch * col_tiles, cost, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bi = t / col_tiles;
+      const int64_t c0 = (t % col_tiles) * tile;
+      const int64_t c1 = std::min(C, c0 + tile);
+      const char* bin = in + static_cast<size_t>(bi * R * C) * b;
+      char* bout = out + static_cast<size_t>(bi * R * C) * b;
+      for (int64_t r0 = 0; r0 < R; r0 += tile) {
+        const int64_t r1 = std::min(R, r0 + tile);
+        for (int64_t c = c0; c < c1; ++c)
+          u.Row(bout + static_cast<size_t>(c * R + r0) * b, bin + static_cast<size_t>(r0 * C + c) * b, r1 - r0, C);
+      }
+    }
+  });
+}
+
+/// General case: every row of the output (its last dimension) gathered with
+/// one stride from the input.
+template <class Unit>
+void TransposeND(const Unit& u, const char* in, char* out, const std::vector<int64_t>& d, const std::vector<int>& p,
+                 ComputePool* pool) {
+  const int r = static_cast<int>(d.size());
+  std::vector<int64_t> in_stride(r, 1);
+  for (int i = r - 2; i >= 0; --i) in_stride[i] = in_stride[i + 1] * d[i + 1];
+  std::vector<int64_t> od(r), os(r);  // output dims and their strides in the input
+  for (int i = 0; i < r; ++i) {
+    od[i] = d[p[i]];
+    os[i] = in_stride[p[i]];
+  }
+  const int64_t inner = od[r - 1];
+  const int64_t inner_stride = os[r - 1];
+  int64_t outer = 1;
+  for (int i = 0; i < r - 1; ++i) outer *= od[i];
+  const size_t b = u.bytes();
+  RunParallel(pool, outer, inner * static_cast<int64_t>(1 + b / 4), [&](int64_t s, int64_t e) {
+    std::vector<int64_t> idx(r - 1, 0);
+    int64_t off = 0;
+    int64_t rem = s;
+    for (int i = r - 2; i >= 0; --i) {
+      idx[i] = rem % od[i];
+      rem /= od[i];
+      off += idx[i] * os[i];
+    }
+    for (int64_t o = s; o < e; ++o) {
+      u.Row(out + static_cast<size_t>(o * inner) * b, in + static_cast<size_t>(off) * b, inner, inner_stride);
+      for (int i = r - 2; i >= 0; --i) {
+        off += os[i];
+        if (++idx[i] < od[i]) break;
+        off -= os[i] * od[i];
+        idx[i] = 0;
+      }
+    }
+  });
+}
+
+template <class Unit>
+void Dispatch(const Unit& u, const char* in, char* out, const std::vector<int64_t>& d, const std::vector<int>& p,
+              ComputePool* pool) {
+  if (d.size() == 2) {
+    Transpose2D(u, in, out, 1, d[0], d[1], pool);  // p is {1, 0}
+  } else if (d.size() == 3 && p[0] == 0 && p[1] == 2 && p[2] == 1) {
+    Transpose2D(u, in, out, d[0], d[1], d[2], pool);
+  } else {
+    TransposeND(u, in, out, d, p, pool);
+  }
+}
+
+/// Drops size-1 dims and merges output dims that are adjacent input dims.
+/// Afterwards no two consecutive entries of *p are consecutive integers.
+void SimplifyPermutation(const TensorShape& shape, const std::vector<int>& perm, std::vector<int64_t>* dims,
+                         std::vector<int>* p) {
+  const int r = shape.dims();
+  std::vector<int> new_index(r, -1);
+  std::vector<int64_t> d1;
+  for (int i = 0; i < r; ++i) {
+    if (shape.dim_size(i) != 1) {
+      new_index[i] = static_cast<int>(d1.size());
+      d1.push_back(shape.dim_size(i));
+    }
+  }
+  std::vector<int> p1;
+  for (int i = 0; i < r; ++i)
+    if (new_index[perm[i]] >= 0) p1.push_back(new_index[perm[i]]);
+  // Runs of output dims reading consecutive input dims: (first input dim, count).
+  std::vector<std::pair<int, int>> runs;
+  for (int x : p1) {
+    if (!runs.empty() && x == runs.back().first + runs.back().second) ++runs.back().second;
+    else runs.push_back({x, 1});
+  }
+  // The runs partition the input dims; in input order they are the new dims.
+  std::vector<int> order(runs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return runs[a].first < runs[b].first; });
+  std::vector<int> rank_of(runs.size());
+  dims->clear();
+  for (size_t j = 0; j < order.size(); ++j) {
+    rank_of[order[j]] = static_cast<int>(j);
+    const auto& run = runs[order[j]];
+    int64_t size = 1;
+    for (int k = 0; k < run.second; ++k) size *= d1[run.first + k];
+    dims->push_back(size);
+  }
+  p->assign(rank_of.begin(), rank_of.end());
+}
+
+}  // namespace
+
+Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out) {
+  return TransposeTensor(in, perm, out, nullptr);
+}
+
+Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out, ComputePool* pool) {
+  const int r = in.dims();
+  if (static_cast<int>(perm.size()) != r)
+    return errors::InvalidArgument("transpose expects a vector of size ", r, ". But input(1) is a vector of size ",
+                                   perm.size());
+  std::vector<bool> seen(r, false);
+  for (int i = 0; i < r; ++i) {
+    const int d = perm[i];
+    if (d < 0 || d >= r) return errors::InvalidArgument(d, " is out of range [0 .. ", r, ")");
+    if (seen[d]) return errors::InvalidArgument("perm {", JoinList(perm), "} is not a permutation of [0 .. ", r, ")");
+    seen[d] = true;
+  }
+  if (out == nullptr) return errors::Internal("TransposeTensor: no output tensor");
+  if (BaseType(out->dtype()) != BaseType(in.dtype()))
+    return errors::InvalidArgument("TransposeTensor: output dtype ", DataTypeString(out->dtype()),
+                                   " differs from input dtype ", DataTypeString(in.dtype()));
+  bool shape_ok = out->dims() == r;
+  for (int i = 0; shape_ok && i < r; ++i) shape_ok = out->dim_size(i) == in.dim_size(perm[i]);
+  if (!shape_ok)
+    return errors::InvalidArgument("TransposeTensor: output shape ", out->shape().DebugString(), " is not input shape ",
+                                   in.shape().DebugString(), " permuted by {", JoinList(perm), "}");
+  const DataType dt = BaseType(in.dtype());
+  const bool is_string = dt == DT_STRING;
+  if (!is_string && !DataTypeIsPod(dt))
+    return errors::Unimplemented("Transpose of ", DataTypeString(dt), " tensors is not supported");
+  const int64_t n = in.NumElements();
+  if (n == 0) return Status::OK();
+  if (in.raw_data() == nullptr || out->raw_data() == nullptr)
+    return errors::InvalidArgument("TransposeTensor: uninitialized tensor of shape ", in.shape().DebugString());
+
+  std::vector<int64_t> dims;
+  std::vector<int> p;
+  SimplifyPermutation(in.shape(), perm, &dims, &p);
+  const char* src = static_cast<const char*>(in.raw_data());
+  char* dst = static_cast<char*>(out->raw_data());
+  if (dims.size() <= 1) {  // the layout does not change: one copy
+    if (dst == src) return Status::OK();
+    if (is_string) {
+      const auto* s = in.data<std::string>();
+      auto* d = out->data<std::string>();
+      RunParallel(pool, n, 16, [&](int64_t b, int64_t e) { std::copy(s + b, s + e, d + b); });
+    } else {
+      const size_t esize = DataTypeSize(dt);
+      RunParallel(pool, n, std::max<int64_t>(1, static_cast<int64_t>(esize / 4)), [&](int64_t b, int64_t e) {
+        std::memcpy(dst + b * esize, src + b * esize, static_cast<size_t>(e - b) * esize);
+      });
+    }
+    return Status::OK();
+  }
+  if (in.SharesBufferWith(*out))
+    return errors::InvalidArgument("TransposeTensor: the output of shape ", out->shape().DebugString(),
+                                   " shares the input's buffer");
+
+  // An innermost dimension that stays innermost moves as a whole.
+  int64_t block = 1;
+  if (p.back() == static_cast<int>(dims.size()) - 1) {
+    block = dims.back();
+    dims.pop_back();
+    p.pop_back();
+  }
+  if (is_string) {
+    Dispatch(StringUnit{block}, src, dst, dims, p, pool);
+    return Status::OK();
+  }
+  const size_t unit = DataTypeSize(dt) * static_cast<size_t>(block);
+  switch (unit) {
+    case 1: Dispatch(FixedUnit<1>{}, src, dst, dims, p, pool); break;
+    case 2: Dispatch(FixedUnit<2>{}, src, dst, dims, p, pool); break;
+    case 4: Dispatch(FixedUnit<4>{}, src, dst, dims, p, pool); break;
+    case 8: Dispatch(FixedUnit<8>{}, src, dst, dims, p, pool); break;
+    case 16: Dispatch(FixedUnit<16>{}, src, dst, dims, p, pool); break;
+    default: Dispatch(VarUnit{unit}, src, dst, dims, p, pool); break;
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The Transpose op.
+
+bool IsIndexDtype(DataType t) { return t == DT_INT32 || t == DT_INT64; }
+
+/// Checks that `v` is a permutation of 0..rank-1, with TensorFlow's messages.
+Status CheckPermutation(const std::vector<int64_t>& v, int rank) {
+  if (static_cast<int>(v.size()) != rank)
+    return errors::InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ",
+                                   v.size());
+  std::vector<bool> bits(rank, false);
+  for (int i = 0; i < rank; ++i) {
+    const int64_t d = v[i];
+    if (d < 0 || d >= rank) return errors::InvalidArgument(d, " is out of range [0 .. ", rank, ")");
+    bits[d] = true;
+  }
+  for (int i = 0; i < rank; ++i)
+    if (!bits[i]) return errors::InvalidArgument(i, " is missing from {", JoinList(v), "}.");
+  return Status::OK();
+}
+
+Status TransposeShape(InferenceContext* c) {
+  const PartialTensorShape& in = c->input(0);
+  const PartialTensorShape& perm_shape = c->input(1);
+  if (!perm_shape.unknown_rank() && perm_shape.dims() != 1)
+    return c->Error("perm must be a vector, not ", perm_shape.DebugString());
+  const int64_t perm_len = perm_shape.unknown_rank() ? -1 : perm_shape.dim_size(0);
+  int rank = in.unknown_rank() ? -1 : in.dims();
+  if (rank >= 0 && perm_len >= 0 && perm_len != rank)
+    return c->Error("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ", perm_len);
+  if (rank < 0 && perm_len >= 0) rank = static_cast<int>(perm_len);
+  const Tensor* t = c->input_tensor(1);
+  if (t != nullptr && IsIndexDtype(t->dtype()) && t->dims() == 1) {
+    const std::vector<int64_t> v = TensorToInt64s(*t);
+    if (rank < 0) rank = static_cast<int>(v.size());
+    Status s = CheckPermutation(v, rank);
+    if (!s.ok()) return c->Error(s.message());
+    std::vector<int64_t> dims(rank, -1);
+    if (!in.unknown_rank())
+      for (int i = 0; i < rank; ++i) dims[i] = in.dim_size(static_cast<int>(v[i]));
+    c->set_output(0, PartialTensorShape(dims));
+    return Status::OK();
+  }
+  if (rank >= 0) c->set_output(0, PartialTensorShape(std::vector<int64_t>(rank, -1)));
+  else c->set_output(0, PartialTensorShape());
+  return Status::OK();
+}
+
+AF_REGISTER_OP("Transpose")
+    .Input("x: T")
+    .Input("perm: Tperm")
+    .Output("y: T")
+    .Attr("T: type")
+    .Attr("Tperm: {int32, int64} = DT_INT32")
+    .SetShapeFn(TransposeShape)
+    .Doc("Permutes the dimensions of x: y.shape[i] == x.shape[perm[i]].");
+
+/// True when the permutation keeps the order of the dims larger than 1: the
+/// bytes are then already in the output's layout.
+bool NonSingletonDimensionsAlign(const TensorShape& shape, const std::vector<int>& perm) {
+  int last = -1;
+  for (int d : perm) {
+    if (shape.dim_size(d) == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
+
+class TransposeOp : public OpKernel {
+ public:
+  explicit TransposeOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& perm_t = ctx->input(1);
+    AF_REQUIRES(ctx, perm_t.dims() == 1,
+                errors::InvalidArgument("perm must be a vector, not ", perm_t.shape().DebugString()));
+    AF_REQUIRES(ctx, IsIndexDtype(perm_t.dtype()),
+                errors::InvalidArgument("perm must be an int32 or int64 tensor, got ",
+                                        DataTypeString(perm_t.dtype())));
+    const std::vector<int64_t> v = TensorToInt64s(perm_t);
+    const int rank = input.dims();
+    AF_REQUIRES_OK(ctx, CheckPermutation(v, rank));
+    std::vector<int> perm(v.begin(), v.end());
+    TensorShape shape;
+    bool is_identity = true;
+    for (int i = 0; i < rank; ++i) {
+      shape.AddDim(input.dim_size(perm[i]));
+      if (perm[i] != i) is_identity = false;
+    }
+    if (rank <= 1 || is_identity) {
+      ctx->set_output(0, input);
+      return;
+    }
+    if (NonSingletonDimensionsAlign(input.shape(), perm)) {
+      ctx->set_output(0, input.Reshaped(shape));
+      return;
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    ComputePool* pool = ctx->device() != nullptr ? ctx->device()->compute_pool() : nullptr;
+    AF_REQUIRES_OK(ctx, TransposeTensor(input, perm, out, pool));
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("Transpose").Device(DEVICE_CPU), TransposeOp);
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,50 @@
+// _Arg and _Retval: how a step's fed tensors enter a partition and its fetched
+// tensors leave it (see graph/subgraph.hpp). They read and write the step's
+// CallFrame; both are cheap and always run inline.
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+
+namespace actorflow {
+namespace {
+
+AF_REGISTER_OP("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0").Doc("A step argument (feed).");
+AF_REGISTER_OP("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0").SetIsStateful()
+    .Doc("A step result (fetch).");
+
+class ArgOp : public OpKernel {
+ public:
+  explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(c->GetAttr("index", &index_)); }
+  void Compute(OpKernelContext* ctx) override {
+    auto& args = ctx->call_frame()->args;
+    AF_REQUIRES(ctx, index_ < static_cast<int64_t>(args.size()),
+                errors::Internal("argument ", index_, " missing from the step's ", args.size(), " arguments"));
+    const Tensor& t = args[index_];
+    AF_REQUIRES(ctx, t.dtype() == BaseType(output_type(0)),
+                errors::InvalidArgument("argument ", index_, " has dtype ", DataTypeString(t.dtype()), ", expected ",
+                                        DataTypeString(output_type(0))));
+    ctx->set_output(0, t);
+  }
+
+ private:
+  int64_t index_ = 0;
+};
+
+class RetvalOp : public OpKernel {
+ public:
+  explicit RetvalOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(c->GetAttr("index", &index_)); }
+  void Compute(OpKernelContext* ctx) override {
+    auto& retvals = ctx->call_frame()->retvals;
+    AF_REQUIRES(ctx, index_ < static_cast<int64_t>(retvals.size()),
+                errors::Internal("result ", index_, " out of the step's ", retvals.size(), " results"));
+    retvals[index_] = ctx->input(0);
+  }
+
+ private:
+  int64_t index_ = 0;
+};
+
+AF_REGISTER_KERNEL(KernelDefBuilder("_Arg").Device(DEVICE_CPU), ArgOp);
+AF_REGISTER_KERNEL(KernelDefBuilder("_Retval").Device(DEVICE_CPU), RetvalOp);
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,240 @@
+// Sum, Mean, Prod, Max, Min over axes (keep_dims), and ArgMax, ArgMin.
+//
+// The input's dims are collapsed into alternating kept/reduced groups; the
+// common layouts ([K,R], [R,K], [K,R,K]) reduce in place with Eigen, others are
+// transposed to [K,R] first.
+#include <limits>
+
+#include "core/tensor_eigen.hpp"
+#include "ops/array/transpose_op.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+namespace {
+
+#define AF_REDUCTION_OP_DEF(NAME, DOC)                 \
+  AF_REGISTER_OP(NAME)                                 \
+      .Input("input: T")                               \
+      .Input("reduction_indices: Tidx")                \
+      .Output("output: T")                             \
+      .Attr("keep_dims: bool = false")                 \
+      .Attr("T: {float, double, int32, int64}")        \
+      .Attr("Tidx: {int32, int64} = DT_INT32")         \
+      .SetShapeFn(shape_fns::Reduction)                \
+      .Doc(DOC)
+
+AF_REDUCTION_OP_DEF("Sum", "Sum over the given axes.");
+AF_REDUCTION_OP_DEF("Mean", "Mean over the given axes.");
+AF_REDUCTION_OP_DEF("Prod", "Product over the given axes.");
+AF_REDUCTION_OP_DEF("Max", "Maximum over the given axes.");
+AF_REDUCTION_OP_DEF("Min", "Minimum over the given axes.");
+
+enum class Reducer { kSum, kMean, kProd, kMax, kMin };
+
+template <class T>
+T Identity(Reducer r) {
+  switch (r) {
+    case Reducer::kProd: return T(1);
+    case Reducer::kMax: return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                                   : std::numeric_limits<T>::lowest();
+    case Reducer::kMin: return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                                   : std::numeric_limits<T>::max();
+    default: return T(0);
+  }
+}
+
+// Reduces each row of a row-major [rows, cols] matrix (cols >= 1) into out.
+template <class T, class M, class O>
+void ReduceRows(Reducer r, const M& m, O&& out) {
+  switch (r) {
+    case Reducer::kSum: case Reducer::kMean: out = m.rowwise().sum(); break;
+    case Reducer::kProd: out = m.rowwise().prod(); break;
+    case Reducer::kMax: out = m.rowwise().maxCoeff(); break;
+    case Reducer::kMin: out = m.rowwise().minCoeff(); break;
+  }
+}
+template <class T, class M, class O>
+void ReduceCols(Reducer r, const M& m, O&& out) {
+  switch (r) {
+    case Reducer::kSum: case Reducer::kMean: out = m.colwise().sum(); break;
+    case Reducer::kProd: out = m.colwise().prod(); break;
+    case Reducer::kMax: out = m.colwise().maxCoeff(); break;
+    case Reducer::kMin: out = m.colwise().minCoeff(); break;
+  }
+}
+
+template <Reducer R>
+class ReductionOp : public OpKernel {
+ public:
+  explicit ReductionOp(OpKernelConstruction* c) : OpKernel(c) {
+    expensive_ = true;
+    c->SetStatus(c->GetAttr("keep_dims", &keep_dims_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& axes = ctx->input(1);
+    AF_REQUIRES(ctx, axes.dims() <= 1,
+                errors::InvalidArgument("reduction_indices must be a scalar or vector, got shape ", axes.shape().DebugString()));
+    const int rank = x.dims();
+    std::vector<bool> reduced(rank, false);
+    for (int64_t a : TensorToInt64s(axes)) {
+      AF_REQUIRES(ctx, a >= -rank && a < std::max(rank, 1) && !(rank == 0 && a != 0 && a != -1),
+                  errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ", rank, " dimensions"));
+      if (rank > 0) reduced[a < 0 ? a + rank : a] = true;
+    }
+    TensorShape out_shape;
+    for (int i = 0; i < rank; ++i) {
+      if (!reduced[i]) out_shape.AddDim(x.dim_size(i));
+      else if (keep_dims_) out_shape.AddDim(1);
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(errors::Unimplemented("reduction of ", DataTypeString(x.dtype()))),
+                   Reduce<T>(ctx, x, reduced, out));
+  }
+
+ private:
+  template <class T>
+  void Reduce(OpKernelContext* ctx, const Tensor& x, const std::vector<bool>& reduced, Tensor* out) const {
+    // Collapse dims into alternating groups; size-1 dims change nothing.
+    std::vector<int64_t> groups;
+    std::vector<bool> is_reduced;
+    for (int i = 0; i < x.dims(); ++i) {
+      if (x.dim_size(i) == 1) continue;
+      if (!groups.empty() && is_reduced.back() == reduced[i]) {
+        groups.back() *= x.dim_size(i);
+      } else {
+        groups.push_back(x.dim_size(i));
+        is_reduced.push_back(reduced[i]);
+      }
+    }
+    int64_t reduce_count = 1;
+    for (int i = 0; i < x.dims(); ++i)
+      if (reduced[i]) reduce_count *= x.dim_size(i);
+    T* po = out->data<T>();
+    const int64_t n_out = out->NumElements();
+    if (reduce_count == 0 || n_out == 0) {  // nothing to reduce: the identity
+      std::fill(po, po + n_out, Identity<T>(R));
+      return;
+    }
+    const T* px = x.data<T>();
+    using Mat = Eigen::Map<const RowMajorMatrix<T>>;
+    using Vec = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
+    using RowVec = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+    const size_t g = groups.size();
+    bool done = true;
+    if (g == 0 || (g == 1 && !is_reduced[0])) {
+      std::copy(px, px + n_out, po);
+    } else if (g == 1) {
+      ReduceRows<T>(R, Mat(px, 1, groups[0]), Vec(po, 1));
+    } else if (g == 2 && !is_reduced[0]) {
+      ReduceRows<T>(R, Mat(px, groups[0], groups[1]), Vec(po, groups[0]));
+    } else if (g == 2) {
+      ReduceCols<T>(R, Mat(px, groups[0], groups[1]), RowVec(po, groups[1]));
+    } else if (g == 3 && !is_reduced[0]) {
+      const int64_t rows = groups[1], cols = groups[2];
+      for (int64_t k = 0; k < groups[0]; ++k)
+        ReduceCols<T>(R, Mat(px + k * rows * cols, rows, cols), RowVec(po + k * cols, cols));
+    } else {
+      done = false;
+    }
+    if (!done) {  // general layout: move reduced dims last, then reduce rows
+      std::vector<int> perm;
+      TensorShape tshape;
+      for (int i = 0; i < x.dims(); ++i)
+        if (!reduced[i]) perm.push_back(i);
+      for (int i = 0; i < x.dims(); ++i)
+        if (reduced[i]) perm.push_back(i);
+      for (int p : perm) tshape.AddDim(x.dim_size(p));
+      Tensor t;
+      AF_REQUIRES_OK(ctx, ctx->allocate_temp(x.dtype(), tshape, &t));
+      AF_REQUIRES_OK(ctx, TransposeTensor(x, perm, &t));
+      ReduceRows<T>(R, Mat(t.data<T>(), n_out, reduce_count), Vec(po, n_out));
+    }
+    if (R == Reducer::kMean) {
+      for (int64_t i = 0; i < n_out; ++i) po[i] /= static_cast<T>(reduce_count);
+    }
+  }
+
+  bool keep_dims_ = false;
+};
+
+const std::vector<DataType> kReduceTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+AF_REGISTER_KERNEL(KernelDefBuilder("Sum").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ReductionOp<Reducer::kSum>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Mean").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ReductionOp<Reducer::kMean>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Prod").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ReductionOp<Reducer::kProd>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Max").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ReductionOp<Reducer::kMax>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Min").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ReductionOp<Reducer::kMin>);
+
+// ---------------------------------------------------------------------------
+
+#define AF_ARG_OP_DEF(NAME, DOC)                         \
+  AF_REGISTER_OP(NAME)                                   \
+      .Input("input: T")                                 \
+      .Input("dimension: Tidx")                          \
+      .Output("output: output_type")                     \
+      .Attr("T: {float, double, int32, int64}")          \
+      .Attr("Tidx: {int32, int64} = DT_INT32")           \
+      .Attr("output_type: {int32, int64} = DT_INT64")    \
+      .SetShapeFn(shape_fns::Unknown)                    \
+      .Doc(DOC)
+
+AF_ARG_OP_DEF("ArgMax", "Index of the largest value along a dimension.");
+AF_ARG_OP_DEF("ArgMin", "Index of the smallest value along a dimension.");
+
+template <bool kMax>
+class ArgOp : public OpKernel {
+ public:
+  explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dim_t = ctx->input(1);
+    AF_REQUIRES(ctx, dim_t.NumElements() == 1,
+                errors::InvalidArgument("dimension must be a scalar, got shape ", dim_t.shape().DebugString()));
+    const int rank = x.dims();
+    int64_t axis = TensorToInt64s(dim_t)[0];
+    AF_REQUIRES(ctx, axis >= -rank && axis < rank,
+                errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis));
+    if (axis < 0) axis += rank;
+    AF_REQUIRES(ctx, x.dim_size(static_cast<int>(axis)) > 0,
+                errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ", x.shape().DebugString()));
+    TensorShape out_shape;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < rank; ++i) {
+      if (i == axis) continue;
+      out_shape.AddDim(x.dim_size(i));
+      (i < axis ? outer : inner) *= x.dim_size(i);
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    const int64_t len = x.dim_size(static_cast<int>(axis));
+    AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(errors::Unimplemented("no ", type_string(), " for ", DataTypeString(x.dtype()))),
+                   Run<T>(x.data<T>(), outer, len, inner, out));
+  }
+
+ private:
+  template <class T>
+  static void Run(const T* px, int64_t outer, int64_t len, int64_t inner, Tensor* out) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* base = px + o * len * inner + i;
+        int64_t best = 0;
+        for (int64_t j = 1; j < len; ++j) {
+          const T v = base[j * inner], b = base[best * inner];
+          if (kMax ? v > b : v < b) best = j;
+        }
+        if (out->dtype() == DT_INT64) out->data<int64_t>()[o * inner + i] = best;
+        else out->data<int32_t>()[o * inner + i] = static_cast<int32_t>(best);
+      }
+    }
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("ArgMax").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ArgOp<true>);
+AF_REGISTER_KERNEL(KernelDefBuilder("ArgMin").Device(DEVICE_CPU).TypeConstraint("T", kReduceTypes), ArgOp<false>);
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,80 @@
+// The actorflow command, run as a user or script would run it.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+struct Result {
+  int exit_code;
+  std::string out;
+};
+
+Result Sh(const std::string& args) {
+  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH + " " + args + " 2>/dev/null";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kGraph = std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt";
+}  // namespace
+
+TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
+  Result r = Sh("run --graph " + kGraph + " --feed 'x=[[1,2],[3,4]]' --fetch y");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  // y = x @ [[1],[2]] + 0.5
+  REQUIRE(r.out == "{\"step\":0,\"ok\":true,\"fetches\":{\"y:0\":{\"dtype\":\"float32\",\"shape\":[2,1],\"values\":[5.5,11.5]}}}\n");
+}
+
+TEST_CASE("cli: steps file, typed values, failures and exit codes") {
+  const std::string steps = "/tmp/actorflow_cli_steps.jsonl";
+  std::ofstream(steps) << R"({"feeds":{"x":{"dtype":"float32","shape":[1,2],"values":[0,1]}},"fetches":["y"]})" << "\n"
+                       << R"({"feeds":{"x":[[1,2,3]]},"fetches":["y"]})" << "\n"
+                       << "\n"
+                       << R"({"feeds":{"x":[[1,1]]},"targets":["check"]})" << "\n"
+                       << R"({"feeds":{"x":[[0,0]]},"fetches":["MatMul:0"]})" << "\n";
+  Result r = Sh("run --graph " + kGraph + " --steps " + steps);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 1);
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < r.out.size()) {
+    size_t nl = r.out.find('\n', pos);
+    lines.push_back(r.out.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  REQUIRE(lines.size() == 4);
+  REQUIRE(lines[0].find("\"ok\":true") != std::string::npos);
+  REQUIRE(lines[0].find("[2.5]") != std::string::npos);
+  REQUIRE(lines[1].find("\"step\":1,\"ok\":false,\"code\":\"INVALID_ARGUMENT\"") != std::string::npos);
+  REQUIRE(lines[2].find("\"step\":2,\"ok\":false,\"code\":\"INVALID_ARGUMENT\"") != std::string::npos);
+  REQUIRE(lines[2].find("assertion failed") != std::string::npos);
+  REQUIRE(lines[3].find("\"step\":3,\"ok\":true") != std::string::npos);
+  std::remove(steps.c_str());
+}
+
+TEST_CASE("cli: usage errors and unloadable graphs exit 2") {
+  REQUIRE(Sh("run --fetch y").exit_code == 2);
+  REQUIRE(Sh("run --graph /nonexistent.pbtxt --fetch y").exit_code == 2);
+  REQUIRE(Sh("run --graph " + kGraph + " --feed 'x=[[1,2]' --fetch y").exit_code == 2);
+  REQUIRE(Sh("frobnicate").exit_code == 2);
+}
+
+TEST_CASE("cli: ops lists ops with their kernels") {
+  Result r = Sh("ops");
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("MatMul  kernels: CPU") != std::string::npos);
+  REQUIRE(r.out.find("SparseSoftmaxCrossEntropyWithLogits") != std::string::npos);
+}

@@ -1,0 +1,161 @@
+// Graph construction, GraphDef import/export and validation errors.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "graph/cc_ops.hpp"
+#include "graph/graph_def_io.hpp"
+#include "ops/op_kernel.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+
+namespace {
+Status Import(const std::string& text, Graph* g) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ParseGraphDefText(text, &def));
+  return ImportGraphDef(def, g);
+}
+const char* kConst = R"(attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } })";
+std::string ConstNode(const std::string& name) { return "node { name: '" + name + "' op: 'Const' " + kConst + " }\n"; }
+}  // namespace
+
+TEST_CASE("a TensorFlow-written text GraphDef loads, with comments and unmodelled fields") {
+  proto::GraphDef def;
+  Status s = ReadGraphDefFile(std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt", &def);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Graph g;
+  REQUIRE(ImportGraphDef(def, &g).ok());
+  REQUIRE(g.num_nodes() == 7);
+  Node* mm = g.FindNode("MatMul");
+  REQUIRE(mm != nullptr);
+  REQUIRE(mm->requested_device() == "/device:CPU:0");
+  REQUIRE(g.versions().producer() == 1087);
+}
+
+TEST_CASE("GraphDef binary and text round trips preserve the graph") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Add(root.WithOpName("y"), x, 2.f);
+  auto z = ops::Identity(root.WithControlDependencies({y.op()}).WithOpName("z"), x);
+  REQUIRE(root.ok());
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  for (const char* ext : {".pb", ".pbtxt"}) {
+    std::string path = "/tmp/actorflow_graph_test" + std::string(ext);
+    REQUIRE(WriteGraphDefFile(path, def).ok());
+    proto::GraphDef back;
+    REQUIRE(ReadGraphDefFile(path, &back).ok());
+    REQUIRE(back.SerializeAsString() == def.SerializeAsString());
+    Graph g;
+    REQUIRE(ImportGraphDef(back, &g).ok());
+    Node* zn = g.FindNode("z");
+    REQUIRE(zn->in_edges().size() == 2);  // data from x, control from y
+    std::remove(path.c_str());
+  }
+  // Attr defaults are filled in on import.
+  Graph g;
+  REQUIRE(ImportGraphDef(def, &g).ok());
+  REQUIRE(HasNodeAttr(g.FindNode("y")->def(), "T"));
+}
+
+TEST_CASE("import errors name the node and the problem") {
+  Graph g1;
+  Status s = Import("node { name: 'a' op: 'NoSuchOp' }", &g1);
+  REQUIRE(s.code() == Code::kNotFound);
+  REQUIRE_THAT(s.message(), Catch::Contains("'a'") && Catch::Contains("NoSuchOp"));
+
+  Graph g2;
+  s = Import(ConstNode("a") + "node { name: 'b' op: 'Neg' input: 'missing' attr { key: 'T' value { type: DT_FLOAT } } }", &g2);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'b'") && Catch::Contains("missing"));
+
+  Graph g3;
+  s = Import(ConstNode("a") + "node { name: 'b' op: 'Neg' input: 'a' attr { key: 'T' value { type: DT_INT32 } } }", &g3);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'b'") && Catch::Contains("float") && Catch::Contains("int32"));
+
+  Graph g4;
+  s = Import(ConstNode("a") + ConstNode("a"), &g4);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("duplicate") && Catch::Contains("'a'"));
+
+  Graph g5;
+  s = Import(R"(node { name: 'p' op: 'Neg' input: 'q' attr { key: 'T' value { type: DT_FLOAT } } }
+                node { name: 'q' op: 'Neg' input: 'p' attr { key: 'T' value { type: DT_FLOAT } } })", &g5);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("cycle") && Catch::Contains("'p'"));
+
+  Graph g6;
+  s = Import(ConstNode("a") + "node { name: 'b' op: 'Add' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } }", &g6);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'b'") && Catch::Contains("expects 2"));
+
+  Graph g7;
+  s = Import(ConstNode("a") + "node { name: 'b' op: 'Neg' input: 'a:3' attr { key: 'T' value { type: DT_FLOAT } } }", &g7);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("output 3"));
+
+  Graph g8;
+  s = Import("node { name: 'a' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } } }", &g8);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("missing attr 'value'"));
+
+  Graph g9;
+  s = Import(ConstNode("a") + "node { name: 'b' op: 'Neg' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } attr { key: 'bogus' value { i: 1 } } }", &g9);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("bogus"));
+}
+
+TEST_CASE("malformed and missing graph files are errors naming the file") {
+  proto::GraphDef def;
+  Status s = ReadGraphDefFile("/nonexistent/graph.pb", &def);
+  REQUIRE(s.code() == Code::kNotFound);
+  REQUIRE_THAT(s.message(), Catch::Contains("/nonexistent/graph.pb"));
+  const std::string path = "/tmp/actorflow_bad.pbtxt";
+  std::ofstream(path) << "node { name: 'a' op: }\n";
+  s = ReadGraphDefFile(path, &def);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains(path) && Catch::Contains("line 1"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the builder reports shape errors when the graph is built") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, {{1.f, 2.f, 3.f}});   // [1,3]
+  auto b = ops::Const(root, {{1.f, 2.f}});        // [1,2]
+  ops::MatMul(root.WithOpName("mm"), a, b);
+  REQUIRE_FALSE(root.ok());
+  REQUIRE(root.status().code() == Code::kInvalidArgument);
+  REQUIRE_THAT(root.status().message(), Catch::Contains("'mm'") && Catch::Contains("3 and 1"));
+}
+
+TEST_CASE("the builder names ops uniquely inside sub-scopes") {
+  Scope root = Scope::NewRootScope();
+  Scope layer = root.NewSubScope("layer");
+  auto a = ops::Const(layer, 1.f);
+  auto b = ops::Neg(layer, a);
+  auto c = ops::Neg(layer, b);
+  REQUIRE(b.node()->name() == "layer/Neg");
+  REQUIRE(c.node()->name() == "layer/Neg_1");
+  auto d = ops::Neg(root.WithDevice("/device:CPU:0").WithOpName("named"), c);
+  REQUIRE(d.node()->name() == "named");
+  REQUIRE(d.node()->requested_device() == "/device:CPU:0");
+}
+
+TEST_CASE("a missing kernel is an error naming node, op, device and dtype") {
+  proto::NodeDef def;
+  def.set_name("add_on_gpu");
+  def.set_op("Add");
+  (*def.mutable_attr())["T"] = AttrType(DT_FLOAT);
+  const KernelDef* k;
+  KernelFactory f;
+  Status s = KernelRegistry::Global()->Find(def, "GPU", &k, &f);
+  REQUIRE(s.code() == Code::kNotFound);
+  REQUIRE_THAT(s.message(), Catch::Contains("'add_on_gpu'") && Catch::Contains("'Add'") &&
+                                Catch::Contains("GPU") && Catch::Contains("T=float"));
+  REQUIRE(KernelRegistry::Global()->Find(def, "CPU", &k, &f).ok());
+}

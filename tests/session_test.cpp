@@ -1,0 +1,215 @@
+// Session::Run: pruning, feeds, caching, concurrency, deadlines and errors.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+#include "actors/runtime.hpp"
+#include "graph/graph_def_io.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::MakeTensor;
+using test::Values;
+
+namespace {
+proto::GraphDef ToDef(const Scope& root) {
+  proto::GraphDef def;
+  Status s = root.ToGraphDef(&def);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return def;
+}
+// An op that fails the step if it ever runs: Assert(false).
+Operation Tripwire(const Scope& s, const Output& data) { return ops::Assert(s, false, {data}); }
+}  // namespace
+
+TEST_CASE("Run computes fetched values and returns them in fetch order") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Mul(root.WithOpName("y"), x, 3.f);
+  auto z = ops::Add(root.WithOpName("z"), y, 1.f);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({{"x", MakeTensor<float>({1, 2}, {2})}}, {"z", "y:0"}, {}, &out).ok());
+  REQUIRE(out.size() == 2);
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{4, 7});
+  REQUIRE(Values<float>(out[1]) == std::vector<float>{3, 6});
+}
+
+TEST_CASE("pruning: a node the fetches do not need never runs, stateful or not") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root.WithOpName("x"), 2.f);
+  auto y = ops::Square(root.WithOpName("y"), x);
+  Tripwire(root.WithOpName("trip"), y);  // stateful, consumes y, but nobody needs it
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  Status s = session.Run({}, {"y"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].scalar<float>() == 4.f);
+  // The tripwire is real: running it as a target fails the step.
+  s = session.Run({}, {}, {"trip"}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'trip'") && Catch::Contains("assertion failed"));
+}
+
+TEST_CASE("a feed cuts the graph: what only feeds the fed tensor does not run") {
+  Scope root = Scope::NewRootScope();
+  auto p = ops::Placeholder(root.WithOpName("p"), DT_FLOAT);  // would fail if it ran unfed
+  auto mid = ops::Neg(root.WithOpName("mid"), p);
+  auto guarded = ops::Identity(root.WithOpName("guarded").WithControlDependencies({Tripwire(root, p)}), mid);
+  auto out_node = ops::Mul(root.WithOpName("out"), mid, 10.f);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  Status s = session.Run({{"mid", Tensor::Scalar<float>(5)}}, {"out"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].scalar<float>() == 50.f);
+  // Unfed, the placeholder runs and says what it needs.
+  s = session.Run({}, {"out"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("must feed a value for placeholder tensor 'p'"));
+  // Fetching a fed tensor returns the fed value.
+  REQUIRE(session.Run({{"mid", Tensor::Scalar<float>(7)}}, {"mid"}, {}, &out).ok());
+  REQUIRE(out[0].scalar<float>() == 7.f);
+  (void)guarded;
+}
+
+TEST_CASE("executables are cached per (feeds, fetches, targets)") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_INT32);
+  ops::Add(root.WithOpName("y"), x, 1);
+  ops::Add(root.WithOpName("z"), x, 2);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  for (int i = 0; i < 5; ++i) REQUIRE(session.Run({{"x", Tensor::Scalar<int32_t>(i)}}, {"y"}, {}, &out).ok());
+  REQUIRE(session.num_cached_executables() == 1);
+  REQUIRE(out[0].scalar<int32_t>() == 5);
+  REQUIRE(session.Run({{"x", Tensor::Scalar<int32_t>(1)}}, {"z"}, {}, &out).ok());
+  REQUIRE(session.num_cached_executables() == 2);
+  REQUIRE(out[0].scalar<int32_t>() == 3);
+}
+
+TEST_CASE("concurrent Run calls from several threads each get their own results") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 64}));
+  auto w = ops::Fill(root, {64, 64}, 0.5f);
+  auto y = ops::Sum(root.WithOpName("y"), ops::MatMul(root, x, w), {0, 1});
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  constexpr int kThreads = 4, kSteps = 25;
+  std::vector<std::future<bool>> results;
+  for (int t = 0; t < kThreads; ++t) {
+    results.push_back(std::async(std::launch::async, [&session, t] {
+      for (int i = 0; i < kSteps; ++i) {
+        const float v = static_cast<float>(t * 100 + i);
+        Tensor in(DT_FLOAT, TensorShape{8, 64});
+        for (int64_t k = 0; k < in.NumElements(); ++k) in.data<float>()[k] = v;
+        std::vector<Tensor> out;
+        if (!session.Run({{"x", in}}, {"y"}, {}, &out).ok()) return false;
+        // every element of x @ w is 64 * v * 0.5; 8 * 64 of them
+        if (out[0].scalar<float>() != 8 * 64 * 64 * v * 0.5f) return false;
+      }
+      return true;
+    }));
+  }
+  for (auto& r : results) {
+    REQUIRE(r.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+    REQUIRE(r.get());
+  }
+}
+
+TEST_CASE("a kernel error ends only its own step") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Placeholder(root.WithOpName("a"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  ops::Add(root.WithOpName("sum"), a, b);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  Status s = session.Run({{"a", MakeTensor<float>({1, 2}, {2})}, {"b", MakeTensor<float>({1, 2, 3}, {3})}}, {"sum"},
+                         {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("node 'sum'") && Catch::Contains("Incompatible shapes: [2] vs. [3]"));
+  REQUIRE(session.Run({{"a", MakeTensor<float>({1, 2}, {2})}, {"b", MakeTensor<float>({3, 4}, {2})}}, {"sum"}, {}, &out).ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{4, 6});
+}
+
+TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {
+  // 24 chained 768x768 matmuls: ~21 GFLOP, far more than a millisecond.
+  Scope root = Scope::NewRootScope();
+  Output m = ops::Fill(root, {768, 768}, 0.001f);
+  for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);
+  auto out_node = ops::Sum(root.WithOpName("out"), m, {0, 1});
+  ops::Const(root.WithOpName("small"), 3);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  RunOptions opts;
+  opts.timeout_in_ms = 1;
+  std::vector<Tensor> out;
+  Status s = session.Run(opts, {}, {"out"}, {}, &out);
+  REQUIRE(s.code() == Code::kDeadlineExceeded);
+  REQUIRE_THAT(s.message(), Catch::Contains("deadline"));
+  // The session stays usable for other steps.
+  REQUIRE(session.Run({}, {"small"}, {}, &out).ok());
+  REQUIRE(out[0].scalar<int32_t>() == 3);
+  (void)out_node;
+}
+
+TEST_CASE("bad feeds, fetches and targets are errors with codes") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{2}));
+  ops::Neg(root.WithOpName("y"), x);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  const Tensor two = MakeTensor<float>({1, 2}, {2});
+  Status s = session.Run({{"x", two}}, {"nope"}, {}, &out);
+  REQUIRE(s.code() == Code::kNotFound);
+  REQUIRE_THAT(s.message(), Catch::Contains("nope"));
+  s = session.Run({{"nope:0", two}}, {"y"}, {}, &out);
+  REQUIRE(s.code() == Code::kNotFound);
+  s = session.Run({{"x", two}}, {"y:1"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  s = session.Run({{"x", two}}, {}, {"ghost"}, &out);
+  REQUIRE(s.code() == Code::kNotFound);
+  s = session.Run({{"x", Tensor::Scalar<int32_t>(1)}}, {"y"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("int32") && Catch::Contains("float"));
+  s = session.Run({{"x", MakeTensor<float>({1, 2, 3}, {3})}}, {"y"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("[3]") && Catch::Contains("[2]"));
+  s = session.Run({{"x", two}, {"x", two}}, {"y"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  s = session.Run({}, {}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE(session.Run({{"x", two}}, {"y"}, {}, &out).ok());
+  REQUIRE(session.Close().ok());
+  s = session.Run({{"x", two}}, {"y"}, {}, &out);
+  REQUIRE(s.code() == Code::kCancelled);
+}
+
+TEST_CASE("a session on its own runtime, and Extend") {
+  RuntimeOptions ro;
+  ro.num_threads = 1;
+  Runtime rt(ro);
+  SessionOptions so;
+  so.runtime = &rt;
+  Session session(so);
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithOpName("a"), 2.f);
+  REQUIRE(session.Create(ToDef(root)).ok());
+  REQUIRE(session.Create(ToDef(root)).code() == Code::kAlreadyExists);
+  proto::GraphDef more;
+  REQUIRE(ParseGraphDefText("node { name: 'b' op: 'Neg' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } }",
+                            &more).ok());
+  REQUIRE(session.Extend(more).ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({}, {"b"}, {}, &out).ok());
+  REQUIRE(out[0].scalar<float>() == -2.f);
+}

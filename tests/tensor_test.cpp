@@ -1,0 +1,146 @@
+// Tensors: sharing, reshaping, proto conversion, and the CAF wire format.
+#include <catch2/catch.hpp>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "actors/messages.hpp"
+#include "core/proto/tensor.pb.h"
+#include "core/tensor.hpp"
+#include "core/tensor_eigen.hpp"
+#include "core/tensor_proto.hpp"
+#include "devices/allocator.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::MakeTensor;
+using test::Values;
+
+TEST_CASE("tensor copies share one buffer") {
+  Tensor a = MakeTensor<float>({1, 2, 3, 4}, {2, 2});
+  Tensor b = a;
+  REQUIRE(b.SharesBufferWith(a));
+  REQUIRE_FALSE(a.RefCountIsOne());
+  b.data<float>()[0] = 9;
+  REQUIRE(a.data<float>()[0] == 9);
+  Tensor r = a.Reshaped(TensorShape{4});
+  REQUIRE(r.SharesBufferWith(a));
+  REQUIRE(r.shape() == TensorShape{4});
+  Tensor d = a.DeepCopy();
+  REQUIRE_FALSE(d.SharesBufferWith(a));
+  REQUIRE(TensorEquals(a, d));
+  { Tensor moved = std::move(b); REQUIRE(moved.SharesBufferWith(a)); }
+}
+
+TEST_CASE("tensor buffers are 64-byte aligned and freed with their last reference") {
+  Tensor t(DT_DOUBLE, TensorShape{3, 5});
+  REQUIRE(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment == 0);
+  REQUIRE(t.RefCountIsOne());
+}
+
+TEST_CASE("empty tensors, scalars and strings") {
+  Tensor e(DT_FLOAT, TensorShape{0, 3});
+  REQUIRE(e.NumElements() == 0);
+  REQUIRE(e.IsInitialized());
+  Tensor s = Tensor::Scalar<int64_t>(7);
+  REQUIRE(s.dims() == 0);
+  REQUIRE(s.scalar<int64_t>() == 7);
+  Tensor str(DT_STRING, TensorShape{2});
+  str.data<std::string>()[1] = "hello";
+  REQUIRE(str.DeepCopy().data<std::string>()[1] == "hello");
+  REQUIRE(str.SummarizeValue() == "\"\" \"hello\"");
+}
+
+TEST_CASE("Eigen views map the tensor's memory") {
+  Tensor t = MakeTensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto m = TensorView<float, 2>(t);
+  REQUIRE(m(1, 2) == 6);
+  m(0, 0) = 10;
+  REQUIRE(t.data<float>()[0] == 10);
+  REQUIRE(FlatArrayView<float>(t).sum() == Approx(10 + 2 + 3 + 4 + 5 + 6));
+}
+
+TEST_CASE("TensorProto round trip, tensor_content and typed fields") {
+  Tensor t = MakeTensor<int32_t>({1, -2, 3, 4, 5, 6}, {3, 2});
+  for (bool content : {true, false}) {
+    proto::TensorProto p;
+    TensorToProto(t, &p, content);
+    REQUIRE(p.tensor_content().empty() == !content);
+    Tensor back;
+    REQUIRE(TensorFromProto(p, &back).ok());
+    REQUIRE(TensorEquals(t, back));
+  }
+  Tensor s = MakeTensor<std::string>({"a", "bc"}, {2});
+  proto::TensorProto ps;
+  TensorToProto(s, &ps);
+  Tensor sback;
+  REQUIRE(TensorFromProto(ps, &sback).ok());
+  REQUIRE(TensorEquals(s, sback));
+}
+
+TEST_CASE("TensorProto: a single typed value fills the shape; bad protos are errors") {
+  proto::TensorProto p;
+  p.set_dtype(proto::DT_FLOAT);
+  p.mutable_tensor_shape()->add_dim()->set_size(3);
+  p.add_float_val(2.5f);
+  Tensor t;
+  REQUIRE(TensorFromProto(p, &t).ok());
+  REQUIRE(Values<float>(t) == std::vector<float>{2.5f, 2.5f, 2.5f});
+
+  p.clear_float_val();
+  p.set_tensor_content(std::string(5, '\0'));  // 5 bytes for 3 floats
+  Status s = TensorFromProto(p, &t);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("12"));
+
+  proto::TensorProto neg;
+  neg.set_dtype(proto::DT_FLOAT);
+  neg.mutable_tensor_shape()->add_dim()->set_size(-4);
+  REQUIRE(TensorFromProto(neg, &t).code() == Code::kInvalidArgument);
+}
+
+namespace {
+template <class T>
+T RoundTrip(caf::actor_system& sys, const T& value) {
+  std::vector<char> buf;
+  caf::binary_serializer sink(sys, buf);
+  T copy = value;
+  REQUIRE_FALSE(sink(copy));
+  caf::binary_deserializer source(sys, buf);
+  T out;
+  REQUIRE_FALSE(source(out));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly") {
+  caf::actor_system_config cfg;
+  RegisterMessageTypes(cfg);
+  caf::actor_system sys{cfg};
+  Tensor f = MakeTensor<float>({1.5f, -2, 3, 4}, {2, 2});
+  REQUIRE(TensorEquals(RoundTrip(sys, f), f));
+  Tensor s = MakeTensor<std::string>({"x", "", "yz"}, {3});
+  REQUIRE(TensorEquals(RoundTrip(sys, s), s));
+  Tensor empty(DT_INT64, TensorShape{0, 4});
+  REQUIRE(TensorEquals(RoundTrip(sys, empty), empty));
+  Status st = errors::OutOfRange("end of input in 'f.txt'");
+  REQUIRE(RoundTrip(sys, st) == st);
+  RunStepResponse resp{errors::Cancelled("x"), {f, s}};
+  RunStepResponse back = RoundTrip(sys, resp);
+  REQUIRE(back.status == resp.status);
+  REQUIRE(back.retvals.size() == 2);
+  REQUIRE(TensorEquals(back.retvals[1], s));
+}
+
+TEST_CASE("wire format: a corrupt tensor header is an error, not a crash") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  std::vector<char> buf;
+  caf::binary_serializer sink(sys, buf);
+  int32_t dtype = 77;  // no such dtype
+  std::vector<int64_t> dims{2};
+  REQUIRE_FALSE(sink(dtype, dims));
+  caf::binary_deserializer source(sys, buf);
+  Tensor t;
+  REQUIRE(source(t));  // returns an error
+}
