@@ -19,7 +19,13 @@ OutputList AsOutputs(const Scope& s, const std::vector<Input>& in) {
 }
 }  // namespace
 
-Output Const(const Scope& s, const Input::Initializer& value) { return s.AsOutput(Input(value)); }
+Output Const(const Scope& s, const Input::Initializer& value) {
+  if (!value.status.ok()) {
+    s.UpdateStatus(value.status);
+    return Output();
+  }
+  return First(s.AddOp("Const", {}, {{"value", AttrTensor(value.tensor)}, {"dtype", AttrType(value.tensor.dtype())}}));
+}
 
 Output Placeholder(const Scope& s, DataType dtype, const PartialTensorShape& shape) {
   return First(s.AddOp("Placeholder", {}, {{"dtype", AttrType(dtype)}, {"shape", AttrShape(shape)}}));

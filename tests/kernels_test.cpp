@@ -134,7 +134,8 @@ TEST_CASE("BiasAdd, Softmax and LogSoftmax") {
   Scope root = Scope::NewRootScope();
   auto v = ops::Const(root, {{1.f, 2.f}, {3.f, 4.f}});
   REQUIRE(Run1<float>(root, ops::BiasAdd(root, v, {10.f, 20.f})) == std::vector<float>{11, 22, 13, 24});
-  REQUIRE(Run1<float>(root, ops::BiasAdd(root, v, {10.f, 20.f}, "NCHW")) == std::vector<float>{11, 12, 23, 24});
+  auto v3 = ops::Const(root, {{{1.f, 2.f}, {3.f, 4.f}}});  // [1,2,2]: channels on dim 1 for NCHW
+  REQUIRE(Run1<float>(root, ops::BiasAdd(root, v3, {10.f, 20.f}, "NCHW")) == std::vector<float>{11, 12, 23, 24});
   auto logits = ops::Const(root, {{1.0, 2.0, 3.0}, {1.0, 1.0, 1.0}});
   auto sm = Run1<double>(root, ops::Softmax(root, logits));
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
@@ -235,7 +236,11 @@ TEST_CASE("Concat, Split, Stack, Slice, Transpose, Select") {
   auto b = ops::Const(root, {{5, 6}});
   REQUIRE(Run1<int32_t>(root, ops::Concat(root, {a, b}, 0)) == std::vector<int32_t>{1, 2, 3, 4, 5, 6});
   REQUIRE(Run1<int32_t>(root, ops::Concat(root, {a, a}, -1)) == std::vector<int32_t>{1, 2, 1, 2, 3, 4, 3, 4});
-  REQUIRE(RunStatus(root, {ops::Concat(root, {a, b}, 1)}).code() == Code::kInvalidArgument);
+  {
+    Scope bad = Scope::NewRootScope();
+    REQUIRE(RunStatus(bad, {ops::Concat(bad, {ops::Const(bad, {{1, 2}}), ops::Const(bad, {{5}})}, 0)}).code() ==
+            Code::kInvalidArgument);
+  }
   auto parts = ops::Split(root, 1, a, 2);
   REQUIRE(parts.size() == 2);
   REQUIRE(Run1<int32_t>(root, parts[1]) == std::vector<int32_t>{2, 4});
@@ -243,11 +248,17 @@ TEST_CASE("Concat, Split, Stack, Slice, Transpose, Select") {
           std::vector<int32_t>{1, 3, 2, 4});
   auto m = ops::Const(root, {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});
   REQUIRE(Run1<int32_t>(root, ops::Slice(root, m, {1, 1}, {2, -1})) == std::vector<int32_t>{5, 6, 8, 9});
-  REQUIRE(RunStatus(root, {ops::Slice(root, m, {2, 0}, {2, 1})}).code() == Code::kInvalidArgument);
+  {
+    Scope bad = Scope::NewRootScope();
+    REQUIRE(RunStatus(bad, {ops::Slice(bad, ops::Const(bad, {{1, 2}}), {2, 0}, {2, 1})}).code() == Code::kInvalidArgument);
+  }
   REQUIRE(Run1<int32_t>(root, ops::Transpose(root, m, {1, 0})) == std::vector<int32_t>{1, 4, 7, 2, 5, 8, 3, 6, 9});
   auto t3 = ops::Const(root, {{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}});
   REQUIRE(Run1<int32_t>(root, ops::Transpose(root, t3, {2, 0, 1})) == std::vector<int32_t>{1, 3, 5, 7, 2, 4, 6, 8});
-  REQUIRE(RunStatus(root, {ops::Transpose(root, m, {0, 0})}).code() == Code::kInvalidArgument);
+  {
+    Scope bad = Scope::NewRootScope();
+    REQUIRE(RunStatus(bad, {ops::Transpose(bad, ops::Const(bad, {{1, 2}}), {0, 0})}).code() == Code::kInvalidArgument);
+  }
   auto cond = ops::Const(root, {true, false, true});
   REQUIRE(Run1<int32_t>(root, ops::Select(root, cond, ops::Const(root, {1, 2, 3}), ops::Const(root, {9, 8, 7}))) ==
           std::vector<int32_t>{1, 8, 3});

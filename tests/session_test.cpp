@@ -156,7 +156,9 @@ TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {
   REQUIRE(s.code() == Code::kDeadlineExceeded);
   REQUIRE_THAT(s.message(), Catch::Contains("deadline"));
   // The session stays usable for other steps.
-  REQUIRE(session.Run({}, {"small"}, {}, &out).ok());
+  s = session.Run({}, {"small"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
   REQUIRE(out[0].scalar<int32_t>() == 3);
   (void)out_node;
 }
@@ -208,7 +210,9 @@ TEST_CASE("a session on its own runtime, and Extend") {
   proto::GraphDef more;
   REQUIRE(ParseGraphDefText("node { name: 'b' op: 'Neg' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } }",
                             &more).ok());
-  REQUIRE(session.Extend(more).ok());
+  Status es = session.Extend(more);
+  INFO(es.ToString());
+  REQUIRE(es.ok());
   std::vector<Tensor> out;
   REQUIRE(session.Run({}, {"b"}, {}, &out).ok());
   REQUIRE(out[0].scalar<float>() == -2.f);
