@@ -75,12 +75,10 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)
 Runtime::~Runtime() = default;
 
 Runtime* Runtime::Default(RuntimeOptions options) {
+  // Deliberately never destroyed: tearing CAF's actor system down from a static
+  // destructor at exit corrupts the heap (CAF 0.17). The process's end stops
+  // its threads; runtimes that tests and programs own are destroyed normally.
   static Runtime* rt = new Runtime(options);
-  // Destroyed at exit before the function-local statics CAF created while the
-  // runtime was built (registered after them, so run before them).
-  static struct Reaper {
-    ~Reaper() { delete rt; }
-  } reaper;
   return rt;
 }
 
