@@ -31,7 +31,7 @@ const std::string kGraph = std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt";
 }  // namespace
 
 TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
-  Result r = Sh("run --graph " + kGraph + " --feed 'x=[[1,2],[3,4]]' --fetch y");
+  Result r = Sh("run --graph " + kGraph + " --feed 'x=[[1.0,2.0],[3.0,4.0]]' --fetch y");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   // y = x @ [[1],[2]] + 0.5
@@ -41,10 +41,10 @@ TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
 TEST_CASE("cli: steps file, typed values, failures and exit codes") {
   const std::string steps = "/tmp/actorflow_cli_steps.jsonl";
   std::ofstream(steps) << R"({"feeds":{"x":{"dtype":"float32","shape":[1,2],"values":[0,1]}},"fetches":["y"]})" << "\n"
-                       << R"({"feeds":{"x":[[1,2,3]]},"fetches":["y"]})" << "\n"
+                       << R"({"feeds":{"x":[[1.0,2.0,3.0]]},"fetches":["y"]})" << "\n"
                        << "\n"
-                       << R"({"feeds":{"x":[[1,1]]},"targets":["check"]})" << "\n"
-                       << R"({"feeds":{"x":[[0,0]]},"fetches":["MatMul:0"]})" << "\n";
+                       << R"({"feeds":{"x":[[1.0,1.0]]},"targets":["check"]})" << "\n"
+                       << R"({"feeds":{"x":[[0.0,0.0]]},"fetches":["MatMul:0"]})" << "\n";
   Result r = Sh("run --graph " + kGraph + " --steps " + steps);
   INFO(r.out);
   REQUIRE(r.exit_code == 1);
