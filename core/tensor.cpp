@@ -15,6 +15,7 @@ constexpr size_t kHeaderBytes = (sizeof(TensorBuffer) + kTensorAlignment - 1) / 
 TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
   const bool is_string = BaseType(dtype) == DT_STRING;
   const size_t elem = is_string ? sizeof(std::string) : DataTypeSize(dtype);
+  if (n < 0 || (elem > 0 && static_cast<size_t>(n) > (SIZE_MAX - kHeaderBytes) / elem)) return nullptr;
   const size_t bytes = static_cast<size_t>(n) * elem;
   TensorBuffer* b = nullptr;
   if (a->HostAccessible()) {

@@ -110,9 +110,11 @@ Status ParseAttr(const std::string& spec, proto::OpDef::AttrDef* attr) {
   std::string name, rest;
   AF_RETURN_IF_ERROR(SplitNameColon(spec, &name, &rest));
   attr->set_name(name);
+  // The default follows the first '=' that is not part of ">=".
   std::string kind = rest, deflt;
-  auto eq = rest.find('=');
-  if (eq != std::string::npos && rest.find(">=") != eq - 1) {
+  size_t eq = rest.find('=');
+  while (eq != std::string::npos && eq > 0 && rest[eq - 1] == '>') eq = rest.find('=', eq + 1);
+  if (eq != std::string::npos) {
     kind = Trim(rest.substr(0, eq));
     deflt = Trim(rest.substr(eq + 1));
   }

@@ -8,7 +8,9 @@
 
 #include "graph/cc_ops.hpp"
 #include "graph/graph_def_io.hpp"
+#include "devices/allocator.hpp"
 #include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -54,6 +56,7 @@ TEST_CASE("GraphDef binary and text round trips preserve the graph") {
     REQUIRE(google::protobuf::util::MessageDifferencer::Equals(back, def));
     Graph g;
     REQUIRE(ImportGraphDef(back, &g).ok());
+    REQUIRE(z.node()->name() == "z");
     Node* zn = g.FindNode("z");
     REQUIRE(zn->in_edges().size() == 2);  // data from x, control from y
     std::remove(path.c_str());
@@ -160,4 +163,23 @@ TEST_CASE("a missing kernel is an error naming node, op, device and dtype") {
   REQUIRE_THAT(s.message(), Catch::Contains("'add_on_gpu'") && Catch::Contains("'Add'") &&
                                 Catch::Contains("GPU") && Catch::Contains("T=float"));
   REQUIRE(KernelRegistry::Global()->Find(def, "CPU", &k, &f).ok());
+}
+
+TEST_CASE("op specs: a minimum and a default on one attr both hold") {
+  const OpRegistration* reg = OpRegistry::Global()->Find("Squeeze");
+  REQUIRE(reg != nullptr);
+  const auto& attr = reg->op_def.attr(1);
+  REQUIRE(attr.name() == "squeeze_dims");
+  REQUIRE(attr.has_minimum());
+  REQUIRE(attr.minimum() == 0);
+  REQUIRE(attr.has_default_value());
+  REQUIRE(attr.default_value().has_list());
+}
+
+TEST_CASE("a tensor too large for memory is an error, not an overrun") {
+  REQUIRE(TensorBuffer::Allocate(cpu_allocator(), DT_DOUBLE, int64_t{1} << 62) == nullptr);
+  Scope root = Scope::NewRootScope();
+  auto big = ops::Fill(root, ops::Const(root, {int64_t{1} << 31, int64_t{1} << 31, int64_t{4}}), 1.f);
+  Status s = test::RunStatus(root, {big});
+  REQUIRE_FALSE(s.ok());
 }

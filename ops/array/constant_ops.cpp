@@ -45,6 +45,16 @@ Status MakeShape(const std::vector<int64_t>& dims, TensorShape* out) {
   return Status::OK();
 }
 
+/// ResourceExhausted when n elements of `dtype` would not fit in memory's
+/// address space (guards the byte count of the allocation against overflow).
+Status CheckAllocatable(DataType dtype, const TensorShape& shape) {
+  const size_t esize = BaseType(dtype) == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
+  if (esize > 0 && shape.num_elements() > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(esize))
+    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
+                                     DataTypeString(dtype));
+  return Status::OK();
+}
+
 /// Writes n copies of the `esize`-byte element `elem` at `dst` (memcpy doubling).
 void FillBytes(char* dst, const void* elem, size_t esize, int64_t n) {
   if (n <= 0) return;
@@ -235,6 +245,7 @@ class FillOp : public OpKernel {
                 errors::Unimplemented("Fill does not support dtype ", DataTypeString(dt)));
     TensorShape shape;
     AF_REQUIRES_OK(ctx, MakeShape(TensorToInt64s(dims), &shape));
+    AF_REQUIRES_OK(ctx, CheckAllocatable(dt, shape));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     FillTensor(ctx, value.raw_data(), out);
@@ -402,8 +413,10 @@ class RangeOp : public OpKernel {
     const T delta = ctx->input(2).scalar<T>();
     int64_t size = 0;
     AF_REQUIRES_OK(ctx, RangeSize<T>(start, limit, delta, &size));
+    const TensorShape shape{size};
+    AF_REQUIRES_OK(ctx, CheckAllocatable(DataTypeToEnum<T>::value, shape));
     Tensor* out;
-    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{size}, &out));
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     T* po = out->data<T>();
     if constexpr (std::is_integral_v<T>) {
       // start + i * delta in wrapping unsigned arithmetic: every value written is

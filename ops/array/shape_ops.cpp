@@ -356,14 +356,11 @@ Status SqueezeShape(InferenceContext* c) {
   return Status::OK();
 }
 
-// TensorFlow writes "squeeze_dims: list(int) >= 0 = []"; a minimum of 0 on a
-// list constrains nothing, and the spec parser reads a default only after a
-// plain '=', so the minimum is left out here.
 AF_REGISTER_OP("Squeeze")
     .Input("input: T")
     .Output("output: T")
     .Attr("T: type")
-    .Attr("squeeze_dims: list(int) = []")
+    .Attr("squeeze_dims: list(int) >= 0 = []")
     .SetShapeFn(SqueezeShape)
     .Doc("Removes dimensions of size 1 (all of them, or those in squeeze_dims).");
 

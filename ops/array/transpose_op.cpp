@@ -4,8 +4,9 @@
 // runs of output dimensions that are consecutive input dimensions are merged,
 // so NHWC -> NCHW becomes a batch of 2-D transposes and an identity becomes one
 // copy. When the innermost dimension stays innermost, it becomes part of the
-// unit that is moved (a memcpy of a whole row). What remains is a (batched)
-// 2-D transpose in cache-sized tiles, or a general N-D gather of rows.
+// unit that is moved (a memcpy of a whole row). What remains is, for every
+// index of the other dims, a 2-D transpose between the input's innermost dim
+// and the output's innermost dim, copied in cache-sized tiles.
 #include "ops/array/transpose_op.hpp"
 
 #include <algorithm>
@@ -70,79 +71,66 @@ struct StringUnit {
   }
 };
 
-/// `batch` matrices in[R][C] -> out[C][R], in square tiles so that both the
-/// rows read and the rows written stay in cache.
+/// The simplified transpose (no size-1 dims, innermost input dim not innermost
+/// in the output) as a batch of 2-D transposes in square tiles. Let `a` be the
+/// output dim that is the input's innermost (contiguous to read) and `b` the
+/// output's innermost (contiguous to write): for every index of the other
+/// dims, out[.., a, .., b] = in[a + b * IS] is copied tile by tile, so that the
+/// lines read and the lines written both stay in cache.
 template <class Unit>
-void Transpose2D(const Unit& u, const char* in, char* out, int64_t batch, int64_t R, int64_t C, ComputePool* pool) {
-  const size_t b = u.bytes();
-  const int64_t tile = std::clamp<int64_t>(static_cast<int64_t>(128 / std::max<size_t>(b, 1)), 8, 64);
-  const int64_t col_tiles = (C + tile - 1) / tile;
-  const int64_t cost = tile * R * static_cast<int64_t>(1 + b / 4);
-  RunParallel(pool, batch * col_tiles, cost, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t bi = t / col_tiles;
-      const int64_t c0 = (t % col_tiles) * tile;
-      const int64_t c1 = std::min(C, c0 + tile);
-      const char* bin = in + static_cast<size_t>(bi * R * C) * b;
-      char* bout = out + static_cast<size_t>(bi * R * C) * b;
-      for (int64_t r0 = 0; r0 < R; r0 += tile) {
-        const int64_t r1 = std::min(R, r0 + tile);
-        for (int64_t c = c0; c < c1; ++c)
-          u.Row(bout + static_cast<size_t>(c * R + r0) * b, bin + static_cast<size_t>(r0 * C + c) * b, r1 - r0, C);
-      }
-    }
-  });
-}
-
-/// General case: every row of the output (its last dimension) gathered with
-/// one stride from the input.
-template <class Unit>
-void TransposeND(const Unit& u, const char* in, char* out, const std::vector<int64_t>& d, const std::vector<int>& p,
-                 ComputePool* pool) {
+void TransposeTiled(const Unit& u, const char* in, char* out, const std::vector<int64_t>& d,
+                    const std::vector<int>& p, ComputePool* pool) {
   const int r = static_cast<int>(d.size());
-  std::vector<int64_t> in_stride(r, 1);
+  std::vector<int64_t> in_stride(r, 1), od(r), is(r), os(r, 1);
   for (int i = r - 2; i >= 0; --i) in_stride[i] = in_stride[i + 1] * d[i + 1];
-  std::vector<int64_t> od(r), os(r);  // output dims and their strides in the input
   for (int i = 0; i < r; ++i) {
     od[i] = d[p[i]];
-    os[i] = in_stride[p[i]];
+    is[i] = in_stride[p[i]];
   }
-  const int64_t inner = od[r - 1];
-  const int64_t inner_stride = os[r - 1];
+  for (int i = r - 2; i >= 0; --i) os[i] = os[i + 1] * od[i + 1];
+  int q = 0;
+  while (p[q] != r - 1) ++q;  // q < r - 1: the innermost dim moved
+  const int64_t A = od[q], OS = os[q];          // a: input stride 1
+  const int64_t B = od[r - 1], IS = is[r - 1];  // b: output stride 1
+  std::vector<int> rest;                        // the other output dims, outermost first
+  for (int i = 0; i < r - 1; ++i)
+    if (i != q) rest.push_back(i);
   int64_t outer = 1;
-  for (int i = 0; i < r - 1; ++i) outer *= od[i];
-  const size_t b = u.bytes();
-  RunParallel(pool, outer, inner * static_cast<int64_t>(1 + b / 4), [&](int64_t s, int64_t e) {
-    std::vector<int64_t> idx(r - 1, 0);
-    int64_t off = 0;
-    int64_t rem = s;
-    for (int i = r - 2; i >= 0; --i) {
-      idx[i] = rem % od[i];
-      rem /= od[i];
-      off += idx[i] * os[i];
-    }
-    for (int64_t o = s; o < e; ++o) {
-      u.Row(out + static_cast<size_t>(o * inner) * b, in + static_cast<size_t>(off) * b, inner, inner_stride);
-      for (int i = r - 2; i >= 0; --i) {
-        off += os[i];
-        if (++idx[i] < od[i]) break;
-        off -= os[i] * od[i];
-        idx[i] = 0;
+  for (int i : rest) outer *= od[i];
+  const size_t bytes = u.bytes();
+  // Tiles of 64 (a) by 16 (b) units of up to 8 bytes, measured best for both
+  // power-of-two strides (cache set conflicts) and others; fewer big units.
+  const int64_t b1 = static_cast<int64_t>(std::max<size_t>(bytes, 1));
+  const int64_t tile = std::clamp<int64_t>(512 / b1, 4, 64);
+  const int64_t tile_b = std::clamp<int64_t>(128 / b1, 4, 16);
+  const int64_t a_tiles = (A + tile - 1) / tile;
+  const int64_t cost = std::min(A, tile) * B * static_cast<int64_t>(1 + bytes / 4);
+  RunParallel(pool, outer * a_tiles, cost, [&](int64_t t0, int64_t t1) {
+    int64_t cur_o = -1, base_o = 0, base_i = 0;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / a_tiles;
+      if (o != cur_o) {  // offsets of outer index o in the output and the input
+        cur_o = o;
+        base_o = base_i = 0;
+        int64_t rem = o;
+        for (int k = static_cast<int>(rest.size()) - 1; k >= 0; --k) {
+          const int i = rest[k];
+          const int64_t idx = rem % od[i];
+          rem /= od[i];
+          base_o += idx * os[i];
+          base_i += idx * is[i];
+        }
+      }
+      const int64_t a0 = (t % a_tiles) * tile;
+      const int64_t a1 = std::min(A, a0 + tile);
+      for (int64_t b0 = 0; b0 < B; b0 += tile_b) {
+        const int64_t n = std::min(B, b0 + tile_b) - b0;
+        for (int64_t a = a0; a < a1; ++a)
+          u.Row(out + static_cast<size_t>(base_o + a * OS + b0) * bytes,
+                in + static_cast<size_t>(base_i + a + b0 * IS) * bytes, n, IS);
       }
     }
   });
-}
-
-template <class Unit>
-void Dispatch(const Unit& u, const char* in, char* out, const std::vector<int64_t>& d, const std::vector<int>& p,
-              ComputePool* pool) {
-  if (d.size() == 2) {
-    Transpose2D(u, in, out, 1, d[0], d[1], pool);  // p is {1, 0}
-  } else if (d.size() == 3 && p[0] == 0 && p[1] == 2 && p[2] == 1) {
-    Transpose2D(u, in, out, d[0], d[1], d[2], pool);
-  } else {
-    TransposeND(u, in, out, d, p, pool);
-  }
 }
 
 /// Drops size-1 dims and merges output dims that are adjacent input dims.
@@ -250,17 +238,17 @@ Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* o
     p.pop_back();
   }
   if (is_string) {
-    Dispatch(StringUnit{block}, src, dst, dims, p, pool);
+    TransposeTiled(StringUnit{block}, src, dst, dims, p, pool);
     return Status::OK();
   }
   const size_t unit = DataTypeSize(dt) * static_cast<size_t>(block);
   switch (unit) {
-    case 1: Dispatch(FixedUnit<1>{}, src, dst, dims, p, pool); break;
-    case 2: Dispatch(FixedUnit<2>{}, src, dst, dims, p, pool); break;
-    case 4: Dispatch(FixedUnit<4>{}, src, dst, dims, p, pool); break;
-    case 8: Dispatch(FixedUnit<8>{}, src, dst, dims, p, pool); break;
-    case 16: Dispatch(FixedUnit<16>{}, src, dst, dims, p, pool); break;
-    default: Dispatch(VarUnit{unit}, src, dst, dims, p, pool); break;
+    case 1: TransposeTiled(FixedUnit<1>{}, src, dst, dims, p, pool); break;
+    case 2: TransposeTiled(FixedUnit<2>{}, src, dst, dims, p, pool); break;
+    case 4: TransposeTiled(FixedUnit<4>{}, src, dst, dims, p, pool); break;
+    case 8: TransposeTiled(FixedUnit<8>{}, src, dst, dims, p, pool); break;
+    case 16: TransposeTiled(FixedUnit<16>{}, src, dst, dims, p, pool); break;
+    default: TransposeTiled(VarUnit{unit}, src, dst, dims, p, pool); break;
   }
   return Status::OK();
 }
