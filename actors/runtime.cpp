@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/client_channel.hpp"
 #include "actors/device_actor.hpp"
 #include "actors/messages.hpp"
 #include "devices/allocator.hpp"
@@ -31,10 +32,12 @@ struct Config : caf::actor_system_config {
   explicit Config(int threads) {
     RegisterMessageTypes(*this);
     set("scheduler.max-threads", static_cast<size_t>(threads));
-    // An idle worker polls briefly, then sleeps on its condition variable,
+    // An idle worker polls for some tens of microseconds (the next step of a
+    // client loop usually arrives by then), then sleeps on its condition variable,
     // where work enqueued from outside (client steps, pool jobs) wakes it at
     // once. CAF's default middle phase (500 polls with 50 us naps) would
     // neither sleep nor wake fast; it is cut short here.
+    set("work-stealing.aggressive-poll-attempts", size_t{1000});
     set("work-stealing.moderate-poll-attempts", size_t{50});
     set("work-stealing.moderate-sleep-duration", caf::timespan{0});
     set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});
@@ -49,6 +52,7 @@ struct Runtime::Impl {
     openblas_set_num_threads(1);
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
+    channels = std::make_unique<ChannelPool>(*system);
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
@@ -60,12 +64,14 @@ struct Runtime::Impl {
   ~Impl() {
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors.clear();
+    channels.reset();
     system.reset();  // joins the workers while the devices and the pool still exist
   }
   int threads;
   Config cfg;
   std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<ComputePool> pool;
+  std::unique_ptr<ChannelPool> channels;
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;
   std::vector<caf::actor> actors;
@@ -84,6 +90,7 @@ Runtime* Runtime::Default(RuntimeOptions options) {
 
 caf::actor_system& Runtime::system() { return *impl_->system; }
 ComputePool* Runtime::compute_pool() { return impl_->pool.get(); }
+ChannelPool* Runtime::channels() { return impl_->channels.get(); }
 int Runtime::num_threads() const { return impl_->threads; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }

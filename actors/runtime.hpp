@@ -18,6 +18,7 @@ class actor_system;
 
 namespace actorflow {
 
+class ChannelPool;
 class ComputePool;
 class Device;
 
@@ -41,6 +42,8 @@ class Runtime {
 
   caf::actor_system& system();
   ComputePool* compute_pool();
+  /// Channels through which client threads ask this runtime's actors.
+  ChannelPool* channels();
   int num_threads() const;
   const std::vector<Device*>& devices() const;
   /// The actor executing partitions on devices()[i].

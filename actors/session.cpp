@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "actors/client_channel.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
 #include "graph/graph_def_io.hpp"
@@ -17,21 +18,6 @@ std::atomic<int64_t> g_next_step_id{1};
 // Waits this much longer than a step's own deadline for the device actor's
 // answer before giving up on it (the actor answers at the deadline itself).
 constexpr auto kReplyGrace = std::chrono::seconds(30);
-
-template <class Req, class Resp>
-Status Ask(caf::actor_system& sys, const caf::actor& dest, Req req, caf::duration timeout, Resp* resp) {
-  caf::scoped_actor self{sys};
-  Status result;
-  self->request(dest, timeout, std::move(req))
-      .receive([&](Resp& r) { *resp = std::move(r); },
-               [&](caf::error& err) {
-                 if (err == caf::sec::request_timeout)
-                   result = errors::DeadlineExceeded("no answer from the device actor in time");
-                 else
-                   result = errors::Unavailable("device actor failed: ", sys.render(err));
-               });
-  return result;
-}
 }  // namespace
 
 struct Session::Executable {
@@ -82,8 +68,8 @@ Status Session::Prepare(const std::vector<std::string>& feeds, const std::vector
   RegisterGraphRequest req;
   def.SerializeToString(&req.graph_def);
   RegisterGraphResponse resp;
-  AF_RETURN_IF_ERROR(Ask(runtime_->system(), runtime_->device_actor(exe->device), std::move(req),
-                         caf::duration{std::chrono::minutes(5)}, &resp));
+  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req),
+                                                std::chrono::minutes(5), &resp));
   AF_RETURN_IF_ERROR(resp.status);
   exe->graph_handle = resp.graph_handle;
   *out = exe;
@@ -142,11 +128,10 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
                                      exe->info.feed_shapes[i].DebugString());
     req.args.push_back(t);
   }
-  caf::duration wait = caf::infinite;
-  if (options.timeout_in_ms > 0)
-    wait = caf::duration{std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace};
+  std::chrono::milliseconds wait{0};  // none: the step runs as long as it needs
+  if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
   RunStepResponse resp;
-  AF_RETURN_IF_ERROR(Ask(runtime_->system(), runtime_->device_actor(exe->device), std::move(req), wait, &resp));
+  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req), wait, &resp));
   AF_RETURN_IF_ERROR(resp.status);
   if (outputs) *outputs = std::move(resp.retvals);
   return Status::OK();

@@ -59,7 +59,6 @@ struct ForState {
   }
 };
 
-constexpr int64_t kMinCostPerShard = 20000;  // ≈ cycles; below this, splitting costs more than it saves
 
 }  // namespace
 

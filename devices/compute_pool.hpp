@@ -30,6 +30,19 @@ class ComputePool {
   /// Calls fn(begin, end) over disjoint ranges covering [0, n), in parallel
   /// when n * cost_per_unit (≈ cycles) is worth splitting; returns when all ran.
   void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+  /// ParallelFor, but work too small to split runs inline without building a
+  /// std::function (kernels call this on every small tensor).
+  template <class Fn>
+  void For(int64_t n, int64_t cost_per_unit, Fn&& fn) {
+    if (max_parallelism_ < 2 || n * cost_per_unit < 2 * kMinCostPerShard) {
+      if (n > 0) fn(int64_t{0}, n);
+      return;
+    }
+    ParallelFor(n, cost_per_unit, fn);
+  }
+
+  /// ≈ cycles of work below which a shard costs more than it saves.
+  static constexpr int64_t kMinCostPerShard = 20000;
 
  private:
   caf::actor_system* sys_;

@@ -6,6 +6,8 @@
 // buffer for the output, and sharding of large tensors over the compute pool.
 #pragma once
 
+#include <optional>
+
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/math/bcast.hpp"
@@ -22,8 +24,13 @@ namespace detail {
 // Cycles per element assumed when deciding to shard element-wise work.
 constexpr int64_t kCwiseCost = 4;
 
-inline void ParallelRows(OpKernelContext* ctx, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  ctx->device()->compute_pool()->ParallelFor(n, detail::kCwiseCost, fn);
+inline Status Unsupported(const OpKernel& k, DataType dt) {
+  return errors::Unimplemented("no ", k.type_string(), " kernel for ", DataTypeString(dt));
+}
+
+template <class Fn>
+void ParallelRows(OpKernelContext* ctx, int64_t n, Fn&& fn) {
+  ctx->device()->compute_pool()->For(n, detail::kCwiseCost, std::forward<Fn>(fn));
 }
 }  // namespace detail
 
@@ -35,25 +42,44 @@ class BinaryOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    BCast bc(a.shape(), b.shape());
-    AF_REQUIRES(ctx, bc.valid(), bc.IncompatibleError(a.shape(), b.shape()));
-    Tensor* out;
-    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0, 1}, 0, bc.output_shape(), &out));
-    const DataType dt = a.dtype();
-    const auto unsupported = errors::Unimplemented("no ", type_string(), " kernel for ", DataTypeString(dt));
-    if constexpr (F::kTypes == TypeSet::kFloat) {
-      AF_SWITCH_FLOAT(dt, ctx->SetStatus(unsupported), Run<T>(ctx, a, b, bc, out));
-    } else if constexpr (F::kTypes == TypeSet::kReal) {
-      AF_SWITCH_REAL(dt, ctx->SetStatus(unsupported), Run<T>(ctx, a, b, bc, out));
+    // Same shapes and scalar operands need no broadcast plan.
+    Mode mode;
+    const TensorShape* out_shape;
+    std::optional<BCast> bc;
+    if (a.shape() == b.shape()) {
+      mode = Mode::kSame;
+      out_shape = &a.shape();
+    } else if (a.NumElements() == 1 && a.dims() <= b.dims()) {
+      mode = Mode::kScalarA;
+      out_shape = &b.shape();
+    } else if (b.NumElements() == 1 && b.dims() <= a.dims()) {
+      mode = Mode::kScalarB;
+      out_shape = &a.shape();
     } else {
-      AF_REQUIRES(ctx, dt == DT_BOOL, unsupported);
-      Run<bool>(ctx, a, b, bc, out);
+      bc.emplace(a.shape(), b.shape());
+      AF_REQUIRES(ctx, bc->valid(), bc->IncompatibleError(a.shape(), b.shape()));
+      mode = Mode::kBroadcast;
+      out_shape = &bc->output_shape();
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0, 1}, 0, *out_shape, &out));
+    const DataType dt = a.dtype();
+    if constexpr (F::kTypes == TypeSet::kFloat) {
+      AF_SWITCH_FLOAT(dt, ctx->SetStatus(detail::Unsupported(*this, dt)), Run<T>(ctx, a, b, mode, bc, out));
+    } else if constexpr (F::kTypes == TypeSet::kReal) {
+      AF_SWITCH_REAL(dt, ctx->SetStatus(detail::Unsupported(*this, dt)), Run<T>(ctx, a, b, mode, bc, out));
+    } else {
+      AF_REQUIRES(ctx, dt == DT_BOOL, detail::Unsupported(*this, dt));
+      Run<bool>(ctx, a, b, mode, bc, out);
     }
   }
 
  private:
+  enum class Mode { kSame, kScalarA, kScalarB, kBroadcast };
+
   template <class T>
-  static void Run(OpKernelContext* ctx, const Tensor& a, const Tensor& b, const BCast& bc, Tensor* out) {
+  static void Run(OpKernelContext* ctx, const Tensor& a, const Tensor& b, Mode mode, const std::optional<BCast>& bc,
+                  Tensor* out) {
     using Out = typename F::template Out<T>;
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
@@ -62,26 +88,33 @@ class BinaryOp : public OpKernel {
     using OutMap = Eigen::Map<ArrayX<Out>>;
     const int64_t n = out->NumElements();
     if (n == 0) return;
-    if (bc.same_shape()) {
-      detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-        F::Run(OutMap(po + s, e - s), In(pa + s, e - s), In(pb + s, e - s));
-      });
-    } else if (a.NumElements() == 1) {
-      const T av = pa[0];
-      detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-        F::Run(OutMap(po + s, e - s), ArrayX<T>::Constant(e - s, av), In(pb + s, e - s));
-      });
-    } else if (b.NumElements() == 1) {
-      const T bv = pb[0];
-      detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-        F::Run(OutMap(po + s, e - s), In(pa + s, e - s), ArrayX<T>::Constant(e - s, bv));
-      });
-    } else {
-      ForEachBroadcastRow(bc, [&](int64_t o, int64_t ao, int64_t as, int64_t bo, int64_t bs, int64_t len) {
-        if (as != 0 && bs != 0) F::Run(OutMap(po + o, len), In(pa + ao, len), In(pb + bo, len));
-        else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<T>::Constant(len, pa[ao]), In(pb + bo, len));
-        else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<T>::Constant(len, pb[bo]));
-      });
+    switch (mode) {
+      case Mode::kSame:
+        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
+          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), In(pb + s, e - s));
+        });
+        break;
+      case Mode::kScalarA: {
+        const T av = pa[0];
+        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
+          F::Run(OutMap(po + s, e - s), ArrayX<T>::Constant(e - s, av), In(pb + s, e - s));
+        });
+        break;
+      }
+      case Mode::kScalarB: {
+        const T bv = pb[0];
+        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
+          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), ArrayX<T>::Constant(e - s, bv));
+        });
+        break;
+      }
+      case Mode::kBroadcast:
+        ForEachBroadcastRow(*bc, [&](int64_t o, int64_t ao, int64_t as, int64_t bo, int64_t bs, int64_t len) {
+          if (as != 0 && bs != 0) F::Run(OutMap(po + o, len), In(pa + ao, len), In(pb + bo, len));
+          else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<T>::Constant(len, pa[ao]), In(pb + bo, len));
+          else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<T>::Constant(len, pb[bo]));
+        });
+        break;
     }
   }
 };
@@ -95,13 +128,12 @@ class UnaryOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
-    const auto unsupported = errors::Unimplemented("no ", type_string(), " kernel for ", DataTypeString(x.dtype()));
     if constexpr (F::kTypes == TypeSet::kFloat) {
-      AF_SWITCH_FLOAT(x.dtype(), ctx->SetStatus(unsupported), Run<T>(ctx, x, out));
+      AF_SWITCH_FLOAT(x.dtype(), ctx->SetStatus(detail::Unsupported(*this, x.dtype())), Run<T>(ctx, x, out));
     } else if constexpr (F::kTypes == TypeSet::kReal) {
-      AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(unsupported), Run<T>(ctx, x, out));
+      AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(detail::Unsupported(*this, x.dtype())), Run<T>(ctx, x, out));
     } else {
-      AF_REQUIRES(ctx, x.dtype() == DT_BOOL, unsupported);
+      AF_REQUIRES(ctx, x.dtype() == DT_BOOL, detail::Unsupported(*this, x.dtype()));
       Run<bool>(ctx, x, out);
     }
   }

@@ -1,0 +1,91 @@
+#include "actors/client_channel.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_companion.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/scoped_execution_unit.hpp>
+
+#include <atomic>
+#include <condition_variable>
+
+namespace actorflow {
+
+namespace {
+// Spin iterations (each a CPU pause, ~10-40 ns) before the caller sleeps.
+constexpr int kSpinIterations = 4000;
+
+caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
+  return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(p));
+}
+}  // namespace
+
+struct ClientChannel::Slot {
+  std::atomic<bool> ready{false};
+  caf::message reply;  // written before `ready` is set
+  std::mutex mu;
+  std::condition_variable cv;
+  bool sleeping = false;  // guarded by mu
+
+  void Deliver(caf::message m) {
+    reply = std::move(m);
+    ready.store(true, std::memory_order_release);
+    std::lock_guard<std::mutex> l(mu);
+    if (sleeping) cv.notify_one();
+  }
+};
+
+ClientChannel::ClientChannel(caf::actor_system& sys) : slot_(std::make_shared<Slot>()) {
+  companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
+  std::weak_ptr<Slot> weak = slot_;
+  Companion(companion_)->on_enqueue([weak](caf::mailbox_element_ptr ptr) {
+    if (auto slot = weak.lock()) slot->Deliver(ptr->move_content_to_message());
+  });
+}
+
+ClientChannel::~ClientChannel() {
+  caf::scoped_execution_unit unit;
+  Companion(companion_)->cleanup(caf::error{}, &unit);
+}
+
+Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout,
+                          caf::message* reply) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  Slot& s = *slot_;
+  s.ready.store(false, std::memory_order_relaxed);
+  auto mid = Companion(companion_)->new_request_id(caf::message_priority::normal);
+  caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
+                                                      nullptr);
+  for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
+  if (!s.ready.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> l(s.mu);
+    s.sleeping = true;
+    auto done = [&] { return s.ready.load(std::memory_order_acquire); };
+    bool ok = true;
+    if (timeout.count() > 0) ok = s.cv.wait_for(l, timeout, done);
+    else s.cv.wait(l, done);
+    s.sleeping = false;
+    if (!ok) return errors::DeadlineExceeded("no answer within ", timeout.count(), " ms");
+  }
+  *reply = std::move(s.reply);
+  return Status::OK();
+}
+
+std::unique_ptr<ClientChannel> ChannelPool::Acquire() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!free_.empty()) {
+      auto ch = std::move(free_.back());
+      free_.pop_back();
+      return ch;
+    }
+  }
+  return std::make_unique<ClientChannel>(sys_);
+}
+
+void ChannelPool::Release(std::unique_ptr<ClientChannel> ch) {
+  std::lock_guard<std::mutex> l(mu_);
+  free_.push_back(std::move(ch));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,80 @@
+// ClientChannel: how a thread that is not an actor (a caller of Session::Run)
+// asks an actor something and waits for the answer.
+//
+// The channel is a CAF actor_companion: a real actor address that the callee
+// answers like any requester, but whose mailbox hands each message straight to
+// a callback instead of scheduling it. The callback stores the reply and wakes
+// the caller, who spins briefly (a step often ends within microseconds) and
+// then sleeps on a condition variable. One request at a time per channel;
+// ChannelPool keeps channels for reuse across calls and threads.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/message.hpp>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace actorflow {
+
+class ClientChannel {
+ public:
+  explicit ClientChannel(caf::actor_system& sys);
+  ~ClientChannel();
+  ClientChannel(const ClientChannel&) = delete;
+  ClientChannel& operator=(const ClientChannel&) = delete;
+
+  /// Sends `msg` to `dest` as a request and waits for the reply. `timeout`
+  /// zero waits without bound. DeadlineExceeded when no reply came in time —
+  /// the channel must then not be reused (a late reply may still arrive).
+  Status Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout, caf::message* reply);
+
+ private:
+  struct Slot;
+  std::shared_ptr<Slot> slot_;  // shared with the companion's callback
+  caf::strong_actor_ptr companion_;
+};
+
+/// Reusable channels of one actor system. Thread-safe.
+class ChannelPool {
+ public:
+  explicit ChannelPool(caf::actor_system& sys) : sys_(sys) {}
+  std::unique_ptr<ClientChannel> Acquire();
+  void Release(std::unique_ptr<ClientChannel> ch);
+
+  /// Ask through a pooled channel; a channel that timed out is discarded.
+  template <class Resp, class Req>
+  Status Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp);
+
+ private:
+  caf::actor_system& sys_;
+  std::mutex mu_;  // guards free_ (client threads only)
+  std::vector<std::unique_ptr<ClientChannel>> free_;
+};
+
+template <class Resp, class Req>
+Status ChannelPool::Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp) {
+  auto ch = Acquire();
+  caf::message reply;
+  Status s = ch->Ask(dest, caf::make_message(std::move(req)), timeout, &reply);
+  if (errors::IsDeadlineExceeded(s)) return s;  // drop the channel with its late reply
+  Release(std::move(ch));
+  AF_RETURN_IF_ERROR(s);
+  if (reply.match_elements<Resp>()) {
+    *resp = std::move(reply.get_mutable_as<Resp>(0));
+    return Status::OK();
+  }
+  if (reply.match_elements<caf::error>())
+    return errors::Unavailable("actor failed to answer: ", to_string(reply.get_as<caf::error>(0)));
+  return errors::Internal("unexpected reply: ", to_string(reply));
+}
+
+}  // namespace actorflow
