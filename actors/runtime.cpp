@@ -13,8 +13,6 @@
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace actorflow {
 
 namespace {
@@ -48,8 +46,6 @@ struct Config : caf::actor_system_config {
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
       : threads(ResolveThreads(o.num_threads)), cfg(threads), system(std::make_unique<caf::actor_system>(cfg)) {
-    // BLAS calls run inside our pool's shards: BLAS must not start threads of its own.
-    openblas_set_num_threads(1);
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system);

@@ -9,7 +9,9 @@
 #include <caf/actor_system.hpp>
 #include <caf/ref_counted.hpp>
 #include <caf/resumable.hpp>
+#include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
+#include <caf/scheduler/coordinator.hpp>
 
 namespace actorflow {
 
@@ -60,13 +62,36 @@ struct ForState {
 };
 
 
+using Coordinator = caf::scheduler::coordinator<caf::policy::work_stealing>;
+
+bool Sleeping(Coordinator::worker_type* w) {
+  auto& wait = w->data().waitdata;
+  std::lock_guard<std::mutex> l(wait.lock);
+  return wait.sleeping;
+}
+
 }  // namespace
 
 ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism)
     : sys_(sys), num_threads_(num_threads), max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
 
+// CAF's own enqueue from outside picks workers round-robin: a kernel may queue
+// behind a busy worker while another sleeps. Wake a sleeping worker instead.
 void ComputePool::Schedule(std::function<void()> fn) {
   auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
+  if (auto* c = dynamic_cast<Coordinator*>(&sys_->scheduler())) {
+    const size_t n = c->num_workers();
+    const size_t start = next_worker_.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+      auto* w = c->worker_by_id((start + i) % n);
+      if (Sleeping(w)) {
+        w->external_enqueue(job);
+        return;
+      }
+    }
+    c->worker_by_id(start % n)->external_enqueue(job);
+    return;
+  }
   sys_->scheduler().enqueue(job);
 }
 

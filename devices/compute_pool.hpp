@@ -8,6 +8,7 @@
 // worker is itself inside a ParallelFor).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -48,6 +49,7 @@ class ComputePool {
   caf::actor_system* sys_;
   int num_threads_;
   int max_parallelism_;
+  std::atomic<size_t> next_worker_{0};
 };
 
 }  // namespace actorflow

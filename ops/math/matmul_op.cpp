@@ -1,10 +1,9 @@
 // MatMul: [m,k] x [k,n] -> [m,n], with transpose_a / transpose_b.
 //
-// float and double call OpenBLAS (single-threaded: BLAS threads would be a
-// second pool); large products are split into row (or column) blocks run in
-// parallel on the compute pool. int32/int64 use Eigen.
-#include <cblas.h>
-
+// Eigen's GEMM (single-threaded: its own threads would be a second pool) on
+// row blocks of the product, or column blocks when it has few rows, run in
+// parallel on the compute pool. Measured here, Eigen's GEMM built for the
+// machine's CPU beats OpenBLAS (bench/bench_matmul.cpp prints both).
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/op_kernel.hpp"
@@ -23,16 +22,6 @@ AF_REGISTER_OP("MatMul")
     .Attr("T: {float, double, int32, int64}")
     .SetShapeFn(shape_fns::MatMul)
     .Doc("Matrix product of a and b, each optionally transposed.");
-
-template <class T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc) {
-  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, TA, TB, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  else
-    cblas_dgemm(CblasRowMajor, TA, TB, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
 
 class MatMulOp : public OpKernel {
  public:
@@ -57,50 +46,45 @@ class MatMulOp : public OpKernel {
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
     if (m == 0 || n == 0) return;
     switch (a.dtype()) {
-      case DT_FLOAT: Blas<float>(ctx, a, b, out, m, n, k); break;
-      case DT_DOUBLE: Blas<double>(ctx, a, b, out, m, n, k); break;
-      case DT_INT32: EigenProduct<int32_t>(a, b, out); break;
-      case DT_INT64: EigenProduct<int64_t>(a, b, out); break;
+      case DT_FLOAT: Product<float>(ctx, a, b, out, m, n, k); break;
+      case DT_DOUBLE: Product<double>(ctx, a, b, out, m, n, k); break;
+      case DT_INT32: Product<int32_t>(ctx, a, b, out, m, n, k); break;
+      case DT_INT64: Product<int64_t>(ctx, a, b, out, m, n, k); break;
       default: ctx->SetStatus(errors::Unimplemented("MatMul on ", DataTypeString(a.dtype())));
     }
   }
 
  private:
+  // C[rows] = op(A)[rows] * op(B), or C[:, cols] = op(A) * op(B)[:, cols], as
+  // single-threaded Eigen tensor contractions; the transposes are which
+  // dimensions contract, so one instantiation per dtype and split covers all.
   template <class T>
-  void Blas(OpKernelContext* ctx, const Tensor& a, const Tensor& b, Tensor* out, int64_t m, int64_t n,
-            int64_t k) const {
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* pc = out->data<T>();
+  void Product(OpKernelContext* ctx, const Tensor& a, const Tensor& b, Tensor* out, int64_t m, int64_t n,
+               int64_t k) const {
+    using Idx = Eigen::DenseIndex;
+    using In = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Idx>>;
+    using Out = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Idx>>;
+    In A(a.data<T>(), a.dim_size(0), a.dim_size(1)), B(b.data<T>(), b.dim_size(0), b.dim_size(1));
+    Out C(out->data<T>(), m, n);
     if (k == 0) {
-      std::fill(pc, pc + m * n, T(0));
+      C.setZero();
       return;
     }
-    const int64_t lda = a.dim_size(1), ldb = b.dim_size(1);
+    const Eigen::array<Eigen::IndexPair<Idx>, 1> dims = {Eigen::IndexPair<Idx>(ta_ ? 0 : 1, tb_ ? 1 : 0)};
+    auto rows = [&](int64_t r0, int64_t r1) {
+      const Eigen::array<Idx, 2> off = ta_ ? Eigen::array<Idx, 2>{0, r0} : Eigen::array<Idx, 2>{r0, 0};
+      const Eigen::array<Idx, 2> ext = ta_ ? Eigen::array<Idx, 2>{k, r1 - r0} : Eigen::array<Idx, 2>{r1 - r0, k};
+      Out Cb(out->data<T>() + r0 * n, r1 - r0, n);
+      Cb = A.slice(off, ext).contract(B, dims);
+    };
+    auto cols = [&](int64_t c0, int64_t c1) {
+      const Eigen::array<Idx, 2> off = tb_ ? Eigen::array<Idx, 2>{c0, 0} : Eigen::array<Idx, 2>{0, c0};
+      const Eigen::array<Idx, 2> ext = tb_ ? Eigen::array<Idx, 2>{c1 - c0, k} : Eigen::array<Idx, 2>{k, c1 - c0};
+      C.slice(Eigen::array<Idx, 2>{0, c0}, Eigen::array<Idx, 2>{m, c1 - c0}) = A.contract(B.slice(off, ext), dims);
+    };
     ComputePool* pool = ctx->device()->compute_pool();
-    const int64_t cost_per_row = 2 * n * k;  // flops of one row of the product
-    if (m >= n || m >= 4 * pool->NumThreads()) {
-      pool->ParallelFor(m, cost_per_row, [&](int64_t r0, int64_t r1) {
-        const T* a_blk = ta_ ? pa + r0 : pa + r0 * lda;
-        Gemm<T>(ta_, tb_, r1 - r0, n, k, a_blk, lda, pb, ldb, pc + r0 * n, n);
-      });
-    } else {  // few rows: split the columns instead
-      pool->ParallelFor(n, 2 * m * k, [&](int64_t c0, int64_t c1) {
-        const T* b_blk = tb_ ? pb + c0 * ldb : pb + c0;
-        Gemm<T>(ta_, tb_, m, c1 - c0, k, pa, lda, b_blk, ldb, pc + c0, n);
-      });
-    }
-  }
-
-  template <class T>
-  void EigenProduct(const Tensor& a, const Tensor& b, Tensor* out) const {
-    auto A = MatrixView<T>(a, a.dim_size(0), a.dim_size(1));
-    auto B = MatrixView<T>(b, b.dim_size(0), b.dim_size(1));
-    auto C = MatrixView<T>(*out, out->dim_size(0), out->dim_size(1));
-    if (!ta_ && !tb_) C.noalias() = A * B;
-    else if (ta_ && !tb_) C.noalias() = A.transpose() * B;
-    else if (!ta_ && tb_) C.noalias() = A * B.transpose();
-    else C.noalias() = A.transpose() * B.transpose();
+    if (m >= n || m >= 4 * pool->MaxParallelism()) pool->For(m, 2 * n * k, rows);
+    else pool->For(n, 2 * m * k, cols);
   }
 
   bool ta_ = false, tb_ = false;
