@@ -18,9 +18,11 @@ namespace actorflow {
 
 namespace {
 
-// Inputs smaller than this run inline even for expensive kernels: a pool hop
-// costs more than the work.
-constexpr size_t kInlineMaxInputBytes = 128 * 1024;
+// Ready nodes run per handler invocation before the actor yields to its
+// mailbox (deadlines, other steps' messages): ~0.1-1 ms of cheap nodes.
+constexpr int kNodesPerBatch = 8192;
+
+using resume_atom = caf::atom_constant<caf::atom("af_resume")>;
 
 struct ActiveStep {
   std::unique_ptr<StepState> state;
@@ -46,7 +48,10 @@ struct DeviceActorState {
     int32_t node;
   };
   std::vector<Ready> ready;             // LIFO: depth-first keeps fewer tensors alive
-  std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline
+  std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline; sized at registration
+  bool resume_pending = false;          // a resume_atom to ourselves is in the mailbox
+  bool shutting_down = false;           // exit received: draining running kernels, then quit
+  caf::error exit_reason;
   static const char* name;
 };
 const char* DeviceActorState::name = "device_actor";
@@ -86,9 +91,23 @@ void FailStep(DeviceActor* self, StepState* step, const Status& s) {
 // One node of `step` is done (ran, failed or was skipped).
 void NodeFinished(DeviceActor* self, StepState* step) {
   if (--step->outstanding > 0) return;
-  auto it = self->state.steps.find(step->step_id());
+  auto& st = self->state;
+  auto it = st.steps.find(step->step_id());
   Reply(it->second);
-  self->state.steps.erase(it);
+  st.steps.erase(it);
+  if (st.shutting_down && st.steps.empty()) self->quit(st.exit_reason);
+}
+
+// Runs a kernel, turning an escaping exception into the node's Status: an
+// exception must never reach CAF (it would kill the actor and all its steps).
+void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx) noexcept {
+  try {
+    kernel->Compute(ctx);
+  } catch (const std::bad_alloc&) {
+    ctx->SetStatus(errors::ResourceExhausted("out of memory"));
+  } catch (const std::exception& e) {
+    ctx->SetStatus(errors::Internal("kernel threw: ", e.what()));
+  }
 }
 
 // Hands a finished node's outputs to its consumers and queues those now ready.
@@ -116,8 +135,7 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
       const OutEdgeItem* edges = plan.out_edges(item);
       for (int32_t e = 0; e < item.num_out; ++e) {
         const OutEdgeItem& edge = edges[e];
-        const bool last_use = e + 1 == item.num_out || edges[e + 1].src_output != edge.src_output;
-        if (last_use) iter.inputs[edge.dst_slot] = std::move(outputs[edge.src_output]);
+        if (edge.last_use) iter.inputs[edge.dst_slot] = std::move(outputs[edge.src_output]);
         else iter.inputs[edge.dst_slot] = outputs[edge.src_output];
         if (--iter.pending[edge.dst] == 0) {
           ++step->outstanding;
@@ -137,12 +155,6 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
   NodeFinished(self, step);
 }
 
-size_t InputBytes(const Tensor* inputs, int n) {
-  size_t bytes = 0;
-  for (int i = 0; i < n; ++i) bytes += inputs[i].TotalBytes();
-  return bytes;
-}
-
 void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const NodeItem& item, Tensor* inputs) {
   auto* run = new OffActorRun();
   run->outputs.resize(item.num_outputs);
@@ -159,26 +171,40 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   run->ctx = std::make_unique<OpKernelContext>(&run->params);
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const int64_t step_id = step->step_id();
+  // Sent as from the actor itself: KernelDone is accepted from no one else.
   auto done = [run, me, step_id, node] {
     KernelDone msg{step_id, node, run->ctx->status(), std::move(run->outputs)};
     delete run;
-    caf::anon_send(me, std::move(msg));
+    caf::send_as(me, me, std::move(msg));
   };
   if (item.is_async) {
-    item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), std::move(done));
+    try {
+      item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), done);
+    } catch (const std::exception& e) {  // it threw before starting: it will not call done
+      run->ctx->SetStatus(errors::Internal("kernel threw: ", e.what()));
+      done();
+    }
   } else {
     OpKernel* kernel = item.kernel;
     self->state.device->compute_pool()->Schedule([kernel, run, done = std::move(done)]() mutable {
-      kernel->Compute(run->ctx.get());
+      ComputeSafely(kernel, run->ctx.get());
       done();
     });
   }
 }
 
-// Runs ready nodes until the queue is empty.
+// Runs ready nodes until the queue is empty or the batch is used up; then
+// resumes through the mailbox, so other messages are handled in between.
 void RunReady(DeviceActor* self) {
   auto& st = self->state;
-  while (!st.ready.empty()) {
+  for (int budget = kNodesPerBatch; !st.ready.empty(); --budget) {
+    if (budget == 0) {
+      if (!st.resume_pending) {
+        st.resume_pending = true;
+        self->send(self, resume_atom::value);
+      }
+      return;
+    }
     const auto [step, node] = st.ready.back();
     st.ready.pop_back();
     const NodeItem& item = step->plan().item(node);
@@ -189,11 +215,10 @@ void RunReady(DeviceActor* self) {
       NodeFinished(self, step);
       continue;
     }
-    if (item.is_async || (item.is_expensive && InputBytes(inputs, item.num_inputs) > kInlineMaxInputBytes)) {
+    if (item.is_async || item.kernel->ShouldOffload(inputs, item.num_inputs)) {
       LaunchOffActor(self, step, node, item, inputs);
       continue;
     }
-    if (st.inline_outputs.size() < static_cast<size_t>(item.num_outputs)) st.inline_outputs.resize(item.num_outputs);
     OpKernelContext::Params p;
     p.step_id = step->step_id();
     p.device = st.device;
@@ -205,7 +230,7 @@ void RunReady(DeviceActor* self) {
     p.call_frame = step->call_frame();
     p.cancellation = step->cancellation();
     OpKernelContext ctx(&p);
-    item.kernel->Compute(&ctx);
+    ComputeSafely(item.kernel, &ctx);
     Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
   }
 }
@@ -213,6 +238,10 @@ void RunReady(DeviceActor* self) {
 void StartStep(DeviceActor* self, RunStepRequest& req) {
   auto& st = self->state;
   auto rp = self->make_response_promise();
+  if (st.shutting_down) {
+    rp.deliver(RunStepResponse{errors::Cancelled("device ", st.device->name(), " is shutting down"), {}});
+    return;
+  }
   auto g = st.graphs.find(req.graph_handle);
   if (g == st.graphs.end()) {
     rp.deliver(RunStepResponse{errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
@@ -249,35 +278,61 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   NodeFinished(self, step);
 }
 
+Status BuildPlan(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) {
+  proto::GraphDef def;
+  if (!def.ParseFromString(graph_def)) return errors::InvalidArgument("cannot parse the GraphDef sent to ", device->name());
+  Graph g;
+  AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
+  try {
+    return ExecutorPlan::Build(g, device, plan);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory building the kernels of a graph on ", device->name());
+  } catch (const std::exception& e) {
+    return errors::Internal("building the kernels of a graph on ", device->name(), " threw: ", e.what());
+  }
+}
+
 caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
   self->state.device = device;
+  // On exit: answer every step at once, then stay until kernels still running
+  // on the pool have returned (they read the steps' state), then quit.
   self->set_exit_handler([self](const caf::exit_msg& msg) {
-    for (auto& [id, a] : self->state.steps) {
-      a.state->Fail(errors::Cancelled("device ", self->state.device->name(), " shut down"));
+    auto& st = self->state;
+    st.shutting_down = true;
+    st.exit_reason = msg.reason;
+    for (auto& [id, a] : st.steps) {
+      a.state->Fail(errors::Cancelled("device ", st.device->name(), " shut down"));
       Reply(a);
     }
-    self->quit(msg.reason);
+    if (st.steps.empty()) self->quit(msg.reason);
   });
   return {
       [self](RegisterGraphRequest& req) -> RegisterGraphResponse {
-        proto::GraphDef def;
-        if (!def.ParseFromString(req.graph_def))
-          return {errors::InvalidArgument("cannot parse the GraphDef sent to ", self->state.device->name()), 0};
-        Graph g;
-        Status s = ImportGraphDef(def, &g);
+        auto& st = self->state;
+        if (st.shutting_down) return {errors::Cancelled("device ", st.device->name(), " is shutting down"), 0};
         std::unique_ptr<ExecutorPlan> plan;
-        if (s.ok()) s = ExecutorPlan::Build(g, self->state.device, &plan);
+        Status s = BuildPlan(req.graph_def, st.device, &plan);
         if (!s.ok()) return {s, 0};
-        const uint64_t handle = self->state.next_graph_handle++;
-        self->state.graphs.emplace(handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
+        if (st.inline_outputs.size() < static_cast<size_t>(plan->max_outputs()))
+          st.inline_outputs.resize(plan->max_outputs());
+        const uint64_t handle = st.next_graph_handle++;
+        st.graphs.emplace(handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
         return {Status::OK(), handle};
       },
       [self](RunStepRequest& req) { StartStep(self, req); },
       [self](KernelDone& done) {
+        if (self->current_sender() != self->ctrl()) return;  // only our own kernels report here
         auto it = self->state.steps.find(done.step_id);
-        if (it == self->state.steps.end()) return;  // cannot happen: a step waits for its kernels
+        if (it == self->state.steps.end()) return;
         StepState* step = it->second.state.get();
+        if (done.node_id < 0 || done.node_id >= step->plan().num_nodes() ||
+            static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
+          return;
         Propagate(self, step, done.node_id, done.status, done.outputs.data());
+        RunReady(self);
+      },
+      [self](resume_atom) {
+        self->state.resume_pending = false;
         RunReady(self);
       },
       [self](StepTimeout& t) {

@@ -30,10 +30,10 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     slot += item.num_inputs;
     item.pending = static_cast<int32_t>(n->in_edges().size());
     item.is_async = k->AsAsync() != nullptr;
-    item.is_expensive = k->IsExpensive();
     plan->max_outputs_ = std::max(plan->max_outputs_, item.num_outputs);
     if (n->type_string() == "_Arg") ++plan->num_args_;
     if (n->type_string() == "_Retval") ++plan->num_retvals_;
+    plan->initial_pending_.push_back(item.pending);
     if (item.pending == 0) plan->roots_.push_back(static_cast<int32_t>(i));
     plan->kernels_.push_back(std::move(k));
   }
@@ -46,9 +46,11 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     std::stable_sort(data.begin(), data.end(), [](const Edge* a, const Edge* b) { return a->src_output < b->src_output; });
     item.out_start = static_cast<int32_t>(plan->out_edges_.size());
     item.num_out = static_cast<int32_t>(data.size());
-    for (const Edge* e : data) {
+    for (size_t j = 0; j < data.size(); ++j) {
+      const Edge* e = data[j];
       const int32_t dst = index.at(e->dst);
-      plan->out_edges_.push_back({dst, plan->items_[dst].input_start + e->dst_input, e->src_output});
+      const bool last = j + 1 == data.size() || data[j + 1]->src_output != e->src_output;
+      plan->out_edges_.push_back({dst, plan->items_[dst].input_start + e->dst_input, e->src_output, last});
     }
     item.ctrl_start = static_cast<int32_t>(plan->ctrl_edges_.size());
     item.num_ctrl = static_cast<int32_t>(control.size());

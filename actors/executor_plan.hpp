@@ -24,6 +24,7 @@ struct OutEdgeItem {
   int32_t dst;         // node index
   int32_t dst_slot;    // absolute input slot of dst
   int32_t src_output;  // which output of the source feeds it
+  bool last_use;       // the last edge of that output: it may take the tensor
 };
 
 struct NodeItem {
@@ -37,7 +38,6 @@ struct NodeItem {
   int32_t ctrl_start = 0;    // control successors in ExecutorPlan::ctrl_edges
   int32_t num_ctrl = 0;
   bool is_async = false;
-  bool is_expensive = false;
 };
 
 class ExecutorPlan {
@@ -52,6 +52,8 @@ class ExecutorPlan {
   const int32_t* ctrl_edges(const NodeItem& n) const { return ctrl_edges_.data() + n.ctrl_start; }
   /// Nodes with nothing to wait for: the step starts with them.
   const std::vector<int32_t>& roots() const { return roots_; }
+  /// Per node, the inputs it waits for: a step starts from a copy.
+  const std::vector<int32_t>& initial_pending() const { return initial_pending_; }
   int total_input_slots() const { return total_input_slots_; }
   int max_outputs() const { return max_outputs_; }
   int num_args() const { return num_args_; }
@@ -66,6 +68,7 @@ class ExecutorPlan {
   std::vector<OutEdgeItem> out_edges_;
   std::vector<int32_t> ctrl_edges_;
   std::vector<int32_t> roots_;
+  std::vector<int32_t> initial_pending_;
   int total_input_slots_ = 0;
   int max_outputs_ = 0;
   int num_args_ = 0;

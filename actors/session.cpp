@@ -56,15 +56,13 @@ Status Session::Extend(const proto::GraphDef& graph) {
   return Status::OK();
 }
 
-Status Session::Prepare(const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
                         const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
   auto exe = std::make_shared<Executable>();
-  Graph g;
-  AF_RETURN_IF_ERROR(g.CopyFrom(graph_));
-  AF_RETURN_IF_ERROR(RewriteGraphForExecution(&g, feeds, fetches, targets, &exe->info));
+  AF_RETURN_IF_ERROR(RewriteGraphForExecution(g, feeds, fetches, targets, &exe->info));
   exe->feed_names = feeds;
   proto::GraphDef def;
-  g.ToGraphDef(&def);
+  g->ToGraphDef(&def);
   RegisterGraphRequest req;
   def.SerializeToString(&req.graph_def);
   RegisterGraphResponse resp;
@@ -91,16 +89,40 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
   for (const auto& f : fetches) key += f + '\x1f';
   key += '\x1e';
   for (const auto& t : targets) key += t + '\x1f';
-  std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) return errors::Cancelled("Session has been closed");
-  if (!created_) return errors::FailedPrecondition("Session has no graph: call Create first");
-  auto it = executables_.find(key);
-  if (it != executables_.end()) {
-    *out = it->second;
-    return Status::OK();
+
+  ExecutableFuture future;
+  std::promise<StatusOr<std::shared_ptr<const Executable>>> promise;
+  Graph graph;
+  bool prepare = false;  // this caller is the first with this signature
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return errors::Cancelled("Session has been closed");
+    if (!created_) return errors::FailedPrecondition("Session has no graph: call Create first");
+    auto it = executables_.find(key);
+    if (it != executables_.end()) {
+      future = it->second;
+    } else {
+      AF_RETURN_IF_ERROR(graph.CopyFrom(graph_));
+      future = promise.get_future().share();
+      executables_.emplace(key, future);
+      prepare = true;
+    }
   }
-  AF_RETURN_IF_ERROR(Prepare(feed_names, fetches, targets, out));
-  executables_.emplace(std::move(key), *out);
+  if (prepare) {
+    std::shared_ptr<const Executable> exe;
+    Status s = Prepare(&graph, feed_names, fetches, targets, &exe);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok() && closed_) {  // closed while we prepared: release what we registered
+      caf::anon_send(runtime_->device_actor(exe->device), DeregisterGraph{exe->graph_handle});
+      s = errors::Cancelled("Session has been closed");
+    }
+    if (!s.ok()) executables_.erase(key);  // a later call may succeed (after Extend, say)
+    promise.set_value(s.ok() ? StatusOr<std::shared_ptr<const Executable>>(exe)
+                             : StatusOr<std::shared_ptr<const Executable>>(s));
+  }
+  const auto& result = future.get();
+  AF_RETURN_IF_ERROR(result.status());
+  *out = result.value();
   return Status::OK();
 }
 
@@ -108,7 +130,9 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                     std::vector<Tensor>* outputs) {
   if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
-  if (options.timeout_in_ms < 0) return errors::InvalidArgument("timeout_in_ms must be >= 0");
+  if (options.timeout_in_ms < 0 || options.timeout_in_ms > RunOptions::kMaxTimeoutMs)
+    return errors::InvalidArgument("timeout_in_ms must be in [0, ", RunOptions::kMaxTimeoutMs, "], got ",
+                                   options.timeout_in_ms);
   std::shared_ptr<const Executable> exe;
   AF_RETURN_IF_ERROR(GetExecutable(feeds, fetches, targets, &exe));
   RunStepRequest req;
@@ -138,15 +162,20 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
 }
 
 Status Session::Close() {
-  std::map<std::string, std::shared_ptr<const Executable>> exes;
+  std::map<std::string, ExecutableFuture> exes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     exes.swap(executables_);
   }
-  for (const auto& [key, exe] : exes)
-    caf::anon_send(runtime_->device_actor(exe->device), DeregisterGraph{exe->graph_handle});
+  for (const auto& [key, future] : exes) {
+    // Signatures still being prepared deregister themselves when they see closed_.
+    if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    const auto& result = future.get();
+    if (result.ok())
+      caf::anon_send(runtime_->device_actor(result.value()->device), DeregisterGraph{result.value()->graph_handle});
+  }
   return Status::OK();
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,7 +34,10 @@ struct SessionOptions {
 };
 
 struct RunOptions {
-  int64_t timeout_in_ms = 0;  // > 0: the step ends with DeadlineExceeded after this long
+  /// > 0: the step ends with DeadlineExceeded after this long (at most
+  /// kMaxTimeoutMs, about 24 days).
+  int64_t timeout_in_ms = 0;
+  static constexpr int64_t kMaxTimeoutMs = (int64_t{1} << 31) - 1;
 };
 
 class Session {
@@ -64,10 +68,12 @@ class Session {
 
  private:
   struct Executable;
+  using ExecutableFuture = std::shared_future<StatusOr<std::shared_ptr<const Executable>>>;
   Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                        std::shared_ptr<const Executable>* out);
-  Status Prepare(const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+  // Prunes `g` (a copy of the session's graph) and registers it; no lock held.
+  Status Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
 
   Runtime* runtime_;
@@ -75,7 +81,9 @@ class Session {
   Graph graph_;
   bool created_ = false;
   bool closed_ = false;
-  std::map<std::string, std::shared_ptr<const Executable>> executables_;
+  // One entry per signature; the first caller prepares it while later callers
+  // of the same signature wait on the future, and others run unhindered.
+  std::map<std::string, ExecutableFuture> executables_;
 };
 
 }  // namespace actorflow

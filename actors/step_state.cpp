@@ -4,15 +4,14 @@
 
 namespace actorflow {
 
-IterationState::IterationState(const ExecutorPlan& plan) : inputs(plan.total_input_slots()), pending(plan.num_nodes()) {
-  const auto& items = plan.items();
-  for (size_t i = 0; i < items.size(); ++i) pending[i] = items[i].pending;
-}
+IterationState::IterationState(const ExecutorPlan& plan)
+    : inputs(plan.total_input_slots()), pending(plan.initial_pending()) {}
 
 StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args)
     : step_id_(step_id), plan_(plan) {
   root_frame_.name = "";
   root_frame_.iterations.push_back(std::make_unique<IterationState>(*plan));
+  root_iter_ = root_frame_.iterations[0].get();
   call_frame_.args = std::move(args);
   call_frame_.retvals.resize(plan->num_retvals());
 }

@@ -42,7 +42,7 @@ class StepState {
 
   int64_t step_id() const { return step_id_; }
   const ExecutorPlan& plan() const { return *plan_; }
-  IterationState& root() { return *root_frame_.iterations[0]; }
+  IterationState& root() { return *root_iter_; }
   CallFrame* call_frame() { return &call_frame_; }
   CancellationManager* cancellation() { return &cancellation_; }
 
@@ -62,6 +62,7 @@ class StepState {
   int64_t step_id_;
   const ExecutorPlan* plan_;
   FrameState root_frame_;
+  IterationState* root_iter_;  // root_frame_.iterations[0], without the hops
   CallFrame call_frame_;
   CancellationManager cancellation_;
   Status status_;

@@ -15,7 +15,8 @@ constexpr size_t kHeaderBytes = (sizeof(TensorBuffer) + kTensorAlignment - 1) / 
 TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
   const bool is_string = BaseType(dtype) == DT_STRING;
   const size_t elem = is_string ? sizeof(std::string) : DataTypeSize(dtype);
-  if (n < 0 || (elem > 0 && static_cast<size_t>(n) > (SIZE_MAX - kHeaderBytes) / elem)) return nullptr;
+  // The allocator rounds up to the alignment: leave room for that too.
+  if (n < 0 || (elem > 0 && static_cast<size_t>(n) > (SIZE_MAX - kHeaderBytes - kTensorAlignment) / elem)) return nullptr;
   const size_t bytes = static_cast<size_t>(n) * elem;
   TensorBuffer* b = nullptr;
   if (a->HostAccessible()) {
@@ -63,6 +64,19 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(cpu_allocator(
 Tensor::Tensor(Allocator* a, DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
   buf_ = TensorBuffer::Allocate(a, dtype, shape.num_elements());
   if (!buf_) throw std::bad_alloc();
+}
+
+Status Tensor::Create(Allocator* a, DataType dtype, const TensorShape& shape, Tensor* out) {
+  TensorBuffer* buf = TensorBuffer::Allocate(a ? a : cpu_allocator(), dtype, shape.num_elements());
+  if (!buf)
+    return errors::ResourceExhausted("out of memory allocating a ", DataTypeString(dtype), " tensor of shape ",
+                                     shape.DebugString());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.buf_ = buf;
+  *out = std::move(t);
+  return Status::OK();
 }
 
 Tensor& Tensor::operator=(const Tensor& o) {

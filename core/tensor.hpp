@@ -71,6 +71,10 @@ class Tensor {
   Tensor& operator=(const Tensor& o);
   Tensor& operator=(Tensor&& o) noexcept;
 
+  /// Like the allocating constructor, but ResourceExhausted instead of
+  /// std::bad_alloc (for sizes that come from input). `a` null: host memory.
+  static Status Create(Allocator* a, DataType dtype, const TensorShape& shape, Tensor* out);
+
   /// Scalars of any supported element type: Tensor::Scalar<float>(1.f).
   template <class T>
   static Tensor Scalar(T v) {

@@ -62,7 +62,8 @@ Status TensorFromProto(const proto::TensorProto& p, Tensor* out) {
     return errors::InvalidArgument("TensorProto has unsupported dtype ", DataTypeString(dtype));
   TensorShape shape;
   AF_RETURN_IF_ERROR(ShapeFromProto(p.tensor_shape(), &shape).WithContext("in TensorProto"));
-  Tensor t(dtype, shape);
+  Tensor t;
+  AF_RETURN_IF_ERROR(Tensor::Create(nullptr, dtype, shape, &t));
   const int64_t n = shape.num_elements();
   if (dtype == DT_STRING) {
     auto* s = t.data<std::string>();

@@ -22,12 +22,14 @@ TensorShape& TensorShape::operator=(const TensorShape& o) {
 }
 
 Status TensorShape::FromDims(const std::vector<int64_t>& dims, TensorShape* out) {
+  // The product of the non-zero dims must fit too, so that arithmetic on the
+  // dims of an empty tensor cannot overflow either.
   int64_t n = 1;
   for (auto d : dims) {
     if (d < 0) return errors::InvalidArgument("dimension ", d, " is negative in shape of rank ", dims.size());
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return errors::InvalidArgument("shape has too many elements");
-    n *= d;
+      return errors::InvalidArgument("shape with ", dims.size(), " dimensions has more than 2^63-1 elements");
+    if (d != 0) n *= d;
   }
   *out = TensorShape(dims);
   return Status::OK();

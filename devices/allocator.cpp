@@ -1,5 +1,6 @@
 #include "devices/allocator.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace actorflow {
@@ -17,6 +18,7 @@ class CpuAllocator final : public Allocator {
  public:
   std::string Name() const override { return "cpu"; }
   void* AllocateRaw(size_t alignment, size_t bytes) override {
+    if (bytes > SIZE_MAX - alignment) return nullptr;
     size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
     if (p) RecordAlloc(bytes);

@@ -1,6 +1,8 @@
 #include "devices/compute_pool.hpp"
 
 #include <atomic>
+#include <cstdio>
+#include <exception>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -23,7 +25,11 @@ class FunctionJob final : public caf::ref_counted, public caf::resumable {
   explicit FunctionJob(std::function<void()> fn) : fn_(std::move(fn)) {}
   subtype_t subtype() const override { return function_object; }
   resume_result resume(caf::execution_unit*, size_t) override {
-    fn_();
+    try {
+      fn_();
+    } catch (const std::exception& e) {  // callers catch their own; this is the last line of defence
+      std::fprintf(stderr, "actorflow: exception escaped a pool job: %s\n", e.what());
+    }
     fn_ = nullptr;
     return done;
   }
@@ -45,14 +51,21 @@ struct ForState {
   std::atomic<int64_t> remaining;
   std::mutex mu;
   std::condition_variable cv;
+  std::exception_ptr error;  // the first exception a shard threw; guarded by mu
 
-  // Claims and runs shards until none is left.
+  // Claims and runs shards until none is left. A shard that throws still
+  // counts as done, so the caller never waits forever; it rethrows.
   void Work() {
     for (;;) {
       int64_t s = next.fetch_add(1, std::memory_order_relaxed);
       if (s >= num_shards) return;
       int64_t begin = total * s / num_shards, end = total * (s + 1) / num_shards;
-      fn(begin, end);
+      try {
+        fn(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> l(mu);
+        if (!error) error = std::current_exception();
+      }
       if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> l(mu);
         cv.notify_all();
@@ -112,6 +125,7 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
     std::this_thread::yield();
   std::unique_lock<std::mutex> l(state->mu);
   state->cv.wait(l, [&] { return state->remaining.load(std::memory_order_acquire) == 0; });
+  if (state->error) std::rethrow_exception(state->error);
 }
 
 }  // namespace actorflow

@@ -10,6 +10,24 @@ namespace actorflow {
 OpKernel::OpKernel(OpKernelConstruction* c)
     : def_(c->def()), input_types_(c->input_types()), output_types_(c->output_types()) {}
 
+namespace {
+constexpr size_t kInlineMaxInputBytes = 128 * 1024;  // a pool hop costs more than work below this
+}  // namespace
+
+size_t TensorPayloadBytes(const Tensor& t) {
+  if (t.dtype() != DT_STRING) return t.TotalBytes();
+  size_t bytes = 0;
+  for (int64_t i = 0; i < t.NumElements(); ++i) bytes += t.data<std::string>()[i].size() + sizeof(std::string);
+  return bytes;
+}
+
+bool OpKernel::ShouldOffload(const Tensor* inputs, int num_inputs) const {
+  if (!expensive_) return false;
+  size_t bytes = 0;
+  for (int i = 0; i < num_inputs && bytes <= kInlineMaxInputBytes; ++i) bytes += TensorPayloadBytes(inputs[i]);
+  return bytes > kInlineMaxInputBytes;
+}
+
 void AsyncOpKernel::Compute(OpKernelContext* ctx) {
   ctx->SetStatus(errors::Internal("asynchronous kernel ", name(), " called synchronously"));
 }
@@ -18,12 +36,8 @@ Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor*
   if (i < 0 || i >= p_->num_outputs)
     return errors::Internal("kernel ", p_->op_kernel->name(), " allocates output ", i, " of ", p_->num_outputs);
   const DataType dtype = BaseType(p_->op_kernel->output_type(i));
-  try {
-    p_->outputs[i] = Tensor(p_->device->allocator(), dtype, shape);
-  } catch (const std::bad_alloc&) {
-    return errors::ResourceExhausted("out of memory allocating ", DataTypeString(dtype), shape.DebugString(),
-                                     " for output ", i, " of node ", p_->op_kernel->name());
-  }
+  AF_RETURN_IF_ERROR(Tensor::Create(p_->device->allocator(), dtype, shape, &p_->outputs[i])
+                         .WithContext("output " + std::to_string(i)));
   *out = &p_->outputs[i];
   return Status::OK();
 }
@@ -44,13 +58,7 @@ Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<i
 }
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  try {
-    *out = Tensor(p_->device->allocator(), dtype, shape);
-  } catch (const std::bad_alloc&) {
-    return errors::ResourceExhausted("out of memory allocating temporary ", DataTypeString(dtype),
-                                     shape.DebugString(), " in node ", p_->op_kernel->name());
-  }
-  return Status::OK();
+  return Tensor::Create(p_->device->allocator(), dtype, shape, out);
 }
 
 KernelRegistry* KernelRegistry::Global() {

@@ -88,6 +88,11 @@ class OpKernel {
   /// element-wise math): the executor sends them to the compute pool when their
   /// inputs are large. Shape-only kernels (Reshape, Identity) stay inline.
   bool IsExpensive() const { return expensive_; }
+  /// Whether this invocation should leave the device actor's thread for the
+  /// compute pool. By default: expensive kernels whose inputs exceed 128 KB.
+  /// Kernels whose cost follows their output rather than their inputs (Fill,
+  /// Range) override this.
+  virtual bool ShouldOffload(const Tensor* inputs, int num_inputs) const;
 
   const std::string& name() const { return def_.name(); }
   const std::string& type_string() const { return def_.op(); }
@@ -115,6 +120,9 @@ class AsyncOpKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) final;
   AsyncOpKernel* AsAsync() final { return this; }
 };
+
+/// Bytes of a tensor's elements, strings counted by their contents.
+size_t TensorPayloadBytes(const Tensor& t);
 
 class OpKernelContext {
  public:

@@ -69,7 +69,7 @@ Status Reduction(InferenceContext* c) {
   }
   std::set<int> reduced;
   for (auto a : TensorToInt64s(*axes)) {
-    if (a < -in.dims() || a >= std::max(in.dims(), 1))
+    if (a < -in.dims() || a >= in.dims())
       return c->Error("Invalid reduction dimension ", a, " for input with ", in.dims(), " dimensions");
     reduced.insert(static_cast<int>(a < 0 ? a + in.dims() : a));
   }

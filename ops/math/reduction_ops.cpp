@@ -81,9 +81,9 @@ class ReductionOp : public OpKernel {
     const int rank = x.dims();
     std::vector<bool> reduced(rank, false);
     for (int64_t a : TensorToInt64s(axes)) {
-      AF_REQUIRES(ctx, a >= -rank && a < std::max(rank, 1) && !(rank == 0 && a != 0 && a != -1),
+      AF_REQUIRES(ctx, a >= -rank && a < rank,
                   errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ", rank, " dimensions"));
-      if (rank > 0) reduced[a < 0 ? a + rank : a] = true;
+      reduced[a < 0 ? a + rank : a] = true;
     }
     TensorShape out_shape;
     for (int i = 0; i < rank; ++i) {
@@ -116,8 +116,10 @@ class ReductionOp : public OpKernel {
       if (reduced[i]) reduce_count *= x.dim_size(i);
     T* po = out->data<T>();
     const int64_t n_out = out->NumElements();
-    if (reduce_count == 0 || n_out == 0) {  // nothing to reduce: the identity
-      std::fill(po, po + n_out, Identity<T>(R));
+    if (reduce_count == 0 || n_out == 0) {  // nothing to reduce: the identity (NaN for a mean)
+      const T fill = R == Reducer::kMean && std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
+                                                                                   : Identity<T>(R);
+      std::fill(po, po + n_out, fill);
       return;
     }
     const T* px = x.data<T>();
