@@ -8,7 +8,8 @@
 namespace actorflow {
 
 OpKernel::OpKernel(OpKernelConstruction* c)
-    : def_(c->def()), input_types_(c->input_types()), output_types_(c->output_types()) {}
+    : name_(c->def().name()), type_string_(c->def().op()), input_types_(c->input_types()),
+      output_types_(c->output_types()) {}
 
 namespace {
 constexpr size_t kInlineMaxInputBytes = 128 * 1024;  // a pool hop costs more than work below this

@@ -94,9 +94,8 @@ class OpKernel {
   /// Range) override this.
   virtual bool ShouldOffload(const Tensor* inputs, int num_inputs) const;
 
-  const std::string& name() const { return def_.name(); }
-  const std::string& type_string() const { return def_.op(); }
-  const proto::NodeDef& def() const { return def_; }
+  const std::string& name() const { return name_; }
+  const std::string& type_string() const { return type_string_; }
   int num_inputs() const { return static_cast<int>(input_types_.size()); }
   int num_outputs() const { return static_cast<int>(output_types_.size()); }
   DataType input_type(int i) const { return input_types_[i]; }
@@ -107,7 +106,10 @@ class OpKernel {
   bool expensive_ = false;
 
  private:
-  proto::NodeDef def_;
+  // Not the NodeDef: a Const's value would be kept twice. Kernels read their
+  // attrs at construction.
+  std::string name_;
+  std::string type_string_;
   DataTypeVector input_types_, output_types_;
 };
 

@@ -46,6 +46,7 @@ TEST_CASE("GraphDef binary and text round trips preserve the graph") {
   auto y = ops::Add(root.WithOpName("y"), x, 2.f);
   auto z = ops::Identity(root.WithControlDependencies({y.op()}).WithOpName("z"), x);
   REQUIRE(root.ok());
+  REQUIRE(z.node()->in_edges().size() == 2);
   proto::GraphDef def;
   REQUIRE(root.ToGraphDef(&def).ok());
   for (const char* ext : {".pb", ".pbtxt"}) {

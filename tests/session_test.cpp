@@ -28,7 +28,7 @@ TEST_CASE("Run computes fetched values and returns them in fetch order") {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   auto y = ops::Mul(root.WithOpName("y"), x, 3.f);
-  auto z = ops::Add(root.WithOpName("z"), y, 1.f);
+  ops::Add(root.WithOpName("z"), y, 1.f);
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());
   std::vector<Tensor> out;
@@ -61,7 +61,7 @@ TEST_CASE("a feed cuts the graph: what only feeds the fed tensor does not run") 
   auto p = ops::Placeholder(root.WithOpName("p"), DT_FLOAT);  // would fail if it ran unfed
   auto mid = ops::Neg(root.WithOpName("mid"), p);
   auto guarded = ops::Identity(root.WithOpName("guarded").WithControlDependencies({Tripwire(root, p)}), mid);
-  auto out_node = ops::Mul(root.WithOpName("out"), mid, 10.f);
+  ops::Mul(root.WithOpName("out"), mid, 10.f);
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());
   std::vector<Tensor> out;
@@ -99,7 +99,7 @@ TEST_CASE("concurrent Run calls from several threads each get their own results"
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 64}));
   auto w = ops::Fill(root, {64, 64}, 0.5f);
-  auto y = ops::Sum(root.WithOpName("y"), ops::MatMul(root, x, w), {0, 1});
+  ops::Sum(root.WithOpName("y"), ops::MatMul(root, x, w), {0, 1});
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());
   constexpr int kThreads = 4, kSteps = 25;
@@ -145,7 +145,7 @@ TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {
   Scope root = Scope::NewRootScope();
   Output m = ops::Fill(root, {768, 768}, 0.001f);
   for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);
-  auto out_node = ops::Sum(root.WithOpName("out"), m, {0, 1});
+  ops::Sum(root.WithOpName("out"), m, {0, 1});
   ops::Const(root.WithOpName("small"), 3);
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());
@@ -160,7 +160,6 @@ TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {
   INFO(s.ToString());
   REQUIRE(s.ok());
   REQUIRE(out[0].scalar<int32_t>() == 3);
-  (void)out_node;
 }
 
 TEST_CASE("bad feeds, fetches and targets are errors with codes") {

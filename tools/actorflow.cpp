@@ -36,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -77,7 +78,8 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             or {"dtype":"float64","shape":[2],"values":[1,2]}
       --fetch NAME          fetches a tensor ("node" or "node:port")
       --target NAME         runs a node without fetching anything
-      --timeout-ms N        fails a step that runs longer than N ms (0: no limit)
+      --timeout-ms N        fails a step that runs longer than N ms (0: no limit,
+                            at most 2147483647)
       --steps FILE          runs the JSON object on each line of FILE ("-": stdin),
                             {"feeds":{...},"fetches":[...],"targets":[...],"timeout_ms":N},
                             with the flags above as defaults
@@ -102,7 +104,7 @@ std::string Shorten(const std::string& text) {
 Status ParseJson(const std::string& text, json* out) {
   try {
     *out = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     return errors::InvalidArgument("malformed JSON '", Shorten(text), "': ", e.what());
   }
   return Status::OK();
@@ -118,15 +120,18 @@ Status NormalizeTensorName(const std::string& name, std::string* out) {
   return Status::OK();
 }
 
-Status ParseNonNegativeInt(const std::string& text, int64_t* out) {
+// The largest timeout accepted, in ms (about 24.8 days).
+constexpr int64_t kMaxTimeoutMs = std::numeric_limits<int32_t>::max();
+
+Status ParseTimeoutMs(const std::string& text, int64_t* out) {
   size_t used = 0;
   try {
     *out = std::stoll(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || *out < 0)
-    return errors::InvalidArgument("expected a non-negative integer, got '", text, "'");
+  if (used == 0 || used != text.size() || *out < 0 || *out > kMaxTimeoutMs)
+    return errors::InvalidArgument("expected an integer from 0 to ", kMaxTimeoutMs, ", got '", text, "'");
   return Status::OK();
 }
 
@@ -170,7 +175,7 @@ Status ParseNameList(const json& j, const char* key, bool tensors, std::vector<s
   out->clear();
   for (const auto& v : j) {
     if (!v.is_string() || v.get_ref<const std::string&>().empty())
-      return errors::InvalidArgument("\"", key, "\" must hold non-empty names, got ", v.dump());
+      return errors::InvalidArgument("\"", key, "\" must hold non-empty names, got ", JsonSnippet(v));
     std::string name = v.get<std::string>();
     if (tensors) AF_RETURN_IF_ERROR(NormalizeTensorName(name, &name));
     out->push_back(std::move(name));
@@ -194,9 +199,14 @@ Status ParseStepLine(const std::string& line, const StepSpec& defaults, StepSpec
     } else if (key == "targets") {
       AF_RETURN_IF_ERROR(ParseNameList(value, "targets", /*tensors=*/false, &step->targets));
     } else if (key == "timeout_ms") {
-      const bool valid = value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+      // An unsigned value is compared as one: above INT64_MAX, get<int64_t> would wrap.
+      const bool valid = value.is_number_unsigned()
+                             ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxTimeoutMs)
+                             : value.is_number_integer() && value.get<int64_t>() >= 0 &&
+                                   value.get<int64_t>() <= kMaxTimeoutMs;
       if (!valid)
-        return errors::InvalidArgument("\"timeout_ms\" must be a non-negative integer, got ", value.dump());
+        return errors::InvalidArgument("\"timeout_ms\" must be an integer from 0 to ", kMaxTimeoutMs, ", got ",
+                                       JsonSnippet(value));
       step->timeout_ms = value.get<int64_t>();
     } else {
       return errors::InvalidArgument("unknown key \"", key,
@@ -317,7 +327,7 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   if (flag == "--timeout-ms") {
     if (args->has_timeout) return errors::InvalidArgument(flag, " is given twice");
     args->has_timeout = true;
-    Status s = ParseNonNegativeInt(value, &step.timeout_ms);
+    Status s = ParseTimeoutMs(value, &step.timeout_ms);
     return s.ok() ? s : errors::InvalidArgument("--timeout-ms: ", s.message());
   }
   return errors::InvalidArgument("unknown flag '", flag, "'");

@@ -23,7 +23,11 @@ constexpr JsonDtype kJsonDtypes[] = {
     {"float32", DT_FLOAT}, {"float", DT_FLOAT}, {"float64", DT_DOUBLE}, {"double", DT_DOUBLE},
     {"int32", DT_INT32},   {"int64", DT_INT64}, {"uint8", DT_UINT8},    {"bool", DT_BOOL},
     {"string", DT_STRING}, {"int8", DT_INT8},   {"int16", DT_INT16},    {"uint16", DT_UINT16},
+    {"uint32", DT_UINT32}, {"uint64", DT_UINT64},
 };
+
+// The deepest nesting of a nested array: TensorFlow's maximum rank.
+constexpr int kMaxRank = 254;
 
 bool DtypeFromName(const std::string& name, DataType* dtype) {
   for (const auto& d : kJsonDtypes) {
@@ -41,19 +45,21 @@ std::string DtypeName(DataType dtype) {
   return dtype == DT_INVALID ? "invalid" : DataTypeString(dtype);
 }
 
-// The JSON text of `v` for error messages, shortened when long.
-std::string Snippet(const json& v) {
-  constexpr size_t kMaxChars = 80;
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > kMaxChars) s = s.substr(0, kMaxChars) + "...";
-  return s;
+// Whether `v` nests arrays or objects more than `levels` deep; recurses at
+// most `levels` deep itself.
+bool NestedDeeperThan(const json& v, int levels) {
+  if (!v.is_structured()) return false;
+  if (levels == 0) return true;
+  for (const auto& child : v)
+    if (NestedDeeperThan(child, levels - 1)) return true;
+  return false;
 }
 
 // ---------------------------------------------------------------------------
 // One JSON value -> one element.
 
 Status ElementError(const json& v, DataType dtype, const char* problem) {
-  return errors::InvalidArgument(Snippet(v), " ", problem, " ", DtypeName(dtype));
+  return errors::InvalidArgument(JsonSnippet(v), " ", problem, " ", DtypeName(dtype));
 }
 
 template <class T>
@@ -145,6 +151,8 @@ Status MakeTensor(DataType dtype, const TensorShape& shape, const std::vector<co
     case DT_INT8: return FillTensor<int8_t>(dtype, shape, values, out);
     case DT_INT16: return FillTensor<int16_t>(dtype, shape, values, out);
     case DT_UINT16: return FillTensor<uint16_t>(dtype, shape, values, out);
+    case DT_UINT32: return FillTensor<uint32_t>(dtype, shape, values, out);
+    case DT_UINT64: return FillTensor<uint64_t>(dtype, shape, values, out);
     case DT_BOOL: return FillTensor<bool>(dtype, shape, values, out);
     case DT_STRING: return FillTensor<std::string>(dtype, shape, values, out);
     default: return errors::InvalidArgument("dtype ", DtypeName(dtype), " has no JSON form");
@@ -155,7 +163,7 @@ Status MakeTensor(DataType dtype, const TensorShape& shape, const std::vector<co
 // Explicit form: {"dtype": ..., "shape": [...], "values": [...]}.
 
 Status ShapeFromJson(const json& j, TensorShape* shape) {
-  if (!j.is_array()) return errors::InvalidArgument("\"shape\" must be an array of sizes, got ", Snippet(j));
+  if (!j.is_array()) return errors::InvalidArgument("\"shape\" must be an array of sizes, got ", JsonSnippet(j));
   std::vector<int64_t> dims;
   for (const auto& d : j) {
     int64_t size = -1;
@@ -164,7 +172,7 @@ Status ShapeFromJson(const json& j, TensorShape* shape) {
     } else if (d.is_number_integer()) {
       size = d.get<int64_t>();
     }
-    if (size < 0) return errors::InvalidArgument("\"shape\" must hold non-negative integers, got ", Snippet(j));
+    if (size < 0) return errors::InvalidArgument("\"shape\" must hold non-negative integers, got ", JsonSnippet(j));
     dims.push_back(size);
   }
   return TensorShape::FromDims(dims, shape);
@@ -174,24 +182,24 @@ Status TensorFromObject(const json& j, Tensor* out) {
   for (const auto& item : j.items()) {
     const std::string& key = item.key();
     if (key != "dtype" && key != "shape" && key != "values")
-      return errors::InvalidArgument("unknown key \"", key, "\" in tensor ", Snippet(j),
+      return errors::InvalidArgument("unknown key \"", key, "\" in tensor ", JsonSnippet(j),
                                      " (expected \"dtype\", \"shape\", \"values\")");
   }
   if (!j.contains("dtype") || !j.contains("shape") || !j.contains("values"))
-    return errors::InvalidArgument("a tensor object needs \"dtype\", \"shape\" and \"values\", got ", Snippet(j));
+    return errors::InvalidArgument("a tensor object needs \"dtype\", \"shape\" and \"values\", got ", JsonSnippet(j));
 
   const json& dtype_json = j["dtype"];
   DataType dtype = DT_INVALID;
   if (!dtype_json.is_string() || !DtypeFromName(dtype_json.get<std::string>(), &dtype))
-    return errors::InvalidArgument("unknown dtype ", Snippet(dtype_json),
+    return errors::InvalidArgument("unknown dtype ", JsonSnippet(dtype_json),
                                    " (expected float32, float64, int32, int64, uint8, bool, string, int8, int16, "
-                                   "uint16)");
+                                   "uint16, uint32, uint64)");
   TensorShape shape;
   AF_RETURN_IF_ERROR(ShapeFromJson(j["shape"], &shape));
 
   const json& values_json = j["values"];
   if (!values_json.is_array())
-    return errors::InvalidArgument("\"values\" must be a flat array, got ", Snippet(values_json));
+    return errors::InvalidArgument("\"values\" must be a flat array, got ", JsonSnippet(values_json));
   if (static_cast<int64_t>(values_json.size()) != shape.num_elements())
     return errors::InvalidArgument("shape ", shape.DebugString(), " has ", shape.num_elements(), " elements but ",
                                    values_json.size(), " values are given (nothing is broadcast)");
@@ -204,14 +212,16 @@ Status TensorFromObject(const json& j, Tensor* out) {
 // ---------------------------------------------------------------------------
 // Implicit form: a scalar or a rectangular nested array.
 
-// The shape of a nested array, read along its first elements.
-std::vector<int64_t> NestedDims(const json& j) {
-  std::vector<int64_t> dims;
+// The shape of a nested array, read along its first elements; at most
+// kMaxRank dims, so that CollectLeaves recurses no deeper.
+Status NestedDims(const json& j, std::vector<int64_t>* dims) {
   for (const json* cur = &j; cur->is_array(); cur = &(*cur)[0]) {
-    dims.push_back(static_cast<int64_t>(cur->size()));
+    if (dims->size() == kMaxRank)
+      return errors::InvalidArgument("nested array is deeper than the maximum rank ", kMaxRank);
+    dims->push_back(static_cast<int64_t>(cur->size()));
     if (cur->empty()) break;
   }
-  return dims;
+  return Status::OK();
 }
 
 // Appends the leaves of `node` (at `depth` of an array of shape `dims`) in
@@ -220,13 +230,14 @@ Status CollectLeaves(const json& node, const std::vector<int64_t>& dims, size_t 
                      std::vector<const json*>* leaves) {
   if (depth == dims.size()) {
     if (node.is_array())
-      return errors::InvalidArgument("not a rectangular array: ", Snippet(node), " is nested deeper than its siblings");
+      return errors::InvalidArgument("not a rectangular array: ", JsonSnippet(node),
+                                     " is nested deeper than its siblings");
     leaves->push_back(&node);
     return Status::OK();
   }
   if (!node.is_array() || static_cast<int64_t>(node.size()) != dims[depth])
     return errors::InvalidArgument("not a rectangular array: expected ", dims[depth], " elements at depth ", depth,
-                                   ", got ", Snippet(node));
+                                   ", got ", JsonSnippet(node));
   for (const auto& child : node) AF_RETURN_IF_ERROR(CollectLeaves(child, dims, depth + 1, leaves));
   return Status::OK();
 }
@@ -239,11 +250,11 @@ Status InferDtype(const json& j, const std::vector<const json*>& leaves, DataTyp
     else if (v->is_number()) any_int = true;
     else if (v->is_boolean()) any_bool = true;
     else if (v->is_string()) any_string = true;
-    else return errors::InvalidArgument(Snippet(*v), " is not a tensor element (number, bool or string)");
+    else return errors::InvalidArgument(JsonSnippet(*v), " is not a tensor element (number, bool or string)");
   }
   const bool any_number = any_int || any_float;
   if (any_number + any_bool + any_string > 1)
-    return errors::InvalidArgument("elements mix numbers, bools and strings in ", Snippet(j));
+    return errors::InvalidArgument("elements mix numbers, bools and strings in ", JsonSnippet(j));
   if (any_bool) *dtype = DT_BOOL;
   else if (any_string) *dtype = DT_STRING;
   else if (any_int && !any_float) *dtype = DT_INT32;
@@ -252,7 +263,8 @@ Status InferDtype(const json& j, const std::vector<const json*>& leaves, DataTyp
 }
 
 Status TensorFromNested(const json& j, Tensor* out) {
-  const std::vector<int64_t> dims = NestedDims(j);
+  std::vector<int64_t> dims;
+  AF_RETURN_IF_ERROR(NestedDims(j, &dims));
   std::vector<const json*> leaves;
   AF_RETURN_IF_ERROR(CollectLeaves(j, dims, 0, &leaves));
   DataType dtype = DT_INVALID;
@@ -300,6 +312,15 @@ json ValuesToJson(const Tensor& t) {
 }
 
 }  // namespace
+
+std::string JsonSnippet(const json& v) {
+  // dump() recurses once per level: too deep a value is not written out.
+  if (NestedDeeperThan(v, kMaxRank)) return "(a value nested more than " + std::to_string(kMaxRank) + " levels deep)";
+  constexpr size_t kMaxChars = 80;
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > kMaxChars) s = s.substr(0, kMaxChars) + "...";
+  return s;
+}
 
 Status TensorFromJson(const json& j, Tensor* out) {
   if (j.is_object()) return TensorFromObject(j, out);

@@ -13,9 +13,13 @@
 //       {"dtype": "float64", "shape": [2, 2], "values": [1, 2, 3, 4]}
 //
 // Dtype names: float32 (float), float64 (double), int32, int64, uint8, bool,
-// string, int8, int16, uint16. Floating-point values may also be the strings
-// "nan", "inf" and "-inf", which is how TensorToJson writes non-finite values.
+// string, int8, int16, uint16, uint32, uint64. Floating-point values may also
+// be the strings "nan", "inf" and "-inf", which is how TensorToJson writes
+// non-finite values. A nested array is at most 254 levels deep (TensorFlow's
+// maximum rank).
 #pragma once
+
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -32,5 +36,9 @@ Status TensorFromJson(const nlohmann::json& j, Tensor* out);
 /// row-major order, non-finite floats as "nan", "inf", "-inf". Dtypes without
 /// a JSON form (resource, variant, ...) get "values": null.
 nlohmann::json TensorToJson(const Tensor& t);
+
+/// The JSON text of `v` for error messages: shortened when long, never
+/// throwing (invalid UTF-8 is replaced) and never recursing deeply.
+std::string JsonSnippet(const nlohmann::json& v);
 
 }  // namespace actorflow

@@ -6,11 +6,11 @@
 // pool by elements.
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <string>
 
 #include "devices/compute_pool.hpp"
+#include "ops/array/array_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -20,21 +20,6 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  ComputePool* pool = ctx->device() != nullptr ? ctx->device()->compute_pool() : nullptr;
-  if (pool != nullptr && n > 1) pool->ParallelFor(n, std::max<int64_t>(cost, 1), fn);
-  else fn(0, n);
-}
-
-bool IsIndexDtype(DataType t) { return t == DT_INT32 || t == DT_INT64; }
-
-Status CheckIndexDtype(const Tensor& t, const char* what) {
-  if (!IsIndexDtype(t.dtype()))
-    return errors::InvalidArgument(what, " must be an int32 or int64 tensor, got ", DataTypeString(t.dtype()));
-  return Status::OK();
-}
 
 /// Copies elements of one dtype between raw buffers: memcpy for POD dtypes,
 /// assignment for strings.
@@ -76,7 +61,7 @@ struct ElemCopier {
 void CopyRows(OpKernelContext* ctx, const ElemCopier& cp, const void* src, int64_t src_stride, void* dst,
               int64_t dst_stride, int64_t rows, int64_t len) {
   if (rows <= 0 || len <= 0) return;
-  ParallelFor(ctx, rows * len, cp.ElemCost(), [&](int64_t s, int64_t e) {
+  ctx->device()->compute_pool()->For(rows * len, cp.ElemCost(), [&](int64_t s, int64_t e) {
     int64_t o = s / len;
     int64_t k = s % len;
     while (s < e) {
@@ -88,6 +73,21 @@ void CopyRows(OpKernelContext* ctx, const ElemCopier& cp, const void* src, int64
     }
   });
 }
+
+/// Base of the kernels that copy elements of their dtype T (output 0's): the
+/// copier is fixed at construction; a dtype it cannot copy is reported when a
+/// copy is needed.
+class CopyingKernel : public OpKernel {
+ public:
+  explicit CopyingKernel(OpKernelConstruction* c) : OpKernel(c) {
+    expensive_ = true;
+    copier_status_ = ElemCopier::For(output_type(0), type_string(), &cp_);
+  }
+
+ protected:
+  ElemCopier cp_;
+  Status copier_status_;
+};
 
 /// Merges two partial shapes; false when they conflict.
 bool MergeShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out) {
@@ -160,6 +160,8 @@ Status ConcatV2Shape(InferenceContext* c) {
     for (int j = 0; j < rank; ++j) {
       const int64_t d = s.dim_size(j);
       if (j == axis) {
+        if (axis_size >= 0 && d > std::numeric_limits<int64_t>::max() - axis_size)
+          return c->Error("ConcatOp : the sum of dimension ", axis, " of the inputs overflows int64");
         axis_size = (axis_size < 0 || d < 0) ? -1 : axis_size + d;
       } else if (d >= 0) {
         if (dims[j] >= 0 && dims[j] != d)
@@ -187,9 +189,9 @@ AF_REGISTER_OP("ConcatV2")
     .SetShapeFn(ConcatV2Shape)
     .Doc("Concatenates tensors along one dimension.");
 
-class ConcatV2Op : public OpKernel {
+class ConcatV2Op : public CopyingKernel {
  public:
-  explicit ConcatV2Op(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+  using CopyingKernel::CopyingKernel;
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() - 1;
     const Tensor& axis_t = ctx->input(n);
@@ -204,12 +206,8 @@ class ConcatV2Op : public OpKernel {
     AF_REQUIRES(ctx, 0 <= axis && axis < rank,
                 errors::InvalidArgument("ConcatOp : Expected concatenating dimensions in the range [", -rank, ", ",
                                         rank, "), but got ", concat_dim));
-    ElemCopier cp;
-    AF_REQUIRES_OK(ctx, ElemCopier::For(first.dtype(), type_string(), &cp));
-    int64_t outer = 1;
-    for (int j = 0; j < axis; ++j) outer *= first.dim_size(j);
+    AF_REQUIRES_OK(ctx, copier_status_);
     int64_t out_axis = 0;
-    std::vector<int64_t> lens(n);  // elements per outer row of each input
     for (int i = 0; i < n; ++i) {
       const Tensor& in = ctx->input(i);
       AF_REQUIRES(ctx, in.dims() == rank,
@@ -223,20 +221,26 @@ class ConcatV2Op : public OpKernel {
                                             " in both shapes must be equal: shape[0] = ", first.shape().DebugString(),
                                             " vs. shape[", i, "] = ", in.shape().DebugString()));
       }
+      AF_REQUIRES(ctx, in.dim_size(axis) <= std::numeric_limits<int64_t>::max() - out_axis,
+                  errors::InvalidArgument("ConcatOp : the sum of dimension ", axis, " of the inputs overflows int64"));
       out_axis += in.dim_size(axis);
-      lens[i] = outer > 0 ? in.NumElements() / outer : 0;
     }
-    TensorShape shape = first.shape();
-    shape.set_dim(static_cast<int>(axis), out_axis);
+    std::vector<int64_t> dims = first.shape().dim_sizes();
+    dims[axis] = out_axis;
+    TensorShape shape;
+    AF_REQUIRES_OK(ctx, TensorShape::FromDims(dims, &shape));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     if (out->NumElements() == 0) return;
-    int64_t out_row = 0;
-    for (int64_t l : lens) out_row += l;
+    // The output is not empty, so no product of its dims overflows.
+    int64_t outer = 1;
+    for (int j = 0; j < axis; ++j) outer *= first.dim_size(j);
+    const int64_t out_row = out->NumElements() / outer;
     int64_t offset = 0;
     for (int i = 0; i < n; ++i) {
-      CopyRows(ctx, cp, ctx->input(i).raw_data(), lens[i], cp.At(out->raw_data(), offset), out_row, outer, lens[i]);
-      offset += lens[i];
+      const int64_t len = ctx->input(i).NumElements() / outer;  // elements per outer row of input i
+      CopyRows(ctx, cp_, ctx->input(i).raw_data(), len, cp_.At(out->raw_data(), offset), out_row, outer, len);
+      offset += len;
     }
   }
 };
@@ -278,9 +282,9 @@ AF_REGISTER_OP("Split")
     .SetShapeFn(SplitShape)
     .Doc("Splits a tensor into num_split tensors of equal size along one dimension.");
 
-class SplitOp : public OpKernel {
+class SplitOp : public CopyingKernel {
  public:
-  explicit SplitOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+  using CopyingKernel::CopyingKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& split_dim_t = ctx->input(0);
     const Tensor& input = ctx->input(1);
@@ -306,20 +310,21 @@ class SplitOp : public OpKernel {
       ctx->set_output(0, input);
       return;
     }
-    ElemCopier cp;
-    AF_REQUIRES_OK(ctx, ElemCopier::For(input.dtype(), type_string(), &cp));
+    AF_REQUIRES_OK(ctx, copier_status_);
     TensorShape shape = input.shape();
     shape.set_dim(static_cast<int>(split_dim), dim / num_split);
+    // An empty input has nothing to copy, and products of its dims may overflow.
+    const bool empty = input.NumElements() == 0;
     int64_t outer = 1, inner = 1;
-    for (int j = 0; j < split_dim; ++j) outer *= input.dim_size(j);
-    for (int j = static_cast<int>(split_dim) + 1; j < rank; ++j) inner *= input.dim_size(j);
+    for (int j = 0; !empty && j < split_dim; ++j) outer *= input.dim_size(j);
+    for (int j = static_cast<int>(split_dim) + 1; !empty && j < rank; ++j) inner *= input.dim_size(j);
     const int64_t len = dim / num_split * inner;  // elements per row of each output
     const int64_t in_row = dim * inner;
     for (int i = 0; i < num_split; ++i) {
       Tensor* out;
       AF_REQUIRES_OK(ctx, ctx->allocate_output(i, shape, &out));
       if (out->NumElements() == 0) continue;
-      CopyRows(ctx, cp, cp.At(input.raw_data(), i * len), in_row, out->raw_data(), len, outer, len);
+      CopyRows(ctx, cp_, cp_.At(input.raw_data(), i * len), in_row, out->raw_data(), len, outer, len);
     }
   }
 };
@@ -361,10 +366,9 @@ AF_REGISTER_OP("Pack")
     .SetShapeFn(PackShape)
     .Doc("Stacks N tensors of the same shape into one tensor of rank one higher.");
 
-class PackOp : public OpKernel {
+class PackOp : public CopyingKernel {
  public:
-  explicit PackOp(OpKernelConstruction* c) : OpKernel(c) {
-    expensive_ = true;
+  explicit PackOp(OpKernelConstruction* c) : CopyingKernel(c) {
     Status s = c->GetAttr("axis", &axis_);
     if (!s.ok()) c->SetStatus(s);
   }
@@ -388,8 +392,7 @@ class PackOp : public OpKernel {
                                           first.shape().DebugString(), " != values[", i,
                                           "].shape = ", in.shape().DebugString()));
     }
-    ElemCopier cp;
-    AF_REQUIRES_OK(ctx, ElemCopier::For(first.dtype(), type_string(), &cp));
+    AF_REQUIRES_OK(ctx, copier_status_);
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     if (out->NumElements() == 0) return;
@@ -397,7 +400,7 @@ class PackOp : public OpKernel {
     for (int j = 0; j < axis; ++j) outer *= first.dim_size(j);
     const int64_t len = first.NumElements() / outer;
     for (int i = 0; i < num; ++i)
-      CopyRows(ctx, cp, ctx->input(i).raw_data(), len, cp.At(out->raw_data(), i * len), len * num, outer, len);
+      CopyRows(ctx, cp_, ctx->input(i).raw_data(), len, cp_.At(out->raw_data(), i * len), len * num, outer, len);
   }
 
  private:
@@ -461,9 +464,9 @@ AF_REGISTER_OP("Slice")
     .SetShapeFn(SliceShape)
     .Doc("Extracts input[begin : begin + size]; a size of -1 runs to the end of the dimension.");
 
-class SliceOp : public OpKernel {
+class SliceOp : public CopyingKernel {
  public:
-  explicit SliceOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+  using CopyingKernel::CopyingKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& begin_t = ctx->input(1);
@@ -503,8 +506,7 @@ class SliceOp : public OpKernel {
       ctx->set_output(0, input);
       return;
     }
-    ElemCopier cp;
-    AF_REQUIRES_OK(ctx, ElemCopier::For(input.dtype(), type_string(), &cp));
+    AF_REQUIRES_OK(ctx, copier_status_);
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     if (out->NumElements() == 0) return;
@@ -522,7 +524,7 @@ class SliceOp : public OpKernel {
     for (int i = 0; i < k; ++i) nblocks *= size[i];
     const void* src = input.raw_data();
     void* dst = out->raw_data();
-    ParallelFor(ctx, nblocks, block * cp.ElemCost(), [&](int64_t s, int64_t e) {
+    ctx->device()->compute_pool()->For(nblocks, block * cp_.ElemCost(), [&](int64_t s, int64_t e) {
       // Odometer over the output's dims 0..k-1, starting at block s.
       std::vector<int64_t> idx(k, 0);
       int64_t off = base;
@@ -533,7 +535,7 @@ class SliceOp : public OpKernel {
         off += idx[i] * in_stride[i];
       }
       for (int64_t o = s; o < e; ++o) {
-        cp.Copy(cp.At(dst, o * block), cp.At(src, off), block);
+        cp_.Copy(cp_.At(dst, o * block), cp_.At(src, off), block);
         for (int i = k - 1; i >= 0; --i) {
           off += in_stride[i];
           if (++idx[i] < size[i]) break;
@@ -589,14 +591,14 @@ AF_REGISTER_OP("Select")
 /// out[i] = cond[i] ? t[i] : e[i] for fixed-size elements of N bytes.
 template <size_t N>
 void SelectPod(OpKernelContext* ctx, const bool* cond, const char* t, const char* e, char* out, int64_t n) {
-  ParallelFor(ctx, n, 2, [&](int64_t s, int64_t end) {
+  ctx->device()->compute_pool()->For(n, 2, [&](int64_t s, int64_t end) {
     for (int64_t i = s; i < end; ++i) std::memcpy(out + i * N, (cond[i] ? t : e) + i * N, N);
   });
 }
 
-class SelectOp : public OpKernel {
+class SelectOp : public CopyingKernel {
  public:
-  explicit SelectOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+  using CopyingKernel::CopyingKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& cond = ctx->input(0);
     const Tensor& t = ctx->input(1);
@@ -610,10 +612,9 @@ class SelectOp : public OpKernel {
       ctx->set_output(0, *cond.data<bool>() ? t : e);
       return;
     }
-    ElemCopier cp;
-    AF_REQUIRES_OK(ctx, ElemCopier::For(t.dtype(), type_string(), &cp));
+    AF_REQUIRES_OK(ctx, copier_status_);
     if (cond.dims() == 1 && t.dims() != 1) {
-      ComputeBroadcasting(ctx, cp, cond, t, e);
+      ComputeBroadcasting(ctx, cond, t, e);
       return;
     }
     AF_REQUIRES(ctx, cond.shape().IsSameSize(t.shape()) && cond.shape().IsSameSize(e.shape()),
@@ -626,11 +627,11 @@ class SelectOp : public OpKernel {
     const int64_t n = out->NumElements();
     if (n == 0) return;
     const bool* pc = cond.data<bool>();
-    if (cp.is_string) {
+    if (cp_.is_string) {
       const auto* pt = t.data<std::string>();
       const auto* pe = e.data<std::string>();
       auto* po = out->data<std::string>();
-      ParallelFor(ctx, n, 16, [&](int64_t s, int64_t end) {
+      ctx->device()->compute_pool()->For(n, 16, [&](int64_t s, int64_t end) {
         for (int64_t i = s; i < end; ++i) po[i] = pc[i] ? pt[i] : pe[i];
       });
       return;
@@ -638,15 +639,15 @@ class SelectOp : public OpKernel {
     const char* pt = static_cast<const char*>(t.raw_data());
     const char* pe = static_cast<const char*>(e.raw_data());
     char* po = static_cast<char*>(out->raw_data());
-    switch (cp.stride) {
+    switch (cp_.stride) {
       case 1: SelectPod<1>(ctx, pc, pt, pe, po, n); break;
       case 2: SelectPod<2>(ctx, pc, pt, pe, po, n); break;
       case 4: SelectPod<4>(ctx, pc, pt, pe, po, n); break;
       case 8: SelectPod<8>(ctx, pc, pt, pe, po, n); break;
       case 16: SelectPod<16>(ctx, pc, pt, pe, po, n); break;
       default: {
-        const size_t sz = cp.stride;
-        ParallelFor(ctx, n, 2, [&](int64_t s, int64_t end) {
+        const size_t sz = cp_.stride;
+        ctx->device()->compute_pool()->For(n, 2, [&](int64_t s, int64_t end) {
           for (int64_t i = s; i < end; ++i) std::memcpy(po + i * sz, (pc[i] ? pt : pe) + i * sz, sz);
         });
       }
@@ -655,8 +656,7 @@ class SelectOp : public OpKernel {
 
  private:
   // A vector condition picks whole rows (dim 0) of t or e.
-  void ComputeBroadcasting(OpKernelContext* ctx, const ElemCopier& cp, const Tensor& cond, const Tensor& t,
-                           const Tensor& e) {
+  void ComputeBroadcasting(OpKernelContext* ctx, const Tensor& cond, const Tensor& t, const Tensor& e) {
     AF_REQUIRES(ctx, t.dims() >= 1,
                 errors::InvalidArgument("'then' must be at least a vector, but saw shape: ",
                                         t.shape().DebugString()));
@@ -675,8 +675,8 @@ class SelectOp : public OpKernel {
     const void* pt = t.raw_data();
     const void* pe = e.raw_data();
     void* po = out->raw_data();
-    ParallelFor(ctx, rows, len * cp.ElemCost(), [&](int64_t s, int64_t end) {
-      for (int64_t r = s; r < end; ++r) cp.Copy(cp.At(po, r * len), cp.At(pc[r] ? pt : pe, r * len), len);
+    ctx->device()->compute_pool()->For(rows, len * cp_.ElemCost(), [&](int64_t s, int64_t end) {
+      for (int64_t r = s; r < end; ++r) cp_.Copy(cp_.At(po, r * len), cp_.At(pc[r] ? pt : pe, r * len), len);
     });
   }
 };

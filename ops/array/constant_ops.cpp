@@ -2,13 +2,13 @@
 // ops that produce tensors from attrs, shapes or scalars.
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <type_traits>
 
 #include "core/proto/tensor.pb.h"
 #include "core/tensor_proto.hpp"
 #include "devices/compute_pool.hpp"
+#include "ops/array/array_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -18,42 +18,6 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  ComputePool* pool = ctx->device() != nullptr ? ctx->device()->compute_pool() : nullptr;
-  if (pool != nullptr && n > 1) pool->ParallelFor(n, cost, fn);
-  else fn(0, n);
-}
-
-Status CheckIndexDtype(const Tensor& t, const char* what) {
-  if (t.dtype() != DT_INT32 && t.dtype() != DT_INT64)
-    return errors::InvalidArgument(what, " must be an int32 or int64 tensor, got ", DataTypeString(t.dtype()));
-  return Status::OK();
-}
-
-/// TensorShape from dims, TensorFlow's messages for negative dims and overflow.
-Status MakeShape(const std::vector<int64_t>& dims, TensorShape* out) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return errors::InvalidArgument("Dimension ", d, " must be >= 0");
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return errors::InvalidArgument("Encountered overflow when multiplying ", n, " with ", d);
-    n *= d;
-  }
-  *out = TensorShape(dims);
-  return Status::OK();
-}
-
-/// ResourceExhausted when n elements of `dtype` would not fit in memory's
-/// address space (guards the byte count of the allocation against overflow).
-Status CheckAllocatable(DataType dtype, const TensorShape& shape) {
-  const size_t esize = BaseType(dtype) == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
-  if (esize > 0 && shape.num_elements() > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(esize))
-    return errors::ResourceExhausted("OOM when allocating tensor with shape ", shape.DebugString(), " and type ",
-                                     DataTypeString(dtype));
-  return Status::OK();
-}
 
 /// Writes n copies of the `esize`-byte element `elem` at `dst` (memcpy doubling).
 void FillBytes(char* dst, const void* elem, size_t esize, int64_t n) {
@@ -79,14 +43,15 @@ void FillTensor(OpKernelContext* ctx, const void* elem, Tensor* out) {
   if (BaseType(out->dtype()) == DT_STRING) {
     const std::string& v = *static_cast<const std::string*>(elem);
     std::string* po = out->data<std::string>();
-    ParallelFor(ctx, n, 8 + static_cast<int64_t>(v.size()), [&](int64_t s, int64_t e) {
+    ctx->device()->compute_pool()->For(n, 8 + static_cast<int64_t>(v.size()), [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) po[i] = v;
     });
     return;
   }
   const size_t esize = DataTypeSize(out->dtype());
   char* po = static_cast<char*>(out->raw_data());
-  ParallelFor(ctx, n, 1, [&](int64_t s, int64_t e) { FillBytes(po + s * esize, elem, esize, e - s); });
+  ctx->device()->compute_pool()->For(n, 1,
+                                     [&](int64_t s, int64_t e) { FillBytes(po + s * esize, elem, esize, e - s); });
 }
 
 // ---------------------------------------------------------------------------
@@ -205,7 +170,7 @@ Status FillShape(InferenceContext* c) {
     return c->Error("Shape must be rank 0 but is rank ", c->input(1).dims(), " for input 'value' of shape ",
                     c->input(1).DebugString());
   const Tensor* t = c->input_tensor(0);
-  if (t != nullptr && (t->dtype() == DT_INT32 || t->dtype() == DT_INT64) && t->dims() == 1) {
+  if (t != nullptr && IsIndexDtype(t->dtype()) && t->dims() == 1) {
     std::vector<int64_t> dims = TensorToInt64s(*t);
     for (int64_t d : dims)
       if (d < 0) return c->Error("Fill dimensions must be >= 0, got ", d, " in dims ", t->SummarizeValue());
@@ -229,9 +194,20 @@ AF_REGISTER_OP("Fill")
     .SetShapeFn(FillShape)
     .Doc("Creates a tensor of shape `dims` filled with the scalar `value`.");
 
+// Output size above which Fill and Range leave the device actor's thread.
+constexpr double kOffloadBytes = 128 * 1024;
+
 class FillOp : public OpKernel {
  public:
   explicit FillOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+
+  // The cost is the output's: its element count is the product of `dims`.
+  bool ShouldOffload(const Tensor* inputs, int) const override {
+    if (!IsIndexDtype(inputs[0].dtype())) return false;  // Compute reports the error
+    double elems = 1;
+    for (int64_t d : TensorToInt64s(inputs[0])) elems *= static_cast<double>(std::max<int64_t>(d, 0));
+    return elems * static_cast<double>(std::max<size_t>(DataTypeSize(inputs[1].dtype()), 8)) > kOffloadBytes;
+  }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dims = ctx->input(0);
     const Tensor& value = ctx->input(1);
@@ -244,8 +220,16 @@ class FillOp : public OpKernel {
     AF_REQUIRES(ctx, dt == DT_STRING || DataTypeIsPod(dt),
                 errors::Unimplemented("Fill does not support dtype ", DataTypeString(dt)));
     TensorShape shape;
-    AF_REQUIRES_OK(ctx, MakeShape(TensorToInt64s(dims), &shape));
-    AF_REQUIRES_OK(ctx, CheckAllocatable(dt, shape));
+    AF_REQUIRES_OK(ctx, TensorShape::FromDims(TensorToInt64s(dims), &shape));
+    if (dt == DT_STRING) {
+      // Caps the output's string bytes at 2^34 (16 GiB): a huge shape times a
+      // long value fails here rather than trying to allocate terabytes.
+      constexpr int64_t kMaxStringFillBytes = int64_t{1} << 34;
+      const int64_t len = static_cast<int64_t>(value.data<std::string>()->size());
+      AF_REQUIRES(ctx, len == 0 || shape.num_elements() <= kMaxStringFillBytes / len,
+                  errors::ResourceExhausted("Fill of shape ", shape.DebugString(), " with a string of ", len,
+                                            " bytes exceeds ", kMaxStringFillBytes, " bytes"));
+    }
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     FillTensor(ctx, value.raw_data(), out);
@@ -296,7 +280,7 @@ class ZerosLikeOp : public OpKernel {
     AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
     const size_t esize = DataTypeSize(out->dtype());
     char* po = static_cast<char*>(out->raw_data());
-    ParallelFor(ctx, out->NumElements(), 1, [&](int64_t s, int64_t e) {
+    ctx->device()->compute_pool()->For(out->NumElements(), 1, [&](int64_t s, int64_t e) {
       std::memset(po + s * esize, 0, static_cast<size_t>(e - s) * esize);
     });
   }
@@ -393,6 +377,16 @@ AF_REGISTER_OP("Range")
 class RangeOp : public OpKernel {
  public:
   explicit RangeOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+
+  // The cost is the output's: (limit - start) / delta elements.
+  bool ShouldOffload(const Tensor* inputs, int) const override {
+    double v[3];
+    for (int i = 0; i < 3; ++i) {
+      if (inputs[i].NumElements() != 1) return false;  // Compute reports the error
+      AF_SWITCH_REAL(inputs[i].dtype(), return false, v[i] = static_cast<double>(inputs[i].data<T>()[0]));
+    }
+    return v[2] != 0 && std::abs((v[1] - v[0]) / v[2]) * 8 > kOffloadBytes;
+  }
   void Compute(OpKernelContext* ctx) override {
     static const char* const kNames[] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; ++i) {
@@ -413,16 +407,14 @@ class RangeOp : public OpKernel {
     const T delta = ctx->input(2).scalar<T>();
     int64_t size = 0;
     AF_REQUIRES_OK(ctx, RangeSize<T>(start, limit, delta, &size));
-    const TensorShape shape{size};
-    AF_REQUIRES_OK(ctx, CheckAllocatable(DataTypeToEnum<T>::value, shape));
     Tensor* out;
-    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{size}, &out));
     T* po = out->data<T>();
     if constexpr (std::is_integral_v<T>) {
       // start + i * delta in wrapping unsigned arithmetic: every value written is
       // in range, so the result is exact and no signed overflow can occur.
       using U = std::make_unsigned_t<T>;
-      ParallelFor(ctx, size, 1, [&](int64_t s, int64_t e) {
+      ctx->device()->compute_pool()->For(size, 1, [&](int64_t s, int64_t e) {
         for (int64_t i = s; i < e; ++i)
           po[i] = static_cast<T>(static_cast<U>(start) + static_cast<U>(i) * static_cast<U>(delta));
       });

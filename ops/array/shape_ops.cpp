@@ -4,20 +4,13 @@
 #include <limits>
 #include <set>
 
+#include "ops/array/array_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {
-
-bool IsIndexDtype(DataType t) { return t == DT_INT32 || t == DT_INT64; }
-
-Status CheckIndexDtype(const Tensor& t, const char* what) {
-  if (!IsIndexDtype(t.dtype()))
-    return errors::InvalidArgument(what, " must be an int32 or int64 tensor, got ", DataTypeString(t.dtype()));
-  return Status::OK();
-}
 
 /// "[2, -1, 3]" for error messages.
 std::string JoinDims(const std::vector<int64_t>& v) {
@@ -48,6 +41,10 @@ AF_REGISTER_KERNEL(KernelDefBuilder("Identity").Device(DEVICE_CPU), IdentityOp);
 
 // ---------------------------------------------------------------------------
 // Reshape
+
+// With a 0 among the sizes, the -1 of an empty input could be anything (as TensorFlow).
+constexpr char kCannotInferEmpty[] =
+    "Reshape cannot infer the missing input size for an empty tensor unless all specified input sizes are non-zero";
 
 /// Validates the requested sizes: at most one -1, others >= 0, no overflow.
 /// `shape` gets the sizes with the -1 as 1, `product` the product of the
@@ -108,6 +105,7 @@ Status ReshapeShape(InferenceContext* c) {
     in.AsTensorShape(&in_shape);
     const int64_t n = in_shape.num_elements();
     if (unknown_index != -1) {
+      if (n == 0 && has_zero) return c->Error(kCannotInferEmpty);
       if (!has_zero) {
         if (n % product != 0)
           return c->Error("Cannot reshape a tensor with ", n, " elements to shape ", JoinDims(sizes),
@@ -148,20 +146,12 @@ class ReshapeOp : public OpKernel {
     AF_REQUIRES_OK(ctx, ValidateReshapeSizes(TensorToInt64s(sizes), &shape, &product, &unknown_index,
                                              &sizes_has_zero));
     if (unknown_index != -1) {
-      // Zero-sized input dims are left out of the count when the requested
-      // shape has a zero too, so the other dims can still be inferred.
-      int64_t input_num_elements = 1;
-      bool input_has_zero = false;
-      for (int d = 0; d < input.dims(); ++d) {
-        if (input.dim_size(d) > 0 || !sizes_has_zero) input_num_elements *= input.dim_size(d);
-        else input_has_zero = true;
-      }
+      const int64_t input_num_elements = input.NumElements();
+      AF_REQUIRES(ctx, input_num_elements != 0 || !sizes_has_zero, errors::InvalidArgument(kCannotInferEmpty));
       const int64_t missing = input_num_elements / product;
-      if (!input_has_zero) {
-        AF_REQUIRES(ctx, product * missing == input_num_elements,
-                    errors::InvalidArgument("Input to reshape is a tensor with ", input_num_elements,
-                                            " values, but the requested shape requires a multiple of ", product));
-      }
+      AF_REQUIRES(ctx, product * missing == input_num_elements,
+                  errors::InvalidArgument("Input to reshape is a tensor with ", input_num_elements,
+                                          " values, but the requested shape requires a multiple of ", product));
       shape.set_dim(unknown_index, missing);
     }
     AF_REQUIRES(ctx, shape.num_elements() == input.NumElements(),

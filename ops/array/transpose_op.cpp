@@ -11,12 +11,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
 
 #include "devices/compute_pool.hpp"
+#include "ops/array/array_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -24,10 +24,11 @@
 namespace actorflow {
 namespace {
 
-void RunParallel(ComputePool* pool, int64_t n, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  if (pool != nullptr && n > 1) pool->ParallelFor(n, std::max<int64_t>(cost, 1), fn);
-  else fn(0, n);
+/// pool->For, or fn(0, n) on this thread without a pool.
+template <class Fn>
+void PoolFor(ComputePool* pool, int64_t n, int64_t cost, Fn&& fn) {
+  if (pool != nullptr) pool->For(n, cost, std::forward<Fn>(fn));
+  else if (n > 0) fn(int64_t{0}, n);
 }
 
 template <class V>
@@ -38,6 +39,22 @@ std::string JoinList(const std::vector<V>& v) {
     s += std::to_string(v[i]);
   }
   return s;
+}
+
+/// Checks that `perm` is a permutation of 0..rank-1, with TensorFlow's messages.
+template <class I>
+Status CheckPermutation(const std::vector<I>& perm, int rank) {
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return errors::InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ",
+                                   perm.size());
+  std::vector<bool> bits(rank, false);
+  for (const I d : perm) {
+    if (d < 0 || d >= rank) return errors::InvalidArgument(d, " is out of range [0 .. ", rank, ")");
+    bits[d] = true;
+  }
+  for (int i = 0; i < rank; ++i)
+    if (!bits[i]) return errors::InvalidArgument(i, " is missing from {", JoinList(perm), "}.");
+  return Status::OK();
 }
 
 // What one element of the simplified transpose is. Row(dst, src, n, stride)
@@ -105,7 +122,7 @@ void TransposeTiled(const Unit& u, const char* in, char* out, const std::vector<
   const int64_t tile_b = std::clamp<int64_t>(128 / b1, 4, 16);
   const int64_t a_tiles = (A + tile - 1) / tile;
   const int64_t cost = std::min(A, tile) * B * static_cast<int64_t>(1 + bytes / 4);
-  RunParallel(pool, outer * a_tiles, cost, [&](int64_t t0, int64_t t1) {
+  PoolFor(pool, outer * a_tiles, cost, [&](int64_t t0, int64_t t1) {
     int64_t cur_o = -1, base_o = 0, base_i = 0;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = t / a_tiles;
@@ -171,33 +188,9 @@ void SimplifyPermutation(const TensorShape& shape, const std::vector<int>& perm,
   p->assign(rank_of.begin(), rank_of.end());
 }
 
-}  // namespace
-
-Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out) {
-  return TransposeTensor(in, perm, out, nullptr);
-}
-
-Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out, ComputePool* pool) {
-  const int r = in.dims();
-  if (static_cast<int>(perm.size()) != r)
-    return errors::InvalidArgument("transpose expects a vector of size ", r, ". But input(1) is a vector of size ",
-                                   perm.size());
-  std::vector<bool> seen(r, false);
-  for (int i = 0; i < r; ++i) {
-    const int d = perm[i];
-    if (d < 0 || d >= r) return errors::InvalidArgument(d, " is out of range [0 .. ", r, ")");
-    if (seen[d]) return errors::InvalidArgument("perm {", JoinList(perm), "} is not a permutation of [0 .. ", r, ")");
-    seen[d] = true;
-  }
-  if (out == nullptr) return errors::Internal("TransposeTensor: no output tensor");
-  if (BaseType(out->dtype()) != BaseType(in.dtype()))
-    return errors::InvalidArgument("TransposeTensor: output dtype ", DataTypeString(out->dtype()),
-                                   " differs from input dtype ", DataTypeString(in.dtype()));
-  bool shape_ok = out->dims() == r;
-  for (int i = 0; shape_ok && i < r; ++i) shape_ok = out->dim_size(i) == in.dim_size(perm[i]);
-  if (!shape_ok)
-    return errors::InvalidArgument("TransposeTensor: output shape ", out->shape().DebugString(), " is not input shape ",
-                                   in.shape().DebugString(), " permuted by {", JoinList(perm), "}");
+/// TransposeTensor once `perm` is known to be a permutation and `out` to be
+/// allocated with the permuted shape and `in`'s dtype.
+Status TransposeChecked(const Tensor& in, const std::vector<int>& perm, Tensor* out, ComputePool* pool) {
   const DataType dt = BaseType(in.dtype());
   const bool is_string = dt == DT_STRING;
   if (!is_string && !DataTypeIsPod(dt))
@@ -217,10 +210,10 @@ Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* o
     if (is_string) {
       const auto* s = in.data<std::string>();
       auto* d = out->data<std::string>();
-      RunParallel(pool, n, 16, [&](int64_t b, int64_t e) { std::copy(s + b, s + e, d + b); });
+      PoolFor(pool, n, 16, [&](int64_t b, int64_t e) { std::copy(s + b, s + e, d + b); });
     } else {
       const size_t esize = DataTypeSize(dt);
-      RunParallel(pool, n, std::max<int64_t>(1, static_cast<int64_t>(esize / 4)), [&](int64_t b, int64_t e) {
+      PoolFor(pool, n, std::max<int64_t>(1, static_cast<int64_t>(esize / 4)), [&](int64_t b, int64_t e) {
         std::memcpy(dst + b * esize, src + b * esize, static_cast<size_t>(e - b) * esize);
       });
     }
@@ -253,28 +246,31 @@ Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* o
   return Status::OK();
 }
 
+}  // namespace
+
+Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out) {
+  return TransposeTensor(in, perm, out, nullptr);
+}
+
+Status TransposeTensor(const Tensor& in, const std::vector<int>& perm, Tensor* out, ComputePool* pool) {
+  const int r = in.dims();
+  AF_RETURN_IF_ERROR(CheckPermutation(perm, r));
+  if (out == nullptr) return errors::Internal("TransposeTensor: no output tensor");
+  if (BaseType(out->dtype()) != BaseType(in.dtype()))
+    return errors::InvalidArgument("TransposeTensor: output dtype ", DataTypeString(out->dtype()),
+                                   " differs from input dtype ", DataTypeString(in.dtype()));
+  bool shape_ok = out->dims() == r;
+  for (int i = 0; shape_ok && i < r; ++i) shape_ok = out->dim_size(i) == in.dim_size(perm[i]);
+  if (!shape_ok)
+    return errors::InvalidArgument("TransposeTensor: output shape ", out->shape().DebugString(), " is not input shape ",
+                                   in.shape().DebugString(), " permuted by {", JoinList(perm), "}");
+  return TransposeChecked(in, perm, out, pool);
+}
+
 namespace {
 
 // ---------------------------------------------------------------------------
 // The Transpose op.
-
-bool IsIndexDtype(DataType t) { return t == DT_INT32 || t == DT_INT64; }
-
-/// Checks that `v` is a permutation of 0..rank-1, with TensorFlow's messages.
-Status CheckPermutation(const std::vector<int64_t>& v, int rank) {
-  if (static_cast<int>(v.size()) != rank)
-    return errors::InvalidArgument("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ",
-                                   v.size());
-  std::vector<bool> bits(rank, false);
-  for (int i = 0; i < rank; ++i) {
-    const int64_t d = v[i];
-    if (d < 0 || d >= rank) return errors::InvalidArgument(d, " is out of range [0 .. ", rank, ")");
-    bits[d] = true;
-  }
-  for (int i = 0; i < rank; ++i)
-    if (!bits[i]) return errors::InvalidArgument(i, " is missing from {", JoinList(v), "}.");
-  return Status::OK();
-}
 
 Status TransposeShape(InferenceContext* c) {
   const PartialTensorShape& in = c->input(0);
@@ -332,9 +328,7 @@ class TransposeOp : public OpKernel {
     const Tensor& perm_t = ctx->input(1);
     AF_REQUIRES(ctx, perm_t.dims() == 1,
                 errors::InvalidArgument("perm must be a vector, not ", perm_t.shape().DebugString()));
-    AF_REQUIRES(ctx, IsIndexDtype(perm_t.dtype()),
-                errors::InvalidArgument("perm must be an int32 or int64 tensor, got ",
-                                        DataTypeString(perm_t.dtype())));
+    AF_REQUIRES_OK(ctx, CheckIndexDtype(perm_t, "perm"));
     const std::vector<int64_t> v = TensorToInt64s(perm_t);
     const int rank = input.dims();
     AF_REQUIRES_OK(ctx, CheckPermutation(v, rank));
@@ -355,8 +349,7 @@ class TransposeOp : public OpKernel {
     }
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
-    ComputePool* pool = ctx->device() != nullptr ? ctx->device()->compute_pool() : nullptr;
-    AF_REQUIRES_OK(ctx, TransposeTensor(input, perm, out, pool));
+    AF_REQUIRES_OK(ctx, TransposeChecked(input, perm, out, ctx->device()->compute_pool()));
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Transpose").Device(DEVICE_CPU), TransposeOp);
