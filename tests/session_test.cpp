@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "actors/runtime.hpp"
+#include "devices/allocator.hpp"
 #include "graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
@@ -215,4 +216,26 @@ TEST_CASE("a session on its own runtime, and Extend") {
   std::vector<Tensor> out;
   REQUIRE(session.Run({}, {"b"}, {}, &out).ok());
   REQUIRE(out[0].scalar<float>() == -2.f);
+}
+
+TEST_CASE("each intermediate tensor is released when its last consumer has run") {
+  // 20 Casts alternating float <-> double over 1M elements: every node needs a
+  // new buffer. Kept alive, they would total ~120 MB; released, a few at a time.
+  Scope root = Scope::NewRootScope();
+  Output v = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  for (int i = 0; i < 20; ++i) v = ops::Cast(root, v, i % 2 == 0 ? DT_DOUBLE : DT_FLOAT);
+  ops::Sum(root.WithOpName("out"), v, 0);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor x(DT_FLOAT, TensorShape{1 << 20});
+  for (int64_t i = 0; i < x.NumElements(); ++i) x.data<float>()[i] = 1.f;
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({{"x", x}}, {"out"}, {}, &out).ok());  // warm up
+  cpu_allocator()->ResetPeak();
+  const int64_t before = cpu_allocator()->bytes_in_use();
+  REQUIRE(session.Run({{"x", x}}, {"out"}, {}, &out).ok());
+  REQUIRE(out[0].scalar<float>() == static_cast<float>(1 << 20));
+  const int64_t peak = cpu_allocator()->peak_bytes_in_use() - before;
+  INFO("peak bytes above baseline: " << peak);
+  REQUIRE(peak < 32 * (1 << 20));
 }
