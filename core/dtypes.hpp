@@ -91,47 +91,42 @@ AF_MATCH_TYPE_AND_ENUM(std::string, DT_STRING)
     __VA_ARGS__;                      \
     break;                            \
   }
-#define AF_SWITCH_FLOAT(dtype, DEFAULT, ...)           \
-  switch (dtype) {                                     \
-    AF_CASE_TYPE(::actorflow::DT_FLOAT, float, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_DOUBLE, double, __VA_ARGS__) \
-    default: DEFAULT;                                  \
+// Case lists, composed into the switches below.
+#define AF_CASES_FLOAT(...)                                     \
+  AF_CASE_TYPE(::actorflow::DT_FLOAT, float, __VA_ARGS__)       \
+  AF_CASE_TYPE(::actorflow::DT_DOUBLE, double, __VA_ARGS__)
+#define AF_CASES_REAL(...)                                      \
+  AF_CASES_FLOAT(__VA_ARGS__)                                   \
+  AF_CASE_TYPE(::actorflow::DT_INT32, int32_t, __VA_ARGS__)     \
+  AF_CASE_TYPE(::actorflow::DT_INT64, int64_t, __VA_ARGS__)
+#define AF_CASES_NUMBER(...)                                    \
+  AF_CASES_REAL(__VA_ARGS__)                                    \
+  AF_CASE_TYPE(::actorflow::DT_UINT8, uint8_t, __VA_ARGS__)     \
+  AF_CASE_TYPE(::actorflow::DT_INT16, int16_t, __VA_ARGS__)     \
+  AF_CASE_TYPE(::actorflow::DT_INT8, int8_t, __VA_ARGS__)       \
+  AF_CASE_TYPE(::actorflow::DT_UINT16, uint16_t, __VA_ARGS__)   \
+  AF_CASE_TYPE(::actorflow::DT_UINT32, uint32_t, __VA_ARGS__)   \
+  AF_CASE_TYPE(::actorflow::DT_UINT64, uint64_t, __VA_ARGS__)
+
+#define AF_SWITCH_FLOAT(dtype, DEFAULT, ...) \
+  switch (dtype) {                           \
+    AF_CASES_FLOAT(__VA_ARGS__)              \
+    default: DEFAULT;                        \
   }
-#define AF_SWITCH_REAL(dtype, DEFAULT, ...)              \
-  switch (dtype) {                                       \
-    AF_CASE_TYPE(::actorflow::DT_FLOAT, float, __VA_ARGS__)     \
-    AF_CASE_TYPE(::actorflow::DT_DOUBLE, double, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT32, int32_t, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT64, int64_t, __VA_ARGS__)   \
-    default: DEFAULT;                                    \
+#define AF_SWITCH_REAL(dtype, DEFAULT, ...) \
+  switch (dtype) {                          \
+    AF_CASES_REAL(__VA_ARGS__)              \
+    default: DEFAULT;                       \
   }
-#define AF_SWITCH_NUMBER(dtype, DEFAULT, ...)            \
-  switch (dtype) {                                       \
-    AF_CASE_TYPE(::actorflow::DT_FLOAT, float, __VA_ARGS__)     \
-    AF_CASE_TYPE(::actorflow::DT_DOUBLE, double, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT32, int32_t, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT64, int64_t, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_UINT8, uint8_t, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT16, int16_t, __VA_ARGS__)   \
-    AF_CASE_TYPE(::actorflow::DT_INT8, int8_t, __VA_ARGS__)     \
-    AF_CASE_TYPE(::actorflow::DT_UINT16, uint16_t, __VA_ARGS__) \
-    AF_CASE_TYPE(::actorflow::DT_UINT32, uint32_t, __VA_ARGS__) \
-    AF_CASE_TYPE(::actorflow::DT_UINT64, uint64_t, __VA_ARGS__) \
-    default: DEFAULT;                                    \
+#define AF_SWITCH_NUMBER(dtype, DEFAULT, ...) \
+  switch (dtype) {                            \
+    AF_CASES_NUMBER(__VA_ARGS__)              \
+    default: DEFAULT;                         \
   }
-#define AF_SWITCH_ALL(dtype, DEFAULT, ...)                      \
-  switch (dtype) {                                              \
-    AF_CASE_TYPE(::actorflow::DT_FLOAT, float, __VA_ARGS__)            \
-    AF_CASE_TYPE(::actorflow::DT_DOUBLE, double, __VA_ARGS__)          \
-    AF_CASE_TYPE(::actorflow::DT_INT32, int32_t, __VA_ARGS__)          \
-    AF_CASE_TYPE(::actorflow::DT_INT64, int64_t, __VA_ARGS__)          \
-    AF_CASE_TYPE(::actorflow::DT_UINT8, uint8_t, __VA_ARGS__)          \
-    AF_CASE_TYPE(::actorflow::DT_INT16, int16_t, __VA_ARGS__)          \
-    AF_CASE_TYPE(::actorflow::DT_INT8, int8_t, __VA_ARGS__)            \
-    AF_CASE_TYPE(::actorflow::DT_UINT16, uint16_t, __VA_ARGS__)        \
-    AF_CASE_TYPE(::actorflow::DT_UINT32, uint32_t, __VA_ARGS__)        \
-    AF_CASE_TYPE(::actorflow::DT_UINT64, uint64_t, __VA_ARGS__)        \
-    AF_CASE_TYPE(::actorflow::DT_BOOL, bool, __VA_ARGS__)              \
-    AF_CASE_TYPE(::actorflow::DT_STRING, std::string, __VA_ARGS__)     \
-    default: DEFAULT;                                           \
+#define AF_SWITCH_ALL(dtype, DEFAULT, ...)                            \
+  switch (dtype) {                                                    \
+    AF_CASES_NUMBER(__VA_ARGS__)                                      \
+    AF_CASE_TYPE(::actorflow::DT_BOOL, bool, __VA_ARGS__)             \
+    AF_CASE_TYPE(::actorflow::DT_STRING, std::string, __VA_ARGS__)    \
+    default: DEFAULT;                                                 \
   }

@@ -20,6 +20,17 @@ Status ResolveTensor(const Graph& g, const std::string& name, const char* what, 
   return Status::OK();
 }
 
+// An _Arg or _Retval node carrying `dtype`, the index-th feed or fetch.
+Status AddCallNode(Graph* g, const std::string& op, const std::string& prefix, const Node* src, int port,
+                   DataType dtype, size_t index, Node** out) {
+  proto::NodeDef def;
+  def.set_name(g->NewName(prefix + src->name() + "_" + std::to_string(port)));
+  def.set_op(op);
+  (*def.mutable_attr())["T"] = AttrType(dtype);
+  (*def.mutable_attr())["index"] = AttrInt(static_cast<int64_t>(index));
+  return g->AddNode(def, out);
+}
+
 }  // namespace
 
 void PruneForRoots(Graph* g, const std::vector<Node*>& roots) {
@@ -50,13 +61,8 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
     AF_RETURN_IF_ERROR(ResolveTensor(*g, feeds[i], "Feed", &src, &port));
     if (fed.count({src, port})) return errors::InvalidArgument("tensor '", feeds[i], "' is fed more than once");
     const DataType dtype = BaseType(src->output_type(port));
-    proto::NodeDef def;
-    def.set_name(g->NewName("_arg_" + src->name() + "_" + std::to_string(port)));
-    def.set_op("_Arg");
-    (*def.mutable_attr())["T"] = AttrType(dtype);
-    (*def.mutable_attr())["index"] = AttrInt(static_cast<int64_t>(i));
     Node* arg;
-    AF_RETURN_IF_ERROR(g->AddNode(def, &arg));
+    AF_RETURN_IF_ERROR(AddCallNode(g, "_Arg", "_arg_", src, port, dtype, i, &arg));
     std::vector<const Edge*> cut;
     for (const Edge* e : src->out_edges())
       if (e->src_output == port) cut.push_back(e);
@@ -84,13 +90,8 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
       port = 0;
     }
     const DataType dtype = BaseType(src->output_type(port));
-    proto::NodeDef def;
-    def.set_name(g->NewName("_retval_" + src->name() + "_" + std::to_string(port)));
-    def.set_op("_Retval");
-    (*def.mutable_attr())["T"] = AttrType(dtype);
-    (*def.mutable_attr())["index"] = AttrInt(static_cast<int64_t>(i));
     Node* ret;
-    AF_RETURN_IF_ERROR(g->AddNode(def, &ret));
+    AF_RETURN_IF_ERROR(AddCallNode(g, "_Retval", "_retval_", src, port, dtype, i, &ret));
     g->AddEdge(src, port, ret, 0);
     roots.push_back(ret);
     info->fetch_types.push_back(dtype);

@@ -13,7 +13,6 @@
 #include <caf/sec.hpp>
 #include <caf/serializer.hpp>
 
-#include <new>
 #include <type_traits>
 
 #include "core/status.hpp"
@@ -21,19 +20,27 @@
 
 namespace actorflow {
 
+namespace detail {
+// The elements after the header: one raw block, or string by string.
+template <class Inspector>
+caf::error InspectTensorPayload(Inspector& f, Tensor& t) {
+  if (t.dtype() == DT_STRING) {
+    for (int64_t i = 0; i < t.NumElements(); ++i)
+      if (auto err = f(t.data<std::string>()[i])) return err;
+    return caf::error{};
+  }
+  if (t.TotalBytes() == 0) return caf::error{};
+  return f.apply_raw(t.TotalBytes(), t.raw_data());
+}
+}  // namespace detail
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Tensor& t) {
   if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
     int32_t dtype = t.dtype();
     std::vector<int64_t> dims = t.shape().dim_sizes();
     if (auto err = f(dtype, dims)) return err;
-    if (t.dtype() == DT_STRING) {
-      for (int64_t i = 0; i < t.NumElements(); ++i)
-        if (auto err = f(t.data<std::string>()[i])) return err;
-      return caf::error{};
-    }
-    if (t.TotalBytes() == 0) return caf::error{};
-    return f.apply_raw(t.TotalBytes(), t.raw_data());
+    return detail::InspectTensorPayload(f, t);
   } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
     int32_t dtype = 0;
     std::vector<int64_t> dims;
@@ -45,18 +52,9 @@ typename Inspector::result_type inspect(Inspector& f, Tensor& t) {
     TensorShape shape;
     if (!DataTypeIsSupported(static_cast<DataType>(dtype)) || !TensorShape::FromDims(dims, &shape).ok())
       return caf::make_error(caf::sec::invalid_argument, "bad tensor header in message");
-    try {
-      t = Tensor(static_cast<DataType>(dtype), shape);
-    } catch (const std::bad_alloc&) {
+    if (!Tensor::Create(nullptr, static_cast<DataType>(dtype), shape, &t).ok())
       return caf::make_error(caf::sec::invalid_argument, "tensor in message too large");
-    }
-    if (t.dtype() == DT_STRING) {
-      for (int64_t i = 0; i < t.NumElements(); ++i)
-        if (auto err = f(t.data<std::string>()[i])) return err;
-      return caf::error{};
-    }
-    if (t.TotalBytes() == 0) return caf::error{};
-    return f.apply_raw(t.TotalBytes(), t.raw_data());
+    return detail::InspectTensorPayload(f, t);
   } else {
     std::string s = t.DebugString(4);
     return f(caf::meta::type_name("Tensor"), s);

@@ -13,6 +13,7 @@
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::ToDef;
 using test::MakeTensor;
 
 namespace {
@@ -25,11 +26,6 @@ class TestThrowsOp : public OpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("TestThrows").Device(DEVICE_CPU), TestThrowsOp);
 
-proto::GraphDef ToDef(const Scope& root) {
-  proto::GraphDef def;
-  REQUIRE(root.ToGraphDef(&def).ok());
-  return def;
-}
 }  // namespace
 
 TEST_CASE("a kernel that throws fails its step, and the device keeps working") {

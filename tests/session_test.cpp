@@ -10,17 +10,11 @@
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::ToDef;
 using test::MakeTensor;
 using test::Values;
 
 namespace {
-proto::GraphDef ToDef(const Scope& root) {
-  proto::GraphDef def;
-  Status s = root.ToGraphDef(&def);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return def;
-}
 // An op that fails the step if it ever runs: Assert(false).
 Operation Tripwire(const Scope& s, const Output& data) { return ops::Assert(s, false, {data}); }
 }  // namespace
@@ -238,4 +232,29 @@ TEST_CASE("each intermediate tensor is released when its last consumer has run")
   const int64_t peak = cpu_allocator()->peak_bytes_in_use() - before;
   INFO("peak bytes above baseline: " << peak);
   REQUIRE(peak < 32 * (1 << 20));
+}
+
+namespace readme {
+// The README's C++ example, verbatim.
+Status Example(std::vector<Tensor>* out) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Relu(root.WithOpName("y"), ops::MatMul(root, x, {{1.f, -1.f}, {2.f, 0.5f}}));
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(root.ToGraphDef(&def));   // the first error of any op above, naming the node
+  Session session;                              // on the process's default Runtime
+  AF_RETURN_IF_ERROR(session.Create(def));
+  Tensor x_value(DT_FLOAT, TensorShape{1, 2});
+  x_value.data<float>()[0] = 3;
+  x_value.data<float>()[1] = 4;
+  RunOptions opts;
+  opts.timeout_in_ms = 1000;                    // DeadlineExceeded after 1 s
+  return session.Run(opts, {{"x", x_value}}, {"y:0"}, {}, out);   // y = [[11, 0]]
+}
+}  // namespace readme
+
+TEST_CASE("the README's example computes what it says") {
+  std::vector<Tensor> out;
+  REQUIRE(readme::Example(&out).ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{11, 0});
 }

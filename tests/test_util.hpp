@@ -26,6 +26,15 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.NumElements());
 }
 
+/// The scope's graph; REQUIREs that building it succeeded.
+inline proto::GraphDef ToDef(const Scope& root) {
+  proto::GraphDef def;
+  Status s = root.ToGraphDef(&def);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return def;
+}
+
 /// Runs the scope's graph once, fetching `fetches`; REQUIREs success.
 inline std::vector<Tensor> RunOk(const Scope& root, const std::vector<Output>& fetches,
                                  const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
