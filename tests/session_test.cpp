@@ -249,7 +249,7 @@ Status Example(std::vector<Tensor>* out) {
   x_value.data<float>()[1] = 4;
   RunOptions opts;
   opts.timeout_in_ms = 1000;                    // DeadlineExceeded after 1 s
-  return session.Run(opts, {{"x", x_value}}, {"y:0"}, {}, out);   // y = [[11, 0]]
+  return session.Run(opts, {{"x", x_value}}, {y.name()}, {}, out);  // "y:0" = [[11, 0]]
 }
 }  // namespace readme
 
