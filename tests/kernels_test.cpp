@@ -286,3 +286,40 @@ TEST_CASE("Assert passes silently and fails with its data") {
   REQUIRE(s.code() == Code::kInvalidArgument);
   REQUIRE_THAT(s.message(), Contains("'bad'") && Contains("1 2 3"));
 }
+
+TEST_CASE("large tensors: sharded broadcast, reductions and ArgMax match reference loops") {
+  const int64_t R = 1500, C = 700;  // big enough to be split over the pool
+  Tensor m(DT_FLOAT, TensorShape{R, C});
+  Tensor bias(DT_FLOAT, TensorShape{C});
+  for (int64_t i = 0; i < R * C; ++i) m.data<float>()[i] = static_cast<float>((i * 7919) % 1000) / 100.f;
+  for (int64_t j = 0; j < C; ++j) bias.data<float>()[j] = static_cast<float>(j % 13);
+  Scope root = Scope::NewRootScope();
+  auto mm = ops::Const(root, m);
+  auto out = RunOk(root, {ops::Add(root, mm, ops::Const(root, bias)), ops::Sum(root, mm, 0), ops::Max(root, mm, 1),
+                          ops::ArgMax(root, mm, 0), ops::Sum(root, ops::Reshape(root, mm, {static_cast<int>(R / 3), 3, static_cast<int>(C)}), {0, 2})});
+  for (int64_t i : {int64_t{0}, R * C / 2 + 3, R * C - 1})
+    REQUIRE(out[0].data<float>()[i] == m.data<float>()[i] + bias.data<float>()[i % C]);
+  for (int64_t j : {int64_t{0}, C / 2, C - 1}) {
+    double sum = 0;
+    float mx = -1;
+    int64_t arg = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const float v = m.data<float>()[r * C + j];
+      sum += v;
+      if (v > mx) mx = v, arg = r;
+    }
+    REQUIRE(out[1].data<float>()[j] == Approx(sum).epsilon(1e-4));
+    REQUIRE(out[3].data<int64_t>()[j] == arg);
+  }
+  for (int64_t r : {int64_t{0}, R - 1}) {
+    float mx = -1;
+    for (int64_t j = 0; j < C; ++j) mx = std::max(mx, m.data<float>()[r * C + j]);
+    REQUIRE(out[2].data<float>()[r] == mx);
+  }
+  for (int64_t k = 0; k < 3; ++k) {  // [R/3, 3, C] summed over axes 0 and 2: the general layout
+    double sum = 0;
+    for (int64_t a = 0; a < R / 3; ++a)
+      for (int64_t c = 0; c < C; ++c) sum += m.data<float>()[(a * 3 + k) * C + c];
+    REQUIRE(out[4].data<float>()[k] == Approx(sum).epsilon(1e-4));
+  }
+}

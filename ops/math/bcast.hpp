@@ -36,10 +36,17 @@ class BCast {
   std::vector<int64_t> dims_, a_strides_, b_strides_;
 };
 
+/// Number of innermost runs (rows) of the broadcast output.
+inline int64_t BroadcastRows(const BCast& bc) {
+  int64_t outer = 1;
+  for (size_t i = 0; i + 1 < bc.dims().size(); ++i) outer *= bc.dims()[i];
+  return outer;
+}
+
 /// Calls row(out_offset, a_offset, a_inner_stride, b_offset, b_inner_stride, n)
-/// for each innermost run of the broadcast output, in order.
+/// for the innermost runs [row_begin, row_end) of the broadcast output.
 template <class RowFn>
-void ForEachBroadcastRow(const BCast& bc, RowFn row) {
+void ForEachBroadcastRow(const BCast& bc, int64_t row_begin, int64_t row_end, RowFn row) {
   const auto& dims = bc.dims();
   const int rank = static_cast<int>(dims.size());
   if (rank == 0) {
@@ -48,11 +55,19 @@ void ForEachBroadcastRow(const BCast& bc, RowFn row) {
   }
   const int64_t inner = dims[rank - 1];
   const int64_t as = bc.a_strides()[rank - 1], bs = bc.b_strides()[rank - 1];
-  int64_t outer = 1;
-  for (int i = 0; i < rank - 1; ++i) outer *= dims[i];
+  // The odometer of the outer dims, started at row_begin.
   std::vector<int64_t> idx(rank > 1 ? rank - 1 : 0, 0);
   int64_t a_off = 0, b_off = 0;
-  for (int64_t r = 0; r < outer; ++r) {
+  {
+    int64_t r = row_begin;
+    for (int d = rank - 2; d >= 0; --d) {
+      idx[d] = r % dims[d];
+      r /= dims[d];
+      a_off += idx[d] * bc.a_strides()[d];
+      b_off += idx[d] * bc.b_strides()[d];
+    }
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
     row(r * inner, a_off, as, b_off, bs, inner);
     for (int d = rank - 2; d >= 0; --d) {  // advance the outer index like an odometer
       a_off += bc.a_strides()[d];
@@ -63,6 +78,12 @@ void ForEachBroadcastRow(const BCast& bc, RowFn row) {
       idx[d] = 0;
     }
   }
+}
+
+/// All rows.
+template <class RowFn>
+void ForEachBroadcastRow(const BCast& bc, RowFn row) {
+  ForEachBroadcastRow(bc, 0, BroadcastRows(bc), row);
 }
 
 }  // namespace actorflow

@@ -108,13 +108,17 @@ class BinaryOp : public OpKernel {
         });
         break;
       }
-      case Mode::kBroadcast:
-        ForEachBroadcastRow(*bc, [&](int64_t o, int64_t ao, int64_t as, int64_t bo, int64_t bs, int64_t len) {
-          if (as != 0 && bs != 0) F::Run(OutMap(po + o, len), In(pa + ao, len), In(pb + bo, len));
-          else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<T>::Constant(len, pa[ao]), In(pb + bo, len));
-          else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<T>::Constant(len, pb[bo]));
+      case Mode::kBroadcast: {
+        const int64_t rows = BroadcastRows(*bc);
+        ctx->device()->compute_pool()->For(rows, detail::kCwiseCost * (n / rows), [&](int64_t r0, int64_t r1) {
+          ForEachBroadcastRow(*bc, r0, r1, [&](int64_t o, int64_t ao, int64_t as, int64_t bo, int64_t bs, int64_t len) {
+            if (as != 0 && bs != 0) F::Run(OutMap(po + o, len), In(pa + ao, len), In(pb + bo, len));
+            else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<T>::Constant(len, pa[ao]), In(pb + bo, len));
+            else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<T>::Constant(len, pb[bo]));
+          });
         });
         break;
+      }
     }
   }
 };

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/tensor_eigen.hpp"
+#include "devices/compute_pool.hpp"
 #include "ops/array/transpose_op.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -127,19 +128,28 @@ class ReductionOp : public OpKernel {
     using Vec = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
     using RowVec = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
     const size_t g = groups.size();
+    ComputePool* pool = ctx->device()->compute_pool();
     bool done = true;
     if (g == 0 || (g == 1 && !is_reduced[0])) {
       std::copy(px, px + n_out, po);
     } else if (g == 1) {
       ReduceRows<T>(R, Mat(px, 1, groups[0]), Vec(po, 1));
-    } else if (g == 2 && !is_reduced[0]) {
-      ReduceRows<T>(R, Mat(px, groups[0], groups[1]), Vec(po, groups[0]));
-    } else if (g == 2) {
-      ReduceCols<T>(R, Mat(px, groups[0], groups[1]), RowVec(po, groups[1]));
-    } else if (g == 3 && !is_reduced[0]) {
+    } else if (g == 2 && !is_reduced[0]) {  // [K, R]: shard the rows
+      const int64_t r = groups[1];
+      pool->For(groups[0], r, [&](int64_t k0, int64_t k1) {
+        ReduceRows<T>(R, Mat(px + k0 * r, k1 - k0, r), Vec(po + k0, k1 - k0));
+      });
+    } else if (g == 2) {  // [R, K]: shard the columns
+      const int64_t rows = groups[0], cols = groups[1];
+      pool->For(cols, rows, [&](int64_t c0, int64_t c1) {
+        ReduceCols<T>(R, Mat(px, rows, cols).middleCols(c0, c1 - c0), RowVec(po + c0, c1 - c0));
+      });
+    } else if (g == 3 && !is_reduced[0]) {  // [K, R, K2]: shard the outer K
       const int64_t rows = groups[1], cols = groups[2];
-      for (int64_t k = 0; k < groups[0]; ++k)
-        ReduceCols<T>(R, Mat(px + k * rows * cols, rows, cols), RowVec(po + k * cols, cols));
+      pool->For(groups[0], rows * cols, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k)
+          ReduceCols<T>(R, Mat(px + k * rows * cols, rows, cols), RowVec(po + k * cols, cols));
+      });
     } else {
       done = false;
     }
@@ -153,8 +163,11 @@ class ReductionOp : public OpKernel {
       for (int p : perm) tshape.AddDim(x.dim_size(p));
       Tensor t;
       AF_REQUIRES_OK(ctx, ctx->allocate_temp(x.dtype(), tshape, &t));
-      AF_REQUIRES_OK(ctx, TransposeTensor(x, perm, &t));
-      ReduceRows<T>(R, Mat(t.data<T>(), n_out, reduce_count), Vec(po, n_out));
+      AF_REQUIRES_OK(ctx, TransposeTensor(x, perm, &t, pool));
+      const T* pt = t.data<T>();
+      pool->For(n_out, reduce_count, [&](int64_t k0, int64_t k1) {
+        ReduceRows<T>(R, Mat(pt + k0 * reduce_count, k1 - k0, reduce_count), Vec(po + k0, k1 - k0));
+      });
     }
     if (R == Reducer::kMean) {
       for (int64_t i = 0; i < n_out; ++i) po[i] /= static_cast<T>(reduce_count);
@@ -221,16 +234,26 @@ class ArgOp : public OpKernel {
  private:
   template <class T>
   static void Run(const T* px, int64_t outer, int64_t len, int64_t inner, Tensor* out) {
+    if (out->dtype() == DT_INT64) Run<T, int64_t>(px, outer, len, inner, out->data<int64_t>());
+    else Run<T, int32_t>(px, outer, len, inner, out->data<int32_t>());
+  }
+  // Best index per (o, i); the scan walks j outermost so memory is read in order.
+  template <class T, class Index>
+  static void Run(const T* px, int64_t outer, int64_t len, int64_t inner, Index* po) {
+    std::vector<T> best(inner);
     for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const T* base = px + o * len * inner + i;
-        int64_t best = 0;
-        for (int64_t j = 1; j < len; ++j) {
-          const T v = base[j * inner], b = base[best * inner];
-          if (kMax ? v > b : v < b) best = j;
+      const T* base = px + o * len * inner;
+      Index* idx = po + o * inner;
+      std::copy(base, base + inner, best.begin());
+      std::fill(idx, idx + inner, Index(0));
+      for (int64_t j = 1; j < len; ++j) {
+        const T* row = base + j * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          if (kMax ? row[i] > best[i] : row[i] < best[i]) {
+            best[i] = row[i];
+            idx[i] = static_cast<Index>(j);
+          }
         }
-        if (out->dtype() == DT_INT64) out->data<int64_t>()[o * inner + i] = best;
-        else out->data<int32_t>()[o * inner + i] = static_cast<int32_t>(best);
       }
     }
   }
