@@ -323,3 +323,29 @@ TEST_CASE("large tensors: sharded broadcast, reductions and ArgMax match referen
     REQUIRE(out[4].data<float>()[k] == Approx(sum).epsilon(1e-4));
   }
 }
+
+TEST_CASE("MatMul paths: sharded with every transpose, and Eigen's parallel contraction") {
+  for (int n : {600, 1700}) {  // ~0.4 GFLOP: row blocks over the pool; ~9.8 GFLOP: Eigen's async contraction
+    Tensor a(DT_FLOAT, TensorShape{n, n}), b(DT_FLOAT, TensorShape{n, n});
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      a.data<float>()[i] = static_cast<float>((i * 31) % 7) - 3;
+      b.data<float>()[i] = static_cast<float>((i * 17) % 5) - 2;
+    }
+    const std::vector<std::pair<bool, bool>> transposes =
+        n < 1000 ? std::vector<std::pair<bool, bool>>{{false, false}, {true, false}, {false, true}, {true, true}}
+                 : std::vector<std::pair<bool, bool>>{{false, false}, {true, true}};
+    for (auto [ta, tb] : transposes) {
+      Scope root = Scope::NewRootScope();
+      auto c = RunOk(root, {ops::MatMul(root, a, b, ta, tb)})[0];
+      auto A = [&](int r, int k) { return ta ? a.data<float>()[k * n + r] : a.data<float>()[r * n + k]; };
+      auto B = [&](int k, int col) { return tb ? b.data<float>()[col * n + k] : b.data<float>()[k * n + col]; };
+      for (int r : {0, n / 2 + 1, n - 1})
+        for (int col : {0, n / 3, n - 1}) {
+          float ref = 0;
+          for (int k = 0; k < n; ++k) ref += A(r, k) * B(k, col);
+          INFO("n=" << n << " ta=" << ta << " tb=" << tb << " at " << r << "," << col);
+          REQUIRE(c.data<float>()[static_cast<int64_t>(r) * n + col] == ref);
+        }
+    }
+  }
+}
