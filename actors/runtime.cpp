@@ -35,7 +35,7 @@ struct Config : caf::actor_system_config {
     // where work enqueued from outside (client steps, pool jobs) wakes it at
     // once. CAF's default middle phase (500 polls with 50 us naps) would
     // neither sleep nor wake fast; it is cut short here.
-    set("work-stealing.aggressive-poll-attempts", size_t{1000});
+    set("work-stealing.aggressive-poll-attempts", size_t{5000});
     set("work-stealing.moderate-poll-attempts", size_t{50});
     set("work-stealing.moderate-sleep-duration", caf::timespan{0});
     set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});

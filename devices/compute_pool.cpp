@@ -19,17 +19,22 @@ namespace actorflow {
 
 namespace {
 
+// The worker running the current pool job on this thread, if any.
+thread_local caf::execution_unit* t_current_worker = nullptr;
+
 // A one-shot function run by a scheduler worker.
 class FunctionJob final : public caf::ref_counted, public caf::resumable {
  public:
   explicit FunctionJob(std::function<void()> fn) : fn_(std::move(fn)) {}
   subtype_t subtype() const override { return function_object; }
-  resume_result resume(caf::execution_unit*, size_t) override {
+  resume_result resume(caf::execution_unit* eu, size_t) override {
+    t_current_worker = eu;
     try {
       fn_();
     } catch (const std::exception& e) {  // callers catch their own; this is the last line of defence
       std::fprintf(stderr, "actorflow: exception escaped a pool job: %s\n", e.what());
     }
+    t_current_worker = nullptr;
     fn_ = nullptr;
     return done;
   }
@@ -89,20 +94,25 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
     : sys_(sys), num_threads_(num_threads), max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
 
 // CAF's own enqueue from outside picks workers round-robin: a kernel may queue
-// behind a busy worker while another sleeps. Wake a sleeping worker instead.
+// behind a busy worker while another is idle. Prefer a sleeping worker (wake
+// it), else any worker but the one running the caller (a shard queued behind
+// its own caller would run after it, not beside it).
 void ComputePool::Schedule(std::function<void()> fn) {
   auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
   if (auto* c = dynamic_cast<Coordinator*>(&sys_->scheduler())) {
     const size_t n = c->num_workers();
     const size_t start = next_worker_.fetch_add(1, std::memory_order_relaxed);
+    Coordinator::worker_type* other = nullptr;
     for (size_t i = 0; i < n; ++i) {
       auto* w = c->worker_by_id((start + i) % n);
+      if (w == t_current_worker) continue;
       if (Sleeping(w)) {
         w->external_enqueue(job);
         return;
       }
+      if (!other) other = w;
     }
-    c->worker_by_id(start % n)->external_enqueue(job);
+    (other ? other : c->worker_by_id(start % n))->external_enqueue(job);
     return;
   }
   sys_->scheduler().enqueue(job);
