@@ -30,11 +30,12 @@ struct Config : caf::actor_system_config {
   explicit Config(int threads) {
     RegisterMessageTypes(*this);
     set("scheduler.max-threads", static_cast<size_t>(threads));
-    // An idle worker polls for some tens of microseconds (the next step of a
-    // client loop usually arrives by then), then sleeps on its condition variable,
-    // where work enqueued from outside (client steps, pool jobs) wakes it at
-    // once. CAF's default middle phase (500 polls with 50 us naps) would
-    // neither sleep nor wake fast; it is cut short here.
+    // An idle worker polls for a few hundred microseconds (the next step or
+    // shard usually arrives by then; waking a sleeping thread costs ~50-100 us
+    // on these VMs), then sleeps on its condition variable, where work
+    // enqueued from outside (client steps, pool jobs) wakes it at once.
+    // CAF's default middle phase (500 polls with 50 us naps) would neither
+    // sleep nor wake fast; it is cut short here.
     set("work-stealing.aggressive-poll-attempts", size_t{5000});
     set("work-stealing.moderate-poll-attempts", size_t{50});
     set("work-stealing.moderate-sleep-duration", caf::timespan{0});
