@@ -38,9 +38,21 @@ struct OffActorRun {
   std::unique_ptr<OpKernelContext> ctx;
 };
 
+// A plan being built on the compute pool: the pool job fills it, then tells
+// the actor (GraphBuilt), which takes it over. Never touched by both at once.
+struct PendingGraph {
+  Status status;
+  std::unique_ptr<ExecutorPlan> plan;
+};
+
 struct DeviceActorState {
   Device* device = nullptr;
   uint64_t next_graph_handle = 1;
+  struct Registration {
+    std::shared_ptr<PendingGraph> pending;
+    caf::response_promise promise;
+  };
+  std::unordered_map<uint64_t, Registration> registrations;  // by the handle they will get
   std::unordered_map<uint64_t, std::shared_ptr<const ExecutorPlan>> graphs;
   std::unordered_map<int64_t, ActiveStep> steps;
   struct Ready {
@@ -278,13 +290,18 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   NodeFinished(self, step);
 }
 
-Status BuildPlan(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) {
+Status BuildPlanOrThrow(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) {
   proto::GraphDef def;
   if (!def.ParseFromString(graph_def)) return errors::InvalidArgument("cannot parse the GraphDef sent to ", device->name());
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
+  return ExecutorPlan::Build(g, device, plan);
+}
+
+// Never throws: the registration must always be answered.
+Status BuildPlan(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) noexcept {
   try {
-    return ExecutorPlan::Build(g, device, plan);
+    return BuildPlanOrThrow(graph_def, device, plan);
   } catch (const std::bad_alloc&) {
     return errors::ResourceExhausted("out of memory building the kernels of a graph on ", device->name());
   } catch (const std::exception& e) {
@@ -304,20 +321,48 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
       a.state->Fail(errors::Cancelled("device ", st.device->name(), " shut down"));
       Reply(a);
     }
+    for (auto& [handle, reg] : st.registrations)
+      reg.promise.deliver(RegisterGraphResponse{errors::Cancelled("device ", st.device->name(), " shut down"), 0});
+    st.registrations.clear();
     if (st.steps.empty()) self->quit(msg.reason);
   });
   return {
-      [self](RegisterGraphRequest& req) -> RegisterGraphResponse {
+      // Parsing a GraphDef and building kernels (decoding constants) can take
+      // long: it runs on the pool, so steps of other graphs go on meanwhile.
+      [self](RegisterGraphRequest& req) {
         auto& st = self->state;
-        if (st.shutting_down) return {errors::Cancelled("device ", st.device->name(), " is shutting down"), 0};
-        std::unique_ptr<ExecutorPlan> plan;
-        Status s = BuildPlan(req.graph_def, st.device, &plan);
-        if (!s.ok()) return {s, 0};
+        auto rp = self->make_response_promise();
+        if (st.shutting_down) {
+          rp.deliver(RegisterGraphResponse{errors::Cancelled("device ", st.device->name(), " is shutting down"), 0});
+          return;
+        }
+        const uint64_t handle = st.next_graph_handle++;
+        auto pending = std::make_shared<PendingGraph>();
+        st.registrations.emplace(handle, DeviceActorState::Registration{pending, std::move(rp)});
+        caf::actor me = caf::actor_cast<caf::actor>(self);
+        st.device->compute_pool()->Schedule([pending, me, handle, device = st.device, def = std::move(req.graph_def)] {
+          pending->status = BuildPlan(def, device, &pending->plan);
+          caf::send_as(me, me, GraphBuilt{handle});
+        });
+      },
+      [self](GraphBuilt& built) {
+        auto& st = self->state;
+        if (self->current_sender() != self->ctrl()) return;  // only our own pool jobs report here
+        auto it = st.registrations.find(built.graph_handle);
+        if (it == st.registrations.end()) return;
+        auto reg = std::move(it->second);
+        st.registrations.erase(it);
+        if (!reg.pending->status.ok() || st.shutting_down) {
+          Status s = st.shutting_down ? errors::Cancelled("device ", st.device->name(), " is shutting down")
+                                      : reg.pending->status;
+          reg.promise.deliver(RegisterGraphResponse{s, 0});
+          return;
+        }
+        auto& plan = reg.pending->plan;
         if (st.inline_outputs.size() < static_cast<size_t>(plan->max_outputs()))
           st.inline_outputs.resize(plan->max_outputs());
-        const uint64_t handle = st.next_graph_handle++;
-        st.graphs.emplace(handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
-        return {Status::OK(), handle};
+        st.graphs.emplace(built.graph_handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
+        reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
       },
       [self](RunStepRequest& req) { StartStep(self, req); },
       [self](KernelDone& done) {

@@ -8,6 +8,7 @@
 //   DeregisterGraph                                 drop it, cancelling its steps
 //   KernelDone            (to itself)               a pool/async kernel finished
 //   StepTimeout           (to itself)               a step's deadline passed
+//   GraphBuilt            (to itself)               a registered graph's plan is ready
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -57,6 +58,11 @@ struct StepTimeout {
   int64_t step_id = 0;
 };
 
+/// A graph's plan has been built on the pool (to the device actor itself).
+struct GraphBuilt {
+  uint64_t graph_handle = 0;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {
   return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def);
@@ -80,6 +86,10 @@ typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {
   return f(caf::meta::type_name("KernelDone"), x.step_id, x.node_id, x.status, x.outputs);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, GraphBuilt& x) {
+  return f(caf::meta::type_name("GraphBuilt"), x.graph_handle);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepTimeout& x) {
