@@ -78,9 +78,11 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)
 Runtime::~Runtime() = default;
 
 Runtime* Runtime::Default(RuntimeOptions options) {
-  // Deliberately never destroyed: tearing CAF's actor system down from a static
-  // destructor at exit corrupts the heap (CAF 0.17). The process's end stops
-  // its threads; runtimes that tests and programs own are destroyed normally.
+  // Deliberately never destroyed. Tearing CAF 0.17's actor system down from an
+  // exit handler dereferences freed memory inside ~actor_system (ASan: SEGV in
+  // caf::ref_counted::deref), though the same teardown inside main is clean:
+  // state CAF relies on is already gone by then. The process's end stops the
+  // threads; runtimes that tests and programs own are destroyed normally.
   static Runtime* rt = new Runtime(options);
   return rt;
 }
