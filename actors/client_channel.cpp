@@ -8,6 +8,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <thread>
+
+#include <caf/system_messages.hpp>
 
 namespace actorflow {
 
@@ -17,12 +20,22 @@ namespace {
 // the workers (measured on 2 cores: 4000 halved MatMul throughput).
 constexpr int kSpinIterations = 300;
 
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
   return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(p));
 }
 }  // namespace
 
 struct ClientChannel::Slot {
+  std::atomic<uint64_t> expected{0};     // response id of the request in flight
+  std::atomic<uint64_t> callee{0};       // actor id of its receiver
   std::atomic<bool> ready{false};
   caf::message reply;  // written before `ready` is set
   std::mutex mu;
@@ -40,8 +53,15 @@ struct ClientChannel::Slot {
 ClientChannel::ClientChannel(caf::actor_system& sys) : slot_(std::make_shared<Slot>()) {
   companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
   std::weak_ptr<Slot> weak = slot_;
+  // Only the answer to the request in flight, or the callee going down, counts.
   Companion(companion_)->on_enqueue([weak](caf::mailbox_element_ptr ptr) {
-    if (auto slot = weak.lock()) slot->Deliver(ptr->move_content_to_message());
+    auto slot = weak.lock();
+    if (!slot) return;
+    const bool answer = ptr->mid.integer_value() == slot->expected.load(std::memory_order_acquire);
+    const bool down = ptr->content().match_elements<caf::down_msg>() &&
+                      ptr->content().get_as<caf::down_msg>(0).source.id() == slot->callee.load(std::memory_order_acquire);
+    if ((answer || down) && !slot->ready.load(std::memory_order_acquire))
+      slot->Deliver(ptr->move_content_to_message());
   });
 }
 
@@ -55,10 +75,14 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   if (!dest) return errors::Unavailable("no actor to ask");
   Slot& s = *slot_;
   s.ready.store(false, std::memory_order_relaxed);
-  auto mid = Companion(companion_)->new_request_id(caf::message_priority::normal);
+  auto* companion = Companion(companion_);
+  auto mid = companion->new_request_id(caf::message_priority::normal);
+  s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
+  s.callee.store(dest.id(), std::memory_order_release);
+  companion->monitor(dest);  // a callee that dies answers with a down_msg
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
                                                       nullptr);
-  for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) __builtin_ia32_pause();
+  for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) CpuRelax();
   if (!s.ready.load(std::memory_order_acquire)) {
     std::unique_lock<std::mutex> l(s.mu);
     s.sleeping = true;
@@ -69,6 +93,7 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
     s.sleeping = false;
     if (!ok) return errors::DeadlineExceeded("no answer within ", timeout.count(), " ms");
   }
+  companion->demonitor(dest);
   *reply = std::move(s.reply);
   return Status::OK();
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <caf/actor.hpp>
+#include <caf/system_messages.hpp>
 #include <caf/message.hpp>
 
 #include <chrono>
@@ -74,6 +75,8 @@ Status ChannelPool::Ask(const caf::actor& dest, Req req, std::chrono::millisecon
   }
   if (reply.match_elements<caf::error>())
     return errors::Unavailable("actor failed to answer: ", to_string(reply.get_as<caf::error>(0)));
+  if (reply.match_elements<caf::down_msg>())
+    return errors::Unavailable("actor went down before answering: ", to_string(reply.get_as<caf::down_msg>(0).reason));
   return errors::Internal("unexpected reply: ", to_string(reply));
 }
 

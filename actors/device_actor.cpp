@@ -18,9 +18,11 @@ namespace actorflow {
 
 namespace {
 
-// Ready nodes run per handler invocation before the actor yields to its
-// mailbox (deadlines, other steps' messages): ~0.1-1 ms of cheap nodes.
-constexpr int kNodesPerBatch = 8192;
+// How long ready nodes run per handler invocation before the actor yields to
+// its mailbox (deadlines, other steps' messages); the clock is read every
+// kNodesPerClockCheck nodes.
+constexpr auto kBatchTime = std::chrono::microseconds(500);
+constexpr int kNodesPerClockCheck = 64;
 
 using resume_atom = caf::atom_constant<caf::atom("af_resume")>;
 
@@ -48,6 +50,7 @@ struct PendingGraph {
 struct DeviceActorState {
   Device* device = nullptr;
   uint64_t next_graph_handle = 1;
+  int64_t next_step_id = 1;
   struct Registration {
     std::shared_ptr<PendingGraph> pending;
     caf::response_promise promise;
@@ -119,6 +122,8 @@ void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx) noexcept {
     ctx->SetStatus(errors::ResourceExhausted("out of memory"));
   } catch (const std::exception& e) {
     ctx->SetStatus(errors::Internal("kernel threw: ", e.what()));
+  } catch (...) {
+    ctx->SetStatus(errors::Internal("kernel threw a non-standard exception"));
   }
 }
 
@@ -184,16 +189,16 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const int64_t step_id = step->step_id();
   // Sent as from the actor itself: KernelDone is accepted from no one else.
+  // Called exactly once; `run` is freed only after the message is out.
   auto done = [run, me, step_id, node] {
-    KernelDone msg{step_id, node, run->ctx->status(), std::move(run->outputs)};
+    caf::send_as(me, me, KernelDone{step_id, node, run->ctx->status(), std::move(run->outputs)});
     delete run;
-    caf::send_as(me, me, std::move(msg));
   };
   if (item.is_async) {
     try {
       item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), done);
-    } catch (const std::exception& e) {  // it threw before starting: it will not call done
-      run->ctx->SetStatus(errors::Internal("kernel threw: ", e.what()));
+    } catch (...) {  // by the AsyncOpKernel contract, one that throws has not called done
+      run->ctx->SetStatus(errors::Internal("kernel ", item.kernel->name(), " threw while starting"));
       done();
     }
   } else {
@@ -209,8 +214,9 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
 // resumes through the mailbox, so other messages are handled in between.
 void RunReady(DeviceActor* self) {
   auto& st = self->state;
-  for (int budget = kNodesPerBatch; !st.ready.empty(); --budget) {
-    if (budget == 0) {
+  const auto batch_end = std::chrono::steady_clock::now() + kBatchTime;
+  for (int n = 1; !st.ready.empty(); ++n) {
+    if (n % kNodesPerClockCheck == 0 && std::chrono::steady_clock::now() > batch_end) {
       if (!st.resume_pending) {
         st.resume_pending = true;
         self->send(self, resume_atom::value);
@@ -227,8 +233,16 @@ void RunReady(DeviceActor* self) {
       NodeFinished(self, step);
       continue;
     }
-    if (item.is_async || item.kernel->ShouldOffload(inputs, item.num_inputs)) {
-      LaunchOffActor(self, step, node, item, inputs);
+    bool offload = item.is_async;
+    try {
+      offload = offload || item.kernel->ShouldOffload(inputs, item.num_inputs);
+      if (offload) {
+        LaunchOffActor(self, step, node, item, inputs);
+        continue;
+      }
+    } catch (const std::exception& e) {  // nothing was started: the node fails here
+      Propagate(self, step, node, errors::ResourceExhausted("could not start the kernel: ", e.what()),
+                st.inline_outputs.data());
       continue;
     }
     OpKernelContext::Params p;
@@ -256,8 +270,11 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   }
   auto g = st.graphs.find(req.graph_handle);
   if (g == st.graphs.end()) {
-    rp.deliver(RunStepResponse{errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
-                                                st.device->name()),
+    // Handles only grow: one we gave out and no longer hold was deregistered.
+    const bool dropped = req.graph_handle < st.next_graph_handle && !st.registrations.count(req.graph_handle);
+    rp.deliver(RunStepResponse{dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
+                                       : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
+                                                          st.device->name()),
                                {}});
     return;
   }
@@ -268,19 +285,16 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
         {}});
     return;
   }
-  if (st.steps.count(req.step_id)) {
-    rp.deliver(RunStepResponse{errors::AlreadyExists("step id ", req.step_id, " is already running"), {}});
-    return;
-  }
+  // Steps are keyed by an id of our own: clients' ids may collide.
+  const int64_t id = st.next_step_id++;
   ActiveStep active;
-  active.state = std::make_unique<StepState>(req.step_id, &plan, std::move(req.args));
+  active.state = std::make_unique<StepState>(id, &plan, std::move(req.args));
   active.plan = g->second;
   active.graph_handle = req.graph_handle;
   active.promise = std::move(rp);
   StepState* step = active.state.get();
-  st.steps.emplace(req.step_id, std::move(active));
-  if (req.timeout_ms > 0)
-    self->delayed_send(self, std::chrono::milliseconds(req.timeout_ms), StepTimeout{req.step_id});
+  st.steps.emplace(id, std::move(active));
+  if (req.timeout_ms > 0) self->delayed_send(self, std::chrono::milliseconds(req.timeout_ms), StepTimeout{id});
   step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   for (int32_t r : plan.roots()) {
     ++step->outstanding;
@@ -288,6 +302,22 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   }
   RunReady(self);
   NodeFinished(self, step);
+}
+
+// The last resort when bookkeeping itself throws (out of memory): fail every
+// step rather than let the exception kill the actor and drop their replies.
+// Steps with kernels still running stay until those return.
+void FailAllOnError(DeviceActor* self, const std::exception& e) {
+  auto& st = self->state;
+  const Status s = errors::ResourceExhausted("device ", st.device->name(), " failed: ", e.what());
+  std::vector<StepState*> to_fail;
+  for (auto& [id, a] : st.steps) to_fail.push_back(a.state.get());
+  for (StepState* step : to_fail) FailStep(self, step, s);
+  // Queued nodes of failed steps are skipped by RunReady.
+  if (!st.ready.empty() && !st.resume_pending) {
+    st.resume_pending = true;
+    self->send(self, resume_atom::value);
+  }
 }
 
 Status BuildPlanOrThrow(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) {
@@ -364,7 +394,13 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
         st.graphs.emplace(built.graph_handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
         reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
       },
-      [self](RunStepRequest& req) { StartStep(self, req); },
+      [self](RunStepRequest& req) {
+        try {
+          StartStep(self, req);
+        } catch (const std::exception& e) {  // e.g. out of memory for the step's state
+          FailAllOnError(self, e);
+        }
+      },
       [self](KernelDone& done) {
         if (self->current_sender() != self->ctrl()) return;  // only our own kernels report here
         auto it = self->state.steps.find(done.step_id);
@@ -373,14 +409,23 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
         if (done.node_id < 0 || done.node_id >= step->plan().num_nodes() ||
             static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
           return;
-        Propagate(self, step, done.node_id, done.status, done.outputs.data());
-        RunReady(self);
+        try {
+          Propagate(self, step, done.node_id, done.status, done.outputs.data());
+          RunReady(self);
+        } catch (const std::exception& e) {
+          FailAllOnError(self, e);
+        }
       },
       [self](resume_atom) {
         self->state.resume_pending = false;
-        RunReady(self);
+        try {
+          RunReady(self);
+        } catch (const std::exception& e) {
+          FailAllOnError(self, e);
+        }
       },
       [self](StepTimeout& t) {
+        if (self->current_sender() != self->ctrl()) return;
         auto it = self->state.steps.find(t.step_id);
         if (it == self->state.steps.end() || it->second.state->replied) return;
         FailStep(self, it->second.state.get(),

@@ -53,6 +53,12 @@ Status Session::Extend(const proto::GraphDef& graph) {
   AF_RETURN_IF_ERROR(ImportGraphDef(merged, &g));
   AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
   created_ = true;
+  // Signatures still being prepared saw the old graph: later Runs start afresh
+  // (failed ones may now succeed; finished ones stay valid, the graph only grew).
+  for (auto it = executables_.begin(); it != executables_.end();) {
+    if (it->second.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) it = executables_.erase(it);
+    else ++it;
+  }
   return Status::OK();
 }
 
@@ -64,7 +70,8 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
   proto::GraphDef def;
   g->ToGraphDef(&def);
   RegisterGraphRequest req;
-  def.SerializeToString(&req.graph_def);
+  if (!def.SerializeToString(&req.graph_def))
+    return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
   RegisterGraphResponse resp;
   AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req),
                                                 std::chrono::minutes(5), &resp));
@@ -94,29 +101,39 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
   std::promise<StatusOr<std::shared_ptr<const Executable>>> promise;
   Graph graph;
   bool prepare = false;  // this caller is the first with this signature
+  uint64_t entry_id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return errors::Cancelled("Session has been closed");
     if (!created_) return errors::FailedPrecondition("Session has no graph: call Create first");
     auto it = executables_.find(key);
     if (it != executables_.end()) {
-      future = it->second;
+      future = it->second.future;
     } else {
       AF_RETURN_IF_ERROR(graph.CopyFrom(graph_));
       future = promise.get_future().share();
-      executables_.emplace(key, future);
+      entry_id = next_entry_id_++;
+      executables_.emplace(key, Entry{future, entry_id});
       prepare = true;
     }
   }
   if (prepare) {
     std::shared_ptr<const Executable> exe;
-    Status s = Prepare(&graph, feed_names, fetches, targets, &exe);
+    Status s;
+    try {
+      s = Prepare(&graph, feed_names, fetches, targets, &exe);
+    } catch (const std::bad_alloc&) {
+      s = errors::ResourceExhausted("out of memory preparing the graph for this Run");
+    } catch (const std::exception& e) {
+      s = errors::Internal("preparing the graph for this Run threw: ", e.what());
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (s.ok() && closed_) {  // closed while we prepared: release what we registered
       caf::anon_send(runtime_->device_actor(exe->device), DeregisterGraph{exe->graph_handle});
       s = errors::Cancelled("Session has been closed");
     }
-    if (!s.ok()) executables_.erase(key);  // a later call may succeed (after Extend, say)
+    auto it = executables_.find(key);  // ours, unless Close or Extend dropped it meanwhile
+    if (!s.ok() && it != executables_.end() && it->second.id == entry_id) executables_.erase(it);
     promise.set_value(s.ok() ? StatusOr<std::shared_ptr<const Executable>>(exe)
                              : StatusOr<std::shared_ptr<const Executable>>(s));
   }
@@ -157,19 +174,22 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   RunStepResponse resp;
   AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req), wait, &resp));
   AF_RETURN_IF_ERROR(resp.status);
+  if (resp.retvals.size() != fetches.size())
+    return errors::Internal("step returned ", resp.retvals.size(), " tensors for ", fetches.size(), " fetches");
   if (outputs) *outputs = std::move(resp.retvals);
   return Status::OK();
 }
 
 Status Session::Close() {
-  std::map<std::string, ExecutableFuture> exes;
+  std::map<std::string, Entry> exes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     exes.swap(executables_);
   }
-  for (const auto& [key, future] : exes) {
+  for (const auto& [key, entry] : exes) {
+    const auto& future = entry.future;
     // Signatures still being prepared deregister themselves when they see closed_.
     if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     const auto& result = future.get();

@@ -83,7 +83,12 @@ class Session {
   bool closed_ = false;
   // One entry per signature; the first caller prepares it while later callers
   // of the same signature wait on the future, and others run unhindered.
-  std::map<std::string, ExecutableFuture> executables_;
+  struct Entry {
+    ExecutableFuture future;
+    uint64_t id;  // tells a preparer whether the entry is still its own
+  };
+  std::map<std::string, Entry> executables_;
+  uint64_t next_entry_id_ = 1;
 };
 
 }  // namespace actorflow

@@ -33,6 +33,8 @@ class FunctionJob final : public caf::ref_counted, public caf::resumable {
       fn_();
     } catch (const std::exception& e) {  // callers catch their own; this is the last line of defence
       std::fprintf(stderr, "actorflow: exception escaped a pool job: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "actorflow: exception escaped a pool job\n");
     }
     t_current_worker = nullptr;
     fn_ = nullptr;
@@ -91,7 +93,12 @@ bool Sleeping(Coordinator::worker_type* w) {
 }  // namespace
 
 ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism)
-    : sys_(sys), num_threads_(num_threads), max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
+    : sys_(sys),
+      coordinator_(dynamic_cast<Coordinator*>(&sys->scheduler())),
+      num_threads_(num_threads),
+      max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
+
+bool ComputePool::InPoolJob() { return t_current_worker != nullptr; }
 
 // CAF's own enqueue from outside picks workers round-robin: a kernel may queue
 // behind a busy worker while another is idle. Prefer a sleeping worker (wake
@@ -99,7 +106,7 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
 // its own caller would run after it, not beside it).
 void ComputePool::Schedule(std::function<void()> fn) {
   auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
-  if (auto* c = dynamic_cast<Coordinator*>(&sys_->scheduler())) {
+  if (auto* c = static_cast<Coordinator*>(coordinator_)) {
     const size_t n = c->num_workers();
     const size_t start = next_worker_.fetch_add(1, std::memory_order_relaxed);
     Coordinator::worker_type* other = nullptr;
@@ -128,7 +135,11 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
     return;
   }
   auto state = std::make_shared<ForState>(n, shards, fn);
-  for (int64_t i = 1; i < shards; ++i) Schedule([state] { state->Work(); });
+  try {
+    for (int64_t i = 1; i < shards; ++i) Schedule([state] { state->Work(); });
+  } catch (...) {
+    // Helpers already queued find the shards claimed below; run them all here.
+  }
   state->Work();
   // Every shard is claimed; wait only for shards other threads are running now.
   for (int spin = 0; spin < 2000 && state->remaining.load(std::memory_order_acquire) > 0; ++spin)

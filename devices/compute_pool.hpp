@@ -33,20 +33,26 @@ class ComputePool {
   void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
   /// ParallelFor, but work too small to split runs inline without building a
   /// std::function (kernels call this on every small tensor).
+  /// Only work running as a pool job is split: an actor's handler never waits
+  /// for shards.
   template <class Fn>
   void For(int64_t n, int64_t cost_per_unit, Fn&& fn) {
-    if (max_parallelism_ < 2 || n * cost_per_unit < 2 * kMinCostPerShard) {
+    if (max_parallelism_ < 2 || n * cost_per_unit < 2 * kMinCostPerShard || !InPoolJob()) {
       if (n > 0) fn(int64_t{0}, n);
       return;
     }
     ParallelFor(n, cost_per_unit, fn);
   }
 
+  /// True on a thread running a job of some ComputePool.
+  static bool InPoolJob();
+
   /// ≈ cycles of work below which a shard costs more than it saves.
   static constexpr int64_t kMinCostPerShard = 20000;
 
  private:
   caf::actor_system* sys_;
+  void* coordinator_;  // the work-stealing coordinator, or null under another policy
   int num_threads_;
   int max_parallelism_;
   std::atomic<size_t> next_worker_{0};

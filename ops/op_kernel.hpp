@@ -117,7 +117,9 @@ class AsyncOpKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   using DoneCallback = std::function<void()>;
-  /// Starts the work and returns; `done` is called exactly once, from any thread.
+  /// Starts the work and returns; `done` is called exactly once, from any
+  /// thread. If ComputeAsync throws, it must not have called (nor arranged to
+  /// call) `done`: the executor then fails the node itself.
   virtual void ComputeAsync(OpKernelContext* ctx, DoneCallback done) = 0;
   void Compute(OpKernelContext* ctx) final;
   AsyncOpKernel* AsAsync() final { return this; }

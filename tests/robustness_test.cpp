@@ -124,3 +124,30 @@ TEST_CASE("reductions: empty mean is NaN, axis 0 of a scalar is invalid") {
   Status s = test::RunStatus(bad, {ops::Sum(bad, p, 0)}, {{"p", Tensor::Scalar<float>(1)}});
   REQUIRE(s.code() == Code::kInvalidArgument);
 }
+
+TEST_CASE("MatMul with an empty dimension returns an empty product") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Placeholder(root.WithOpName("a"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  auto c = ops::MatMul(root.WithOpName("c"), a, b, false, true);
+  auto out = test::RunOk(root, {c}, {{"a", Tensor(DT_FLOAT, TensorShape{2048, 1024})},
+                                    {"b", Tensor(DT_FLOAT, TensorShape{0, 1024})}});
+  REQUIRE(out[0].shape().dim_sizes() == std::vector<int64_t>{2048, 0});
+}
+
+TEST_CASE("closing a session cancels its step in flight") {
+  Scope root = Scope::NewRootScope();
+  Output m = ops::Fill(root, {768, 768}, 0.001f);
+  for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);  // seconds of work
+  ops::Sum(root.WithOpName("out"), m, {0, 1});
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  auto step = std::async(std::launch::async, [&session] {
+    std::vector<Tensor> out;
+    return session.Run({}, {"out"}, {}, &out);
+  });
+  step.wait_for(std::chrono::milliseconds(20));  // let it start; Cancelled either way
+  REQUIRE(session.Close().ok());
+  REQUIRE(step.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  REQUIRE(step.get().code() == Code::kCancelled);
+}

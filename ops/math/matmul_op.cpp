@@ -63,9 +63,11 @@ class MatMulOp : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    const double flops = 2.0 * static_cast<double>(a.NumElements()) * static_cast<double>(b.dim_size(b.dims() - 1));
+    double flops = 0;
+    if (a.dims() == 2 && b.dims() == 2)
+      flops = 2.0 * static_cast<double>(a.NumElements()) * static_cast<double>(b.dim_size(tb_ ? 0 : 1));
     ComputePool* pool = ctx->device()->compute_pool();
-    if (a.dims() != 2 || b.dims() != 2 || flops < kInlineFlops) {
+    if (flops < kInlineFlops) {  // includes bad ranks and empty products: ComputeSync reports or fills
       ComputeSync(ctx);  // validates; small enough for this thread
       done();
       return;
@@ -74,10 +76,13 @@ class MatMulOp : public AsyncOpKernel {
                                 flops >= kEigenParallelFlops;
     pool->Schedule([this, ctx, done = std::move(done), eigen_parallel]() mutable {
       try {
-        if (eigen_parallel && StartParallel(ctx, done)) return;  // Eigen calls done
+        // Eigen calls its copy of done; ours stays for when it threw before starting.
+        if (eigen_parallel && StartParallel(ctx, DoneCallback(done))) return;
         ComputeSync(ctx);
-      } catch (const std::exception& e) {
-        ctx->SetStatus(errors::Internal("MatMul threw: ", e.what()));
+      } catch (const std::bad_alloc&) {
+        ctx->SetStatus(errors::ResourceExhausted("out of memory in MatMul"));
+      } catch (...) {
+        ctx->SetStatus(errors::Internal("MatMul threw"));
       }
       done();
     });
@@ -109,12 +114,13 @@ class MatMulOp : public AsyncOpKernel {
  private:
   // Validates, allocates and starts Eigen's asynchronous parallel contraction;
   // false (with a status set, or nothing started) when the caller must finish.
-  bool StartParallel(OpKernelContext* ctx, DoneCallback& done) {
+  bool StartParallel(OpKernelContext* ctx, DoneCallback done) {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     const int64_t m = a.dim_size(ta_ ? 1 : 0), k = a.dim_size(ta_ ? 0 : 1);
     const int64_t kb = b.dim_size(tb_ ? 1 : 0), n = b.dim_size(tb_ ? 0 : 1);
-    if (k != kb || k == 0) return false;  // Compute reports the error or fills zeros
+    // Eigen returns early for empty products without calling back.
+    if (k != kb || m == 0 || n == 0 || k == 0) return false;  // ComputeSync reports the error or fills zeros
     Tensor* out;
     Status s = ctx->allocate_output(0, TensorShape{m, n}, &out);
     if (!s.ok()) {
