@@ -2,7 +2,9 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <memory>
+#include <queue>
 #include <unordered_map>
 
 #include "actors/executor_plan.hpp"
@@ -25,6 +27,9 @@ constexpr auto kBatchTime = std::chrono::microseconds(500);
 constexpr int kNodesPerClockCheck = 64;
 
 using resume_atom = caf::atom_constant<caf::atom("af_resume")>;
+using deadline_atom = caf::atom_constant<caf::atom("af_dline")>;
+
+using Clock = std::chrono::steady_clock;
 
 struct ActiveStep {
   std::unique_ptr<StepState> state;
@@ -65,6 +70,12 @@ struct DeviceActorState {
   std::vector<Ready> ready;             // LIFO: depth-first keeps fewer tensors alive
   std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline; sized at registration
   bool resume_pending = false;          // a resume_atom to ourselves is in the mailbox
+  // Step deadlines, earliest first. CAF 0.17 cannot cancel a delayed message,
+  // so one timer is kept armed for the earliest deadline instead of one per
+  // step; entries of steps that ended are skipped when they come due.
+  using Deadline = std::pair<Clock::time_point, int64_t>;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines;
+  Clock::time_point armed = Clock::time_point::max();  // due time of the earliest pending timer
   bool shutting_down = false;           // exit received: draining running kernels, then quit
   caf::error exit_reason;
   static const char* name;
@@ -294,7 +305,14 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   active.promise = std::move(rp);
   StepState* step = active.state.get();
   st.steps.emplace(id, std::move(active));
-  if (req.timeout_ms > 0) self->delayed_send(self, std::chrono::milliseconds(req.timeout_ms), StepTimeout{id});
+  if (req.timeout_ms > 0) {
+    const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);
+    st.deadlines.emplace(due, id);
+    if (due < st.armed) {
+      st.armed = due;
+      self->delayed_send(self, std::chrono::milliseconds(req.timeout_ms), deadline_atom::value);
+    }
+  }
   step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   for (int32_t r : plan.roots()) {
     ++step->outstanding;
@@ -424,12 +442,23 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
           FailAllOnError(self, e);
         }
       },
-      [self](StepTimeout& t) {
+      [self](deadline_atom) {
         if (self->current_sender() != self->ctrl()) return;
-        auto it = self->state.steps.find(t.step_id);
-        if (it == self->state.steps.end() || it->second.state->replied) return;
-        FailStep(self, it->second.state.get(),
-                 errors::DeadlineExceeded("step ", t.step_id, " exceeded its deadline"));
+        auto& st = self->state;
+        const auto now = Clock::now();
+        while (!st.deadlines.empty() && st.deadlines.top().first <= now) {
+          const int64_t id = st.deadlines.top().second;
+          st.deadlines.pop();
+          auto it = st.steps.find(id);
+          if (it != st.steps.end() && !it->second.state->replied)
+            FailStep(self, it->second.state.get(), errors::DeadlineExceeded("step exceeded its deadline"));
+        }
+        st.armed = Clock::time_point::max();
+        if (!st.deadlines.empty()) {
+          st.armed = st.deadlines.top().first;
+          self->delayed_send(self, std::chrono::duration_cast<std::chrono::nanoseconds>(st.armed - now),
+                             deadline_atom::value);
+        }
       },
       [self](DeregisterGraph& d) {
         for (auto& [id, a] : self->state.steps) {

@@ -12,7 +12,6 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RunStepResponse>("actorflow::RunStepResponse");
   cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
   cfg.add_message_type<KernelDone>("actorflow::KernelDone");
-  cfg.add_message_type<StepTimeout>("actorflow::StepTimeout");
   cfg.add_message_type<GraphBuilt>("actorflow::GraphBuilt");
 }
 

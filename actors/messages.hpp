@@ -7,7 +7,7 @@
 //   RunStepRequest        -> RunStepResponse         run one step of it
 //   DeregisterGraph                                 drop it, cancelling its steps
 //   KernelDone            (to itself)               a pool/async kernel finished
-//   StepTimeout           (to itself)               a step's deadline passed
+//   deadline atom         (to itself)               the earliest step deadline is due
 //   GraphBuilt            (to itself)               a registered graph's plan is ready
 #pragma once
 
@@ -54,10 +54,6 @@ struct KernelDone {
   std::vector<Tensor> outputs;
 };
 
-struct StepTimeout {
-  int64_t step_id = 0;
-};
-
 /// A graph's plan has been built on the pool (to the device actor itself).
 struct GraphBuilt {
   uint64_t graph_handle = 0;
@@ -90,10 +86,6 @@ typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, GraphBuilt& x) {
   return f(caf::meta::type_name("GraphBuilt"), x.graph_handle);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, StepTimeout& x) {
-  return f(caf::meta::type_name("StepTimeout"), x.step_id);
 }
 
 /// Adds every actorflow message type to `cfg`; call in every process.

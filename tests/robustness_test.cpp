@@ -151,3 +151,22 @@ TEST_CASE("closing a session cancels its step in flight") {
   REQUIRE(step.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   REQUIRE(step.get().code() == Code::kCancelled);
 }
+
+TEST_CASE("a short deadline still fires while many long ones are pending") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Neg(root.WithOpName("quick"), x);
+  Output m = ops::Fill(root, {768, 768}, 0.001f);
+  for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);
+  ops::Sum(root.WithOpName("slow"), m, {0, 1});
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  RunOptions hour;
+  hour.timeout_in_ms = 3600 * 1000;
+  std::vector<Tensor> out;
+  for (int i = 0; i < 100; ++i)  // leaves 100 hour-long deadlines in the device's queue
+    REQUIRE(session.Run(hour, {{"x", Tensor::Scalar<float>(1)}}, {"quick"}, {}, &out).ok());
+  RunOptions short_deadline;
+  short_deadline.timeout_in_ms = 1;
+  REQUIRE(session.Run(short_deadline, {}, {"slow"}, {}, &out).code() == Code::kDeadlineExceeded);
+}
