@@ -9,8 +9,14 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul peer_tbb_flow >/dev/null
 
+# One process per (threads, size, impl): pools left spinning by one
+# implementation must not slow the next.
 for t in 1 2; do
-  ACTORFLOW_NUM_THREADS=$t ./build/bench/bench_matmul
+  for n in 256 1024 2048; do
+    for impl in actorflow openblas eigen; do
+      ACTORFLOW_NUM_THREADS=$t ./build/bench/bench_matmul $n $impl
+    done
+  done
 done
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_executor
 # Inter-step concurrency: one thread per kernel, so a second client has a core to use.
