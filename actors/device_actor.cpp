@@ -40,6 +40,7 @@ struct ActiveStep {
 
 // A node running off the actor thread: its context lives until it completes.
 struct OffActorRun {
+  int64_t start_ns = 0;  // for step stats
   OpKernelContext::Params params;
   std::vector<Tensor> outputs;
   std::unique_ptr<OpKernelContext> ctx;
@@ -84,6 +85,12 @@ const char* DeviceActorState::name = "device_actor";
 
 using DeviceActor = caf::stateful_actor<DeviceActorState>;
 
+RunStepResponse FailedResponse(Status s) {
+  RunStepResponse r;
+  r.status = std::move(s);
+  return r;
+}
+
 Status NodeError(const StepState& step, int32_t node, const Status& s) {
   const OpKernel* k = step.plan().item(node).kernel;
   return Status(s.code(), "node '" + k->name() + "' (op '" + k->type_string() + "'): " + s.message());
@@ -105,6 +112,7 @@ void Reply(ActiveStep& a) {
     }
     if (resp.status.ok()) resp.retvals = std::move(retvals);
   }
+  resp.stats = std::move(s.stats);
   a.promise.deliver(std::move(resp));
 }
 
@@ -201,8 +209,12 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   const int64_t step_id = step->step_id();
   // Sent as from the actor itself: KernelDone is accepted from no one else.
   // Called exactly once; `run` is freed only after the message is out.
+  run->start_ns = step->collect_stats ? NowNanos() : 0;
   auto done = [run, me, step_id, node] {
-    caf::send_as(me, me, KernelDone{step_id, node, run->ctx->status(), std::move(run->outputs)});
+    const bool timed = run->start_ns != 0;
+    caf::send_as(me, me,
+                 KernelDone{step_id, node, run->ctx->status(), std::move(run->outputs), run->start_ns,
+                            timed ? NowNanos() : 0, timed ? ThisThreadId() : 0});
     delete run;
   };
   if (item.is_async) {
@@ -215,6 +227,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   } else {
     OpKernel* kernel = item.kernel;
     self->state.device->compute_pool()->Schedule([kernel, run, done = std::move(done)]() mutable {
+      if (run->start_ns != 0) run->start_ns = NowNanos();  // when the pool started it
       ComputeSafely(kernel, run->ctx.get());
       done();
     });
@@ -267,7 +280,13 @@ void RunReady(DeviceActor* self) {
     p.call_frame = step->call_frame();
     p.cancellation = step->cancellation();
     OpKernelContext ctx(&p);
-    ComputeSafely(item.kernel, &ctx);
+    if (step->collect_stats) {
+      const int64_t start = NowNanos();
+      ComputeSafely(item.kernel, &ctx);
+      step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId());
+    } else {
+      ComputeSafely(item.kernel, &ctx);
+    }
     Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
   }
 }
@@ -276,24 +295,22 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   auto& st = self->state;
   auto rp = self->make_response_promise();
   if (st.shutting_down) {
-    rp.deliver(RunStepResponse{errors::Cancelled("device ", st.device->name(), " is shutting down"), {}});
+    rp.deliver(FailedResponse(errors::Cancelled("device ", st.device->name(), " is shutting down")));
     return;
   }
   auto g = st.graphs.find(req.graph_handle);
   if (g == st.graphs.end()) {
     // Handles only grow: one we gave out and no longer hold was deregistered.
     const bool dropped = req.graph_handle < st.next_graph_handle && !st.registrations.count(req.graph_handle);
-    rp.deliver(RunStepResponse{dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
-                                       : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
-                                                          st.device->name()),
-                               {}});
+    rp.deliver(FailedResponse(dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
+                                      : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
+                                                         st.device->name())));
     return;
   }
   const ExecutorPlan& plan = *g->second;
   if (static_cast<int>(req.args.size()) != plan.num_args()) {
-    rp.deliver(RunStepResponse{
-        errors::InvalidArgument("step ", req.step_id, " passes ", req.args.size(), " arguments, graph takes ", plan.num_args()),
-        {}});
+    rp.deliver(FailedResponse(errors::InvalidArgument("step ", req.step_id, " passes ", req.args.size(),
+                                                      " arguments, graph takes ", plan.num_args())));
     return;
   }
   // Steps are keyed by an id of our own: clients' ids may collide.
@@ -304,6 +321,8 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   active.graph_handle = req.graph_handle;
   active.promise = std::move(rp);
   StepState* step = active.state.get();
+  step->collect_stats = req.collect_stats;
+  if (req.collect_stats) step->start_ns = NowNanos();
   st.steps.emplace(id, std::move(active));
   if (req.timeout_ms > 0) {
     const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);
@@ -428,6 +447,9 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
             static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
           return;
         try {
+          if (step->collect_stats && done.start_ns != 0)
+            step->RecordStats(done.node_id, step->plan().item(done.node_id).is_async ? "async" : "pool", done.start_ns,
+                              done.end_ns, done.thread);
           Propagate(self, step, done.node_id, done.status, done.outputs.data());
           RunReady(self);
         } catch (const std::exception& e) {

@@ -6,6 +6,7 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<Tensor>("actorflow::Tensor");
   cfg.add_message_type<Status>("actorflow::Status");
   cfg.add_message_type<std::vector<Tensor>>("std::vector<actorflow::Tensor>");
+  cfg.add_message_type<NodeExecStats>("actorflow::NodeExecStats");
   cfg.add_message_type<RegisterGraphRequest>("actorflow::RegisterGraphRequest");
   cfg.add_message_type<RegisterGraphResponse>("actorflow::RegisterGraphResponse");
   cfg.add_message_type<RunStepRequest>("actorflow::RunStepRequest");

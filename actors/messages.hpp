@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/step_state.hpp"
 #include "net/wire_format.hpp"
 
 namespace actorflow {
@@ -36,11 +37,13 @@ struct RunStepRequest {
   int64_t step_id = 0;
   std::vector<Tensor> args;  // values for the partition's _Arg nodes, by index
   int64_t timeout_ms = 0;    // 0: no deadline
+  bool collect_stats = false;  // fill RunStepResponse::stats
 };
 
 struct RunStepResponse {
   Status status;
   std::vector<Tensor> retvals;  // values of the partition's _Retval nodes, by index
+  std::vector<NodeExecStats> stats;
 };
 
 struct DeregisterGraph {
@@ -52,6 +55,9 @@ struct KernelDone {
   int32_t node_id = 0;
   Status status;
   std::vector<Tensor> outputs;
+  int64_t start_ns = 0;  // steady clock, for step stats
+  int64_t end_ns = 0;
+  uint64_t thread = 0;
 };
 
 /// A graph's plan has been built on the pool (to the device actor itself).
@@ -59,6 +65,10 @@ struct GraphBuilt {
   uint64_t graph_handle = 0;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
+  return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us);
+}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {
   return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def);
@@ -69,11 +79,11 @@ typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) 
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {
-  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms);
+  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms, x.collect_stats);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepResponse& x) {
-  return f(caf::meta::type_name("RunStepResponse"), x.status, x.retvals);
+  return f(caf::meta::type_name("RunStepResponse"), x.status, x.retvals, x.stats);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
@@ -81,7 +91,8 @@ typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {
-  return f(caf::meta::type_name("KernelDone"), x.step_id, x.node_id, x.status, x.outputs);
+  return f(caf::meta::type_name("KernelDone"), x.step_id, x.node_id, x.status, x.outputs, x.start_ns, x.end_ns,
+           x.thread);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, GraphBuilt& x) {

@@ -145,7 +145,7 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
 
 Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                    std::vector<Tensor>* outputs) {
+                    std::vector<Tensor>* outputs, RunMetadata* metadata) {
   if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
   if (options.timeout_in_ms < 0 || options.timeout_in_ms > RunOptions::kMaxTimeoutMs)
     return errors::InvalidArgument("timeout_in_ms must be in [0, ", RunOptions::kMaxTimeoutMs, "], got ",
@@ -156,6 +156,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   req.graph_handle = exe->graph_handle;
   req.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
   req.timeout_ms = options.timeout_in_ms;
+  req.collect_stats = options.collect_step_stats;
   req.args.reserve(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Tensor& t = feeds[i].second;
@@ -167,12 +168,13 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
       return errors::InvalidArgument("Feed '", feeds[i].first, "' has shape ", t.shape().DebugString(),
                                      " which is incompatible with the placeholder's shape ",
                                      exe->info.feed_shapes[i].DebugString());
-    req.args.push_back(t);
+    if (exe->info.feed_arg_index[i] >= 0) req.args.push_back(t);  // in order: indices are dense
   }
   std::chrono::milliseconds wait{0};  // none: the step runs as long as it needs
   if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
   RunStepResponse resp;
   AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req), wait, &resp));
+  if (metadata) metadata->step_stats = std::move(resp.stats);
   AF_RETURN_IF_ERROR(resp.status);
   if (resp.retvals.size() != fetches.size())
     return errors::Internal("step returned ", resp.retvals.size(), " tensors for ", fetches.size(), " fetches");

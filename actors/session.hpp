@@ -23,6 +23,7 @@
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "actors/step_state.hpp"
 #include "graph/graph.hpp"
 
 namespace actorflow {
@@ -38,6 +39,13 @@ struct RunOptions {
   /// kMaxTimeoutMs, about 24 days).
   int64_t timeout_in_ms = 0;
   static constexpr int64_t kMaxTimeoutMs = (int64_t{1} << 31) - 1;
+  /// Record how each node ran into RunMetadata::step_stats.
+  bool collect_step_stats = false;
+};
+
+/// What a step reports besides its results.
+struct RunMetadata {
+  std::vector<NodeExecStats> step_stats;  // one per node that ran, in completion order
 };
 
 class Session {
@@ -54,7 +62,7 @@ class Session {
 
   Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs);
+             std::vector<Tensor>* outputs, RunMetadata* metadata = nullptr);
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
              const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
     return Run(RunOptions(), feeds, fetches, targets, outputs);

@@ -2,7 +2,23 @@
 
 #include "actors/executor_plan.hpp"
 
+#include <chrono>
+#include <functional>
+#include <thread>
+
 namespace actorflow {
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t ThisThreadId() { return std::hash<std::thread::id>()(std::this_thread::get_id()); }
+
+void StepState::RecordStats(int32_t node, const char* where, int64_t start, int64_t end, uint64_t thread) {
+  const OpKernel* k = plan_->item(node).kernel;
+  stats.push_back({k->name(), k->type_string(), where, thread, (start - start_ns) / 1000, (end - start_ns) / 1000});
+}
 
 IterationState::IterationState(const ExecutorPlan& plan)
     : inputs(plan.total_input_slots()), pending(plan.initial_pending()) {}

@@ -23,6 +23,20 @@ namespace actorflow {
 
 class ExecutorPlan;
 
+/// How one node of a step ran (collected when RunOptions asks for it).
+struct NodeExecStats {
+  std::string node;
+  std::string op;
+  std::string where;    // "inline" (the device actor's thread), "pool" or "async"
+  uint64_t thread = 0;  // a stable id of the thread that computed it
+  int64_t start_us = 0;  // since the step started
+  int64_t end_us = 0;
+};
+
+/// A steady-clock reading in nanoseconds, and a stable id of this thread.
+int64_t NowNanos();
+uint64_t ThisThreadId();
+
 /// Pending counts and input slots of one iteration of one frame.
 struct IterationState {
   explicit IterationState(const ExecutorPlan& plan);
@@ -54,6 +68,12 @@ class StepState {
   /// Nodes that are ready or running (including on the pool); the step is
   /// over when this drops to zero.
   int64_t outstanding = 0;
+  /// Per-node statistics, when the client asked for them.
+  bool collect_stats = false;
+  int64_t start_ns = 0;
+  std::vector<NodeExecStats> stats;
+  void RecordStats(int32_t node, const char* where, int64_t start_ns, int64_t end_ns, uint64_t thread);
+
   /// Whether the client has been answered (it is answered at the first error
   /// or deadline, while outstanding kernels are still being drained).
   bool replied = false;

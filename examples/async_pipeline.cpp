@@ -5,7 +5,9 @@
 // end. Within a step the device actor runs whatever is ready: the branches'
 // large kernels go to the compute pool and overlap. Across steps, three client
 // threads call Session::Run concurrently on the same session; each step has
-// its own pending counts and tensors, so they interleave freely.
+// its own pending counts and tensors, so they interleave freely. The first
+// step of each client prints how each node ran: inline on the device actor's
+// thread or on a pool thread, and when.
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -76,12 +78,15 @@ int main() {
       const int64_t batch = 32 + 16 * id;
       Tensor x = Filled({batch, 256}, 0.1f * static_cast<float>(id + 1), 0.01f * static_cast<float>(step + 1));
       std::vector<Tensor> out;
+      RunOptions opts;
+      opts.collect_step_stats = step == 0;  // show how the first step of each client ran
+      RunMetadata md;
       const auto t0 = std::chrono::steady_clock::now();
       // Client 2 fetches only the statistics branch: the features branch is pruned.
       const std::vector<std::string> fetches =
           id == 2 ? std::vector<std::string>{"stats/mean", "stats/stddev"}
                   : std::vector<std::string>{"features/label", "stats/stddev", "score"};
-      Status st = session.Run({{"x", x}}, fetches, {}, &out);
+      Status st = session.Run(opts, {{"x", x}}, fetches, {}, &out, &md);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard<std::mutex> lock(print_mu);
       if (!st.ok()) {
@@ -94,6 +99,13 @@ int main() {
       for (size_t i = 0; i < out.size(); ++i)
         std::printf("  %s=%s", fetches[i].c_str(), out[i].SummarizeValue(4).c_str());
       std::printf("\n");
+      // What ran where: inline on the device actor, or on a pool thread (id).
+      for (const auto& n : md.step_stats) {
+        if (n.op == "_Arg" || n.op == "_Retval" || n.op == "Const") continue;
+        std::printf("    %-22s %-8s %-6s thread %04llx  %6lld..%6lld us\n", n.node.c_str(), n.op.c_str(),
+                    n.where.c_str(), static_cast<unsigned long long>(n.thread % 0x10000),
+                    static_cast<long long>(n.start_us), static_cast<long long>(n.end_us));
+      }
     }
   };
   std::vector<std::thread> clients;

@@ -55,6 +55,7 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
                                 const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                                 FeedFetchInfo* info) {
   std::map<std::pair<Node*, int>, Node*> fed;  // fed endpoint -> its _Arg
+  std::vector<std::string> arg_names;
   for (size_t i = 0; i < feeds.size(); ++i) {
     Node* src;
     int port;
@@ -73,6 +74,7 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
       g->AddEdge(arg, 0, dst, in);
     }
     fed[{src, port}] = arg;
+    arg_names.push_back(arg->name());
     info->feed_types.push_back(dtype);
     PartialTensorShape shape;
     if (src->type_string() == "Placeholder" || src->type_string() == "PlaceholderWithDefault")
@@ -104,6 +106,13 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
     roots.push_back(n);
   }
   PruneForRoots(g, roots);
+  // Number the surviving _Args densely: a step passes values only for them.
+  int next = 0;
+  for (const auto& name : arg_names) {
+    Node* arg = g->FindNode(name);
+    info->feed_arg_index.push_back(arg ? next : -1);
+    if (arg) (*arg->mutable_def()->mutable_attr())["index"] = AttrInt(next++);
+  }
   return Status::OK();
 }
 

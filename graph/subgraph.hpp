@@ -20,6 +20,9 @@ struct FeedFetchInfo {
   std::vector<DataType> feed_types;                // dtype each feed must have
   std::vector<PartialTensorShape> feed_shapes;     // shape it must be compatible with
   std::vector<DataType> fetch_types;
+  /// Per feed, the index of its _Arg in the pruned graph, or -1 when nothing
+  /// needs it (the fed value is then ignored, as in TensorFlow).
+  std::vector<int> feed_arg_index;
 };
 
 /// Errors: NotFound for an unknown node, InvalidArgument for a malformed name,

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <map>
 #include <thread>
 
 #include "actors/runtime.hpp"
@@ -68,6 +69,9 @@ TEST_CASE("a feed cuts the graph: what only feeds the fed tensor does not run") 
   s = session.Run({}, {"out"}, {}, &out);
   REQUIRE(s.code() == Code::kInvalidArgument);
   REQUIRE_THAT(s.message(), Catch::Contains("must feed a value for placeholder tensor 'p'"));
+  // A fed tensor that nothing needs is ignored (its value is still checked).
+  REQUIRE(session.Run({{"p", Tensor::Scalar<float>(1)}, {"mid", Tensor::Scalar<float>(2)}}, {"out"}, {}, &out).ok());
+  REQUIRE(out[0].scalar<float>() == 20.f);
   // Fetching a fed tensor returns the fed value.
   REQUIRE(session.Run({{"mid", Tensor::Scalar<float>(7)}}, {"mid"}, {}, &out).ok());
   REQUIRE(out[0].scalar<float>() == 7.f);
@@ -257,4 +261,31 @@ TEST_CASE("the README's example computes what it says") {
   std::vector<Tensor> out;
   REQUIRE(readme::Example(&out).ok());
   REQUIRE(Values<float>(out[0]) == std::vector<float>{11, 0});
+}
+
+TEST_CASE("step stats say how each node ran, when asked") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto big = ops::MatMul(root.WithOpName("big"), x, x);  // large: asynchronous MatMul
+  auto small = ops::Neg(root.WithOpName("small"), ops::Const(root, 1.f));
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor m(DT_FLOAT, TensorShape{512, 512});
+  for (int64_t i = 0; i < m.NumElements(); ++i) m.data<float>()[i] = 1.f;
+  RunOptions opts;
+  opts.collect_step_stats = true;
+  RunMetadata md;
+  std::vector<Tensor> out;
+  REQUIRE(session.Run(opts, {{"x", m}}, {big.name(), small.name()}, {}, &out, &md).ok());
+  std::map<std::string, NodeExecStats> by_node;
+  for (const auto& s : md.step_stats) by_node[s.node] = s;
+  REQUIRE(by_node.count("big"));
+  REQUIRE(by_node.count("small"));
+  REQUIRE(by_node["big"].where == "async");
+  REQUIRE(by_node["big"].op == "MatMul");
+  REQUIRE(by_node["small"].where == "inline");
+  for (const auto& s : md.step_stats) REQUIRE(s.start_us <= s.end_us);
+  RunMetadata none;
+  REQUIRE(session.Run({}, {{"x", m}}, {"small"}, {}, &out, &none).ok());
+  REQUIRE(none.step_stats.empty());
 }

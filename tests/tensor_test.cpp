@@ -125,11 +125,17 @@ TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly
   REQUIRE(TensorEquals(RoundTrip(sys, empty), empty));
   Status st = errors::OutOfRange("end of input in 'f.txt'");
   REQUIRE(RoundTrip(sys, st) == st);
-  RunStepResponse resp{errors::Cancelled("x"), {f, s}};
+  RunStepResponse resp;
+  resp.status = errors::Cancelled("x");
+  resp.retvals = {f, s};
+  resp.stats = {NodeExecStats{"mm", "MatMul", "pool", 7, 10, 250}};
   RunStepResponse back = RoundTrip(sys, resp);
   REQUIRE(back.status == resp.status);
   REQUIRE(back.retvals.size() == 2);
   REQUIRE(TensorEquals(back.retvals[1], s));
+  REQUIRE(back.stats.size() == 1);
+  REQUIRE(back.stats[0].where == "pool");
+  REQUIRE(back.stats[0].end_us == 250);
 }
 
 TEST_CASE("wire format: a corrupt tensor header is an error, not a crash") {
