@@ -100,8 +100,7 @@ TEST_CASE("destroying a runtime while a step's kernels still run drains them saf
     so.runtime = &rt;
     Session session(so);
     Scope root = Scope::NewRootScope();
-    Output m = ops::Fill(root, {512, 512}, 0.001f);
-    for (int i = 0; i < 8; ++i) m = ops::MatMul(root, m, m);
+    Output m = test::SlowChain(root, 512, 8);
     ops::Sum(root.WithOpName("out"), m, {0, 1});
     REQUIRE(session.Create(ToDef(root)).ok());
     RunOptions opts;
@@ -137,8 +136,7 @@ TEST_CASE("MatMul with an empty dimension returns an empty product") {
 
 TEST_CASE("closing a session cancels its step in flight") {
   Scope root = Scope::NewRootScope();
-  Output m = ops::Fill(root, {768, 768}, 0.001f);
-  for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);  // seconds of work
+  Output m = test::SlowChain(root);
   ops::Sum(root.WithOpName("out"), m, {0, 1});
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());
@@ -156,8 +154,7 @@ TEST_CASE("a short deadline still fires while many long ones are pending") {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   ops::Neg(root.WithOpName("quick"), x);
-  Output m = ops::Fill(root, {768, 768}, 0.001f);
-  for (int i = 0; i < 24; ++i) m = ops::MatMul(root, m, m);
+  Output m = test::SlowChain(root);
   ops::Sum(root.WithOpName("slow"), m, {0, 1});
   Session session;
   REQUIRE(session.Create(ToDef(root)).ok());

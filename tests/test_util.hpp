@@ -35,6 +35,14 @@ inline proto::GraphDef ToDef(const Scope& root) {
   return def;
 }
 
+/// A chain of `depth` n x n MatMuls: far more than a millisecond of work
+/// (24 of 768 x 768 are ~21 GFLOP), for deadline and cancellation tests.
+inline Output SlowChain(const Scope& root, int n = 768, int depth = 24) {
+  Output m = ops::Fill(root, {n, n}, 0.001f);
+  for (int i = 0; i < depth; ++i) m = ops::MatMul(root, m, m);
+  return m;
+}
+
 /// Runs the scope's graph once, fetching `fetches`; REQUIREs success.
 inline std::vector<Tensor> RunOk(const Scope& root, const std::vector<Output>& fetches,
                                  const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
