@@ -146,6 +146,7 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
 Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                     std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  if (outputs) outputs->clear();  // feeds hold their own references: safe even if they came from it
   if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
   if (options.timeout_in_ms < 0 || options.timeout_in_ms > RunOptions::kMaxTimeoutMs)
     return errors::InvalidArgument("timeout_in_ms must be in [0, ", RunOptions::kMaxTimeoutMs, "], got ",

@@ -60,6 +60,10 @@ class Session {
   /// Adds nodes to the graph; cached executables stay valid.
   Status Extend(const proto::GraphDef& graph);
 
+  /// Runs one step: `outputs` gets one tensor per fetch, in order. Whatever
+  /// `outputs` held is released first (so a loop reusing the vector does not
+  /// keep last step's results alive during this one); when the step fails it
+  /// is left empty.
   Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata = nullptr);

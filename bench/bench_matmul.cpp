@@ -1,12 +1,17 @@
-// MatMul float32 n x n through Session::Run, beside OpenBLAS (cblas_sgemm) and
-// Eigen (Tensor contraction) called directly with the same number of threads.
+// MatMul float32 n x n through Session::Run, beside Eigen (Tensor contraction)
+// and OpenBLAS (cblas_sgemm) called directly with the same number of threads.
 // Threads: ACTORFLOW_NUM_THREADS (default: cores).
-//   bench_matmul [N [IMPL]]   IMPL: actorflow, openblas or eigen (default: all)
-// bench/run_all.sh runs each (N, IMPL) in its own process: BLAS and Eigen
-// pools keep spinning after a call and would slow whatever is measured next.
+//   bench_matmul [N [IMPL[,IMPL]...]]   IMPL: actorflow, eigen, openblas (default: all)
+// The implementations named together are measured interleaved, one call each
+// per round, so the machine's slow spells hit them alike. bench/run_all.sh
+// runs OpenBLAS in a process of its own: its threads keep spinning long after
+// a call and would slow whatever runs next.
 #include <cblas.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
+#include <sstream>
 
 #define EIGEN_USE_THREADS
 #include <unsupported/Eigen/CXX11/Tensor>
@@ -24,8 +29,18 @@ int main(int argc, char** argv) {
   const int threads = Runtime::Default()->num_threads();
   std::vector<int> sizes = {256, 1024, 2048};
   if (argc > 1) sizes = {std::atoi(argv[1])};
-  const std::string only = argc > 2 ? argv[2] : "";
-  auto run = [&](const char* impl) { return only.empty() || only == impl; };
+  std::vector<std::string> impls = {"actorflow", "eigen", "openblas"};
+  if (argc > 2) {
+    impls.clear();
+    std::stringstream list(argv[2]);
+    for (std::string item; std::getline(list, item, ',');) {
+      if (item != "actorflow" && item != "eigen" && item != "openblas") {
+        std::fprintf(stderr, "unknown implementation %s (actorflow, eigen, openblas)\n", item.c_str());
+        return 2;
+      }
+      impls.push_back(item);
+    }
+  }
   Scope root = Scope::NewRootScope();
   auto a = ops::Placeholder(root.WithOpName("a"), DT_FLOAT);
   auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
@@ -36,10 +51,14 @@ int main(int argc, char** argv) {
   if (!session.Create(def).ok()) return 1;
   std::unique_ptr<Eigen::ThreadPool> eigen_pool;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_device;
-  if (run("eigen") && threads > 1) {
+  if (threads > 1) {
     eigen_pool = std::make_unique<Eigen::ThreadPool>(threads);
     eigen_device = std::make_unique<Eigen::ThreadPoolDevice>(eigen_pool.get(), threads);
   }
+  // OpenBLAS starts its threads when the library loads and they spin for a
+  // while after each call: run_all.sh sets OPENBLAS_NUM_THREADS=1 for the
+  // processes that do not measure it, so they do not compete.
+  if (std::find(impls.begin(), impls.end(), "openblas") != impls.end()) openblas_set_num_threads(threads);
 
   for (int n : sizes) {
     Tensor ta(DT_FLOAT, TensorShape{n, n}), tb(DT_FLOAT, TensorShape{n, n}), tc(DT_FLOAT, TensorShape{n, n});
@@ -47,34 +66,35 @@ int main(int argc, char** argv) {
       ta.data<float>()[i] = 0.001f * static_cast<float>(i % 17);
       tb.data<float>()[i] = 0.002f * static_cast<float>(i % 11);
     }
+    using Map = Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>>;
+    Map A(ta.data<float>(), n, n), B(tb.data<float>(), n, n), C(tc.data<float>(), n, n);
+    const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+    std::vector<Tensor> out;
+    std::vector<std::function<void()>> fns;
+    for (const auto& impl : impls) {
+      if (impl == "actorflow") {
+        fns.push_back([&] {
+          if (!session.Run({{"a", ta}, {"b", tb}}, {"c"}, {}, &out).ok()) std::abort();
+        });
+      } else if (impl == "eigen") {
+        fns.push_back([&] {
+          if (!eigen_device) C = A.contract(B, dims);
+          else C.device(*eigen_device) = A.contract(B, dims);
+        });
+      } else {
+        fns.push_back([&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, ta.data<float>(), n,
+                      tb.data<float>(), n, 0.f, tc.data<float>(), n);
+        });
+      }
+    }
     const double flops = 2.0 * n * n * n;
-    const int reps = n <= 256 ? 200 : n <= 1024 ? 20 : 5;
+    const int reps = n <= 256 ? 400 : n <= 1024 ? 40 : 10;
+    auto stats = bench::MeasureInterleaved(3, reps, fns);
     const std::string params = "\"n\":" + std::to_string(n) + ",\"threads\":" + std::to_string(threads);
-
-    if (run("actorflow")) {
-      std::vector<Tensor> out;
-      auto s = bench::Measure(2, reps, [&] { session.Run({{"a", ta}, {"b", tb}}, {"c"}, {}, &out); });
-      bench::Print("matmul_f32", params + ",\"impl\":\"actorflow\"", "throughput", "GFLOP/s", s, flops / 1e9, true);
-    }
-    if (run("openblas")) {
-      openblas_set_num_threads(threads);
-      auto s = bench::Measure(2, reps, [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, ta.data<float>(), n, tb.data<float>(), n,
-                    0.f, tc.data<float>(), n);
-      });
-      openblas_set_num_threads(1);
-      bench::Print("matmul_f32", params + ",\"impl\":\"openblas\"", "throughput", "GFLOP/s", s, flops / 1e9, true);
-    }
-    if (run("eigen")) {
-      using Map = Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>>;
-      Map A(ta.data<float>(), n, n), B(tb.data<float>(), n, n), C(tc.data<float>(), n, n);
-      Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
-      auto s = bench::Measure(2, reps, [&] {
-        if (!eigen_device) C = A.contract(B, dims);
-        else C.device(*eigen_device) = A.contract(B, dims);
-      });
-      bench::Print("matmul_f32", params + ",\"impl\":\"eigen\"", "throughput", "GFLOP/s", s, flops / 1e9, true);
-    }
+    for (size_t i = 0; i < impls.size(); ++i)
+      bench::Print("matmul_f32", params + ",\"impl\":\"" + impls[i] + "\"", "throughput", "GFLOP/s", stats[i],
+                   flops / 1e9, true);
   }
   return 0;
 }

@@ -29,6 +29,28 @@ inline Stats Measure(int warmup, int reps, const std::function<void()>& fn) {
   return {t[t.size() / 2], t.front(), t.back(), reps};
 }
 
+/// Runs each of fns once per round, in turn, `reps` rounds after `warmup`:
+/// a slow spell of a shared machine then hits every implementation alike, so
+/// their ratio holds even when the absolute figures drift.
+inline std::vector<Stats> MeasureInterleaved(int warmup, int reps, const std::vector<std::function<void()>>& fns) {
+  for (int i = 0; i < warmup; ++i)
+    for (auto& fn : fns) fn();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int i = 0; i < reps; ++i) {
+    for (size_t f = 0; f < fns.size(); ++f) {
+      auto t0 = std::chrono::steady_clock::now();
+      fns[f]();
+      t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<Stats> out;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back({v[v.size() / 2], v.front(), v.back(), reps});
+  }
+  return out;
+}
+
 /// Prints {"bench":..,"params":{..,"impl":..},"metric":..,"unit":..,"median":..,"min":..,"max":..,"reps":..}.
 /// `scale` converts seconds into the unit; `inverse` for rates (bigger is better).
 inline void Print(const std::string& name, const std::string& params_json, const std::string& metric,

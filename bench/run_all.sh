@@ -9,13 +9,13 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul peer_tbb_flow >/dev/null
 
-# One process per (threads, size, impl): pools left spinning by one
-# implementation must not slow the next.
+# One process per (threads, size): actorflow and Eigen interleaved call by
+# call; OpenBLAS alone, since its threads spin long after each call.
 for t in 1 2; do
   for n in 256 1024 2048; do
-    for impl in actorflow openblas eigen; do
-      ACTORFLOW_NUM_THREADS=$t ./build/bench/bench_matmul $n $impl
-    done
+    # OpenBLAS starts its threads when loaded and they spin: none unless measured.
+    ACTORFLOW_NUM_THREADS=$t OPENBLAS_NUM_THREADS=1 ./build/bench/bench_matmul $n actorflow,eigen
+    ACTORFLOW_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t ./build/bench/bench_matmul $n openblas
   done
 done
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_executor

@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace actorflow {
 
@@ -14,20 +17,107 @@ void Allocator::RecordAlloc(size_t bytes) {
 
 namespace {
 
+// Host memory from aligned_alloc, with freed large blocks kept for reuse.
+//
+// glibc serves large blocks with a fresh mmap and returns them on free, so
+// every step producing a 16 MB tensor paid ~4000 page faults and the kernel's
+// zeroing of those pages: measured here, a 2048^2 MatMul through Session::Run
+// ran at ~100 GFLOP/s against ~145 for the same Eigen call into a reused
+// buffer. Large blocks are therefore rounded up to size classes (at most 1/8
+// waste) and kept on per-class free lists, up to a bound on cached bytes
+// (ACTORFLOW_ALLOCATOR_CACHE_MB, default 1024; 0 disables the cache); when
+// the system is out of memory the cache is released and the call retried.
 class CpuAllocator final : public Allocator {
  public:
+  CpuAllocator() {
+    if (const char* env = std::getenv("ACTORFLOW_ALLOCATOR_CACHE_MB")) {
+      char* end = nullptr;
+      long long mb = std::strtoll(env, &end, 10);
+      if (end != env && mb >= 0) cache_limit_ = static_cast<size_t>(mb) << 20;
+    }
+  }
+
   std::string Name() const override { return "cpu"; }
+
   void* AllocateRaw(size_t alignment, size_t bytes) override {
-    if (bytes > SIZE_MAX - alignment) return nullptr;
-    size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    if (alignment < kTensorAlignment) alignment = kTensorAlignment;
+    if (bytes > SIZE_MAX / 2) return nullptr;
+    const size_t block = BlockSize(alignment, bytes);
+    void* p = nullptr;
+    if (Cacheable(alignment, block)) p = TakeCached(block);
+    if (!p) p = std::aligned_alloc(alignment, block);
+    if (!p && ReleaseCache() > 0) p = std::aligned_alloc(alignment, block);
     if (p) RecordAlloc(bytes);
     return p;
   }
+
   void DeallocateRaw(void* ptr, size_t bytes) override {
+    if (!ptr) return;
     RecordFree(bytes);
+    const size_t block = BlockSize(kTensorAlignment, bytes);
+    if (Cacheable(kTensorAlignment, block) && PutCached(ptr, block)) return;
     std::free(ptr);
   }
+
+  int64_t cached_bytes() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(cached_);
+  }
+
+  int64_t ReleaseCache() override {
+    std::unordered_map<size_t, std::vector<void*>> free_lists;
+    size_t released;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_lists.swap(free_lists_);
+      released = cached_;
+      cached_ = 0;
+    }
+    for (auto& [size, blocks] : free_lists)
+      for (void* p : blocks) std::free(p);
+    return static_cast<int64_t>(released);
+  }
+
+ private:
+  static constexpr size_t kMinCachedBlock = size_t{256} << 10;
+
+  // What is really allocated for `bytes`: a multiple of the alignment (as
+  // aligned_alloc requires), rounded up to a size class when large. A pure
+  // function of (alignment, bytes), so Deallocate finds the same class.
+  static size_t BlockSize(size_t alignment, size_t bytes) {
+    size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+    if (rounded < kMinCachedBlock) return rounded;
+    int top = 63 - __builtin_clzll(static_cast<unsigned long long>(rounded));
+    size_t step = size_t{1} << (top - 3);  // eight classes per power of two
+    return (rounded + step - 1) / step * step;
+  }
+
+  bool Cacheable(size_t alignment, size_t block) const {
+    return alignment == kTensorAlignment && block >= kMinCachedBlock && block <= cache_limit_;
+  }
+
+  void* TakeCached(size_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_lists_.find(block);
+    if (it == free_lists_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= block;
+    return p;
+  }
+
+  bool PutCached(void* p, size_t block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_ + block > cache_limit_) return false;
+    free_lists_[block].push_back(p);
+    cached_ += block;
+    return true;
+  }
+
+  size_t cache_limit_ = size_t{1} << 30;
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_lists_;  // guarded by mu_
+  size_t cached_ = 0;                                            // guarded by mu_
 };
 
 }  // namespace

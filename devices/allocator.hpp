@@ -3,7 +3,8 @@
 // Every tensor buffer is allocated through an Allocator owned by a device. The
 // CPU allocator returns 64-byte aligned host memory (Eigen's packet loads and
 // BLAS want it); device allocators (CUDA) return memory the host cannot touch.
-// Allocators are thread-safe: kernels allocate from pool threads.
+// Allocators are thread-safe: kernels allocate from pool threads. The CPU
+// allocator keeps freed large blocks for reuse (see allocator.cpp).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,10 @@ class Allocator {
   virtual void DeallocateRaw(void* ptr, size_t bytes) = 0;
   /// True when the host can read and write what this allocator returns.
   virtual bool HostAccessible() const { return true; }
+  /// Bytes freed by tensors but kept for reuse, and giving them back to the
+  /// system (returns how many); allocators without a cache keep none.
+  virtual int64_t cached_bytes() const { return 0; }
+  virtual int64_t ReleaseCache() { return 0; }
 
   /// Bytes currently allocated and the high-water mark, for step statistics.
   int64_t bytes_in_use() const { return in_use_.load(std::memory_order_relaxed); }

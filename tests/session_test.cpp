@@ -137,6 +137,14 @@ TEST_CASE("a kernel error ends only its own step") {
   REQUIRE_THAT(s.message(), Catch::Contains("node 'sum'") && Catch::Contains("Incompatible shapes: [2] vs. [3]"));
   REQUIRE(session.Run({{"a", MakeTensor<float>({1, 2}, {2})}, {"b", MakeTensor<float>({3, 4}, {2})}}, {"sum"}, {}, &out).ok());
   REQUIRE(Values<float>(out[0]) == std::vector<float>{4, 6});
+  // The previous results go when a step starts: a failed step leaves none, and
+  // feeding last step's output back through the same vector works.
+  REQUIRE(session.Run({{"a", out[0]}, {"b", MakeTensor<float>({1, 2, 3}, {3})}}, {"sum"}, {}, &out).code() ==
+          Code::kInvalidArgument);
+  CHECK(out.empty());
+  REQUIRE(session.Run({{"a", MakeTensor<float>({1, 2}, {2})}, {"b", MakeTensor<float>({3, 4}, {2})}}, {"sum"}, {}, &out).ok());
+  REQUIRE(session.Run({{"a", out[0]}, {"b", out[0]}}, {"sum"}, {}, &out).ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{8, 12});
 }
 
 TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {

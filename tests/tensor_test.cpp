@@ -1,6 +1,8 @@
 // Tensors: sharing, reshaping, proto conversion, and the CAF wire format.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
@@ -36,6 +38,32 @@ TEST_CASE("tensor buffers are 64-byte aligned and freed with their last referenc
   Tensor t(DT_DOUBLE, TensorShape{3, 5});
   REQUIRE(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment == 0);
   REQUIRE(t.RefCountIsOne());
+}
+
+TEST_CASE("the CPU allocator reuses freed large blocks and accounts bytes in use") {
+  Allocator* a = cpu_allocator();
+  a->ReleaseCache();
+  const int64_t before = a->bytes_in_use();
+  const size_t big = (size_t{3} << 20) + 100;  // 3 MB and a bit: a cached size class
+  void* p = a->AllocateRaw(kTensorAlignment, big);
+  REQUIRE(p != nullptr);
+  REQUIRE(reinterpret_cast<uintptr_t>(p) % kTensorAlignment == 0);
+  std::memset(p, 1, big);  // all of it is ours
+  CHECK(a->bytes_in_use() == before + static_cast<int64_t>(big));
+  a->DeallocateRaw(p, big);
+  CHECK(a->bytes_in_use() == before);
+  CHECK(a->cached_bytes() >= static_cast<int64_t>(big));
+  // A slightly smaller request in the same size class gets the same block back.
+  void* q = a->AllocateRaw(kTensorAlignment, big - 64);
+  CHECK(q == p);
+  CHECK(a->cached_bytes() == 0);
+  a->DeallocateRaw(q, big - 64);
+  CHECK(a->ReleaseCache() > 0);
+  CHECK(a->cached_bytes() == 0);
+  // Small blocks are not cached.
+  void* s = a->AllocateRaw(kTensorAlignment, 1000);
+  a->DeallocateRaw(s, 1000);
+  CHECK(a->cached_bytes() == 0);
 }
 
 TEST_CASE("empty tensors, scalars and strings") {
