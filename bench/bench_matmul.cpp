@@ -2,8 +2,9 @@
 // and OpenBLAS (cblas_sgemm) called directly with the same number of threads.
 // Threads: ACTORFLOW_NUM_THREADS (default: cores).
 //   bench_matmul [N [IMPL[,IMPL]...]]   IMPL: actorflow, eigen, openblas (default: all)
-// The implementations named together are measured interleaved, one call each
-// per round, so the machine's slow spells hit them alike. bench/run_all.sh
+// The implementations named together are measured interleaved, a block of
+// back-to-back calls each per round, so the machine's slow spells hit them
+// alike; "reps" in the output counts rounds. bench/run_all.sh
 // runs OpenBLAS in a process of its own: its threads keep spinning long after
 // a call and would slow whatever runs next.
 #include <cblas.h>
@@ -89,8 +90,10 @@ int main(int argc, char** argv) {
       }
     }
     const double flops = 2.0 * n * n * n;
-    const int reps = n <= 256 ? 400 : n <= 1024 ? 40 : 10;
-    auto stats = bench::MeasureInterleaved(3, reps, fns);
+    // Rounds of back-to-back calls, ~10 ms or more per implementation each.
+    const int block = n <= 256 ? 40 : n <= 1024 ? 2 : 1;
+    const int rounds = n <= 256 ? 21 : n <= 1024 ? 21 : 9;
+    auto stats = bench::MeasureInterleaved(rounds, block, fns);
     const std::string params = "\"n\":" + std::to_string(n) + ",\"threads\":" + std::to_string(threads);
     for (size_t i = 0; i < impls.size(); ++i)
       bench::Print("matmul_f32", params + ",\"impl\":\"" + impls[i] + "\"", "throughput", "GFLOP/s", stats[i],

@@ -29,24 +29,26 @@ inline Stats Measure(int warmup, int reps, const std::function<void()>& fn) {
   return {t[t.size() / 2], t.front(), t.back(), reps};
 }
 
-/// Runs each of fns once per round, in turn, `reps` rounds after `warmup`:
-/// a slow spell of a shared machine then hits every implementation alike, so
-/// their ratio holds even when the absolute figures drift.
-inline std::vector<Stats> MeasureInterleaved(int warmup, int reps, const std::vector<std::function<void()>>& fns) {
-  for (int i = 0; i < warmup; ++i)
-    for (auto& fn : fns) fn();
+/// Runs each of fns `block` times in turn per round, `rounds` rounds after a
+/// warm-up round; one figure per round and fn (seconds per call). A slow
+/// spell of a shared machine then hits every implementation alike, so their
+/// ratio holds even when absolute figures drift; within a block the calls run
+/// back to back, as a loop of steps would.
+inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::vector<std::function<void()>>& fns) {
+  for (auto& fn : fns)
+    for (int i = 0; i < block; ++i) fn();
   std::vector<std::vector<double>> t(fns.size());
-  for (int i = 0; i < reps; ++i) {
+  for (int r = 0; r < rounds; ++r) {
     for (size_t f = 0; f < fns.size(); ++f) {
       auto t0 = std::chrono::steady_clock::now();
-      fns[f]();
-      t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      for (int i = 0; i < block; ++i) fns[f]();
+      t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / block);
     }
   }
   std::vector<Stats> out;
   for (auto& v : t) {
     std::sort(v.begin(), v.end());
-    out.push_back({v[v.size() / 2], v.front(), v.back(), reps});
+    out.push_back({v[v.size() / 2], v.front(), v.back(), rounds});
   }
   return out;
 }
