@@ -11,6 +11,7 @@
 #include "actors/messages.hpp"
 #include "actors/step_state.hpp"
 #include "core/proto/graph.pb.h"
+#include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
@@ -53,8 +54,25 @@ struct PendingGraph {
   std::unique_ptr<ExecutorPlan> plan;
 };
 
+using DeviceActor = caf::stateful_actor<struct DeviceActorState>;
+
+// Kernels' way to the container actor: requests from this actor, answered
+// into its mailbox, so a kernel waiting for a variable holds no thread.
+class DeviceVariableAccess final : public VariableAccess {
+ public:
+  DeviceVariableAccess(DeviceActor* self, caf::actor container) : self_(self), container_(std::move(container)) {}
+  void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
+  void Update(VarUpdateRequest req, std::function<void(const Status&)> done) override;
+  bool available() const { return static_cast<bool>(container_); }
+
+ private:
+  DeviceActor* self_;
+  caf::actor container_;
+};
+
 struct DeviceActorState {
   Device* device = nullptr;
+  std::unique_ptr<DeviceVariableAccess> variables;
   uint64_t next_graph_handle = 1;
   int64_t next_step_id = 1;
   struct Registration {
@@ -83,7 +101,33 @@ struct DeviceActorState {
 };
 const char* DeviceActorState::name = "device_actor";
 
-using DeviceActor = caf::stateful_actor<DeviceActorState>;
+void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
+  if (!container_) {
+    VarReadResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", self_->state.device->name());
+    done(r);
+    return;
+  }
+  self_->request(container_, caf::infinite, std::move(req))
+      .then([done](VarReadResponse& r) { done(r); },
+            [done](caf::error& e) {
+              VarReadResponse r;
+              r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
+              done(r);
+            });
+}
+
+void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
+  if (!container_) {
+    done(errors::Unavailable("no container actor holds variables on ", self_->state.device->name()));
+    return;
+  }
+  self_->request(container_, caf::infinite, std::move(req))
+      .then([done](VarUpdateResponse& r) { done(r.status); },
+            [done](caf::error& e) {
+              done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
+            });
+}
 
 RunStepResponse FailedResponse(Status s) {
   RunStepResponse r;
@@ -157,7 +201,9 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
     FailStep(self, step, NodeError(*step, node, status));
   } else if (!step->failed()) {
     for (int i = 0; i < item.num_outputs; ++i) {
-      if (!outputs[i].IsInitialized() || outputs[i].dtype() != BaseType(item.kernel->output_type(i))) {
+      // A ref output carries the variable's handle (core/resource_handle.hpp).
+      const DataType want = IsRefType(item.kernel->output_type(i)) ? DT_STRING : item.kernel->output_type(i);
+      if (!outputs[i].IsInitialized() || outputs[i].dtype() != want) {
         FailStep(self, step,
                  NodeError(*step, node,
                            errors::Internal("kernel produced ",
@@ -204,6 +250,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   p.num_outputs = item.num_outputs;
   p.call_frame = step->call_frame();
   p.cancellation = step->cancellation();
+  p.variables = self->state.variables.get();
   run->ctx = std::make_unique<OpKernelContext>(&run->params);
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const int64_t step_id = step->step_id();
@@ -234,6 +281,100 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   }
 }
 
+// Runs one ready node whose inputs are all in place: inline, on the pool, or
+// started asynchronously.
+void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
+  auto& st = self->state;
+  const NodeItem& item = step->plan().item(node);
+  IterationState& iter = step->root();
+  Tensor* inputs = iter.inputs.data() + item.input_start;
+  if (step->failed()) {  // skip the rest of a failed step
+    for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();
+    NodeFinished(self, step);
+    return;
+  }
+  bool offload = item.is_async;
+  try {
+    offload = offload || item.kernel->ShouldOffload(inputs, item.num_inputs);
+    if (offload) {
+      LaunchOffActor(self, step, node, item, inputs);
+      return;
+    }
+  } catch (const std::exception& e) {  // nothing was started: the node fails here
+    Propagate(self, step, node, errors::ResourceExhausted("could not start the kernel: ", e.what()),
+              st.inline_outputs.data());
+    return;
+  }
+  OpKernelContext::Params p;
+  p.step_id = step->step_id();
+  p.device = st.device;
+  p.op_kernel = item.kernel;
+  p.inputs = inputs;
+  p.num_inputs = item.num_inputs;
+  p.outputs = st.inline_outputs.data();
+  p.num_outputs = item.num_outputs;
+  p.call_frame = step->call_frame();
+  p.cancellation = step->cancellation();
+  p.variables = st.variables.get();
+  OpKernelContext ctx(&p);
+  if (step->collect_stats) {
+    const int64_t start = NowNanos();
+    ComputeSafely(item.kernel, &ctx);
+    step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId());
+  } else {
+    ComputeSafely(item.kernel, &ctx);
+  }
+  Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
+}
+
+void RunReady(DeviceActor* self);
+void FailAllOnError(DeviceActor* self, const std::exception& e);
+
+// A ready node with inputs taken by value from ref edges: reads those
+// variables from the container actor first (so the node sees their values as
+// of now, after everything it depends on), then executes it.
+void ReadThenExecute(DeviceActor* self, StepState* step, int32_t node) {
+  const ExecutorPlan& plan = step->plan();
+  const NodeItem& item = plan.item(node);
+  Tensor* inputs = step->root().inputs.data() + item.input_start;
+  if (step->failed()) {
+    ExecuteNode(self, step, node);  // skips it
+    return;
+  }
+  VarReadRequest req;
+  for (int32_t k = 0; k < item.num_deref; ++k) {
+    const std::string* handle;
+    Status s = RefTensorHandle(inputs[plan.deref_inputs(item)[k]], &handle);
+    if (!s.ok()) {
+      Propagate(self, step, node, s, self->state.inline_outputs.data());
+      return;
+    }
+    req.handles.push_back(*handle);
+  }
+  const int64_t step_id = step->step_id();
+  self->state.variables->Read(std::move(req), [self, step_id, node](VarReadResponse& r) {
+    auto it = self->state.steps.find(step_id);
+    if (it == self->state.steps.end()) return;  // cannot happen: the node keeps its step
+    StepState* step = it->second.state.get();
+    try {
+      const NodeItem& item = step->plan().item(node);
+      if (r.status.ok() && static_cast<int32_t>(r.values.size()) != item.num_deref)
+        r.status = errors::Internal("container answered ", r.values.size(), " values for ", item.num_deref);
+      if (!r.status.ok()) {
+        Propagate(self, step, node, r.status, self->state.inline_outputs.data());
+      } else {
+        Tensor* inputs = step->root().inputs.data() + item.input_start;
+        for (int32_t k = 0; k < item.num_deref; ++k)
+          inputs[step->plan().deref_inputs(item)[k]] = std::move(r.values[k]);
+        ExecuteNode(self, step, node);
+      }
+      RunReady(self);
+    } catch (const std::exception& e) {
+      FailAllOnError(self, e);
+    }
+  });
+}
+
 // Runs ready nodes until the queue is empty or the batch is used up; then
 // resumes through the mailbox, so other messages are handled in between.
 void RunReady(DeviceActor* self) {
@@ -249,45 +390,8 @@ void RunReady(DeviceActor* self) {
     }
     const auto [step, node] = st.ready.back();
     st.ready.pop_back();
-    const NodeItem& item = step->plan().item(node);
-    IterationState& iter = step->root();
-    Tensor* inputs = iter.inputs.data() + item.input_start;
-    if (step->failed()) {  // skip the rest of a failed step
-      for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();
-      NodeFinished(self, step);
-      continue;
-    }
-    bool offload = item.is_async;
-    try {
-      offload = offload || item.kernel->ShouldOffload(inputs, item.num_inputs);
-      if (offload) {
-        LaunchOffActor(self, step, node, item, inputs);
-        continue;
-      }
-    } catch (const std::exception& e) {  // nothing was started: the node fails here
-      Propagate(self, step, node, errors::ResourceExhausted("could not start the kernel: ", e.what()),
-                st.inline_outputs.data());
-      continue;
-    }
-    OpKernelContext::Params p;
-    p.step_id = step->step_id();
-    p.device = st.device;
-    p.op_kernel = item.kernel;
-    p.inputs = inputs;
-    p.num_inputs = item.num_inputs;
-    p.outputs = st.inline_outputs.data();
-    p.num_outputs = item.num_outputs;
-    p.call_frame = step->call_frame();
-    p.cancellation = step->cancellation();
-    OpKernelContext ctx(&p);
-    if (step->collect_stats) {
-      const int64_t start = NowNanos();
-      ComputeSafely(item.kernel, &ctx);
-      step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId());
-    } else {
-      ComputeSafely(item.kernel, &ctx);
-    }
-    Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
+    if (step->plan().item(node).num_deref > 0) ReadThenExecute(self, step, node);
+    else ExecuteNode(self, step, node);
   }
 }
 
@@ -376,8 +480,9 @@ Status BuildPlan(const std::string& graph_def, Device* device, std::unique_ptr<E
   }
 }
 
-caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
+caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container) {
   self->state.device = device;
+  self->state.variables = std::make_unique<DeviceVariableAccess>(self, std::move(container));
   // On exit: answer every step at once, then stay until kernels still running
   // on the pool have returned (they read the steps' state), then quit.
   self->set_exit_handler([self](const caf::exit_msg& msg) {
@@ -494,8 +599,8 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device) {
 
 }  // namespace
 
-caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device) {
-  return sys.spawn([device](DeviceActor* self) { return DeviceActorBehavior(self, device); });
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container) {
+  return sys.spawn([device, container](DeviceActor* self) { return DeviceActorBehavior(self, device, container); });
 }
 
 }  // namespace actorflow

@@ -6,6 +6,8 @@
 // kernels inline, expensive kernels with large inputs on the compute pool,
 // asynchronous kernels started and left to call back. Both kinds of
 // completion come back as a KernelDone message. There is no message per node.
+// A node taking a variable's value through a ref edge first reads it from the
+// container actor (one request for all such inputs), then runs.
 //
 // Many steps (of one or several graphs) run at once, interleaved. A kernel
 // error or a deadline ends only its own step: the client gets the Status at
@@ -19,7 +21,8 @@ namespace actorflow {
 
 class Device;
 
-/// Spawns the actor executing partitions on `device` (which must outlive it).
-caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device);
+/// Spawns the actor executing partitions on `device` (which must outlive it);
+/// its kernels reach variables through `container` (none: an invalid actor).
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor());
 
 }  // namespace actorflow

@@ -30,6 +30,13 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     slot += item.num_inputs;
     item.pending = static_cast<int32_t>(n->in_edges().size());
     item.is_async = k->AsAsync() != nullptr;
+    item.deref_start = static_cast<int32_t>(plan->deref_inputs_.size());
+    for (int in = 0; in < n->num_inputs(); ++in) {
+      const Edge* e = n->input_edge(in);
+      if (e && IsRefType(e->src->output_type(e->src_output)) && !IsRefType(n->input_type(in)))
+        plan->deref_inputs_.push_back(in);
+    }
+    item.num_deref = static_cast<int32_t>(plan->deref_inputs_.size()) - item.deref_start;
     plan->max_outputs_ = std::max(plan->max_outputs_, item.num_outputs);
     if (n->type_string() == "_Arg") ++plan->num_args_;
     if (n->type_string() == "_Retval") ++plan->num_retvals_;

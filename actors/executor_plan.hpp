@@ -37,6 +37,8 @@ struct NodeItem {
   int32_t num_out = 0;
   int32_t ctrl_start = 0;    // control successors in ExecutorPlan::ctrl_edges
   int32_t num_ctrl = 0;
+  int32_t deref_start = 0;   // inputs fed by a ref edge but taken by value, in ExecutorPlan::deref_inputs
+  int32_t num_deref = 0;
   bool is_async = false;
 };
 
@@ -50,6 +52,9 @@ class ExecutorPlan {
   const std::vector<NodeItem>& items() const { return items_; }
   const OutEdgeItem* out_edges(const NodeItem& n) const { return out_edges_.data() + n.out_start; }
   const int32_t* ctrl_edges(const NodeItem& n) const { return ctrl_edges_.data() + n.ctrl_start; }
+  /// Input indices of `n` that receive a variable's handle but take its value:
+  /// the variable is read when the node is otherwise ready.
+  const int32_t* deref_inputs(const NodeItem& n) const { return deref_inputs_.data() + n.deref_start; }
   /// Nodes with nothing to wait for: the step starts with them.
   const std::vector<int32_t>& roots() const { return roots_; }
   /// Per node, the inputs it waits for: a step starts from a copy.
@@ -67,6 +72,7 @@ class ExecutorPlan {
   std::vector<NodeItem> items_;
   std::vector<OutEdgeItem> out_edges_;
   std::vector<int32_t> ctrl_edges_;
+  std::vector<int32_t> deref_inputs_;
   std::vector<int32_t> roots_;
   std::vector<int32_t> initial_pending_;
   int total_input_slots_ = 0;

@@ -14,6 +14,13 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
   cfg.add_message_type<KernelDone>("actorflow::KernelDone");
   cfg.add_message_type<GraphBuilt>("actorflow::GraphBuilt");
+  cfg.add_message_type<VarReadRequest>("actorflow::VarReadRequest");
+  cfg.add_message_type<VarReadResponse>("actorflow::VarReadResponse");
+  cfg.add_message_type<VarUpdateRequest>("actorflow::VarUpdateRequest");
+  cfg.add_message_type<VarUpdateResponse>("actorflow::VarUpdateResponse");
+  cfg.add_message_type<ResetContainersRequest>("actorflow::ResetContainersRequest");
+  cfg.add_message_type<ResetContainersResponse>("actorflow::ResetContainersResponse");
+  cfg.add_message_type<VarUpdateDone>("actorflow::VarUpdateDone");
 }
 
 }  // namespace actorflow

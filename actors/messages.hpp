@@ -9,6 +9,10 @@
 //   KernelDone            (to itself)               a pool/async kernel finished
 //   deadline atom         (to itself)               the earliest step deadline is due
 //   GraphBuilt            (to itself)               a registered graph's plan is ready
+//
+// Container actor protocol (actors/container_actor.hpp): VarReadRequest,
+// VarUpdateRequest, ResetContainersRequest and their responses
+// (ops/state/variable_requests.hpp); VarUpdateDone to itself.
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -20,6 +24,7 @@
 
 #include "actors/step_state.hpp"
 #include "net/wire_format.hpp"
+#include "ops/state/variable_requests.hpp"
 
 namespace actorflow {
 
@@ -65,6 +70,11 @@ struct GraphBuilt {
   uint64_t graph_handle = 0;
 };
 
+/// An update the container actor ran on the pool has finished (to itself).
+struct VarUpdateDone {
+  uint64_t id = 0;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
   return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us);
@@ -97,6 +107,35 @@ typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, GraphBuilt& x) {
   return f(caf::meta::type_name("GraphBuilt"), x.graph_handle);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, VarReadRequest& x) {
+  return f(caf::meta::type_name("VarReadRequest"), x.handles, x.check_only);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, VarReadResponse& x) {
+  return f(caf::meta::type_name("VarReadResponse"), x.status, x.values);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, VarUpdateRequest& x) {
+  return f(caf::meta::type_name("VarUpdateRequest"), x.kind, x.handles, x.args, x.validate_shape, x.use_nesterov);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, VarUpdateResponse& x) {
+  return f(caf::meta::type_name("VarUpdateResponse"), x.status);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ResetContainersRequest& x) {
+  return f(caf::meta::type_name("ResetContainersRequest"), x.containers);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ResetContainersResponse& x) {
+  return f(caf::meta::type_name("ResetContainersResponse"), x.status, x.num_dropped);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, VarUpdateDone& x) {
+  return f(caf::meta::type_name("VarUpdateDone"), x.id);
 }
 
 /// Adds every actorflow message type to `cfg`; call in every process.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "actors/client_channel.hpp"
+#include "actors/container_actor.hpp"
 #include "actors/device_actor.hpp"
 #include "actors/messages.hpp"
 #include "devices/allocator.hpp"
@@ -50,17 +51,20 @@ struct Runtime::Impl {
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system);
+    container = SpawnContainerActor(*system, pool.get());
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
                                                DEVICE_CPU, cpu_allocator(), pool.get()));
       devices.push_back(owned.back().get());
-      actors.push_back(SpawnDeviceActor(*system, devices.back()));
+      actors.push_back(SpawnDeviceActor(*system, devices.back(), container));
     }
   }
   ~Impl() {
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors.clear();
+    caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
+    container = caf::actor();
     channels.reset();
     system.reset();  // joins the workers while the devices and the pool still exist
   }
@@ -72,6 +76,7 @@ struct Runtime::Impl {
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;
   std::vector<caf::actor> actors;
+  caf::actor container;  // the variables of every session of this runtime
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -93,6 +98,7 @@ ChannelPool* Runtime::channels() { return impl_->channels.get(); }
 int Runtime::num_threads() const { return impl_->threads; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
+const caf::actor& Runtime::container_actor() const { return impl_->container; }
 
 int Runtime::FindDevice(const std::string& name) const {
   for (size_t i = 0; i < impl_->devices.size(); ++i) {

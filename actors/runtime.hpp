@@ -1,4 +1,5 @@
-// Runtime: one process's actor system, compute pool, devices and device actors.
+// Runtime: one process's actor system, compute pool, devices, device actors
+// and the container actor holding variables.
 //
 // A process normally has one Runtime (Runtime::Default(), created on first use)
 // so that it has exactly one pool of compute threads. Tests create their own to
@@ -48,6 +49,9 @@ class Runtime {
   const std::vector<Device*>& devices() const;
   /// The actor executing partitions on devices()[i].
   const caf::actor& device_actor(int i) const;
+  /// The actor holding this runtime's variables (actors/container_actor.hpp):
+  /// every session on this runtime shares them.
+  const caf::actor& container_actor() const;
   /// Index of the device named `name` (full or short, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 

@@ -202,6 +202,13 @@ Status Session::Close() {
   return Status::OK();
 }
 
+Status Session::ResetContainers(const std::vector<std::string>& containers) {
+  ResetContainersResponse resp;
+  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->container_actor(), ResetContainersRequest{containers},
+                                               std::chrono::milliseconds(0), &resp));
+  return resp.status;
+}
+
 size_t Session::num_cached_executables() const {
   std::lock_guard<std::mutex> lock(mu_);
   return executables_.size();

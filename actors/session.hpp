@@ -75,6 +75,12 @@ class Session {
   /// Cancels steps in flight and releases the graph; later Runs fail.
   Status Close();
 
+  /// Drops every variable of the named containers ("" is the default one;
+  /// an empty list drops all), for every session of this runtime — what
+  /// TensorFlow's Session.reset does. Variables are recreated, uninitialized,
+  /// when a graph next uses them.
+  Status ResetContainers(const std::vector<std::string>& containers);
+
   /// Number of distinct (feeds, fetches, targets) signatures prepared so far.
   size_t num_cached_executables() const;
 

@@ -1,5 +1,7 @@
 #include "graph/builder.hpp"
 
+#include <limits>
+
 #include <unordered_map>
 
 #include "ops/op_registry.hpp"
@@ -44,6 +46,9 @@ struct Scope::Shared {
   std::unordered_map<std::string, int> name_counts;
   std::unordered_map<const Node*, std::vector<PartialTensorShape>> shapes;
   std::unordered_map<const Node*, Tensor> const_values;
+  std::map<std::string, std::vector<Output>> collections;
+  bool has_graph_seed = false;
+  int64_t graph_seed = 0;
 };
 
 Scope Scope::NewRootScope() {
@@ -199,6 +204,38 @@ Operation Scope::AddOp(const std::string& op_type, const std::vector<OutputList>
     if (GetNodeAttr(node->def(), "value", &value).ok()) shared_->const_values[node] = value;
   }
   return Operation(node);
+}
+
+void Scope::AddToCollection(const std::string& key, const Output& value) const {
+  shared_->collections[key].push_back(value);
+}
+
+std::vector<Output> Scope::GetCollection(const std::string& key) const {
+  auto it = shared_->collections.find(key);
+  return it == shared_->collections.end() ? std::vector<Output>() : it->second;
+}
+
+void Scope::SetGraphSeed(int64_t seed) const {
+  shared_->has_graph_seed = true;
+  shared_->graph_seed = seed;
+}
+
+// TensorFlow's random_seed.get_seed: a graph seed alone gives each op a
+// distinct, deterministic op seed (the number of nodes so far); an op seed
+// alone pairs with a fixed default graph seed; neither means random.
+void Scope::GetSeeds(int64_t op_seed, int64_t* seed, int64_t* seed2) const {
+  constexpr int64_t kDefaultGraphSeed = 87654321;
+  if (shared_->has_graph_seed) {
+    *seed = shared_->graph_seed;
+    *seed2 = op_seed >= 0 ? op_seed : shared_->graph.num_node_ids();
+  } else if (op_seed >= 0) {
+    *seed = kDefaultGraphSeed;
+    *seed2 = op_seed;
+  } else {
+    *seed = 0;
+    *seed2 = 0;
+  }
+  if (*seed == 0 && *seed2 == 0 && (shared_->has_graph_seed || op_seed >= 0)) *seed2 = std::numeric_limits<int32_t>::max();
 }
 
 }  // namespace actorflow

@@ -137,6 +137,17 @@ class Scope {
   /// The name the next op gets: the WithOpName name, or `default_name` made unique.
   std::string GetUniqueNameForOp(const std::string& default_name) const;
 
+  /// Named lists of outputs kept with the graph (TensorFlow's collections):
+  /// graph/variables.hpp keeps the variables and their initializers here.
+  void AddToCollection(const std::string& key, const Output& value) const;
+  std::vector<Output> GetCollection(const std::string& key) const;
+
+  /// The graph-level random seed (TensorFlow's tf.set_random_seed).
+  void SetGraphSeed(int64_t seed) const;
+  /// (seed, seed2) attrs for a random op given its own seed (-1: none), by
+  /// TensorFlow's rules: deterministic when either seed is set, distinct per op.
+  void GetSeeds(int64_t op_seed, int64_t* seed, int64_t* seed2) const;
+
  private:
   struct Shared;
   Scope() = default;

@@ -37,6 +37,7 @@ namespace actorflow {
 
 class CancellationManager;
 class OpKernelContext;
+class VariableAccess;
 
 /// Arguments and results of one step: fed tensors are read by _Arg nodes,
 /// fetched tensors written by _Retval nodes.
@@ -140,6 +141,7 @@ class OpKernelContext {
     int num_outputs = 0;
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
+    VariableAccess* variables = nullptr;  // the container actor's variables, through the device actor
   };
 
   explicit OpKernelContext(Params* p) : p_(p) {}
@@ -171,6 +173,8 @@ class OpKernelContext {
   const OpKernel& op_kernel() const { return *p_->op_kernel; }
   CallFrame* call_frame() const { return p_->call_frame; }
   CancellationManager* cancellation_manager() const { return p_->cancellation; }
+  /// Reads and updates of variables; null where no container is reachable.
+  VariableAccess* variables() const { return p_->variables; }
 
  private:
   Params* p_;

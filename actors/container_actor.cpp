@@ -1,0 +1,261 @@
+#include "actors/container_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <variant>
+
+#include "actors/messages.hpp"
+#include "core/resource_handle.hpp"
+#include "devices/compute_pool.hpp"
+#include "ops/state/variable_updates.hpp"
+
+namespace actorflow {
+
+namespace {
+
+struct Var {
+  VarSlot slot;
+  bool busy = false;  // an update runs on the pool: only that job touches `slot`
+};
+
+// A request that found one of its variables busy, kept until they are free.
+struct Waiting {
+  std::variant<VarReadRequest, VarUpdateRequest> request;
+  std::vector<std::shared_ptr<Var>> vars;
+  caf::response_promise promise;
+};
+
+struct ContainerState {
+  ComputePool* pool = nullptr;
+  // (container, shared name) -> variable. shared_ptr: a pool job keeps the
+  // variable it updates alive across a ResetContainers.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<Var>> vars;
+  std::unordered_map<std::string, std::shared_ptr<Var>> by_handle;  // decoded handles, a cache
+  std::deque<Waiting> waiting;  // in arrival order
+  struct Running {
+    std::vector<std::shared_ptr<Var>> vars;
+    std::shared_ptr<Status> status;
+    caf::response_promise promise;
+  };
+  std::unordered_map<uint64_t, Running> running;
+  uint64_t next_job = 1;
+  static const char* name;
+};
+const char* ContainerState::name = "container_actor";
+
+using ContainerActor = caf::stateful_actor<ContainerState>;
+
+std::string DisplayName(const ResourceHandle& h) {
+  return h.container == kDefaultContainer ? h.name : h.DebugName();
+}
+
+bool SameDeclaration(const VarSlot& v, const ResourceHandle& h) {
+  if (v.dtype != h.dtype) return false;
+  if (v.shape.unknown_rank() != h.shape.unknown_rank()) return false;
+  return v.shape.dim_sizes() == h.shape.dim_sizes();
+}
+
+// The variable a handle names, created (uninitialized) on first use.
+Status Resolve(ContainerActor* self, const std::string& encoded, std::shared_ptr<Var>* out) {
+  auto& st = self->state;
+  auto hit = st.by_handle.find(encoded);
+  if (hit != st.by_handle.end()) {
+    *out = hit->second;
+    return Status::OK();
+  }
+  ResourceHandle h;
+  AF_RETURN_IF_ERROR(ResourceHandle::Decode(encoded, &h));
+  if (!DataTypeIsSupported(h.dtype)) return errors::InvalidArgument("variable ", h.DebugName(), " has dtype ", h.dtype);
+  auto& var = st.vars[{h.container, h.name}];
+  if (!var) {
+    var = std::make_shared<Var>();
+    var->slot.name = DisplayName(h);
+    var->slot.dtype = h.dtype;
+    var->slot.shape = h.shape;
+  } else if (!SameDeclaration(var->slot, h)) {
+    return errors::InvalidArgument("Trying to share variable ", DisplayName(h), ", but specified dtype ",
+                                   DataTypeString(h.dtype), " and shape ", h.shape.DebugString(), " and found dtype ",
+                                   DataTypeString(var->slot.dtype), " and shape ", var->slot.shape.DebugString());
+  }
+  st.by_handle.emplace(encoded, var);
+  *out = var;
+  return Status::OK();
+}
+
+Status ResolveAll(ContainerActor* self, const std::vector<std::string>& handles,
+                  std::vector<std::shared_ptr<Var>>* out) {
+  out->clear();
+  for (const auto& h : handles) {
+    std::shared_ptr<Var> v;
+    AF_RETURN_IF_ERROR(Resolve(self, h, &v));
+    out->push_back(std::move(v));
+  }
+  return Status::OK();
+}
+
+VarReadResponse Read(const VarReadRequest& req, const std::vector<std::shared_ptr<Var>>& vars) {
+  VarReadResponse resp;
+  resp.values.reserve(vars.size());
+  for (const auto& v : vars) {
+    if (req.check_only) {
+      resp.values.push_back(Tensor::Scalar<bool>(v->slot.value.IsInitialized()));
+    } else if (!v->slot.value.IsInitialized()) {
+      resp.status = errors::FailedPrecondition("Attempting to use uninitialized value ", v->slot.name);
+      resp.values.clear();
+      return resp;
+    } else {
+      resp.values.push_back(v->slot.value);
+    }
+  }
+  return resp;
+}
+
+bool AnyBusy(const std::vector<std::shared_ptr<Var>>& vars) {
+  for (const auto& v : vars)
+    if (v->busy) return true;
+  return false;
+}
+
+// An earlier waiting request touches one of `vars`: this one must queue too,
+// or it would overtake it.
+bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>& vars, size_t limit) {
+  auto& waiting = self->state.waiting;
+  for (size_t i = 0; i < limit && i < waiting.size(); ++i)
+    for (const auto& w : waiting[i].vars)
+      for (const auto& v : vars)
+        if (w == v) return true;
+  return false;
+}
+
+// Applies an update now: in the handler when small, else on the pool with the
+// variables marked busy until UpdateDone.
+void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
+                 caf::response_promise promise) {
+  std::vector<VarSlot*> slots;
+  for (const auto& v : vars) slots.push_back(&v->slot);
+  if (VarUpdateSize(req, slots) < kInlineUpdateElements) {
+    Status s;
+    try {
+      s = ApplyVarUpdate(req, slots);
+    } catch (const std::bad_alloc&) {
+      s = errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+    }
+    promise.deliver(VarUpdateResponse{s});
+    return;
+  }
+  auto& st = self->state;
+  const uint64_t id = st.next_job++;
+  for (const auto& v : vars) v->busy = true;
+  auto status = std::make_shared<Status>();
+  st.running.emplace(id, ContainerState::Running{vars, status, std::move(promise)});
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  st.pool->Schedule([me, id, req = std::move(req), vars = std::move(vars), status]() mutable {
+    std::vector<VarSlot*> slots;
+    for (const auto& v : vars) slots.push_back(&v->slot);
+    try {
+      *status = ApplyVarUpdate(req, slots);
+    } catch (const std::bad_alloc&) {
+      *status = errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+    }
+    caf::send_as(me, me, VarUpdateDone{id});
+  });
+}
+
+// Runs waiting requests whose variables are free, in order.
+void Drain(ContainerActor* self) {
+  auto& waiting = self->state.waiting;
+  for (size_t i = 0; i < waiting.size();) {
+    Waiting& w = waiting[i];
+    if (AnyBusy(w.vars) || QueuedBefore(self, w.vars, i)) {
+      ++i;
+      continue;
+    }
+    Waiting mine = std::move(w);
+    waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+    if (auto* read = std::get_if<VarReadRequest>(&mine.request)) {
+      mine.promise.deliver(Read(*read, mine.vars));
+    } else {
+      StartUpdate(self, std::move(std::get<VarUpdateRequest>(mine.request)), std::move(mine.vars),
+                  std::move(mine.promise));
+    }
+    // An update may have made variables busy: rescan from the start.
+    i = 0;
+  }
+}
+
+}  // namespace
+
+caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
+  return sys.spawn([pool](ContainerActor* self) -> caf::behavior {
+    self->state.pool = pool;
+    return {
+        [self](const VarReadRequest& req) {
+          auto rp = self->make_response_promise();
+          std::vector<std::shared_ptr<Var>> vars;
+          Status s = ResolveAll(self, req.handles, &vars);
+          if (!s.ok()) {
+            rp.deliver(VarReadResponse{s, {}});
+          } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
+            self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
+          } else {
+            rp.deliver(Read(req, vars));
+          }
+        },
+        [self](const VarUpdateRequest& req) {
+          auto rp = self->make_response_promise();
+          std::vector<std::shared_ptr<Var>> vars;
+          Status s = ResolveAll(self, req.handles, &vars);
+          for (size_t i = 0; s.ok() && i < vars.size(); ++i)
+            for (size_t j = i + 1; s.ok() && j < vars.size(); ++j)
+              if (vars[i] == vars[j])
+                s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
+                                            vars[i]->slot.name, " twice");
+          if (!s.ok()) {
+            rp.deliver(VarUpdateResponse{s});
+          } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
+            self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
+          } else {
+            StartUpdate(self, req, std::move(vars), rp);
+          }
+        },
+        [self](const VarUpdateDone& done) {
+          if (self->current_sender() != self->ctrl()) return;  // only our own pool jobs
+          auto& st = self->state;
+          auto it = st.running.find(done.id);
+          if (it == st.running.end()) return;
+          for (const auto& v : it->second.vars) v->busy = false;
+          it->second.promise.deliver(VarUpdateResponse{*it->second.status});
+          st.running.erase(it);
+          Drain(self);
+        },
+        [self](const ResetContainersRequest& req) -> ResetContainersResponse {
+          // Containers named "" mean the default one, as in VariableV2.
+          auto& st = self->state;
+          int64_t dropped = 0;
+          for (auto it = st.vars.begin(); it != st.vars.end();) {
+            const bool match = req.containers.empty() ||
+                               std::find(req.containers.begin(), req.containers.end(), it->first.first) !=
+                                   req.containers.end() ||
+                               (it->first.first == kDefaultContainer &&
+                                std::find(req.containers.begin(), req.containers.end(), "") != req.containers.end());
+            if (match) {
+              it = st.vars.erase(it);
+              ++dropped;
+            } else {
+              ++it;
+            }
+          }
+          // Cached handles may name dropped variables; waiting and running
+          // requests keep theirs alive and finish on them.
+          st.by_handle.clear();
+          return ResetContainersResponse{Status::OK(), dropped};
+        },
+    };
+  });
+}
+
+}  // namespace actorflow

@@ -1,0 +1,29 @@
+// The container actor: the process's resource manager, owner of every
+// variable (TensorFlow's ResourceMgr, as an actor).
+//
+// Variables live in named containers ("localhost" by default) under their
+// shared names; the same (container, shared_name) is the same variable for
+// every graph and session of the process. Kernels reach a variable only by
+// messages carrying its handle (ops/state/variable_requests.hpp):
+//   VarReadRequest        -> VarReadResponse        values (or whether initialized)
+//   VarUpdateRequest      -> VarUpdateResponse      Assign*, Apply*
+//   ResetContainersRequest -> ResetContainersResponse drop containers' variables
+//
+// Requests on one variable are applied in arrival order, each whole before the
+// next begins, so every update is atomic with respect to other updates and
+// reads. Reads share the variable's buffer; an update that finds a reader
+// still holding it writes a new buffer instead (copy on write). Small updates
+// run in the handler; large ones on the compute pool, while later requests
+// touching the same variables wait in the actor (no thread waits).
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+namespace actorflow {
+
+class ComputePool;
+
+caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool);
+
+}  // namespace actorflow

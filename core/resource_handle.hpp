@@ -1,0 +1,40 @@
+// ResourceHandle: names a piece of state kept by the container actor (a
+// variable), and travels along ref edges of the graph.
+//
+// TensorFlow's reference edges carry a pointer to a variable's buffer; ours
+// carry a scalar DT_STRING tensor holding an encoded handle, so a ref edge can
+// cross actors and processes like any tensor. The holder of the state is the
+// container actor: kernels send it the handle, never touch the state.
+#pragma once
+
+#include <string>
+
+#include "core/dtypes.hpp"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "core/tensor_shape.hpp"
+
+namespace actorflow {
+
+/// The container that VariableV2 with container "" uses.
+inline constexpr const char* kDefaultContainer = "localhost";
+
+struct ResourceHandle {
+  std::string container;      // never empty: "" means kDefaultContainer
+  std::string name;           // the shared name
+  DataType dtype = DT_INVALID;
+  PartialTensorShape shape;   // as declared by the op that names it
+
+  /// A compact, self-delimiting encoding (a ResourceHandleProto).
+  std::string Encode() const;
+  static Status Decode(const std::string& encoded, ResourceHandle* out);
+  /// "container/name", for messages.
+  std::string DebugName() const;
+};
+
+/// The tensor a ref output carries: a DT_STRING scalar holding handle.Encode().
+Tensor MakeRefTensor(const ResourceHandle& handle);
+/// The encoded handle in a ref tensor; InvalidArgument when `t` is not one.
+Status RefTensorHandle(const Tensor& t, const std::string** encoded);
+
+}  // namespace actorflow

@@ -1,0 +1,200 @@
+// Variables with TensorFlow 1.x's ref semantics: VariableV2 outputs a
+// reference to a variable held by the container actor; Assign, AssignAdd and
+// AssignSub change it there and output the same reference; any op taking the
+// reference by value (Identity, MatMul, a fetch) reads the variable when it
+// runs. IsVariableInitialized asks without reading.
+#include "core/resource_handle.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+#include "ops/state/variable_ops.hpp"
+#include "ops/state/variable_requests.hpp"
+
+namespace actorflow {
+
+Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) {
+  VariableAccess* vars = ctx->variables();
+  if (!vars) return errors::Unavailable("no container actor holds variables on this device");
+  vars->Update(std::move(req), [ctx, done = std::move(done)](const Status& s) {
+    if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
+    else ctx->SetStatus(s);
+    done();
+  });
+  return Status::OK();
+}
+
+Status VariableUpdateKernel::Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out) {
+  for (int i = 0; i < n; ++i) {
+    const std::string* h;
+    AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(i), &h));
+    out->push_back(*h);
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status VariableShape(InferenceContext* c) {
+  PartialTensorShape shape;
+  AF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+  c->set_output(0, shape);
+  return Status::OK();
+}
+
+AF_REGISTER_OP("VariableV2")
+    .Output("ref: Ref(dtype)")
+    .Attr("shape: shape")
+    .Attr("dtype: type")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(VariableShape)
+    .Doc("A reference to the variable (container, shared_name or the node's name), held by the container actor.");
+
+class VariableV2Op : public OpKernel {
+ public:
+  explicit VariableV2Op(OpKernelConstruction* c) : OpKernel(c) {
+    ResourceHandle h;
+    c->SetStatus(c->GetAttr("container", &h.container));
+    c->SetStatus(c->GetAttr("shared_name", &h.name));
+    c->SetStatus(c->GetAttr("dtype", &h.dtype));
+    c->SetStatus(c->GetAttr("shape", &h.shape));
+    if (h.container.empty()) h.container = kDefaultContainer;
+    if (h.name.empty()) h.name = name();
+    ref_ = MakeRefTensor(h);  // built once, shared by every step
+  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ref_); }
+
+ private:
+  Tensor ref_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("VariableV2").Device(DEVICE_CPU), VariableV2Op);
+
+// Assign's output has the value's shape when validate_shape is false.
+Status AssignShape(InferenceContext* c) {
+  bool validate = true;
+  AF_RETURN_IF_ERROR(c->GetAttr("validate_shape", &validate));
+  if (!validate) {
+    c->set_output(0, c->input(1));
+    return Status::OK();
+  }
+  const PartialTensorShape& ref = c->input(0);
+  const PartialTensorShape& value = c->input(1);
+  if (!ref.unknown_rank() && !value.unknown_rank() && !ref.IsCompatibleWith(value))
+    return c->Error("Assign requires shapes of both tensors to match. lhs shape= ", ref.DebugString(),
+                    " rhs shape= ", value.DebugString());
+  c->set_output(0, ref.unknown_rank() ? value : ref);
+  return Status::OK();
+}
+
+Status SameShapes(InferenceContext* c) {
+  const PartialTensorShape& ref = c->input(0);
+  const PartialTensorShape& value = c->input(1);
+  if (!ref.unknown_rank() && !value.unknown_rank() && !ref.IsCompatibleWith(value))
+    return c->Error("shapes of the variable ", ref.DebugString(), " and the value ", value.DebugString(),
+                    " differ");
+  c->set_output(0, ref);
+  return Status::OK();
+}
+
+AF_REGISTER_OP("Assign")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: type")
+    .Attr("validate_shape: bool = true")
+    .Attr("use_locking: bool = true")
+    .SetAllowsUninitializedInput()
+    .SetShapeFn(AssignShape)
+    .Doc("Sets the variable to value. Updates are always atomic (applied by the container actor in order).");
+
+AF_REGISTER_OP("AssignAdd")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(SameShapes)
+    .Doc("Adds value to the variable, atomically.");
+
+AF_REGISTER_OP("AssignSub")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(SameShapes)
+    .Doc("Subtracts value from the variable, atomically.");
+
+class AssignOp : public VariableUpdateKernel {
+ public:
+  AssignOp(OpKernelConstruction* c, VarUpdateKind kind) : VariableUpdateKernel(c), kind_(kind) {
+    if (c->HasAttr("validate_shape")) c->SetStatus(c->GetAttr("validate_shape", &validate_shape_));
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    VarUpdateRequest req;
+    req.kind = static_cast<int32_t>(kind_);
+    req.validate_shape = validate_shape_;
+    Status s = Handles(ctx, 1, &req.handles);
+    if (s.ok()) {
+      req.args.push_back(ctx->input(1));
+      s = Start(ctx, std::move(req), done);
+    }
+    if (!s.ok()) {
+      ctx->SetStatus(s);
+      done();
+    }
+  }
+
+ private:
+  VarUpdateKind kind_;
+  bool validate_shape_ = true;
+};
+
+struct AssignKernel : AssignOp {
+  explicit AssignKernel(OpKernelConstruction* c) : AssignOp(c, VarUpdateKind::kAssign) {}
+};
+struct AssignAddKernel : AssignOp {
+  explicit AssignAddKernel(OpKernelConstruction* c) : AssignOp(c, VarUpdateKind::kAssignAdd) {}
+};
+struct AssignSubKernel : AssignOp {
+  explicit AssignSubKernel(OpKernelConstruction* c) : AssignOp(c, VarUpdateKind::kAssignSub) {}
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("Assign").Device(DEVICE_CPU), AssignKernel);
+AF_REGISTER_KERNEL(KernelDefBuilder("AssignAdd").Device(DEVICE_CPU), AssignAddKernel);
+AF_REGISTER_KERNEL(KernelDefBuilder("AssignSub").Device(DEVICE_CPU), AssignSubKernel);
+
+AF_REGISTER_OP("IsVariableInitialized")
+    .Input("ref: Ref(dtype)")
+    .Output("is_initialized: bool")
+    .Attr("dtype: type")
+    .SetAllowsUninitializedInput()
+    .SetShapeFn(shape_fns::Scalar)
+    .Doc("Whether the variable has a value.");
+
+class IsVariableInitializedOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const std::string* handle;
+    Status s = RefTensorHandle(ctx->input(0), &handle);
+    if (s.ok() && !ctx->variables()) s = errors::Unavailable("no container actor holds variables on this device");
+    if (!s.ok()) {
+      ctx->SetStatus(s);
+      done();
+      return;
+    }
+    VarReadRequest req;
+    req.handles.push_back(*handle);
+    req.check_only = true;
+    ctx->variables()->Read(std::move(req), [ctx, done = std::move(done)](VarReadResponse& r) {
+      if (r.status.ok() && r.values.size() == 1) ctx->set_output(0, std::move(r.values[0]));
+      else ctx->SetStatus(r.status.ok() ? errors::Internal("no answer for the variable") : r.status);
+      done();
+    });
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(DEVICE_CPU), IsVariableInitializedOp);
+
+}  // namespace
+}  // namespace actorflow

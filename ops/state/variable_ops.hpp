@@ -1,0 +1,26 @@
+// The base of kernels that change variables (Assign*, Apply*): they send one
+// VarUpdateRequest to the container actor and output their first input, the
+// variable's reference, once it is applied.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/op_kernel.hpp"
+#include "ops/state/variable_requests.hpp"
+
+namespace actorflow {
+
+class VariableUpdateKernel : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+
+ protected:
+  /// The encoded handles of the first `n` inputs (ref inputs).
+  static Status Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out);
+  /// Sends `req`; on success output 0 is input 0. Calls done unless it
+  /// returns an error (then the caller reports it and calls done).
+  static Status Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done);
+};
+
+}  // namespace actorflow

@@ -1,0 +1,259 @@
+#include "ops/state/variable_updates.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/tensor_eigen.hpp"
+
+namespace actorflow {
+
+const char* VarUpdateName(VarUpdateKind kind) {
+  switch (kind) {
+    case VarUpdateKind::kAssign: return "Assign";
+    case VarUpdateKind::kAssignAdd: return "AssignAdd";
+    case VarUpdateKind::kAssignSub: return "AssignSub";
+    case VarUpdateKind::kGradientDescent: return "ApplyGradientDescent";
+    case VarUpdateKind::kMomentum: return "ApplyMomentum";
+    case VarUpdateKind::kAdam: return "ApplyAdam";
+    case VarUpdateKind::kAdagrad: return "ApplyAdagrad";
+    case VarUpdateKind::kRMSProp: return "ApplyRMSProp";
+  }
+  return "unknown update";
+}
+
+namespace {
+
+struct Arity {
+  size_t vars, args;
+};
+
+Arity ArityOf(VarUpdateKind kind) {
+  switch (kind) {
+    case VarUpdateKind::kAssign:
+    case VarUpdateKind::kAssignAdd:
+    case VarUpdateKind::kAssignSub: return {1, 1};
+    case VarUpdateKind::kGradientDescent: return {1, 2};
+    case VarUpdateKind::kMomentum: return {2, 3};
+    case VarUpdateKind::kAdam: return {3, 7};
+    case VarUpdateKind::kAdagrad: return {2, 2};
+    case VarUpdateKind::kRMSProp: return {3, 5};
+  }
+  return {0, 0};
+}
+
+Status Uninitialized(const VarSlot& v) {
+  return errors::FailedPrecondition("Attempting to use uninitialized value ", v.name);
+}
+
+// The buffer to write variable v's new value into: its own when no one else
+// holds it, else a fresh one (the reader keeps the old bytes).
+Status Writable(VarSlot* v, Tensor* out) {
+  if (v->value.RefCountIsOne() || v->value.NumElements() == 0) {
+    *out = v->value;
+    return Status::OK();
+  }
+  return Tensor::Create(nullptr, v->value.dtype(), v->value.shape(), out);
+}
+
+Status CheckSameShape(const VarSlot& v, const Tensor& t, const char* what) {
+  if (v.value.shape() != t.shape())
+    return errors::InvalidArgument(what, " and ", v.name, " do not have the same shape: ", t.shape().DebugString(),
+                                   " vs ", v.value.shape().DebugString());
+  return Status::OK();
+}
+
+
+Status CheckDtype(const VarSlot& v, const Tensor& t, const char* what) {
+  if (t.dtype() != v.dtype)
+    return errors::InvalidArgument(what, " has dtype ", DataTypeString(t.dtype()), " but ", v.name, " is ",
+                                   DataTypeString(v.dtype));
+  return Status::OK();
+}
+
+template <class T>
+void AddOrSub(const Tensor& in, const Tensor& delta, bool add, Tensor* out) {
+  auto o = FlatArrayView<T>(*out);
+  auto a = FlatArrayView<T>(in);
+  auto d = FlatArrayView<T>(delta);
+  if (add) o = a + d;
+  else o = a - d;
+}
+
+Status AssignAddSub(const VarUpdateRequest& req, VarSlot* v, bool add) {
+  const Tensor& delta = req.args[0];
+  if (!v->value.IsInitialized()) return Uninitialized(*v);
+  AF_RETURN_IF_ERROR(CheckDtype(*v, delta, "value"));
+  AF_RETURN_IF_ERROR(CheckSameShape(*v, delta, "value"));
+  Tensor out;
+  AF_RETURN_IF_ERROR(Writable(v, &out));
+  switch (v->dtype) {
+    case DT_FLOAT: AddOrSub<float>(v->value, delta, add, &out); break;
+    case DT_DOUBLE: AddOrSub<double>(v->value, delta, add, &out); break;
+    case DT_INT32: AddOrSub<int32_t>(v->value, delta, add, &out); break;
+    case DT_INT64: AddOrSub<int64_t>(v->value, delta, add, &out); break;
+    default:
+      return errors::InvalidArgument(add ? "AssignAdd" : "AssignSub", " does not support ", DataTypeString(v->dtype));
+  }
+  v->value = std::move(out);
+  return Status::OK();
+}
+
+Status Assign(const VarUpdateRequest& req, VarSlot* v) {
+  const Tensor& value = req.args[0];
+  AF_RETURN_IF_ERROR(CheckDtype(*v, value, "value"));
+  if (req.validate_shape) {
+    // The declared shape when fully defined, else the current value's.
+    TensorShape want;
+    bool known = v->shape.AsTensorShape(&want);
+    if (!known && v->value.IsInitialized()) {
+      want = v->value.shape();
+      known = true;
+    }
+    if (known && want != value.shape())
+      return errors::InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
+                                     want.DebugString(), " rhs shape= ", value.shape().DebugString(), " (",
+                                     v->name, ")");
+    if (!known && !v->shape.IsCompatibleWith(value.shape()))
+      return errors::InvalidArgument("Assign of a ", value.shape().DebugString(), " value to ", v->name,
+                                     " declared ", v->shape.DebugString());
+  }
+  // The variable shares the value's buffer: a later in-place update copies it
+  // first if the producer (a feed, a constant) still holds it.
+  v->value = value;
+  return Status::OK();
+}
+
+// The optimizers, element-wise over flat views. `w` are the writable outputs
+// (possibly the inputs themselves), `in` the current values.
+template <class T>
+struct Optimizers {
+  static T S(const Tensor& t) { return t.scalar<T>(); }
+
+  static void GradientDescent(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+    auto var = FlatArrayView<T>(w[0]);
+    var = FlatArrayView<T>(in[0]->value) - FlatArrayView<T>(r.args[1]) * S(r.args[0]);
+  }
+
+  static void Momentum(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+    const T lr = S(r.args[0]), momentum = S(r.args[2]);
+    auto grad = FlatArrayView<T>(r.args[1]);
+    auto accum = FlatArrayView<T>(w[1]);
+    accum = FlatArrayView<T>(in[1]->value) * momentum + grad;
+    auto var = FlatArrayView<T>(w[0]);
+    if (r.use_nesterov) var = FlatArrayView<T>(in[0]->value) - (grad * lr + accum * momentum * lr);
+    else var = FlatArrayView<T>(in[0]->value) - accum * lr;
+  }
+
+  static void Adam(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+    const T beta1_power = S(r.args[0]), beta2_power = S(r.args[1]), lr = S(r.args[2]);
+    const T beta1 = S(r.args[3]), beta2 = S(r.args[4]), epsilon = S(r.args[5]);
+    auto grad = FlatArrayView<T>(r.args[6]);
+    const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    auto m = FlatArrayView<T>(w[1]);
+    auto v = FlatArrayView<T>(w[2]);
+    m = FlatArrayView<T>(in[1]->value) + (grad - FlatArrayView<T>(in[1]->value)) * (T(1) - beta1);
+    v = FlatArrayView<T>(in[2]->value) + (grad.square() - FlatArrayView<T>(in[2]->value)) * (T(1) - beta2);
+    auto var = FlatArrayView<T>(w[0]);
+    if (r.use_nesterov)
+      var = FlatArrayView<T>(in[0]->value) - ((grad * (T(1) - beta1) + m * beta1) * alpha) / (v.sqrt() + epsilon);
+    else
+      var = FlatArrayView<T>(in[0]->value) - (m * alpha) / (v.sqrt() + epsilon);
+  }
+
+  static void Adagrad(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+    const T lr = S(r.args[0]);
+    auto grad = FlatArrayView<T>(r.args[1]);
+    auto accum = FlatArrayView<T>(w[1]);
+    accum = FlatArrayView<T>(in[1]->value) + grad.square();
+    auto var = FlatArrayView<T>(w[0]);
+    var = FlatArrayView<T>(in[0]->value) - grad * lr * accum.rsqrt();
+  }
+
+  static void RMSProp(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+    const T lr = S(r.args[0]), rho = S(r.args[1]), momentum = S(r.args[2]), epsilon = S(r.args[3]);
+    auto grad = FlatArrayView<T>(r.args[4]);
+    auto ms = FlatArrayView<T>(w[1]);
+    ms = FlatArrayView<T>(in[1]->value) + (grad.square() - FlatArrayView<T>(in[1]->value)) * (T(1) - rho);
+    auto mom = FlatArrayView<T>(w[2]);
+    mom = FlatArrayView<T>(in[2]->value) * momentum + (grad * lr) / (ms + epsilon).sqrt();
+    auto var = FlatArrayView<T>(w[0]);
+    var = FlatArrayView<T>(in[0]->value) - mom;
+  }
+};
+
+// Apply*: validation common to all optimizers, then the formula.
+Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) {
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
+  const char* op = VarUpdateName(kind);
+  for (VarSlot* v : vars) {
+    if (!v->value.IsInitialized()) return Uninitialized(*v);
+    if (v->dtype != DT_FLOAT && v->dtype != DT_DOUBLE)
+      return errors::InvalidArgument(op, " does not support ", DataTypeString(v->dtype), " (", v->name, ")");
+    if (v->dtype != vars[0]->dtype || v->value.shape() != vars[0]->value.shape())
+      return errors::InvalidArgument(op, ": ", v->name, " (", DataTypeString(v->dtype), " ",
+                                     v->value.shape().DebugString(), ") does not match ", vars[0]->name, " (",
+                                     DataTypeString(vars[0]->dtype), " ", vars[0]->value.shape().DebugString(), ")");
+  }
+  // Every argument has the variable's dtype; the gradient (or delta) has its
+  // shape and the rest are scalars.
+  const size_t grad_index = kind == VarUpdateKind::kGradientDescent ? 1
+                            : kind == VarUpdateKind::kMomentum      ? 1
+                            : kind == VarUpdateKind::kAdam          ? 6
+                            : kind == VarUpdateKind::kAdagrad       ? 1
+                                                                    : 4;
+  for (size_t i = 0; i < req.args.size(); ++i) {
+    const char* what = i == grad_index ? (kind == VarUpdateKind::kGradientDescent ? "delta" : "grad") : "argument";
+    AF_RETURN_IF_ERROR(CheckDtype(*vars[0], req.args[i], what));
+    if (i == grad_index) {
+      AF_RETURN_IF_ERROR(CheckSameShape(*vars[0], req.args[i], what));
+    } else if (req.args[i].dims() != 0) {
+      return errors::InvalidArgument(op, ": argument ", i, " is not a scalar: ", req.args[i].shape().DebugString());
+    }
+  }
+  std::vector<Tensor> w(vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) AF_RETURN_IF_ERROR(Writable(vars[i], &w[i]));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    switch (kind) {
+      case VarUpdateKind::kGradientDescent: Optimizers<T>::GradientDescent(req, vars, w); break;
+      case VarUpdateKind::kMomentum: Optimizers<T>::Momentum(req, vars, w); break;
+      case VarUpdateKind::kAdam: Optimizers<T>::Adam(req, vars, w); break;
+      case VarUpdateKind::kAdagrad: Optimizers<T>::Adagrad(req, vars, w); break;
+      case VarUpdateKind::kRMSProp: Optimizers<T>::RMSProp(req, vars, w); break;
+      default: break;
+    }
+  };
+  if (vars[0]->dtype == DT_FLOAT) run(float{});
+  else run(double{});
+  for (size_t i = 0; i < vars.size(); ++i) vars[i]->value = std::move(w[i]);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) {
+  if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kRMSProp))
+    return errors::InvalidArgument("unknown variable update ", req.kind);
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
+  const Arity arity = ArityOf(kind);
+  if (vars.size() != arity.vars || req.args.size() != arity.args)
+    return errors::InvalidArgument(VarUpdateName(kind), " takes ", arity.vars, " variables and ", arity.args,
+                                   " arguments, got ", vars.size(), " and ", req.args.size());
+  for (const Tensor& a : req.args)
+    if (!a.IsInitialized()) return errors::InvalidArgument(VarUpdateName(kind), ": an argument has no value");
+  switch (kind) {
+    case VarUpdateKind::kAssign: return Assign(req, vars[0]);
+    case VarUpdateKind::kAssignAdd: return AssignAddSub(req, vars[0], true);
+    case VarUpdateKind::kAssignSub: return AssignAddSub(req, vars[0], false);
+    default: return ApplyOptimizer(req, vars);
+  }
+}
+
+int64_t VarUpdateSize(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+  int64_t n = 0;
+  for (const VarSlot* v : vars) n = std::max(n, v->value.NumElements());
+  for (const Tensor& a : req.args) n = std::max(n, a.NumElements());
+  return n;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,36 @@
+// The math of variable updates, applied by the container actor that owns the
+// variables: Assign, AssignAdd/Sub and the optimizers' Apply* ops with
+// TensorFlow's formulas (tensorflow/core/kernels/training_ops.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "core/tensor_shape.hpp"
+#include "ops/state/variable_requests.hpp"
+
+namespace actorflow {
+
+/// One variable as the update sees it.
+struct VarSlot {
+  std::string name;              // for messages: "container/name"
+  DataType dtype = DT_INVALID;   // declared
+  PartialTensorShape shape;      // declared
+  Tensor value;                  // uninitialized when the variable has no value
+};
+
+/// Checks `req` against `vars` (in VarUpdateKind's order) and replaces their
+/// values with the updated ones. A value no one else holds is updated in
+/// place; one a reader still holds (a step that read it) is left intact and
+/// replaced by a new buffer — copy on write. On error nothing changes.
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars);
+
+/// Elements below which an update is cheaper than a hop to the compute pool.
+constexpr int64_t kInlineUpdateElements = 1 << 15;
+
+/// Element count of the largest tensor the update touches.
+int64_t VarUpdateSize(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars);
+
+}  // namespace actorflow
