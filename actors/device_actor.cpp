@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "actors/executor_plan.hpp"
+#include "actors/kernel_segment.hpp"
 #include "actors/messages.hpp"
 #include "actors/step_state.hpp"
 #include "core/proto/graph.pb.h"
@@ -81,6 +82,7 @@ struct DeviceActorState {
   };
   std::unordered_map<uint64_t, Registration> registrations;  // by the handle they will get
   std::unordered_map<uint64_t, std::shared_ptr<const ExecutorPlan>> graphs;
+  std::unordered_map<std::string, std::shared_ptr<KernelSegment>> segments;  // by session handle
   std::unordered_map<int64_t, ActiveStep> steps;
   struct Ready {
     StepState* step;
@@ -461,18 +463,20 @@ void FailAllOnError(DeviceActor* self, const std::exception& e) {
   }
 }
 
-Status BuildPlanOrThrow(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) {
+Status BuildPlanOrThrow(const std::string& graph_def, Device* device, KernelSegment* segment,
+                        std::unique_ptr<ExecutorPlan>* plan) {
   proto::GraphDef def;
   if (!def.ParseFromString(graph_def)) return errors::InvalidArgument("cannot parse the GraphDef sent to ", device->name());
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
-  return ExecutorPlan::Build(g, device, plan);
+  return ExecutorPlan::Build(g, device, plan, segment);
 }
 
 // Never throws: the registration must always be answered.
-Status BuildPlan(const std::string& graph_def, Device* device, std::unique_ptr<ExecutorPlan>* plan) noexcept {
+Status BuildPlan(const std::string& graph_def, Device* device, KernelSegment* segment,
+                 std::unique_ptr<ExecutorPlan>* plan) noexcept {
   try {
-    return BuildPlanOrThrow(graph_def, device, plan);
+    return BuildPlanOrThrow(graph_def, device, segment, plan);
   } catch (const std::bad_alloc&) {
     return errors::ResourceExhausted("out of memory building the kernels of a graph on ", device->name());
   } catch (const std::exception& e) {
@@ -512,8 +516,15 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         auto pending = std::make_shared<PendingGraph>();
         st.registrations.emplace(handle, DeviceActorState::Registration{pending, std::move(rp)});
         caf::actor me = caf::actor_cast<caf::actor>(self);
-        st.device->compute_pool()->Schedule([pending, me, handle, device = st.device, def = std::move(req.graph_def)] {
-          pending->status = BuildPlan(def, device, &pending->plan);
+        std::shared_ptr<KernelSegment> segment;
+        if (!req.session_handle.empty()) {
+          auto& seg = st.segments[req.session_handle];
+          if (!seg) seg = std::make_shared<KernelSegment>();
+          segment = seg;
+        }
+        st.device->compute_pool()->Schedule([pending, me, handle, device = st.device, segment,
+                                             def = std::move(req.graph_def)] {
+          pending->status = BuildPlan(def, device, segment.get(), &pending->plan);
           caf::send_as(me, me, GraphBuilt{handle});
         });
       },
@@ -587,6 +598,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
                              deadline_atom::value);
         }
       },
+      [self](const CloseSession& c) { self->state.segments.erase(c.session_handle); },
       [self](DeregisterGraph& d) {
         for (auto& [id, a] : self->state.steps) {
           if (a.graph_handle == d.graph_handle && !a.state->replied)

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "actors/kernel_segment.hpp"
 #include "graph/graph.hpp"
 
 namespace actorflow {
 
-Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out) {
+Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out,
+                           KernelSegment* segment) {
   auto plan = std::make_unique<ExecutorPlan>();
   plan->device_ = device;
   const std::vector<Node*> nodes = g.nodes();
@@ -20,8 +22,14 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
   int32_t slot = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
-    std::unique_ptr<OpKernel> k;
-    AF_RETURN_IF_ERROR(CreateOpKernel(device, n->def(), &k));
+    std::shared_ptr<OpKernel> k;
+    if (segment) {
+      AF_RETURN_IF_ERROR(segment->Get(n->def(), n->is_stateful(), device, &k));
+    } else {
+      std::unique_ptr<OpKernel> own;
+      AF_RETURN_IF_ERROR(CreateOpKernel(device, n->def(), &own));
+      k = std::move(own);
+    }
     NodeItem& item = plan->items_[i];
     item.kernel = k.get();
     item.num_inputs = n->num_inputs();

@@ -19,6 +19,7 @@ namespace actorflow {
 
 class Graph;
 class Device;
+class KernelSegment;
 
 struct OutEdgeItem {
   int32_t dst;         // node index
@@ -45,7 +46,10 @@ struct NodeItem {
 class ExecutorPlan {
  public:
   /// Builds kernels for every node of `g` on `device`; errors name the node.
-  static Status Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out);
+  /// Stateful nodes' kernels come from `segment` when given (shared with the
+  /// session's other plans).
+  static Status Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out,
+                      KernelSegment* segment = nullptr);
 
   int num_nodes() const { return static_cast<int>(items_.size()); }
   const NodeItem& item(int i) const { return items_[i]; }
@@ -68,7 +72,7 @@ class ExecutorPlan {
 
  private:
   Device* device_ = nullptr;
-  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<std::shared_ptr<OpKernel>> kernels_;
   std::vector<NodeItem> items_;
   std::vector<OutEdgeItem> out_edges_;
   std::vector<int32_t> ctrl_edges_;

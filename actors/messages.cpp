@@ -12,6 +12,7 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RunStepRequest>("actorflow::RunStepRequest");
   cfg.add_message_type<RunStepResponse>("actorflow::RunStepResponse");
   cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
+  cfg.add_message_type<CloseSession>("actorflow::CloseSession");
   cfg.add_message_type<KernelDone>("actorflow::KernelDone");
   cfg.add_message_type<GraphBuilt>("actorflow::GraphBuilt");
   cfg.add_message_type<VarReadRequest>("actorflow::VarReadRequest");

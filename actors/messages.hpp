@@ -6,6 +6,7 @@
 //   RegisterGraphRequest  -> RegisterGraphResponse   compile a partition once
 //   RunStepRequest        -> RunStepResponse         run one step of it
 //   DeregisterGraph                                 drop it, cancelling its steps
+//   CloseSession                                    drop the session's shared kernels
 //   KernelDone            (to itself)               a pool/async kernel finished
 //   deadline atom         (to itself)               the earliest step deadline is due
 //   GraphBuilt            (to itself)               a registered graph's plan is ready
@@ -29,7 +30,8 @@
 namespace actorflow {
 
 struct RegisterGraphRequest {
-  std::string graph_def;  // serialized proto::GraphDef of the partition
+  std::string graph_def;       // serialized proto::GraphDef of the partition
+  std::string session_handle;  // plans of one session share their stateful kernels
 };
 
 struct RegisterGraphResponse {
@@ -53,6 +55,11 @@ struct RunStepResponse {
 
 struct DeregisterGraph {
   uint64_t graph_handle = 0;
+};
+
+/// A session is gone: drop what the device keeps for it (its stateful kernels).
+struct CloseSession {
+  std::string session_handle;
 };
 
 struct KernelDone {
@@ -81,7 +88,7 @@ typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {
-  return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def);
+  return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def, x.session_handle);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) {
@@ -98,6 +105,10 @@ typename Inspector::result_type inspect(Inspector& f, RunStepResponse& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
   return f(caf::meta::type_name("DeregisterGraph"), x.graph_handle);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CloseSession& x) {
+  return f(caf::meta::type_name("CloseSession"), x.session_handle);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, KernelDone& x) {

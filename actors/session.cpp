@@ -27,8 +27,13 @@ struct Session::Executable {
   std::vector<std::string> feed_names;
 };
 
+namespace {
+std::atomic<uint64_t> g_next_session{1};
+}  // namespace
+
 Session::Session(SessionOptions options)
-    : runtime_(options.runtime ? options.runtime : Runtime::Default()) {}
+    : runtime_(options.runtime ? options.runtime : Runtime::Default()),
+      handle_("session_" + std::to_string(g_next_session.fetch_add(1))) {}
 
 Session::~Session() { Close(); }
 
@@ -70,6 +75,7 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
   proto::GraphDef def;
   g->ToGraphDef(&def);
   RegisterGraphRequest req;
+  req.session_handle = handle_;
   if (!def.SerializeToString(&req.graph_def))
     return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
   RegisterGraphResponse resp;
@@ -199,6 +205,8 @@ Status Session::Close() {
     if (result.ok())
       caf::anon_send(runtime_->device_actor(result.value()->device), DeregisterGraph{result.value()->graph_handle});
   }
+  for (size_t d = 0; d < runtime_->devices().size(); ++d)
+    caf::anon_send(runtime_->device_actor(static_cast<int>(d)), CloseSession{handle_});
   return Status::OK();
 }
 

@@ -95,6 +95,7 @@ class Session {
                  const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
 
   Runtime* runtime_;
+  const std::string handle_;  // names this session to device actors (shared stateful kernels)
   mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
   Graph graph_;
   bool created_ = false;

@@ -134,6 +134,8 @@ class Scope {
   /// An Output for an Input: itself, or a new Const node.
   Output AsOutput(const Input& in) const;
 
+  /// Whether WithOpName named the next op.
+  bool has_op_name() const { return !op_name_.empty(); }
   /// The name the next op gets: the WithOpName name, or `default_name` made unique.
   std::string GetUniqueNameForOp(const std::string& default_name) const;
 

@@ -164,6 +164,25 @@ TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly
   REQUIRE(back.stats.size() == 1);
   REQUIRE(back.stats[0].where == "pool");
   REQUIRE(back.stats[0].end_us == 250);
+  // The container actor's protocol.
+  VarUpdateRequest up;
+  up.kind = 4;
+  up.handles = {"h1", "h2"};
+  up.args = {f, Tensor::Scalar<float>(0.5f)};
+  up.use_nesterov = true;
+  VarUpdateRequest up_back = RoundTrip(sys, up);
+  REQUIRE(up_back.kind == 4);
+  REQUIRE(up_back.handles == up.handles);
+  REQUIRE(TensorEquals(up_back.args[0], f));
+  REQUIRE(up_back.use_nesterov);
+  VarReadResponse rr;
+  rr.status = errors::FailedPrecondition("Attempting to use uninitialized value w");
+  rr.values = {s};
+  VarReadResponse rr_back = RoundTrip(sys, rr);
+  REQUIRE(rr_back.status == rr.status);
+  REQUIRE(TensorEquals(rr_back.values[0], s));
+  ResetContainersRequest reset{{"a", ""}};
+  REQUIRE(RoundTrip(sys, reset).containers == reset.containers);
 }
 
 TEST_CASE("wire format: a corrupt tensor header is an error, not a crash") {

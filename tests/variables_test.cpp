@@ -71,3 +71,266 @@ TEST_CASE("reading an uninitialized variable fails with FailedPrecondition namin
   s = session->Run({}, {}, {"add"}, &out);
   CHECK(s.code() == Code::kFailedPrecondition);
 }
+
+TEST_CASE("a step's read keeps its bytes: an update copies only while a reader holds the buffer") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("cow"), PartialTensorShape(TensorShape{3}), DT_FLOAT, "", "vars_test_cow");
+  ops::Assign(root.WithOpName("init"), v, ops::Fill(root, {3}, 1.f));
+  ops::AssignAdd(root.WithOpName("add"), v, {1.f, 1.f, 1.f});
+  ops::Identity(root.WithOpName("read"), v);
+  auto session = Open(root);
+  Run(*session, {}, {"init"});
+  const void* before;
+  {
+    Tensor held = Run(*session, {"read"})[0];
+    before = held.raw_data();
+    Run(*session, {}, {"add"});  // `held` still references the old buffer
+    CHECK(Values<float>(held) == std::vector<float>{1, 1, 1});
+  }
+  Tensor now = Run(*session, {"read"})[0];
+  CHECK(Values<float>(now) == std::vector<float>{2, 2, 2});
+  CHECK(now.raw_data() != before);  // copied on write
+  const void* current = now.raw_data();
+  now = Tensor();                    // no reader left
+  Run(*session, {}, {"add"});
+  Tensor after = Run(*session, {"read"})[0];
+  CHECK(Values<float>(after) == std::vector<float>{3, 3, 3});
+  CHECK(after.raw_data() == current);  // updated in place
+}
+
+TEST_CASE("Assign checks shapes unless validate_shape is false; shared declarations must agree") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("shaped"), PartialTensorShape(TensorShape{2}), DT_FLOAT, "", "vars_shape");
+  Output bad_value = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Assign(root.WithOpName("assign"), v, bad_value);
+  auto loose = ops::Variable(root.WithOpName("loose"), PartialTensorShape(), DT_FLOAT, "", "vars_loose");
+  ops::Assign(root.WithOpName("reshape"), loose, bad_value, /*validate_shape=*/false);
+  auto session = Open(root);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", MakeTensor<float>({1, 2, 3}, {3})}}, {"assign"}, {}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("lhs shape= [2] rhs shape= [3]"));
+  REQUIRE(session->Run({{"x", MakeTensor<float>({1, 2, 3}, {3})}}, {"reshape"}, {}, &out).ok());
+  CHECK(out[0].shape() == TensorShape{3});
+  REQUIRE(session->Run({{"x", MakeTensor<float>({1, 2, 3, 4}, {2, 2})}}, {"reshape"}, {}, &out).ok());
+  CHECK(out[0].shape() == (TensorShape{2, 2}));
+
+  // The same (container, shared_name) declared with another dtype or shape.
+  Scope other = Scope::NewRootScope();
+  auto clash = ops::Variable(other.WithOpName("clash"), PartialTensorShape(TensorShape{5}), DT_FLOAT, "", "vars_shape");
+  ops::Identity(other.WithOpName("r"), clash);
+  auto session2 = Open(other);
+  s = session2->Run({}, {"r"}, {}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("Trying to share variable vars_shape"));
+}
+
+TEST_CASE("ResetContainers drops the named containers' variables only") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Variable(root.WithOpName("a"), PartialTensorShape(TensorShape{}), DT_INT32, "reset_me", "");
+  auto b = ops::Variable(root.WithOpName("b"), PartialTensorShape(TensorShape{}), DT_INT32, "keep_me", "");
+  ops::Assign(root.WithOpName("set_a"), a, 1);
+  ops::Assign(root.WithOpName("set_b"), b, 2);
+  ops::Identity(root.WithOpName("ra"), a);
+  ops::Identity(root.WithOpName("rb"), b);
+  auto session = Open(root);
+  Run(*session, {}, {"set_a", "set_b"});
+  REQUIRE(session->ResetContainers({"reset_me"}).ok());
+  std::vector<Tensor> out;
+  CHECK(session->Run({}, {"ra"}, {}, &out).code() == Code::kFailedPrecondition);
+  CHECK(Values<int32_t>(Run(*session, {"rb"})[0]) == std::vector<int32_t>{2});
+  Run(*session, {}, {"set_a"});  // usable again
+  CHECK(Values<int32_t>(Run(*session, {"ra"})[0]) == std::vector<int32_t>{1});
+}
+
+TEST_CASE("concurrent updates of one variable are atomic") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("counter"), PartialTensorShape(TensorShape{4}), DT_INT64, "", "vars_counter");
+  ops::Assign(root.WithOpName("zero"), v, ops::Fill(root, {4}, int64_t{0}));
+  ops::AssignAdd(root.WithOpName("inc"), v, ops::Fill(root, {4}, int64_t{1}));
+  // A large variable: its updates run on the pool while others wait.
+  auto big = ops::Variable(root.WithOpName("big"), PartialTensorShape(TensorShape{100000}), DT_FLOAT, "", "vars_big");
+  ops::Assign(root.WithOpName("big_zero"), big, ops::Fill(root, {100000}, 0.f));
+  ops::AssignAdd(root.WithOpName("big_inc"), big, ops::Fill(root, {100000}, 1.f));
+  ops::Identity(root.WithOpName("read"), v);
+  ops::Sum(root.WithOpName("big_sum"), big, 0);
+  auto session = Open(root);
+  Run(*session, {}, {"zero", "big_zero"});
+  constexpr int kThreads = 4, kSteps = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kSteps; ++i) {
+        std::vector<Tensor> out;
+        if (!session->Run({}, {}, {"inc", "big_inc"}, &out).ok()) ++failures;
+        if (i % 10 == 0 && !session->Run({}, {"big_sum"}, {}, &out).ok()) ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(failures == 0);
+  CHECK(Values<int64_t>(Run(*session, {"read"})[0]) == std::vector<int64_t>(4, kThreads * kSteps));
+  CHECK(Values<float>(Run(*session, {"big_sum"})[0])[0] == Approx(100000.0 * kThreads * kSteps));
+}
+
+namespace {
+
+// Sets variables from values, runs one update op, returns the variables.
+std::vector<std::vector<double>> ApplyOnce(const std::function<Output(const Scope&, const std::vector<Output>&)>& op,
+                                           const std::vector<std::vector<double>>& initial, const std::string& tag) {
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> vars;
+  std::vector<std::string> inits, reads;
+  for (size_t i = 0; i < initial.size(); ++i) {
+    const std::string name = tag + "_v" + std::to_string(i);
+    auto v = ops::Variable(root.WithOpName(name), PartialTensorShape(TensorShape{2}), DT_DOUBLE);
+    Tensor t(DT_DOUBLE, TensorShape{2});
+    t.data<double>()[0] = initial[i][0];
+    t.data<double>()[1] = initial[i][1];
+    ops::Assign(root.WithOpName(name + "_init"), v, t);
+    ops::Identity(root.WithOpName(name + "_read"), v);
+    vars.push_back(v);
+    inits.push_back(name + "_init");
+    reads.push_back(name + "_read");
+  }
+  op(root.WithOpName(tag + "_apply"), vars);
+  auto session = Open(root);
+  Run(*session, {}, inits);
+  Run(*session, {}, {tag + "_apply"});
+  std::vector<std::vector<double>> out;
+  for (auto& t : Run(*session, reads)) out.push_back(Values<double>(t));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the optimizers' update ops follow TensorFlow's formulas") {
+  const double g0 = 0.5, g1 = -2.0;
+  Tensor grad(DT_DOUBLE, TensorShape{2});
+  grad.data<double>()[0] = g0;
+  grad.data<double>()[1] = g1;
+  SECTION("ApplyGradientDescent") {
+    auto r = ApplyOnce([&](const Scope& s, const std::vector<Output>& v) { return ops::ApplyGradientDescent(s, v[0], 0.1, grad); },
+                       {{1, 2}}, "gd");
+    CHECK(r[0][0] == Approx(1 - 0.1 * g0));
+    CHECK(r[0][1] == Approx(2 - 0.1 * g1));
+  }
+  SECTION("ApplyMomentum, plain and Nesterov") {
+    for (bool nesterov : {false, true}) {
+      auto r = ApplyOnce(
+          [&](const Scope& s, const std::vector<Output>& v) {
+            return ops::ApplyMomentum(s, v[0], v[1], 0.1, grad, 0.9, nesterov);
+          },
+          {{1, 2}, {0.3, 0.4}}, nesterov ? "nest" : "mom");
+      const double a0 = 0.3 * 0.9 + g0, a1 = 0.4 * 0.9 + g1;
+      CHECK(r[1][0] == Approx(a0));
+      CHECK(r[1][1] == Approx(a1));
+      if (nesterov) {
+        CHECK(r[0][0] == Approx(1 - (g0 * 0.1 + a0 * 0.9 * 0.1)));
+        CHECK(r[0][1] == Approx(2 - (g1 * 0.1 + a1 * 0.9 * 0.1)));
+      } else {
+        CHECK(r[0][0] == Approx(1 - 0.1 * a0));
+        CHECK(r[0][1] == Approx(2 - 0.1 * a1));
+      }
+    }
+  }
+  SECTION("ApplyAdam") {
+    const double b1p = 0.9, b2p = 0.999, lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    auto r = ApplyOnce(
+        [&](const Scope& s, const std::vector<Output>& v) {
+          return ops::ApplyAdam(s, v[0], v[1], v[2], b1p, b2p, lr, b1, b2, eps, grad);
+        },
+        {{1, 2}, {0.1, 0.2}, {0.01, 0.02}}, "adam");
+    const double alpha = lr * std::sqrt(1 - b2p) / (1 - b1p);
+    const double g[2] = {g0, g1}, m0[2] = {0.1, 0.2}, v0[2] = {0.01, 0.02}, x0[2] = {1, 2};
+    for (int i = 0; i < 2; ++i) {
+      const double m = m0[i] + (g[i] - m0[i]) * (1 - b1);
+      const double v = v0[i] + (g[i] * g[i] - v0[i]) * (1 - b2);
+      CHECK(r[1][i] == Approx(m));
+      CHECK(r[2][i] == Approx(v));
+      CHECK(r[0][i] == Approx(x0[i] - m * alpha / (std::sqrt(v) + eps)));
+    }
+  }
+  SECTION("ApplyAdagrad") {
+    auto r = ApplyOnce([&](const Scope& s, const std::vector<Output>& v) { return ops::ApplyAdagrad(s, v[0], v[1], 0.1, grad); },
+                       {{1, 2}, {0.1, 0.1}}, "adagrad");
+    const double acc0 = 0.1 + g0 * g0, acc1 = 0.1 + g1 * g1;
+    CHECK(r[1][0] == Approx(acc0));
+    CHECK(r[0][0] == Approx(1 - 0.1 * g0 / std::sqrt(acc0)));
+    CHECK(r[0][1] == Approx(2 - 0.1 * g1 / std::sqrt(acc1)));
+  }
+  SECTION("ApplyRMSProp") {
+    const double lr = 0.01, rho = 0.9, mom = 0.5, eps = 1e-10;
+    auto r = ApplyOnce(
+        [&](const Scope& s, const std::vector<Output>& v) {
+          return ops::ApplyRMSProp(s, v[0], v[1], v[2], lr, rho, mom, eps, grad);
+        },
+        {{1, 2}, {0.5, 0.5}, {0.1, -0.1}}, "rms");
+    const double g[2] = {g0, g1}, ms0[2] = {0.5, 0.5}, mom0[2] = {0.1, -0.1}, x0[2] = {1, 2};
+    for (int i = 0; i < 2; ++i) {
+      const double ms = ms0[i] + (g[i] * g[i] - ms0[i]) * (1 - rho);
+      const double m = mom0[i] * mom + lr * g[i] / std::sqrt(ms + eps);
+      CHECK(r[1][i] == Approx(ms));
+      CHECK(r[2][i] == Approx(m));
+      CHECK(r[0][i] == Approx(x0[i] - m));
+    }
+  }
+}
+
+TEST_CASE("update ops reject mismatched gradients and uninitialized slots, naming them") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("w"), PartialTensorShape(TensorShape{2}), DT_FLOAT);
+  auto acc = ops::Variable(root.WithOpName("w_acc"), PartialTensorShape(TensorShape{2}), DT_FLOAT);
+  ops::Assign(root.WithOpName("init"), v, {1.f, 2.f});
+  auto g = ops::Placeholder(root.WithOpName("g"), DT_FLOAT);
+  ops::ApplyGradientDescent(root.WithOpName("sgd"), v, 0.1f, g);
+  ops::ApplyAdagrad(root.WithOpName("ada"), v, acc, 0.1f, g);
+  auto session = Open(root);
+  Run(*session, {}, {"init"});
+  std::vector<Tensor> out;
+  Status s = session->Run({{"g", MakeTensor<float>({1, 2, 3}, {3})}}, {}, {"sgd"}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("sgd") && Catch::Contains("do not have the same shape"));
+  s = session->Run({{"g", MakeTensor<float>({1, 2}, {2})}}, {}, {"ada"}, &out);
+  CHECK(s.code() == Code::kFailedPrecondition);
+  CHECK_THAT(s.message(), Catch::Contains("uninitialized value w_acc"));
+  // The failed updates changed nothing.
+  Scope reader = Scope::NewRootScope();
+  ops::Identity(reader.WithOpName("r"), ops::Variable(reader.WithOpName("w"), PartialTensorShape(TensorShape{2}), DT_FLOAT));
+  auto s2 = Open(reader);
+  CHECK(Values<float>(Run(*s2, {"r"})[0]) == std::vector<float>{1, 2});
+}
+
+TEST_CASE("random ops: fixed seeds repeat across sessions, streams differ per op and per step") {
+  auto build = [](Scope& root) {
+    root.SetGraphSeed(7);
+    ops::RandomUniform(root.WithOpName("u1"), {1000}, DT_FLOAT);
+    ops::RandomUniform(root.WithOpName("u2"), {1000}, DT_FLOAT);
+    ops::RandomStandardNormal(root.WithOpName("n"), {20000}, DT_DOUBLE);
+    ops::TruncatedNormal(root.WithOpName("t"), {20000}, DT_FLOAT);
+    ops::RandomUniformInt(root.WithOpName("i"), {1000}, 3, 9);
+  };
+  Scope a = Scope::NewRootScope(), b = Scope::NewRootScope();
+  build(a);
+  build(b);
+  auto sa = Open(a), sb = Open(b);
+  auto ra = Run(*sa, {"u1", "u2", "n", "t", "i"});
+  auto rb = Run(*sb, {"u1", "u2", "n", "t", "i"});
+  CHECK(Values<float>(ra[0]) == Values<float>(rb[0]));  // same graph seed, same op: same values
+  CHECK(Values<float>(ra[0]) != Values<float>(ra[1]));  // another op: another stream
+  auto again = Run(*sa, {"u1"});
+  CHECK(Values<float>(again[0]) != Values<float>(ra[0]));  // the next step continues the stream
+  for (float u : Values<float>(ra[0])) REQUIRE((u >= 0.f && u < 1.f));
+  double sum = 0, sq = 0;
+  for (double z : Values<double>(ra[2])) sum += z, sq += z * z;
+  const double mean = sum / 20000, var = sq / 20000 - mean * mean;
+  CHECK(std::abs(mean) < 0.05);
+  CHECK(std::abs(var - 1) < 0.05);
+  for (float z : Values<float>(ra[3])) REQUIRE(std::abs(z) <= 2.f);
+  std::vector<int> seen(10, 0);
+  for (int32_t i : Values<int32_t>(ra[4])) {
+    REQUIRE((i >= 3 && i < 9));
+    ++seen[i];
+  }
+  for (int i = 3; i < 9; ++i) CHECK(seen[i] > 100);
+}
