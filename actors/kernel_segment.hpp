@@ -26,8 +26,12 @@ class KernelSegment {
   Status Get(const proto::NodeDef& node, bool stateful, Device* device, std::shared_ptr<OpKernel>* out);
 
  private:
+  struct Entry {
+    proto::NodeDef def;  // what it was made from
+    std::shared_ptr<OpKernel> kernel;
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<OpKernel>> stateful_;  // by node name; guarded by mu_
+  std::unordered_map<std::string, Entry> stateful_;  // by node name; guarded by mu_
 };
 
 }  // namespace actorflow
