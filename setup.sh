@@ -8,11 +8,13 @@ packages=(
   libcaf-dev libeigen3-dev libboost-dev
   libprotobuf-dev protobuf-compiler
   catch2 nlohmann-json3-dev
-  libopenblas-dev
+  libopenblas-dev zlib1g-dev
+  dataset-fashion-mnist
 )
-# Peers measured by bench/run_all.sh (not needed to build or test).
+# Peers measured by bench/run_all.sh (not needed to build or test). With
+# libopenblas0 installed, Debian's alternatives give PyTorch an optimized BLAS.
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch libtbb-dev)
+  packages+=(python3-torch libtbb-dev libopenblas0)
 fi
 
 missing=()

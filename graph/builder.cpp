@@ -82,6 +82,12 @@ Scope Scope::WithControlDependencies(const std::vector<Operation>& deps) const {
   return s;
 }
 
+Scope Scope::GraphRoot() const {
+  Scope s;
+  s.shared_ = shared_;
+  return s;
+}
+
 bool Scope::ok() const { return shared_->status.ok(); }
 Status Scope::status() const { return shared_->status; }
 void Scope::UpdateStatus(const Status& s) const { shared_->status.Update(s); }

@@ -118,6 +118,8 @@ class Scope {
   Scope NewSubScope(const std::string& name) const;
   Scope WithDevice(const std::string& device) const;
   Scope WithControlDependencies(const std::vector<Operation>& deps) const;
+  /// This graph's scope without name scope, device or control dependencies.
+  Scope GraphRoot() const;
 
   bool ok() const;
   Status status() const;
