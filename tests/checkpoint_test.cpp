@@ -1,6 +1,6 @@
 // Checkpoints: CRC32C, the bundle writer and reader (round trips, truncation
 // and corruption at every byte of the header and index, mismatches), crash
-// safety of saves, and the checkpoint state file.
+// safety of saves, the checkpoint state file, and SaveV2/RestoreV2 in a Session.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "checkpoint/bundle_writer.hpp"
 #include "checkpoint/checkpoint_state.hpp"
 #include "checkpoint/crc32c.hpp"
+#include "graph/io_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -156,6 +157,12 @@ std::vector<std::pair<std::string, Tensor>> SmallTensors() {
           {"d/bool", Filled(DT_BOOL, TensorShape{7}, 4)},
           {"e/scalar", Tensor::Scalar<double>(2.5)},
           {"f/empty", Tensor(DT_INT32, TensorShape{0, 4})}};
+}
+
+RunOptions BoundedRun() {
+  RunOptions opts;
+  opts.timeout_in_ms = 60000;  // no test step may hang
+  return opts;
 }
 
 }  // namespace
@@ -645,4 +652,138 @@ TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the 
   CHECK(deleted == std::vector<std::string>{prefix(4), prefix(6), prefix(7)});
   CHECK(dir.Find(".afckpt") == std::vector<std::string>{"model-8.afckpt"});
   CHECK(errors::IsNotFound(DeleteCheckpoint(prefix(1))));
+}
+
+// ---------------------------------------------------------------------------
+// SaveV2 and RestoreV2
+
+namespace {
+
+Status RunGraph(const Scope& root, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                std::vector<Tensor>* out) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(root.ToGraphDef(&def));
+  Session session;
+  AF_RETURN_IF_ERROR(session.Create(def));
+  return session.Run(BoundedRun(), feeds, fetches, targets, out);
+}
+
+/// Restores `names` of `dtypes` from `prefix` in a Session.
+Status Restore(const std::string& prefix, const std::vector<std::string>& names, const DataTypeVector& dtypes,
+               std::vector<Tensor>* out, const std::vector<std::string>& slices = {}) {
+  Scope root = Scope::NewRootScope();
+  auto restored = ops::RestoreV2(root, prefix, Strings(names),
+                                 Strings(slices.empty() ? std::vector<std::string>(names.size()) : slices), dtypes);
+  std::vector<std::string> fetches;
+  for (const auto& o : restored) fetches.push_back(o.name());
+  return RunGraph(root, {}, fetches, {}, out);
+}
+
+}  // namespace
+
+TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape") {
+  TempDir dir;
+  const std::string prefix = dir / "model-1";
+  const std::vector<std::pair<std::string, Tensor>> values = {
+      {"float", Filled(DT_FLOAT, TensorShape{3, 4}, 1)},
+      {"double", Filled(DT_DOUBLE, TensorShape{5}, 2)},
+      {"int32", Tensor::Scalar<int32_t>(-7)},
+      {"int64", Filled(DT_INT64, TensorShape{2, 2, 2}, 3)},
+      {"uint8", Filled(DT_UINT8, TensorShape{300}, 4)},
+      {"bool", Filled(DT_BOOL, TensorShape{4}, 5)},
+      {"string", Filled(DT_STRING, TensorShape{2, 3}, 6)},
+      {"empty", Tensor(DT_FLOAT, TensorShape{0, 7})},
+      {"big", Filled(DT_FLOAT, TensorShape{256, 1024}, 7)}};  // 1 MB
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> inputs;
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  DataTypeVector dtypes;
+  for (const auto& [name, t] : values) {
+    inputs.push_back(ops::Placeholder(root.WithOpName("in_" + name), t.dtype()));
+    names.push_back(name);
+    feeds.emplace_back("in_" + name, t);
+    dtypes.push_back(t.dtype());
+  }
+  auto save = ops::SaveV2(root.WithOpName("save"), prefix, Strings(names),
+                          Strings(std::vector<std::string>(names.size())), inputs);
+  std::vector<Tensor> out;
+  Status s = RunGraph(root, feeds, {}, {save.name()}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(fs::exists(bundle::BundleFileName(prefix)));
+
+  // In another order, to see that names, not positions, select the tensors.
+  std::vector<std::string> reversed(names.rbegin(), names.rend());
+  DataTypeVector reversed_dtypes(dtypes.rbegin(), dtypes.rend());
+  s = Restore(prefix, reversed, reversed_dtypes, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out.size() == values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO(values[i].first);
+    CHECK(TensorEquals(out[values.size() - 1 - i], values[i].second));
+  }
+}
+
+TEST_CASE("RestoreV2 errors name the file and the tensor") {
+  TempDir dir;
+  const std::string prefix = dir / "m";
+  SaveOk(prefix, {{"w", Filled(DT_FLOAT, TensorShape{4})}, {"b", Filled(DT_FLOAT, TensorShape{2})}});
+  std::vector<Tensor> out;
+
+  Status s = Restore(prefix, {"w", "missing"}, {DT_FLOAT, DT_FLOAT}, &out);
+  CHECK(errors::IsNotFound(s));
+  CHECK_THAT(s.message(), Contains("'missing'") && Contains(prefix + ".afckpt"));
+
+  s = Restore(prefix, {"w"}, {DT_INT32}, &out);
+  CHECK(errors::IsInvalidArgument(s));
+  CHECK_THAT(s.message(), Contains("'w'") && Contains("float") && Contains("int32") && Contains(prefix + ".afckpt"));
+
+  s = Restore(dir / "absent", {"w"}, {DT_FLOAT}, &out);
+  CHECK(errors::IsNotFound(s));
+  CHECK_THAT(s.message(), Contains(dir / "absent.afckpt"));
+
+  s = Restore(prefix, {"w"}, {DT_FLOAT}, &out, {"4 0,2"});
+  CHECK(errors::IsUnimplemented(s));
+  CHECK_THAT(s.message(), Contains("'w'") && Contains("slices"));
+
+  // Damage the bytes of "w".
+  std::string bytes = ReadBytes(prefix + ".afckpt");
+  for (const Region& r : DataRegions(bytes))
+    if (r.name == "w") bytes[r.begin + 1] = static_cast<char>(bytes[r.begin + 1] ^ 0x40);
+  WriteBytes(prefix + ".afckpt", bytes);
+  s = Restore(prefix, {"b", "w"}, {DT_FLOAT, DT_FLOAT}, &out);
+  CHECK(errors::IsDataLoss(s));
+  CHECK_THAT(s.message(), Contains("'w'") && Contains(prefix + ".afckpt"));
+  REQUIRE(Restore(prefix, {"b"}, {DT_FLOAT}, &out).ok());
+}
+
+TEST_CASE("SaveV2 checks its arguments") {
+  TempDir dir;
+  auto run_save = [&](const Tensor& names, const Tensor& slices) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Const(root, {1.f, 2.f});
+    auto save = ops::SaveV2(root.WithOpName("save"), dir / "m", names, slices, {x});
+    if (!root.ok()) return root.status();  // the shape function refused it
+    std::vector<Tensor> out;
+    return RunGraph(root, {}, {}, {save.name()}, &out);
+  };
+  CHECK(errors::IsInvalidArgument(run_save(Strings({"a", "b"}), Strings({"", ""}))));
+  CHECK(errors::IsUnimplemented(run_save(Strings({"a"}), Strings({"2 0,1"}))));
+  CHECK(errors::IsInvalidArgument(run_save(Strings({""}), Strings({""}))));
+  CHECK(dir.Find(".afckpt").empty());
+  CHECK(dir.Find(".tmp-").empty());
+  REQUIRE(run_save(Strings({"a"}), Strings({""})).ok());
+  CHECK(dir.Find(".afckpt").size() == 1);
+
+  // A prefix in a directory that does not exist is NotFound naming it.
+  Scope root = Scope::NewRootScope();
+  auto save = ops::SaveV2(root.WithOpName("save"), dir / "no/such/dir/m", Strings({"a"}), Strings({""}),
+                          {ops::Const(root, 1.f)});
+  std::vector<Tensor> out;
+  Status s = RunGraph(root, {}, {}, {save.name()}, &out);
+  CHECK(errors::IsNotFound(s));
+  CHECK_THAT(s.message(), Contains(dir / "no/such/dir/m.afckpt"));
 }
