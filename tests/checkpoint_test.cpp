@@ -521,10 +521,10 @@ TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the stat
     if (s.ok()) s = w->Finish();
     CHECK(errors::IsAborted(s));
     w.reset();
-    CHECK(dir.Find(".tmp-").size() == 1);  // what the dead process left
-    fs::remove(dir / dir.Find(".tmp-")[0]);
-
     CHECK(ReadBytes(bundle::BundleFileName(prefix)) == old_bytes);
+    const std::vector<std::string> leftovers = dir.Find(".tmp-");  // what the dead process left
+    REQUIRE(leftovers.size() == 1);
+    fs::remove(dir / leftovers[0]);
     std::string latest;
     REQUIRE(LatestCheckpoint(dir.path(), &latest).ok());
     CHECK(latest == prefix);

@@ -7,6 +7,8 @@
 // the device's compute pool (RestoreV2 reading its tensors in parallel over
 // the pool) and calls done. While a save is in fsync its job holds a pool
 // thread. shape_and_slices must be "" (whole tensors) for every tensor.
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <new>
@@ -188,10 +190,16 @@ class RestoreV2Op : public AsyncOpKernel {
     }
     AF_RETURN_IF_ERROR(CancelledStatus(ctx).WithContext("restoring checkpoint '" + reader->filename() + "'"));
     // Tensors are read in parallel: from the page cache, copying and
-    // checksumming are what cost, and each thread brings its own core.
+    // checksumming are what cost, and each thread brings its own core. Each
+    // thread claims the next unread tensor, so one slowed by other work reads
+    // fewer of them.
     std::vector<Status> statuses(n);
-    ctx->device()->compute_pool()->For(n, std::max<int64_t>(1, total_bytes / n), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) statuses[i] = reader->LookupInto(names[i], ctx->mutable_output(i));
+    std::atomic<int> next{0};
+    ComputePool* pool = ctx->device()->compute_pool();
+    const int threads = std::min(n, pool->MaxParallelism());
+    pool->For(threads, std::max<int64_t>(1, total_bytes / threads), [&](int64_t, int64_t) {
+      for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1))
+        statuses[i] = reader->LookupInto(names[i], ctx->mutable_output(i));
     });
     for (const Status& s : statuses) AF_RETURN_IF_ERROR(s);
     return Status::OK();
