@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "checkpoint/crc32c.hpp"
 #include "devices/allocator.hpp"
@@ -20,6 +21,18 @@ constexpr uint64_t kMinEntryBytes = 4 + 1 + 4 + 4 + 8 + 8 + 4;
 
 uint32_t ByteSwap32(uint32_t v) {
   return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+
+/// fn(), with std::bad_alloc turned into ResourceExhausted: lengths are checked
+/// against the file's size before anything is allocated, but a file can be
+/// larger than memory.
+template <class Fn>
+Status OutOfMemoryIsStatus(const std::string& what, Fn fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory ", what);
+  }
 }
 
 std::string Hex(uint32_t v) {
@@ -43,7 +56,8 @@ Status BundleReader::Open(const std::string& prefix, std::unique_ptr<BundleReade
   file_io::File file;
   AF_RETURN_IF_ERROR(file_io::File::OpenForRead(path, &file));
   std::unique_ptr<BundleReader> r(new BundleReader(std::move(file)));
-  AF_RETURN_IF_ERROR(r->ReadHeaderAndIndex());
+  AF_RETURN_IF_ERROR(OutOfMemoryIsStatus("reading the index of checkpoint '" + path + "'",
+                                         [&] { return r->ReadHeaderAndIndex(); }));
   *out = std::move(r);
   return Status::OK();
 }
@@ -141,7 +155,7 @@ Status BundleReader::Lookup(const std::string& name, Tensor* out, Allocator* all
   Tensor t;
   AF_RETURN_IF_ERROR(Tensor::Create(allocator, e->dtype, e->shape, &t)
                          .WithContext("reading tensor '" + name + "' of checkpoint '" + filename() + "'"));
-  AF_RETURN_IF_ERROR(e->dtype == DT_STRING ? ReadStrings(*e, &t) : ReadNumeric(*e, &t));
+  AF_RETURN_IF_ERROR(Read(*e, &t));
   *out = std::move(t);
   return Status::OK();
 }
@@ -159,7 +173,13 @@ Status BundleReader::LookupInto(const std::string& name, Tensor* dst) const {
                                    "' into an uninitialized tensor");
   if (dst->buffer() != nullptr && !dst->buffer()->allocator()->HostAccessible())
     return errors::Unimplemented("reading tensor '", name, "' of checkpoint '", filename(), "' into device memory");
-  return e->dtype == DT_STRING ? ReadStrings(*e, dst) : ReadNumeric(*e, dst);
+  return Read(*e, dst);
+}
+
+Status BundleReader::Read(const bundle::IndexEntry& e, Tensor* dst) const {
+  if (e.dtype != DT_STRING) return ReadNumeric(e, dst);
+  return OutOfMemoryIsStatus("reading tensor '" + e.name + "' of checkpoint '" + filename() + "'",
+                             [&] { return ReadStrings(e, dst); });
 }
 
 Status BundleReader::ReadNumeric(const bundle::IndexEntry& e, Tensor* dst) const {

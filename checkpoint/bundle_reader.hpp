@@ -12,7 +12,9 @@
 //   DataLoss         the file is truncated or corrupt (names file, tensor, offset)
 //   NotFound         no such file, or no such tensor in it (names both)
 //   InvalidArgument  LookupInto's tensor has another dtype or shape (names both)
-// Nothing is allocated from a length before it is checked against the file.
+// Nothing is allocated from a length before it is checked against the file
+// (ResourceExhausted when memory runs out anyway). When reading fails, the
+// destination's contents are unspecified.
 //
 // Thread-safe: the methods are const and read with pread, so several threads
 // may read tensors of one open bundle at once.
@@ -53,6 +55,8 @@ class BundleReader {
   explicit BundleReader(file_io::File file) : file_(std::move(file)) {}
   Status ReadHeaderAndIndex();
   Status FindEntry(const std::string& name, const bundle::IndexEntry** e) const;
+  // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC.
+  Status Read(const bundle::IndexEntry& e, Tensor* dst) const;
   Status ReadNumeric(const bundle::IndexEntry& e, Tensor* dst) const;
   Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst) const;
   // DataLoss for tensor `e`: "checkpoint 'F' is corrupt: tensor 'x' (offset O, N bytes): ..."

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "checkpoint/crc32c.hpp"
+#include "checkpoint/file_io.hpp"
 #include "devices/allocator.hpp"
 
 namespace actorflow {
@@ -27,6 +28,8 @@ Status BundleWriter::Create(const std::string& prefix, const Options& options, s
   const std::string path = bundle::BundleFileName(prefix);
   if (!bundle::HostIsLittleEndian())
     return errors::Unimplemented("checkpoint '", path, "': bundles are written on little-endian hosts only");
+  AF_RETURN_IF_ERROR(file_io::CreateDirectories(file_io::Dirname(path))
+                         .WithContext("creating the directory of checkpoint '" + path + "'"));
   std::unique_ptr<AtomicFileWriter> file;
   AF_RETURN_IF_ERROR(AtomicFileWriter::Create(path, &file));
   if (options.simulate_crash_after_bytes >= 0) file->SimulateCrashAfterBytesForTesting(options.simulate_crash_after_bytes);
@@ -43,12 +46,13 @@ BundleWriter::BundleWriter(std::unique_ptr<AtomicFileWriter> file) : file_(std::
 Status BundleWriter::Add(const std::string& name, const Tensor& tensor) {
   if (!status_.ok()) return status_;
   if (finished_) return errors::FailedPrecondition("checkpoint '", filename(), "' is finished: cannot add '", name, "'");
-  Status s = AddImpl(name, tensor);
-  if (!s.ok() && !errors::IsInvalidArgument(s)) status_ = s;  // a bad argument leaves the file as it was
-  return s;
+  // A refused tensor leaves the file as it was: the writer stays usable.
+  AF_RETURN_IF_ERROR(Check(name, tensor));
+  status_ = Write(name, tensor);
+  return status_;
 }
 
-Status BundleWriter::AddImpl(const std::string& name, const Tensor& tensor) {
+Status BundleWriter::Check(const std::string& name, const Tensor& tensor) const {
   if (name.empty() || name.size() > bundle::kMaxNameLength)
     return errors::InvalidArgument("checkpoint '", filename(), "': tensor names must have 1 to ",
                                    bundle::kMaxNameLength, " bytes, got ", name.size());
@@ -64,7 +68,11 @@ Status BundleWriter::AddImpl(const std::string& name, const Tensor& tensor) {
   if (tensor.dims() > static_cast<int>(bundle::kMaxRank))
     return errors::InvalidArgument("checkpoint '", filename(), "': tensor '", name, "' has rank ", tensor.dims(),
                                    ", more than ", bundle::kMaxRank);
+  return Status::OK();
+}
 
+Status BundleWriter::Write(const std::string& name, const Tensor& tensor) {
+  const DataType dtype = tensor.dtype();
   bundle::IndexEntry e;
   e.name = name;
   e.dtype = dtype;

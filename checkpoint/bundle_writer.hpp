@@ -15,8 +15,10 @@
 // and string tensors are gathered into 1 MB writes. The writer keeps no
 // reference to the tensors once Add returns.
 //
-// After an error every later call returns that error; destroying an unfinished
-// writer removes its temporary file. Not thread-safe.
+// A tensor Add refuses (a bad name or dtype) leaves the writer usable; after
+// any other error every later call returns that error. Destroying an
+// unfinished writer removes its temporary file. Missing parent directories of
+// the prefix are created, as TensorFlow's writer does. Not thread-safe.
 #pragma once
 
 #include <memory>
@@ -44,7 +46,8 @@ class BundleWriter {
   static Status Create(const std::string& prefix, const Options& options, std::unique_ptr<BundleWriter>* out);
 
   /// Writes `tensor` under `name`: InvalidArgument for an empty, overlong or
-  /// repeated name, a dtype that cannot be stored or an uninitialized tensor.
+  /// repeated name, a dtype that cannot be stored or an uninitialized tensor,
+  /// Unimplemented for a tensor in device memory.
   Status Add(const std::string& name, const Tensor& tensor);
   /// Writes the index and header and puts the file in place, durably.
   Status Finish();
@@ -54,7 +57,10 @@ class BundleWriter {
 
  private:
   explicit BundleWriter(std::unique_ptr<AtomicFileWriter> file);
-  Status AddImpl(const std::string& name, const Tensor& tensor);
+  // InvalidArgument (or Unimplemented) for a tensor that cannot be added.
+  Status Check(const std::string& name, const Tensor& tensor) const;
+  // Appends a checked tensor's bytes and its index entry.
+  Status Write(const std::string& name, const Tensor& tensor);
   Status FinishImpl();
   // Appends bytes: copied into buffer_ when small, else written from `data` directly.
   Status Append(const void* data, size_t n);

@@ -54,7 +54,8 @@ Status LatestCheckpoint(const std::string& dir, std::string* prefix);
 /// `dir`, then deletes the bundles of the oldest ones beyond the newest
 /// `max_to_keep` (<= 0 keeps all). The state file is written before anything is
 /// deleted, so it never names a deleted checkpoint. `deleted`, when given,
-/// gets the prefixes whose bundles were removed.
+/// gets the prefixes whose bundles were removed. A corrupt state file is
+/// DataLoss and nothing is deleted (removing the file starts a fresh list).
 Status RecordCheckpoint(const std::string& dir, const std::string& prefix, int max_to_keep,
                         std::vector<std::string>* deleted = nullptr);
 /// Deletes the bundle of checkpoint `prefix`; NotFound when there is none.

@@ -134,6 +134,25 @@ Status SyncDirectory(const std::string& dir) {
   return f.Close();
 }
 
+Status CreateDirectories(const std::string& dir) {
+  struct stat st;
+  if (dir.empty() || ::stat(dir.c_str(), &st) == 0) {
+    if (!dir.empty() && !S_ISDIR(st.st_mode))
+      return errors::FailedPrecondition("'", dir, "' exists and is not a directory");
+    return Status::OK();
+  }
+  const std::string parent = Dirname(dir);
+  if (parent != dir) AF_RETURN_IF_ERROR(CreateDirectories(parent));
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return IOError("create directory", dir, errno);
+    // Another process made it first; it must be a directory.
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return errors::FailedPrecondition("'", dir, "' exists and is not a directory");
+    return Status::OK();
+  }
+  return SyncDirectory(parent);
+}
+
 Status DeleteFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0) return IOError("delete", path, errno);
   return Status::OK();

@@ -56,6 +56,9 @@ class File {
 
 /// Makes the directory entries of `dir` durable (a rename into it, a new file).
 Status SyncDirectory(const std::string& dir);
+/// Creates `dir` and its missing parents, each made durable in its parent;
+/// FailedPrecondition when one of them exists and is not a directory.
+Status CreateDirectories(const std::string& dir);
 /// Removes a file; NotFound when there is none.
 Status DeleteFile(const std::string& path);
 Status RenameFile(const std::string& from, const std::string& to);

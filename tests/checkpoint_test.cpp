@@ -520,6 +520,7 @@ TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the stat
     if (s.ok()) s = w->Add("step", Tensor::Scalar<int64_t>(200));
     if (s.ok()) s = w->Finish();
     CHECK(errors::IsAborted(s));
+    CHECK(errors::IsAborted(w->Finish()));  // a writer that failed stays failed
     w.reset();
     CHECK(ReadBytes(bundle::BundleFileName(prefix)) == old_bytes);
     const std::vector<std::string> leftovers = dir.Find(".tmp-");  // what the dead process left
@@ -652,6 +653,12 @@ TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the 
   CHECK(deleted == std::vector<std::string>{prefix(4), prefix(6), prefix(7)});
   CHECK(dir.Find(".afckpt") == std::vector<std::string>{"model-8.afckpt"});
   CHECK(errors::IsNotFound(DeleteCheckpoint(prefix(1))));
+
+  // A damaged state file stops the bookkeeping; nothing is deleted.
+  SaveOk(prefix(9), {{"step", Tensor::Scalar<int64_t>(9)}});
+  WriteBytes(dir / kCheckpointStateFile, "actorflow checkpoint state 1\nlatest model-8\n");
+  CHECK(errors::IsDataLoss(RecordCheckpoint(dir.path(), prefix(9), 1)));
+  CHECK(fs::exists(bundle::BundleFileName(prefix(8))));
 }
 
 // ---------------------------------------------------------------------------
@@ -778,12 +785,17 @@ TEST_CASE("SaveV2 checks its arguments") {
   REQUIRE(run_save(Strings({"a"}), Strings({""})).ok());
   CHECK(dir.Find(".afckpt").size() == 1);
 
-  // A prefix in a directory that does not exist is NotFound naming it.
-  Scope root = Scope::NewRootScope();
-  auto save = ops::SaveV2(root.WithOpName("save"), dir / "no/such/dir/m", Strings({"a"}), Strings({""}),
-                          {ops::Const(root, 1.f)});
-  std::vector<Tensor> out;
-  Status s = RunGraph(root, {}, {}, {save.name()}, &out);
-  CHECK(errors::IsNotFound(s));
-  CHECK_THAT(s.message(), Contains(dir / "no/such/dir/m.afckpt"));
+  // Missing directories are created, as TensorFlow does; a file in their place is an error naming it.
+  auto save_to = [&](const std::string& prefix) {
+    Scope root = Scope::NewRootScope();
+    auto save = ops::SaveV2(root.WithOpName("save"), prefix, Strings({"a"}), Strings({""}), {ops::Const(root, 1.f)});
+    std::vector<Tensor> out;
+    return RunGraph(root, {}, {}, {save.name()}, &out);
+  };
+  REQUIRE(save_to(dir / "new/nested/m").ok());
+  CHECK(fs::exists(dir / "new/nested/m.afckpt"));
+  WriteBytes(dir / "file", "x");
+  Status s = save_to(dir / "file/m");
+  CHECK(errors::IsFailedPrecondition(s));
+  CHECK_THAT(s.message(), Contains(dir / "file") && Contains("not a directory"));
 }
