@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target bench_executor bench_matmul peer_tbb_flow >/dev/null
+cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint peer_tbb_flow >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -22,4 +22,6 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_executor
 # Inter-step concurrency: one thread per kernel, so a second client has a core to use.
 ACTORFLOW_NUM_THREADS=2 ACTORFLOW_INTRA_OP_THREADS=1 ./build/bench/bench_executor concurrent
 ACTORFLOW_NUM_THREADS=2 ./build/bench/peer_tbb_flow
+# Save and restore of 64 MiB beside plain write()+fsync and read() of the same bytes.
+ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py

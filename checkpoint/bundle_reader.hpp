@@ -1,0 +1,71 @@
+// BundleReader: reads tensors from a checkpoint bundle (layout in
+// checkpoint/bundle_format.hpp), checking everything it reads.
+//
+//   std::unique_ptr<BundleReader> r;
+//   AF_RETURN_IF_ERROR(BundleReader::Open("/ckpt/model-100", &r));
+//   Tensor kernel;
+//   AF_RETURN_IF_ERROR(r->Lookup("dense/kernel", &kernel));
+//
+// Open reads the header and the index and checks them against the file's size
+// and their CRC; Lookup reads one tensor and checks its CRC. Failures are
+// Statuses, never crashes or silently wrong values:
+//   DataLoss         the file is truncated or corrupt (names file, tensor, offset)
+//   NotFound         no such file, or no such tensor in it (names both)
+//   InvalidArgument  LookupInto's tensor has another dtype or shape (names both)
+// Nothing is allocated from a length before it is checked against the file
+// (ResourceExhausted when memory runs out anyway). When reading fails, the
+// destination's contents are unspecified.
+//
+// Thread-safe: the methods are const and read with pread, so several threads
+// may read tensors of one open bundle at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "checkpoint/bundle_format.hpp"
+#include "checkpoint/file_io.hpp"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+
+namespace actorflow {
+
+class Allocator;
+
+class BundleReader {
+ public:
+  /// Opens the bundle of checkpoint `prefix` (the file BundleFileName(prefix)).
+  static Status Open(const std::string& prefix, std::unique_ptr<BundleReader>* out);
+
+  const std::string& filename() const { return file_.path(); }
+  /// Names of the stored tensors, sorted.
+  std::vector<std::string> TensorNames() const;
+  bool Contains(const std::string& name) const { return entries_.count(name) != 0; }
+
+  /// The stored dtype and shape of `name`; NotFound when absent.
+  Status LookupDtypeAndShape(const std::string& name, DataType* dtype, TensorShape* shape) const;
+  /// Reads `name` into a new tensor from `allocator` (host memory when null).
+  Status Lookup(const std::string& name, Tensor* out, Allocator* allocator = nullptr) const;
+  /// Reads `name` into `*dst`, which must have the stored dtype and shape.
+  Status LookupInto(const std::string& name, Tensor* dst) const;
+
+ private:
+  explicit BundleReader(file_io::File file) : file_(std::move(file)) {}
+  Status ReadHeaderAndIndex();
+  Status FindEntry(const std::string& name, const bundle::IndexEntry** e) const;
+  // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC.
+  Status Read(const bundle::IndexEntry& e, Tensor* dst) const;
+  Status ReadNumeric(const bundle::IndexEntry& e, Tensor* dst) const;
+  Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst) const;
+  // DataLoss for tensor `e`: "checkpoint 'F' is corrupt: tensor 'x' (offset O, N bytes): ..."
+  template <class... Args>
+  Status Corrupt(const bundle::IndexEntry& e, const Args&... args) const;
+
+  file_io::File file_;
+  uint64_t file_size_ = 0;
+  std::unordered_map<std::string, bundle::IndexEntry> entries_;
+};
+
+}  // namespace actorflow

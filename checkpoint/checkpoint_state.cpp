@@ -1,0 +1,209 @@
+#include "checkpoint/checkpoint_state.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <set>
+
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/bundle_format.hpp"
+#include "checkpoint/crc32c.hpp"
+#include "checkpoint/file_io.hpp"
+
+namespace actorflow {
+namespace {
+
+constexpr char kFirstLine[] = "actorflow checkpoint state 1";
+constexpr char kVersionPrefix[] = "actorflow checkpoint state ";
+constexpr char kLatest[] = "latest ";
+constexpr char kKept[] = "kept ";
+constexpr char kCrc[] = "crc32c ";
+// A state file names checkpoints, not data: anything larger is not one.
+constexpr size_t kMaxStateFileBytes = 16 << 20;
+
+std::string StatePath(const std::string& dir) { return file_io::JoinPath(dir, kCheckpointStateFile); }
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+/// How `prefix` is written in the state file of `dir`: relative to `dir` when
+/// inside it, else absolute.
+Status StoredForm(const std::string& dir, const std::string& prefix, std::string* out) {
+  if (prefix.empty()) return errors::InvalidArgument("checkpoint state of '", dir, "': empty checkpoint prefix");
+  if (prefix.find_first_of("\r\n") != std::string::npos)
+    return errors::InvalidArgument("checkpoint state of '", dir, "': checkpoint prefix '", prefix,
+                                   "' holds a line break");
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  if (d != "." && prefix.size() > d.size() + 1 && prefix.compare(0, d.size(), d) == 0 &&
+      (prefix[d.size()] == '/' || d == "/")) {
+    *out = prefix.substr(d == "/" ? 1 : d.size() + 1);
+    return Status::OK();
+  }
+  if (prefix.front() == '/') {
+    *out = prefix;
+    return Status::OK();
+  }
+  if (d == ".") {  // relative prefixes are inside the working directory
+    *out = prefix;
+    return Status::OK();
+  }
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof(cwd)) == nullptr) return file_io::IOError("get the working directory for", prefix, errno);
+  *out = file_io::JoinPath(cwd, prefix);
+  return Status::OK();
+}
+
+std::string CrcLine(const std::string& body) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%s%08x\n", kCrc, crc32c::Value(body.data(), body.size()));
+  return buf;
+}
+
+/// Parses the text of a state file (stored forms, not yet joined with the directory).
+Status ParseState(const std::string& path, const std::string& text, CheckpointState* state) {
+  auto corrupt = [&](int line, const auto&... what) {
+    return errors::DataLoss("checkpoint state file '", path, "' is corrupt: line ", line, ": ", what...);
+  };
+  if (text.empty() || text.back() != '\n')
+    return errors::DataLoss("checkpoint state file '", path, "' is truncated: it does not end with a line break");
+  // The last line, "crc32c <8 hex digits>", covers every byte before it.
+  const size_t last_break = text.size() < 2 ? std::string::npos : text.rfind('\n', text.size() - 2);
+  const size_t crc_start = last_break == std::string::npos ? 0 : last_break + 1;
+  const std::string body = text.substr(0, crc_start);
+  const std::string crc_line = text.substr(crc_start);
+  const std::string expected = CrcLine(body);
+  const int num_lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  if (crc_line != expected) {
+    if (!StartsWith(crc_line, kCrc))
+      return corrupt(num_lines, "the last line is not the checksum line (the file is truncated or damaged)");
+    const size_t digits = sizeof(kCrc) - 1;
+    return corrupt(num_lines, "checksum mismatch: the lines above give ", expected.substr(digits, 8),
+                   ", the file says '", crc_line.substr(digits, crc_line.size() - digits - 1), "'");
+  }
+  CheckpointState s;
+  bool have_latest = false;
+  size_t pos = 0;
+  for (int line = 1; pos < body.size(); ++line) {
+    const size_t eol = body.find('\n', pos);
+    const std::string l = body.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line == 1) {
+      if (l == kFirstLine) continue;
+      if (StartsWith(l, kVersionPrefix))
+        return errors::Unimplemented("checkpoint state file '", path, "' has format '", l, "'; this reader reads '",
+                                     kFirstLine, "'");
+      return corrupt(line, "expected '", kFirstLine, "'");
+    }
+    if (StartsWith(l, kLatest) && l.size() > sizeof(kLatest) - 1) {
+      if (have_latest) return corrupt(line, "a second 'latest' line");
+      s.latest = l.substr(sizeof(kLatest) - 1);
+      have_latest = true;
+    } else if (StartsWith(l, kKept) && l.size() > sizeof(kKept) - 1) {
+      s.all.push_back(l.substr(sizeof(kKept) - 1));
+    } else {
+      return corrupt(line, "unexpected line '", l.substr(0, 80), "'");
+    }
+  }
+  if (!have_latest) return errors::DataLoss("checkpoint state file '", path, "' is corrupt: no 'latest' line");
+  if (std::find(s.all.begin(), s.all.end(), s.latest) == s.all.end())
+    return errors::DataLoss("checkpoint state file '", path, "' is corrupt: latest checkpoint '", s.latest,
+                            "' is not among the kept ones");
+  *state = std::move(s);
+  return Status::OK();
+}
+
+/// The state of `dir` in stored forms; an empty state when there is no file.
+Status ReadStoredState(const std::string& dir, CheckpointState* state, bool* exists) {
+  const std::string path = StatePath(dir);
+  std::string text;
+  Status s = file_io::ReadFileToString(path, kMaxStateFileBytes, &text);
+  *exists = !errors::IsNotFound(s);
+  if (!*exists) {
+    *state = CheckpointState();
+    return Status::OK();
+  }
+  AF_RETURN_IF_ERROR(s);
+  return ParseState(path, text, state);
+}
+
+Status WriteStoredState(const std::string& dir, const std::string& latest, const std::vector<std::string>& all) {
+  std::string text = std::string(kFirstLine) + "\n" + kLatest + latest + "\n";
+  for (const auto& p : all) text += kKept + p + "\n";
+  text += CrcLine(text);
+  return WriteFileAtomically(StatePath(dir), text).WithContext("writing the checkpoint state of '" + dir + "'");
+}
+
+}  // namespace
+
+Status WriteCheckpointState(const std::string& dir, const std::string& latest, const std::vector<std::string>& all) {
+  std::string stored_latest;
+  AF_RETURN_IF_ERROR(StoredForm(dir, latest, &stored_latest));
+  std::vector<std::string> stored;
+  std::set<std::string> seen;
+  for (const auto& p : all) {
+    std::string sp;
+    AF_RETURN_IF_ERROR(StoredForm(dir, p, &sp));
+    if (!seen.insert(sp).second)
+      return errors::InvalidArgument("checkpoint state of '", dir, "': checkpoint '", p, "' is listed twice");
+    stored.push_back(std::move(sp));
+  }
+  if (!seen.count(stored_latest)) stored.push_back(stored_latest);
+  return WriteStoredState(dir, stored_latest, stored);
+}
+
+Status ReadCheckpointState(const std::string& dir, CheckpointState* state) {
+  CheckpointState s;
+  bool exists = false;
+  AF_RETURN_IF_ERROR(ReadStoredState(dir, &s, &exists));
+  if (!exists) return errors::NotFound("no checkpoint state file '", StatePath(dir), "'");
+  s.latest = file_io::JoinPath(dir, s.latest);
+  for (auto& p : s.all) p = file_io::JoinPath(dir, p);
+  *state = std::move(s);
+  return Status::OK();
+}
+
+Status LatestCheckpoint(const std::string& dir, std::string* prefix) {
+  CheckpointState s;
+  AF_RETURN_IF_ERROR(ReadCheckpointState(dir, &s));
+  const std::string file = bundle::BundleFileName(s.latest);
+  if (!file_io::FileExists(file))
+    return errors::NotFound("checkpoint state file '", StatePath(dir), "' names checkpoint '", s.latest,
+                            "', whose bundle '", file, "' does not exist");
+  *prefix = s.latest;
+  return Status::OK();
+}
+
+Status RecordCheckpoint(const std::string& dir, const std::string& prefix, int max_to_keep,
+                        std::vector<std::string>* deleted) {
+  if (deleted) deleted->clear();
+  std::string stored_prefix;
+  AF_RETURN_IF_ERROR(StoredForm(dir, prefix, &stored_prefix));
+  CheckpointState s;
+  bool exists = false;
+  AF_RETURN_IF_ERROR(ReadStoredState(dir, &s, &exists));
+  // Saving a prefix again makes it the newest, not a second entry.
+  s.all.erase(std::remove(s.all.begin(), s.all.end(), stored_prefix), s.all.end());
+  s.all.push_back(stored_prefix);
+  std::vector<std::string> dropped;
+  if (max_to_keep > 0 && s.all.size() > static_cast<size_t>(max_to_keep)) {
+    const auto first_kept = s.all.end() - max_to_keep;
+    dropped.assign(s.all.begin(), first_kept);
+    s.all.erase(s.all.begin(), first_kept);
+  }
+  AF_RETURN_IF_ERROR(WriteStoredState(dir, stored_prefix, s.all));
+  // A crash from here on leaves bundles nothing names, never a name without a bundle.
+  Status result;
+  for (const auto& p : dropped) {
+    const std::string full = file_io::JoinPath(dir, p);
+    Status del = DeleteCheckpoint(full);
+    if (del.ok() && deleted) deleted->push_back(full);
+    if (!del.ok() && !errors::IsNotFound(del)) result.Update(del);
+  }
+  return result;
+}
+
+Status DeleteCheckpoint(const std::string& prefix) { return file_io::DeleteFile(bundle::BundleFileName(prefix)); }
+
+}  // namespace actorflow
