@@ -1,0 +1,84 @@
+"""Peer for bench_train: PyTorch 1.13 (CPU) training the same models the same
+way -- the MLP 784-256-10 (ReLU) and softmax regression 64-10, mean softmax
+cross-entropy, plain SGD, one step = forward, backward, update -- at its best
+thread setting here (1 and 2 threads are both measured; the best is printed).
+
+Prints JSON lines in bench/run_all.sh's format: examples/s per model and batch.
+First checks that torch.mm runs on an optimized BLAS (Debian's python3-torch
+uses the reference BLAS, ~5 GFLOP/s, unless libopenblas0 is installed)."""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+torch.manual_seed(0)
+
+
+def emit(params, values):
+    vals = sorted(values)
+    print(json.dumps({"bench": "train_step", "params": params, "metric": "throughput", "unit": "examples/s",
+                      "median": statistics.median(vals), "min": vals[0], "max": vals[-1], "reps": len(vals)}),
+          flush=True)
+
+
+def blas_check():
+    torch.set_num_threads(1)
+    a = torch.randn(1024, 1024)
+    b = torch.randn(1024, 1024)
+    torch.mm(a, b)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        torch.mm(a, b)
+    gflops = 5 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
+    print(json.dumps({"bench": "torch_mm_check", "params": {"n": 1024, "threads": 1, "impl": "pytorch"},
+                      "metric": "throughput", "unit": "GFLOP/s", "median": gflops, "min": gflops,
+                      "max": gflops, "reps": 5}), flush=True)
+    if gflops < 20:
+        print("peer_torch_train: torch.mm runs at %.1f GFLOP/s: install libopenblas0 (setup.sh --bench)" % gflops,
+              file=sys.stderr)
+
+
+def model(kind):
+    if kind == "mlp":
+        return torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)), 784
+    return torch.nn.Sequential(torch.nn.Linear(64, 10)), 64
+
+
+def steps_per_second(kind, batch, threads, seconds=1.0, rounds=7):
+    torch.set_num_threads(threads)
+    net, features = model(kind)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.rand(batch, features)
+    y = torch.randint(0, 10, (batch,))
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(20):
+        step()
+    rates = []
+    for _ in range(rounds):
+        n = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds / rounds * 3:
+            step()
+            n += 1
+        rates.append(n * batch / (time.perf_counter() - t0))
+    return rates
+
+
+blas_check()
+for kind, batch in (("mlp", 64), ("mlp", 256), ("softmax", 32)):
+    best = None
+    for threads in (1, 2):
+        rates = steps_per_second(kind, batch, threads)
+        if best is None or statistics.median(rates) > statistics.median(best[1]):
+            best = (threads, rates)
+    emit({"model": kind, "batch": batch, "threads": best[0], "impl": "pytorch"}, best[1])

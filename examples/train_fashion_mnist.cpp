@@ -1,0 +1,237 @@
+// train_fashion_mnist: the MLP 784-256-10 on Fashion-MNIST, with checkpoints.
+//
+//   train_fashion_mnist [--epochs N] [--batch B] [--lr R] [--dir DIR] [--fresh] [--save-every STEPS]
+//
+// Reads the IDX files Debian's dataset-fashion-mnist installs (setup.sh does),
+// trains with Adam through Session::Run, and saves a checkpoint every
+// --save-every steps, at the end of every epoch and on Ctrl-C. Started again
+// with the same --dir, it restores the latest checkpoint (weights, Adam's
+// moments, the global step) and goes on from there; --fresh starts over.
+// Prints progress while it trains, and the test accuracy after each epoch.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include "actors/session.hpp"
+#include "examples/datasets.hpp"
+#include "graph/cc_ops.hpp"
+#include "graph/optimizers.hpp"
+#include "graph/saver.hpp"
+#include "graph/variables.hpp"
+
+using namespace actorflow;
+using namespace actorflow::examples;
+
+namespace {
+
+constexpr const char* kDataDir = "/usr/share/datasets/fashion-mnist";
+
+struct Options {
+  int epochs = 10;
+  int batch = 100;
+  double lr = 0.001;
+  int save_every = 2000;
+  bool fresh = false;
+  std::string dir;
+};
+
+std::atomic<bool> g_interrupted{false};
+void OnSignal(int) { g_interrupted = true; }
+
+struct Graph {
+  proto::GraphDef def;
+  std::string loss, accuracy, train, init, step;
+};
+
+Status Build(const Options& o, Graph* g, std::unique_ptr<Saver>* saver) {
+  Scope root = Scope::NewRootScope();
+  root.SetGraphSeed(2024);
+  auto x = ops::Placeholder(root.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
+  auto y = ops::Placeholder(root.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
+  Scope l1 = root.NewSubScope("hidden");
+  Variable w1 = NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform());
+  Variable b1 = NewVariable(l1, "biases", {256}, DT_FLOAT, init::Zeros());
+  auto h = ops::Relu(l1, ops::BiasAdd(l1, ops::MatMul(l1, x, w1.value), b1.value));
+  Scope l2 = root.NewSubScope("softmax");
+  Variable w2 = NewVariable(l2, "weights", {256, 10}, DT_FLOAT, init::GlorotUniform());
+  Variable b2 = NewVariable(l2, "biases", {10}, DT_FLOAT, init::Zeros());
+  auto logits = ops::BiasAdd(l2.WithOpName("logits"), ops::MatMul(l2, h, w2.value), b2.value);
+  auto loss = ops::Mean(root.WithOpName("loss"),
+                        ops::SparseSoftmaxCrossEntropyWithLogits(root, logits, y).loss, 0);
+  auto correct = ops::Equal(root, ops::ArgMax(root, logits, 1, DT_INT32), y);
+  auto accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT), 0);
+  Variable step = GetOrCreateGlobalStep(root);
+  AdamOptimizer adam(o.lr);
+  Operation train = adam.Minimize(root.WithOpName("train"), loss, &step);
+  Operation init = GlobalVariablesInitializer(root);
+  SaverOptions so;
+  so.dir = o.dir;
+  so.basename = "model";
+  so.max_to_keep = 3;
+  so.save_every_steps = o.save_every;
+  *saver = std::make_unique<Saver>(root, std::vector<Variable>{}, so);
+  AF_RETURN_IF_ERROR(root.ToGraphDef(&g->def));
+  g->loss = loss.name();
+  g->accuracy = accuracy.name();
+  g->train = train.name();
+  g->init = init.name();
+  g->step = step.value.name();
+  return Status::OK();
+}
+
+// One line of progress: rewritten in place on a terminal, printed every few
+// seconds otherwise.
+class Progress {
+ public:
+  explicit Progress(bool tty) : tty_(tty) {}
+  void Update(int epoch, int epochs, int64_t done, int64_t total, int64_t step, double loss, double rate) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!tty_ && now - last_ < std::chrono::seconds(5) && done < total) return;
+    last_ = now;
+    const int width = 24;
+    const int filled = static_cast<int>(static_cast<double>(width) * static_cast<double>(done) / static_cast<double>(total));
+    const double eta = rate > 0 ? static_cast<double>(total - done) * 100.0 / rate : 0;  // ~examples left / rate
+    std::printf("%sepoch %d/%d [%.*s%*s] %3d%%  step %lld  loss %.4f  %6.0f examples/s  epoch ETA %3.0fs%s",
+                tty_ ? "\r" : "", epoch, epochs, filled, "########################", width - filled, "",
+                static_cast<int>(100 * done / total), static_cast<long long>(step), loss, rate, eta,
+                tty_ ? "" : "\n");
+    std::fflush(stdout);
+  }
+  void EndLine() {
+    if (tty_) std::printf("\n");
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "train_fashion_mnist: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--epochs N] [--batch B] [--lr R] [--dir DIR] [--fresh] [--save-every STEPS]\n"
+               "  --dir: checkpoints (default: $TMPDIR/actorflow-fashion-mnist); restarted with the same\n"
+               "         directory, training resumes from the latest checkpoint\n",
+               argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* tmp = std::getenv("TMPDIR");
+  o.dir = std::string(tmp ? tmp : "/tmp") + "/actorflow-fashion-mnist";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--epochs" && has) o.epochs = std::atoi(argv[++i]);
+    else if (a == "--batch" && has) o.batch = std::atoi(argv[++i]);
+    else if (a == "--lr" && has) o.lr = std::atof(argv[++i]);
+    else if (a == "--dir" && has) o.dir = argv[++i];
+    else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
+    else if (a == "--fresh") o.fresh = true;
+    else return Usage(argv[0]);
+  }
+  if (o.epochs <= 0 || o.batch <= 0 || o.lr <= 0 || o.save_every <= 0) return Usage(argv[0]);
+
+  Dataset train, test;
+  Status s = LoadIdx(std::string(kDataDir) + "/train-images-idx3-ubyte.gz",
+                     std::string(kDataDir) + "/train-labels-idx1-ubyte.gz", &train);
+  if (s.ok())
+    s = LoadIdx(std::string(kDataDir) + "/t10k-images-idx3-ubyte.gz", std::string(kDataDir) + "/t10k-labels-idx1-ubyte.gz",
+                &test);
+  if (!s.ok()) {
+    std::fprintf(stderr, "train_fashion_mnist: %s\n(install the data with ./setup.sh: Debian's dataset-fashion-mnist)\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  std::error_code ec;
+  if (o.fresh) std::filesystem::remove_all(o.dir, ec);
+  std::filesystem::create_directories(o.dir, ec);
+  if (ec) return Fail(errors::Unavailable("cannot create ", o.dir, ": ", ec.message()));
+
+  Graph g;
+  std::unique_ptr<Saver> saver;
+  s = Build(o, &g, &saver);
+  if (!s.ok()) return Fail(s);
+  Session session;
+  if (!(s = session.Create(g.def)).ok()) return Fail(s);
+
+  std::vector<Tensor> out;
+  bool restored = false;
+  std::string from;
+  if (!(s = saver->RestoreLatest(&session, &restored, &from)).ok()) return Fail(s);
+  if (!restored && !(s = session.Run({}, {}, {g.init}, &out)).ok()) return Fail(s);
+  if (!(s = session.Run({}, {g.step}, {}, &out)).ok()) return Fail(s);
+  int64_t step = out[0].scalar<int64_t>();
+  const int64_t steps_per_epoch = train.size() / o.batch;
+  std::printf("Fashion-MNIST: %lld training and %lld test images; MLP 784-256-10, Adam(%.4g), batch %d\n",
+              static_cast<long long>(train.size()), static_cast<long long>(test.size()), o.lr, o.batch);
+  if (restored)
+    std::printf("resumed from %s (step %lld, epoch %lld)\n", from.c_str(), static_cast<long long>(step),
+                static_cast<long long>(step / steps_per_epoch + 1));
+  else
+    std::printf("checkpoints: %s (restart with the same --dir to resume; --fresh to start over)\n", o.dir.c_str());
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  Progress progress(isatty(STDOUT_FILENO) != 0);
+  std::vector<int64_t> order(static_cast<size_t>(train.size()));
+  double accuracy = 0;
+  for (int epoch = static_cast<int>(step / steps_per_epoch); epoch < o.epochs && !g_interrupted; ++epoch) {
+    // Each epoch's order depends only on the epoch: a resumed run sees the
+    // batches it would have seen.
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(1000 + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t first = step % steps_per_epoch, done = 0;
+    double loss_avg = 0;
+    for (int64_t b = first; b < steps_per_epoch && !g_interrupted; ++b) {
+      Tensor x, y;
+      Gather(train, order, b * o.batch, o.batch, &x, &y);
+      if (!(s = session.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out)).ok()) return Fail(s);
+      ++step;
+      ++done;
+      loss_avg = done == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      progress.Update(epoch + 1, o.epochs, b + 1, steps_per_epoch, step, loss_avg,
+                      static_cast<double>(done * o.batch) / std::max(secs, 1e-9));
+      bool saved = false;
+      if (!(s = saver->MaybeSave(&session, step, &saved)).ok()) return Fail(s);
+    }
+    progress.EndLine();
+    std::string path;
+    if (!(s = saver->Save(&session, step, &path)).ok()) return Fail(s);
+    if (g_interrupted) {
+      std::printf("interrupted: saved %s; run again with --dir %s to resume\n", path.c_str(), o.dir.c_str());
+      return 130;
+    }
+    if (!(s = session.Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
+      return Fail(s);
+    accuracy = out[0].scalar<float>();
+    std::printf("epoch %d/%d done: test accuracy %.2f%%, saved %s\n", epoch + 1, o.epochs, 100 * accuracy,
+                path.c_str());
+  }
+  if (accuracy == 0) {  // nothing left to train: report the restored model
+    if (!(s = session.Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
+      return Fail(s);
+    accuracy = out[0].scalar<float>();
+  }
+  std::printf("test accuracy after %lld steps: %.2f%%\n", static_cast<long long>(step), 100 * accuracy);
+  return 0;
+}
