@@ -22,6 +22,7 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_executor
 # Inter-step concurrency: one thread per kernel, so a second client has a core to use.
 ACTORFLOW_NUM_THREADS=2 ACTORFLOW_INTRA_OP_THREADS=1 ./build/bench/bench_executor concurrent
 ACTORFLOW_NUM_THREADS=2 ./build/bench/peer_tbb_flow
-# Save and restore of 64 MiB beside plain write()+fsync and read() of the same bytes.
-ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint
+# Save and restore of 64 MiB beside plain write()+fsync and read() of the same
+# bytes, in build/: on a real disk, where /tmp may be tmpfs (fsync costs nothing).
+ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py

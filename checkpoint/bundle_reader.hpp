@@ -17,9 +17,11 @@
 // destination's contents are unspecified.
 //
 // Thread-safe: the methods are const and read with pread, so several threads
-// may read tensors of one open bundle at once.
+// may read tensors of one open bundle at once; LookupManyInto spreads one
+// call's reading over threads the caller provides.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,13 +53,27 @@ class BundleReader {
   /// Reads `name` into `*dst`, which must have the stored dtype and shape.
   Status LookupInto(const std::string& name, Tensor* dst) const;
 
+  /// Runs task(0) ... task(num_tasks - 1), each exactly once, on any threads,
+  /// and returns when all have run.
+  using Runner = std::function<void(int num_tasks, const std::function<void(int task)>& task)>;
+  /// LookupInto for several tensors at once: every name and destination is
+  /// checked before anything is read; numeric tensors are read in pieces of a
+  /// few MB, each checksummed where it is read, which `run` may spread over
+  /// threads (null: this thread). The first error in the order of `names`.
+  Status LookupManyInto(const std::vector<std::string>& names, const std::vector<Tensor*>& dsts,
+                        const Runner& run = nullptr) const;
+
  private:
   explicit BundleReader(file_io::File file) : file_(std::move(file)) {}
   Status ReadHeaderAndIndex();
   Status FindEntry(const std::string& name, const bundle::IndexEntry** e) const;
+  Status CheckDestination(const bundle::IndexEntry& e, const Tensor& dst) const;
   // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC.
   Status Read(const bundle::IndexEntry& e, Tensor* dst) const;
-  Status ReadNumeric(const bundle::IndexEntry& e, Tensor* dst) const;
+  // Reads bytes [begin, end) of numeric tensor `e` to p + begin, extending *crc over them.
+  Status ReadRange(const bundle::IndexEntry& e, char* p, uint64_t begin, uint64_t end, uint32_t* crc) const;
+  // Checks the CRC of numeric tensor `e`, read to `p`, and its bools.
+  Status CheckNumeric(const bundle::IndexEntry& e, uint32_t crc, const char* p) const;
   Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst) const;
   // DataLoss for tensor `e`: "checkpoint 'F' is corrupt: tensor 'x' (offset O, N bytes): ..."
   template <class... Args>

@@ -8,11 +8,11 @@
 //   AF_RETURN_IF_ERROR(w->Finish());  // /ckpt/model-100.afckpt now exists, complete
 //
 // Tensors are written as they are added, through an AtomicFileWriter: until
-// Finish returns OK the previous file of that prefix, if any, stays as it was,
-// and a crash leaves only a temporary file beside it. Large tensors go to the
-// file straight from their buffers, a few MB per write() with the CRC of each
-// piece computed just before it is written (while it is in cache); small ones
-// and string tensors are gathered into 1 MB writes. The writer keeps no
+// Finish renames the new file into place the previous file of that prefix, if
+// any, stays as it was, and a crash leaves only a temporary file beside it.
+// Large tensors go to the file straight from their buffers, 1 MB per write()
+// with the CRC of each piece computed just before it is written (while it is
+// in cache); small tensors and short strings are gathered into 1 MB writes. The writer keeps no
 // reference to the tensors once Add returns.
 //
 // A tensor Add refuses (a bad name or dtype) leaves the writer usable; after

@@ -18,6 +18,8 @@ namespace {
 
 using BoostCrc32c = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
 
+constexpr uint32_t kReflectedPoly = 0x82F63B78u;  // 0x1EDC6F41 bit-reversed
+
 uint32_t ReverseBits(uint32_t v) {
   uint32_t r = 0;
   for (int i = 0; i < 32; ++i, v >>= 1) r = (r << 1) | (v & 1);
@@ -31,7 +33,6 @@ uint32_t ReverseBits(uint32_t v) {
 // zero: CRCs are linear over GF(2). Shifting over a fixed length is a 32x32
 // bit matrix, applied through four 256-entry tables (Mark Adler's method).
 
-constexpr uint32_t kReflectedPoly = 0x82F63B78u;  // 0x1EDC6F41 bit-reversed
 constexpr size_t kLongStream = 8192;  // bytes per stream in blocks of 3 streams
 constexpr size_t kShortStream = 256;
 
@@ -167,6 +168,38 @@ constexpr size_t kMinFoldBytes = 512;
 
 #endif  // AF_HAVE_CRC32_INSTRUCTION
 
+// Combining. With init = final xor, CRC(A ++ B) = CRC(A) * x^(8|B|) + CRC(B)
+// mod P (zlib's crc32_combine). Reflected polynomials: x^0 is bit 31.
+
+uint32_t MultModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = uint32_t{1} << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kReflectedPoly : b >> 1;
+  }
+  return product;
+}
+
+/// x^(2^k) mod P for k < 67: enough for any 64-bit count of bytes (2^3 bits each).
+class PowersOfX {
+ public:
+  PowersOfX() {
+    table_[0] = uint32_t{1} << 30;  // x^1
+    for (int k = 1; k < kSize; ++k) table_[k] = MultModP(table_[k - 1], table_[k - 1]);
+  }
+  /// x^(8n) mod P.
+  uint32_t BytesShift(uint64_t n) const {
+    uint32_t p = uint32_t{1} << 31;  // x^0
+    for (int k = 3; n != 0; n >>= 1, ++k)
+      if (n & 1) p = MultModP(table_[k], p);
+    return p;
+  }
+
+ private:
+  static constexpr int kSize = 67;
+  uint32_t table_[kSize];
+};
+
 using ExtendFn = uint32_t (*)(uint32_t, const void*, size_t);
 
 ExtendFn ChooseExtend() {
@@ -260,6 +293,11 @@ uint32_t ExtendFolding(uint32_t crc, const void* p, size_t n) { return ExtendPor
 uint32_t Extend(uint32_t crc, const void* p, size_t n) {
   static const ExtendFn extend = ChooseExtend();
   return extend(crc, p, n);
+}
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  static const PowersOfX powers;
+  return MultModP(powers.BytesShift(length_b), crc_a) ^ crc_b;
 }
 
 }  // namespace crc32c

@@ -3,6 +3,7 @@
 //
 //   uint32_t crc = crc32c::Value(data, n);           // CRC32C("123456789") = 0xE3069283
 //   crc = crc32c::Extend(crc, more, m);              // == Value(data ++ more)
+//   crc = crc32c::Combine(crc, Value(more, m), m);   // the same, from separate pieces
 //   uint32_t stored = crc32c::Mask(crc);             // what TFRecord files store
 //
 // Three implementations, chosen once at run time from what the CPU has (so a
@@ -26,6 +27,9 @@ namespace crc32c {
 uint32_t Extend(uint32_t crc, const void* p, size_t n);
 /// CRC32C of [p, p + n).
 inline uint32_t Value(const void* p, size_t n) { return Extend(0, p, n); }
+/// CRC32C of A ++ B from CRC32C(A), CRC32C(B) and |B|: pieces checksummed on
+/// several threads join into the CRC of the whole (O(log length_b)).
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b);
 
 /// Extend computed by Boost.CRC, on any CPU.
 uint32_t ExtendPortable(uint32_t crc, const void* p, size_t n);

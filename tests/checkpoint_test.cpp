@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -225,6 +227,23 @@ TEST_CASE("crc32c: known vectors, hardware and Boost.CRC agree, Extend joins pie
       }
     }
   }
+}
+
+TEST_CASE("crc32c: Combine joins the CRCs of separate pieces") {
+  std::mt19937 rng(11);
+  std::string buf(100000, '\0');
+  for (auto& c : buf) c = static_cast<char>(rng());
+  for (size_t cut : {0ul, 1ul, 5ul, 4096ul, 33333ul, 99999ul, 100000ul}) {
+    INFO("cut " << cut);
+    const uint32_t a = crc32c::Value(buf.data(), cut), b = crc32c::Value(buf.data() + cut, buf.size() - cut);
+    CHECK(crc32c::Combine(a, b, buf.size() - cut) == crc32c::Value(buf.data(), buf.size()));
+  }
+  CHECK(crc32c::Combine(crc32c::Value("1234", 4), crc32c::Value("56789", 5), 5) == 0xE3069283u);
+  CHECK(crc32c::Combine(0xE3069283u, 0, 0) == 0xE3069283u);
+  // Lengths far beyond memory: joining is associative, whatever the grouping.
+  const uint32_t a = 0x12345678u, b = 0x9abcdef0u, c = 0x0f1e2d3cu;
+  const uint64_t lb = (uint64_t{1} << 33) + 5, lc = (uint64_t{1} << 61) + 12345;
+  CHECK(crc32c::Combine(crc32c::Combine(a, b, lb), c, lc) == crc32c::Combine(a, crc32c::Combine(b, c, lc), lb + lc));
 }
 
 TEST_CASE("crc32c: TFRecord masking") {
@@ -474,6 +493,67 @@ TEST_CASE("bundle: another dtype or shape requested is InvalidArgument naming bo
   CHECK_THAT(s.message(), Contains("[2,3]") && Contains("[3,2]"));
 }
 
+TEST_CASE("bundle: LookupManyInto reads tensors in pieces on several threads and checks each whole") {
+  TempDir dir;
+  // 10 MB: three pieces; the checksums of the pieces must join into the tensor's.
+  const std::vector<std::pair<std::string, Tensor>> tensors = {
+      {"big", Filled(DT_FLOAT, TensorShape{5, 500000}, 1)},
+      {"strings", Filled(DT_STRING, TensorShape{4}, 2)},
+      {"empty", Tensor(DT_INT64, TensorShape{0})},
+      {"flags", Filled(DT_BOOL, TensorShape{9}, 3)}};
+  SaveOk(dir / "m", tensors);
+  // A runner on four threads that each claim the next task.
+  BundleReader::Runner threads = [](int num_tasks, const std::function<void(int)>& task) {
+    std::atomic<int> next{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 4; ++t)
+      pool.emplace_back([&] {
+        for (int i = next.fetch_add(1); i < num_tasks; i = next.fetch_add(1)) task(i);
+      });
+    for (auto& th : pool) th.join();
+  };
+  auto read_all = [&](const std::string& prefix, const BundleReader::Runner& run, std::vector<Tensor>* out) {
+    std::unique_ptr<BundleReader> r;
+    AF_RETURN_IF_ERROR(BundleReader::Open(prefix, &r));
+    std::vector<std::string> names;
+    std::vector<Tensor*> dsts;
+    out->clear();
+    for (const auto& kv : tensors) out->emplace_back(kv.second.dtype(), kv.second.shape());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      names.push_back(tensors[i].first);
+      dsts.push_back(&(*out)[i]);
+    }
+    return r->LookupManyInto(names, dsts, run);
+  };
+  for (const BundleReader::Runner& run : {BundleReader::Runner(), threads}) {
+    std::vector<Tensor> out;
+    Status s = read_all(dir / "m", run, &out);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    for (size_t i = 0; i < tensors.size(); ++i) CHECK(TensorEquals(out[i], tensors[i].second));
+  }
+
+  // One flipped byte in the middle piece of "big" is DataLoss naming it.
+  std::string bytes = ReadBytes(dir / "m.afckpt");
+  for (const Region& r : DataRegions(bytes))
+    if (r.name == "big") bytes[r.begin + 5'000'000] = static_cast<char>(bytes[r.begin + 5'000'000] ^ 0x04);
+  WriteBytes(dir / "bad.afckpt", bytes);
+  std::vector<Tensor> out;
+  Status s = read_all(dir / "bad", threads, &out);
+  CHECK(errors::IsDataLoss(s));
+  CHECK_THAT(s.message(), Contains("'big'") && Contains("bad.afckpt"));
+
+  // Destinations are checked before anything is read.
+  std::unique_ptr<BundleReader> r;
+  REQUIRE(BundleReader::Open(dir / "m", &r).ok());
+  Tensor wrong(DT_FLOAT, TensorShape{3});
+  s = r->LookupManyInto({"empty", "flags"}, {&out[2], &wrong}, threads);
+  CHECK(errors::IsInvalidArgument(s));
+  CHECK_THAT(s.message(), Contains("'flags'"));
+  CHECK(errors::IsNotFound(r->LookupManyInto({"nope"}, {&wrong}, threads)));
+  CHECK(errors::IsInvalidArgument(r->LookupManyInto({"big"}, {}, threads)));
+}
+
 TEST_CASE("bundle: threads read one open bundle at once") {
   TempDir dir;
   std::vector<std::pair<std::string, Tensor>> tensors;
@@ -701,7 +781,8 @@ TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape"
       {"bool", Filled(DT_BOOL, TensorShape{4}, 5)},
       {"string", Filled(DT_STRING, TensorShape{2, 3}, 6)},
       {"empty", Tensor(DT_FLOAT, TensorShape{0, 7})},
-      {"big", Filled(DT_FLOAT, TensorShape{256, 1024}, 7)}};  // 1 MB
+      {"big", Filled(DT_FLOAT, TensorShape{256, 1024}, 7)},   // 1 MB
+      {"huge", Filled(DT_DOUBLE, TensorShape{1300000}, 8)}};  // 10.4 MB: read in pieces
   Scope root = Scope::NewRootScope();
   std::vector<Output> inputs;
   std::vector<std::string> names;

@@ -4,12 +4,14 @@
 //
 // Both do file I/O, so neither runs on the device actor's thread: each is an
 // asynchronous kernel that checks its inputs there, then runs as one job on
-// the device's compute pool (RestoreV2 reading its tensors in parallel over
-// the pool) and calls done. While a save is in fsync its job holds a pool
-// thread. shape_and_slices must be "" (whole tensors) for every tensor.
+// the device's compute pool (RestoreV2 reading pieces of its tensors in
+// parallel over the pool) and calls done. While a save is in fsync its job
+// holds a pool thread. shape_and_slices must be "" (whole tensors) for every
+// tensor.
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -169,13 +171,15 @@ class RestoreV2Op : public AsyncOpKernel {
  private:
   Status Restore(OpKernelContext* ctx) const {
     const std::string& prefix = ctx->input(0).scalar<std::string>();
-    const std::string* names = ctx->input(1).data<std::string>();
     std::unique_ptr<BundleReader> reader;
     AF_RETURN_IF_ERROR(BundleReader::Open(prefix, &reader));
     // Every tensor is found and checked before any is read.
     const int n = num_outputs();
+    std::vector<std::string> names(n);
+    std::vector<Tensor*> outputs(n);
     int64_t total_bytes = 0;
     for (int i = 0; i < n; ++i) {
+      names[i] = ctx->input(1).data<std::string>()[i];
       DataType dtype;
       TensorShape shape;
       AF_RETURN_IF_ERROR(reader->LookupDtypeAndShape(names[i], &dtype, &shape));
@@ -183,26 +187,23 @@ class RestoreV2Op : public AsyncOpKernel {
         return errors::InvalidArgument("tensor '", names[i], "' in checkpoint '", reader->filename(), "' has dtype ",
                                        DataTypeString(dtype), ", but RestoreV2 expects ",
                                        DataTypeString(BaseType(output_type(i))), " (dtypes[", i, "])");
-      Tensor* out;
-      AF_RETURN_IF_ERROR(ctx->allocate_output(i, shape, &out)
+      AF_RETURN_IF_ERROR(ctx->allocate_output(i, shape, &outputs[i])
                              .WithContext("restoring tensor '" + names[i] + "' of '" + reader->filename() + "'"));
-      total_bytes += static_cast<int64_t>(TensorPayloadBytes(*out));
+      total_bytes += static_cast<int64_t>(TensorPayloadBytes(*outputs[i]));
     }
     AF_RETURN_IF_ERROR(CancelledStatus(ctx).WithContext("restoring checkpoint '" + reader->filename() + "'"));
-    // Tensors are read in parallel: from the page cache, copying and
-    // checksumming are what cost, and each thread brings its own core. Each
-    // thread claims the next unread tensor, so one slowed by other work reads
-    // fewer of them.
-    std::vector<Status> statuses(n);
-    std::atomic<int> next{0};
+    // Read in parallel: from the page cache, copying and checksumming are what
+    // cost, and each thread brings its own core. Threads claim pieces one at a
+    // time, so one slowed by other work reads fewer of them.
     ComputePool* pool = ctx->device()->compute_pool();
-    const int threads = std::min(n, pool->MaxParallelism());
-    pool->For(threads, std::max<int64_t>(1, total_bytes / threads), [&](int64_t, int64_t) {
-      for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1))
-        statuses[i] = reader->LookupInto(names[i], ctx->mutable_output(i));
-    });
-    for (const Status& s : statuses) AF_RETURN_IF_ERROR(s);
-    return Status::OK();
+    auto run = [pool, total_bytes](int num_tasks, const std::function<void(int)>& task) {
+      std::atomic<int> next{0};
+      const int threads = std::max(1, std::min(num_tasks, pool->MaxParallelism()));
+      pool->For(threads, std::max<int64_t>(1, total_bytes / threads), [&](int64_t, int64_t) {
+        for (int t = next.fetch_add(1); t < num_tasks; t = next.fetch_add(1)) task(t);
+      });
+    };
+    return reader->LookupManyInto(names, outputs, run);
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("RestoreV2").Device(DEVICE_CPU), RestoreV2Op);
