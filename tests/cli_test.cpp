@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -39,7 +40,8 @@ TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
 }
 
 TEST_CASE("cli: steps file, typed values, failures and exit codes") {
-  const std::string steps = "/tmp/actorflow_cli_steps.jsonl";
+  // Per process: test runs of other checkouts may share /tmp.
+  const std::string steps = "/tmp/actorflow_cli_steps_" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(steps) << R"({"feeds":{"x":{"dtype":"float32","shape":[1,2],"values":[0,1]}},"fetches":["y"]})" << "\n"
                        << R"({"feeds":{"x":[[1.0,2.0,3.0]]},"fetches":["y"]})" << "\n"
                        << "\n"
