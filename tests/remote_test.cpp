@@ -6,7 +6,9 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/container_actor.hpp"
 #include "actors/device_actor.hpp"
+#include "core/resource_handle.hpp"
 #include "actors/messages.hpp"
 #include "devices/allocator.hpp"
 #include "devices/compute_pool.hpp"
@@ -88,4 +90,48 @@ TEST_CASE("a remote device actor registers and runs a graph; tensors and statuse
 
   caf::anon_send_exit(dev, caf::exit_reason::user_shutdown);
   server.middleman().unpublish(dev, *port);
+}
+
+TEST_CASE("a remote container actor: variables are read and updated by messages from another node") {
+  NetConfig server_cfg, client_cfg;
+  caf::actor_system server{server_cfg}, client{client_cfg};
+  ComputePool pool(&server, 2);
+  caf::actor container = SpawnContainerActor(server, &pool);
+  auto port = server.middleman().publish(container, 0, "127.0.0.1");
+  REQUIRE(port);
+  auto remote = client.middleman().remote_actor("127.0.0.1", *port);
+  REQUIRE(remote);
+
+  ResourceHandle h;
+  h.container = "remote_test";
+  h.name = "w";
+  h.dtype = DT_FLOAT;
+  h.shape = PartialTensorShape(std::vector<int64_t>{2});
+  VarReadRequest read;
+  read.handles = {h.Encode()};
+  auto r = Ask<VarReadResponse>(client, *remote, read);
+  REQUIRE(r.status.code() == Code::kFailedPrecondition);
+  REQUIRE_THAT(r.status.message(), Catch::Contains("remote_test/w"));
+
+  VarUpdateRequest assign;
+  assign.kind = static_cast<int32_t>(VarUpdateKind::kAssign);
+  assign.handles = {h.Encode()};
+  assign.args = {test::MakeTensor<float>({1, 2}, {2})};
+  REQUIRE(Ask<VarUpdateResponse>(client, *remote, assign).status.ok());
+  VarUpdateRequest sgd;
+  sgd.kind = static_cast<int32_t>(VarUpdateKind::kGradientDescent);
+  sgd.handles = {h.Encode()};
+  sgd.args = {Tensor::Scalar<float>(0.5f), test::MakeTensor<float>({2, 2}, {2})};
+  REQUIRE(Ask<VarUpdateResponse>(client, *remote, sgd).status.ok());
+  r = Ask<VarReadResponse>(client, *remote, read);
+  REQUIRE(r.status.ok());
+  REQUIRE(test::Values<float>(r.values[0]) == std::vector<float>{0, 1});
+
+  auto reset = Ask<ResetContainersResponse>(client, *remote, ResetContainersRequest{{"remote_test"}});
+  REQUIRE(reset.status.ok());
+  REQUIRE(reset.num_dropped == 1);
+  REQUIRE(Ask<VarReadResponse>(client, *remote, read).status.code() == Code::kFailedPrecondition);
+
+  caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
+  server.middleman().unpublish(container, *port);
 }
