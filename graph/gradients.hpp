@@ -21,15 +21,16 @@
 //
 //   Status SquareGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
 //                     std::vector<Output>* grad_outputs) {
-//     // dy/dx = 2x
-//     grad_outputs->push_back(ops::Mul(scope, grad_inputs[0], ops::Mul(scope, 2.0, op.input(0))));
+//     const Output x = op.input(0), two = grad::ScalarOf(scope, 2, x.type());
+//     grad_outputs->push_back(ops::Mul(scope, grad_inputs[0], ops::Mul(scope, two, x)));  // dx = dy * 2x
 //     return scope.status();
 //   }
 //   AF_REGISTER_GRADIENT("Square", SquareGrad);
 //   AF_REGISTER_NO_GRADIENT("Shape");
 //
-// A node on a path from xs to ys whose op registered neither is an error
-// naming the node and its op.
+// (graph/grad_helpers.hpp has the shared building blocks.) A node on a path
+// from xs to ys whose op registered neither is an error naming the node and
+// its op.
 #pragma once
 
 #include <map>
