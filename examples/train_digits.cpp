@@ -37,13 +37,16 @@ struct Options {
 struct Model {
   std::string name;
   proto::GraphDef graph;
-  std::string loss, accuracy, train, init;
+  std::string x, y, loss, accuracy, train, init;
 };
 
 // logits = x W + b (softmax regression), or a hidden ReLU layer first (MLP).
 Status Build(bool mlp, int features, uint64_t seed, Model* m) {
-  Scope root = Scope::NewRootScope();
-  root.SetGraphSeed(static_cast<int64_t>(seed));
+  Scope graph = Scope::NewRootScope();
+  graph.SetGraphSeed(static_cast<int64_t>(seed));
+  // Variables are shared by name across the process's sessions: each model
+  // keeps its own under its own name scope.
+  Scope root = graph.NewSubScope(mlp ? "mlp" : "softmax_regression");
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, features}));
   auto y = ops::Placeholder(root.WithOpName("y"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
   Output logits;
@@ -75,8 +78,10 @@ Status Build(bool mlp, int features, uint64_t seed, Model* m) {
     train = sgd.Minimize(root.WithOpName("train"), loss);
   }
   Operation init = GlobalVariablesInitializer(root);
-  AF_RETURN_IF_ERROR(root.ToGraphDef(&m->graph));
+  AF_RETURN_IF_ERROR(graph.ToGraphDef(&m->graph));
   m->name = mlp ? "MLP 64-128-10" : "softmax regression 64-10";
+  m->x = x.name();
+  m->y = y.name();
   m->loss = loss.name();
   m->accuracy = accuracy.name();
   m->train = train.name();
@@ -106,7 +111,7 @@ Status Train(const Model& m, const Dataset& train, const Dataset& test, const Op
     Tensor x, y;
     Gather(train, order, pos, o.batch, &x, &y);
     pos += o.batch;
-    AF_RETURN_IF_ERROR(session.Run({{"x", x}, {"y", y}}, {m.loss}, {m.train}, &out));
+    AF_RETURN_IF_ERROR(session.Run({{m.x, x}, {m.y, y}}, {m.loss}, {m.train}, &out));
     loss_sum += out[0].scalar<float>();
     ++loss_n;
     if (step % o.log_every == 0 || step == o.steps) {
@@ -118,7 +123,7 @@ Status Train(const Model& m, const Dataset& train, const Dataset& test, const Op
       loss_n = 0;
     }
   }
-  AF_RETURN_IF_ERROR(session.Run({{"x", test.images}, {"y", test.labels}}, {m.accuracy}, {}, &out));
+  AF_RETURN_IF_ERROR(session.Run({{m.x, test.images}, {m.y, test.labels}}, {m.accuracy}, {}, &out));
   *accuracy = out[0].scalar<float>();
   std::printf("  held-out accuracy: %.2f%% (%lld examples)\n", 100.0 * *accuracy,
               static_cast<long long>(test.size()));

@@ -47,12 +47,12 @@ struct Options {
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted = true; }
 
-struct Graph {
+struct TrainGraph {
   proto::GraphDef def;
   std::string loss, accuracy, train, init, step;
 };
 
-Status Build(const Options& o, Graph* g, std::unique_ptr<Saver>* saver) {
+Status Build(const Options& o, TrainGraph* g, std::unique_ptr<Saver>* saver) {
   Scope root = Scope::NewRootScope();
   root.SetGraphSeed(2024);
   auto x = ops::Placeholder(root.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(o.dir, ec);
   if (ec) return Fail(errors::Unavailable("cannot create ", o.dir, ": ", ec.message()));
 
-  Graph g;
+  TrainGraph g;
   std::unique_ptr<Saver> saver;
   s = Build(o, &g, &saver);
   if (!s.ok()) return Fail(s);

@@ -4,12 +4,18 @@
 
 #include <unordered_map>
 
+#include "graph/graph_def_io.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 
 namespace actorflow {
 
 Output Operation::output(int i) const { return Output(node_, i); }
+
+Output Operation::input(int i) const {
+  const Edge* e = node_ ? node_->input_edge(i) : nullptr;
+  return e ? Output(e->src, e->src_output) : Output();
+}
 
 Input::Initializer::Initializer(std::initializer_list<Initializer> list) {
   if (list.size() == 0) {
@@ -44,12 +50,37 @@ struct Scope::Shared {
   Graph graph;
   Status status;
   std::unordered_map<std::string, int> name_counts;
-  std::unordered_map<const Node*, std::vector<PartialTensorShape>> shapes;
-  std::unordered_map<const Node*, Tensor> const_values;
+  // By node id: ids are never reused, so the entries of a removed node are inert.
+  std::unordered_map<int, std::vector<PartialTensorShape>> shapes;
+  std::unordered_map<int, Tensor> const_values;
   std::map<std::string, std::vector<Output>> collections;
   bool has_graph_seed = false;
   int64_t graph_seed = 0;
+
+  /// Runs the shape function of `node` (inputs connected) on the shapes and
+  /// constant values recorded for its inputs, and records its output shapes.
+  Status InferShapes(const Node* node, const OpRegistration& reg);
 };
+
+Status Scope::Shared::InferShapes(const Node* node, const OpRegistration& reg) {
+  std::vector<PartialTensorShape> in_shapes(node->num_inputs());
+  std::vector<const Tensor*> in_values(node->num_inputs(), nullptr);
+  for (const Edge* e : node->in_edges()) {
+    if (e->IsControlEdge()) continue;
+    auto sh = shapes.find(e->src->id());
+    if (sh != shapes.end()) in_shapes[e->dst_input] = sh->second[e->src_output];
+    auto cv = const_values.find(e->src->id());
+    if (cv != const_values.end()) in_values[e->dst_input] = &cv->second;
+  }
+  InferenceContext ctx(&node->def(), std::move(in_shapes), std::move(in_values), node->num_outputs());
+  AF_RETURN_IF_ERROR(reg.shape_fn ? reg.shape_fn(&ctx) : shape_fns::Unknown(&ctx));
+  shapes[node->id()] = ctx.outputs();
+  if (node->type_string() == "Const") {
+    Tensor value;
+    if (GetNodeAttr(node->def(), "value", &value).ok()) const_values[node->id()] = value;
+  }
+  return Status::OK();
+}
 
 Scope Scope::NewRootScope() {
   Scope s;
@@ -107,6 +138,14 @@ std::string Scope::GetUniqueNameForOp(const std::string& default_name) const {
   ++count;
   while (shared_->graph.FindNode(name)) name = full + "_" + std::to_string(count++);
   return name;
+}
+
+PartialTensorShape Scope::InferredShape(const Output& o) const {
+  if (!o.valid()) return PartialTensorShape();
+  auto it = shared_->shapes.find(o.node()->id());
+  if (it == shared_->shapes.end() || o.index() < 0 || o.index() >= static_cast<int>(it->second.size()))
+    return PartialTensorShape();
+  return it->second[o.index()];
 }
 
 Output Scope::AsOutput(const Input& in) const {
@@ -170,16 +209,8 @@ Operation Scope::AddOp(const std::string& op_type, const std::vector<OutputList>
     return Operation();
   }
   int index = 0;
-  std::vector<PartialTensorShape> in_shapes;
-  std::vector<const Tensor*> in_values;
   for (const auto& list : args) {
-    for (const Output& o : list) {
-      shared_->graph.AddEdge(o.node(), o.index(), node, index++);
-      auto sh = shared_->shapes.find(o.node());
-      in_shapes.push_back(sh != shared_->shapes.end() ? sh->second[o.index()] : PartialTensorShape());
-      auto cv = shared_->const_values.find(o.node());
-      in_values.push_back(cv != shared_->const_values.end() ? &cv->second : nullptr);
-    }
+    for (const Output& o : list) shared_->graph.AddEdge(o.node(), o.index(), node, index++);
   }
   for (const Operation& dep : control_deps_)
     if (dep.node()) shared_->graph.AddControlEdge(dep.node(), node);
@@ -195,19 +226,11 @@ Operation Scope::AddOp(const std::string& op_type, const std::vector<OutputList>
                                   DataTypeString(got), " from '", TensorInputName(e->src->name(), e->src_output),
                                   "' incompatible with expected ", DataTypeString(want));
   }
-  if (s.ok()) {
-    InferenceContext ctx(&node->def(), in_shapes, in_values, node->num_outputs());
-    s = reg->shape_fn ? reg->shape_fn(&ctx) : shape_fns::Unknown(&ctx);
-    if (s.ok()) shared_->shapes[node] = ctx.outputs();
-  }
+  if (s.ok()) s = shared_->InferShapes(node, *reg);
   if (!s.ok()) {
     shared_->graph.RemoveNode(node);
     UpdateStatus(s);
     return Operation();
-  }
-  if (op_type == "Const") {
-    Tensor value;
-    if (GetNodeAttr(node->def(), "value", &value).ok()) shared_->const_values[node] = value;
   }
   return Operation(node);
 }
@@ -242,6 +265,25 @@ void Scope::GetSeeds(int64_t op_seed, int64_t* seed, int64_t* seed2) const {
     *seed2 = 0;
   }
   if (*seed == 0 && *seed2 == 0 && (shared_->has_graph_seed || op_seed >= 0)) *seed2 = std::numeric_limits<int32_t>::max();
+}
+
+Status Scope::ImportGraphDef(const proto::GraphDef& def) const {
+  AF_RETURN_IF_ERROR(shared_->status);
+  Graph& g = shared_->graph;
+  if (g.num_nodes() != 0)
+    return errors::FailedPrecondition("ImportGraphDef needs an empty graph, this scope's has ", g.num_nodes(),
+                                      " nodes");
+  Status s = actorflow::ImportGraphDef(def, &g);
+  std::vector<Node*> order;
+  if (s.ok()) s = TopologicalOrder(g, &order);
+  for (size_t i = 0; s.ok() && i < order.size(); ++i)
+    s = shared_->InferShapes(order[i], *OpRegistry::Global()->Find(order[i]->type_string()));
+  if (!s.ok()) {  // leave the graph as it was: empty
+    for (Node* n : g.nodes()) g.RemoveNode(n);
+    g.set_versions(proto::VersionDef());
+    g.set_library(proto::FunctionDefLibrary());
+  }
+  return s;
 }
 
 }  // namespace actorflow

@@ -42,6 +42,9 @@ class Operation {
   const std::string& name() const { return node_->name(); }
   Output output(int i) const;
   int num_outputs() const { return node_ ? node_->num_outputs() : 0; }
+  /// The Output feeding data input i (invalid when it is not connected).
+  Output input(int i) const;
+  int num_inputs() const { return node_ ? node_->num_inputs() : 0; }
 
  private:
   Node* node_ = nullptr;
@@ -128,6 +131,13 @@ class Scope {
   Graph* graph() const;
   /// The graph as a GraphDef, or the first error of the ops built in it.
   Status ToGraphDef(proto::GraphDef* out) const;
+  /// Loads `def` into the scope's graph, which must be empty (FailedPrecondition
+  /// otherwise), so that ops can be built on top of an existing graph (take
+  /// Outputs of its nodes with graph()->FindNode). Node names are kept (the
+  /// scope's prefix does not apply) and shapes are inferred as for built ops.
+  /// Errors name the node; on error the graph is left empty and the scope's
+  /// status unchanged.
+  Status ImportGraphDef(const proto::GraphDef& def) const;
 
   /// Adds an op. `args` has one entry per input arg of the op (several outputs
   /// for list args); type, list-type and number attrs are inferred from them.
@@ -135,6 +145,9 @@ class Scope {
   Operation AddOp(const std::string& op_type, const std::vector<OutputList>& args, const AttrMap& attrs = {}) const;
   /// An Output for an Input: itself, or a new Const node.
   Output AsOutput(const Input& in) const;
+  /// The shape inferred for `o` when its node was built or imported (unknown
+  /// rank when nothing is known).
+  PartialTensorShape InferredShape(const Output& o) const;
 
   /// Whether WithOpName named the next op.
   bool has_op_name() const { return !op_name_.empty(); }

@@ -12,6 +12,11 @@ Output Binary(const Scope& s, const char* op, const Input& x, const Input& y) {
 Output Reduce(const Scope& s, const char* op, const Input& x, const Input& axis, bool keep_dims) {
   return First(s.AddOp(op, {{s.AsOutput(x)}, {s.AsOutput(axis)}}, {{"keep_dims", AttrBool(keep_dims)}}));
 }
+std::vector<Output> AllOutputs(const Operation& op) {
+  std::vector<Output> out;
+  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
+  return out;
+}
 OutputList AsOutputs(const Scope& s, const std::vector<Input>& in) {
   OutputList out;
   for (const auto& i : in) out.push_back(s.AsOutput(i));
@@ -34,6 +39,7 @@ Output PlaceholderWithDefault(const Scope& s, Input input, const PartialTensorSh
   return First(s.AddOp("PlaceholderWithDefault", {{s.AsOutput(input)}}, {{"shape", AttrShape(shape)}}));
 }
 Output Identity(const Scope& s, Input x) { return Unary(s, "Identity", x); }
+Output StopGradient(const Scope& s, Input x) { return Unary(s, "StopGradient", x); }
 Operation NoOp(const Scope& s) { return s.AddOp("NoOp", {}); }
 Operation Assert(const Scope& s, Input condition, const std::vector<Output>& data, int64_t summarize) {
   return s.AddOp("Assert", {{s.AsOutput(condition)}, data}, {{"summarize", AttrInt(summarize)}});
@@ -45,20 +51,33 @@ Output Sub(const Scope& s, Input x, Input y) { return Binary(s, "Sub", x, y); }
 Output Mul(const Scope& s, Input x, Input y) { return Binary(s, "Mul", x, y); }
 Output RealDiv(const Scope& s, Input x, Input y) { return Binary(s, "RealDiv", x, y); }
 Output Div(const Scope& s, Input x, Input y) { return Binary(s, "RealDiv", x, y); }
+Output FloorDiv(const Scope& s, Input x, Input y) { return Binary(s, "FloorDiv", x, y); }
+Output FloorMod(const Scope& s, Input x, Input y) { return Binary(s, "FloorMod", x, y); }
 Output Maximum(const Scope& s, Input x, Input y) { return Binary(s, "Maximum", x, y); }
 Output Minimum(const Scope& s, Input x, Input y) { return Binary(s, "Minimum", x, y); }
 Output Pow(const Scope& s, Input x, Input y) { return Binary(s, "Pow", x, y); }
 Output Neg(const Scope& s, Input x) { return Unary(s, "Neg", x); }
 Output Abs(const Scope& s, Input x) { return Unary(s, "Abs", x); }
+Output Sign(const Scope& s, Input x) { return Unary(s, "Sign", x); }
 Output Exp(const Scope& s, Input x) { return Unary(s, "Exp", x); }
 Output Log(const Scope& s, Input x) { return Unary(s, "Log", x); }
 Output Square(const Scope& s, Input x) { return Unary(s, "Square", x); }
 Output Sqrt(const Scope& s, Input x) { return Unary(s, "Sqrt", x); }
 Output Rsqrt(const Scope& s, Input x) { return Unary(s, "Rsqrt", x); }
+Output Reciprocal(const Scope& s, Input x) { return Unary(s, "Reciprocal", x); }
 Output Tanh(const Scope& s, Input x) { return Unary(s, "Tanh", x); }
 Output Sigmoid(const Scope& s, Input x) { return Unary(s, "Sigmoid", x); }
 Output Cast(const Scope& s, Input x, DataType dst) {
   return First(s.AddOp("Cast", {{s.AsOutput(x)}}, {{"DstT", AttrType(dst)}}));
+}
+Output AddN(const Scope& s, const std::vector<Input>& inputs) { return First(s.AddOp("AddN", {AsOutputs(s, inputs)})); }
+Output Cumsum(const Scope& s, Input x, Input axis, bool exclusive, bool reverse) {
+  return First(s.AddOp("Cumsum", {{s.AsOutput(x)}, {s.AsOutput(axis)}},
+                       {{"exclusive", AttrBool(exclusive)}, {"reverse", AttrBool(reverse)}}));
+}
+Output Cumprod(const Scope& s, Input x, Input axis, bool exclusive, bool reverse) {
+  return First(s.AddOp("Cumprod", {{s.AsOutput(x)}, {s.AsOutput(axis)}},
+                       {{"exclusive", AttrBool(exclusive)}, {"reverse", AttrBool(reverse)}}));
 }
 
 Output Equal(const Scope& s, Input x, Input y) { return Binary(s, "Equal", x, y); }
@@ -82,6 +101,17 @@ Output BiasAdd(const Scope& s, Input value, Input bias, const std::string& data_
   return First(s.AddOp("BiasAdd", {{s.AsOutput(value)}, {s.AsOutput(bias)}}, {{"data_format", AttrString(data_format)}}));
 }
 Output Relu(const Scope& s, Input x) { return Unary(s, "Relu", x); }
+Output ReluGrad(const Scope& s, Input gradients, Input features) {
+  return Binary(s, "ReluGrad", gradients, features);
+}
+Output SigmoidGrad(const Scope& s, Input y, Input dy) { return Binary(s, "SigmoidGrad", y, dy); }
+Output TanhGrad(const Scope& s, Input y, Input dy) { return Binary(s, "TanhGrad", y, dy); }
+Output SqrtGrad(const Scope& s, Input y, Input dy) { return Binary(s, "SqrtGrad", y, dy); }
+Output RsqrtGrad(const Scope& s, Input y, Input dy) { return Binary(s, "RsqrtGrad", y, dy); }
+Output ReciprocalGrad(const Scope& s, Input y, Input dy) { return Binary(s, "ReciprocalGrad", y, dy); }
+Output BiasAddGrad(const Scope& s, Input out_backprop, const std::string& data_format) {
+  return First(s.AddOp("BiasAddGrad", {{s.AsOutput(out_backprop)}}, {{"data_format", AttrString(data_format)}}));
+}
 Output Softmax(const Scope& s, Input logits) { return Unary(s, "Softmax", logits); }
 Output LogSoftmax(const Scope& s, Input logits) { return Unary(s, "LogSoftmax", logits); }
 XentOutputs SoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels) {
@@ -129,18 +159,36 @@ Output Concat(const Scope& s, const std::vector<Input>& values, Input axis) {
   return First(s.AddOp("ConcatV2", {AsOutputs(s, values), {s.AsOutput(axis)}}));
 }
 std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_split) {
-  Operation op = s.AddOp("Split", {{s.AsOutput(axis)}, {s.AsOutput(value)}}, {{"num_split", AttrInt(num_split)}});
-  std::vector<Output> out;
-  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
-  return out;
+  return AllOutputs(s.AddOp("Split", {{s.AsOutput(axis)}, {s.AsOutput(value)}}, {{"num_split", AttrInt(num_split)}}));
 }
 Output Stack(const Scope& s, const std::vector<Input>& values, int64_t axis) {
   return First(s.AddOp("Pack", {AsOutputs(s, values)}, {{"axis", AttrInt(axis)}}));
+}
+std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t axis) {
+  return AllOutputs(s.AddOp("Unpack", {{s.AsOutput(value)}}, {{"num", AttrInt(num)}, {"axis", AttrInt(axis)}}));
 }
 Output Slice(const Scope& s, Input x, Input begin, Input size) {
   return First(s.AddOp("Slice", {{s.AsOutput(x)}, {s.AsOutput(begin)}, {s.AsOutput(size)}}));
 }
 Output Transpose(const Scope& s, Input x, Input perm) { return Binary(s, "Transpose", x, perm); }
+Output Tile(const Scope& s, Input x, Input multiples) { return Binary(s, "Tile", x, multiples); }
+Output Pad(const Scope& s, Input x, Input paddings) { return Binary(s, "Pad", x, paddings); }
+
+BroadcastGradientArgsOutputs BroadcastGradientArgs(const Scope& s, Input s0, Input s1) {
+  Operation op = s.AddOp("BroadcastGradientArgs", {{s.AsOutput(s0)}, {s.AsOutput(s1)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+Output ReducedShape(const Scope& s, Input input_shape, Input axes) { return Binary(s, "ReducedShape", input_shape, axes); }
+Output InvertPermutation(const Scope& s, Input x) { return Unary(s, "InvertPermutation", x); }
+std::vector<Output> ConcatOffset(const Scope& s, Input concat_dim, const std::vector<Input>& shapes) {
+  return AllOutputs(s.AddOp("ConcatOffset", {{s.AsOutput(concat_dim)}, AsOutputs(s, shapes)}));
+}
+ListDiffOutputs ListDiff(const Scope& s, Input x, Input y, DataType out_idx) {
+  Operation op = s.AddOp("ListDiff", {{s.AsOutput(x)}, {s.AsOutput(y)}}, {{"out_idx", AttrType(out_idx)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
 
 }  // namespace ops
 }  // namespace actorflow

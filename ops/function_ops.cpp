@@ -1,6 +1,7 @@
 // _Arg and _Retval: how a step's fed tensors enter a partition and its fetched
 // tensors leave it (see graph/subgraph.hpp). They read and write the step's
 // CallFrame; both are cheap and always run inline.
+#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 
@@ -45,6 +46,8 @@ class RetvalOp : public OpKernel {
 
 AF_REGISTER_KERNEL(KernelDefBuilder("_Arg").Device(DEVICE_CPU), ArgOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("_Retval").Device(DEVICE_CPU), RetvalOp);
+AF_REGISTER_NO_GRADIENT("_Arg");
+AF_REGISTER_NO_GRADIENT("_Retval");
 
 }  // namespace
 }  // namespace actorflow

@@ -25,6 +25,27 @@ bool BroadcastShapes(const PartialTensorShape& a, const PartialTensorShape& b, P
   return true;
 }
 
+bool MergeShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out) {
+  if (a.unknown_rank()) {
+    *out = b;
+    return true;
+  }
+  if (b.unknown_rank()) {
+    *out = a;
+    return true;
+  }
+  if (a.dims() != b.dims()) return false;
+  std::vector<int64_t> d(a.dims());
+  for (int i = 0; i < a.dims(); ++i) {
+    const int64_t da = a.dim_size(i), db = b.dim_size(i);
+    if (da < 0) d[i] = db;
+    else if (db < 0 || da == db) d[i] = da;
+    else return false;
+  }
+  *out = PartialTensorShape(d);
+  return true;
+}
+
 std::vector<int64_t> TensorToInt64s(const Tensor& t) {
   std::vector<int64_t> v(t.NumElements());
   for (int64_t i = 0; i < t.NumElements(); ++i)

@@ -48,6 +48,8 @@ class InferenceContext {
 
 /// numpy broadcasting of two partial shapes; false when known dims conflict.
 bool BroadcastShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out);
+/// The most specific shape compatible with both; false when they conflict.
+bool MergeShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out);
 /// Reads an int32/int64 tensor as int64 values (axes, shapes, perms).
 std::vector<int64_t> TensorToInt64s(const Tensor& t);
 

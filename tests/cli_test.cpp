@@ -29,6 +29,21 @@ Result Sh(const std::string& args) {
 }
 
 const std::string kGraph = std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt";
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    lines.push_back(text.substr(pos, nl - pos));
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+// A file name in /tmp of this process's own.
+std::string TempPath(const std::string& name) { return "/tmp/actorflow_cli_" + std::to_string(getpid()) + "_" + name; }
 }  // namespace
 
 TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
@@ -79,4 +94,47 @@ TEST_CASE("cli: ops lists ops with their kernels") {
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("MatMul  kernels: CPU") != std::string::npos);
   REQUIRE(r.out.find("SparseSoftmaxCrossEntropyWithLogits") != std::string::npos);
+}
+
+TEST_CASE("cli: gradients writes a graph whose printed gradient tensors run") {
+  for (const std::string& out : {TempPath("grad.pbtxt"), TempPath("grad.pb")}) {
+    INFO(out);
+    // y = x @ w + b with w = [[1], [2]], b = 0.5
+    Result g = Sh("gradients --graph " + kGraph + " --y y --x x --x w:0 --x=b --out " + out);
+    INFO(g.out);
+    REQUIRE(g.exit_code == 0);
+    const std::vector<std::string> names = Lines(g.out);
+    REQUIRE(names.size() == 3);
+    for (const auto& name : names) REQUIRE(name.rfind("gradients/", 0) == 0);
+    Result r = Sh("run --graph " + out + " --feed 'x=[[1.0,2.0],[3.0,4.0]]' --fetch " + names[0] + " --fetch " +
+                  names[1] + " --fetch " + names[2]);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    // dy/dx = ones([2,1]) w^T, dy/dw = x^T ones([2,1]), dy/db = 2 (b is broadcast over two rows)
+    REQUIRE(r.out.find("\"" + names[0] + "\":{\"dtype\":\"float32\",\"shape\":[2,2],\"values\":[1.0,2.0,1.0,2.0]}") !=
+            std::string::npos);
+    REQUIRE(r.out.find("\"" + names[1] + "\":{\"dtype\":\"float32\",\"shape\":[2,1],\"values\":[4.0,6.0]}") !=
+            std::string::npos);
+    REQUIRE(r.out.find("\"" + names[2] + "\":{\"dtype\":\"float32\",\"shape\":[],\"values\":[2.0]}") !=
+            std::string::npos);
+    // The original graph is all there: y still runs.
+    REQUIRE(Sh("run --graph " + out + " --feed 'x=[[1.0,2.0]]' --fetch y").out.find("[5.5]") != std::string::npos);
+    std::remove(out.c_str());
+  }
+}
+
+TEST_CASE("cli: gradients usage errors and bad graphs exit 2, an unwritable output 1") {
+  const std::string out = TempPath("grad_err.pbtxt");
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y --out " + out).exit_code == 2);           // no --x
+  REQUIRE(Sh("gradients --graph " + kGraph + " --x x --out " + out).exit_code == 2);           // no --y
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y --x x").exit_code == 2);                  // no --out
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y --x nosuch --out " + out).exit_code == 2);
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y:3 --x x --out " + out).exit_code == 2);
+  REQUIRE(Sh("gradients --graph /nonexistent.pbtxt --y y --x x --out " + out).exit_code == 2);
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y --x x --out " + out + " --frob 1").exit_code == 2);
+  REQUIRE(Sh("gradients --graph " + kGraph + " --y y --x x --out /nonexistent/dir/g.pb").exit_code == 1);
+  std::ifstream written(out);
+  REQUIRE_FALSE(written.good());  // nothing written by the failed commands
+  Result help = Sh("help");
+  REQUIRE(help.out.find("actorflow gradients --graph FILE") != std::string::npos);
 }

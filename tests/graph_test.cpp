@@ -139,6 +139,59 @@ TEST_CASE("the builder reports shape errors when the graph is built") {
   REQUIRE_THAT(root.status().message(), Catch::Contains("'mm'") && Catch::Contains("3 and 1"));
 }
 
+TEST_CASE("a scope imports a GraphDef and builds on top of it") {
+  proto::GraphDef def;
+  REQUIRE(ReadGraphDefFile(std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt", &def).ok());
+  Scope root = Scope::NewRootScope();
+  Status s = root.ImportGraphDef(def);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Node* y = root.graph()->FindNode("y");
+  REQUIRE(y != nullptr);
+  // Shapes were inferred: MatMul of [-1,2] by [2,1] is [-1,1].
+  REQUIRE(root.InferredShape(Output(root.graph()->FindNode("MatMul"), 0)).dim_sizes() == std::vector<int64_t>{-1, 1});
+  auto z = ops::Square(root.WithOpName("z"), Output(y, 0));
+  REQUIRE(z.node()->name() == "z");
+  auto out = test::RunOk(root, {z}, {{"x", test::MakeTensor<float>({1, 2}, {1, 2})}});
+  REQUIRE(test::Values<float>(out[0]) == std::vector<float>{5.5f * 5.5f});
+  // A built op's name does not collide with an imported one's.
+  REQUIRE(ops::MatMul(root, Output(root.graph()->FindNode("x"), 0), Output(root.graph()->FindNode("w"), 0))
+              .node()
+              ->name() == "MatMul_1");
+  // Only into an empty graph.
+  s = root.ImportGraphDef(def);
+  REQUIRE(s.code() == Code::kFailedPrecondition);
+  REQUIRE(root.ok());
+}
+
+TEST_CASE("a GraphDef that does not import leaves the scope's graph empty, naming the node") {
+  Scope root = Scope::NewRootScope();
+  proto::GraphDef bad_input;
+  REQUIRE(ParseGraphDefText(ConstNode("a") + "node { name: 'n' op: 'Neg' input: 'missing' attr { key: 'T' value { type: DT_FLOAT } } }",
+                            &bad_input)
+              .ok());
+  Status s = root.ImportGraphDef(bad_input);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'n'") && Catch::Contains("'missing'"));
+  REQUIRE(root.graph()->num_nodes() == 0);
+  proto::GraphDef bad_shape;
+  REQUIRE(ParseGraphDefText(R"(
+    node { name: 'a' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }
+           attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 1 } } } }
+    node { name: 'mm' op: 'MatMul' input: 'a' input: 'a' attr { key: 'T' value { type: DT_FLOAT } } })",
+                            &bad_shape)
+              .ok());
+  s = root.ImportGraphDef(bad_shape);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'mm'") && Catch::Contains("rank 2"));
+  REQUIRE(root.graph()->num_nodes() == 0);
+  REQUIRE(root.ok());
+  proto::GraphDef good;
+  REQUIRE(ParseGraphDefText(ConstNode("a"), &good).ok());
+  REQUIRE(root.ImportGraphDef(good).ok());
+  REQUIRE(root.graph()->num_nodes() == 1);
+}
+
 TEST_CASE("the builder names ops uniquely inside sub-scopes") {
   Scope root = Scope::NewRootScope();
   Scope layer = root.NewSubScope("layer");

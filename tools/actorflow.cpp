@@ -2,6 +2,7 @@
 //
 //   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
 //                 [--target NAME]... [--timeout-ms N] [--steps FILE]
+//   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow ops
 //   actorflow help
 //
@@ -26,6 +27,14 @@
 // stop the steps after it. Exit status: 0 when every step succeeded, 1 when a
 // step failed, 2 for a usage error or a graph that does not load.
 //
+// `gradients` loads a GraphDef as `run` does, adds the nodes computing the
+// gradient of the sum of the ys (every element of each) with respect to each x
+// (graph/gradients.hpp), writes the graph to the --out file (text for .pbtxt
+// or .txt, binary otherwise) and prints the gradients' tensor names, one per
+// line in --x order, ready for `run --fetch`. Exit status: 0 done, 1 the
+// output could not be written, 2 a usage error, a graph that does not load or
+// a gradient that cannot be built (an op without one on the path).
+//
 // `ops` lists the registered ops, sorted by name, with the device and type
 // constraints of each of their kernels:
 //
@@ -49,6 +58,8 @@
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "graph/builder.hpp"
+#include "graph/gradients.hpp"
 #include "graph/graph.hpp"
 #include "graph/graph_def_io.hpp"
 #include "ops/op_kernel.hpp"
@@ -68,6 +79,7 @@ constexpr int kExitUsage = 2;
 constexpr char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
                 [--target NAME]... [--timeout-ms N] [--steps FILE]
+  actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow ops
   actorflow help
 
@@ -84,6 +96,19 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             {"feeds":{...},"fetches":[...],"targets":[...],"timeout_ms":N},
                             with the flags above as defaults
       Exit status: 0 all steps succeeded, 1 a step failed, 2 usage or graph error.
+gradients
+      Adds to the GraphDef in FILE (.pb or .pbtxt) the nodes computing the gradient
+      of the ys (the sum of all their elements) with respect to each x, writes the
+      graph to the --out file and prints the gradient tensors' names, one per line
+      in --x order (fetch them with 'run --fetch'). An x that no y depends on gets
+      zeros.
+      --graph FILE          the graph to load (required)
+      --y NAME              a tensor to differentiate ("node" or "node:port"; at least one)
+      --x NAME              a tensor to differentiate with respect to (at least one)
+      --out FILE            where to write the graph: text if FILE ends in .pbtxt or
+                            .txt, binary otherwise (required)
+      Exit status: 0 written, 1 the output could not be written, 2 usage error, a graph
+      that does not load, or a gradient that cannot be built.
 ops   Lists the registered ops and the type constraints of their kernels.
 )";
 
@@ -414,6 +439,107 @@ int RunCommand(const std::vector<std::string>& argv) {
 }
 
 // ---------------------------------------------------------------------------
+// `actorflow gradients`.
+
+struct GradientsArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string out_path;
+  std::vector<std::string> ys, xs;  // tensor names as given
+};
+
+Status ParseGradientsArgs(const std::vector<std::string>& argv, GradientsArgs* args) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      args->help = true;
+      return Status::OK();
+    }
+    std::string value;
+    const size_t eq = flag.find('=');
+    const bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    if (flag != "--graph" && flag != "--out" && flag != "--y" && flag != "--x")
+      return errors::InvalidArgument("unknown argument '", argv[i], "'");
+    if (!inline_value) {
+      if (i + 1 >= argv.size()) return errors::InvalidArgument(flag, " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--graph") {
+      AF_RETURN_IF_ERROR(SetOnce(flag, value, &args->graph_path));
+    } else if (flag == "--out") {
+      AF_RETURN_IF_ERROR(SetOnce(flag, value, &args->out_path));
+    } else {
+      if (value.empty()) return errors::InvalidArgument(flag, " needs a tensor name");
+      (flag == "--y" ? args->ys : args->xs).push_back(value);
+    }
+  }
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->out_path.empty()) return errors::InvalidArgument("--out is required");
+  if (args->ys.empty()) return errors::InvalidArgument("at least one --y is required");
+  if (args->xs.empty()) return errors::InvalidArgument("at least one --x is required");
+  return Status::OK();
+}
+
+// The Output named `name` ("node" or "node:port") in the scope's graph.
+Status FindTensor(const Scope& scope, const std::string& flag, const std::string& name, Output* out) {
+  std::string node_name;
+  int port = 0;
+  if (!ParseTensorName(name, &node_name, &port) || port < 0)
+    return errors::InvalidArgument(flag, " '", name, "' is not a tensor name (expected NAME or NAME:PORT)");
+  Node* node = scope.graph()->FindNode(node_name);
+  if (node == nullptr) return errors::NotFound(flag, " '", name, "': the graph has no node named '", node_name, "'");
+  if (port >= node->num_outputs())
+    return errors::InvalidArgument(flag, " '", name, "': node '", node_name, "' (op '", node->type_string(),
+                                   "') has ", node->num_outputs(), " outputs");
+  *out = Output(node, port);
+  return Status::OK();
+}
+
+// Loads the graph, adds the gradients, returns the graph and their names.
+Status BuildGradients(const GradientsArgs& args, proto::GraphDef* out, std::vector<std::string>* names) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
+  const Scope root = Scope::NewRootScope();
+  AF_RETURN_IF_ERROR(root.ImportGraphDef(def));
+  OutputList ys(args.ys.size()), xs(args.xs.size()), grads;
+  for (size_t i = 0; i < ys.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--y", args.ys[i], &ys[i]));
+  for (size_t i = 0; i < xs.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--x", args.xs[i], &xs[i]));
+  AF_RETURN_IF_ERROR(AddSymbolicGradients(root, ys, xs, &grads));
+  AF_RETURN_IF_ERROR(root.ToGraphDef(out));
+  names->clear();
+  for (const Output& g : grads) names->push_back(g.name());
+  return Status::OK();
+}
+
+int GradientsCommand(const std::vector<std::string>& argv) {
+  GradientsArgs args;
+  const Status parsed = ParseGradientsArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+  proto::GraphDef def;
+  std::vector<std::string> names;
+  const Status built = BuildGradients(args, &def, &names);
+  if (!built.ok()) {
+    std::cerr << "actorflow: " << built.ToString() << "\n";
+    return kExitUsage;
+  }
+  const Status written = WriteGraphDefFile(args.out_path, def);
+  if (!written.ok()) {
+    std::cerr << "actorflow: " << written.ToString() << "\n";
+    return kExitStepFailed;
+  }
+  for (const std::string& name : names) std::cout << name << '\n';
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
 // `actorflow ops`.
 
 // "CPU[T=float,double;Tidx=int32,int64]", or "CPU" without type constraints.
@@ -458,6 +584,7 @@ int Main(std::vector<std::string> argv) {
     return kExitOk;
   }
   if (command == "run") return RunCommand(argv);
+  if (command == "gradients") return GradientsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
 }

@@ -1,4 +1,4 @@
-// ConcatV2, Split, Pack, Slice, Select: ops that copy blocks of elements.
+// ConcatV2, Split, Pack, Unpack, Slice, Select: ops that copy blocks of elements.
 //
 // Every copy is reduced to rows of contiguous elements (an outer/inner
 // decomposition around the concatenated, split or sliced dimension) moved with
@@ -11,6 +11,7 @@
 
 #include "devices/compute_pool.hpp"
 #include "ops/array/array_util.hpp"
+#include "ops/array/copy_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -20,96 +21,6 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-/// Copies elements of one dtype between raw buffers: memcpy for POD dtypes,
-/// assignment for strings.
-struct ElemCopier {
-  bool is_string = false;
-  size_t stride = 0;  // bytes per element in a buffer
-
-  static Status For(DataType dt, const std::string& op, ElemCopier* c) {
-    dt = BaseType(dt);
-    if (dt == DT_STRING) {
-      c->is_string = true;
-      c->stride = sizeof(std::string);
-      return Status::OK();
-    }
-    if (!DataTypeIsPod(dt)) return errors::Unimplemented(op, " does not support dtype ", DataTypeString(dt));
-    c->stride = DataTypeSize(dt);
-    return Status::OK();
-  }
-  char* At(void* base, int64_t i) const { return static_cast<char*>(base) + static_cast<size_t>(i) * stride; }
-  const char* At(const void* base, int64_t i) const {
-    return static_cast<const char*>(base) + static_cast<size_t>(i) * stride;
-  }
-  void Copy(char* dst, const char* src, int64_t n) const {
-    if (n <= 0 || dst == src) return;
-    if (is_string) {
-      auto* d = reinterpret_cast<std::string*>(dst);
-      const auto* s = reinterpret_cast<const std::string*>(src);
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i];
-    } else {
-      std::memcpy(dst, src, static_cast<size_t>(n) * stride);
-    }
-  }
-  /// Rough cycles to copy one element, for sharding.
-  int64_t ElemCost() const { return is_string ? 16 : std::max<int64_t>(1, static_cast<int64_t>(stride / 8)); }
-};
-
-/// dst[o * dst_stride + k] = src[o * src_stride + k] for o < rows, k < len
-/// (in elements), sharded over the rows * len elements.
-void CopyRows(OpKernelContext* ctx, const ElemCopier& cp, const void* src, int64_t src_stride, void* dst,
-              int64_t dst_stride, int64_t rows, int64_t len) {
-  if (rows <= 0 || len <= 0) return;
-  ctx->device()->compute_pool()->For(rows * len, cp.ElemCost(), [&](int64_t s, int64_t e) {
-    int64_t o = s / len;
-    int64_t k = s % len;
-    while (s < e) {
-      const int64_t n = std::min(len - k, e - s);
-      cp.Copy(cp.At(dst, o * dst_stride + k), cp.At(src, o * src_stride + k), n);
-      s += n;
-      ++o;
-      k = 0;
-    }
-  });
-}
-
-/// Base of the kernels that copy elements of their dtype T (output 0's): the
-/// copier is fixed at construction; a dtype it cannot copy is reported when a
-/// copy is needed.
-class CopyingKernel : public OpKernel {
- public:
-  explicit CopyingKernel(OpKernelConstruction* c) : OpKernel(c) {
-    expensive_ = true;
-    copier_status_ = ElemCopier::For(output_type(0), type_string(), &cp_);
-  }
-
- protected:
-  ElemCopier cp_;
-  Status copier_status_;
-};
-
-/// Merges two partial shapes; false when they conflict.
-bool MergeShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out) {
-  if (a.unknown_rank()) {
-    *out = b;
-    return true;
-  }
-  if (b.unknown_rank()) {
-    *out = a;
-    return true;
-  }
-  if (a.dims() != b.dims()) return false;
-  std::vector<int64_t> d(a.dims());
-  for (int i = 0; i < a.dims(); ++i) {
-    const int64_t da = a.dim_size(i), db = b.dim_size(i);
-    if (da < 0) d[i] = db;
-    else if (db < 0 || da == db) d[i] = da;
-    else return false;
-  }
-  *out = PartialTensorShape(d);
-  return true;
-}
 
 /// The single int value of a constant index tensor, if there is one.
 bool ConstScalarIndex(const Tensor* t, int64_t* v) {
@@ -407,6 +318,83 @@ class PackOp : public CopyingKernel {
   int64_t axis_ = 0;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Pack").Device(DEVICE_CPU), PackOp);
+
+// ---------------------------------------------------------------------------
+// Unpack
+
+Status UnpackShape(InferenceContext* c) {
+  int64_t num = 0, axis = 0;
+  AF_RETURN_IF_ERROR(c->GetAttr("num", &num));
+  AF_RETURN_IF_ERROR(c->GetAttr("axis", &axis));
+  const PartialTensorShape& in = c->input(0);
+  if (in.unknown_rank()) {
+    for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialTensorShape());
+    return Status::OK();
+  }
+  const int rank = in.dims();
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) return c->Error("axis = ", axis, " not in [", -rank, ", ", rank, ")");
+  const int64_t d = in.dim_size(static_cast<int>(a));
+  if (d >= 0 && d != num)
+    return c->Error("Dimension ", a, " of the input must be num = ", num, ", got shape ", in.DebugString());
+  std::vector<int64_t> dims = in.dim_sizes();
+  dims.erase(dims.begin() + a);
+  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialTensorShape(dims));
+  return Status::OK();
+}
+
+AF_REGISTER_OP("Unpack")
+    .Input("value: T")
+    .Output("output: num * T")
+    .Attr("num: int >= 0")
+    .Attr("T: type")
+    .Attr("axis: int = 0")
+    .SetShapeFn(UnpackShape)
+    .Doc("Unstacks a tensor of rank R into `num` tensors of rank R-1 along `axis` (the inverse of Pack).");
+
+// Not a CopyingKernel: with num = 0 there is no output to take the dtype from.
+class UnpackOp : public OpKernel {
+ public:
+  explicit UnpackOp(OpKernelConstruction* c) : OpKernel(c) {
+    expensive_ = true;
+    c->SetStatus(c->GetAttr("axis", &axis_));
+    copier_status_ = ElemCopier::For(input_type(0), type_string(), &cp_);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const int rank = input.dims();
+    const int num = ctx->num_outputs();
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    AF_REQUIRES(ctx, 0 <= axis && axis < rank,
+                errors::InvalidArgument("axis = ", axis_, " not in [", -rank, ", ", rank, ")"));
+    AF_REQUIRES(ctx, input.dim_size(static_cast<int>(axis)) == num,
+                errors::InvalidArgument("Input shape axis ", axis, " must equal num = ", num, ", got shape ",
+                                        input.shape().DebugString()));
+    TensorShape shape = input.shape();
+    shape.RemoveDim(static_cast<int>(axis));
+    if (num == 1) {
+      ctx->set_output(0, input.Reshaped(shape));
+      return;
+    }
+    AF_REQUIRES_OK(ctx, copier_status_);
+    const bool empty = input.NumElements() == 0;  // then products of dims may overflow
+    int64_t outer = 1;
+    for (int j = 0; !empty && j < axis; ++j) outer *= input.dim_size(j);
+    const int64_t inner = empty ? 0 : shape.num_elements() / outer;  // elements per row of each output
+    for (int i = 0; i < num; ++i) {
+      Tensor* out;
+      AF_REQUIRES_OK(ctx, ctx->allocate_output(i, shape, &out));
+      if (empty) continue;
+      CopyRows(ctx, cp_, cp_.At(input.raw_data(), i * inner), num * inner, out->raw_data(), inner, outer, inner);
+    }
+  }
+
+ private:
+  int64_t axis_ = 0;
+  ElemCopier cp_;
+  Status copier_status_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("Unpack").Device(DEVICE_CPU), UnpackOp);
 
 // ---------------------------------------------------------------------------
 // Slice

@@ -1,6 +1,6 @@
-// Identity, Reshape, Shape, Size, Rank, ExpandDims, Squeeze: ops that read or
-// change only a tensor's shape. Outputs share their input's buffer (no copy),
-// so these kernels are cheap and run inline.
+// Identity, StopGradient, Reshape, Shape, Size, Rank, ExpandDims, Squeeze: ops
+// that read or change only a tensor's shape. Outputs share their input's buffer
+// (no copy), so these kernels are cheap and run inline.
 #include <limits>
 #include <set>
 
@@ -38,6 +38,16 @@ class IdentityOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Identity").Device(DEVICE_CPU), IdentityOp);
+
+// Identity for the forward pass; stops gradients (registered as not
+// differentiable in array_grad.cpp), so what it computes is a constant to them.
+AF_REGISTER_OP("StopGradient")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(shape_fns::Unchanged)
+    .Doc("Returns the input; gradients do not flow through it.");
+AF_REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(DEVICE_CPU), IdentityOp);
 
 // ---------------------------------------------------------------------------
 // Reshape

@@ -1,4 +1,5 @@
 // NoOp (a node that only orders others through control edges) and Assert.
+#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -14,6 +15,7 @@ class NoOp : public OpKernel {
   void Compute(OpKernelContext*) override {}
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("NoOp").Device(DEVICE_CPU), NoOp);
+AF_REGISTER_NO_GRADIENT("NoOp");
 
 AF_REGISTER_OP("Assert")
     .Input("condition: bool")
@@ -44,6 +46,7 @@ class AssertOp : public OpKernel {
   int64_t summarize_ = 3;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Assert").Device(DEVICE_CPU), AssertOp);
+AF_REGISTER_NO_GRADIENT("Assert");
 
 }  // namespace
 }  // namespace actorflow

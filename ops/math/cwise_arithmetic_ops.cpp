@@ -1,5 +1,9 @@
-// Add, AddV2, Sub, Mul, RealDiv, Maximum, Minimum, Pow: numpy-broadcasting
-// binary arithmetic.
+// Add, AddV2, Sub, Mul, RealDiv, Div, FloorDiv, FloorMod, Maximum, Minimum,
+// Pow: numpy-broadcasting binary arithmetic.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -23,6 +27,9 @@ AF_BINARY_OP_DEF("AddV2", AF_REAL).SetIsCommutative().Doc("x + y, broadcasting."
 AF_BINARY_OP_DEF("Sub", AF_REAL).Doc("x - y, broadcasting.");
 AF_BINARY_OP_DEF("Mul", AF_REAL).SetIsCommutative().Doc("x * y, broadcasting.");
 AF_BINARY_OP_DEF("RealDiv", AF_FLOAT).Doc("x / y for real x and y, broadcasting.");
+AF_BINARY_OP_DEF("Div", AF_REAL).Doc("x / y, broadcasting; integer division truncates toward zero.");
+AF_BINARY_OP_DEF("FloorDiv", AF_REAL).Doc("floor(x / y), broadcasting (Python's //).");
+AF_BINARY_OP_DEF("FloorMod", AF_REAL).Doc("x - floor(x / y) * y, broadcasting: the remainder has y's sign (Python's %).");
 AF_BINARY_OP_DEF("Maximum", AF_REAL).SetIsCommutative().Doc("max(x, y), broadcasting.");
 AF_BINARY_OP_DEF("Minimum", AF_REAL).SetIsCommutative().Doc("min(x, y), broadcasting.");
 AF_BINARY_OP_DEF("Pow", AF_FLOAT).Doc("x ** y, broadcasting.");
@@ -35,11 +42,89 @@ AF_BINARY_FUNCTOR(MaxF, TypeSet::kReal, T, x.max(y));
 AF_BINARY_FUNCTOR(MinF, TypeSet::kReal, T, x.min(y));
 AF_BINARY_FUNCTOR(PowF, TypeSet::kFloat, T, Eigen::pow(x, y));
 
+// Integer division: the quotient truncated toward zero (C++) or rounded toward
+// -inf (floor), and the floor remainder. A divisor of -1 is special-cased: the
+// one quotient that overflows, lowest() / -1, wraps (two's complement) instead
+// of trapping. Zero divisors are rejected before (IntegerDivisionOp).
+template <class T>
+T WrappingNeg(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+struct TruncDivScalar {
+  template <class T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point_v<T>) return x / y;
+    else return y == T(-1) ? WrappingNeg(x) : x / y;
+  }
+};
+struct FloorDivScalar {
+  template <class T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::floor(x / y);
+    } else {
+      if (y == T(-1)) return WrappingNeg(x);
+      const T q = x / y;
+      return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+    }
+  }
+};
+struct FloorModScalar {
+  template <class T>
+  T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T r = std::fmod(x, y);
+      return (r != 0 && ((y < 0) != (r < 0))) ? r + y : r;
+    } else {
+      const T r = y == T(-1) ? T(0) : x % y;
+      return (r != 0 && ((y < 0) != (r < 0))) ? r + y : r;
+    }
+  }
+};
+AF_BINARY_FUNCTOR(IntDivF, TypeSet::kReal, T, x.binaryExpr(y, TruncDivScalar()));
+AF_BINARY_FUNCTOR(FloorDivF, TypeSet::kReal, T, x.binaryExpr(y, FloorDivScalar()));
+AF_BINARY_FUNCTOR(FloorModF, TypeSet::kReal, T, x.binaryExpr(y, FloorModScalar()));
+
+/// A BinaryOp whose integer divisor must not contain a zero.
+template <class F>
+class IntegerDivisionOp : public BinaryOp<F> {
+ public:
+  using BinaryOp<F>::BinaryOp;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& y = ctx->input(1);
+    bool has_zero = false;
+    if (ctx->input(0).NumElements() == 0) {  // nothing is divided
+    } else if (y.dtype() == DT_INT32) has_zero = HasZero(y.data<int32_t>(), y.NumElements());
+    else if (y.dtype() == DT_INT64) has_zero = HasZero(y.data<int64_t>(), y.NumElements());
+    AF_REQUIRES(ctx, !has_zero, errors::InvalidArgument("Integer division by zero in ", this->type_string()));
+    BinaryOp<F>::Compute(ctx);
+  }
+
+ private:
+  template <class T>
+  static bool HasZero(const T* p, int64_t n) {
+    return std::find(p, p + n, T(0)) != p + n;
+  }
+};
+
+const std::vector<DataType> kIntTypes = {DT_INT32, DT_INT64};
+
 AF_REGISTER_KERNEL(KernelDefBuilder("Add").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<AddF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("AddV2").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<AddF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Sub").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<SubF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Mul").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<MulF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("RealDiv").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), BinaryOp<DivF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Div").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), BinaryOp<DivF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Div").Device(DEVICE_CPU).TypeConstraint("T", kIntTypes), IntegerDivisionOp<IntDivF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("FloorDiv").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()),
+                   BinaryOp<FloorDivF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("FloorDiv").Device(DEVICE_CPU).TypeConstraint("T", kIntTypes),
+                   IntegerDivisionOp<FloorDivF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("FloorMod").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()),
+                   BinaryOp<FloorModF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("FloorMod").Device(DEVICE_CPU).TypeConstraint("T", kIntTypes),
+                   IntegerDivisionOp<FloorModF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Maximum").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<MaxF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Minimum").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BinaryOp<MinF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Pow").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), BinaryOp<PowF>);

@@ -1,5 +1,6 @@
-// Neg, Abs, Exp, Log, Square, Sqrt, Rsqrt, Tanh, Sigmoid: element-wise math
-// that reuses the input's buffer when it is the input's last use.
+// Neg, Abs, Sign, Exp, Log, Square, Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid:
+// element-wise math that reuses the input's buffer when it is the input's last
+// use.
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -12,31 +13,38 @@ namespace {
 
 AF_UNARY_OP_DEF("Neg", "{float, double, int32, int64}", "-x");
 AF_UNARY_OP_DEF("Abs", "{float, double, int32, int64}", "|x|");
+AF_UNARY_OP_DEF("Sign", "{float, double, int32, int64}", "-1, 0 or 1 as x is negative, zero or positive");
 AF_UNARY_OP_DEF("Square", "{float, double, int32, int64}", "x * x");
 AF_UNARY_OP_DEF("Exp", "{float, double}", "e ** x");
 AF_UNARY_OP_DEF("Log", "{float, double}", "natural logarithm of x");
 AF_UNARY_OP_DEF("Sqrt", "{float, double}", "square root of x");
 AF_UNARY_OP_DEF("Rsqrt", "{float, double}", "1 / sqrt(x)");
+AF_UNARY_OP_DEF("Reciprocal", "{float, double}", "1 / x");
 AF_UNARY_OP_DEF("Tanh", "{float, double}", "hyperbolic tangent of x");
 AF_UNARY_OP_DEF("Sigmoid", "{float, double}", "1 / (1 + exp(-x))");
 
 AF_UNARY_FUNCTOR(NegF, TypeSet::kReal, -x);
 AF_UNARY_FUNCTOR(AbsF, TypeSet::kReal, x.abs());
+AF_UNARY_FUNCTOR(SignF, TypeSet::kReal, x.sign());
 AF_UNARY_FUNCTOR(SquareF, TypeSet::kReal, x.square());
 AF_UNARY_FUNCTOR(ExpF, TypeSet::kFloat, x.exp());
 AF_UNARY_FUNCTOR(LogF, TypeSet::kFloat, x.log());
 AF_UNARY_FUNCTOR(SqrtF, TypeSet::kFloat, x.sqrt());
 AF_UNARY_FUNCTOR(RsqrtF, TypeSet::kFloat, x.rsqrt());
+AF_UNARY_FUNCTOR(ReciprocalF, TypeSet::kFloat, x.inverse());
 AF_UNARY_FUNCTOR(TanhF, TypeSet::kFloat, x.tanh());
 AF_UNARY_FUNCTOR(SigmoidF, TypeSet::kFloat, x.logistic());
 
 AF_REGISTER_KERNEL(KernelDefBuilder("Neg").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), UnaryOp<NegF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Abs").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), UnaryOp<AbsF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Sign").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), UnaryOp<SignF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Square").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), UnaryOp<SquareF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Exp").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<ExpF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Log").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<LogF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Sqrt").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<SqrtF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Rsqrt").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<RsqrtF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Reciprocal").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()),
+                   UnaryOp<ReciprocalF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Tanh").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<TanhF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Sigmoid").Device(DEVICE_CPU).TypeConstraint("T", FloatTypes()), UnaryOp<SigmoidF>);
 

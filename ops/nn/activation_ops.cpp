@@ -1,4 +1,4 @@
-// Relu, BiasAdd, Softmax, LogSoftmax.
+// Relu, ReluGrad, BiasAdd, BiasAddGrad, Softmax, LogSoftmax.
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/math/cwise_ops.hpp"
@@ -16,6 +16,26 @@ AF_REGISTER_OP("Relu")
     .Doc("max(features, 0)");
 AF_UNARY_FUNCTOR(ReluF, TypeSet::kReal, x.max(T(0)));
 AF_REGISTER_KERNEL(KernelDefBuilder("Relu").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), UnaryOp<ReluF>);
+
+AF_REGISTER_OP("ReluGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(shape_fns::Broadcasting)
+    .Doc("gradients * (features > 0): the gradient of Relu.");
+struct ReluGradF {
+  static constexpr TypeSet kTypes = TypeSet::kReal;
+  template <class T>
+  using Out = T;
+  template <class O, class G, class F>
+  static void Run(O&& o, const G& gradients, const F& features) {
+    using T = typename std::decay_t<G>::Scalar;
+    o = (features > T(0)).select(gradients, T(0));
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()),
+                   BinaryOp<ReluGradF>);
 
 AF_REGISTER_OP("BiasAdd")
     .Input("value: T")
@@ -75,6 +95,83 @@ class BiasAddOp : public OpKernel {
   bool nchw_ = false;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("BiasAdd").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BiasAddOp);
+
+Status BiasAddGradShape(InferenceContext* c) {
+  std::string fmt;
+  AF_RETURN_IF_ERROR(c->GetAttr("data_format", &fmt));
+  const PartialTensorShape& in = c->input(0);
+  if (in.unknown_rank()) {
+    c->set_output(0, PartialTensorShape(std::vector<int64_t>{-1}));
+    return Status::OK();
+  }
+  if (in.dims() < 2) return c->Error("Input tensor must be at least 2D: ", in.DebugString());
+  const int channel_dim = fmt == "NCHW" ? 1 : in.dims() - 1;
+  c->set_output(0, PartialTensorShape(std::vector<int64_t>{in.dim_size(channel_dim)}));
+  return Status::OK();
+}
+
+AF_REGISTER_OP("BiasAddGrad")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("data_format: string = 'NHWC'")
+    .SetShapeFn(BiasAddGradShape)
+    .Doc("The gradient of BiasAdd for the bias: out_backprop summed over every dimension but the channel one.");
+
+class BiasAddGradOp : public OpKernel {
+ public:
+  explicit BiasAddGradOp(OpKernelConstruction* c) : OpKernel(c) {
+    expensive_ = true;
+    std::string fmt;
+    c->SetStatus(c->GetAttr("data_format", &fmt));
+    if (fmt != "NHWC" && fmt != "NCHW") c->SetStatus(errors::InvalidArgument("Invalid data_format '", fmt, "'"));
+    nchw_ = fmt == "NCHW";
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    AF_REQUIRES(ctx, g.dims() >= 2, errors::InvalidArgument("Input tensor must be at least 2D: ", g.shape().DebugString()));
+    const int channel_dim = nchw_ ? 1 : g.dims() - 1;
+    const int64_t c = g.dim_size(channel_dim);
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
+    // Without elements, products of the other dims may overflow: all sums are 0.
+    int64_t inner = 1, outer = 1;
+    if (g.NumElements() > 0) {
+      for (int i = channel_dim + 1; i < g.dims(); ++i) inner *= g.dim_size(i);
+      outer = g.NumElements() / (c * inner);
+    } else {
+      outer = 0;
+    }
+    AF_SWITCH_REAL(g.dtype(), ctx->SetStatus(errors::Unimplemented("BiasAddGrad on ", DataTypeString(g.dtype()))),
+                   Run<T>(ctx, g.data<T>(), out->data<T>(), outer, c, inner));
+  }
+
+ private:
+  // po[ch] = sum over o < outer, k < inner of pg[(o * c + ch) * inner + k].
+  template <class T>
+  static void Run(OpKernelContext* ctx, const T* pg, T* po, int64_t outer, int64_t c, int64_t inner) {
+    if (outer == 0) {
+      std::fill(po, po + c, T(0));
+      return;
+    }
+    using Mat = Eigen::Map<const RowMajorMatrix<T>>;
+    ctx->device()->compute_pool()->For(c, outer * inner, [&](int64_t c0, int64_t c1) {
+      if (inner == 1) {  // [outer, c]: column sums
+        Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po + c0, c1 - c0) =
+            Mat(pg, outer, c).middleCols(c0, c1 - c0).colwise().sum();
+        return;
+      }
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        T sum = T(0);
+        for (int64_t o = 0; o < outer; ++o) sum += Eigen::Map<const ArrayX<T>>(pg + (o * c + ch) * inner, inner).sum();
+        po[ch] = sum;
+      }
+    });
+  }
+  bool nchw_ = false;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), BiasAddGradOp);
 
 // Softmax and LogSoftmax over the last dimension.
 AF_REGISTER_OP("Softmax").Input("logits: T").Output("softmax: T").Attr("T: {float, double}")

@@ -1,0 +1,47 @@
+#include "graph/grad_helpers.hpp"
+
+namespace actorflow {
+namespace grad {
+
+Output ScalarOf(const Scope& scope, double value, DataType dtype) {
+  Tensor t(dtype, TensorShape{});
+  bool ok = true;
+  AF_SWITCH_REAL(dtype, ok = false, t.data<T>()[0] = static_cast<T>(value));
+  if (!ok) {
+    scope.UpdateStatus(errors::InvalidArgument("no scalar constant of dtype ", DataTypeString(dtype)));
+    return Output();
+  }
+  return ops::Const(scope, t);
+}
+
+Output SumAll(const Scope& scope, const Output& x) {
+  return ops::Sum(scope, x, ops::Range(scope, 0, ops::Rank(scope, x), 1));
+}
+
+Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const Output& gx, const Output& gy,
+                                std::vector<Output>* grad_outputs) {
+  const Output x = op.input(0), y = op.input(1);
+  const PartialTensorShape x_shape = scope.InferredShape(x), y_shape = scope.InferredShape(y);
+  if (x_shape.IsFullyDefined() && y_shape.IsFullyDefined() && x_shape.dim_sizes() == y_shape.dim_sizes()) {
+    grad_outputs->push_back(gx);
+    grad_outputs->push_back(gy);
+    return scope.status();
+  }
+  const Output sx = ops::Shape(scope, x), sy = ops::Shape(scope, y);
+  const auto axes = ops::BroadcastGradientArgs(scope, sx, sy);
+  grad_outputs->push_back(gx.valid() ? ops::Reshape(scope, ops::Sum(scope, gx, axes.r0), sx) : Output());
+  grad_outputs->push_back(gy.valid() ? ops::Reshape(scope, ops::Sum(scope, gy, axes.r1), sy) : Output());
+  return scope.status();
+}
+
+Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes) {
+  // x: [2, 3], axes: [1] -> kept: [2, 1], multiples: [1, 3]
+  const Output x_shape = ops::Shape(scope, x);
+  const Output kept = ops::ReducedShape(scope, x_shape, axes);
+  // An empty dim of x is kept as 0 where it is not reduced: divide by at least 1.
+  const Output multiples = ops::FloorDiv(scope, x_shape, ops::Maximum(scope, kept, 1));
+  return ops::Tile(scope, ops::Reshape(scope, grad, kept), multiples);
+}
+
+}  // namespace grad
+}  // namespace actorflow

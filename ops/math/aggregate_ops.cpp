@@ -1,0 +1,71 @@
+// AddN: the element-wise sum of N tensors of one shape (no broadcasting), as
+// symbolic gradients sum the gradients a tensor receives from its consumers.
+#include "ops/math/cwise_ops.hpp"
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+namespace {
+
+Status AddNShape(InferenceContext* c) {
+  PartialTensorShape merged = c->input(0);
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    PartialTensorShape next;
+    if (!MergeShapes(merged, c->input(i), &next))
+      return c->Error("Inputs must have the same shape: inputs[0] ", c->input(0).DebugString(), " vs. inputs[", i,
+                      "] ", c->input(i).DebugString());
+    merged = next;
+  }
+  c->set_output(0, merged);
+  return Status::OK();
+}
+
+AF_REGISTER_OP("AddN")
+    .Input("inputs: N * T")
+    .Output("sum: T")
+    .Attr("N: int >= 1")
+    .Attr("T: {float, double, int32, int64}")
+    .SetIsCommutative()
+    .SetShapeFn(AddNShape)
+    .Doc("Adds all inputs element-wise; they must have the same shape.");
+
+class AddNOp : public OpKernel {
+ public:
+  explicit AddNOp(OpKernelConstruction* c) : OpKernel(c) { expensive_ = true; }
+
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs();
+    const Tensor& first = ctx->input(0);
+    for (int i = 1; i < n; ++i) {
+      AF_REQUIRES(ctx, ctx->input(i).shape() == first.shape(),
+                  errors::InvalidArgument("Inputs to AddN must have the same shape: inputs[0] ",
+                                          first.shape().DebugString(), " vs. inputs[", i, "] ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    if (n == 1) {
+      ctx->set_output(0, first);
+      return;
+    }
+    Tensor* out;
+    // Only input 0 may share the output's buffer: it is read first, in place.
+    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, first.shape(), &out));
+    AF_SWITCH_REAL(first.dtype(), ctx->SetStatus(detail::Unsupported(*this, first.dtype())), Run<T>(ctx, out));
+  }
+
+ private:
+  template <class T>
+  static void Run(OpKernelContext* ctx, Tensor* out) {
+    const int n = ctx->num_inputs();
+    T* po = out->data<T>();
+    using In = Eigen::Map<const ArrayX<T>>;
+    ctx->device()->compute_pool()->For(out->NumElements(), detail::kCwiseCost * n, [&](int64_t s, int64_t e) {
+      Eigen::Map<ArrayX<T>> o(po + s, e - s);
+      o = In(ctx->input(0).data<T>() + s, e - s) + In(ctx->input(1).data<T>() + s, e - s);
+      for (int i = 2; i < n; ++i) o += In(ctx->input(i).data<T>() + s, e - s);
+    });
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("AddN").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()), AddNOp);
+
+}  // namespace
+}  // namespace actorflow
