@@ -12,6 +12,7 @@
 #include "gradient_checker.hpp"
 #include "graph/grad_helpers.hpp"
 #include "graph/gradients.hpp"
+#include "graph/state_ops.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -38,22 +39,6 @@ AF_REGISTER_OP("TestOpWithoutGradient")
     .Attr("T: {float, double}")
     .SetShapeFn(shape_fns::Unchanged)
     .Doc("Identity with no gradient registered (gradients_test).");
-
-AF_REGISTER_OP("TestRefVariable")
-    .Output("ref: Ref(float)")
-    .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      c->set_output(0, PartialTensorShape(std::vector<int64_t>{3}));
-      return Status::OK();
-    })
-    .Doc("A float ref tensor holding [1.5, -2, 0.25] (gradients_test).");
-
-class TestRefVariableOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, test::MakeTensor<float>({1.5f, -2.f, 0.25f}, {3})); }
-};
-AF_REGISTER_KERNEL(KernelDefBuilder("TestRefVariable").Device(DEVICE_CPU), TestRefVariableOp);
 
 bool IsTestOp(const std::string& op) { return op.rfind("Test", 0) == 0; }
 
@@ -650,11 +635,12 @@ TEST_CASE("integer tensors get no gradient: an integer x gets zeros") {
 
 TEST_CASE("a ref-typed x (a variable's output) gets an ordinary gradient") {
   Scope root = Scope::NewRootScope();
-  Operation var = root.AddOp("TestRefVariable", {});
+  const Output v = ops::Variable(root.WithOpName("gradients_test_ref_var"), PartialTensorShape(TensorShape{3}), DT_FLOAT);
+  auto init = ops::Assign(root, v, {1.5f, -2.f, 0.25f});
   REQUIRE(root.ok());
-  const Output v = var.output(0);
-  REQUIRE(var.node()->output_type(0) == DT_FLOAT_REF);
+  REQUIRE(v.node()->output_type(0) == DT_FLOAT_REF);
   REQUIRE(v.type() == DT_FLOAT);
+  RunOk(root, {init});  // the variable outlives this session: the ones below read it
   auto y = ops::Sum(root, ops::Mul(root, ops::Square(root, v), 3.f), 0);  // dy/dv = 6v
   const Outs dv = Gradients(root, {y}, {v});
   REQUIRE(dv[0].type() == DT_FLOAT);

@@ -23,6 +23,7 @@
 #include "core/cancellation.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/op_kernel.hpp"
+#include "graph/gradients.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 
@@ -207,6 +208,10 @@ class RestoreV2Op : public AsyncOpKernel {
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("RestoreV2").Device(DEVICE_CPU), RestoreV2Op);
+
+// State changes and random draws have no gradient.
+AF_REGISTER_NO_GRADIENT("SaveV2");
+AF_REGISTER_NO_GRADIENT("RestoreV2");
 
 }  // namespace
 }  // namespace actorflow

@@ -12,6 +12,7 @@
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
+#include "graph/gradients.hpp"
 #include "ops/array/array_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -224,6 +225,12 @@ AF_REGISTER_KERNEL(KernelDefBuilder("RandomUniform").Device(DEVICE_CPU), RandomU
 AF_REGISTER_KERNEL(KernelDefBuilder("RandomStandardNormal").Device(DEVICE_CPU), RandomStandardNormalOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("TruncatedNormal").Device(DEVICE_CPU), TruncatedNormalOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("RandomUniformInt").Device(DEVICE_CPU), RandomUniformIntOp);
+
+// State changes and random draws have no gradient.
+AF_REGISTER_NO_GRADIENT("RandomUniform");
+AF_REGISTER_NO_GRADIENT("RandomStandardNormal");
+AF_REGISTER_NO_GRADIENT("TruncatedNormal");
+AF_REGISTER_NO_GRADIENT("RandomUniformInt");
 
 }  // namespace
 }  // namespace actorflow

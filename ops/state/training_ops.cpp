@@ -3,6 +3,7 @@
 // formula in place (ops/state/variable_updates.cpp). The output is the
 // variable's reference, after the update.
 #include "ops/op_kernel.hpp"
+#include "graph/gradients.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 #include "ops/state/variable_ops.hpp"
@@ -133,6 +134,13 @@ AF_APPLY_KERNEL(ApplyMomentum, kMomentum, 2);
 AF_APPLY_KERNEL(ApplyAdam, kAdam, 3);
 AF_APPLY_KERNEL(ApplyAdagrad, kAdagrad, 2);
 AF_APPLY_KERNEL(ApplyRMSProp, kRMSProp, 3);
+
+// State changes and random draws have no gradient.
+AF_REGISTER_NO_GRADIENT("ApplyGradientDescent");
+AF_REGISTER_NO_GRADIENT("ApplyMomentum");
+AF_REGISTER_NO_GRADIENT("ApplyAdam");
+AF_REGISTER_NO_GRADIENT("ApplyAdagrad");
+AF_REGISTER_NO_GRADIENT("ApplyRMSProp");
 
 }  // namespace
 }  // namespace actorflow

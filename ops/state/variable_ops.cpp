@@ -4,6 +4,7 @@
 // reference by value (Identity, MatMul, a fetch) reads the variable when it
 // runs. IsVariableInitialized asks without reading.
 #include "core/resource_handle.hpp"
+#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -195,6 +196,13 @@ class IsVariableInitializedOp : public AsyncOpKernel {
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(DEVICE_CPU), IsVariableInitializedOp);
+
+// State changes and random draws have no gradient.
+AF_REGISTER_NO_GRADIENT("VariableV2");
+AF_REGISTER_NO_GRADIENT("Assign");
+AF_REGISTER_NO_GRADIENT("AssignAdd");
+AF_REGISTER_NO_GRADIENT("AssignSub");
+AF_REGISTER_NO_GRADIENT("IsVariableInitialized");
 
 }  // namespace
 }  // namespace actorflow
