@@ -12,7 +12,7 @@ build: deps
 	cmake --build $(BUILD) -j$(JOBS)
 
 example: build
-	./$(BUILD)/examples/async_pipeline
+	./$(BUILD)/examples/train_fashion_mnist --dir $(BUILD)/fashion_mnist_ckpt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure

@@ -33,6 +33,11 @@ using deadline_atom = caf::atom_constant<caf::atom("af_dline")>;
 
 using Clock = std::chrono::steady_clock;
 
+// The device actor state whose handler runs on this thread, if any: an
+// asynchronous kernel finishing inside it (a small MatMul computed at once, a
+// variable update whose answer just arrived) is handed over without a message.
+thread_local const void* t_running_actor = nullptr;
+
 struct ActiveStep {
   std::unique_ptr<StepState> state;
   std::shared_ptr<const ExecutorPlan> plan;  // kept alive by its steps after deregistration
@@ -91,6 +96,7 @@ struct DeviceActorState {
   std::vector<Ready> ready;             // LIFO: depth-first keeps fewer tensors alive
   std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline; sized at registration
   bool resume_pending = false;          // a resume_atom to ourselves is in the mailbox
+  std::vector<KernelDone> completed;    // kernels that finished on this actor's thread, not yet propagated
   // Step deadlines, earliest first. CAF 0.17 cannot cancel a delayed message,
   // so one timer is kept armed for the earliest deadline instead of one per
   // step; entries of steps that ended are skipped when they come due.
@@ -103,33 +109,6 @@ struct DeviceActorState {
 };
 const char* DeviceActorState::name = "device_actor";
 
-void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
-  if (!container_) {
-    VarReadResponse r;
-    r.status = errors::Unavailable("no container actor holds variables on ", self_->state.device->name());
-    done(r);
-    return;
-  }
-  self_->request(container_, caf::infinite, std::move(req))
-      .then([done](VarReadResponse& r) { done(r); },
-            [done](caf::error& e) {
-              VarReadResponse r;
-              r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
-              done(r);
-            });
-}
-
-void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
-  if (!container_) {
-    done(errors::Unavailable("no container actor holds variables on ", self_->state.device->name()));
-    return;
-  }
-  self_->request(container_, caf::infinite, std::move(req))
-      .then([done](VarUpdateResponse& r) { done(r.status); },
-            [done](caf::error& e) {
-              done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
-            });
-}
 
 RunStepResponse FailedResponse(Status s) {
   RunStepResponse r;
@@ -259,12 +238,16 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   // Sent as from the actor itself: KernelDone is accepted from no one else.
   // Called exactly once; `run` is freed only after the message is out.
   run->start_ns = step->collect_stats ? NowNanos() : 0;
-  auto done = [run, me, step_id, node] {
+  DeviceActorState* state = &self->state;
+  auto done = [run, me, step_id, node, state] {
     const bool timed = run->start_ns != 0;
-    caf::send_as(me, me,
-                 KernelDone{step_id, node, run->ctx->status(), std::move(run->outputs), run->start_ns,
-                            timed ? NowNanos() : 0, timed ? ThisThreadId() : 0});
+    KernelDone d{step_id, node, run->ctx->status(), std::move(run->outputs), run->start_ns,
+                 timed ? NowNanos() : 0, timed ? ThisThreadId() : 0};
     delete run;
+    // On the actor's own thread (inside one of its handlers) the result goes
+    // straight to its queue of completions; from anywhere else, by message.
+    if (t_running_actor == state) state->completed.push_back(std::move(d));
+    else caf::send_as(me, me, std::move(d));
   };
   if (item.is_async) {
     try {
@@ -281,6 +264,33 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
       done();
     });
   }
+}
+
+// Marks this thread as running `self`'s handler (see t_running_actor).
+class RunningScope {
+ public:
+  explicit RunningScope(DeviceActor* self) : prev_(t_running_actor) { t_running_actor = &self->state; }
+  ~RunningScope() { t_running_actor = prev_; }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+
+ private:
+  const void* prev_;
+};
+
+// A kernel that ran off the actor's loop has finished: record it and hand
+// its outputs on.
+void KernelFinished(DeviceActor* self, KernelDone& done) {
+  auto it = self->state.steps.find(done.step_id);
+  if (it == self->state.steps.end()) return;
+  StepState* step = it->second.state.get();
+  if (done.node_id < 0 || done.node_id >= step->plan().num_nodes() ||
+      static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
+    return;
+  if (step->collect_stats && done.start_ns != 0)
+    step->RecordStats(done.node_id, step->plan().item(done.node_id).is_async ? "async" : "pool", done.start_ns,
+                      done.end_ns, done.thread);
+  Propagate(self, step, done.node_id, done.status, done.outputs.data());
 }
 
 // Runs one ready node whose inputs are all in place: inline, on the pool, or
@@ -331,6 +341,7 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
 
 void RunReady(DeviceActor* self);
 void FailAllOnError(DeviceActor* self, const std::exception& e);
+void RunReadySafely(DeviceActor* self);
 
 // A ready node with inputs taken by value from ref edges: reads those
 // variables from the container actor first (so the node sees their values as
@@ -370,7 +381,6 @@ void ReadThenExecute(DeviceActor* self, StepState* step, int32_t node) {
           inputs[step->plan().deref_inputs(item)[k]] = std::move(r.values[k]);
         ExecuteNode(self, step, node);
       }
-      RunReady(self);
     } catch (const std::exception& e) {
       FailAllOnError(self, e);
     }
@@ -382,7 +392,13 @@ void ReadThenExecute(DeviceActor* self, StepState* step, int32_t node) {
 void RunReady(DeviceActor* self) {
   auto& st = self->state;
   const auto batch_end = std::chrono::steady_clock::now() + kBatchTime;
-  for (int n = 1; !st.ready.empty(); ++n) {
+  for (int n = 1; !st.ready.empty() || !st.completed.empty(); ++n) {
+    if (!st.completed.empty()) {
+      KernelDone done = std::move(st.completed.back());
+      st.completed.pop_back();
+      KernelFinished(self, done);
+      continue;
+    }
     if (n % kNodesPerClockCheck == 0 && std::chrono::steady_clock::now() > batch_end) {
       if (!st.resume_pending) {
         st.resume_pending = true;
@@ -395,6 +411,59 @@ void RunReady(DeviceActor* self) {
     if (step->plan().item(node).num_deref > 0) ReadThenExecute(self, step, node);
     else ExecuteNode(self, step, node);
   }
+}
+
+// RunReady from a callback: an exception fails the steps, not the actor.
+void RunReadySafely(DeviceActor* self) {
+  try {
+    RunReady(self);
+  } catch (const std::exception& e) {
+    FailAllOnError(self, e);
+  }
+}
+
+void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
+  DeviceActor* self = self_;
+  if (!container_) {
+    VarReadResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", self->state.device->name());
+    done(r);
+    return;
+  }
+  self->request(container_, caf::infinite, std::move(req))
+      .then(
+          [self, done](VarReadResponse& r) {
+            RunningScope running(self);
+            done(r);
+            RunReadySafely(self);
+          },
+          [self, done](caf::error& e) {
+            RunningScope running(self);
+            VarReadResponse r;
+            r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
+            done(r);
+            RunReadySafely(self);
+          });
+}
+
+void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
+  DeviceActor* self = self_;
+  if (!container_) {
+    done(errors::Unavailable("no container actor holds variables on ", self->state.device->name()));
+    return;
+  }
+  self->request(container_, caf::infinite, std::move(req))
+      .then(
+          [self, done](VarUpdateResponse& r) {
+            RunningScope running(self);
+            done(r.status);
+            RunReadySafely(self);
+          },
+          [self, done](caf::error& e) {
+            RunningScope running(self);
+            done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
+            RunReadySafely(self);
+          });
 }
 
 void StartStep(DeviceActor* self, RunStepRequest& req) {
@@ -548,6 +617,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
       },
       [self](RunStepRequest& req) {
+        RunningScope running(self);
         try {
           StartStep(self, req);
         } catch (const std::exception& e) {  // e.g. out of memory for the step's state
@@ -556,23 +626,16 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
       },
       [self](KernelDone& done) {
         if (self->current_sender() != self->ctrl()) return;  // only our own kernels report here
-        auto it = self->state.steps.find(done.step_id);
-        if (it == self->state.steps.end()) return;
-        StepState* step = it->second.state.get();
-        if (done.node_id < 0 || done.node_id >= step->plan().num_nodes() ||
-            static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
-          return;
+        RunningScope running(self);
         try {
-          if (step->collect_stats && done.start_ns != 0)
-            step->RecordStats(done.node_id, step->plan().item(done.node_id).is_async ? "async" : "pool", done.start_ns,
-                              done.end_ns, done.thread);
-          Propagate(self, step, done.node_id, done.status, done.outputs.data());
+          KernelFinished(self, done);
           RunReady(self);
         } catch (const std::exception& e) {
           FailAllOnError(self, e);
         }
       },
       [self](resume_atom) {
+        RunningScope running(self);
         self->state.resume_pending = false;
         try {
           RunReady(self);

@@ -16,7 +16,12 @@ std::vector<Operation> Optimizer::Finish(const Scope&, const std::vector<Operati
 
 Output Optimizer::Hyper(const Scope& s, const std::string& name, double value, DataType dtype) {
   auto& out = hypers_[{name, dtype}];
-  if (!out.valid()) out = Number(s.GraphRoot().NewSubScope(name_).WithOpName(name), value, dtype);
+  if (out.valid()) return out;
+  Scope at = s.GraphRoot().NewSubScope(name_).WithOpName(name);
+  if (name == "learning_rate" && lr_tensor_.valid())
+    out = lr_tensor_.type() == dtype ? ops::Identity(at, lr_tensor_) : ops::Cast(at, lr_tensor_, dtype);
+  else
+    out = Number(at, value, dtype);
   return out;
 }
 
@@ -133,6 +138,19 @@ Output RMSPropOptimizer::ApplyDense(const Scope& s, const Output& grad, const Va
   return ops::ApplyRMSProp(s, var.ref, ms.ref, mom.ref, Hyper(s, "learning_rate", lr_, var.dtype),
                            Hyper(s, "decay", decay_, var.dtype), Hyper(s, "momentum", momentum_, var.dtype),
                            Hyper(s, "epsilon", epsilon_, var.dtype), grad);
+}
+
+Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step, int64_t decay_steps,
+                        double decay_rate, bool staircase) {
+  Scope s = scope.NewSubScope("ExponentialDecay");
+  if (decay_steps <= 0) {
+    scope.UpdateStatus(errors::InvalidArgument("ExponentialDecay: decay_steps must be positive, got ", decay_steps));
+    return Output();
+  }
+  Output p = staircase ? ops::Cast(s, ops::FloorDiv(s, global_step.value, decay_steps), DT_FLOAT)
+                       : ops::RealDiv(s, ops::Cast(s, global_step.value, DT_FLOAT), static_cast<float>(decay_steps));
+  return ops::Mul(s.WithOpName("learning_rate"), static_cast<float>(learning_rate),
+                  ops::Pow(s, static_cast<float>(decay_rate), p));
 }
 
 }  // namespace actorflow

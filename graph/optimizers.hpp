@@ -43,6 +43,11 @@ class Optimizer {
 
   const std::string& name() const { return name_; }
 
+  /// Uses a scalar tensor as the learning rate instead of the constant given
+  /// at construction: a schedule computed in the graph (ExponentialDecay) or
+  /// a placeholder fed each step. Call before Minimize/ApplyGradients.
+  void SetLearningRate(const Output& learning_rate) { lr_tensor_ = learning_rate; }
+
  protected:
   /// The update op of one variable.
   virtual Output ApplyDense(const Scope& s, const Output& grad, const Variable& var) = 0;
@@ -52,11 +57,13 @@ class Optimizer {
 
   /// A slot of `var` named "<var>/<name_><suffix>", filled with `initial`.
   Variable Slot(const Scope& s, const Variable& var, const std::string& suffix, double initial);
-  /// A hyperparameter as a constant of `dtype`, one node per (name, dtype).
+  /// A hyperparameter as a constant of `dtype`, one node per (name, dtype);
+  /// "learning_rate" is the tensor of SetLearningRate when there is one.
   Output Hyper(const Scope& s, const std::string& name, double value, DataType dtype);
 
  private:
   std::string name_;
+  Output lr_tensor_;
   std::map<std::pair<std::string, DataType>, Output> hypers_;
 };
 
@@ -124,5 +131,10 @@ class RMSPropOptimizer : public Optimizer {
  private:
   double lr_, decay_, momentum_, epsilon_;
 };
+
+/// learning_rate * decay_rate ^ (global_step / decay_steps), the division
+/// rounded down when `staircase` (TensorFlow's tf.train.exponential_decay).
+Output ExponentialDecay(const Scope& scope, double learning_rate, const Variable& global_step, int64_t decay_steps,
+                        double decay_rate, bool staircase = false);
 
 }  // namespace actorflow
