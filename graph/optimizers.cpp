@@ -1,5 +1,8 @@
 #include "graph/optimizers.hpp"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "graph/cc_ops.hpp"
 #include "graph/gradients.hpp"
 #include "graph/state_ops.hpp"
@@ -7,6 +10,19 @@
 namespace actorflow {
 
 namespace {
+// The nodes `y` depends on through data edges (its ancestors and itself).
+std::unordered_set<const Node*> Ancestors(const Output& y) {
+  std::unordered_set<const Node*> seen{y.node()};
+  std::vector<const Node*> stack{y.node()};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge* e : n->in_edges())
+      if (!e->IsControlEdge() && seen.insert(e->src).second) stack.push_back(e->src);
+  }
+  return seen;
+}
+
 Output Number(const Scope& s, double v, DataType dtype) {
   return dtype == DT_DOUBLE ? ops::Const(s, v) : ops::Const(s, static_cast<float>(v));
 }
@@ -40,14 +56,29 @@ std::vector<Optimizer::GradAndVar> Optimizer::ComputeGradients(const Scope& scop
     scope.UpdateStatus(errors::InvalidArgument("no variables to optimize"));
     return out;
   }
+  if (!loss.valid()) return out;  // the scope holds the error
+  // Variables the loss does not depend on get no gradient (and no update),
+  // as in TensorFlow; if none is left that is an error.
+  const auto ancestors = Ancestors(loss);
+  std::vector<Variable> used;
+  for (const Variable& v : var_list)
+    if (ancestors.count(v.ref.node())) used.push_back(v);
+  if (used.empty()) {
+    scope.UpdateStatus(errors::InvalidArgument("No gradients provided for any variable: ", loss.name(),
+                                               " does not depend on the variables to optimize"));
+    return out;
+  }
   OutputList xs, grads;
-  for (const Variable& v : var_list) xs.push_back(v.ref);
+  for (const Variable& v : used) xs.push_back(v.ref);
   Status s = AddSymbolicGradients(scope, {loss}, xs, &grads);
   if (!s.ok()) {
     scope.UpdateStatus(s);
     return out;
   }
-  for (size_t i = 0; i < var_list.size(); ++i) out.emplace_back(grads[i], var_list[i]);
+  for (const Variable& v : var_list) {
+    auto it = std::find_if(used.begin(), used.end(), [&](const Variable& u) { return u.ref.node() == v.ref.node(); });
+    out.emplace_back(it == used.end() ? Output() : grads[static_cast<size_t>(it - used.begin())], v);
+  }
   return out;
 }
 
