@@ -1,5 +1,7 @@
 #include "actors/client_channel.hpp"
 
+#include "devices/compute_pool.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>
 #include <caf/actor_system.hpp>
@@ -50,7 +52,21 @@ struct ClientChannel::Slot {
   }
 };
 
-ClientChannel::ClientChannel(caf::actor_system& sys) : slot_(std::make_shared<Slot>()) {
+// The execution unit a client passes with its message: when the message makes
+// an idle actor runnable, CAF hands the actor to exec_later, and the pool
+// picks a worker for it (an awake, free one first).
+class ClientChannel::Activation final : public caf::execution_unit {
+ public:
+  Activation(caf::actor_system& sys, ComputePool* pool) : caf::execution_unit(&sys), pool_(pool) {}
+  void exec_later(caf::resumable* job) override { pool_->ScheduleActivation(job); }
+
+ private:
+  ComputePool* pool_;
+};
+
+ClientChannel::ClientChannel(caf::actor_system& sys, ComputePool* pool)
+    : slot_(std::make_shared<Slot>()),
+      activation_(pool ? std::make_unique<Activation>(sys, pool) : nullptr) {
   companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
   std::weak_ptr<Slot> weak = slot_;
   // Only the answer to the request in flight, or the callee going down, counts.
@@ -71,7 +87,7 @@ ClientChannel::~ClientChannel() {
 }
 
 Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout,
-                          caf::message* reply) {
+                          caf::message* reply, std::chrono::nanoseconds spin) {
   if (!dest) return errors::Unavailable("no actor to ask");
   Slot& s = *slot_;
   s.ready.store(false, std::memory_order_relaxed);
@@ -80,9 +96,18 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
   s.callee.store(dest.id(), std::memory_order_release);
   companion->monitor(dest);  // a callee that dies answers with a down_msg
+  // A remote callee's proxy forwards the message itself: no activation there.
+  caf::execution_unit* unit = activation_ && dest->node() == companion_->node() ? activation_.get() : nullptr;
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
-                                                      nullptr);
+                                                      unit);
   for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) CpuRelax();
+  if (spin.count() > 0 && !s.ready.load(std::memory_order_acquire)) {
+    const auto until = std::chrono::steady_clock::now() + spin;
+    for (int i = 1; !s.ready.load(std::memory_order_acquire); ++i) {
+      CpuRelax();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+    }
+  }
   if (!s.ready.load(std::memory_order_acquire)) {
     std::unique_lock<std::mutex> l(s.mu);
     s.sleeping = true;
@@ -107,7 +132,7 @@ std::unique_ptr<ClientChannel> ChannelPool::Acquire() {
       return ch;
     }
   }
-  return std::make_unique<ClientChannel>(sys_);
+  return std::make_unique<ClientChannel>(sys_, pool_);
 }
 
 void ChannelPool::Release(std::unique_ptr<ClientChannel> ch) {

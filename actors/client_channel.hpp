@@ -26,9 +26,13 @@ class actor_system;
 
 namespace actorflow {
 
+class ComputePool;
+
 class ClientChannel {
  public:
-  explicit ClientChannel(caf::actor_system& sys);
+  /// `pool`, when given, picks the worker that runs the callee when this
+  /// channel's message wakes it (ComputePool::ScheduleActivation).
+  explicit ClientChannel(caf::actor_system& sys, ComputePool* pool = nullptr);
   ~ClientChannel();
   ClientChannel(const ClientChannel&) = delete;
   ClientChannel& operator=(const ClientChannel&) = delete;
@@ -36,36 +40,45 @@ class ClientChannel {
   /// Sends `msg` to `dest` as a request and waits for the reply. `timeout`
   /// zero waits without bound. DeadlineExceeded when no reply came in time —
   /// the channel must then not be reused (a late reply may still arrive).
-  Status Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout, caf::message* reply);
+  /// `spin`: how long the caller may busy-wait before it sleeps (beyond a
+  /// few microseconds it always does): waking a sleeping thread costs tens
+  /// of microseconds on a virtual machine, as much as a short step.
+  Status Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout, caf::message* reply,
+             std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
 
  private:
   struct Slot;
+  class Activation;
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
+  std::unique_ptr<Activation> activation_;
 };
 
 /// Reusable channels of one actor system. Thread-safe.
 class ChannelPool {
  public:
-  explicit ChannelPool(caf::actor_system& sys) : sys_(sys) {}
+  explicit ChannelPool(caf::actor_system& sys, ComputePool* pool = nullptr) : sys_(sys), pool_(pool) {}
   std::unique_ptr<ClientChannel> Acquire();
   void Release(std::unique_ptr<ClientChannel> ch);
 
   /// Ask through a pooled channel; a channel that timed out is discarded.
   template <class Resp, class Req>
-  Status Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp);
+  Status Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp,
+             std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
 
  private:
   caf::actor_system& sys_;
+  ComputePool* pool_;
   std::mutex mu_;  // guards free_ (client threads only)
   std::vector<std::unique_ptr<ClientChannel>> free_;
 };
 
 template <class Resp, class Req>
-Status ChannelPool::Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp) {
+Status ChannelPool::Ask(const caf::actor& dest, Req req, std::chrono::milliseconds timeout, Resp* resp,
+                        std::chrono::nanoseconds spin) {
   auto ch = Acquire();
   caf::message reply;
-  Status s = ch->Ask(dest, caf::make_message(std::move(req)), timeout, &reply);
+  Status s = ch->Ask(dest, caf::make_message(std::move(req)), timeout, &reply, spin);
   if (errors::IsDeadlineExceeded(s)) return s;  // drop the channel with its late reply
   Release(std::move(ch));
   AF_RETURN_IF_ERROR(s);

@@ -50,7 +50,7 @@ struct Runtime::Impl {
       : threads(ResolveThreads(o.num_threads)), cfg(threads), system(std::make_unique<caf::actor_system>(cfg)) {
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
-    channels = std::make_unique<ChannelPool>(*system);
+    channels = std::make_unique<ChannelPool>(*system, pool.get());
     container = SpawnContainerActor(*system, pool.get());
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {

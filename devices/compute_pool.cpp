@@ -1,5 +1,6 @@
 #include "devices/compute_pool.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -25,9 +26,10 @@ thread_local caf::execution_unit* t_current_worker = nullptr;
 // A one-shot function run by a scheduler worker.
 class FunctionJob final : public caf::ref_counted, public caf::resumable {
  public:
-  explicit FunctionJob(std::function<void()> fn) : fn_(std::move(fn)) {}
+  FunctionJob(std::function<void()> fn, ComputePool* pool) : fn_(std::move(fn)), pool_(pool) {}
   subtype_t subtype() const override { return function_object; }
   resume_result resume(caf::execution_unit* eu, size_t) override {
+    ComputePool::JobScope busy(pool_, eu);
     t_current_worker = eu;
     try {
       fn_();
@@ -45,6 +47,7 @@ class FunctionJob final : public caf::ref_counted, public caf::resumable {
 
  private:
   std::function<void()> fn_;
+  ComputePool* pool_;
 };
 
 // Shared by the caller and its helpers: shards are claimed by an atomic counter.
@@ -96,7 +99,54 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
     : sys_(sys),
       coordinator_(dynamic_cast<Coordinator*>(&sys->scheduler())),
       num_threads_(num_threads),
-      max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads) {}
+      max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads),
+      running_(std::make_unique<std::atomic<int>[]>(static_cast<size_t>(std::max(1, num_threads)))) {
+  for (int i = 0; i < std::max(1, num_threads); ++i) running_[static_cast<size_t>(i)] = 0;
+}
+
+ComputePool::~ComputePool() = default;
+
+ComputePool::JobScope::JobScope(ComputePool* pool, caf::execution_unit* eu) {
+  auto* c = static_cast<Coordinator*>(pool->coordinator_);
+  if (!c || !eu) return;
+  const size_t id = static_cast<Coordinator::worker_type*>(eu)->id();
+  if (id >= static_cast<size_t>(pool->num_threads_)) return;
+  slot_ = &pool->running_[id];
+  slot_->fetch_add(1, std::memory_order_relaxed);
+}
+
+ComputePool::JobScope::~JobScope() {
+  if (slot_) slot_->fetch_sub(1, std::memory_order_relaxed);
+}
+
+// For an actor a client woke: an awake worker with no job of ours (polling
+// for work, it starts at once, no futex), else a sleeping one (woken), else
+// round-robin. CAF's own choice from outside the scheduler is round-robin, so
+// every other step went to a sleeping worker and paid its wake-up.
+void ComputePool::ScheduleActivation(caf::resumable* job) {
+  auto* c = static_cast<Coordinator*>(coordinator_);
+  if (!c) {
+    sys_->scheduler().enqueue(job);
+    return;
+  }
+  const size_t n = c->num_workers();
+  Coordinator::worker_type* sleeping = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    auto* w = c->worker_by_id(i);
+    const bool idle = i >= static_cast<size_t>(num_threads_) || running_[i].load(std::memory_order_relaxed) == 0;
+    if (!idle) continue;
+    if (!Sleeping(w)) {
+      w->external_enqueue(job);
+      return;
+    }
+    if (!sleeping) sleeping = w;
+  }
+  if (sleeping) {
+    sleeping->external_enqueue(job);
+    return;
+  }
+  c->worker_by_id(next_worker_.fetch_add(1, std::memory_order_relaxed) % n)->external_enqueue(job);
+}
 
 bool ComputePool::InPoolJob() { return t_current_worker != nullptr; }
 
@@ -105,7 +155,7 @@ bool ComputePool::InPoolJob() { return t_current_worker != nullptr; }
 // it), else any worker but the one running the caller (a shard queued behind
 // its own caller would run after it, not beside it).
 void ComputePool::Schedule(std::function<void()> fn) {
-  auto* job = new FunctionJob(std::move(fn));  // reference count 1, released by the worker when done
+  auto* job = new FunctionJob(std::move(fn), this);  // reference count 1, released by the worker when done
   if (auto* c = static_cast<Coordinator*>(coordinator_)) {
     const size_t n = c->num_workers();
     const size_t start = next_worker_.fetch_add(1, std::memory_order_relaxed);

@@ -11,9 +11,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 namespace caf {
 class actor_system;
+class execution_unit;
+class resumable;
 }
 
 namespace actorflow {
@@ -23,6 +26,9 @@ class ComputePool {
   /// `max_parallelism` caps the shards of one ParallelFor (TensorFlow's
   /// intra-op parallelism); 0 means num_threads.
   ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism = 0);
+  ~ComputePool();
+  ComputePool(const ComputePool&) = delete;
+  ComputePool& operator=(const ComputePool&) = delete;
 
   int NumThreads() const { return num_threads_; }
   int MaxParallelism() const { return max_parallelism_; }
@@ -44,6 +50,22 @@ class ComputePool {
     ParallelFor(n, cost_per_unit, fn);
   }
 
+  /// Runs an actor that a thread outside the pool (a client) has just given
+  /// a message: on a worker that is awake and free if there is one.
+  void ScheduleActivation(caf::resumable* job);
+
+  /// Marks the worker `eu` as running one of this pool's jobs while alive.
+  class JobScope {
+   public:
+    JobScope(ComputePool* pool, caf::execution_unit* eu);
+    ~JobScope();
+    JobScope(const JobScope&) = delete;
+    JobScope& operator=(const JobScope&) = delete;
+
+   private:
+    std::atomic<int>* slot_ = nullptr;
+  };
+
   /// True on a thread running a job of some ComputePool.
   static bool InPoolJob();
 
@@ -56,6 +78,7 @@ class ComputePool {
   int num_threads_;
   int max_parallelism_;
   std::atomic<size_t> next_worker_{0};
+  std::unique_ptr<std::atomic<int>[]> running_;  // per worker id: our jobs it is running
 };
 
 }  // namespace actorflow
