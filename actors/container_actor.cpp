@@ -153,7 +153,8 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   auto status = std::make_shared<Status>();
   st.running.emplace(id, ContainerState::Running{vars, status, std::move(promise)});
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  st.pool->Schedule([me, id, req = std::move(req), vars = std::move(vars), status]() mutable {
+  ComputePool* pool = st.pool;
+  pool->Schedule([me, id, pool, req = std::move(req), vars = std::move(vars), status]() mutable {
     std::vector<VarSlot*> slots;
     for (const auto& v : vars) slots.push_back(&v->slot);
     try {
@@ -161,7 +162,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
     } catch (const std::bad_alloc&) {
       *status = errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
     }
-    caf::send_as(me, me, VarUpdateDone{id});
+    pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
   });
 }
 

@@ -239,7 +239,8 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   // Called exactly once; `run` is freed only after the message is out.
   run->start_ns = step->collect_stats ? NowNanos() : 0;
   DeviceActorState* state = &self->state;
-  auto done = [run, me, step_id, node, state] {
+  ComputePool* pool = state->device->compute_pool();
+  auto done = [run, me, step_id, node, state, pool] {
     const bool timed = run->start_ns != 0;
     KernelDone d{step_id, node, run->ctx->status(), std::move(run->outputs), run->start_ns,
                  timed ? NowNanos() : 0, timed ? ThisThreadId() : 0};
@@ -247,7 +248,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
     // On the actor's own thread (inside one of its handlers) the result goes
     // straight to its queue of completions; from anywhere else, by message.
     if (t_running_actor == state) state->completed.push_back(std::move(d));
-    else caf::send_as(me, me, std::move(d));
+    else pool->Deliver(me, me, caf::make_message(std::move(d)));
   };
   if (item.is_async) {
     try {

@@ -9,7 +9,11 @@
 #include <mutex>
 #include <thread>
 
+#include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/message.hpp>
 #include <caf/ref_counted.hpp>
 #include <caf/resumable.hpp>
 #include <caf/policy/work_stealing.hpp>
@@ -87,6 +91,16 @@ struct ForState {
 
 using Coordinator = caf::scheduler::coordinator<caf::policy::work_stealing>;
 
+// Hands actors made runnable outside the pool to ScheduleActivation.
+class ActivationUnit final : public caf::execution_unit {
+ public:
+  ActivationUnit(caf::actor_system* sys, ComputePool* pool) : caf::execution_unit(sys), pool_(pool) {}
+  void exec_later(caf::resumable* job) override { pool_->ScheduleActivation(job); }
+
+ private:
+  ComputePool* pool_;
+};
+
 bool Sleeping(Coordinator::worker_type* w) {
   auto& wait = w->data().waitdata;
   std::lock_guard<std::mutex> l(wait.lock);
@@ -102,6 +116,15 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
       max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads),
       running_(std::make_unique<std::atomic<int>[]>(static_cast<size_t>(std::max(1, num_threads)))) {
   for (int i = 0; i < std::max(1, num_threads); ++i) running_[static_cast<size_t>(i)] = 0;
+  activation_ = std::make_unique<ActivationUnit>(sys, this);
+}
+
+void ComputePool::Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg) {
+  caf::execution_unit* eu = t_current_worker ? t_current_worker : activation_.get();
+  caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(
+      caf::make_mailbox_element(caf::actor_cast<caf::strong_actor_ptr>(sender), caf::make_message_id(), {},
+                                std::move(msg)),
+      eu);
 }
 
 ComputePool::~ComputePool() = default;

@@ -14,8 +14,10 @@
 #include <memory>
 
 namespace caf {
+class actor;
 class actor_system;
 class execution_unit;
+class message;
 class resumable;
 }
 
@@ -53,6 +55,10 @@ class ComputePool {
   /// Runs an actor that a thread outside the pool (a client) has just given
   /// a message: on a worker that is awake and free if there is one.
   void ScheduleActivation(caf::resumable* job);
+  /// Sends `msg` to the local actor `dest` as from `sender`. From a pool job
+  /// the actor runs next on the same worker (no wake-up, the job's outputs
+  /// still in its cache); from elsewhere as ScheduleActivation picks.
+  void Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg);
 
   /// Marks the worker `eu` as running one of this pool's jobs while alive.
   class JobScope {
@@ -79,6 +85,7 @@ class ComputePool {
   int max_parallelism_;
   std::atomic<size_t> next_worker_{0};
   std::unique_ptr<std::atomic<int>[]> running_;  // per worker id: our jobs it is running
+  std::unique_ptr<caf::execution_unit> activation_;  // exec_later -> ScheduleActivation
 };
 
 }  // namespace actorflow
