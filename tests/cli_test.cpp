@@ -138,3 +138,21 @@ TEST_CASE("cli: gradients usage errors and bad graphs exit 2, an unwritable outp
   Result help = Sh("help");
   REQUIRE(help.out.find("actorflow gradients --graph FILE") != std::string::npos);
 }
+
+TEST_CASE("cli: variables persist across the steps of one run; uninitialized reads fail cleanly") {
+  const std::string graph = std::string(AF_TEST_DATA_DIR) + "/tf_variables.pbtxt";
+  Result r = Sh("run --graph " + graph + " --fetch v/read");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.find("FAILED_PRECONDITION") != std::string::npos);
+  REQUIRE(r.out.find("uninitialized value v") != std::string::npos);
+  const std::string steps = "/tmp/actorflow_cli_var_steps_" + std::to_string(::getpid()) + ".jsonl";
+  std::ofstream(steps) << R"({"targets":["v/Assign"]})" << "\n"
+                       << R"({"targets":["inc"]})" << "\n"
+                       << R"({"fetches":["v/read"]})" << "\n";
+  r = Sh("run --graph " + graph + " --steps " + steps);
+  std::remove(steps.c_str());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find(R"("v/read:0":{"dtype":"float32","shape":[2],"values":[2.0,4.0]})") != std::string::npos);
+}
