@@ -133,37 +133,52 @@ bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>&
 
 // Applies an update now: in the handler when small, else on the pool with the
 // variables marked busy until UpdateDone.
+Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots) noexcept {
+  try {
+    return ApplyVarUpdate(req, slots);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+  } catch (const std::exception& e) {
+    return errors::Internal(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " threw: ", e.what());
+  }
+}
+
+// Applies an update now: in the handler when small, else on the pool with the
+// variables marked busy until VarUpdateDone.
 void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
                  caf::response_promise promise) {
   std::vector<VarSlot*> slots;
   for (const auto& v : vars) slots.push_back(&v->slot);
   if (VarUpdateSize(req, slots) < kInlineUpdateElements) {
-    Status s;
-    try {
-      s = ApplyVarUpdate(req, slots);
-    } catch (const std::bad_alloc&) {
-      s = errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
-    }
-    promise.deliver(VarUpdateResponse{s});
+    promise.deliver(VarUpdateResponse{ApplyCatching(req, slots)});
     return;
   }
   auto& st = self->state;
   const uint64_t id = st.next_job++;
-  for (const auto& v : vars) v->busy = true;
   auto status = std::make_shared<Status>();
-  st.running.emplace(id, ContainerState::Running{vars, status, std::move(promise)});
   caf::actor me = caf::actor_cast<caf::actor>(self);
   ComputePool* pool = st.pool;
-  pool->Schedule([me, id, pool, req = std::move(req), vars = std::move(vars), status]() mutable {
-    std::vector<VarSlot*> slots;
-    for (const auto& v : vars) slots.push_back(&v->slot);
-    try {
-      *status = ApplyVarUpdate(req, slots);
-    } catch (const std::bad_alloc&) {
-      *status = errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
-    }
-    pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
-  });
+  // The job always reports back, whatever happens in it. If it cannot be
+  // queued (out of memory), the request fails and nothing is marked busy.
+  st.running.emplace(id, ContainerState::Running{vars, status, promise});
+  try {
+    pool->Schedule([me, id, pool, req, vars, status]() {
+      std::vector<VarSlot*> slots;
+      for (const auto& v : vars) slots.push_back(&v->slot);
+      *status = ApplyCatching(req, slots);
+      try {
+        pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
+      } catch (...) {
+        caf::send_as(me, me, VarUpdateDone{id});
+      }
+    });
+  } catch (const std::exception& e) {
+    st.running.erase(id);
+    promise.deliver(VarUpdateResponse{errors::ResourceExhausted("cannot start ", VarUpdateName(
+                                                                    static_cast<VarUpdateKind>(req.kind)), ": ", e.what())});
+    return;
+  }
+  for (const auto& v : vars) v->busy = true;
 }
 
 // Runs waiting requests whose variables are free, in order.
@@ -193,34 +208,56 @@ void Drain(ContainerActor* self) {
 caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
   return sys.spawn([pool](ContainerActor* self) -> caf::behavior {
     self->state.pool = pool;
+    // On exit, answer every request still waiting or running: a device actor
+    // waiting for one would otherwise never finish its step (nor quit).
+    self->set_exit_handler([self](const caf::exit_msg& msg) {
+      auto& st = self->state;
+      const Status gone = errors::Cancelled("the container actor is shutting down");
+      for (auto& w : st.waiting) {
+        if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{gone, {}});
+        else w.promise.deliver(VarUpdateResponse{gone});
+      }
+      st.waiting.clear();
+      for (auto& [id, r] : st.running) r.promise.deliver(VarUpdateResponse{gone});
+      st.running.clear();
+      self->quit(msg.reason);
+    });
     return {
         [self](const VarReadRequest& req) {
           auto rp = self->make_response_promise();
-          std::vector<std::shared_ptr<Var>> vars;
-          Status s = ResolveAll(self, req.handles, &vars);
-          if (!s.ok()) {
-            rp.deliver(VarReadResponse{s, {}});
-          } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
-            self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
-          } else {
-            rp.deliver(Read(req, vars));
+          try {
+            std::vector<std::shared_ptr<Var>> vars;
+            Status s = ResolveAll(self, req.handles, &vars);
+            if (!s.ok()) {
+              rp.deliver(VarReadResponse{s, {}});
+            } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
+              self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
+            } else {
+              rp.deliver(Read(req, vars));
+            }
+          } catch (const std::exception& e) {  // out of memory: fail the request, keep the actor
+            rp.deliver(VarReadResponse{errors::ResourceExhausted("container actor: ", e.what()), {}});
           }
         },
         [self](const VarUpdateRequest& req) {
           auto rp = self->make_response_promise();
-          std::vector<std::shared_ptr<Var>> vars;
-          Status s = ResolveAll(self, req.handles, &vars);
-          for (size_t i = 0; s.ok() && i < vars.size(); ++i)
-            for (size_t j = i + 1; s.ok() && j < vars.size(); ++j)
-              if (vars[i] == vars[j])
-                s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
-                                            vars[i]->slot.name, " twice");
-          if (!s.ok()) {
-            rp.deliver(VarUpdateResponse{s});
-          } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
-            self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
-          } else {
-            StartUpdate(self, req, std::move(vars), rp);
+          try {
+            std::vector<std::shared_ptr<Var>> vars;
+            Status s = ResolveAll(self, req.handles, &vars);
+            for (size_t i = 0; s.ok() && i < vars.size(); ++i)
+              for (size_t j = i + 1; s.ok() && j < vars.size(); ++j)
+                if (vars[i] == vars[j])
+                  s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
+                                              vars[i]->slot.name, " twice");
+            if (!s.ok()) {
+              rp.deliver(VarUpdateResponse{s});
+            } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
+              self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
+            } else {
+              StartUpdate(self, req, std::move(vars), rp);
+            }
+          } catch (const std::exception& e) {  // out of memory: fail the request, keep the actor
+            rp.deliver(VarUpdateResponse{errors::ResourceExhausted("container actor: ", e.what())});
           }
         },
         [self](const VarUpdateDone& done) {
@@ -231,7 +268,16 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
           for (const auto& v : it->second.vars) v->busy = false;
           it->second.promise.deliver(VarUpdateResponse{*it->second.status});
           st.running.erase(it);
-          Drain(self);
+          try {
+            Drain(self);
+          } catch (const std::exception& e) {  // out of memory starting a waiting update
+            const Status s = errors::ResourceExhausted("container actor: ", e.what());
+            for (auto& w : st.waiting) {
+              if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{s, {}});
+              else w.promise.deliver(VarUpdateResponse{s});
+            }
+            st.waiting.clear();
+          }
         },
         [self](const ResetContainersRequest& req) -> ResetContainersResponse {
           // Containers named "" mean the default one, as in VariableV2.

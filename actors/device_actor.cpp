@@ -6,6 +6,7 @@
 #include <memory>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/executor_plan.hpp"
 #include "actors/kernel_segment.hpp"
@@ -88,6 +89,7 @@ struct DeviceActorState {
   std::unordered_map<uint64_t, Registration> registrations;  // by the handle they will get
   std::unordered_map<uint64_t, std::shared_ptr<const ExecutorPlan>> graphs;
   std::unordered_map<std::string, std::shared_ptr<KernelSegment>> segments;  // by session handle
+  std::unordered_set<std::string> closed_sessions;  // a late registration must not recreate their segment
   std::unordered_map<int64_t, ActiveStep> steps;
   struct Ready {
     StepState* step;
@@ -435,14 +437,22 @@ void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadRe
       .then(
           [self, done](VarReadResponse& r) {
             RunningScope running(self);
-            done(r);
+            try {
+              done(r);
+            } catch (const std::exception& e) {
+              FailAllOnError(self, e);
+            }
             RunReadySafely(self);
           },
           [self, done](caf::error& e) {
             RunningScope running(self);
-            VarReadResponse r;
-            r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
-            done(r);
+            try {
+              VarReadResponse r;
+              r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
+              done(r);
+            } catch (const std::exception& ex) {
+              FailAllOnError(self, ex);
+            }
             RunReadySafely(self);
           });
 }
@@ -457,12 +467,20 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
       .then(
           [self, done](VarUpdateResponse& r) {
             RunningScope running(self);
-            done(r.status);
+            try {
+              done(r.status);
+            } catch (const std::exception& e) {
+              FailAllOnError(self, e);
+            }
             RunReadySafely(self);
           },
           [self, done](caf::error& e) {
             RunningScope running(self);
-            done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
+            try {
+              done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
+            } catch (const std::exception& ex) {
+              FailAllOnError(self, ex);
+            }
             RunReadySafely(self);
           });
 }
@@ -526,8 +544,9 @@ void FailAllOnError(DeviceActor* self, const std::exception& e) {
   std::vector<StepState*> to_fail;
   for (auto& [id, a] : st.steps) to_fail.push_back(a.state.get());
   for (StepState* step : to_fail) FailStep(self, step, s);
-  // Queued nodes of failed steps are skipped by RunReady.
-  if (!st.ready.empty() && !st.resume_pending) {
+  // Queued nodes (and finished kernels) of failed steps are skipped or
+  // settled by RunReady.
+  if ((!st.ready.empty() || !st.completed.empty()) && !st.resume_pending) {
     st.resume_pending = true;
     self->send(self, resume_atom::value);
   }
@@ -587,7 +606,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         st.registrations.emplace(handle, DeviceActorState::Registration{pending, std::move(rp)});
         caf::actor me = caf::actor_cast<caf::actor>(self);
         std::shared_ptr<KernelSegment> segment;
-        if (!req.session_handle.empty()) {
+        if (!req.session_handle.empty() && !st.closed_sessions.count(req.session_handle)) {
           auto& seg = st.segments[req.session_handle];
           if (!seg) seg = std::make_shared<KernelSegment>();
           segment = seg;
@@ -662,7 +681,10 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
                              deadline_atom::value);
         }
       },
-      [self](const CloseSession& c) { self->state.segments.erase(c.session_handle); },
+      [self](const CloseSession& c) {
+        self->state.segments.erase(c.session_handle);
+        self->state.closed_sessions.insert(c.session_handle);
+      },
       [self](DeregisterGraph& d) {
         for (auto& [id, a] : self->state.steps) {
           if (a.graph_handle == d.graph_handle && !a.state->replied)

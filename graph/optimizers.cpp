@@ -84,6 +84,10 @@ std::vector<Optimizer::GradAndVar> Optimizer::ComputeGradients(const Scope& scop
 
 Operation Optimizer::ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
                                     const Variable* global_step) {
+  // Cached hyperparameter nodes and Adam's powers belong to one graph: start
+  // afresh, so the optimizer can be used again on another graph.
+  hypers_.clear();
+  ClearState();
   const Scope plain = scope.NewSubScope("");  // the caller's op name is for the train op only
   const Scope s = plain.NewSubScope(name_);
   std::vector<Operation> updates;

@@ -54,6 +54,8 @@ class Optimizer {
   /// Ops to run after every update (Adam's beta powers); returned ops join
   /// the train op.
   virtual std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates);
+  /// Forgets nodes cached for the graph of the last ApplyGradients.
+  virtual void ClearState() {}
 
   /// A slot of `var` named "<var>/<name_><suffix>", filled with `initial`.
   Variable Slot(const Scope& s, const Variable& var, const std::string& suffix, double initial);
@@ -100,6 +102,7 @@ class AdamOptimizer : public Optimizer {
  protected:
   Output ApplyDense(const Scope& s, const Output& grad, const Variable& var) override;
   std::vector<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) override;
+  void ClearState() override { powers_.clear(); }
 
  private:
   // beta1^t and beta2^t, one pair per dtype of the variables.

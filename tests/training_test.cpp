@@ -190,3 +190,13 @@ TEST_CASE("train_digits: the MLP reaches at least 95% held-out accuracy") {
   REQUIRE(std::regex_search(output, m, std::regex(R"(MLP ([0-9.]+)%)")));
   CHECK(std::stod(m[1]) >= 95.0);
 }
+
+TEST_CASE("one optimizer object builds train ops for two graphs in turn") {
+  AdamOptimizer adam(0.1);
+  for (int round = 0; round < 2; ++round) {
+    Quadratic q("train_reuse_" + std::to_string(round));
+    if (round == 1) adam.SetLearningRate(ops::Const(q.root, 0.05f));  // honoured on the second graph
+    const std::vector<double> w = Train(q, adam, 300);
+    CHECK(w[0] == Approx(1.0).margin(0.05));
+  }
+}

@@ -191,13 +191,14 @@ class RandomOp : public OpKernel {
     AF_REQUIRES(ctx, n == 0 || lo < hi,
                 errors::InvalidArgument("Need minval < maxval: ", static_cast<int64_t>(lo), " >= ",
                                         static_cast<int64_t>(hi)));
-    const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(hi) - static_cast<int64_t>(lo));
+    // In unsigned arithmetic: hi - lo may exceed int64's range.
+    const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(hi)) - static_cast<uint64_t>(static_cast<int64_t>(lo));
     T* o = out->data<T>();
     pool->For(n, 50, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const auto b = gen(base + static_cast<uint64_t>(i));
         const uint64_t bits = uint64_t{b[0]} << 32 | b[1];
-        o[i] = static_cast<T>(static_cast<int64_t>(lo) + static_cast<int64_t>(bits % range));
+        o[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(lo)) + bits % range));
       }
     });
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/tensor_eigen.hpp"
 
@@ -117,9 +118,15 @@ Status Assign(const VarUpdateRequest& req, VarSlot* v) {
       return errors::InvalidArgument("Assign of a ", value.shape().DebugString(), " value to ", v->name,
                                      " declared ", v->shape.DebugString());
   }
-  // The variable shares the value's buffer: a later in-place update copies it
-  // first if the producer (a feed, a constant) still holds it.
-  v->value = value;
+  // The variable gets its own copy: the value's buffer may be a client's
+  // feed, which the client may refill for its next step. Into the variable's
+  // current buffer when no reader holds it and the shape is the same.
+  if (v->value.IsInitialized() && v->value.RefCountIsOne() && v->value.shape() == value.shape() &&
+      DataTypeIsPod(value.dtype())) {
+    std::memcpy(v->value.raw_data(), value.raw_data(), value.TotalBytes());
+    return Status::OK();
+  }
+  v->value = value.DeepCopy();
   return Status::OK();
 }
 
