@@ -60,7 +60,9 @@ class Session {
   /// Adds nodes to the graph; cached executables stay valid.
   Status Extend(const proto::GraphDef& graph);
 
-  /// Runs one step: `outputs` gets one tensor per fetch, in order. Whatever
+  /// Runs one step: `outputs` gets one tensor per fetch, in order. Fetched
+  /// tensors may share their buffer with a variable or a later step's input:
+  /// treat them as read-only (copy before writing). Whatever
   /// `outputs` held is released first (so a loop reusing the vector does not
   /// keep last step's results alive during this one); when the step fails it
   /// is left empty.
