@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <optional>
 
 #include "actors/client_channel.hpp"
 #include "actors/messages.hpp"
@@ -106,21 +107,26 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
                               const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                               std::shared_ptr<const Executable>* out) {
   std::string key;
-  std::vector<std::string> feed_names;
-  feed_names.reserve(feeds.size());
   for (const auto& f : feeds) {
     key += f.first;
     key += '\x1f';
-    feed_names.push_back(f.first);
   }
   key += '\x1e';
-  for (const auto& f : fetches) key += f + '\x1f';
+  for (const auto& f : fetches) {
+    key += f;
+    key += '\x1f';
+  }
   key += '\x1e';
-  for (const auto& t : targets) key += t + '\x1f';
+  for (const auto& t : targets) {
+    key += t;
+    key += '\x1f';
+  }
 
+  // A repeated signature (the common case) only looks its entry up; the
+  // graph copy and the promise are made by the first caller of a signature.
   ExecutableFuture future;
-  std::promise<StatusOr<std::shared_ptr<const Executable>>> promise;
-  Graph graph;
+  std::optional<std::promise<StatusOr<std::shared_ptr<const Executable>>>> promise;
+  std::optional<Graph> graph;
   bool prepare = false;  // this caller is the first with this signature
   uint64_t entry_id = 0;
   {
@@ -131,18 +137,22 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
     if (it != executables_.end()) {
       future = it->second.future;
     } else {
-      AF_RETURN_IF_ERROR(graph.CopyFrom(graph_));
-      future = promise.get_future().share();
+      graph.emplace();
+      AF_RETURN_IF_ERROR(graph->CopyFrom(graph_));
+      promise.emplace();
+      future = promise->get_future().share();
       entry_id = next_entry_id_++;
       executables_.emplace(key, Entry{future, entry_id});
       prepare = true;
     }
   }
   if (prepare) {
+    std::vector<std::string> feed_names;
+    for (const auto& f : feeds) feed_names.push_back(f.first);
     std::shared_ptr<const Executable> exe;
     Status s;
     try {
-      s = Prepare(&graph, feed_names, fetches, targets, &exe);
+      s = Prepare(&*graph, feed_names, fetches, targets, &exe);
     } catch (const std::bad_alloc&) {
       s = errors::ResourceExhausted("out of memory preparing the graph for this Run");
     } catch (const std::exception& e) {
@@ -155,8 +165,8 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
     }
     auto it = executables_.find(key);  // ours, unless Close or Extend dropped it meanwhile
     if (!s.ok() && it != executables_.end() && it->second.id == entry_id) executables_.erase(it);
-    promise.set_value(s.ok() ? StatusOr<std::shared_ptr<const Executable>>(exe)
-                             : StatusOr<std::shared_ptr<const Executable>>(s));
+    promise->set_value(s.ok() ? StatusOr<std::shared_ptr<const Executable>>(exe)
+                              : StatusOr<std::shared_ptr<const Executable>>(s));
   }
   const auto& result = future.get();
   AF_RETURN_IF_ERROR(result.status());

@@ -1,5 +1,10 @@
 #include "graph/grad_helpers.hpp"
 
+#include <set>
+
+#include "core/tensor_proto.hpp"
+#include "ops/shape_inference.hpp"
+
 namespace actorflow {
 namespace grad {
 
@@ -34,7 +39,31 @@ Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const O
   return scope.status();
 }
 
+bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes) {
+  const PartialTensorShape shape = scope.InferredShape(x);
+  if (shape.unknown_rank() || !axes.node() || axes.node()->type_string() != "Const") return false;
+  const auto it = axes.node()->def().attr().find("value");
+  Tensor value;
+  if (it == axes.node()->def().attr().end() || !TensorFromProto(it->second.tensor(), &value).ok()) return false;
+  if (value.dtype() != DT_INT32 && value.dtype() != DT_INT64) return false;
+  std::set<int64_t> reduced;
+  const int64_t rank = shape.dims();
+  for (int64_t a : TensorToInt64s(value)) {
+    if (a < -rank || a >= rank) return false;
+    reduced.insert(a < 0 ? a + rank : a);
+  }
+  return static_cast<int64_t>(reduced.size()) == rank;
+}
+
 Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes) {
+  if (ReducesAllAxes(scope, x, axes)) {
+    // Every axis reduced (a loss's mean, say): the gradient is a scalar, tiled
+    // over x's shape, with fewer nodes than the general case below.
+    const int rank = scope.InferredShape(x).dims();
+    Tensor ones_value(DT_INT32, TensorShape{rank});
+    for (int i = 0; i < rank; ++i) ones_value.data<int32_t>()[i] = 1;
+    return ops::Tile(scope, ops::Reshape(scope, grad, ops::Const(scope, ones_value)), ops::Shape(scope, x));
+  }
   // x: [2, 3], axes: [1] -> kept: [2, 1], multiples: [1, 3]
   const Output x_shape = ops::Shape(scope, x);
   const Output kept = ops::ReducedShape(scope, x_shape, axes);

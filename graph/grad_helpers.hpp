@@ -28,6 +28,9 @@ Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const O
 /// `grad` (the gradient of a reduction over `axes` of `x`, with or without
 /// keep_dims) broadcast back to x's shape: every element of x gets the
 /// gradient of the output element it was reduced into.
+/// True when `axes` is a constant naming every axis of `x`, whose rank is known.
+bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes);
+
 Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes);
 
 }  // namespace grad

@@ -210,6 +210,9 @@ std::vector<GradCase> ReductionCases() {
     cases.push_back({n + " over no axes", Reduce(op, no_axes), {U({2, 2}, lo, hi)}});
     cases.push_back({n + " of a scalar", Reduce(op, no_axes), {Doubles({0.7}, {})}});
     cases.push_back({n + " with static shapes", Reduce(op, 1), {U(k234, lo, hi)}, Static()});
+    // Known rank and every axis reduced: Sum's and Mean's gradients take a shorter path.
+    cases.push_back({n + " over all axes, static shapes", Reduce(op, {0, 1, 2}), {U(k234, lo, hi)}, Static()});
+    cases.push_back({n + " over all axes by negative index, static", Reduce(op, {-1, 0, 1}), {U(k234, lo, hi)}, Static()});
   }
   cases.push_back({"Prod with a zero in a group", Reduce(ops::Prod, 1), {with_zero}});
   cases.push_back({"Prod with two zeros in a group", Reduce(ops::Prod, 1), {with_two_zeros}});

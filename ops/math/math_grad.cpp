@@ -305,8 +305,12 @@ Status MeanGrad(const Scope& scope, const Operation& op, const std::vector<Outpu
   // dx = dy broadcast over the reduced axes / the number of elements reduced into each output
   const Output x = op.input(0);
   const Output sum_grad = grad::BroadcastReducedGradient(scope, Dy(grad_inputs), x, op.input(1));
-  const Output group_size = ops::FloorDiv(scope, ops::Size(scope, x, DT_INT64),
-                                          ops::Maximum(scope, ops::Size(scope, op.output(0), DT_INT64), int64_t{1}));
+  // Reducing everything, each output averages all of x.
+  const Output group_size =
+      grad::ReducesAllAxes(scope, x, op.input(1))
+          ? ops::Size(scope, x, DT_INT64)
+          : ops::FloorDiv(scope, ops::Size(scope, x, DT_INT64),
+                          ops::Maximum(scope, ops::Size(scope, op.output(0), DT_INT64), int64_t{1}));
   grad_outputs->push_back(ops::RealDiv(scope, sum_grad, ops::Cast(scope, group_size, x.type())));
   grad_outputs->push_back(Output());
   return scope.status();
