@@ -272,13 +272,16 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
 // Marks this thread as running `self`'s handler (see t_running_actor).
 class RunningScope {
  public:
-  explicit RunningScope(DeviceActor* self) : prev_(t_running_actor) { t_running_actor = &self->state; }
+  explicit RunningScope(DeviceActor* self) : prev_(t_running_actor), handler_(self->context()) {
+    t_running_actor = &self->state;
+  }
   ~RunningScope() { t_running_actor = prev_; }
   RunningScope(const RunningScope&) = delete;
   RunningScope& operator=(const RunningScope&) = delete;
 
  private:
   const void* prev_;
+  ComputePool::ActorHandlerScope handler_;  // the handler's first pool job runs next on its worker
 };
 
 // A kernel that ran off the actor's loop has finished: record it and hand

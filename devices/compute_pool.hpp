@@ -72,6 +72,21 @@ class ComputePool {
     std::atomic<int>* slot_ = nullptr;
   };
 
+  /// Marks the current thread as running an actor's handler on `worker`
+  /// (its execution unit): the first job Schedule gets from it is queued on
+  /// that worker, to run as soon as the handler returns.
+  class ActorHandlerScope {
+   public:
+    explicit ActorHandlerScope(caf::execution_unit* worker);
+    ~ActorHandlerScope();
+    ActorHandlerScope(const ActorHandlerScope&) = delete;
+    ActorHandlerScope& operator=(const ActorHandlerScope&) = delete;
+
+   private:
+    caf::execution_unit* prev_worker_;
+    bool prev_queued_;
+  };
+
   /// True on a thread running a job of some ComputePool.
   static bool InPoolJob();
 
