@@ -52,21 +52,9 @@ struct ClientChannel::Slot {
   }
 };
 
-// The execution unit a client passes with its message: when the message makes
-// an idle actor runnable, CAF hands the actor to exec_later, and the pool
-// picks a worker for it (an awake, free one first).
-class ClientChannel::Activation final : public caf::execution_unit {
- public:
-  Activation(caf::actor_system& sys, ComputePool* pool) : caf::execution_unit(&sys), pool_(pool) {}
-  void exec_later(caf::resumable* job) override { pool_->ScheduleActivation(job); }
-
- private:
-  ComputePool* pool_;
-};
-
 ClientChannel::ClientChannel(caf::actor_system& sys, ComputePool* pool)
     : slot_(std::make_shared<Slot>()),
-      activation_(pool ? std::make_unique<Activation>(sys, pool) : nullptr) {
+      activation_(pool ? pool->activation_unit() : nullptr) {
   companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
   std::weak_ptr<Slot> weak = slot_;
   // Only the answer to the request in flight, or the callee going down, counts.
@@ -97,7 +85,9 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   s.callee.store(dest.id(), std::memory_order_release);
   companion->monitor(dest);  // a callee that dies answers with a down_msg
   // A remote callee's proxy forwards the message itself: no activation there.
-  caf::execution_unit* unit = activation_ && dest->node() == companion_->node() ? activation_.get() : nullptr;
+  // With the pool's activation unit, the callee runs on an awake, free worker
+  // if there is one (CAF's own choice from outside is round-robin).
+  caf::execution_unit* unit = activation_ && dest->node() == companion_->node() ? activation_ : nullptr;
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
                                                       unit);
   for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) CpuRelax();

@@ -22,6 +22,7 @@
 
 namespace caf {
 class actor_system;
+class execution_unit;
 }
 
 namespace actorflow {
@@ -48,10 +49,9 @@ class ClientChannel {
 
  private:
   struct Slot;
-  class Activation;
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
-  std::unique_ptr<Activation> activation_;
+  caf::execution_unit* activation_;  // the pool's, or null
 };
 
 /// Reusable channels of one actor system. Thread-safe.

@@ -428,6 +428,24 @@ void RunReadySafely(DeviceActor* self) {
   }
 }
 
+// Runs a kernel's callback for a container answer inside the actor's
+// handler: finished kernels are handed over directly, an exception fails the
+// steps (not the actor), and what became ready runs.
+template <class Fn>
+void OnContainerAnswer(DeviceActor* self, Fn&& fn) {
+  RunningScope running(self);
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    FailAllOnError(self, e);
+  }
+  RunReadySafely(self);
+}
+
+Status ContainerDidNotAnswer(const caf::error& e) {
+  return errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
+}
+
 void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
   DeviceActor* self = self_;
   if (!container_) {
@@ -437,27 +455,14 @@ void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadRe
     return;
   }
   self->request(container_, caf::infinite, std::move(req))
-      .then(
-          [self, done](VarReadResponse& r) {
-            RunningScope running(self);
-            try {
-              done(r);
-            } catch (const std::exception& e) {
-              FailAllOnError(self, e);
-            }
-            RunReadySafely(self);
-          },
-          [self, done](caf::error& e) {
-            RunningScope running(self);
-            try {
-              VarReadResponse r;
-              r.status = errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
-              done(r);
-            } catch (const std::exception& ex) {
-              FailAllOnError(self, ex);
-            }
-            RunReadySafely(self);
-          });
+      .then([self, done](VarReadResponse& r) { OnContainerAnswer(self, [&] { done(r); }); },
+            [self, done](caf::error& e) {
+              OnContainerAnswer(self, [&] {
+                VarReadResponse r;
+                r.status = ContainerDidNotAnswer(e);
+                done(r);
+              });
+            });
 }
 
 void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
@@ -467,25 +472,8 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
     return;
   }
   self->request(container_, caf::infinite, std::move(req))
-      .then(
-          [self, done](VarUpdateResponse& r) {
-            RunningScope running(self);
-            try {
-              done(r.status);
-            } catch (const std::exception& e) {
-              FailAllOnError(self, e);
-            }
-            RunReadySafely(self);
-          },
-          [self, done](caf::error& e) {
-            RunningScope running(self);
-            try {
-              done(errors::Unavailable("the container actor did not answer: ", caf::to_string(e)));
-            } catch (const std::exception& ex) {
-              FailAllOnError(self, ex);
-            }
-            RunReadySafely(self);
-          });
+      .then([self, done](VarUpdateResponse& r) { OnContainerAnswer(self, [&] { done(r.status); }); },
+            [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
 }
 
 void StartStep(DeviceActor* self, RunStepRequest& req) {

@@ -55,6 +55,9 @@ class ComputePool {
   /// Runs an actor that a thread outside the pool (a client) has just given
   /// a message: on a worker that is awake and free if there is one.
   void ScheduleActivation(caf::resumable* job);
+  /// An execution unit whose exec_later is ScheduleActivation: pass it with
+  /// a message enqueued from outside the pool (a client thread).
+  caf::execution_unit* activation_unit() const { return activation_.get(); }
   /// Sends `msg` to the local actor `dest` as from `sender`. From a pool job
   /// the actor runs next on the same worker (no wake-up, the job's outputs
   /// still in its cache); from elsewhere as ScheduleActivation picks.

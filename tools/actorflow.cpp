@@ -358,18 +358,15 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   return errors::InvalidArgument("unknown flag '", flag, "'");
 }
 
-bool IsRunFlag(const std::string& flag) {
-  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch",
-                                               "--target", "--timeout-ms", "--steps"};
-  return kFlags.count(flag) > 0;
-}
-
-// Flags take their value as "--flag VALUE" or "--flag=VALUE".
-Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
+// Walks `argv` as "--flag VALUE" or "--flag=VALUE" pairs, each flag one of
+// `known`, calling apply(flag, value); "--help"/"-h" sets *help and stops.
+template <class Apply>
+Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::string>& known, bool* help,
+                  Apply&& apply) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      args->help = true;
+      *help = true;
       return Status::OK();
     }
     std::string value;
@@ -379,13 +376,23 @@ Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
     }
-    if (!IsRunFlag(flag)) return errors::InvalidArgument("unknown argument '", argv[i], "'");
+    if (!known.count(flag)) return errors::InvalidArgument("unknown argument '", argv[i], "'");
     if (!inline_value) {
       if (i + 1 >= argv.size()) return errors::InvalidArgument(flag, " needs a value");
       value = argv[++i];
     }
-    AF_RETURN_IF_ERROR(ApplyRunFlag(flag, value, args));
+    AF_RETURN_IF_ERROR(apply(flag, value));
   }
+  return Status::OK();
+}
+
+Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
+  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch",
+                                               "--target", "--timeout-ms", "--steps"};
+  AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
+    return ApplyRunFlag(flag, value, args);
+  }));
+  if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   return Status::OK();
 }
@@ -449,34 +456,15 @@ struct GradientsArgs {
 };
 
 Status ParseGradientsArgs(const std::vector<std::string>& argv, GradientsArgs* args) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      args->help = true;
-      return Status::OK();
-    }
-    std::string value;
-    const size_t eq = flag.find('=');
-    const bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    }
-    if (flag != "--graph" && flag != "--out" && flag != "--y" && flag != "--x")
-      return errors::InvalidArgument("unknown argument '", argv[i], "'");
-    if (!inline_value) {
-      if (i + 1 >= argv.size()) return errors::InvalidArgument(flag, " needs a value");
-      value = argv[++i];
-    }
-    if (flag == "--graph") {
-      AF_RETURN_IF_ERROR(SetOnce(flag, value, &args->graph_path));
-    } else if (flag == "--out") {
-      AF_RETURN_IF_ERROR(SetOnce(flag, value, &args->out_path));
-    } else {
-      if (value.empty()) return errors::InvalidArgument(flag, " needs a tensor name");
-      (flag == "--y" ? args->ys : args->xs).push_back(value);
-    }
-  }
+  static const std::set<std::string> kFlags = {"--graph", "--out", "--y", "--x"};
+  AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
+    if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+    if (flag == "--out") return SetOnce(flag, value, &args->out_path);
+    if (value.empty()) return errors::InvalidArgument(flag, " needs a tensor name");
+    (flag == "--y" ? args->ys : args->xs).push_back(value);
+    return Status::OK();
+  }));
+  if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   if (args->out_path.empty()) return errors::InvalidArgument("--out is required");
   if (args->ys.empty()) return errors::InvalidArgument("at least one --y is required");

@@ -37,6 +37,14 @@ struct ReluGradF {
 AF_REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(DEVICE_CPU).TypeConstraint("T", RealTypes()),
                    BinaryOp<ReluGradF>);
 
+// BiasAdd's and BiasAddGrad's data_format: true for NCHW, false for NHWC.
+bool IsNchw(OpKernelConstruction* c) {
+  std::string fmt;
+  c->SetStatus(c->GetAttr("data_format", &fmt));
+  if (fmt != "NHWC" && fmt != "NCHW") c->SetStatus(errors::InvalidArgument("Invalid data_format '", fmt, "'"));
+  return fmt == "NCHW";
+}
+
 AF_REGISTER_OP("BiasAdd")
     .Input("value: T")
     .Input("bias: T")
@@ -50,10 +58,7 @@ class BiasAddOp : public OpKernel {
  public:
   explicit BiasAddOp(OpKernelConstruction* c) : OpKernel(c) {
     expensive_ = true;
-    std::string fmt;
-    c->SetStatus(c->GetAttr("data_format", &fmt));
-    if (fmt != "NHWC" && fmt != "NCHW") c->SetStatus(errors::InvalidArgument("Invalid data_format '", fmt, "'"));
-    nchw_ = fmt == "NCHW";
+    nchw_ = IsNchw(c);
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -122,10 +127,7 @@ class BiasAddGradOp : public OpKernel {
  public:
   explicit BiasAddGradOp(OpKernelConstruction* c) : OpKernel(c) {
     expensive_ = true;
-    std::string fmt;
-    c->SetStatus(c->GetAttr("data_format", &fmt));
-    if (fmt != "NHWC" && fmt != "NCHW") c->SetStatus(errors::InvalidArgument("Invalid data_format '", fmt, "'"));
-    nchw_ = fmt == "NCHW";
+    nchw_ = IsNchw(c);
   }
 
   void Compute(OpKernelContext* ctx) override {
