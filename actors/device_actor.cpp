@@ -96,6 +96,7 @@ struct DeviceActorState {
     int32_t node;
   };
   std::vector<Ready> ready;             // LIFO: depth-first keeps fewer tensors alive
+  std::vector<Ready> read_wait;         // ready but for their variables: read in one batch per step (SendReads)
   std::vector<Tensor> inline_outputs;   // scratch outputs of the node running inline; sized at registration
   bool resume_pending = false;          // a resume_atom to ourselves is in the mailbox
   std::vector<KernelDone> completed;    // kernels that finished on this actor's thread, not yet propagated
@@ -161,9 +162,11 @@ void NodeFinished(DeviceActor* self, StepState* step) {
 
 // Runs a kernel, turning an escaping exception into the node's Status: an
 // exception must never reach CAF (it would kill the actor and all its steps).
-void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx) noexcept {
+// `async_inline`: an asynchronous kernel whose RunsInline said yes.
+void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx, bool async_inline = false) noexcept {
   try {
-    kernel->Compute(ctx);
+    if (async_inline) kernel->AsAsync()->ComputeInline(ctx);
+    else kernel->Compute(ctx);
   } catch (const std::bad_alloc&) {
     ctx->SetStatus(errors::ResourceExhausted("out of memory"));
   } catch (const std::exception& e) {
@@ -312,8 +315,10 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
     return;
   }
   bool offload = item.is_async;
+  bool async_inline = false;
   try {
-    offload = offload || item.kernel->ShouldOffload(inputs, item.num_inputs);
+    if (offload && item.kernel->AsAsync()->RunsInline(inputs, item.num_inputs)) offload = false, async_inline = true;
+    offload = offload || (!async_inline && item.kernel->ShouldOffload(inputs, item.num_inputs));
     if (offload) {
       LaunchOffActor(self, step, node, item, inputs);
       return;
@@ -337,10 +342,10 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
   OpKernelContext ctx(&p);
   if (step->collect_stats) {
     const int64_t start = NowNanos();
-    ComputeSafely(item.kernel, &ctx);
+    ComputeSafely(item.kernel, &ctx, async_inline);
     step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId());
   } else {
-    ComputeSafely(item.kernel, &ctx);
+    ComputeSafely(item.kernel, &ctx, async_inline);
   }
   Propagate(self, step, node, ctx.status(), st.inline_outputs.data());
 }
@@ -349,48 +354,101 @@ void RunReady(DeviceActor* self);
 void FailAllOnError(DeviceActor* self, const std::exception& e);
 void RunReadySafely(DeviceActor* self);
 
-// A ready node with inputs taken by value from ref edges: reads those
-// variables from the container actor first (so the node sees their values as
-// of now, after everything it depends on), then executes it.
-void ReadThenExecute(DeviceActor* self, StepState* step, int32_t node) {
+// Variable reads. A ready node with inputs taken by value from ref edges
+// (deref inputs) first reads those variables from the container actor, so it
+// sees their values as of now, after everything it depends on. Such nodes
+// wait in `read_wait` until the ready queue is drained; then each step's
+// waiting nodes read in one request: one container round trip per batch
+// rather than one per node.
+
+bool DerefDone(const IterationState& iter, const NodeItem& item) {
+  const uint8_t* d = iter.derefed.data() + item.deref_start;
+  for (int32_t k = 0; k < item.num_deref; ++k)
+    if (!d[k]) return false;
+  return true;
+}
+
+// Sends one read for `nodes` (ready, of one live step). A node whose handle
+// is malformed fails alone; nodes of a step that failed meanwhile are skipped.
+void SendStepReads(DeviceActor* self, StepState* step, const std::vector<int32_t>& nodes) {
+  auto& st = self->state;
   const ExecutorPlan& plan = step->plan();
-  const NodeItem& item = plan.item(node);
-  Tensor* inputs = step->root().inputs.data() + item.input_start;
-  if (step->failed()) {
-    ExecuteNode(self, step, node);  // skips it
-    return;
-  }
+  IterationState& iter = step->root();
+  struct Fill {
+    int32_t slot;   // input slot in the iteration
+    int32_t deref;  // index into ExecutorPlan::deref_inputs
+  };
   VarReadRequest req;
-  for (int32_t k = 0; k < item.num_deref; ++k) {
-    const std::string* handle;
-    Status s = RefTensorHandle(inputs[plan.deref_inputs(item)[k]], &handle);
-    if (!s.ok()) {
-      Propagate(self, step, node, s, self->state.inline_outputs.data());
+  std::vector<Fill> fills;  // per handle of the request
+  std::vector<int32_t> reading;
+  for (int32_t node : nodes) {
+    if (step->failed()) {
+      ExecuteNode(self, step, node);  // skips it; `step` may end with the last one
+      continue;
+    }
+    const NodeItem& item = plan.item(node);
+    Status bad;
+    const size_t first = req.handles.size();
+    for (int32_t k = 0; k < item.num_deref && bad.ok(); ++k) {
+      if (iter.derefed[item.deref_start + k]) continue;
+      const std::string* handle = nullptr;
+      const int32_t slot = item.input_start + plan.deref_inputs(item)[k];
+      bad = RefTensorHandle(iter.inputs[slot], &handle);
+      if (bad.ok()) {
+        req.handles.push_back(*handle);
+        fills.push_back({slot, item.deref_start + k});
+      }
+    }
+    if (!bad.ok()) {
+      req.handles.resize(first);
+      fills.resize(first);
+      Propagate(self, step, node, bad, st.inline_outputs.data());
+      continue;
+    }
+    reading.push_back(node);
+  }
+  if (reading.empty()) return;  // `step` may be gone
+  const int64_t step_id = step->step_id();
+  st.variables->Read(std::move(req), [self, step_id, fills = std::move(fills),
+                                      reading = std::move(reading)](VarReadResponse& r) {
+    auto it = self->state.steps.find(step_id);
+    if (it == self->state.steps.end()) return;  // cannot happen: the reading nodes keep their step
+    StepState* step = it->second.state.get();
+    IterationState& iter = step->root();
+    if (r.status.ok() && r.values.size() != fills.size())
+      r.status = errors::Internal("container answered ", r.values.size(), " values for ", fills.size());
+    if (!r.status.ok()) {
+      // The first fails the step; the others, still outstanding, are skipped.
+      Propagate(self, step, reading[0], r.status, self->state.inline_outputs.data());
+      for (size_t i = 1; i < reading.size(); ++i) self->state.ready.push_back({step, reading[i]});
       return;
     }
-    req.handles.push_back(*handle);
-  }
-  const int64_t step_id = step->step_id();
-  self->state.variables->Read(std::move(req), [self, step_id, node](VarReadResponse& r) {
-    auto it = self->state.steps.find(step_id);
-    if (it == self->state.steps.end()) return;  // cannot happen: the node keeps its step
-    StepState* step = it->second.state.get();
-    try {
-      const NodeItem& item = step->plan().item(node);
-      if (r.status.ok() && static_cast<int32_t>(r.values.size()) != item.num_deref)
-        r.status = errors::Internal("container answered ", r.values.size(), " values for ", item.num_deref);
-      if (!r.status.ok()) {
-        Propagate(self, step, node, r.status, self->state.inline_outputs.data());
-      } else {
-        Tensor* inputs = step->root().inputs.data() + item.input_start;
-        for (int32_t k = 0; k < item.num_deref; ++k)
-          inputs[step->plan().deref_inputs(item)[k]] = std::move(r.values[k]);
-        ExecuteNode(self, step, node);
-      }
-    } catch (const std::exception& e) {
-      FailAllOnError(self, e);
+    for (size_t i = 0; i < fills.size(); ++i) {
+      iter.inputs[fills[i].slot] = std::move(r.values[i]);
+      iter.derefed[fills[i].deref] = 1;
     }
+    // Still outstanding, they run (or are skipped) from the queue.
+    for (int32_t node : reading) self->state.ready.push_back({step, node});
   });
+}
+
+// Sends the reads of every node in `read_wait`, one request per step.
+void SendReads(DeviceActor* self) {
+  auto& st = self->state;
+  std::vector<DeviceActorState::Ready> waiting;
+  waiting.swap(st.read_wait);
+  std::vector<int32_t> nodes;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    StepState* step = waiting[i].step;
+    if (!step) continue;  // taken with an earlier step's batch
+    nodes.clear();
+    for (size_t j = i; j < waiting.size(); ++j) {
+      if (waiting[j].step != step) continue;
+      nodes.push_back(waiting[j].node);
+      waiting[j].step = nullptr;
+    }
+    SendStepReads(self, step, nodes);
+  }
 }
 
 // Runs ready nodes until the queue is empty or the batch is used up; then
@@ -398,7 +456,14 @@ void ReadThenExecute(DeviceActor* self, StepState* step, int32_t node) {
 void RunReady(DeviceActor* self) {
   auto& st = self->state;
   const auto batch_end = std::chrono::steady_clock::now() + kBatchTime;
-  for (int n = 1; !st.ready.empty() || !st.completed.empty(); ++n) {
+  for (int n = 1;; ++n) {
+    if (st.ready.empty() && st.completed.empty()) {
+      if (st.read_wait.empty()) break;
+      // Drained: the waiting reads go out (a malformed handle fails its
+      // node, which may make others ready).
+      SendReads(self);
+      continue;
+    }
     if (!st.completed.empty()) {
       KernelDone done = std::move(st.completed.back());
       st.completed.pop_back();
@@ -410,11 +475,13 @@ void RunReady(DeviceActor* self) {
         st.resume_pending = true;
         self->send(self, resume_atom::value);
       }
+      if (!st.read_wait.empty()) SendReads(self);
       return;
     }
     const auto [step, node] = st.ready.back();
     st.ready.pop_back();
-    if (step->plan().item(node).num_deref > 0) ReadThenExecute(self, step, node);
+    const NodeItem& item = step->plan().item(node);
+    if (item.num_deref > 0 && !step->failed() && !DerefDone(step->root(), item)) st.read_wait.push_back({step, node});
     else ExecuteNode(self, step, node);
   }
 }

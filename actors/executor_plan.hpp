@@ -59,6 +59,8 @@ class ExecutorPlan {
   /// Input indices of `n` that receive a variable's handle but take its value:
   /// the variable is read when the node is otherwise ready.
   const int32_t* deref_inputs(const NodeItem& n) const { return deref_inputs_.data() + n.deref_start; }
+  /// All deref inputs of all nodes (NodeItem::deref_start indexes into them).
+  int num_deref_inputs() const { return static_cast<int>(deref_inputs_.size()); }
   /// Nodes with nothing to wait for: the step starts with them.
   const std::vector<int32_t>& roots() const { return roots_; }
   /// Per node, the inputs it waits for: a step starts from a copy.

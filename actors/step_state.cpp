@@ -21,7 +21,7 @@ void StepState::RecordStats(int32_t node, const char* where, int64_t start, int6
 }
 
 IterationState::IterationState(const ExecutorPlan& plan)
-    : inputs(plan.total_input_slots()), pending(plan.initial_pending()) {}
+    : inputs(plan.total_input_slots()), pending(plan.initial_pending()), derefed(plan.num_deref_inputs(), 0) {}
 
 StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args)
     : step_id_(step_id), plan_(plan) {

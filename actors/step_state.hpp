@@ -42,6 +42,9 @@ struct IterationState {
   explicit IterationState(const ExecutorPlan& plan);
   std::vector<Tensor> inputs;    // ExecutorPlan::total_input_slots() slots
   std::vector<int32_t> pending;  // per node: inputs still to arrive
+  /// Per deref input (ExecutorPlan::deref_inputs): whether its slot holds
+  /// the variable's value yet (else its handle, or nothing yet).
+  std::vector<uint8_t> derefed;
 };
 
 /// A loop frame; the root frame has exactly one iteration.

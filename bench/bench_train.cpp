@@ -74,9 +74,16 @@ void Measure(bool mlp, int batch) {
 
 }  // namespace
 
-int main() {
-  Measure(true, 64);
-  Measure(true, 256);
-  Measure(false, 32);
+// Arguments (optional): which figures to run: mlp64, mlp256, softmax32.
+int main(int argc, char** argv) {
+  auto wanted = [&](const char* name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == name) return true;
+    return false;
+  };
+  if (wanted("mlp64")) Measure(true, 64);
+  if (wanted("mlp256")) Measure(true, 256);
+  if (wanted("softmax32")) Measure(false, 32);
   return 0;
 }

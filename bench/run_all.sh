@@ -28,5 +28,7 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
 # One SGD training step (MLP 784-256-10 at batch 64 and 256, softmax regression
 # 64-10 at batch 32) beside PyTorch training the same models the same way.
+# Both at 1 and 2 threads (the peer prints its better one): compare best with best.
+ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_train
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_train
 /usr/bin/python3 bench/peer_torch_train.py

@@ -33,6 +33,10 @@ void AsyncOpKernel::Compute(OpKernelContext* ctx) {
   ctx->SetStatus(errors::Internal("asynchronous kernel ", name(), " called synchronously"));
 }
 
+void AsyncOpKernel::ComputeInline(OpKernelContext* ctx) {
+  ctx->SetStatus(errors::Internal("asynchronous kernel ", name(), " has no inline path"));
+}
+
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
   if (i < 0 || i >= p_->num_outputs)
     return errors::Internal("kernel ", p_->op_kernel->name(), " allocates output ", i, " of ", p_->num_outputs);

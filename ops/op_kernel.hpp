@@ -123,6 +123,12 @@ class AsyncOpKernel : public OpKernel {
   /// call) `done`: the executor then fails the node itself.
   virtual void ComputeAsync(OpKernelContext* ctx, DoneCallback done) = 0;
   void Compute(OpKernelContext* ctx) final;
+  /// Whether this invocation is cheap enough to finish at once on the calling
+  /// thread (a small MatMul): the executor then calls ComputeInline there,
+  /// with no callback and no hand-off.
+  virtual bool RunsInline(const Tensor* inputs, int num_inputs) const { return false; }
+  /// Computes synchronously; called only when RunsInline said so.
+  virtual void ComputeInline(OpKernelContext* ctx);
   AsyncOpKernel* AsAsync() final { return this; }
 };
 

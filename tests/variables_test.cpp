@@ -74,6 +74,42 @@ TEST_CASE("reading an uninitialized variable fails with FailedPrecondition namin
   CHECK(s.code() == Code::kFailedPrecondition);
 }
 
+TEST_CASE("a step's variable reads go out together, each after what its reader depends on") {
+  // Twenty readers ready at once share one read; each gets its own variable.
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> reads;
+  std::vector<Operation> inits;
+  for (int i = 0; i < 20; ++i) {
+    auto v = ops::Variable(root.WithOpName("batched_" + std::to_string(i)), PartialTensorShape(TensorShape{}),
+                           DT_FLOAT);
+    inits.push_back(ops::Assign(root.WithOpName("init_" + std::to_string(i)), v, static_cast<float>(i)).op());
+    reads.push_back(ops::Identity(root.WithOpName("read_" + std::to_string(i)), v));
+  }
+  auto sum = ops::AddN(root.WithOpName("sum"), std::vector<Input>(reads.begin(), reads.end()));
+  // A reader behind an update reads after it, in a later batch.
+  auto later = ops::Variable(root.WithOpName("later"), PartialTensorShape(TensorShape{}), DT_FLOAT);
+  auto set_later = ops::Assign(root.WithOpName("set_later"), later, 5.f);
+  ops::Identity(root.WithOpName("read_later").WithControlDependencies({set_later.op()}), later);
+  auto unset = ops::Variable(root.WithOpName("unset"), PartialTensorShape(TensorShape{}), DT_FLOAT);
+  auto read_unset = ops::Identity(root.WithOpName("read_unset"), unset);
+  ops::AddN(root.WithOpName("sum_with_unset"), {reads[3], read_unset, reads[7]});
+  auto session = Open(root);
+  std::vector<std::string> init_names;
+  for (const auto& op : inits) init_names.push_back(op.name());
+  Run(*session, {}, init_names);
+  CHECK(Values<float>(Run(*session, {"sum"})[0]) == std::vector<float>{190});
+  auto out = Run(*session, {"read_3", "read_17", "read_later"});
+  CHECK(Values<float>(out[0]) == std::vector<float>{3});
+  CHECK(Values<float>(out[1]) == std::vector<float>{17});
+  CHECK(Values<float>(out[2]) == std::vector<float>{5});
+  // One uninitialized variable in the batch fails the step, naming it; the
+  // others are intact for the next step.
+  Status s = session->Run({}, {"sum_with_unset"}, {}, &out);
+  CHECK(s.code() == Code::kFailedPrecondition);
+  CHECK_THAT(s.message(), Catch::Contains("uninitialized value unset"));
+  CHECK(Values<float>(Run(*session, {"sum"})[0]) == std::vector<float>{190});
+}
+
 TEST_CASE("a step's read keeps its bytes: an update copies only while a reader holds the buffer") {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithOpName("cow"), PartialTensorShape(TensorShape{3}), DT_FLOAT, "", "vars_test_cow");

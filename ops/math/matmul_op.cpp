@@ -10,6 +10,9 @@
 // Measured here, Eigen built for the machine's CPU beats OpenBLAS
 // (bench/bench_matmul.cpp prints both).
 #define EIGEN_USE_THREADS
+#include <Eigen/Dense>
+#include <type_traits>
+
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/op_kernel.hpp"
@@ -42,9 +45,11 @@ class EigenPool final : public Eigen::ThreadPoolInterface {
 };
 
 constexpr double kInlineFlops = 1 << 20;  // ~10 us: cheaper than a pool hop
-// Below this a second thread costs more to wake and join than it saves
-// (measured here: 256^3 ran at ~140 GFLOP/s whole, ~115 split in two).
-constexpr double kShardFlops = 1 << 26;
+// From here on (~70 us on one core) the product is split over the pool's
+// threads: waking a second one costs a few microseconds. Measured here on 2
+// threads: 64x784x256 (the MLP's first layer at batch 64) 247 -> 125 us,
+// 256^3 110 -> 160-210 GFLOP/s.
+constexpr double kShardFlops = 1 << 23;
 // Eigen schedules many small tasks through the pool; measured here, that pays
 // only for the largest products (it won at 2048^3, lost at 1024^3).
 constexpr double kEigenParallelFlops = 4.0e9;
@@ -60,15 +65,20 @@ class MatMulOp : public AsyncOpKernel {
     c->SetStatus(c->GetAttr("transpose_b", &tb_));
   }
 
+  // Small products (and bad ranks, and empty products: ComputeSync reports
+  // or fills) run on the executor's thread.
+  bool RunsInline(const Tensor* inputs, int num_inputs) const override {
+    return num_inputs != 2 || Flops(inputs[0], inputs[1]) < kInlineFlops;
+  }
+  void ComputeInline(OpKernelContext* ctx) override { ComputeSync(ctx); }
+
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    double flops = 0;
-    if (a.dims() == 2 && b.dims() == 2)
-      flops = 2.0 * static_cast<double>(a.NumElements()) * static_cast<double>(b.dim_size(tb_ ? 0 : 1));
+    const double flops = Flops(a, b);
     ComputePool* pool = ctx->device()->compute_pool();
-    if (flops < kInlineFlops) {  // includes bad ranks and empty products: ComputeSync reports or fills
-      ComputeSync(ctx);  // validates; small enough for this thread
+    if (flops < kInlineFlops) {
+      ComputeSync(ctx);
       done();
       return;
     }
@@ -112,6 +122,11 @@ class MatMulOp : public AsyncOpKernel {
   }
 
  private:
+  double Flops(const Tensor& a, const Tensor& b) const {
+    if (a.dims() != 2 || b.dims() != 2) return 0;
+    return 2.0 * static_cast<double>(a.NumElements()) * static_cast<double>(b.dim_size(tb_ ? 0 : 1));
+  }
+
   // Validates, allocates and starts Eigen's asynchronous parallel contraction;
   // false (with a status set, or nothing started) when the caller must finish.
   bool StartParallel(OpKernelContext* ctx, DoneCallback done) {
@@ -143,6 +158,18 @@ class MatMulOp : public AsyncOpKernel {
     C.device(eigen_device_, std::move(done)) = A.contract(B, dims);
   }
 
+  // C = op(A) * op(B) by Eigen's dense GEMM (small products).
+  template <class T>
+  void SmallProduct(const Tensor& a, const Tensor& b, Tensor* out, int64_t m, int64_t n) const {
+    using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const M> A(a.data<T>(), a.dim_size(0), a.dim_size(1)), B(b.data<T>(), b.dim_size(0), b.dim_size(1));
+    Eigen::Map<M> C(out->data<T>(), m, n);
+    if (!ta_ && !tb_) C.noalias() = A * B;
+    else if (ta_ && !tb_) C.noalias() = A.transpose() * B;
+    else if (!ta_ && tb_) C.noalias() = A * B.transpose();
+    else C.noalias() = A.transpose() * B.transpose();
+  }
+
   // C[rows] = op(A)[rows] * op(B), or C[:, cols] = op(A) * op(B)[:, cols], as
   // single-threaded Eigen tensor contractions; the transposes are which
   // dimensions contract, so one instantiation per dtype and split covers all.
@@ -157,6 +184,16 @@ class MatMulOp : public AsyncOpKernel {
     if (k == 0) {
       C.setZero();
       return;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      // Small products: Eigen's dense GEMM keeps its packing buffers on the
+      // stack, where the tensor contraction allocates them on the heap
+      // (measured here: 32x64x10 took 1.7 us through the contraction in a
+      // training step, 1.3 us this way). Larger ones gained nothing from it.
+      if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kInlineFlops) {
+        SmallProduct<T>(a, b, out, m, n);
+        return;
+      }
     }
     const Eigen::array<Eigen::IndexPair<Idx>, 1> dims = {Eigen::IndexPair<Idx>(ta_ ? 0 : 1, tb_ ? 1 : 0)};
     // Contiguous operands as plain maps: Eigen packs them much faster than

@@ -39,16 +39,26 @@ AF_REGISTER_OP("SparseSoftmaxCrossEntropyWithLogits")
     .SetShapeFn(XentShape)
     .Doc("Cross entropy of softmax(features) against class indices, per row.");
 
-// For row r: log-sum-exp of the shifted logits, and softmax into backprop.
+// Softmax of each row of logits [rows, cols] into backprop, and each row's
+// log-sum-exp into lse. The exponentials run over the whole block at once
+// (vectorized across rows: a row of 10 classes alone would leave most of a
+// vector register empty and take the scalar tail).
 template <class T>
-T SoftmaxRow(const T* logits, T* backprop, int64_t cols) {
-  Eigen::Map<const ArrayX<T>> in(logits, cols);
-  Eigen::Map<ArrayX<T>> bp(backprop, cols);
-  const T m = in.maxCoeff();
-  bp = (in - m).exp();
-  const T sum = bp.sum();
-  bp /= sum;
-  return std::log(sum) + m;  // log(sum(exp(logits)))
+void SoftmaxRows(const T* logits, T* backprop, T* lse, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    Eigen::Map<const ArrayX<T>> in(logits + r * cols, cols);
+    const T m = in.maxCoeff();
+    lse[r] = m;
+    Eigen::Map<ArrayX<T>>(backprop + r * cols, cols) = in - m;
+  }
+  Eigen::Map<ArrayX<T>> all(backprop, rows * cols);
+  all = all.exp();
+  for (int64_t r = 0; r < rows; ++r) {
+    Eigen::Map<ArrayX<T>> bp(backprop + r * cols, cols);
+    const T sum = bp.sum();
+    bp /= sum;
+    lse[r] += std::log(sum);  // log(sum(exp(logits)))
+  }
 }
 
 class XentOp : public OpKernel {
@@ -72,13 +82,15 @@ class XentOp : public OpKernel {
   template <class T>
   static void Run(const Tensor& f, const Tensor& l, Tensor* loss, Tensor* bp) {
     const int64_t rows = f.dim_size(0), cols = f.dim_size(1);
+    T* lse = loss->data<T>();
+    if (cols > 0) SoftmaxRows(f.data<T>(), bp->data<T>(), lse, rows, cols);
     for (int64_t r = 0; r < rows; ++r) {
       const T* x = f.data<T>() + r * cols;
       const T* y = l.data<T>() + r * cols;
       T* g = bp->data<T>() + r * cols;
-      const T lse = cols > 0 ? SoftmaxRow(x, g, cols) : T(0);
+      const T row_lse = cols > 0 ? lse[r] : T(0);
       Eigen::Map<const ArrayX<T>> X(x, cols), Y(y, cols);
-      loss->data<T>()[r] = (Y * (lse - X)).sum();
+      loss->data<T>()[r] = (Y * (row_lse - X)).sum();
       Eigen::Map<ArrayX<T>>(g, cols) -= Y;
     }
   }
@@ -114,12 +126,11 @@ class SparseXentOp : public OpKernel {
   template <class T>
   static void Run(const Tensor& f, const std::vector<int64_t>& labels, Tensor* loss, Tensor* bp) {
     const int64_t rows = f.dim_size(0), cols = f.dim_size(1);
+    T* out = loss->data<T>();
+    SoftmaxRows(f.data<T>(), bp->data<T>(), out, rows, cols);  // out = log-sum-exp per row
     for (int64_t r = 0; r < rows; ++r) {
-      const T* x = f.data<T>() + r * cols;
-      T* g = bp->data<T>() + r * cols;
-      const T lse = SoftmaxRow(x, g, cols);
-      loss->data<T>()[r] = lse - x[labels[r]];
-      g[labels[r]] -= T(1);
+      out[r] -= f.data<T>()[r * cols + labels[r]];
+      bp->data<T>()[r * cols + labels[r]] -= T(1);
     }
   }
 };
