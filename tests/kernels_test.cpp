@@ -325,25 +325,31 @@ TEST_CASE("large tensors: sharded broadcast, reductions and ArgMax match referen
 }
 
 TEST_CASE("MatMul paths: sharded with every transpose, and Eigen's parallel contraction") {
-  for (int n : {600, 1700}) {  // ~0.4 GFLOP: row blocks over the pool; ~9.8 GFLOP: Eigen's async contraction
-    Tensor a(DT_FLOAT, TensorShape{n, n}), b(DT_FLOAT, TensorShape{n, n});
-    for (int64_t i = 0; i < a.NumElements(); ++i) {
-      a.data<float>()[i] = static_cast<float>((i * 31) % 7) - 3;
-      b.data<float>()[i] = static_cast<float>((i * 17) % 5) - 2;
-    }
+  struct Shape {
+    int m, k, n;
+  };
+  // ~0.4 GFLOP: row blocks over the pool; 4 rows by 1024 columns: column
+  // blocks; ~9.8 GFLOP: Eigen's async contraction.
+  for (Shape sh : {Shape{600, 600, 600}, Shape{4, 2048, 1024}, Shape{1700, 1700, 1700}}) {
+    const int m = sh.m, k = sh.k, n = sh.n;
     const std::vector<std::pair<bool, bool>> transposes =
-        n < 1000 ? std::vector<std::pair<bool, bool>>{{false, false}, {true, false}, {false, true}, {true, true}}
+        m < 1000 ? std::vector<std::pair<bool, bool>>{{false, false}, {true, false}, {false, true}, {true, true}}
                  : std::vector<std::pair<bool, bool>>{{false, false}, {true, true}};
     for (auto [ta, tb] : transposes) {
+      Tensor a(DT_FLOAT, ta ? TensorShape{k, m} : TensorShape{m, k});
+      Tensor b(DT_FLOAT, tb ? TensorShape{n, k} : TensorShape{k, n});
+      for (int64_t i = 0; i < a.NumElements(); ++i) a.data<float>()[i] = static_cast<float>((i * 31) % 7) - 3;
+      for (int64_t i = 0; i < b.NumElements(); ++i) b.data<float>()[i] = static_cast<float>((i * 17) % 5) - 2;
       Scope root = Scope::NewRootScope();
       auto c = RunOk(root, {ops::MatMul(root, a, b, ta, tb)})[0];
-      auto A = [&](int r, int k) { return ta ? a.data<float>()[k * n + r] : a.data<float>()[r * n + k]; };
-      auto B = [&](int k, int col) { return tb ? b.data<float>()[col * n + k] : b.data<float>()[k * n + col]; };
-      for (int r : {0, n / 2 + 1, n - 1})
-        for (int col : {0, n / 3, n - 1}) {
+      REQUIRE(c.shape() == TensorShape{m, n});
+      auto A = [&](int r, int kk) { return ta ? a.data<float>()[kk * m + r] : a.data<float>()[r * k + kk]; };
+      auto B = [&](int kk, int col) { return tb ? b.data<float>()[col * k + kk] : b.data<float>()[kk * n + col]; };
+      for (int r : {0, m / 2 + 1, m - 1})
+        for (int col : {0, n / 3, n / 2 + 1, n - 1}) {
           float ref = 0;
-          for (int k = 0; k < n; ++k) ref += A(r, k) * B(k, col);
-          INFO("n=" << n << " ta=" << ta << " tb=" << tb << " at " << r << "," << col);
+          for (int kk = 0; kk < k; ++kk) ref += A(r, kk) * B(kk, col);
+          INFO("m=" << m << " k=" << k << " n=" << n << " ta=" << ta << " tb=" << tb << " at " << r << "," << col);
           REQUIRE(c.data<float>()[static_cast<int64_t>(r) * n + col] == ref);
         }
     }
