@@ -28,7 +28,14 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
 # One SGD training step (MLP 784-256-10 at batch 64 and 256, softmax regression
 # 64-10 at batch 32) beside PyTorch training the same models the same way.
-# Both at 1 and 2 threads (the peer prints its better one): compare best with best.
-ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_train
-ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_train
-/usr/bin/python3 bench/peer_torch_train.py
+# Per figure, three rounds of actorflow at 1 and 2 threads, then the peer
+# (which tries 1 and 2 threads itself), back to back: train_ratio.py prints
+# best over best per round.
+/usr/bin/python3 bench/peer_torch_train.py --check
+for round in 1 2 3; do
+  for figure in mlp64 mlp256 softmax32; do
+    ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_train $figure
+    ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_train $figure
+    /usr/bin/python3 bench/peer_torch_train.py $figure
+  done
+done | /usr/bin/python3 bench/train_ratio.py
