@@ -14,6 +14,7 @@
 #include "actors/step_state.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/resource_handle.hpp"
+#include "ops/sendrecv/rendezvous_access.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
@@ -77,9 +78,24 @@ class DeviceVariableAccess final : public VariableAccess {
   caf::actor container_;
 };
 
+// Kernels' way to the rendezvous actor (_Send, _Recv): a Send is a message,
+// a Recv a request answered into this actor's mailbox.
+class DeviceRendezvousAccess final : public RendezvousAccess {
+ public:
+  DeviceRendezvousAccess(DeviceActor* self, caf::actor rendezvous) : self_(self), rendezvous_(std::move(rendezvous)) {}
+  void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) override;
+  void Recv(int64_t step_id, const std::string& key, RecvCallback done) override;
+  void Abort(int64_t step_id, const Status& s);
+
+ private:
+  DeviceActor* self_;
+  caf::actor rendezvous_;
+};
+
 struct DeviceActorState {
   Device* device = nullptr;
   std::unique_ptr<DeviceVariableAccess> variables;
+  std::unique_ptr<DeviceRendezvousAccess> rendezvous;
   uint64_t next_graph_handle = 1;
   int64_t next_step_id = 1;
   struct Registration {
@@ -145,6 +161,9 @@ void Reply(ActiveStep& a) {
 }
 
 void FailStep(DeviceActor* self, StepState* step, const Status& s) {
+  // The first error of a step that other partitions share aborts it there
+  // too: their waiting Recvs fail instead of waiting for our Sends.
+  if (step->multi_partition && !step->failed()) self->state.rendezvous->Abort(step->client_step_id, s);
   step->Fail(s);
   auto it = self->state.steps.find(step->step_id());
   if (it != self->state.steps.end()) Reply(it->second);
@@ -227,7 +246,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   auto* run = new OffActorRun();
   run->outputs.resize(item.num_outputs);
   auto& p = run->params;
-  p.step_id = step->step_id();
+  p.step_id = step->client_step_id;
   p.device = self->state.device;
   p.op_kernel = item.kernel;
   p.inputs = inputs;  // stable: the step lives while this node is outstanding
@@ -237,6 +256,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   p.call_frame = step->call_frame();
   p.cancellation = step->cancellation();
   p.variables = self->state.variables.get();
+  p.rendezvous = self->state.rendezvous.get();
   run->ctx = std::make_unique<OpKernelContext>(&run->params);
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const int64_t step_id = step->step_id();
@@ -329,7 +349,7 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
     return;
   }
   OpKernelContext::Params p;
-  p.step_id = step->step_id();
+  p.step_id = step->client_step_id;
   p.device = st.device;
   p.op_kernel = item.kernel;
   p.inputs = inputs;
@@ -339,6 +359,7 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
   p.call_frame = step->call_frame();
   p.cancellation = step->cancellation();
   p.variables = st.variables.get();
+  p.rendezvous = st.rendezvous.get();
   OpKernelContext ctx(&p);
   if (step->collect_stats) {
     const int64_t start = NowNanos();
@@ -543,6 +564,32 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
             [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
 }
 
+void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+  if (rendezvous_) self_->send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+}
+
+void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvCallback done) {
+  DeviceActor* self = self_;
+  if (!rendezvous_) {
+    done(errors::Unavailable("no rendezvous actor on ", self->state.device->name()), Tensor(), false);
+    return;
+  }
+  self->request(rendezvous_, caf::infinite, RendezvousRecv{step_id, key})
+      .then(
+          [self, done](RendezvousRecvResponse& r) {
+            OnContainerAnswer(self, [&] { done(r.status, std::move(r.value), r.is_dead); });
+          },
+          [self, done](caf::error& e) {
+            OnContainerAnswer(self, [&] {
+              done(errors::Unavailable("the rendezvous actor did not answer: ", caf::to_string(e)), Tensor(), false);
+            });
+          });
+}
+
+void DeviceRendezvousAccess::Abort(int64_t step_id, const Status& s) {
+  if (rendezvous_) self_->send(rendezvous_, RendezvousAbort{step_id, s});
+}
+
 void StartStep(DeviceActor* self, RunStepRequest& req) {
   auto& st = self->state;
   auto rp = self->make_response_promise();
@@ -574,6 +621,8 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   active.promise = std::move(rp);
   StepState* step = active.state.get();
   step->collect_stats = req.collect_stats;
+  step->client_step_id = req.step_id;
+  step->multi_partition = req.multi_partition;
   if (req.collect_stats) step->start_ns = NowNanos();
   st.steps.emplace(id, std::move(active));
   if (req.timeout_ms > 0) {
@@ -631,9 +680,10 @@ Status BuildPlan(const std::string& graph_def, Device* device, KernelSegment* se
   }
 }
 
-caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container) {
+caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container, caf::actor rendezvous) {
   self->state.device = device;
   self->state.variables = std::make_unique<DeviceVariableAccess>(self, std::move(container));
+  self->state.rendezvous = std::make_unique<DeviceRendezvousAccess>(self, std::move(rendezvous));
   // On exit: answer every step at once, then stay until kernels still running
   // on the pool have returned (they read the steps' state), then quit.
   self->set_exit_handler([self](const caf::exit_msg& msg) {
@@ -755,8 +805,10 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
 
 }  // namespace
 
-caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container) {
-  return sys.spawn([device, container](DeviceActor* self) { return DeviceActorBehavior(self, device, container); });
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container, caf::actor rendezvous) {
+  return sys.spawn([device, container, rendezvous](DeviceActor* self) {
+    return DeviceActorBehavior(self, device, container, rendezvous);
+  });
 }
 
 }  // namespace actorflow

@@ -22,7 +22,9 @@ namespace actorflow {
 class Device;
 
 /// Spawns the actor executing partitions on `device` (which must outlive it);
-/// its kernels reach variables through `container` (none: an invalid actor).
-caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor());
+/// its kernels reach variables through `container` and other partitions
+/// through `rendezvous` (none: an invalid actor).
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor(),
+                            caf::actor rendezvous = caf::actor());
 
 }  // namespace actorflow

@@ -22,6 +22,11 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<ResetContainersRequest>("actorflow::ResetContainersRequest");
   cfg.add_message_type<ResetContainersResponse>("actorflow::ResetContainersResponse");
   cfg.add_message_type<VarUpdateDone>("actorflow::VarUpdateDone");
+  cfg.add_message_type<RendezvousSend>("actorflow::RendezvousSend");
+  cfg.add_message_type<RendezvousRecv>("actorflow::RendezvousRecv");
+  cfg.add_message_type<RendezvousRecvResponse>("actorflow::RendezvousRecvResponse");
+  cfg.add_message_type<RendezvousAbort>("actorflow::RendezvousAbort");
+  cfg.add_message_type<RendezvousStepDone>("actorflow::RendezvousStepDone");
 }
 
 }  // namespace actorflow

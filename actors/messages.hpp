@@ -14,6 +14,9 @@
 // Container actor protocol (actors/container_actor.hpp): VarReadRequest,
 // VarUpdateRequest, ResetContainersRequest and their responses
 // (ops/state/variable_requests.hpp); VarUpdateDone to itself.
+//
+// Rendezvous actor protocol (actors/rendezvous_actor.hpp): RendezvousSend,
+// RendezvousRecv -> RendezvousRecvResponse, RendezvousAbort, RendezvousStepDone.
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -41,10 +44,11 @@ struct RegisterGraphResponse {
 
 struct RunStepRequest {
   uint64_t graph_handle = 0;
-  int64_t step_id = 0;
+  int64_t step_id = 0;       // the client's: shared by all partitions of a step (rendezvous keys)
   std::vector<Tensor> args;  // values for the partition's _Arg nodes, by index
   int64_t timeout_ms = 0;    // 0: no deadline
   bool collect_stats = false;  // fill RunStepResponse::stats
+  bool multi_partition = false;  // other partitions run this step too: a failure aborts it at the rendezvous
 };
 
 struct RunStepResponse {
@@ -82,6 +86,37 @@ struct VarUpdateDone {
   uint64_t id = 0;
 };
 
+/// A _Send's tensor for the _Recv of `key` in step `step_id` (no answer).
+struct RendezvousSend {
+  int64_t step_id = 0;
+  std::string key;
+  Tensor value;
+  bool is_dead = false;  // sent from an untaken branch (control flow)
+};
+
+/// A _Recv waiting for the tensor of `key` in step `step_id`.
+struct RendezvousRecv {
+  int64_t step_id = 0;
+  std::string key;
+};
+
+struct RendezvousRecvResponse {
+  Status status;
+  Tensor value;
+  bool is_dead = false;
+};
+
+/// Step `step_id` failed: its waiting and later Recvs fail with `status`.
+struct RendezvousAbort {
+  int64_t step_id = 0;
+  Status status;
+};
+
+/// Every partition of step `step_id` has finished: drop what it left.
+struct RendezvousStepDone {
+  int64_t step_id = 0;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
   return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us);
@@ -96,7 +131,8 @@ typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) 
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {
-  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms, x.collect_stats);
+  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms, x.collect_stats,
+           x.multi_partition);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepResponse& x) {
@@ -147,6 +183,27 @@ typename Inspector::result_type inspect(Inspector& f, ResetContainersResponse& x
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VarUpdateDone& x) {
   return f(caf::meta::type_name("VarUpdateDone"), x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousSend& x) {
+  return f(caf::meta::type_name("RendezvousSend"), x.step_id, x.key, x.value, x.is_dead);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousRecv& x) {
+  return f(caf::meta::type_name("RendezvousRecv"), x.step_id, x.key);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousRecvResponse& x) {
+  return f(caf::meta::type_name("RendezvousRecvResponse"), x.status, x.value, x.is_dead);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousAbort& x) {
+  return f(caf::meta::type_name("RendezvousAbort"), x.step_id, x.status);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousStepDone& x) {
+  return f(caf::meta::type_name("RendezvousStepDone"), x.step_id);
 }
 
 /// Adds every actorflow message type to `cfg`; call in every process.

@@ -9,6 +9,7 @@
 #include "actors/client_channel.hpp"
 #include "actors/container_actor.hpp"
 #include "actors/device_actor.hpp"
+#include "actors/rendezvous_actor.hpp"
 #include "actors/messages.hpp"
 #include "devices/allocator.hpp"
 #include "devices/compute_pool.hpp"
@@ -52,12 +53,13 @@ struct Runtime::Impl {
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system, pool.get());
     container = SpawnContainerActor(*system, pool.get());
+    rendezvous = SpawnRendezvousActor(*system);
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
                                                DEVICE_CPU, cpu_allocator(), pool.get()));
       devices.push_back(owned.back().get());
-      actors.push_back(SpawnDeviceActor(*system, devices.back(), container));
+      actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }
   }
   ~Impl() {
@@ -65,6 +67,8 @@ struct Runtime::Impl {
     actors.clear();
     caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
+    caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
+    rendezvous = caf::actor();
     channels.reset();
     system.reset();  // joins the workers while the devices and the pool still exist
   }
@@ -76,7 +80,8 @@ struct Runtime::Impl {
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;
   std::vector<caf::actor> actors;
-  caf::actor container;  // the variables of every session of this runtime
+  caf::actor container;   // the variables of every session of this runtime
+  caf::actor rendezvous;  // where partitions of a step hand tensors over
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -99,6 +104,8 @@ int Runtime::num_threads() const { return impl_->threads; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
 const caf::actor& Runtime::container_actor() const { return impl_->container; }
+
+const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
 
 int Runtime::FindDevice(const std::string& name) const {
   for (size_t i = 0; i < impl_->devices.size(); ++i) {

@@ -52,6 +52,9 @@ class Runtime {
   /// The actor holding this runtime's variables (actors/container_actor.hpp):
   /// every session on this runtime shares them.
   const caf::actor& container_actor() const;
+  /// The actor where partitions of one step hand tensors to each other
+  /// (actors/rendezvous_actor.hpp).
+  const caf::actor& rendezvous_actor() const;
   /// Index of the device named `name` (full or short, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 

@@ -68,6 +68,12 @@ class StepState {
   void Fail(const Status& s);
   bool failed() const { return !status_.ok(); }
 
+  /// The client's id of this step, shared by every partition running it
+  /// (kernels see it as OpKernelContext::step_id; rendezvous keys use it).
+  int64_t client_step_id = 0;
+  /// Other partitions run this step too: a failure here aborts it at the
+  /// rendezvous, so their Recvs stop waiting.
+  bool multi_partition = false;
   /// Nodes that are ready or running (including on the pool); the step is
   /// over when this drops to zero.
   int64_t outstanding = 0;

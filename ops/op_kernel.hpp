@@ -37,6 +37,7 @@ namespace actorflow {
 
 class CancellationManager;
 class OpKernelContext;
+class RendezvousAccess;
 class VariableAccess;
 
 /// Arguments and results of one step: fed tensors are read by _Arg nodes,
@@ -138,7 +139,7 @@ size_t TensorPayloadBytes(const Tensor& t);
 class OpKernelContext {
  public:
   struct Params {
-    int64_t step_id = 0;
+    int64_t step_id = 0;  // the client's step id, shared by all partitions of the step
     Device* device = nullptr;
     OpKernel* op_kernel = nullptr;
     Tensor* inputs = nullptr;  // the node's input slots; a kernel may take (forward) one
@@ -148,6 +149,7 @@ class OpKernelContext {
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
     VariableAccess* variables = nullptr;  // the container actor's variables, through the device actor
+    RendezvousAccess* rendezvous = nullptr;  // where _Send and _Recv meet, through the device actor
   };
 
   explicit OpKernelContext(Params* p) : p_(p) {}
@@ -181,6 +183,8 @@ class OpKernelContext {
   CancellationManager* cancellation_manager() const { return p_->cancellation; }
   /// Reads and updates of variables; null where no container is reachable.
   VariableAccess* variables() const { return p_->variables; }
+  /// Where tensors cross between partitions; null where none is reachable.
+  RendezvousAccess* rendezvous() const { return p_->rendezvous; }
 
  private:
   Params* p_;

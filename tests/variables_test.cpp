@@ -85,7 +85,7 @@ TEST_CASE("a step's variable reads go out together, each after what its reader d
     inits.push_back(ops::Assign(root.WithOpName("init_" + std::to_string(i)), v, static_cast<float>(i)).op());
     reads.push_back(ops::Identity(root.WithOpName("read_" + std::to_string(i)), v));
   }
-  auto sum = ops::AddN(root.WithOpName("sum"), std::vector<Input>(reads.begin(), reads.end()));
+  ops::AddN(root.WithOpName("sum"), std::vector<Input>(reads.begin(), reads.end()));
   // A reader behind an update reads after it, in a later batch.
   auto later = ops::Variable(root.WithOpName("later"), PartialTensorShape(TensorShape{}), DT_FLOAT);
   auto set_later = ops::Assign(root.WithOpName("set_later"), later, 5.f);

@@ -1,0 +1,26 @@
+// The rendezvous actor: where the partitions of one step hand tensors to each
+// other (TensorFlow's per-step Rendezvous, as one actor per process).
+//
+// Protocol (messages in actors/messages.hpp):
+//   RendezvousSend                                      a _Send's tensor; no answer, never waits
+//   RendezvousRecv        -> RendezvousRecvResponse     answered when the tensor is there
+//   RendezvousAbort                                     fail the step's waiting and later Recvs
+//   RendezvousStepDone                                  the step is over: drop its entries
+//
+// Entries are kept per step id (the client's, shared by all partitions of the
+// step) and key. Whichever of Send and Recv comes first waits for the other.
+// In one process the tensor travels by reference: the Recv gets the sender's
+// buffer, no copy. A step that fails anywhere is aborted: its waiting Recvs are
+// answered with the step's error (Cancelled when none is given) and so is every
+// later Recv; its later Sends are dropped. The client sends StepDone when all
+// partitions of a step have answered, which drops whatever the step left.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+namespace actorflow {
+
+caf::actor SpawnRendezvousActor(caf::actor_system& sys);
+
+}  // namespace actorflow

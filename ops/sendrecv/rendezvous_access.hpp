@@ -1,0 +1,41 @@
+// How _Send and _Recv kernels reach the rendezvous actor, and the keys they
+// meet under.
+//
+// A tensor crossing from one device's partition to another's is sent by a
+// _Send node and received by the _Recv node of the same key, in the same step
+// (a step of several partitions shares the client's step id). The rendezvous
+// actor (actors/rendezvous_actor.hpp) matches them; a Send never waits, a Recv
+// is answered when its tensor is there, or with the step's error when the
+// step is aborted. The device actor implements RendezvousAccess by messages,
+// so a waiting Recv holds no thread.
+//
+// Key: "send_device;send_device_incarnation;recv_device;tensor_name;frame:iteration"
+// (TensorFlow's layout); the frame and iteration are "0:0" outside loops.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+
+namespace actorflow {
+
+/// The key of one transfer (see the file comment).
+std::string RendezvousKey(const std::string& send_device, uint64_t send_device_incarnation,
+                          const std::string& recv_device, const std::string& tensor_name, int64_t frame_id = 0,
+                          int64_t iteration = 0);
+
+class RendezvousAccess {
+ public:
+  using RecvCallback = std::function<void(const Status& status, Tensor value, bool is_dead)>;
+  virtual ~RendezvousAccess() = default;
+  /// Hands `value` over for the Recv of `key` in step `step_id`; never waits.
+  virtual void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) = 0;
+  /// Calls `done` (on the device actor's thread) when the tensor of `key` in
+  /// step `step_id` has been sent, or with an error when the step is aborted.
+  virtual void Recv(int64_t step_id, const std::string& key, RecvCallback done) = 0;
+};
+
+}  // namespace actorflow
