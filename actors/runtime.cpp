@@ -14,6 +14,7 @@
 #include "devices/allocator.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
+#include "devices/device_manager.hpp"
 
 namespace actorflow {
 
@@ -61,6 +62,7 @@ struct Runtime::Impl {
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }
+    device_manager = std::make_unique<DeviceManager>(devices);
   }
   ~Impl() {
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -79,6 +81,7 @@ struct Runtime::Impl {
   std::unique_ptr<ChannelPool> channels;
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;
+  std::unique_ptr<DeviceManager> device_manager;  // over `devices`
   std::vector<caf::actor> actors;
   caf::actor container;   // the variables of every session of this runtime
   caf::actor rendezvous;  // where partitions of a step hand tensors over
@@ -106,14 +109,12 @@ const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; 
 const caf::actor& Runtime::container_actor() const { return impl_->container; }
 
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
+const DeviceManager& Runtime::device_manager() const { return *impl_->device_manager; }
+int Runtime::device_index(const Device* d) const { return impl_->device_manager->IndexOf(d); }
 
 int Runtime::FindDevice(const std::string& name) const {
-  for (size_t i = 0; i < impl_->devices.size(); ++i) {
-    const std::string& full = impl_->devices[i]->name();
-    if (full == name) return static_cast<int>(i);
-    if (full.size() >= name.size() && full.compare(full.size() - name.size(), name.size(), name) == 0) return static_cast<int>(i);
-  }
-  return -1;
+  Device* d;
+  return impl_->device_manager->Lookup(name, &d).ok() ? device_index(d) : -1;
 }
 
 }  // namespace actorflow

@@ -22,6 +22,7 @@ namespace actorflow {
 class ChannelPool;
 class ComputePool;
 class Device;
+class DeviceManager;
 
 struct RuntimeOptions {
   int num_threads = 0;      // 0: ACTORFLOW_NUM_THREADS or the number of cores
@@ -47,6 +48,10 @@ class Runtime {
   ChannelPool* channels();
   int num_threads() const;
   const std::vector<Device*>& devices() const;
+  /// devices() found by name or spec (devices/device_manager.hpp); lives as long as the runtime.
+  const DeviceManager& device_manager() const;
+  /// The position of `d` in devices() (the index of its device actor), or -1 when not this runtime's.
+  int device_index(const Device* d) const;
   /// The actor executing partitions on devices()[i].
   const caf::actor& device_actor(int i) const;
   /// The actor holding this runtime's variables (actors/container_actor.hpp):
@@ -55,7 +60,7 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
-  /// Index of the device named `name` (full or short, e.g. "CPU:0"), or -1.
+  /// Index of the device named `name` (full name or any spec naming exactly one device, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 
  private:
