@@ -318,7 +318,7 @@ void KernelFinished(DeviceActor* self, KernelDone& done) {
     return;
   if (step->collect_stats && done.start_ns != 0)
     step->RecordStats(done.node_id, step->plan().item(done.node_id).is_async ? "async" : "pool", done.start_ns,
-                      done.end_ns, done.thread);
+                      done.end_ns, done.thread, done.outputs.data());
   Propagate(self, step, done.node_id, done.status, done.outputs.data());
 }
 
@@ -364,7 +364,7 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
   if (step->collect_stats) {
     const int64_t start = NowNanos();
     ComputeSafely(item.kernel, &ctx, async_inline);
-    step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId());
+    step->RecordStats(node, "inline", start, NowNanos(), ThisThreadId(), st.inline_outputs.data());
   } else {
     ComputeSafely(item.kernel, &ctx, async_inline);
   }

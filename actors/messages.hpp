@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "actors/step_state.hpp"
@@ -118,8 +119,21 @@ struct RendezvousStepDone {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeOutputStats& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    int32_t dtype = 0;
+    if (auto err = f(caf::meta::type_name("NodeOutputStats"), dtype, x.shape, x.bytes)) return err;
+    x.dtype = static_cast<DataType>(dtype);
+    return caf::error{};
+  } else {
+    int32_t dtype = x.dtype;
+    return f(caf::meta::type_name("NodeOutputStats"), dtype, x.shape, x.bytes);
+  }
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
-  return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us);
+  return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us, x.device,
+           x.all_start_us, x.outputs);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {

@@ -188,7 +188,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
   req.graph_handle = exe->graph_handle;
   req.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
   req.timeout_ms = options.timeout_in_ms;
-  req.collect_stats = options.collect_step_stats;
+  req.collect_stats = options.collects_step_stats();
   req.args.reserve(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Tensor& t = feeds[i].second;

@@ -34,18 +34,36 @@ struct SessionOptions {
   Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
 };
 
+/// How much a step records about itself (TensorFlow's RunOptions.TraceLevel).
+/// Every level above kNoTrace fills RunMetadata::step_stats with the same
+/// per-node stats: this runtime has no hardware counters to add at the
+/// higher levels.
+enum class TraceLevel {
+  kNoTrace = 0,
+  kSoftwareTrace = 1,
+  kHardwareTrace = 2,
+  kFullTrace = 3,
+};
+
 struct RunOptions {
   /// > 0: the step ends with DeadlineExceeded after this long (at most
   /// kMaxTimeoutMs, about 24 days).
   int64_t timeout_in_ms = 0;
   static constexpr int64_t kMaxTimeoutMs = (int64_t{1} << 31) - 1;
-  /// Record how each node ran into RunMetadata::step_stats.
+  /// Above kNoTrace: record how each node ran into RunMetadata::step_stats
+  /// (actors/timeline.hpp turns them into a Chrome trace).
+  TraceLevel trace_level = TraceLevel::kNoTrace;
+  /// Deprecated: true means trace_level kSoftwareTrace.
   bool collect_step_stats = false;
+
+  bool collects_step_stats() const { return trace_level > TraceLevel::kNoTrace || collect_step_stats; }
 };
 
 /// What a step reports besides its results.
 struct RunMetadata {
-  std::vector<NodeExecStats> step_stats;  // one per node that ran, in completion order
+  /// One per node that ran, in completion order (empty unless traced). A
+  /// failed step reports the nodes that finished before it was answered.
+  std::vector<NodeExecStats> step_stats;
 };
 
 class Session {

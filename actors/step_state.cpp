@@ -1,6 +1,7 @@
 #include "actors/step_state.hpp"
 
 #include "actors/executor_plan.hpp"
+#include "devices/device.hpp"
 
 #include <chrono>
 #include <functional>
@@ -15,9 +16,38 @@ int64_t NowNanos() {
 
 uint64_t ThisThreadId() { return std::hash<std::thread::id>()(std::this_thread::get_id()); }
 
-void StepState::RecordStats(int32_t node, const char* where, int64_t start, int64_t end, uint64_t thread) {
-  const OpKernel* k = plan_->item(node).kernel;
-  stats.push_back({k->name(), k->type_string(), where, thread, (start - start_ns) / 1000, (end - start_ns) / 1000});
+namespace {
+
+NodeOutputStats OutputStats(const Tensor& t) {
+  NodeOutputStats out;
+  if (!t.IsInitialized()) return out;
+  out.dtype = t.dtype();
+  out.shape = t.shape().dim_sizes();
+  if (BaseType(t.dtype()) == DT_STRING) {
+    for (int64_t i = 0; i < t.NumElements(); ++i) out.bytes += static_cast<int64_t>(t.data<std::string>()[i].size());
+  } else {
+    out.bytes = static_cast<int64_t>(t.TotalBytes());
+  }
+  return out;
+}
+
+}  // namespace
+
+void StepState::RecordStats(int32_t node, const char* where, int64_t start, int64_t end, uint64_t thread,
+                            const Tensor* outputs) {
+  const NodeItem& item = plan_->item(node);
+  NodeExecStats s;
+  s.node = item.kernel->name();
+  s.op = item.kernel->type_string();
+  s.where = where;
+  s.thread = thread;
+  s.start_us = (start - start_ns) / 1000;
+  s.end_us = (end - start_ns) / 1000;
+  if (plan_->device()) s.device = plan_->device()->name();
+  s.all_start_us = start / 1000;
+  s.outputs.reserve(item.num_outputs);
+  for (int i = 0; i < item.num_outputs; ++i) s.outputs.push_back(OutputStats(outputs[i]));
+  stats.push_back(std::move(s));
 }
 
 IterationState::IterationState(const ExecutorPlan& plan)

@@ -23,7 +23,15 @@ namespace actorflow {
 
 class ExecutorPlan;
 
-/// How one node of a step ran (collected when RunOptions asks for it).
+/// One output of a node that ran (collected with its NodeExecStats).
+struct NodeOutputStats {
+  DataType dtype = DT_INVALID;  // DT_INVALID: the kernel produced no value
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;  // element bytes; for string tensors the bytes of the strings
+};
+
+/// How one node of a step ran (collected when RunOptions::trace_level asks
+/// for it). Times are from the steady clock (NowNanos), in microseconds.
 struct NodeExecStats {
   std::string node;
   std::string op;
@@ -31,6 +39,9 @@ struct NodeExecStats {
   uint64_t thread = 0;  // a stable id of the thread that computed it
   int64_t start_us = 0;  // since the step started
   int64_t end_us = 0;
+  std::string device;         // the full name of the device that ran it
+  int64_t all_start_us = 0;   // since the steady clock's epoch (TensorFlow's all_start_micros)
+  std::vector<NodeOutputStats> outputs;  // one per output of the node
 };
 
 /// A steady-clock reading in nanoseconds, and a stable id of this thread.
@@ -81,7 +92,10 @@ class StepState {
   bool collect_stats = false;
   int64_t start_ns = 0;
   std::vector<NodeExecStats> stats;
-  void RecordStats(int32_t node, const char* where, int64_t start_ns, int64_t end_ns, uint64_t thread);
+  /// Appends the stats of `node`, which ran from `start_ns` to `end_ns` on
+  /// `thread` and produced `outputs` (its num_outputs tensors, read only).
+  void RecordStats(int32_t node, const char* where, int64_t start_ns, int64_t end_ns, uint64_t thread,
+                   const Tensor* outputs);
 
   /// Whether the client has been answered (it is answered at the first error
   /// or deadline, while outstanding kernels are still being drained).

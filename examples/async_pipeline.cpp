@@ -79,7 +79,8 @@ int main() {
       Tensor x = Filled({batch, 256}, 0.1f * static_cast<float>(id + 1), 0.01f * static_cast<float>(step + 1));
       std::vector<Tensor> out;
       RunOptions opts;
-      opts.collect_step_stats = step == 0;  // show how the first step of each client ran
+      // Show how the first step of each client ran.
+      opts.trace_level = step == 0 ? TraceLevel::kSoftwareTrace : TraceLevel::kNoTrace;
       RunMetadata md;
       const auto t0 = std::chrono::steady_clock::now();
       // Client 2 fetches only the statistics branch: the features branch is pruned.

@@ -279,7 +279,7 @@ TEST_CASE("step stats say how each node ran, when asked") {
   Tensor m(DT_FLOAT, TensorShape{512, 512});
   for (int64_t i = 0; i < m.NumElements(); ++i) m.data<float>()[i] = 1.f;
   RunOptions opts;
-  opts.collect_step_stats = true;
+  opts.trace_level = TraceLevel::kSoftwareTrace;
   RunMetadata md;
   std::vector<Tensor> out;
   REQUIRE(session.Run(opts, {{"x", m}}, {big.name(), small.name()}, {}, &out, &md).ok());

@@ -156,7 +156,7 @@ TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly
   RunStepResponse resp;
   resp.status = errors::Cancelled("x");
   resp.retvals = {f, s};
-  resp.stats = {NodeExecStats{"mm", "MatMul", "pool", 7, 10, 250}};
+  resp.stats = {NodeExecStats{"mm", "MatMul", "pool", 7, 10, 250, "/device:CPU:0", 123456, {{DT_DOUBLE, {2, 4}, 64}}}};
   RunStepResponse back = RoundTrip(sys, resp);
   REQUIRE(back.status == resp.status);
   REQUIRE(back.retvals.size() == 2);
@@ -164,6 +164,12 @@ TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly
   REQUIRE(back.stats.size() == 1);
   REQUIRE(back.stats[0].where == "pool");
   REQUIRE(back.stats[0].end_us == 250);
+  REQUIRE(back.stats[0].device == "/device:CPU:0");
+  REQUIRE(back.stats[0].all_start_us == 123456);
+  REQUIRE(back.stats[0].outputs.size() == 1);
+  REQUIRE(back.stats[0].outputs[0].dtype == DT_DOUBLE);
+  REQUIRE(back.stats[0].outputs[0].shape == std::vector<int64_t>{2, 4});
+  REQUIRE(back.stats[0].outputs[0].bytes == 64);
   // The container actor's protocol.
   VarUpdateRequest up;
   up.kind = 4;

@@ -1,7 +1,7 @@
 // actorflow: the command-line front end of the actorflow runtime.
 //
 //   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
-//                 [--target NAME]... [--timeout-ms N] [--steps FILE]
+//                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow ops
 //   actorflow help
@@ -26,6 +26,12 @@
 // A failed step (a bad line, a bad feed, an error running the graph) does not
 // stop the steps after it. Exit status: 0 when every step succeeded, 1 when a
 // step failed, 2 for a usage error or a graph that does not load.
+//
+// With --trace FILE every step runs with TraceLevel::kFullTrace and, once all
+// have run, the stats of all of them (failed ones included) are written to
+// FILE as one Chrome trace (actors/timeline.hpp); stderr says where. FILE is
+// opened before the first step: one that cannot be is a usage error (2), a
+// write that fails at the end is 1.
 //
 // `gradients` loads a GraphDef as `run` does, adds the nodes computing the
 // gradient of the sum of the ys (every element of each) with respect to each x
@@ -55,6 +61,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/session.hpp"
+#include "actors/timeline.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
@@ -78,7 +85,7 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
-                [--target NAME]... [--timeout-ms N] [--steps FILE]
+                [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow ops
   actorflow help
@@ -95,7 +102,11 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
       --steps FILE          runs the JSON object on each line of FILE ("-": stdin),
                             {"feeds":{...},"fetches":[...],"targets":[...],"timeout_ms":N},
                             with the flags above as defaults
-      Exit status: 0 all steps succeeded, 1 a step failed, 2 usage or graph error.
+      --trace FILE          traces every step (how and when each node ran, its outputs'
+                            shapes and bytes) and writes them as one Chrome trace to
+                            FILE (open it in ui.perfetto.dev or chrome://tracing)
+      Exit status: 0 all steps succeeded, 1 a step failed or the trace could not be
+      written, 2 usage or graph error.
 gradients
       Adds to the GraphDef in FILE (.pb or .pbtxt) the nodes computing the gradient
       of the ys (the sum of all their elements) with respect to each x, writes the
@@ -249,14 +260,21 @@ std::vector<std::string> Unique(const std::vector<std::string>& names) {
   return out;
 }
 
-// Runs `step`, filling `fetched` with its fetched tensors by name.
-Status RunStep(Session* session, const StepSpec& step, ordered_json* fetched) {
+// Runs `step`, filling `fetched` with its fetched tensors by name. With a
+// `trace`, the step is traced and its stats are appended to it.
+Status RunStep(Session* session, const StepSpec& step, RunMetadata* trace, ordered_json* fetched) {
   const std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
   const std::vector<std::string> fetches = Unique(step.fetches);
   RunOptions options;
   options.timeout_in_ms = step.timeout_ms;
+  if (trace) options.trace_level = TraceLevel::kFullTrace;
   std::vector<Tensor> outputs;
-  AF_RETURN_IF_ERROR(session->Run(options, feeds, fetches, step.targets, &outputs));
+  RunMetadata md;
+  const Status ran = session->Run(options, feeds, fetches, step.targets, &outputs, &md);
+  if (trace) {
+    for (auto& s : md.step_stats) trace->step_stats.push_back(std::move(s));
+  }
+  AF_RETURN_IF_ERROR(ran);
   if (outputs.size() != fetches.size())
     return errors::Internal("Run returned ", outputs.size(), " tensors for ", fetches.size(), " fetches");
   *fetched = ordered_json::object();
@@ -279,14 +297,14 @@ bool Report(int index, const Status& status, const ordered_json& fetched) {
   return status.ok();
 }
 
-bool RunAndReport(Session* session, int index, const StepSpec& step) {
+bool RunAndReport(Session* session, int index, const StepSpec& step, RunMetadata* trace) {
   ordered_json fetched;
-  const Status status = RunStep(session, step, &fetched);
+  const Status status = RunStep(session, step, trace, &fetched);
   return Report(index, status, fetched);
 }
 
 // Runs every non-blank line of `in` as a step; returns whether all succeeded.
-bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults) {
+bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults, RunMetadata* trace) {
   bool all_ok = true;
   int index = 0;
   std::string line;
@@ -294,7 +312,7 @@ bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults) 
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     StepSpec step;
     const Status parsed = ParseStepLine(line, defaults, &step);
-    const bool ok = parsed.ok() ? RunAndReport(session, index, step) : Report(index, parsed, ordered_json());
+    const bool ok = parsed.ok() ? RunAndReport(session, index, step, trace) : Report(index, parsed, ordered_json());
     all_ok = all_ok && ok;
     ++index;
   }
@@ -308,6 +326,7 @@ struct RunArgs {
   bool help = false;
   std::string graph_path;
   std::string steps_path;  // empty: one step from the flags
+  std::string trace_path;  // empty: no tracing
   bool has_timeout = false;
   StepSpec defaults;
 };
@@ -337,6 +356,7 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   StepSpec& step = args->defaults;
   if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
   if (flag == "--steps") return SetOnce(flag, value, &args->steps_path);
+  if (flag == "--trace") return SetOnce(flag, value, &args->trace_path);
   if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
   if (flag == "--fetch") {
     std::string tensor_name;
@@ -387,8 +407,8 @@ Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::stri
 }
 
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
-  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch",
-                                               "--target", "--timeout-ms", "--steps"};
+  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch", "--target",
+                                               "--timeout-ms", "--steps", "--trace"};
   AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
     return ApplyRunFlag(flag, value, args);
   }));
@@ -417,6 +437,24 @@ Status OpenSteps(const std::string& path, std::ifstream* file, std::istream** in
   return Status::OK();
 }
 
+// Opens the --trace file for writing into `*file`.
+Status OpenTrace(const std::string& path, std::ofstream* file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--trace '", path, "' is a directory");
+  file->open(path, std::ios::out | std::ios::trunc);
+  if (!*file) return errors::NotFound("cannot open --trace file '", path, "' for writing");
+  return Status::OK();
+}
+
+// Writes the Chrome trace of `trace` to the open `file` and says where on stderr.
+Status WriteTrace(const RunMetadata& trace, const std::string& path, std::ofstream* file) {
+  *file << ChromeTraceJson(trace) << '\n';
+  file->close();
+  if (!*file) return errors::DataLoss("failed writing the trace to '", path, "'");
+  std::cerr << "actorflow: trace of " << trace.step_stats.size() << " node runs written to " << path << "\n";
+  return Status::OK();
+}
+
 int RunCommand(const std::vector<std::string>& argv) {
   RunArgs args;
   const Status parsed = ParseRunArgs(argv, &args);
@@ -433,15 +471,31 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (!opened.ok()) return UsageError(opened);
   }
 
+  // Opened now, so that a path that cannot be written fails before any step runs.
+  std::ofstream trace_file;
+  if (!args.trace_path.empty()) {
+    const Status opened = OpenTrace(args.trace_path, &trace_file);
+    if (!opened.ok()) return UsageError(opened);
+  }
+
   Session session;
   const Status loaded = LoadGraph(args.graph_path, &session);
   if (!loaded.ok()) {
     std::cerr << "actorflow: " << loaded.ToString() << "\n";
     return kExitUsage;
   }
-  const bool all_ok =
-      steps ? RunStepLines(&session, *steps, args.defaults) : RunAndReport(&session, 0, args.defaults);
+  RunMetadata trace;
+  RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
+  const bool all_ok = steps ? RunStepLines(&session, *steps, args.defaults, tracing)
+                            : RunAndReport(&session, 0, args.defaults, tracing);
   session.Close();
+  if (tracing) {
+    const Status written = WriteTrace(trace, args.trace_path, &trace_file);
+    if (!written.ok()) {
+      std::cerr << "actorflow: " << written.ToString() << "\n";
+      return kExitStepFailed;
+    }
+  }
   return all_ok ? kExitOk : kExitStepFailed;
 }
 
