@@ -76,6 +76,11 @@ ClientChannel::~ClientChannel() {
 
 Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout,
                           caf::message* reply, std::chrono::nanoseconds spin) {
+  AF_RETURN_IF_ERROR(Start(dest, std::move(msg)));
+  return Wait(timeout, reply, spin);
+}
+
+Status ClientChannel::Start(const caf::actor& dest, caf::message msg) {
   if (!dest) return errors::Unavailable("no actor to ask");
   Slot& s = *slot_;
   s.ready.store(false, std::memory_order_relaxed);
@@ -83,6 +88,7 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   auto mid = companion->new_request_id(caf::message_priority::normal);
   s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
   s.callee.store(dest.id(), std::memory_order_release);
+  callee_ = dest;
   companion->monitor(dest);  // a callee that dies answers with a down_msg
   // A remote callee's proxy forwards the message itself: no activation there.
   // With the pool's activation unit, the callee runs on an awake, free worker
@@ -90,6 +96,12 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   caf::execution_unit* unit = activation_ && dest->node() == companion_->node() ? activation_ : nullptr;
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
                                                       unit);
+  return Status::OK();
+}
+
+Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* reply, std::chrono::nanoseconds spin) {
+  Slot& s = *slot_;
+  auto* companion = Companion(companion_);
   for (int i = 0; i < kSpinIterations && !s.ready.load(std::memory_order_acquire); ++i) CpuRelax();
   if (spin.count() > 0 && !s.ready.load(std::memory_order_acquire)) {
     const auto until = std::chrono::steady_clock::now() + spin;
@@ -108,7 +120,8 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
     s.sleeping = false;
     if (!ok) return errors::DeadlineExceeded("no answer within ", timeout.count(), " ms");
   }
-  companion->demonitor(dest);
+  companion->demonitor(callee_);
+  callee_ = caf::actor();
   *reply = std::move(s.reply);
   return Status::OK();
 }

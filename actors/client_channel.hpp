@@ -46,13 +46,33 @@ class ClientChannel {
   /// of microseconds on a virtual machine, as much as a short step.
   Status Ask(const caf::actor& dest, caf::message msg, std::chrono::milliseconds timeout, caf::message* reply,
              std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
+  /// Ask in two halves, so one thread can have requests to several actors in
+  /// flight: Start sends, Wait collects the answer (as Ask's second half).
+  Status Start(const caf::actor& dest, caf::message msg);
+  Status Wait(std::chrono::milliseconds timeout, caf::message* reply,
+              std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
 
  private:
   struct Slot;
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
   caf::execution_unit* activation_;  // the pool's, or null
+  caf::actor callee_;                // of the request in flight
 };
+
+/// Turns a channel's reply into `Resp`, or the Status of why there is none.
+template <class Resp>
+Status ReplyAs(caf::message& reply, Resp* resp) {
+  if (reply.match_elements<Resp>()) {
+    *resp = std::move(reply.get_mutable_as<Resp>(0));
+    return Status::OK();
+  }
+  if (reply.match_elements<caf::error>())
+    return errors::Unavailable("actor failed to answer: ", to_string(reply.get_as<caf::error>(0)));
+  if (reply.match_elements<caf::down_msg>())
+    return errors::Unavailable("actor went down before answering: ", to_string(reply.get_as<caf::down_msg>(0).reason));
+  return errors::Internal("unexpected reply: ", to_string(reply));
+}
 
 /// Reusable channels of one actor system. Thread-safe.
 class ChannelPool {
@@ -82,15 +102,7 @@ Status ChannelPool::Ask(const caf::actor& dest, Req req, std::chrono::millisecon
   if (errors::IsDeadlineExceeded(s)) return s;  // drop the channel with its late reply
   Release(std::move(ch));
   AF_RETURN_IF_ERROR(s);
-  if (reply.match_elements<Resp>()) {
-    *resp = std::move(reply.get_mutable_as<Resp>(0));
-    return Status::OK();
-  }
-  if (reply.match_elements<caf::error>())
-    return errors::Unavailable("actor failed to answer: ", to_string(reply.get_as<caf::error>(0)));
-  if (reply.match_elements<caf::down_msg>())
-    return errors::Unavailable("actor went down before answering: ", to_string(reply.get_as<caf::down_msg>(0).reason));
-  return errors::Internal("unexpected reply: ", to_string(reply));
+  return ReplyAs(reply, resp);
 }
 
 }  // namespace actorflow

@@ -9,7 +9,11 @@
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
 #include "graph/graph_def_io.hpp"
+#include "graph/partition.hpp"
+#include "graph/placer.hpp"
 #include "graph/subgraph.hpp"
+#include "devices/device.hpp"
+#include "devices/device_manager.hpp"
 
 namespace actorflow {
 
@@ -22,8 +26,17 @@ constexpr auto kReplyGrace = std::chrono::seconds(30);
 }  // namespace
 
 struct Session::Executable {
-  int device = 0;
-  uint64_t graph_handle = 0;
+  // One partition per device the signature runs on; the first is the only
+  // one when everything runs on one device.
+  struct Part {
+    int device = 0;
+    uint64_t graph_handle = 0;
+    std::vector<int> arg_indices;     // per argument of the partition: the step's argument index
+    std::vector<int> retval_indices;  // per result of the partition: the fetch index
+  };
+  std::vector<Part> parts;
+  int device = 0;             // parts[0]'s, for the one-partition fast path
+  uint64_t graph_handle = 0;  // parts[0]'s
   FeedFetchInfo info;
   std::vector<std::string> feed_names;
   // A moving average of this signature's step latency (ns): short steps are
@@ -37,6 +50,12 @@ namespace {
 // costs 15-40 us, as much as such a step. Longer steps are slept through.
 constexpr int64_t kSpinForStepsUnderNs = 50'000;
 
+// Traced steps teach the placer's cost model what each node costs where.
+void RecordCosts(const std::vector<NodeExecStats>& stats, CostModel* model) {
+  for (const auto& st : stats)
+    if (!st.device.empty()) model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
+}
+
 std::chrono::nanoseconds SpinBudget(int64_t typical_ns) {
   if (typical_ns <= 0 || typical_ns >= kSpinForStepsUnderNs) return std::chrono::nanoseconds(0);
   return std::chrono::nanoseconds(2 * typical_ns);
@@ -49,6 +68,7 @@ std::atomic<uint64_t> g_next_session{1};
 
 Session::Session(SessionOptions options)
     : runtime_(options.runtime ? options.runtime : Runtime::Default()),
+      options_(options),
       handle_("session_" + std::to_string(g_next_session.fetch_add(1))) {}
 
 Session::~Session() { Close(); }
@@ -88,19 +108,55 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
   auto exe = std::make_shared<Executable>();
   AF_RETURN_IF_ERROR(RewriteGraphForExecution(g, feeds, fetches, targets, &exe->info));
   exe->feed_names = feeds;
-  proto::GraphDef def;
-  g->ToGraphDef(&def);
-  RegisterGraphRequest req;
-  req.session_handle = handle_;
-  if (!def.SerializeToString(&req.graph_def))
-    return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
-  RegisterGraphResponse resp;
-  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req),
-                                                std::chrono::minutes(5), &resp));
-  AF_RETURN_IF_ERROR(resp.status);
-  exe->graph_handle = resp.graph_handle;
+  PlacerOptions placer;
+  placer.strategy = options_.placement;
+  placer.allow_soft_placement = options_.allow_soft_placement;
+  placer.cost_model = &cost_model_;
+  AF_RETURN_IF_ERROR(PlaceGraph(g, runtime_->device_manager(), placer));
+  {
+    std::map<std::string, std::string> placement;
+    for (Node* n : g->nodes()) placement[n->name()] = n->assigned_device();
+    std::lock_guard<std::mutex> lock(mu_);
+    last_placement_ = std::move(placement);
+  }
+  std::vector<GraphPartition> partitions;
+  AF_RETURN_IF_ERROR(PartitionGraph(*g, PartitionOptions(), &partitions));
+  if (partitions.empty()) return errors::Internal("the graph has no nodes left to run");
+  // Register every partition; on an error, release those registered.
+  for (auto& part : partitions) {
+    Executable::Part p;
+    p.device = runtime_->FindDevice(part.device);
+    if (p.device < 0) return errors::Internal("placed on unknown device ", part.device);
+    p.arg_indices = part.arg_indices;
+    p.retval_indices = part.retval_indices;
+    RegisterGraphRequest req;
+    req.session_handle = handle_;
+    if (!part.graph.SerializeToString(&req.graph_def))
+      return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
+    RegisterGraphResponse resp;
+    Status s = runtime_->channels()->Ask(runtime_->device_actor(p.device), std::move(req), std::chrono::minutes(5),
+                                         &resp);
+    if (s.ok()) s = resp.status;
+    if (!s.ok()) {
+      Deregister(*exe);
+      return s;
+    }
+    p.graph_handle = resp.graph_handle;
+    exe->parts.push_back(std::move(p));
+  }
+  exe->device = exe->parts[0].device;
+  exe->graph_handle = exe->parts[0].graph_handle;
   *out = exe;
   return Status::OK();
+}
+
+void Session::Deregister(const Executable& exe) {
+  for (const auto& p : exe.parts) caf::anon_send(runtime_->device_actor(p.device), DeregisterGraph{p.graph_handle});
+}
+
+std::map<std::string, std::string> Session::LastPlacement() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_placement_;
 }
 
 Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -160,7 +216,7 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (s.ok() && closed_) {  // closed while we prepared: release what we registered
-      caf::anon_send(runtime_->device_actor(exe->device), DeregisterGraph{exe->graph_handle});
+      Deregister(*exe);
       s = errors::Cancelled("Session has been closed");
     }
     auto it = executables_.find(key);  // ours, unless Close or Extend dropped it meanwhile
@@ -202,6 +258,7 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
                                      exe->info.feed_shapes[i].DebugString());
     if (exe->info.feed_arg_index[i] >= 0) req.args.push_back(t);  // in order: indices are dense
   }
+  if (exe->parts.size() > 1) return RunPartitions(*exe, options, std::move(req.args), outputs, metadata);
   std::chrono::milliseconds wait{0};  // none: the step runs as long as it needs
   if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
   RunStepResponse resp;
@@ -212,11 +269,66 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   const int64_t typical = exe->typical_ns.load(std::memory_order_relaxed);
   exe->typical_ns.store(typical == 0 ? took : (7 * typical + took) / 8, std::memory_order_relaxed);
+  if (!resp.stats.empty()) RecordCosts(resp.stats, &cost_model_);
   if (metadata) metadata->step_stats = std::move(resp.stats);
   AF_RETURN_IF_ERROR(resp.status);
   if (resp.retvals.size() != fetches.size())
     return errors::Internal("step returned ", resp.retvals.size(), " tensors for ", fetches.size(), " fetches");
   if (outputs) *outputs = std::move(resp.retvals);
+  return Status::OK();
+}
+
+Status Session::RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
+                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  const int64_t step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
+  std::chrono::milliseconds wait{0};
+  if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
+  ChannelPool* channels = runtime_->channels();
+  std::vector<std::unique_ptr<ClientChannel>> started;
+  Status status;
+  for (const auto& part : exe.parts) {
+    RunStepRequest req;
+    req.graph_handle = part.graph_handle;
+    req.step_id = step_id;
+    req.timeout_ms = options.timeout_in_ms;
+    req.collect_stats = options.collects_step_stats();
+    req.multi_partition = true;
+    req.args.reserve(part.arg_indices.size());
+    for (int a : part.arg_indices) req.args.push_back(args[a]);
+    auto ch = channels->Acquire();
+    status = ch->Start(runtime_->device_actor(part.device), caf::make_message(std::move(req)));
+    if (!status.ok()) break;
+    started.push_back(std::move(ch));
+  }
+  if (!status.ok()) caf::anon_send(runtime_->rendezvous_actor(), RendezvousAbort{step_id, status});
+  // Every started partition answers (a failed one aborts the step at the
+  // rendezvous, so the others' Recvs fail rather than wait).
+  std::vector<Tensor> results(exe.info.fetch_types.size());
+  std::vector<NodeExecStats> stats;
+  for (size_t i = 0; i < started.size(); ++i) {
+    caf::message reply;
+    Status s = started[i]->Wait(wait, &reply);
+    RunStepResponse resp;
+    if (s.ok()) s = ReplyAs(reply, &resp);
+    if (!errors::IsDeadlineExceeded(s)) channels->Release(std::move(started[i]));
+    if (s.ok()) s = resp.status;
+    // The root cause wins over the Cancelled it caused elsewhere.
+    if (!s.ok() && (status.ok() || (errors::IsCancelled(status) && !errors::IsCancelled(s)))) status = s;
+    if (!s.ok() && !errors::IsCancelled(s))
+      caf::anon_send(runtime_->rendezvous_actor(), RendezvousAbort{step_id, s});
+    for (auto& st : resp.stats) stats.push_back(std::move(st));
+    const auto& part = exe.parts[i];
+    if (s.ok() && resp.retvals.size() != part.retval_indices.size())
+      status = errors::Internal("partition on ", runtime_->devices()[part.device]->name(), " returned ",
+                                resp.retvals.size(), " tensors for ", part.retval_indices.size(), " results");
+    for (size_t r = 0; s.ok() && r < resp.retvals.size() && r < part.retval_indices.size(); ++r)
+      results[part.retval_indices[r]] = std::move(resp.retvals[r]);
+  }
+  caf::anon_send(runtime_->rendezvous_actor(), RendezvousStepDone{step_id});
+  if (!stats.empty()) RecordCosts(stats, &cost_model_);
+  if (metadata) metadata->step_stats = std::move(stats);
+  AF_RETURN_IF_ERROR(status);
+  if (outputs) *outputs = std::move(results);
   return Status::OK();
 }
 
@@ -233,8 +345,7 @@ Status Session::Close() {
     // Signatures still being prepared deregister themselves when they see closed_.
     if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     const auto& result = future.get();
-    if (result.ok())
-      caf::anon_send(runtime_->device_actor(result.value()->device), DeregisterGraph{result.value()->graph_handle});
+    if (result.ok()) Deregister(*result.value());
   }
   for (size_t d = 0; d < runtime_->devices().size(); ++d)
     caf::anon_send(runtime_->device_actor(static_cast<int>(d)), CloseSession{handle_});

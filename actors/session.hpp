@@ -23,6 +23,7 @@
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "graph/placer.hpp"
 #include "actors/step_state.hpp"
 #include "graph/graph.hpp"
 
@@ -32,6 +33,11 @@ class Runtime;
 
 struct SessionOptions {
   Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+  /// How nodes are put on the runtime's devices (graph/placer.hpp): the
+  /// strategy and TensorFlow's allow_soft_placement. The session's measured
+  /// node costs (from traced steps) feed the cost model.
+  PlacementStrategy placement = PlacementStrategy::kCostModel;
+  bool allow_soft_placement = false;
 };
 
 /// How much a step records about itself (TensorFlow's RunOptions.TraceLevel).
@@ -110,11 +116,27 @@ class Session {
   Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                        std::shared_ptr<const Executable>* out);
-  // Prunes `g` (a copy of the session's graph) and registers it; no lock held.
+  // Prunes `g` (a copy of the session's graph), places and partitions it and
+  // registers the partitions; no lock held.
   Status Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
+  // A step of several partitions: all started at once, all waited for.
+  Status RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
+                       std::vector<Tensor>* outputs, RunMetadata* metadata);
+  void Deregister(const Executable& exe);
 
+ public:
+  /// The placement of the last signature prepared: node name -> device
+  /// (for `actorflow --show-placement` and tests).
+  std::map<std::string, std::string> LastPlacement() const;
+  /// Measured node costs this session's traced steps have recorded.
+  const CostModel& cost_model() const { return cost_model_; }
+
+ private:
   Runtime* runtime_;
+  SessionOptions options_;
+  CostModel cost_model_;
+  std::map<std::string, std::string> last_placement_;  // guarded by mu_
   const std::string handle_;  // names this session to device actors (shared stateful kernels)
   mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
   Graph graph_;

@@ -1,0 +1,45 @@
+// Partitioning: one subgraph per device, joined by _Send/_Recv pairs
+// (the whitepaper's section 3.2.2, figure 4).
+//
+// Every node of the input graph carries its assigned device. Each data edge
+// between two devices becomes a _Send in the source's partition and a _Recv in
+// the destination's, sharing a rendezvous key; there is one _Send and one _Recv
+// per (tensor, destination device), however many consumers the tensor has
+// there. A control edge between devices becomes a _Send of a dummy scalar
+// (which runs after the source) and a _Recv that the destination waits for,
+// one pair per (source node, destination device). The step's _Arg and _Retval
+// nodes are numbered densely within each partition; the partition records
+// which of the whole graph's feeds and fetches they are.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/proto/graph.pb.h"
+#include "core/status.hpp"
+#include "graph/graph.hpp"
+
+namespace actorflow {
+
+struct GraphPartition {
+  std::string device;             // full name of the device it runs on
+  proto::GraphDef graph;
+  std::vector<int> arg_indices;     // per _Arg of this partition (by its new index): the whole graph's index
+  std::vector<int> retval_indices;  // per _Retval of this partition (by its new index): the whole graph's index
+  int num_sends = 0;                // _Send and _Recv nodes added to this partition
+  int num_recvs = 0;
+};
+
+struct PartitionOptions {
+  /// The incarnation of the sending device, part of every rendezvous key
+  /// (distinguishes a restarted process's device from its former self).
+  uint64_t device_incarnation = 1;
+};
+
+/// Splits `g`, whose nodes all have an assigned device, into one partition per
+/// device (ordered by device name). InvalidArgument naming the node when one
+/// has no device, or when a ref edge (a variable's handle) would cross devices.
+Status PartitionGraph(const Graph& g, const PartitionOptions& options, std::vector<GraphPartition>* out);
+
+}  // namespace actorflow

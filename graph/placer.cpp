@@ -1,0 +1,305 @@
+#include "graph/placer.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "devices/device.hpp"
+#include "devices/device_manager.hpp"
+#include "devices/device_name.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+
+void CostModel::Record(const std::string& node, const std::string& device, double micros) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& e = costs_[{node, device}];
+  e.first += micros;
+  ++e.second;
+}
+
+bool CostModel::Lookup(const std::string& node, const std::string& device, double* micros) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = costs_.find({node, device});
+  if (it == costs_.end() || it->second.second == 0) return false;
+  *micros = it->second.first / static_cast<double>(it->second.second);
+  return true;
+}
+
+size_t CostModel::size() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return costs_.size();
+}
+
+namespace {
+
+struct UnionFind {
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int Find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);  // the lowest id is the root: stable
+  }
+  std::vector<int> parent;
+};
+
+struct Group {
+  std::vector<Node*> members;
+  DeviceName spec;          // merged requested devices
+  Node* spec_source = nullptr;  // a member whose request shaped `spec`
+  std::vector<int> feasible;    // device indices
+  int device = -1;              // chosen
+};
+
+bool IsFreeSource(const Node* n) {
+  const std::string& op = n->type_string();
+  return n->in_edges().empty() && (op == "Const" || op == "_Arg" || op == "Placeholder");
+}
+
+class Placer {
+ public:
+  Placer(Graph* g, const DeviceManager& devices, const PlacerOptions& o) : g_(g), devices_(devices), o_(o) {}
+
+  Status Run() {
+    if (devices_.size() == 0) return errors::FailedPrecondition("no devices to place the graph on");
+    AF_RETURN_IF_ERROR(TopologicalOrder(*g_, &order_));
+    AF_RETURN_IF_ERROR(BuildGroups());
+    for (auto& [root, group] : groups_) AF_RETURN_IF_ERROR(Feasible(&group));
+    InferShapes();
+    Assign();
+    for (Node* n : g_->nodes()) {
+      const std::string& name = devices_.devices()[GroupOf(n).device]->name();
+      n->set_assigned_device(name);
+      n->mutable_def()->set_device(name);
+    }
+    return Status::OK();
+  }
+
+ private:
+  Group& GroupOf(const Node* n) { return groups_.at(uf_->Find(n->id())); }
+
+  Status BuildGroups() {
+    uf_ = std::make_unique<UnionFind>(g_->num_node_ids());
+    for (Node* n : g_->nodes()) {
+      // _class: ["loc:@name", ...]
+      std::vector<std::string> classes;
+      if (HasNodeAttr(n->def(), "_class") && GetNodeAttr(n->def(), "_class", &classes).ok()) {
+        for (const auto& c : classes) {
+          if (c.rfind("loc:@", 0) != 0) continue;
+          if (Node* other = g_->FindNode(c.substr(5))) uf_->Union(n->id(), other->id());
+        }
+      }
+      // A variable's handle flows only to nodes on the variable's device.
+      for (const Edge* e : n->in_edges())
+        if (!e->IsControlEdge() && IsRefType(e->src->output_type(e->src_output))) uf_->Union(n->id(), e->src->id());
+    }
+    for (Node* n : g_->nodes()) groups_[uf_->Find(n->id())].members.push_back(n);
+    for (auto& [root, group] : groups_) {
+      for (Node* n : group.members) {
+        if (n->requested_device().empty()) continue;
+        DeviceName spec;
+        Status s = ParseDeviceName(n->requested_device(), &spec);
+        if (!s.ok())
+          return errors::InvalidArgument("node '", n->name(), "' requests an invalid device: ", s.message());
+        if (!group.spec_source) {
+          group.spec = spec;
+          group.spec_source = n;
+          continue;
+        }
+        s = MergeDeviceNames(&group.spec, spec);
+        if (!s.ok() && !o_.allow_soft_placement)
+          return errors::InvalidArgument("cannot colocate node '", n->name(), "' (requests '", n->requested_device(),
+                                         "') with node '", group.spec_source->name(), "' (requests '",
+                                         group.spec_source->requested_device(), "'): ", s.message());
+      }
+    }
+    return Status::OK();
+  }
+
+  // The devices matching the group's spec on which each member has a kernel.
+  Status Feasible(Group* group) {
+    const auto& devs = devices_.devices();
+    auto kernels_everywhere = [&](int d, Node** missing) {
+      for (Node* n : group->members)
+        if (!HasKernel(n->def(), devs[d]->device_type())) {
+          *missing = n;
+          return false;
+        }
+      return true;
+    };
+    std::vector<int> matching, no_kernel;
+    Node* missing = nullptr;
+    for (int d = 0; d < static_cast<int>(devs.size()); ++d) {
+      DeviceName full;
+      if (!ParseDeviceName(devs[d]->name(), &full).ok()) continue;
+      if (group->spec_source && !DeviceNameMatches(group->spec, full)) continue;
+      matching.push_back(d);
+      if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
+    }
+    if (!group->feasible.empty()) return Status::OK();
+    if (o_.allow_soft_placement && group->spec_source) {
+      for (int d = 0; d < static_cast<int>(devs.size()); ++d)
+        if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
+      if (!group->feasible.empty()) return Status::OK();
+    }
+    Node* who = group->spec_source ? group->spec_source : group->members.front();
+    std::string colocated;
+    if (group->members.size() > 1) {
+      colocated = " (colocated with";
+      for (size_t i = 0; i < group->members.size() && i < 5; ++i)
+        if (group->members[i] != who) colocated += " '" + group->members[i]->name() + "'";
+      colocated += group->members.size() > 5 ? " ...)" : ")";
+    }
+    std::string asked = group->spec_source ? "'" + DeviceNameString(group->spec) + "'" : "any device";
+    if (matching.empty())
+      return errors::InvalidArgument("cannot assign a device for node '", who->name(), "' (op '", who->type_string(),
+                                     "')", colocated, ": it asks for ", asked,
+                                     ", which matches none of this process's devices: ", devices_.DebugString());
+    return errors::InvalidArgument("cannot assign a device for node '", who->name(), "' (op '", who->type_string(),
+                                   "')", colocated, ": it asks for ", asked, ", but node '",
+                                   missing ? missing->name() : "?", "' (op '",
+                                   missing ? missing->type_string() : "?", "') has no kernel for ",
+                                   devs[matching.front()]->device_type());
+  }
+
+  // Static output shapes (unknown where they depend on feeds), for sizes.
+  void InferShapes() {
+    shapes_.assign(g_->num_node_ids(), {});
+    for (Node* n : order_) {
+      std::vector<PartialTensorShape> in(n->num_inputs());
+      std::vector<const Tensor*> values(n->num_inputs(), nullptr);
+      std::vector<Tensor> consts;
+      consts.reserve(n->num_inputs());
+      for (const Edge* e : n->in_edges()) {
+        if (e->IsControlEdge()) continue;
+        const auto& src = shapes_[e->src->id()];
+        if (e->src_output < static_cast<int>(src.size())) in[e->dst_input] = src[e->src_output];
+        if (e->src->type_string() == "Const") {
+          consts.emplace_back();
+          if (GetNodeAttr(e->src->def(), "value", &consts.back()).ok()) values[e->dst_input] = &consts.back();
+        }
+      }
+      InferenceContext ctx(&n->def(), in, values, n->num_outputs());
+      const OpRegistration* reg = OpRegistry::Global()->Find(n->type_string());
+      if (reg && reg->shape_fn && reg->shape_fn(&ctx).ok()) shapes_[n->id()] = ctx.outputs();
+      else shapes_[n->id()].assign(n->num_outputs(), PartialTensorShape());
+    }
+  }
+
+  // Bytes of output `port` of `n` when its shape is known (4 bytes per element
+  // assumed for unknown dims: 1 element); 0 when unknown.
+  double OutputBytes(const Node* n, int port) const {
+    const auto& s = shapes_[n->id()];
+    if (port < 0 || port >= static_cast<int>(s.size()) || s[port].unknown_rank()) return 0;
+    double elems = 1;
+    for (int64_t d : s[port].dim_sizes()) elems *= d < 0 ? 1 : static_cast<double>(d);
+    return elems * static_cast<double>(DataTypeSize(BaseType(n->output_type(port))) > 0
+                                           ? DataTypeSize(BaseType(n->output_type(port)))
+                                           : 4);
+  }
+
+  // Estimated microseconds of `n` on device d.
+  double Cost(const Node* n, int d) const {
+    double measured;
+    if (o_.cost_model && o_.cost_model->Lookup(n->name(), devices_.devices()[d]->name(), &measured)) return measured;
+    if (IsFreeSource(n)) return 0;
+    if (n->type_string() == "MatMul") {
+      // flops from the output [m, n] and the contracted dimension of input 0.
+      const Edge* a = n->input_edge(0);
+      const auto& out = shapes_[n->id()];
+      if (a && !out.empty() && !out[0].unknown_rank() && out[0].dims() == 2) {
+        const auto& as = shapes_[a->src->id()];
+        bool ta = false;
+        GetNodeAttr(n->def(), "transpose_a", &ta);
+        if (a->src_output < static_cast<int>(as.size()) && !as[a->src_output].unknown_rank() &&
+            as[a->src_output].dims() == 2) {
+          double m = std::max<int64_t>(1, out[0].dim_size(0)), nn = std::max<int64_t>(1, out[0].dim_size(1));
+          double k = std::max<int64_t>(1, as[a->src_output].dim_size(ta ? 0 : 1));
+          return 1.0 + 2.0 * m * nn * k / 50e3;  // ~50 GFLOP/s
+        }
+      }
+    }
+    double bytes = 0;
+    for (int i = 0; i < n->num_outputs(); ++i) bytes += OutputBytes(n, i);
+    return 1.0 + bytes / 2e3;  // ~2 GB/s of output
+  }
+
+  double Transfer(const Node* src, int port) const {
+    return o_.transfer_fixed_us + (port >= 0 ? OutputBytes(src, port) * o_.transfer_us_per_byte : 0);
+  }
+
+  void Assign() {
+    const int num_devices = devices_.size();
+    std::vector<double> finish(g_->num_node_ids(), 0), device_free(num_devices, 0);
+    std::vector<int> where(g_->num_node_ids(), -1);
+    int next_round_robin = 0;
+    std::vector<Node*> deferred;  // free sources of groups not yet placed
+    for (Node* n : order_) {
+      Group& group = GroupOf(n);
+      if (group.device < 0 && group.feasible.size() == 1) group.device = group.feasible[0];
+      if (group.device < 0 && group.members.size() == 1 && IsFreeSource(n)) {
+        deferred.push_back(n);  // placed with its first consumer below
+        continue;
+      }
+      auto ready_on = [&](int d) {
+        double t = 0;
+        for (const Edge* e : n->in_edges()) {
+          const int from = where[e->src->id()];
+          const double arrive = finish[e->src->id()] + (from >= 0 && from != d ? Transfer(e->src, e->src_output) : 0);
+          t = std::max(t, arrive);
+        }
+        return t;
+      };
+      if (group.device < 0) {
+        if (o_.strategy == PlacementStrategy::kSingle) {
+          group.device = group.feasible.front();
+        } else if (o_.strategy == PlacementStrategy::kRoundRobin) {
+          group.device = group.feasible[next_round_robin++ % group.feasible.size()];
+        } else {
+          double best = std::numeric_limits<double>::infinity();
+          for (int d : group.feasible) {
+            const double end = std::max(ready_on(d), device_free[d]) + Cost(n, d);
+            if (end < best - 1e-9) best = end, group.device = d;
+          }
+        }
+      }
+      const int d = group.device;
+      where[n->id()] = d;
+      finish[n->id()] = std::max(ready_on(d), device_free[d]) + Cost(n, d);
+      device_free[d] = finish[n->id()];
+      // Free sources feeding this node go where it is.
+      for (const Edge* e : n->in_edges()) {
+        Group& src_group = GroupOf(e->src);
+        if (src_group.device < 0 && IsFreeSource(e->src)) src_group.device = d;
+      }
+    }
+    for (Node* n : deferred) {
+      Group& group = GroupOf(n);
+      if (group.device < 0) group.device = group.feasible.front();  // consumed by nothing
+      where[n->id()] = group.device;
+    }
+  }
+
+  Graph* g_;
+  const DeviceManager& devices_;
+  const PlacerOptions& o_;
+  std::vector<Node*> order_;
+  std::unique_ptr<UnionFind> uf_;
+  std::map<int, Group> groups_;  // by root id
+  std::vector<std::vector<PartialTensorShape>> shapes_;
+};
+
+}  // namespace
+
+Status PlaceGraph(Graph* g, const DeviceManager& devices, const PlacerOptions& options) {
+  return Placer(g, devices, options).Run();
+}
+
+}  // namespace actorflow
