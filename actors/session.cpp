@@ -49,6 +49,7 @@ std::atomic<uint64_t> g_next_session{1};
 
 Session::Session(SessionOptions options)
     : runtime_(options.runtime ? options.runtime : Runtime::Default()),
+      graph_options_(options.graph_options),
       handle_("session_" + std::to_string(g_next_session.fetch_add(1))) {}
 
 Session::~Session() { Close(); }
@@ -87,6 +88,7 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
                         const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
   auto exe = std::make_shared<Executable>();
   AF_RETURN_IF_ERROR(RewriteGraphForExecution(g, feeds, fetches, targets, &exe->info));
+  AF_RETURN_IF_ERROR(OptimizeGraph(g, runtime_->devices()[0], graph_options_));  // folds on the CPU device
   exe->feed_names = feeds;
   proto::GraphDef def;
   g->ToGraphDef(&def);

@@ -8,7 +8,9 @@
 // Run prunes the graph to what the fetches and targets need (a feed cuts the
 // graph at the fed tensor), registers the result with the device actor once,
 // and caches it by (feeds, fetches, targets): a repeated Run does no graph
-// work. Run is thread-safe; concurrent calls run as concurrent steps.
+// work. The pruned graph is optimized first (SessionOptions::graph_options:
+// CSE and constant folding). Run is thread-safe; concurrent calls run as
+// concurrent steps.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include "core/tensor.hpp"
 #include "actors/step_state.hpp"
 #include "graph/graph.hpp"
+#include "graph/optimize.hpp"
 
 namespace actorflow {
 
@@ -32,6 +35,8 @@ class Runtime;
 
 struct SessionOptions {
   Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+  /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
+  GraphOptions graph_options;
 };
 
 /// How much a step records about itself (TensorFlow's RunOptions.TraceLevel).
@@ -110,11 +115,12 @@ class Session {
   Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                        std::shared_ptr<const Executable>* out);
-  // Prunes `g` (a copy of the session's graph) and registers it; no lock held.
+  // Prunes and optimizes `g` (a copy of the session's graph) and registers it; no lock held.
   Status Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
 
   Runtime* runtime_;
+  const GraphOptions graph_options_;
   const std::string handle_;  // names this session to device actors (shared stateful kernels)
   mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
   Graph graph_;
