@@ -107,6 +107,7 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
                         const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
   auto exe = std::make_shared<Executable>();
   AF_RETURN_IF_ERROR(RewriteGraphForExecution(g, feeds, fetches, targets, &exe->info));
+  AF_RETURN_IF_ERROR(OptimizeGraph(g, runtime_->devices()[0], options_.graph_options));  // folds on the CPU device
   exe->feed_names = feeds;
   PlacerOptions placer;
   placer.strategy = options_.placement;

@@ -8,7 +8,9 @@
 // Run prunes the graph to what the fetches and targets need (a feed cuts the
 // graph at the fed tensor), registers the result with the device actor once,
 // and caches it by (feeds, fetches, targets): a repeated Run does no graph
-// work. Run is thread-safe; concurrent calls run as concurrent steps.
+// work. The pruned graph is optimized first (SessionOptions::graph_options:
+// CSE and constant folding). Run is thread-safe; concurrent calls run as
+// concurrent steps.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@
 #include "graph/placer.hpp"
 #include "actors/step_state.hpp"
 #include "graph/graph.hpp"
+#include "graph/optimize.hpp"
 
 namespace actorflow {
 
@@ -33,6 +36,8 @@ class Runtime;
 
 struct SessionOptions {
   Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+  /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
+  GraphOptions graph_options;
   /// How nodes are put on the runtime's devices (graph/placer.hpp): the
   /// strategy and TensorFlow's allow_soft_placement. The session's measured
   /// node costs (from traced steps) feed the cost model.
@@ -116,8 +121,8 @@ class Session {
   Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                        std::shared_ptr<const Executable>* out);
-  // Prunes `g` (a copy of the session's graph), places and partitions it and
-  // registers the partitions; no lock held.
+  // Prunes and optimizes `g` (a copy of the session's graph), places and
+  // partitions it and registers the partitions; no lock held.
   Status Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
   // A step of several partitions: all started at once, all waited for.

@@ -65,6 +65,49 @@ void Graph::RemoveEdge(const Edge* e) {
   edges_.erase(std::remove_if(edges_.begin(), edges_.end(), [e](const auto& p) { return p.get() == e; }), edges_.end());
 }
 
+const Edge* Graph::ReplaceEdgeSource(const Edge* e, Node* new_src, int new_src_output) {
+  if (e->IsControlEdge() != (new_src_output == kControlSlot)) return nullptr;  // data stays data, control control
+  if (e->IsControlEdge()) {
+    for (const Edge* other : e->dst->in_edges_) {
+      if (other != e && other->IsControlEdge() && other->src == new_src) {
+        RemoveEdge(e);
+        return other;
+      }
+    }
+  }
+  Edge* edge = const_cast<Edge*>(e);  // the graph owns its edges; handles are const for users
+  auto& old_out = edge->src->out_edges_;
+  old_out.erase(std::remove(old_out.begin(), old_out.end(), edge), old_out.end());
+  edge->src = new_src;
+  edge->src_output = new_src_output;
+  new_src->out_edges_.push_back(edge);
+  return edge;
+}
+
+void Graph::RemoveNodes(const std::vector<Node*>& nodes) {
+  std::vector<bool> doomed(nodes_.size(), false);
+  for (Node* n : nodes) doomed[n->id()] = true;
+  auto is_doomed = [&doomed](const Edge* e) { return doomed[e->src->id()] || doomed[e->dst->id()]; };
+  for (Node* n : nodes) {
+    for (Edge* e : n->in_edges_) {
+      auto& v = e->src->out_edges_;
+      if (!doomed[e->src->id()]) v.erase(std::remove(v.begin(), v.end(), e), v.end());
+    }
+    for (Edge* e : n->out_edges_) {
+      auto& v = e->dst->in_edges_;
+      if (!doomed[e->dst->id()]) v.erase(std::remove(v.begin(), v.end(), e), v.end());
+    }
+  }
+  edges_.erase(std::remove_if(edges_.begin(), edges_.end(), [&](const auto& p) { return is_doomed(p.get()); }),
+               edges_.end());
+  for (size_t id = 0; id < doomed.size(); ++id) {  // by id: a node listed twice is removed once
+    if (!doomed[id]) continue;
+    by_name_.erase(nodes_[id]->name());
+    nodes_[id].reset();
+    --num_nodes_;
+  }
+}
+
 void Graph::RemoveNode(Node* n) {
   std::vector<const Edge*> edges(n->in_edges_.begin(), n->in_edges_.end());
   edges.insert(edges.end(), n->out_edges_.begin(), n->out_edges_.end());

@@ -83,7 +83,16 @@ class Graph {
   const Edge* AddEdge(Node* src, int src_output, Node* dst, int dst_input);
   const Edge* AddControlEdge(Node* src, Node* dst);
   void RemoveEdge(const Edge* e);
+  /// Makes `e` start at new_src:new_src_output instead (kControlSlot for a
+  /// control edge), keeping its destination; returns the edge now joining them.
+  /// A control edge from new_src to e's destination already there is kept and
+  /// `e` removed, so control edges stay unique. nullptr, and nothing changed,
+  /// when a data edge would become a control edge or the reverse. For passes
+  /// that merge or replace nodes.
+  const Edge* ReplaceEdgeSource(const Edge* e, Node* new_src, int new_src_output);
   void RemoveNode(Node* n);
+  /// Removes several nodes in one pass over the edges (RemoveNode scans them all).
+  void RemoveNodes(const std::vector<Node*>& nodes);
 
   Node* FindNode(const std::string& name) const;
   /// Live nodes in id order.

@@ -54,6 +54,20 @@ TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
   REQUIRE(r.out == "{\"step\":0,\"ok\":true,\"fetches\":{\"y:0\":{\"dtype\":\"float32\",\"shape\":[2,1],\"values\":[5.5,11.5]}}}\n");
 }
 
+TEST_CASE("cli: --no-optimize runs the graph as written, with the same results") {
+  const std::string expected = "{\"step\":0,\"ok\":true,\"fetches\":{\"y:0\":{\"dtype\":\"float32\",\"shape\":[2,1],"
+                               "\"values\":[5.5,11.5]}}}\n";
+  const std::string step = " --feed 'x=[[1.0,2.0],[3.0,4.0]]' --fetch y";
+  for (const std::string& args :
+       {"--no-optimize --graph " + kGraph + step, "--graph " + kGraph + step + " --no-optimize"}) {
+    Result r = Sh("run " + args);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out == expected);
+  }
+  REQUIRE(Sh("run --graph " + kGraph + " --fetch y --no-optimize=1").exit_code == 2);  // takes no value
+}
+
 TEST_CASE("cli: steps file, typed values, failures and exit codes") {
   // Per process: test runs of other checkouts may share /tmp.
   const std::string steps = "/tmp/actorflow_cli_steps_" + std::to_string(::getpid()) + ".jsonl";

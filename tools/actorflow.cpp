@@ -2,6 +2,7 @@
 //
 //   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
 //                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
+//                 [--no-optimize]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow ops
 //   actorflow help
@@ -16,7 +17,8 @@
 // under every line: a line's feeds are merged over the --feed values (by
 // tensor name), and its "fetches", "targets" and "timeout_ms" replace the
 // flags' ones. VALUE is a tensor in JSON (see tools/json_tensor.hpp). Tensor
-// names without ":PORT" mean port 0.
+// names without ":PORT" mean port 0. --no-optimize runs the graph as written
+// (no common subexpression elimination, no constant folding: graph/optimize.hpp).
 //
 // stdout gets one JSON line per step, with fetch keys in "name:port" form:
 //
@@ -86,6 +88,7 @@ constexpr int kExitUsage = 2;
 constexpr char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
+                [--no-optimize]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow ops
   actorflow help
@@ -105,6 +108,8 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
       --trace FILE          traces every step (how and when each node ran, its outputs'
                             shapes and bytes) and writes them as one Chrome trace to
                             FILE (open it in ui.perfetto.dev or chrome://tracing)
+      --no-optimize         runs the graph as written: no common subexpression
+                            elimination, no constant folding
       Exit status: 0 all steps succeeded, 1 a step failed or the trace could not be
       written, 2 usage or graph error.
 gradients
@@ -328,6 +333,7 @@ struct RunArgs {
   std::string steps_path;  // empty: one step from the flags
   std::string trace_path;  // empty: no tracing
   bool has_timeout = false;
+  bool optimize = true;  // --no-optimize: false
   StepSpec defaults;
 };
 
@@ -357,6 +363,10 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
   if (flag == "--steps") return SetOnce(flag, value, &args->steps_path);
   if (flag == "--trace") return SetOnce(flag, value, &args->trace_path);
+  if (flag == "--no-optimize") {
+    args->optimize = false;
+    return Status::OK();
+  }
   if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
   if (flag == "--fetch") {
     std::string tensor_name;
@@ -379,10 +389,11 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
 }
 
 // Walks `argv` as "--flag VALUE" or "--flag=VALUE" pairs, each flag one of
-// `known`, calling apply(flag, value); "--help"/"-h" sets *help and stops.
+// `known`, calling apply(flag, value); a flag of `switches` takes no value
+// (apply gets ""); "--help"/"-h" sets *help and stops.
 template <class Apply>
 Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::string>& known, bool* help,
-                  Apply&& apply) {
+                  Apply&& apply, const std::set<std::string>& switches = {}) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -390,6 +401,10 @@ Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::stri
       return Status::OK();
     }
     std::string value;
+    if (switches.count(flag)) {
+      AF_RETURN_IF_ERROR(apply(flag, value));
+      continue;
+    }
     const size_t eq = flag.find('=');
     const bool inline_value = flag.rfind("--", 0) == 0 && eq != std::string::npos;
     if (inline_value) {
@@ -409,9 +424,10 @@ Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::stri
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
   static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch", "--target",
                                                "--timeout-ms", "--steps", "--trace"};
-  AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
-    return ApplyRunFlag(flag, value, args);
-  }));
+  AF_RETURN_IF_ERROR(ParseFlags(
+      argv, kFlags, &args->help,
+      [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
+      {"--no-optimize"}));
   if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   return Status::OK();
@@ -478,7 +494,10 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (!opened.ok()) return UsageError(opened);
   }
 
-  Session session;
+  SessionOptions options;
+  options.graph_options.do_common_subexpression_elimination = args.optimize;
+  options.graph_options.do_constant_folding = args.optimize;
+  Session session(options);
   const Status loaded = LoadGraph(args.graph_path, &session);
   if (!loaded.ok()) {
     std::cerr << "actorflow: " << loaded.ToString() << "\n";

@@ -1,0 +1,26 @@
+// The graph optimizations a Session applies to each pruned graph before
+// registering it: common subexpression elimination (graph/cse.hpp), constant
+// folding on the host (graph/constant_folding.hpp), then CSE again, since
+// folding can leave equal Consts behind. Both are on by default
+// (SessionOptions::graph_options); turning them off runs the graph as written.
+// Results are the same either way, bit for bit: folded nodes run the same
+// kernels, once, on the CPU device.
+#pragma once
+
+#include "core/status.hpp"
+#include "graph/graph.hpp"
+
+namespace actorflow {
+
+class Device;
+
+struct GraphOptions {
+  bool do_common_subexpression_elimination = true;
+  bool do_constant_folding = true;
+};
+
+/// Runs the passes `options` selects over `g`, folding on `cpu` (a CPU
+/// device). Errors name the pass; they leave `g` valid.
+Status OptimizeGraph(Graph* g, Device* cpu, const GraphOptions& options);
+
+}  // namespace actorflow
