@@ -1,0 +1,159 @@
+// Multi-device execution in one process (a Runtime with several CPU devices):
+//  - two_branch: two independent chains of 512x512 MatMuls, each branch on its
+//    own device (2 devices) vs both on one device; steps/s, ratio printed.
+//  - placement: a graph whose right placement is known (two heavy independent
+//    chains, each fed by light nodes) placed by the cost model, round-robin
+//    and everything-on-one-device; steps/s of each.
+//  - send_recv: microseconds per cross-device transfer of a scalar: a step of
+//    1000 independent scalar adds whose inputs come from the other device,
+//    minus the same step on one device, per transfer.
+// Threads: ACTORFLOW_NUM_THREADS (default: cores).
+#include <cstdio>
+#include <string>
+
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "bench_util.hpp"
+#include "graph/cc_ops.hpp"
+
+using namespace actorflow;
+
+namespace {
+
+void Check(const Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "bench_devices: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+Tensor Filled(int64_t rows, int64_t cols, float v) {
+  Tensor t(DT_FLOAT, TensorShape{rows, cols});
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = v;
+  return t;
+}
+
+std::unique_ptr<Session> Open(Runtime* rt, const Scope& root, PlacementStrategy strategy) {
+  proto::GraphDef def;
+  Check(root.ToGraphDef(&def));
+  SessionOptions o;
+  o.runtime = rt;
+  o.placement = strategy;
+  auto s = std::make_unique<Session>(o);
+  Check(s->Create(def));
+  return s;
+}
+
+// Two chains of `depth` MatMuls of n x n, on devices d0 and d1 ("" = placer's choice).
+Scope TwoBranches(int n, int depth, const std::string& d0, const std::string& d1) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{n, n}));
+  // Different weights per branch: equal branches would be merged by CSE.
+  Output wa = ops::Const(root.WithOpName("wa"), Filled(n, n, 1.0f / n));
+  Output wb = ops::Const(root.WithOpName("wb"), Filled(n, n, 0.5f / n));
+  Output a = x, b = x;
+  for (int i = 0; i < depth; ++i) {
+    a = ops::MatMul(root.WithOpName("a" + std::to_string(i)).WithDevice(d0), a, wa);
+    b = ops::MatMul(root.WithOpName("b" + std::to_string(i)).WithDevice(d1), b, wb);
+  }
+  ops::Add(root.WithOpName("sum").WithDevice(d0), ops::Sum(root.WithDevice(d0), a, {0, 1}),
+           ops::Sum(root.WithDevice(d1), b, {0, 1}));
+  return root;
+}
+
+void TwoBranch() {
+  const int n = 512, depth = 4;
+  RuntimeOptions ro;
+  ro.num_cpu_devices = 2;
+  ro.intra_op_threads = 1;  // one core per kernel: the branches are the parallelism
+  Runtime rt(ro);
+  auto one = Open(&rt, TwoBranches(n, depth, "/device:CPU:0", "/device:CPU:0"), PlacementStrategy::kCostModel);
+  auto two = Open(&rt, TwoBranches(n, depth, "/device:CPU:0", "/device:CPU:1"), PlacementStrategy::kCostModel);
+  Tensor x = Filled(n, n, 1.f);
+  std::vector<Tensor> out;
+  auto run = [&](Session& s) { return [&] { Check(s.Run({{"x", x}}, {"sum"}, {}, &out)); }; };
+  auto stats = bench::MeasureInterleaved(9, 5, {run(*one), run(*two)});
+  const std::string p = "\"n\":" + std::to_string(n) + ",\"depth\":" + std::to_string(depth) +
+                        ",\"threads\":" + std::to_string(rt.num_threads()) + ",\"intra_op_threads\":1";
+  bench::Print("two_branch_steps", p + ",\"devices\":1,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[0], 1.0,
+               true);
+  bench::Print("two_branch_steps", p + ",\"devices\":2,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[1], 1.0,
+               true);
+  std::printf("{\"bench\":\"two_branch_ratio\",\"params\":{%s},\"metric\":\"2 devices / 1 device\",\"unit\":\"ratio\","
+              "\"median\":%.3f}\n",
+              p.c_str(), stats[0].median / stats[1].median);
+}
+
+void Placement() {
+  const int n = 384, depth = 4;
+  RuntimeOptions ro;
+  ro.num_cpu_devices = 2;
+  ro.intra_op_threads = 1;
+  Runtime rt(ro);
+  Tensor x = Filled(n, n, 1.f);
+  std::vector<Tensor> out;
+  const char* names[] = {"cost_model", "round_robin", "single"};
+  const PlacementStrategy strategies[] = {PlacementStrategy::kCostModel, PlacementStrategy::kRoundRobin,
+                                          PlacementStrategy::kSingle};
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::function<void()>> fns;
+  for (auto st : strategies) {
+    sessions.push_back(Open(&rt, TwoBranches(n, depth, "", ""), st));
+    Session* s = sessions.back().get();
+    fns.push_back([s, &x, &out] { Check(s->Run({{"x", x}}, {"sum"}, {}, &out)); });
+  }
+  auto stats = bench::MeasureInterleaved(9, 5, fns);
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = "\"n\":" + std::to_string(n) + ",\"depth\":" + std::to_string(depth) +
+                          ",\"devices\":2,\"strategy\":\"" + names[i] + "\",\"impl\":\"actorflow\"";
+    bench::Print("placement_steps", p, "throughput", "steps/s", stats[i], 1.0, true);
+  }
+}
+
+// `k` scalar adds whose inputs are produced on `src` and consumed on `dst`.
+Scope Transfers(int k, const std::string& src, const std::string& dst) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x").WithDevice(src), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{}));
+  std::vector<Input> sums;
+  for (int i = 0; i < k; ++i) {
+    // Distinct constants: equal nodes would be merged by CSE.
+    auto v = ops::Add(root.WithOpName("p" + std::to_string(i)).WithDevice(src), x, static_cast<float>(i));
+    sums.push_back(ops::Neg(root.WithOpName("c" + std::to_string(i)).WithDevice(dst), v));
+  }
+  ops::AddN(root.WithOpName("total").WithDevice(dst), sums);
+  return root;
+}
+
+void SendRecv() {
+  const int k = 1000;
+  RuntimeOptions ro;
+  ro.num_cpu_devices = 2;
+  Runtime rt(ro);
+  auto local = Open(&rt, Transfers(k, "/device:CPU:0", "/device:CPU:0"), PlacementStrategy::kCostModel);
+  auto cross = Open(&rt, Transfers(k, "/device:CPU:0", "/device:CPU:1"), PlacementStrategy::kCostModel);
+  Tensor x = Tensor::Scalar<float>(1.f);
+  std::vector<Tensor> out;
+  auto run = [&](Session& s) { return [&] { Check(s.Run({{"x", x}}, {"total"}, {}, &out)); }; };
+  auto stats = bench::MeasureInterleaved(9, 20, {run(*local), run(*cross)});
+  const double per = (stats[1].median - stats[0].median) / k * 1e6;
+  std::printf("{\"bench\":\"send_recv_overhead\",\"params\":{\"transfers\":%d,\"bytes\":4,\"threads\":%d,"
+              "\"impl\":\"actorflow\"},\"metric\":\"latency\",\"unit\":\"us/transfer\",\"median\":%.3f,"
+              "\"one_device_step_us\":%.1f,\"two_device_step_us\":%.1f}\n",
+              k, rt.num_threads(), per, stats[0].median * 1e6, stats[1].median * 1e6);
+}
+
+}  // namespace
+
+// Arguments (optional): which figures: two_branch, placement, send_recv.
+int main(int argc, char** argv) {
+  auto wanted = [&](const char* name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == name) return true;
+    return false;
+  };
+  if (wanted("two_branch")) TwoBranch();
+  if (wanted("placement")) Placement();
+  if (wanted("send_recv")) SendRecv();
+  return 0;
+}
