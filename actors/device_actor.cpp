@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <queue>
 #include <unordered_map>
@@ -78,18 +79,26 @@ class DeviceVariableAccess final : public VariableAccess {
   caf::actor container_;
 };
 
-// Kernels' way to the rendezvous actor (_Send, _Recv): a Send is a message,
-// a Recv a request answered into this actor's mailbox.
+// Kernels' way to the rendezvous actor (_Send, _Recv). The Sends and Recvs
+// of one drained ready queue go out as one RendezvousBatch (Flush); tensors
+// for the Recvs come back in RendezvousDeliver messages, which call the
+// kernels' callbacks on this actor's thread. No message per transfer.
 class DeviceRendezvousAccess final : public RendezvousAccess {
  public:
   DeviceRendezvousAccess(DeviceActor* self, caf::actor rendezvous) : self_(self), rendezvous_(std::move(rendezvous)) {}
   void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) override;
   void Recv(int64_t step_id, const std::string& key, RecvCallback done) override;
   void Abort(int64_t step_id, const Status& s);
+  /// Sends what the kernels asked for since the last flush.
+  void Flush();
+  /// Hands delivered tensors (or errors) to their Recvs' callbacks.
+  void Deliver(RendezvousDeliver& d);
 
  private:
   DeviceActor* self_;
   caf::actor rendezvous_;
+  RendezvousBatch out_;
+  std::map<std::pair<int64_t, std::string>, RecvCallback> waiting_;  // Recvs asked for, by (step, key)
 };
 
 struct DeviceActorState {
@@ -479,7 +488,10 @@ void RunReady(DeviceActor* self) {
   const auto batch_end = std::chrono::steady_clock::now() + kBatchTime;
   for (int n = 1;; ++n) {
     if (st.ready.empty() && st.completed.empty()) {
-      if (st.read_wait.empty()) break;
+      if (st.read_wait.empty()) {
+        st.rendezvous->Flush();  // the Sends and Recvs of what ran
+        break;
+      }
       // Drained: the waiting reads go out (a malformed handle fails its
       // node, which may make others ready).
       SendReads(self);
@@ -497,6 +509,7 @@ void RunReady(DeviceActor* self) {
         self->send(self, resume_atom::value);
       }
       if (!st.read_wait.empty()) SendReads(self);
+      st.rendezvous->Flush();
       return;
     }
     const auto [step, node] = st.ready.back();
@@ -565,28 +578,42 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
 }
 
 void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
-  if (rendezvous_) self_->send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+  out_.sends.push_back({step_id, key, value, is_dead});
 }
 
 void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvCallback done) {
-  DeviceActor* self = self_;
   if (!rendezvous_) {
-    done(errors::Unavailable("no rendezvous actor on ", self->state.device->name()), Tensor(), false);
+    done(errors::Unavailable("no rendezvous actor on ", self_->state.device->name()), Tensor(), false);
     return;
   }
-  self->request(rendezvous_, caf::infinite, RendezvousRecv{step_id, key})
-      .then(
-          [self, done](RendezvousRecvResponse& r) {
-            OnContainerAnswer(self, [&] { done(r.status, std::move(r.value), r.is_dead); });
-          },
-          [self, done](caf::error& e) {
-            OnContainerAnswer(self, [&] {
-              done(errors::Unavailable("the rendezvous actor did not answer: ", caf::to_string(e)), Tensor(), false);
-            });
-          });
+  auto [it, fresh] = waiting_.try_emplace({step_id, key}, std::move(done));
+  if (!fresh) {
+    RecvCallback cb = std::move(done);
+    cb(errors::Internal("two Recvs of key ", key, " in step ", step_id, " on ", self_->state.device->name()),
+       Tensor(), false);
+    return;
+  }
+  out_.recvs.push_back({step_id, key});
+}
+
+void DeviceRendezvousAccess::Flush() {
+  if (out_.sends.empty() && out_.recvs.empty()) return;
+  if (rendezvous_) self_->send(rendezvous_, std::move(out_));
+  out_ = RendezvousBatch();
+}
+
+void DeviceRendezvousAccess::Deliver(RendezvousDeliver& d) {
+  for (auto& item : d.items) {
+    auto it = waiting_.find({item.step_id, item.key});
+    if (it == waiting_.end()) continue;
+    RecvCallback cb = std::move(it->second);
+    waiting_.erase(it);
+    cb(item.status, std::move(item.value), item.is_dead);
+  }
 }
 
 void DeviceRendezvousAccess::Abort(int64_t step_id, const Status& s) {
+  Flush();  // what the step sent so far goes first
   if (rendezvous_) self_->send(rendezvous_, RendezvousAbort{step_id, s});
 }
 
@@ -788,6 +815,15 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
           self->delayed_send(self, std::chrono::duration_cast<std::chrono::nanoseconds>(st.armed - now),
                              deadline_atom::value);
         }
+      },
+      [self](RendezvousDeliver& d) {
+        RunningScope running(self);
+        try {
+          self->state.rendezvous->Deliver(d);
+        } catch (const std::exception& e) {
+          FailAllOnError(self, e);
+        }
+        RunReadySafely(self);
       },
       [self](const CloseSession& c) {
         self->state.segments.erase(c.session_handle);

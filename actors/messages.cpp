@@ -25,6 +25,8 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RendezvousSend>("actorflow::RendezvousSend");
   cfg.add_message_type<RendezvousRecv>("actorflow::RendezvousRecv");
   cfg.add_message_type<RendezvousRecvResponse>("actorflow::RendezvousRecvResponse");
+  cfg.add_message_type<RendezvousBatch>("actorflow::RendezvousBatch");
+  cfg.add_message_type<RendezvousDeliver>("actorflow::RendezvousDeliver");
   cfg.add_message_type<RendezvousAbort>("actorflow::RendezvousAbort");
   cfg.add_message_type<RendezvousStepDone>("actorflow::RendezvousStepDone");
 }

@@ -16,7 +16,8 @@
 // (ops/state/variable_requests.hpp); VarUpdateDone to itself.
 //
 // Rendezvous actor protocol (actors/rendezvous_actor.hpp): RendezvousSend,
-// RendezvousRecv -> RendezvousRecvResponse, RendezvousAbort, RendezvousStepDone.
+// RendezvousRecv -> RendezvousRecvResponse, RendezvousBatch (answered by
+// RendezvousDeliver messages), RendezvousAbort, RendezvousStepDone.
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -105,6 +106,36 @@ struct RendezvousRecvResponse {
   Status status;
   Tensor value;
   bool is_dead = false;
+};
+
+/// Many transfers at once, as a device actor sends them: the Sends its
+/// kernels made and the Recvs they started since its last batch. Each Recv
+/// is answered by a RendezvousDeliver to the batch's sender (not a response).
+struct RendezvousBatch {
+  struct Sent {
+    int64_t step_id = 0;
+    std::string key;
+    Tensor value;
+    bool is_dead = false;
+  };
+  struct Wanted {
+    int64_t step_id = 0;
+    std::string key;
+  };
+  std::vector<Sent> sends;
+  std::vector<Wanted> recvs;
+};
+
+/// Tensors (or errors) for Recvs a RendezvousBatch asked for.
+struct RendezvousDeliver {
+  struct Item {
+    int64_t step_id = 0;
+    std::string key;
+    Status status;
+    Tensor value;
+    bool is_dead = false;
+  };
+  std::vector<Item> items;
 };
 
 /// Step `step_id` failed: its waiting and later Recvs fail with `status`.
@@ -210,6 +241,26 @@ typename Inspector::result_type inspect(Inspector& f, RendezvousRecv& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousRecvResponse& x) {
   return f(caf::meta::type_name("RendezvousRecvResponse"), x.status, x.value, x.is_dead);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousBatch::Sent& x) {
+  return f(caf::meta::type_name("RendezvousBatch::Sent"), x.step_id, x.key, x.value, x.is_dead);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousBatch::Wanted& x) {
+  return f(caf::meta::type_name("RendezvousBatch::Wanted"), x.step_id, x.key);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousBatch& x) {
+  return f(caf::meta::type_name("RendezvousBatch"), x.sends, x.recvs);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousDeliver::Item& x) {
+  return f(caf::meta::type_name("RendezvousDeliver::Item"), x.step_id, x.key, x.status, x.value, x.is_dead);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousDeliver& x) {
+  return f(caf::meta::type_name("RendezvousDeliver"), x.items);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousAbort& x) {

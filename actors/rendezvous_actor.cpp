@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -11,12 +12,19 @@ namespace actorflow {
 
 namespace {
 
+// Who waits for a key: a request (RendezvousRecv) or a device actor that asked
+// in a RendezvousBatch and is answered by RendezvousDeliver.
+struct Waiter {
+  caf::response_promise promise;  // valid for a request
+  caf::actor requester;           // valid for a batch
+};
+
 struct Entry {
   bool sent = false;
   Tensor value;
   bool is_dead = false;
   bool waiting = false;
-  caf::response_promise waiter;
+  Waiter waiter;
 };
 
 struct StepTable {
@@ -26,16 +34,82 @@ struct StepTable {
 
 struct RendezvousState {
   std::unordered_map<int64_t, StepTable> steps;
+  // Deliveries to batch waiters made by the current handler, sent at its end
+  // (one message per device actor, however many tensors).
+  std::map<caf::actor, RendezvousDeliver> outgoing;
   static const char* name;
 };
 const char* RendezvousState::name = "rendezvous_actor";
 
 using RendezvousActor = caf::stateful_actor<RendezvousState>;
 
-RendezvousRecvResponse Failed(Status s) {
+void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, const std::string& key, Status status, Tensor value,
+            bool is_dead) {
+  if (w.requester) {
+    self->state.outgoing[w.requester].items.push_back({step_id, key, std::move(status), std::move(value), is_dead});
+    return;
+  }
   RendezvousRecvResponse r;
-  r.status = std::move(s);
-  return r;
+  r.status = std::move(status);
+  r.value = std::move(value);
+  r.is_dead = is_dead;
+  w.promise.deliver(std::move(r));
+}
+
+void Flush(RendezvousActor* self) {
+  for (auto& [dest, deliver] : self->state.outgoing) self->send(dest, std::move(deliver));
+  self->state.outgoing.clear();
+}
+
+void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+  StepTable& table = self->state.steps[step_id];
+  if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
+  auto it = table.entries.find(key);
+  if (it != table.entries.end() && it->second.waiting) {
+    Answer(self, it->second.waiter, step_id, key, Status::OK(), value, is_dead);
+    table.entries.erase(it);
+    return;
+  }
+  Entry& e = table.entries[key];
+  if (e.sent) {
+    // A second Send under one key is a bug in the partitioning; the Recv (now
+    // or later) learns of it.
+    table.aborted = errors::Internal("rendezvous key ", key, " was sent twice in step ", step_id);
+    table.entries.erase(key);
+    return;
+  }
+  e.sent = true;
+  e.value = value;
+  e.is_dead = is_dead;
+}
+
+// Answers at once when the tensor (or the step's error) is there, else waits.
+void Want(RendezvousActor* self, int64_t step_id, const std::string& key, Waiter w) {
+  StepTable& table = self->state.steps[step_id];
+  if (!table.aborted.ok()) {
+    Answer(self, w, step_id, key, table.aborted, Tensor(), false);
+    return;
+  }
+  auto it = table.entries.find(key);
+  if (it != table.entries.end() && it->second.sent) {
+    Answer(self, w, step_id, key, Status::OK(), std::move(it->second.value), it->second.is_dead);
+    table.entries.erase(it);
+    return;
+  }
+  Entry& e = table.entries[key];
+  if (e.waiting) {
+    Answer(self, w, step_id, key, errors::Internal("rendezvous key ", key, " was received twice in step ", step_id),
+           Tensor(), false);
+    return;
+  }
+  e.waiting = true;
+  e.waiter = std::move(w);
+}
+
+// Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
+void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
+  for (auto& [key, e] : table.entries)
+    if (e.waiting) Answer(self, e.waiter, step_id, key, s, Tensor(), false);
 }
 
 }  // namespace
@@ -45,69 +119,45 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
     // On exit, answer every waiting Recv: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       for (auto& [id, table] : self->state.steps)
-        for (auto& [key, e] : table.entries)
-          if (e.waiting) e.waiter.deliver(Failed(errors::Cancelled("the rendezvous actor is shutting down")));
+        FailWaiters(self, id, table, errors::Cancelled("the rendezvous actor is shutting down"));
+      Flush(self);
       self->state.steps.clear();
       self->quit(msg.reason);
     });
     return {
-        [self](const RendezvousSend& s) {
-          StepTable& table = self->state.steps[s.step_id];
-          if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
-          Entry& e = table.entries[s.key];
-          if (e.sent) {
-            // A second Send under one key is a bug in the partitioning; the
-            // Recv (now or later) learns of it.
-            e.value = Tensor();
-            e.is_dead = false;
-            table.aborted = errors::Internal("rendezvous key ", s.key, " was sent twice in step ", s.step_id);
-            return;
-          }
-          if (e.waiting) {
-            RendezvousRecvResponse r;
-            r.value = s.value;
-            r.is_dead = s.is_dead;
-            e.waiter.deliver(std::move(r));
-            table.entries.erase(s.key);
-            return;
-          }
-          e.sent = true;
-          e.value = s.value;
-          e.is_dead = s.is_dead;
-        },
+        [self](const RendezvousSend& s) { Offer(self, s.step_id, s.key, s.value, s.is_dead); Flush(self); },
         [self](const RendezvousRecv& r) -> caf::result<RendezvousRecvResponse> {
-          StepTable& table = self->state.steps[r.step_id];
-          if (!table.aborted.ok()) return Failed(table.aborted);
-          auto it = table.entries.find(r.key);
-          if (it != table.entries.end() && it->second.sent) {
-            RendezvousRecvResponse resp;
-            resp.value = std::move(it->second.value);
-            resp.is_dead = it->second.is_dead;
-            table.entries.erase(it);
-            return resp;
+          Waiter w;
+          w.promise = self->make_response_promise();
+          auto promise = w.promise;
+          Want(self, r.step_id, r.key, std::move(w));
+          return promise;
+        },
+        [self](const RendezvousBatch& b) {
+          caf::actor requester = caf::actor_cast<caf::actor>(self->current_sender());
+          for (const auto& s : b.sends) Offer(self, s.step_id, s.key, s.value, s.is_dead);
+          for (const auto& r : b.recvs) {
+            Waiter w;
+            w.requester = requester;
+            Want(self, r.step_id, r.key, std::move(w));
           }
-          Entry& e = table.entries[r.key];
-          if (e.waiting) return Failed(errors::Internal("rendezvous key ", r.key, " was received twice in step ",
-                                                       r.step_id));
-          e.waiting = true;
-          e.waiter = self->make_response_promise();
-          return e.waiter;
+          Flush(self);
         },
         [self](const RendezvousAbort& a) {
           StepTable& table = self->state.steps[a.step_id];
           if (!table.aborted.ok()) return;
           table.aborted = a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status;
-          for (auto& [key, e] : table.entries)
-            if (e.waiting) e.waiter.deliver(Failed(table.aborted));
+          FailWaiters(self, a.step_id, table, table.aborted);
           table.entries.clear();
+          Flush(self);
         },
         [self](const RendezvousStepDone& d) {
           auto it = self->state.steps.find(d.step_id);
           if (it == self->state.steps.end()) return;
           // Nothing should wait now; if something does, it must not hang.
-          for (auto& [key, e] : it->second.entries)
-            if (e.waiting) e.waiter.deliver(Failed(errors::Cancelled("step ", d.step_id, " is over")));
+          FailWaiters(self, d.step_id, it->second, errors::Cancelled("step ", d.step_id, " is over"));
           self->state.steps.erase(it);
+          Flush(self);
         },
     };
   });
