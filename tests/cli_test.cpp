@@ -4,10 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 struct Result {
@@ -15,8 +20,9 @@ struct Result {
   std::string out;
 };
 
-Result Sh(const std::string& args) {
-  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH + " " + args + " 2>/dev/null";
+// Runs the CLI with `args`, its stderr going to `err_path`.
+Result Sh(const std::string& args, const std::string& err_path = "/dev/null") {
+  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH + " " + args + " 2>" + err_path;
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -44,6 +50,124 @@ std::vector<std::string> Lines(const std::string& text) {
 
 // A file name in /tmp of this process's own.
 std::string TempPath(const std::string& name) { return "/tmp/actorflow_cli_" + std::to_string(getpid()) + "_" + name; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Like Sh, with the command's stderr in `err`.
+Result ShErr(const std::string& args, std::string* err) {
+  const std::string path = TempPath("stderr.txt");
+  Result r = Sh(args, path);
+  *err = ReadFile(path);
+  std::remove(path.c_str());
+  return r;
+}
+
+const std::string kTwoCpus = std::string(AF_TEST_DATA_DIR) + "/two_cpus.pbtxt";
+const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+
+// What a DOT file written by `actorflow graph` holds, read line by line (it
+// writes one statement per line).
+struct Dot {
+  struct Edge {
+    std::string src, dst, attrs;
+  };
+  std::map<std::string, std::string> labels;   // node id -> label, as written (escaped)
+  std::map<std::string, std::string> cluster;  // node id -> its cluster's label ("" outside any)
+  std::vector<std::string> clusters;           // cluster labels, in order
+  std::vector<Edge> edges;
+
+  // The id of the node labelled `label` ("" when none).
+  std::string Id(const std::string& label) const {
+    for (const auto& [id, l] : labels)
+      if (l == label) return id;
+    return "";
+  }
+  int CountEdges(const std::string& src, const std::string& dst, const std::string& attrs) const {
+    int n = 0;
+    for (const auto& e : edges) n += e.src == src && e.dst == dst && e.attrs == attrs;
+    return n;
+  }
+};
+
+// The text between the quotes starting at text[pos] (escapes kept); npos on failure.
+size_t QuotedEnd(const std::string& text, size_t pos) {
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') ++i;
+    else if (text[i] == '"') return i;
+  }
+  return std::string::npos;
+}
+
+// Checks that braces balance outside quoted strings and every string is
+// closed; parses node, edge and cluster lines.
+Dot ParseDot(const std::string& text) {
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') {
+      i = QuotedEnd(text, i);
+      REQUIRE(i != std::string::npos);
+    } else if (text[i] == '{') {
+      ++depth;
+    } else if (text[i] == '}') {
+      REQUIRE(--depth >= 0);
+    }
+  }
+  REQUIRE(depth == 0);
+  REQUIRE(text.rfind("digraph ", 0) == 0);
+  Dot dot;
+  std::string current;  // the cluster being read
+  for (std::string line : Lines(text)) {
+    line.erase(0, line.find_first_not_of(' '));
+    if (line.rfind("subgraph cluster_", 0) == 0) {
+      current = "?";
+    } else if (line.rfind("label=\"", 0) == 0) {
+      current = line.substr(7, QuotedEnd(line, 6) - 7);
+      dot.clusters.push_back(current);
+    } else if (line == "}") {
+      current.clear();
+    } else if (line.find(" -> ") != std::string::npos) {
+      const size_t arrow = line.find(" -> "), bracket = line.find(" [");
+      REQUIRE(bracket != std::string::npos);
+      dot.edges.push_back({line.substr(0, arrow), line.substr(arrow + 4, bracket - arrow - 4),
+                           line.substr(bracket + 2, line.rfind("];") - bracket - 2)});
+    } else if (line.find(" [label=\"") != std::string::npos) {
+      const size_t open = line.find(" [label=\"");
+      const std::string id = line.substr(0, open);
+      const size_t start = open + 9;
+      dot.labels[id] = line.substr(start, QuotedEnd(line, start - 1) - start);
+      dot.cluster[id] = current;
+    }
+  }
+  return dot;
+}
+
+// Graphviz's own parser, where it is installed; the structure checks otherwise.
+void CheckDotParses(const std::string& path) {
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) return;
+  const std::string cmd = "timeout 60 dot -Tcanon " + path + " >/dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
+// Runs `actorflow graph ARGS --dot FILE` and reads FILE back.
+Dot GraphDot(const std::string& args) {
+  const std::string out = TempPath("graph.dot");
+  std::string err;
+  Result r = ShErr("graph " + args + " --dot " + out, &err);
+  INFO(err);
+  REQUIRE(r.exit_code == 0);
+  const std::string text = ReadFile(out);
+  INFO(text);
+  Dot dot = ParseDot(text);
+  CheckDotParses(out);
+  std::remove(out.c_str());
+  return dot;
+}
 }  // namespace
 
 TEST_CASE("cli: a TensorFlow pbtxt runs, fetches come back as JSON") {
@@ -169,4 +293,167 @@ TEST_CASE("cli: variables persist across the steps of one run; uninitialized rea
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find(R"("v/read:0":{"dtype":"float32","shape":[2],"values":[2.0,4.0]})") != std::string::npos);
+}
+
+TEST_CASE("cli: --devices cpu:N[,gpu:M] builds the runtime's devices; bad syntax is a usage error naming the flag") {
+  const std::string step = " --feed 'x=[[1.0,2.0]]' --fetch y";
+  for (const char* flag : {"--devices cpu:1", "--devices cpu:2", "--devices=CPU:3", "--devices cpu:2,gpu:0"}) {
+    INFO(flag);
+    Result r = Sh("run --graph " + kGraph + step + " " + std::string(flag));
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out.find("[5.5]") != std::string::npos);
+  }
+  for (const char* spec : {"''", "cpu", "cpu:", "cpu:0", "cpu:x", "cpu:2x", "cpu:65", "cpu:-1", "gpu:1",
+                                  "cpu:2,", "cpu:2,gpu:", "cpu:2,gpu:-1", "cpu:2,cpu:1", "cpu:1;gpu:1", "2"}) {
+    INFO(spec);
+    std::string err;
+    const std::string quoted = spec[0] == '\'' ? spec : "'" + std::string(spec) + "'";
+    REQUIRE(ShErr("run --graph " + kGraph + step + " --devices " + quoted, &err).exit_code == 2);
+    REQUIRE(err.find("--devices") != std::string::npos);
+    REQUIRE(ShErr("graph --graph " + kGraph + " --dot - --devices " + quoted, &err).exit_code == 2);
+    REQUIRE(err.find("--devices") != std::string::npos);
+  }
+  std::string err;
+  REQUIRE(ShErr("run --graph " + kGraph + step + " --devices cpu:1 --devices cpu:2", &err).exit_code == 2);
+  REQUIRE(err.find("--devices is given twice") != std::string::npos);
+  // GPUs parse but this runtime has none: a clear error naming what was asked.
+  REQUIRE(ShErr("run --graph " + kGraph + step + " --devices cpu:1,gpu:2", &err).exit_code == 2);
+  REQUIRE(err.find("UNAVAILABLE") != std::string::npos);
+  REQUIRE(err.find("gpu:2") != std::string::npos);
+  REQUIRE(ShErr("graph --graph " + kGraph + " --dot - --fetch y --placed --devices cpu:1,gpu:1", &err).exit_code == 2);
+  REQUIRE(err.find("gpu:1") != std::string::npos);
+}
+
+TEST_CASE("cli: --show-placement prints node -> device on stderr after the first step, stdout unchanged") {
+  const std::string expected = "{\"step\":0,\"ok\":true,\"fetches\":{\"y:0\":{\"dtype\":\"float32\",\"shape\":[1,1],"
+                               "\"values\":[5.5]}}}\n";
+  const std::string step = " --feed 'x=[[1.0,2.0]]' --fetch y";
+  std::string err;
+  Result r = ShErr("run --graph " + kTwoCpus + step + " --devices cpu:2 --show-placement", &err);
+  INFO(r.out);
+  INFO(err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == expected);
+  std::vector<std::string> names;
+  std::map<std::string, std::string> placement;
+  for (const std::string& line : Lines(err)) {
+    const size_t arrow = line.find(" -> ");
+    if (arrow == std::string::npos || line.rfind("actorflow: ", 0) == 0) continue;
+    names.push_back(line.substr(0, arrow));
+    placement[names.back()] = line.substr(arrow + 4);
+  }
+  REQUIRE(std::is_sorted(names.begin(), names.end()));
+  REQUIRE(placement["w"] == kCpu1);
+  REQUIRE(placement["m"] == kCpu1);
+  REQUIRE(placement["dep"] == kCpu1);
+  REQUIRE(placement["y"] == kCpu0);
+  REQUIRE(placement.count("b"));
+  REQUIRE_FALSE(placement.count("we\"ird\\name {x}"));  // pruned: y is all the step needs
+
+  // Without the flag stderr has no placement; the same stdout.
+  r = ShErr("run --graph " + kTwoCpus + step + " --devices cpu:2", &err);
+  REQUIRE(r.out == expected);
+  REQUIRE(err.find(" -> ") == std::string::npos);
+
+  // Printed once, after the first step, however many run.
+  const std::string steps = TempPath("placement_steps.jsonl");
+  std::ofstream(steps) << R"({"feeds":{"x":[[1.0,2.0]]},"fetches":["y"]})" << "\n"
+                       << R"({"feeds":{"x":[[1.0,2.0]]},"fetches":["m"]})" << "\n";
+  r = ShErr("run --graph " + kTwoCpus + " --steps " + steps + " --devices cpu:2 --show-placement", &err);
+  std::remove(steps.c_str());
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(Lines(r.out).size() == 2);
+  REQUIRE(err.find("y -> " + kCpu0) != std::string::npos);
+  REQUIRE(err.find("m -> ") == err.rfind("m -> "));
+
+  // On the default cpu:1 there is no /device:CPU:1: the step fails naming it.
+  r = ShErr("run --graph " + kTwoCpus + step + " --show-placement", &err);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE(r.out.find("INVALID_ARGUMENT") != std::string::npos);
+  REQUIRE(r.out.find("/device:CPU:1") != std::string::npos);
+  REQUIRE(err.find(" -> ") == std::string::npos);
+}
+
+TEST_CASE("cli: graph --dot draws ops, dtype/shape-labelled data edges, dashed control edges") {
+  const Dot dot = GraphDot("--graph " + kTwoCpus);
+  REQUIRE(dot.labels.size() == 7);
+  REQUIRE(dot.clusters.empty());
+  const std::string x = dot.Id("x\\nPlaceholder"), w = dot.Id("w\\nConst\\n@/device:CPU:1");
+  const std::string m = dot.Id("m\\nMatMul\\n@/device:CPU:1"), dep = dot.Id("dep\\nNoOp\\n@/device:CPU:1");
+  const std::string b = dot.Id("b\\nConst"), y = dot.Id("y\\nAddV2\\n@/device:CPU:0");
+  const std::string weird = dot.Id(R"(we\"ird\\name {x}\nIdentity)");  // quote and backslash escaped
+  for (const auto& id : {x, w, m, dep, b, y, weird}) REQUIRE_FALSE(id.empty());
+  REQUIRE(dot.edges.size() == 6);
+  REQUIRE(dot.CountEdges(x, m, "label=\"float [?,2]\"") == 1);
+  REQUIRE(dot.CountEdges(w, m, "label=\"float [2,1]\"") == 1);
+  REQUIRE(dot.CountEdges(m, y, "label=\"float [?,1]\"") == 1);
+  REQUIRE(dot.CountEdges(b, y, "label=\"float []\"") == 1);
+  REQUIRE(dot.CountEdges(dep, y, "style=dashed") == 1);
+  REQUIRE(dot.CountEdges(y, weird, "label=\"float [?,1]\"") == 1);
+
+  // --fetch prunes to what the step needs (x is fed: an _Arg cuts the graph there).
+  const Dot pruned = GraphDot("--graph " + kGraph + " --feed x --fetch y");
+  REQUIRE(pruned.Id("check\\nAssert").empty());
+  REQUIRE_FALSE(pruned.Id("MatMul\\nMatMul\\n@/device:CPU:0").empty());
+  REQUIRE_FALSE(pruned.Id("_retval_y_0\\n_Retval").empty());
+}
+
+TEST_CASE("cli: graph --placed groups the placed nodes in one cluster per device") {
+  const Dot dot = GraphDot("--graph " + kTwoCpus + " --feed x --fetch y --devices cpu:2 --placed");
+  REQUIRE(dot.clusters == std::vector<std::string>{kCpu0, kCpu1});
+  REQUIRE(dot.cluster.at(dot.Id("m\\nMatMul")) == kCpu1);
+  REQUIRE(dot.cluster.at(dot.Id("w\\nConst")) == kCpu1);
+  REQUIRE(dot.cluster.at(dot.Id("dep\\nNoOp")) == kCpu1);
+  REQUIRE(dot.cluster.at(dot.Id("y\\nAddV2")) == kCpu0);
+  for (const auto& [id, cluster] : dot.cluster) REQUIRE(cluster != "");  // every node is placed
+  REQUIRE(dot.CountEdges(dot.Id("dep\\nNoOp"), dot.Id("y\\nAddV2"), "style=dashed") == 1);
+
+  // One device: one cluster, when nothing asks for another.
+  REQUIRE(GraphDot("--graph " + kGraph + " --feed x --fetch y --placed").clusters == std::vector<std::string>{kCpu0});
+}
+
+TEST_CASE("cli: graph --partitioned draws each partition as a cluster, a dotted edge from each _Send to its _Recv") {
+  const Dot dot = GraphDot("--graph " + kTwoCpus + " --feed x --fetch y --devices cpu:2 --partitioned");
+  REQUIRE(dot.clusters == std::vector<std::string>{kCpu0, kCpu1});
+  std::map<std::string, std::string> sends, recvs;  // id -> cluster
+  for (const auto& [id, label] : dot.labels) {
+    if (label.find("\\n_Send") != std::string::npos) sends[id] = dot.cluster.at(id);
+    if (label.find("\\n_Recv") != std::string::npos) recvs[id] = dot.cluster.at(id);
+  }
+  // m -> y crosses devices, and so does the control edge dep -> y: a pair each.
+  REQUIRE(sends.size() == 2);
+  REQUIRE(recvs.size() == 2);
+  for (const auto& [id, cluster] : sends) REQUIRE(cluster == kCpu1);
+  for (const auto& [id, cluster] : recvs) REQUIRE(cluster == kCpu0);
+  int dotted = 0;
+  std::map<std::string, int> recv_edges;
+  for (const auto& e : dot.edges) {
+    if (e.attrs != "style=dotted") continue;
+    ++dotted;
+    REQUIRE(sends.count(e.src));
+    REQUIRE(recvs.count(e.dst));
+    ++recv_edges[e.dst];
+  }
+  REQUIRE(dotted == 2);
+  REQUIRE(recv_edges.size() == 2);  // each _Recv is reached by one _Send
+  // y waits for dep's _Recv (dashed) and takes m's tensor from the other one.
+  const std::string y = dot.Id("y\\nAddV2");
+  REQUIRE(dot.CountEdges(dot.Id("dep/_recv_on_CPU_0\\n_Recv"), y, "style=dashed") == 1);
+  REQUIRE(dot.CountEdges(dot.Id("m/_recv_on_CPU_0\\n_Recv"), y, "label=\"float\"") == 1);
+}
+
+TEST_CASE("cli: graph usage errors and unplaceable graphs exit 2, an unwritable output 1") {
+  std::string err;
+  REQUIRE(ShErr("graph --graph " + kTwoCpus, &err).exit_code == 2);  // no --dot
+  REQUIRE(err.find("--dot is required") != std::string::npos);
+  REQUIRE(ShErr("graph --graph " + kTwoCpus + " --dot - --placed", &err).exit_code == 2);
+  REQUIRE(err.find("--placed needs a --fetch") != std::string::npos);
+  REQUIRE(ShErr("graph --graph " + kTwoCpus + " --dot - --feed x", &err).exit_code == 2);
+  REQUIRE(ShErr("graph --graph " + kTwoCpus + " --dot - --fetch nosuch", &err).exit_code == 2);
+  REQUIRE(ShErr("graph --graph /nonexistent.pbtxt --dot -", &err).exit_code == 2);
+  // /device:CPU:1 does not exist on cpu:1: placement fails naming the node.
+  REQUIRE(ShErr("graph --graph " + kTwoCpus + " --dot - --feed x --fetch y --partitioned", &err).exit_code == 2);
+  REQUIRE(err.find("node 'w'") != std::string::npos);
+  REQUIRE(Sh("graph --graph " + kTwoCpus + " --dot /nonexistent/dir/g.dot").exit_code == 1);
+  REQUIRE(Sh("help").out.find("actorflow graph --graph FILE --dot OUT") != std::string::npos);
 }

@@ -2,7 +2,9 @@
 //
 //   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
 //                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
-//                 [--no-optimize]
+//                 [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
+//   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
+//                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow ops
 //   actorflow help
@@ -35,6 +37,21 @@
 // opened before the first step: one that cannot be is a usage error (2), a
 // write that fails at the end is 1.
 //
+// --devices cpu:N[,gpu:M] gives the runtime N CPU devices (default cpu:1) on
+// which the placer (graph/placer.hpp) spreads the graph; gpu:M with M > 0 is
+// refused (UNAVAILABLE) while the runtime has no GPU device. With
+// --show-placement, the device of every node of the first step that was
+// placed goes to stderr, one "NODE -> DEVICE" line each, sorted by node name;
+// stdout is unchanged.
+//
+// `graph` writes the graph as Graphviz DOT to OUT ("-": stdout), see
+// tools/graph_dot.hpp. With --fetch/--target it is first pruned as a step with
+// those fetches, targets and --feed tensors would be (not optimized). --placed
+// also places it on the --devices and draws one cluster per device;
+// --partitioned (which implies --placed) draws the partitions, with their
+// _Send/_Recv nodes, one cluster each. Exit status: 0 written, 1 OUT could
+// not be written, 2 a usage error or a graph that does not load, prune or place.
+//
 // `gradients` loads a GraphDef as `run` does, adds the nodes computing the
 // gradient of the sum of the ys (every element of each) with respect to each x
 // (graph/gradients.hpp), writes the graph to the --out file (text for .pbtxt
@@ -48,6 +65,7 @@
 //
 //   MatMul  kernels: CPU[T=float,double,int32,int64]
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -62,6 +80,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/runtime.hpp"
 #include "actors/session.hpp"
 #include "actors/timeline.hpp"
 #include "core/proto/graph.pb.h"
@@ -71,8 +90,12 @@
 #include "graph/gradients.hpp"
 #include "graph/graph.hpp"
 #include "graph/graph_def_io.hpp"
+#include "graph/partition.hpp"
+#include "graph/placer.hpp"
+#include "graph/subgraph.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "tools/graph_dot.hpp"
 #include "tools/json_tensor.hpp"
 
 namespace actorflow {
@@ -88,7 +111,9 @@ constexpr int kExitUsage = 2;
 constexpr char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
-                [--no-optimize]
+                [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
+  actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
+                  [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow ops
   actorflow help
@@ -110,8 +135,27 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             FILE (open it in ui.perfetto.dev or chrome://tracing)
       --no-optimize         runs the graph as written: no common subexpression
                             elimination, no constant folding
+      --devices cpu:N[,gpu:M]
+                            the devices the graph is placed on: N CPU devices (1 to
+                            64; default cpu:1); GPUs are not supported yet (gpu:0 only)
+      --show-placement      prints the device of each node of the first placed step
+                            to stderr, "NODE -> DEVICE", sorted by node name
       Exit status: 0 all steps succeeded, 1 a step failed or the trace could not be
       written, 2 usage or graph error.
+graph Writes the GraphDef in FILE as Graphviz DOT: one box per op (name, op), data
+      edges labelled with dtype and shape when known, control edges dashed.
+      --graph FILE          the graph to load (required)
+      --dot OUT             where to write the DOT text ("-": stdout; required)
+      --feed NAME           a tensor fed by the step drawn (no value: it cuts the graph)
+      --fetch NAME          a tensor fetched by the step drawn; with --fetch or
+      --target NAME         --target the graph is pruned to what they need
+      --devices cpu:N[,gpu:M]
+                            the devices to place on, as for run (default cpu:1)
+      --placed              places the pruned graph and groups nodes by device
+      --partitioned         draws the partitions of the placed graph, one cluster per
+                            device, with a dotted edge from each _Send to its _Recv
+      Exit status: 0 written, 1 OUT could not be written, 2 usage error or a graph that
+      does not load, prune or place.
 gradients
       Adds to the GraphDef in FILE (.pb or .pbtxt) the nodes computing the gradient
       of the ys (the sum of all their elements) with respect to each x, writes the
@@ -173,6 +217,53 @@ Status ParseTimeoutMs(const std::string& text, int64_t* out) {
   }
   if (used == 0 || used != text.size() || *out < 0 || *out > kMaxTimeoutMs)
     return errors::InvalidArgument("expected an integer from 0 to ", kMaxTimeoutMs, ", got '", text, "'");
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Devices.
+
+// The most devices of one type --devices accepts.
+constexpr int kMaxDevicesPerType = 64;
+
+// What --devices asks for.
+struct DeviceCounts {
+  int cpu = 1;
+  int gpu = 0;
+};
+
+// A decimal count from 0 to kMaxDevicesPerType; false for anything else.
+bool ParseDeviceCount(const std::string& text, int* out) {
+  if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::stoi(text);
+  return *out <= kMaxDevicesPerType;
+}
+
+// --devices cpu:N[,gpu:M] (case ignored).
+Status ParseDevices(const std::string& spec, DeviceCounts* out) {
+  std::string text = spec;
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  const Status bad = errors::InvalidArgument("--devices expects cpu:N[,gpu:M] with N from 1 to ", kMaxDevicesPerType,
+                                             " and M from 0 to ", kMaxDevicesPerType, ", got '", spec, "'");
+  const size_t comma = text.find(',');
+  const std::string cpu = text.substr(0, comma);
+  DeviceCounts counts;
+  if (cpu.rfind("cpu:", 0) != 0 || !ParseDeviceCount(cpu.substr(4), &counts.cpu) || counts.cpu < 1) return bad;
+  if (comma != std::string::npos) {
+    const std::string gpu = text.substr(comma + 1);
+    if (gpu.rfind("gpu:", 0) != 0 || !ParseDeviceCount(gpu.substr(4), &counts.gpu)) return bad;
+  }
+  *out = counts;
+  return Status::OK();
+}
+
+// The runtime options giving the devices of `counts`. UNAVAILABLE for GPUs:
+// the runtime has no GPU device yet (once it has, gpu:M is passed on here).
+Status RuntimeOptionsFor(const DeviceCounts& counts, RuntimeOptions* out) {
+  if (counts.gpu > 0)
+    return errors::Unavailable("--devices asks for ", counts.gpu, " GPU device", counts.gpu == 1 ? "" : "s",
+                               " (gpu:", counts.gpu, "), but this actorflow runtime has no GPU support: use cpu:N");
+  out->num_cpu_devices = counts.cpu;
   return Status::OK();
 }
 
@@ -302,14 +393,33 @@ bool Report(int index, const Status& status, const ordered_json& fetched) {
   return status.ok();
 }
 
-bool RunAndReport(Session* session, int index, const StepSpec& step, RunMetadata* trace) {
+// Prints the placement of the last step prepared in `session` to stderr, one
+// "NODE -> DEVICE" line per node, sorted by name; false when none was placed yet.
+bool ShowPlacement(const Session& session) {
+  const std::map<std::string, std::string> placement = session.LastPlacement();
+  if (placement.empty()) return false;
+  std::string text = "actorflow: placement of the first step:\n";
+  for (const auto& [node, device] : placement) text += node + " -> " + device + "\n";
+  std::cerr << text << std::flush;
+  return true;
+}
+
+// What the steps of one `run` share.
+struct StepRunner {
+  Session* session;
+  RunMetadata* trace;              // nullptr: steps are not traced
+  bool placement_pending = false;  // --show-placement, until a step has been placed
+};
+
+bool RunAndReport(StepRunner* runner, int index, const StepSpec& step) {
   ordered_json fetched;
-  const Status status = RunStep(session, step, trace, &fetched);
+  const Status status = RunStep(runner->session, step, runner->trace, &fetched);
+  if (runner->placement_pending && ShowPlacement(*runner->session)) runner->placement_pending = false;
   return Report(index, status, fetched);
 }
 
 // Runs every non-blank line of `in` as a step; returns whether all succeeded.
-bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults, RunMetadata* trace) {
+bool RunStepLines(StepRunner* runner, std::istream& in, const StepSpec& defaults) {
   bool all_ok = true;
   int index = 0;
   std::string line;
@@ -317,7 +427,7 @@ bool RunStepLines(Session* session, std::istream& in, const StepSpec& defaults, 
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     StepSpec step;
     const Status parsed = ParseStepLine(line, defaults, &step);
-    const bool ok = parsed.ok() ? RunAndReport(session, index, step, trace) : Report(index, parsed, ordered_json());
+    const bool ok = parsed.ok() ? RunAndReport(runner, index, step) : Report(index, parsed, ordered_json());
     all_ok = all_ok && ok;
     ++index;
   }
@@ -334,6 +444,9 @@ struct RunArgs {
   std::string trace_path;  // empty: no tracing
   bool has_timeout = false;
   bool optimize = true;  // --no-optimize: false
+  bool has_devices = false;
+  DeviceCounts devices;
+  bool show_placement = false;
   StepSpec defaults;
 };
 
@@ -366,6 +479,15 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   if (flag == "--no-optimize") {
     args->optimize = false;
     return Status::OK();
+  }
+  if (flag == "--show-placement") {
+    args->show_placement = true;
+    return Status::OK();
+  }
+  if (flag == "--devices") {
+    if (args->has_devices) return errors::InvalidArgument(flag, " is given twice");
+    args->has_devices = true;
+    return ParseDevices(value, &args->devices);
   }
   if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
   if (flag == "--fetch") {
@@ -422,12 +544,12 @@ Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::stri
 }
 
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
-  static const std::set<std::string> kFlags = {"--graph",  "--feed",       "--fetch", "--target",
-                                               "--timeout-ms", "--steps", "--trace"};
+  static const std::set<std::string> kFlags = {"--graph", "--feed",  "--fetch", "--target",
+                                               "--timeout-ms", "--steps", "--trace", "--devices"};
   AF_RETURN_IF_ERROR(ParseFlags(
       argv, kFlags, &args->help,
       [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
-      {"--no-optimize"}));
+      {"--no-optimize", "--show-placement"}));
   if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   return Status::OK();
@@ -479,6 +601,9 @@ int RunCommand(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (!parsed.ok()) return UsageError(parsed);
+  RuntimeOptions runtime_options;
+  const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
+  if (!devices.ok()) return UsageError(devices);
 
   std::ifstream steps_file;
   std::istream* steps = nullptr;
@@ -494,7 +619,9 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (!opened.ok()) return UsageError(opened);
   }
 
+  Runtime runtime(runtime_options);  // declared before the session, which must end first
   SessionOptions options;
+  options.runtime = &runtime;
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;
   Session session(options);
@@ -505,8 +632,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   RunMetadata trace;
   RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
-  const bool all_ok = steps ? RunStepLines(&session, *steps, args.defaults, tracing)
-                            : RunAndReport(&session, 0, args.defaults, tracing);
+  StepRunner runner{&session, tracing, args.show_placement};
+  const bool all_ok = steps ? RunStepLines(&runner, *steps, args.defaults) : RunAndReport(&runner, 0, args.defaults);
   session.Close();
   if (tracing) {
     const Status written = WriteTrace(trace, args.trace_path, &trace_file);
@@ -516,6 +643,129 @@ int RunCommand(const std::vector<std::string>& argv) {
     }
   }
   return all_ok ? kExitOk : kExitStepFailed;
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow graph`.
+
+struct GraphArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string dot_path;  // "-": stdout
+  std::vector<std::string> feeds, fetches;  // "name:port"
+  std::vector<std::string> targets;
+  bool has_devices = false;
+  DeviceCounts devices;
+  bool placed = false;
+  bool partitioned = false;
+};
+
+Status ApplyGraphFlag(const std::string& flag, const std::string& value, GraphArgs* args) {
+  if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+  if (flag == "--dot") return SetOnce(flag, value, &args->dot_path);
+  if (flag == "--placed" || flag == "--partitioned") {
+    (flag == "--placed" ? args->placed : args->partitioned) = true;
+    return Status::OK();
+  }
+  if (flag == "--devices") {
+    if (args->has_devices) return errors::InvalidArgument(flag, " is given twice");
+    args->has_devices = true;
+    return ParseDevices(value, &args->devices);
+  }
+  if (flag == "--target") {
+    if (value.empty()) return errors::InvalidArgument("--target needs a node name");
+    args->targets.push_back(value);
+    return Status::OK();
+  }
+  std::string tensor_name;  // --feed or --fetch
+  Status s = NormalizeTensorName(value, &tensor_name);
+  if (!s.ok()) return errors::InvalidArgument(flag, ": ", s.message());
+  (flag == "--feed" ? args->feeds : args->fetches).push_back(tensor_name);
+  return Status::OK();
+}
+
+Status ParseGraphArgs(const std::vector<std::string>& argv, GraphArgs* args) {
+  static const std::set<std::string> kFlags = {"--graph", "--dot", "--feed", "--fetch", "--target", "--devices"};
+  AF_RETURN_IF_ERROR(ParseFlags(
+      argv, kFlags, &args->help,
+      [&](const std::string& flag, const std::string& value) { return ApplyGraphFlag(flag, value, args); },
+      {"--placed", "--partitioned"}));
+  if (args->help) return Status::OK();
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->dot_path.empty()) return errors::InvalidArgument("--dot is required");
+  const bool prunes = !args->fetches.empty() || !args->targets.empty();
+  if (!args->feeds.empty() && !prunes) return errors::InvalidArgument("--feed needs a --fetch or --target");
+  if ((args->placed || args->partitioned) && !prunes)
+    return errors::InvalidArgument(args->partitioned ? "--partitioned" : "--placed",
+                                   " needs a --fetch or --target: the step whose graph is placed");
+  return Status::OK();
+}
+
+// Loads the graph, prunes, places and partitions it as asked, and writes its DOT text.
+Status BuildDot(const GraphArgs& args, const RuntimeOptions& runtime_options, std::string* dot) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
+  Graph g;
+  AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
+  if (!args.fetches.empty() || !args.targets.empty()) {
+    FeedFetchInfo info;
+    AF_RETURN_IF_ERROR(RewriteGraphForExecution(&g, args.feeds, args.fetches, args.targets, &info));
+  }
+  if (!args.placed && !args.partitioned) {
+    *dot = GraphToDot(g, DotGrouping::kNone);
+    return Status::OK();
+  }
+  Runtime runtime(runtime_options);  // for its devices only: nothing runs
+  AF_RETURN_IF_ERROR(PlaceGraph(&g, runtime.device_manager(), PlacerOptions()));
+  if (!args.partitioned) {
+    *dot = GraphToDot(g, DotGrouping::kByDevice);
+    return Status::OK();
+  }
+  std::vector<GraphPartition> partitions;
+  AF_RETURN_IF_ERROR(PartitionGraph(g, PartitionOptions(), &partitions));
+  return PartitionsToDot(partitions, dot);
+}
+
+// Writes `text` to `path` ("-": stdout).
+Status WriteText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return std::cout ? Status::OK() : errors::DataLoss("failed writing to stdout");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--dot '", path, "' is a directory");
+  std::ofstream file(path, std::ios::out | std::ios::trunc);
+  if (!file) return errors::NotFound("cannot open --dot file '", path, "' for writing");
+  file << text;
+  file.close();
+  if (!file) return errors::DataLoss("failed writing the graph to '", path, "'");
+  return Status::OK();
+}
+
+int GraphCommand(const std::vector<std::string>& argv) {
+  GraphArgs args;
+  const Status parsed = ParseGraphArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+  RuntimeOptions runtime_options;
+  runtime_options.num_threads = 1;
+  const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
+  if (!devices.ok()) return UsageError(devices);
+  std::string dot;
+  const Status built = BuildDot(args, runtime_options, &dot);
+  if (!built.ok()) {
+    std::cerr << "actorflow: " << built.ToString() << "\n";
+    return kExitUsage;
+  }
+  const Status written = WriteText(args.dot_path, dot);
+  if (!written.ok()) {
+    std::cerr << "actorflow: " << written.ToString() << "\n";
+    return kExitStepFailed;
+  }
+  return kExitOk;
 }
 
 // ---------------------------------------------------------------------------
@@ -645,6 +895,7 @@ int Main(std::vector<std::string> argv) {
     return kExitOk;
   }
   if (command == "run") return RunCommand(argv);
+  if (command == "graph") return GraphCommand(argv);
   if (command == "gradients") return GradientsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
