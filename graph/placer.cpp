@@ -10,7 +10,7 @@
 #include "devices/device_name.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "graph/static_shapes.hpp"
 
 namespace actorflow {
 
@@ -170,28 +170,7 @@ class Placer {
   }
 
   // Static output shapes (unknown where they depend on feeds), for sizes.
-  void InferShapes() {
-    shapes_.assign(g_->num_node_ids(), {});
-    for (Node* n : order_) {
-      std::vector<PartialTensorShape> in(n->num_inputs());
-      std::vector<const Tensor*> values(n->num_inputs(), nullptr);
-      std::vector<Tensor> consts;
-      consts.reserve(n->num_inputs());
-      for (const Edge* e : n->in_edges()) {
-        if (e->IsControlEdge()) continue;
-        const auto& src = shapes_[e->src->id()];
-        if (e->src_output < static_cast<int>(src.size())) in[e->dst_input] = src[e->src_output];
-        if (e->src->type_string() == "Const") {
-          consts.emplace_back();
-          if (GetNodeAttr(e->src->def(), "value", &consts.back()).ok()) values[e->dst_input] = &consts.back();
-        }
-      }
-      InferenceContext ctx(&n->def(), in, values, n->num_outputs());
-      const OpRegistration* reg = OpRegistry::Global()->Find(n->type_string());
-      if (reg && reg->shape_fn && reg->shape_fn(&ctx).ok()) shapes_[n->id()] = ctx.outputs();
-      else shapes_[n->id()].assign(n->num_outputs(), PartialTensorShape());
-    }
-  }
+  void InferShapes() { shapes_ = InferStaticShapes(*g_); }
 
   // Bytes of output `port` of `n` when its shape is known (4 bytes per element
   // assumed for unknown dims: 1 element); 0 when unknown.
@@ -293,7 +272,7 @@ class Placer {
   std::vector<Node*> order_;
   std::unique_ptr<UnionFind> uf_;
   std::map<int, Group> groups_;  // by root id
-  std::vector<std::vector<PartialTensorShape>> shapes_;
+  StaticShapes shapes_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/tensor.hpp"
 #include "core/tensor_shape.hpp"
 #include "graph/graph_def_io.hpp"
+#include "graph/static_shapes.hpp"
 #include "ops/attrs.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -15,35 +16,7 @@
 namespace actorflow {
 namespace {
 
-// Per node id, the static shape of each output (unknown where inference cannot tell).
-using ShapeTable = std::vector<std::vector<PartialTensorShape>>;
-
-// Runs every node's shape function in topological order; a node whose
-// function fails (or a graph with a cycle) leaves its outputs unknown.
-ShapeTable InferOutputShapes(const Graph& g) {
-  ShapeTable shapes(g.num_node_ids());
-  std::vector<Node*> order;
-  if (!TopologicalOrder(g, &order).ok()) return shapes;
-  for (Node* n : order) {
-    std::vector<PartialTensorShape> in(n->num_inputs());
-    std::vector<const Tensor*> values(n->num_inputs(), nullptr);
-    std::vector<Tensor> consts;
-    consts.reserve(n->num_inputs());  // `values` points into it
-    for (const Edge* e : n->in_edges()) {
-      if (e->IsControlEdge()) continue;
-      const auto& src = shapes[e->src->id()];
-      if (e->src_output < static_cast<int>(src.size())) in[e->dst_input] = src[e->src_output];
-      if (e->src->type_string() == "Const") {
-        consts.emplace_back();
-        if (GetNodeAttr(e->src->def(), "value", &consts.back()).ok()) values[e->dst_input] = &consts.back();
-      }
-    }
-    InferenceContext ctx(&n->def(), std::move(in), std::move(values), n->num_outputs());
-    const OpRegistration* reg = OpRegistry::Global()->Find(n->type_string());
-    if (reg && reg->shape_fn && reg->shape_fn(&ctx).ok()) shapes[n->id()] = ctx.outputs();
-  }
-  return shapes;
-}
+using ShapeTable = StaticShapes;
 
 // One graph being written: its nodes' DOT ids are `prefix` + "n" + node id.
 struct DotGraph {
@@ -132,7 +105,7 @@ std::string DotEscape(const std::string& s) {
 }
 
 std::string GraphToDot(const Graph& g, DotGrouping grouping) {
-  const DotGraph dg{&g, "", InferOutputShapes(g)};
+  const DotGraph dg{&g, "", InferStaticShapes(g)};
   std::string out = Header();
   std::map<std::string, std::vector<const Node*>> by_device;  // ordered by device name
   for (const Node* n : g.nodes()) {
@@ -154,7 +127,7 @@ Status PartitionsToDot(const std::vector<GraphPartition>& partitions, std::strin
     if (!s.ok())
       return errors::InvalidArgument("the partition for device '", partitions[i].device,
                                      "' does not import: ", s.message());
-    dgs.push_back(DotGraph{&graphs[i], "p" + std::to_string(i) + "_", InferOutputShapes(graphs[i])});
+    dgs.push_back(DotGraph{&graphs[i], "p" + std::to_string(i) + "_", InferStaticShapes(graphs[i])});
   }
   std::string text = Header();
   std::map<std::string, std::string> recvs;  // rendezvous key -> the _Recv's DOT id

@@ -1,0 +1,20 @@
+// Static output shapes of a whole graph: every node's shape function run in
+// topological order, with constant inputs' values (for Reshape, Fill, ...).
+// Used where sizes help but are not required (the placer's cost estimates,
+// `actorflow graph --dot` labels).
+#pragma once
+
+#include <vector>
+
+#include "core/tensor_shape.hpp"
+#include "graph/graph.hpp"
+
+namespace actorflow {
+
+/// Per node id, the shape of each output; unknown where inference cannot tell
+/// (a failing shape function, a feed of unknown shape, a graph with a cycle).
+using StaticShapes = std::vector<std::vector<PartialTensorShape>>;
+
+StaticShapes InferStaticShapes(const Graph& g);
+
+}  // namespace actorflow
