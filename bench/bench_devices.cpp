@@ -1,6 +1,11 @@
 // Multi-device execution in one process (a Runtime with several CPU devices):
 //  - two_branch: two independent chains of 512x512 MatMuls, each branch on its
 //    own device (2 devices) vs both on one device; steps/s, ratio printed.
+//    Such MatMuls run on the compute pool, so one device already runs both
+//    branches at once: expect ~1x.
+//  - two_branch_inline: the same with chains of Tanh on 128x128 (64 KB), which
+//    run inline on their device actor: one device runs the branches one after
+//    the other, two devices side by side.
 //  - placement: a graph whose right placement is known (two heavy independent
 //    chains, each fed by light nodes) placed by the cost model, round-robin
 //    and everything-on-one-device; steps/s of each.
@@ -84,6 +89,43 @@ void TwoBranch() {
               p.c_str(), stats[0].median / stats[1].median);
 }
 
+// Two chains of `depth` Tanh on [n, n] (inline-sized kernels), on d0 and d1.
+Scope TwoInlineBranches(int n, int depth, const std::string& d0, const std::string& d1) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{n, n}));
+  Output a = ops::Mul(root.WithOpName("a_in").WithDevice(d0), x, 0.5f);
+  Output b = ops::Mul(root.WithOpName("b_in").WithDevice(d1), x, 0.25f);
+  for (int i = 0; i < depth; ++i) {
+    a = ops::Tanh(root.WithOpName("a" + std::to_string(i)).WithDevice(d0), a);
+    b = ops::Tanh(root.WithOpName("b" + std::to_string(i)).WithDevice(d1), b);
+  }
+  ops::Add(root.WithOpName("sum").WithDevice(d0), ops::Sum(root.WithDevice(d0), a, {0, 1}),
+           ops::Sum(root.WithDevice(d1), b, {0, 1}));
+  return root;
+}
+
+void TwoBranchInline() {
+  const int n = 128, depth = 50;
+  RuntimeOptions ro;
+  ro.num_cpu_devices = 2;
+  Runtime rt(ro);
+  auto one = Open(&rt, TwoInlineBranches(n, depth, "/device:CPU:0", "/device:CPU:0"), PlacementStrategy::kCostModel);
+  auto two = Open(&rt, TwoInlineBranches(n, depth, "/device:CPU:0", "/device:CPU:1"), PlacementStrategy::kCostModel);
+  Tensor x = Filled(n, n, 1.f);
+  std::vector<Tensor> out;
+  auto run = [&](Session& s) { return [&] { Check(s.Run({{"x", x}}, {"sum"}, {}, &out)); }; };
+  auto stats = bench::MeasureInterleaved(9, 10, {run(*one), run(*two)});
+  const std::string p = "\"n\":" + std::to_string(n) + ",\"depth\":" + std::to_string(depth) + ",\"op\":\"Tanh\"" +
+                        ",\"threads\":" + std::to_string(rt.num_threads());
+  bench::Print("two_branch_inline_steps", p + ",\"devices\":1,\"impl\":\"actorflow\"", "throughput", "steps/s",
+               stats[0], 1.0, true);
+  bench::Print("two_branch_inline_steps", p + ",\"devices\":2,\"impl\":\"actorflow\"", "throughput", "steps/s",
+               stats[1], 1.0, true);
+  std::printf("{\"bench\":\"two_branch_inline_ratio\",\"params\":{%s},\"metric\":\"2 devices / 1 device\","
+              "\"unit\":\"ratio\",\"median\":%.3f}\n",
+              p.c_str(), stats[0].median / stats[1].median);
+}
+
 void Placement() {
   const int n = 384, depth = 4;
   RuntimeOptions ro;
@@ -144,7 +186,7 @@ void SendRecv() {
 
 }  // namespace
 
-// Arguments (optional): which figures: two_branch, placement, send_recv.
+// Arguments (optional): which figures: two_branch, two_branch_inline, placement, send_recv.
 int main(int argc, char** argv) {
   auto wanted = [&](const char* name) {
     if (argc < 2) return true;
@@ -153,6 +195,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (wanted("two_branch")) TwoBranch();
+  if (wanted("two_branch_inline")) TwoBranchInline();
   if (wanted("placement")) Placement();
   if (wanted("send_recv")) SendRecv();
   return 0;
