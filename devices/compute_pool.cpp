@@ -160,7 +160,11 @@ void ComputePool::ScheduleActivation(caf::resumable* job) {
   Coordinator::worker_type* sleeping = nullptr;
   for (size_t i = 0; i < n; ++i) {
     auto* w = c->worker_by_id(i);
-    const bool idle = i >= static_cast<size_t>(num_threads_) || running_[i].load(std::memory_order_relaxed) == 0;
+    // Free: running none of our jobs and with nothing queued (two actors a
+    // client wakes back to back, e.g. the partitions of one step, then go to
+    // two workers rather than one after the other on the same).
+    const bool idle = i >= static_cast<size_t>(num_threads_) ||
+                      (running_[i].load(std::memory_order_relaxed) == 0 && w->data().queue.empty());
     if (!idle) continue;
     if (!Sleeping(w)) {
       w->external_enqueue(job);
