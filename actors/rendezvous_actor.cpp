@@ -38,6 +38,16 @@ RendezvousRecvResponse Failed(Status s) {
   return r;
 }
 
+// Fails the step: its waiting Recvs are answered with `s`, its entries
+// dropped, and later Recvs get `s` too (a first abort is never replaced).
+void Abort(StepTable* table, Status s) {
+  if (!table->aborted.ok()) return;
+  table->aborted = std::move(s);
+  for (auto& [key, e] : table->entries)
+    if (e.waiting) e.waiter.deliver(Failed(table->aborted));
+  table->entries.clear();
+}
+
 }  // namespace
 
 caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
@@ -56,11 +66,9 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
           if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
           Entry& e = table.entries[s.key];
           if (e.sent) {
-            // A second Send under one key is a bug in the partitioning; the
-            // Recv (now or later) learns of it.
-            e.value = Tensor();
-            e.is_dead = false;
-            table.aborted = errors::Internal("rendezvous key ", s.key, " was sent twice in step ", s.step_id);
+            // A second Send under one key is a bug in the partitioning: the
+            // step fails, and every Recv of it (now or later) learns why.
+            Abort(&table, errors::Internal("rendezvous key ", s.key, " was sent twice in step ", s.step_id));
             return;
           }
           if (e.waiting) {
@@ -94,12 +102,8 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
           return e.waiter;
         },
         [self](const RendezvousAbort& a) {
-          StepTable& table = self->state.steps[a.step_id];
-          if (!table.aborted.ok()) return;
-          table.aborted = a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status;
-          for (auto& [key, e] : table.entries)
-            if (e.waiting) e.waiter.deliver(Failed(table.aborted));
-          table.entries.clear();
+          Abort(&self->state.steps[a.step_id],
+                a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status);
         },
         [self](const RendezvousStepDone& d) {
           auto it = self->state.steps.find(d.step_id);
