@@ -620,23 +620,28 @@ void DeviceRendezvousAccess::Abort(int64_t step_id, const Status& s) {
 void StartStep(DeviceActor* self, RunStepRequest& req) {
   auto& st = self->state;
   auto rp = self->make_response_promise();
+  // A step refused before it starts is aborted at the rendezvous too, as a
+  // failing one is: other partitions may wait in Recvs for its Sends.
+  auto refuse = [&](const Status& s) {
+    if (req.multi_partition) st.rendezvous->Abort(req.step_id, s);
+    rp.deliver(FailedResponse(s));
+  };
   if (st.shutting_down) {
-    rp.deliver(FailedResponse(errors::Cancelled("device ", st.device->name(), " is shutting down")));
+    refuse(errors::Cancelled("device ", st.device->name(), " is shutting down"));
     return;
   }
   auto g = st.graphs.find(req.graph_handle);
   if (g == st.graphs.end()) {
     // Handles only grow: one we gave out and no longer hold was deregistered.
     const bool dropped = req.graph_handle < st.next_graph_handle && !st.registrations.count(req.graph_handle);
-    rp.deliver(FailedResponse(dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
-                                      : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
-                                                         st.device->name())));
+    refuse(dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
+                   : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ", st.device->name()));
     return;
   }
   const ExecutorPlan& plan = *g->second;
   if (static_cast<int>(req.args.size()) != plan.num_args()) {
-    rp.deliver(FailedResponse(errors::InvalidArgument("step ", req.step_id, " passes ", req.args.size(),
-                                                      " arguments, graph takes ", plan.num_args())));
+    refuse(errors::InvalidArgument("step ", req.step_id, " passes ", req.args.size(), " arguments, graph takes ",
+                                   plan.num_args()));
     return;
   }
   // Steps are keyed by an id of our own: clients' ids may collide.

@@ -61,6 +61,21 @@ void Flush(RendezvousActor* self) {
   self->state.outgoing.clear();
 }
 
+// Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
+void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
+  for (auto& [key, e] : table.entries)
+    if (e.waiting) Answer(self, e.waiter, step_id, key, s, Tensor(), false);
+}
+
+// Fails the step: its waiting Recvs are answered with `s`, its entries
+// dropped, and later Recvs get `s` too (a first abort is never replaced).
+void Abort(RendezvousActor* self, int64_t step_id, StepTable& table, Status s) {
+  if (!table.aborted.ok()) return;
+  table.aborted = std::move(s);
+  FailWaiters(self, step_id, table, table.aborted);
+  table.entries.clear();
+}
+
 void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
   StepTable& table = self->state.steps[step_id];
   if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
@@ -72,10 +87,9 @@ void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const
   }
   Entry& e = table.entries[key];
   if (e.sent) {
-    // A second Send under one key is a bug in the partitioning; the Recv (now
-    // or later) learns of it.
-    table.aborted = errors::Internal("rendezvous key ", key, " was sent twice in step ", step_id);
-    table.entries.erase(key);
+    // A second Send under one key is a bug in the partitioning: the step
+    // fails, and every Recv of it (now or later) learns why.
+    Abort(self, step_id, table, errors::Internal("rendezvous key ", key, " was sent twice in step ", step_id));
     return;
   }
   e.sent = true;
@@ -106,11 +120,6 @@ void Want(RendezvousActor* self, int64_t step_id, const std::string& key, Waiter
   e.waiter = std::move(w);
 }
 
-// Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
-void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
-  for (auto& [key, e] : table.entries)
-    if (e.waiting) Answer(self, e.waiter, step_id, key, s, Tensor(), false);
-}
 
 }  // namespace
 
@@ -144,11 +153,8 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
           Flush(self);
         },
         [self](const RendezvousAbort& a) {
-          StepTable& table = self->state.steps[a.step_id];
-          if (!table.aborted.ok()) return;
-          table.aborted = a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status;
-          FailWaiters(self, a.step_id, table, table.aborted);
-          table.entries.clear();
+          Abort(self, a.step_id, self->state.steps[a.step_id],
+                a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status);
           Flush(self);
         },
         [self](const RendezvousStepDone& d) {

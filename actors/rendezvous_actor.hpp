@@ -4,6 +4,8 @@
 // Protocol (messages in actors/messages.hpp):
 //   RendezvousSend                                      a _Send's tensor; no answer, never waits
 //   RendezvousRecv        -> RendezvousRecvResponse     answered when the tensor is there
+//   RendezvousBatch                                     a device actor's Sends and Recvs at once;
+//                                                       its Recvs are answered by RendezvousDeliver
 //   RendezvousAbort                                     fail the step's waiting and later Recvs
 //   RendezvousStepDone                                  the step is over: drop its entries
 //
@@ -12,8 +14,10 @@
 // In one process the tensor travels by reference: the Recv gets the sender's
 // buffer, no copy. A step that fails anywhere is aborted: its waiting Recvs are
 // answered with the step's error (Cancelled when none is given) and so is every
-// later Recv; its later Sends are dropped. The client sends StepDone when all
-// partitions of a step have answered, which drops whatever the step left.
+// later Recv; its later Sends are dropped. A key sent twice in one step (a
+// partitioning bug) aborts the step with Internal. The client sends StepDone
+// when all partitions of a step have answered, which drops whatever the step
+// left.
 #pragma once
 
 #include <caf/actor.hpp>

@@ -56,6 +56,17 @@ void RecordCosts(const std::vector<NodeExecStats>& stats, CostModel* model) {
     if (!st.device.empty()) model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
 }
 
+// Whether partition error `a` was caused by error `b` of another partition:
+// `a` is Cancelled and `b` is not, or `a` is a _Recv failing with the step's
+// abort status, which the executor wraps as "node '...' (op '_Recv'): " + b.
+bool DerivedFrom(const Status& a, const Status& b) {
+  if (errors::IsCancelled(a)) return !errors::IsCancelled(b);
+  const std::string& am = a.message();
+  const std::string& bm = b.message();
+  return a.code() == b.code() && am.size() > bm.size() && am.compare(am.size() - bm.size(), bm.size(), bm) == 0 &&
+         am.find("(op '_Recv'): ") != std::string::npos;
+}
+
 std::chrono::nanoseconds SpinBudget(int64_t typical_ns) {
   if (typical_ns <= 0 || typical_ns >= kSpinForStepsUnderNs) return std::chrono::nanoseconds(0);
   return std::chrono::nanoseconds(2 * typical_ns);
@@ -113,11 +124,19 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
   placer.strategy = options_.placement;
   placer.allow_soft_placement = options_.allow_soft_placement;
   placer.cost_model = &cost_model_;
+  std::map<std::string, std::string> stateful;  // a snapshot: placing runs without the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stateful = stateful_placements_;
+  }
+  placer.stateful_placements = &stateful;
   AF_RETURN_IF_ERROR(PlaceGraph(g, runtime_->device_manager(), placer));
   {
     std::map<std::string, std::string> placement;
     for (Node* n : g->nodes()) placement[n->name()] = n->assigned_device();
     std::lock_guard<std::mutex> lock(mu_);
+    for (Node* n : g->nodes())
+      if (n->is_stateful()) stateful_placements_[n->name()] = n->assigned_device();
     last_placement_ = std::move(placement);
   }
   std::vector<GraphPartition> partitions;
@@ -313,8 +332,9 @@ Status Session::RunPartitions(const Executable& exe, const RunOptions& options, 
     if (s.ok()) s = ReplyAs(reply, &resp);
     if (!errors::IsDeadlineExceeded(s)) channels->Release(std::move(started[i]));
     if (s.ok()) s = resp.status;
-    // The root cause wins over the Cancelled it caused elsewhere.
-    if (!s.ok() && (status.ok() || (errors::IsCancelled(status) && !errors::IsCancelled(s)))) status = s;
+    // The root cause wins over what it caused elsewhere, whichever partition
+    // answers first: the Cancelled, and the _Recv errors that carry it.
+    if (!s.ok() && (status.ok() || DerivedFrom(status, s))) status = s;
     if (!s.ok() && !errors::IsCancelled(s))
       caf::anon_send(runtime_->rendezvous_actor(), RendezvousAbort{step_id, s});
     for (auto& st : resp.stats) stats.push_back(std::move(st));

@@ -142,6 +142,9 @@ class Session {
   SessionOptions options_;
   CostModel cost_model_;
   std::map<std::string, std::string> last_placement_;  // guarded by mu_
+  // Where each stateful node was placed, kept for later signatures (their
+  // kernels, shared per device, hold state); guarded by mu_.
+  std::map<std::string, std::string> stateful_placements_;
   const std::string handle_;  // names this session to device actors (shared stateful kernels)
   mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
   Graph graph_;

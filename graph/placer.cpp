@@ -55,6 +55,7 @@ struct Group {
   DeviceName spec;          // merged requested devices
   Node* spec_source = nullptr;  // a member whose request shaped `spec`
   std::vector<int> feasible;    // device indices
+  int preferred = -1;           // a feasible device a stateful member was placed on before
   int device = -1;              // chosen
 };
 
@@ -143,11 +144,13 @@ class Placer {
       matching.push_back(d);
       if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
     }
-    if (!group->feasible.empty()) return Status::OK();
-    if (o_.allow_soft_placement && group->spec_source) {
+    if (o_.allow_soft_placement && group->spec_source && group->feasible.empty()) {
       for (int d = 0; d < static_cast<int>(devs.size()); ++d)
         if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
-      if (!group->feasible.empty()) return Status::OK();
+    }
+    if (!group->feasible.empty()) {
+      Prefer(group);
+      return Status::OK();
     }
     Node* who = group->spec_source ? group->spec_source : group->members.front();
     std::string colocated;
@@ -167,6 +170,20 @@ class Placer {
                                    missing ? missing->name() : "?", "' (op '",
                                    missing ? missing->type_string() : "?", "') has no kernel for ",
                                    devs[matching.front()]->device_type());
+  }
+
+  // Sets the group's preferred device: a feasible one a stateful member was placed on before.
+  void Prefer(Group* group) const {
+    if (!o_.stateful_placements) return;
+    for (Node* n : group->members) {
+      auto it = o_.stateful_placements->find(n->name());
+      if (it == o_.stateful_placements->end()) continue;
+      for (int d : group->feasible)
+        if (devices_.devices()[d]->name() == it->second) {
+          group->preferred = d;
+          return;
+        }
+    }
   }
 
   // Static output shapes (unknown where they depend on feeds), for sizes.
@@ -222,6 +239,7 @@ class Placer {
     std::vector<Node*> deferred;  // free sources of groups not yet placed
     for (Node* n : order_) {
       Group& group = GroupOf(n);
+      if (group.device < 0 && group.preferred >= 0) group.device = group.preferred;
       if (group.device < 0 && group.feasible.size() == 1) group.device = group.feasible[0];
       if (group.device < 0 && group.members.size() == 1 && IsFreeSource(n)) {
         deferred.push_back(n);  // placed with its first consumer below
@@ -253,10 +271,14 @@ class Placer {
       where[n->id()] = d;
       finish[n->id()] = std::max(ready_on(d), device_free[d]) + Cost(n, d);
       device_free[d] = finish[n->id()];
-      // Free sources feeding this node go where it is.
+      // Free sources feeding this node go where it is, and from now on
+      // count as being there: a later consumer elsewhere pays the transfer.
       for (const Edge* e : n->in_edges()) {
         Group& src_group = GroupOf(e->src);
-        if (src_group.device < 0 && IsFreeSource(e->src)) src_group.device = d;
+        if (src_group.device < 0 && IsFreeSource(e->src)) {
+          src_group.device = d;
+          where[e->src->id()] = d;
+        }
       }
     }
     for (Node* n : deferred) {

@@ -15,7 +15,8 @@
 // every input coming from another device. A node's cost is its measured mean
 // time (CostModel, fed from step statistics) when known, else a static
 // estimate from its output sizes (and flops, for MatMul). Sources that cost
-// nothing (constants, feeds) follow their first consumer.
+// nothing (constants, feeds) follow their first consumer. A stateful node
+// placed before (PlacerOptions::stateful_placements) keeps its device.
 #pragma once
 
 #include <map>
@@ -55,6 +56,11 @@ struct PlacerOptions {
   /// it as if nothing were requested (TensorFlow's allow_soft_placement).
   bool allow_soft_placement = false;
   const CostModel* cost_model = nullptr;  // measured costs, when any
+  /// Where stateful nodes were placed before, by node name (a session's
+  /// earlier signatures): such a node's group goes to that device again when
+  /// it is feasible, whatever the strategy, so that the node keeps its kernel
+  /// and the state in it (TensorFlow's stateful placements). nullptr: none.
+  const std::map<std::string, std::string>* stateful_placements = nullptr;
   /// Microseconds to move a tensor between devices: fixed + per byte.
   double transfer_fixed_us = 2.0;
   double transfer_us_per_byte = 1.0 / 5000.0;  // 5 GB/s
