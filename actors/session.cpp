@@ -140,7 +140,7 @@ Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const s
     last_placement_ = std::move(placement);
   }
   std::vector<GraphPartition> partitions;
-  AF_RETURN_IF_ERROR(PartitionGraph(*g, PartitionOptions(), &partitions));
+  AF_RETURN_IF_ERROR(PartitionGraph(*g, options_.partitioning, &partitions));
   if (partitions.empty()) return errors::Internal("the graph has no nodes left to run");
   // Register every partition; on an error, release those registered.
   for (auto& part : partitions) {

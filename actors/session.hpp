@@ -29,6 +29,7 @@
 #include "actors/step_state.hpp"
 #include "graph/graph.hpp"
 #include "graph/optimize.hpp"
+#include "graph/partition.hpp"
 
 namespace actorflow {
 
@@ -43,6 +44,9 @@ struct SessionOptions {
   /// node costs (from traced steps) feed the cost model.
   PlacementStrategy placement = PlacementStrategy::kCostModel;
   bool allow_soft_placement = false;
+  /// How placed graphs are split by device (graph/partition.hpp);
+  /// `partitioning.schedule_recvs_late = false` lets every _Recv start with the step.
+  PartitionOptions partitioning;
 };
 
 /// How much a step records about itself (TensorFlow's RunOptions.TraceLevel).

@@ -173,7 +173,10 @@ class Partitioner {
 }  // namespace
 
 Status PartitionGraph(const Graph& g, const PartitionOptions& options, std::vector<GraphPartition>* out) {
-  return Partitioner(g, options).Run(out);
+  AF_RETURN_IF_ERROR(Partitioner(g, options).Run(out));
+  if (options.schedule_recvs_late)
+    for (GraphPartition& p : *out) AF_RETURN_IF_ERROR(ScheduleRecvsLate(&p.graph, options.recv_scheduling));
+  return Status::OK();
 }
 
 }  // namespace actorflow

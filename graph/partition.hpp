@@ -9,7 +9,9 @@
 // (which runs after the source) and a _Recv that the destination waits for,
 // one pair per (source node, destination device). The step's _Arg and _Retval
 // nodes are numbered densely within each partition; the partition records
-// which of the whole graph's feeds and fetches they are.
+// which of the whole graph's feeds and fetches they are. Then, by default,
+// each partition's _Recvs are gated so they start only when their consumers
+// are near (graph/recv_scheduling.hpp, the whitepaper's section 5.2).
 #pragma once
 
 #include <map>
@@ -19,6 +21,7 @@
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "graph/graph.hpp"
+#include "graph/recv_scheduling.hpp"
 
 namespace actorflow {
 
@@ -35,6 +38,10 @@ struct PartitionOptions {
   /// The incarnation of the sending device, part of every rendezvous key
   /// (distinguishes a restarted process's device from its former self).
   uint64_t device_incarnation = 1;
+  /// Add control edges so each _Recv starts late (ScheduleRecvsLate on every
+  /// partition); false leaves every _Recv free to start with the step.
+  bool schedule_recvs_late = true;
+  RecvSchedulingOptions recv_scheduling;
 };
 
 /// Splits `g`, whose nodes all have an assigned device, into one partition per

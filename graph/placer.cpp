@@ -10,6 +10,7 @@
 #include "devices/device_name.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "graph/cost_estimate.hpp"
 #include "graph/static_shapes.hpp"
 
 namespace actorflow {
@@ -187,48 +188,22 @@ class Placer {
   }
 
   // Static output shapes (unknown where they depend on feeds), for sizes.
-  void InferShapes() { shapes_ = InferStaticShapes(*g_); }
-
-  // Bytes of output `port` of `n` when its shape is known (4 bytes per element
-  // assumed for unknown dims: 1 element); 0 when unknown.
-  double OutputBytes(const Node* n, int port) const {
-    const auto& s = shapes_[n->id()];
-    if (port < 0 || port >= static_cast<int>(s.size()) || s[port].unknown_rank()) return 0;
-    double elems = 1;
-    for (int64_t d : s[port].dim_sizes()) elems *= d < 0 ? 1 : static_cast<double>(d);
-    return elems * static_cast<double>(DataTypeSize(BaseType(n->output_type(port))) > 0
-                                           ? DataTypeSize(BaseType(n->output_type(port)))
-                                           : 4);
+  void InferShapes() {
+    shapes_ = InferStaticShapes(*g_);
+    static_costs_ = StaticNodeCosts(*g_, shapes_);
   }
 
-  // Estimated microseconds of `n` on device d.
+  // Estimated microseconds of `n` on device d: measured when known, else the
+  // static estimate (graph/cost_estimate.hpp); free sources cost nothing.
   double Cost(const Node* n, int d) const {
     double measured;
     if (o_.cost_model && o_.cost_model->Lookup(n->name(), devices_.devices()[d]->name(), &measured)) return measured;
     if (IsFreeSource(n)) return 0;
-    if (n->type_string() == "MatMul") {
-      // flops from the output [m, n] and the contracted dimension of input 0.
-      const Edge* a = n->input_edge(0);
-      const auto& out = shapes_[n->id()];
-      if (a && !out.empty() && !out[0].unknown_rank() && out[0].dims() == 2) {
-        const auto& as = shapes_[a->src->id()];
-        bool ta = false;
-        GetNodeAttr(n->def(), "transpose_a", &ta);
-        if (a->src_output < static_cast<int>(as.size()) && !as[a->src_output].unknown_rank() &&
-            as[a->src_output].dims() == 2) {
-          double m = std::max<int64_t>(1, out[0].dim_size(0)), nn = std::max<int64_t>(1, out[0].dim_size(1));
-          double k = std::max<int64_t>(1, as[a->src_output].dim_size(ta ? 0 : 1));
-          return 1.0 + 2.0 * m * nn * k / 50e3;  // ~50 GFLOP/s
-        }
-      }
-    }
-    double bytes = 0;
-    for (int i = 0; i < n->num_outputs(); ++i) bytes += OutputBytes(n, i);
-    return 1.0 + bytes / 2e3;  // ~2 GB/s of output
+    return static_costs_[n->id()];
   }
 
   double Transfer(const Node* src, int port) const {
-    return o_.transfer_fixed_us + (port >= 0 ? OutputBytes(src, port) * o_.transfer_us_per_byte : 0);
+    return o_.transfer_fixed_us + (port >= 0 ? StaticOutputBytes(src, port, shapes_) * o_.transfer_us_per_byte : 0);
   }
 
   void Assign() {
@@ -295,6 +270,7 @@ class Placer {
   std::unique_ptr<UnionFind> uf_;
   std::map<int, Group> groups_;  // by root id
   StaticShapes shapes_;
+  std::vector<double> static_costs_;  // per node id
 };
 
 }  // namespace
