@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -91,13 +92,20 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
   void Abort(int64_t step_id, const Status& s);
   /// Sends what the kernels asked for since the last flush.
   void Flush();
+  /// Whether something has waited long enough to go out before the ready
+  /// queue drains (a long inline chain must not hold a Send back).
+  bool Due() const {
+    return (!out_.sends.empty() || !out_.recvs.empty()) && NowNanos() - first_buffered_ns_ > kMaxBatchDelayNs;
+  }
   /// Hands delivered tensors (or errors) to their Recvs' callbacks.
   void Deliver(RendezvousDeliver& d);
 
  private:
   DeviceActor* self_;
   caf::actor rendezvous_;
+  static constexpr int64_t kMaxBatchDelayNs = 5'000;
   RendezvousBatch out_;
+  int64_t first_buffered_ns_ = 0;  // when out_ got its first item
   std::map<std::pair<int64_t, std::string>, RecvCallback> waiting_;  // Recvs asked for, by (step, key)
 };
 
@@ -228,6 +236,9 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
       }
     }
     if (!step->failed()) {
+      auto& ready = self->state.ready;
+      const size_t first_new = ready.size();
+      bool transfer = false;
       const OutEdgeItem* edges = plan.out_edges(item);
       for (int32_t e = 0; e < item.num_out; ++e) {
         const OutEdgeItem& edge = edges[e];
@@ -235,16 +246,23 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
         else iter.inputs[edge.dst_slot] = outputs[edge.src_output];
         if (--iter.pending[edge.dst] == 0) {
           ++step->outstanding;
-          self->state.ready.push_back({step, edge.dst});
+          ready.push_back({step, edge.dst});
+          transfer = transfer || plan.item(edge.dst).is_transfer;
         }
       }
       const int32_t* ctrl = plan.ctrl_edges(item);
       for (int32_t e = 0; e < item.num_ctrl; ++e) {
         if (--iter.pending[ctrl[e]] == 0) {
           ++step->outstanding;
-          self->state.ready.push_back({step, ctrl[e]});
+          ready.push_back({step, ctrl[e]});
+          transfer = transfer || plan.item(ctrl[e]).is_transfer;
         }
       }
+      // The queue is LIFO: _Send/_Recv nodes go on top, so a transfer another
+      // device waits for is not held back behind a long chain run here.
+      if (transfer)
+        std::stable_partition(ready.begin() + static_cast<std::ptrdiff_t>(first_new), ready.end(),
+                              [&](const DeviceActorState::Ready& r) { return !plan.item(r.node).is_transfer; });
     }
   }
   for (int i = 0; i < item.num_outputs; ++i) outputs[i] = Tensor();  // outputs nobody consumes die here
@@ -517,6 +535,7 @@ void RunReady(DeviceActor* self) {
     const NodeItem& item = step->plan().item(node);
     if (item.num_deref > 0 && !step->failed() && !DerefDone(step->root(), item)) st.read_wait.push_back({step, node});
     else ExecuteNode(self, step, node);
+    if (st.rendezvous->Due()) st.rendezvous->Flush();
   }
 }
 
@@ -578,6 +597,7 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
 }
 
 void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+  if (out_.sends.empty() && out_.recvs.empty()) first_buffered_ns_ = NowNanos();
   out_.sends.push_back({step_id, key, value, is_dead});
 }
 
@@ -593,6 +613,7 @@ void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvC
        Tensor(), false);
     return;
   }
+  if (out_.sends.empty() && out_.recvs.empty()) first_buffered_ns_ = NowNanos();
   out_.recvs.push_back({step_id, key});
 }
 

@@ -38,6 +38,7 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     slot += item.num_inputs;
     item.pending = static_cast<int32_t>(n->in_edges().size());
     item.is_async = k->AsAsync() != nullptr;
+    item.is_transfer = n->type_string() == "_Send" || n->type_string() == "_Recv";
     item.deref_start = static_cast<int32_t>(plan->deref_inputs_.size());
     for (int in = 0; in < n->num_inputs(); ++in) {
       const Edge* e = n->input_edge(in);
@@ -71,6 +72,10 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     item.num_ctrl = static_cast<int32_t>(control.size());
     for (const Edge* e : control) plan->ctrl_edges_.push_back(index.at(e->dst));
   }
+  // The ready queue is LIFO: roots that are transfers (a _Recv to register
+  // early) go last, so they run first.
+  std::stable_partition(plan->roots_.begin(), plan->roots_.end(),
+                        [&](int32_t r) { return !plan->items_[r].is_transfer; });
   *out = std::move(plan);
   return Status::OK();
 }

@@ -41,6 +41,7 @@ struct NodeItem {
   int32_t deref_start = 0;   // inputs fed by a ref edge but taken by value, in ExecutorPlan::deref_inputs
   int32_t num_deref = 0;
   bool is_async = false;
+  bool is_transfer = false;  // _Send or _Recv: runs before other ready nodes (another device may wait)
 };
 
 class ExecutorPlan {

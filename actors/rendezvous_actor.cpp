@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "devices/compute_pool.hpp"
 
 namespace actorflow {
 
@@ -37,6 +38,7 @@ struct RendezvousState {
   // Deliveries to batch waiters made by the current handler, sent at its end
   // (one message per device actor, however many tensors).
   std::map<caf::actor, RendezvousDeliver> outgoing;
+  ComputePool* pool = nullptr;
   static const char* name;
 };
 const char* RendezvousState::name = "rendezvous_actor";
@@ -56,8 +58,17 @@ void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, const std::string
   w.promise.deliver(std::move(r));
 }
 
+// A delivery wakes a device actor that may have work to do in parallel with
+// whoever runs here: it goes to a free worker (ComputePool::ScheduleActivation),
+// not onto this worker's own queue, where a sleeping worker would not see it.
 void Flush(RendezvousActor* self) {
-  for (auto& [dest, deliver] : self->state.outgoing) self->send(dest, std::move(deliver));
+  caf::execution_unit* unit = self->state.pool ? self->state.pool->activation_unit() : self->context();
+  for (auto& [dest, deliver] : self->state.outgoing) {
+    auto* receiver = caf::actor_cast<caf::abstract_actor*>(dest);
+    receiver->enqueue(caf::make_mailbox_element(self->ctrl(), caf::make_message_id(), {},
+                                                caf::make_message(std::move(deliver))),
+                      dest->node() == self->node() ? unit : self->context());
+  }
   self->state.outgoing.clear();
 }
 
@@ -123,8 +134,9 @@ void Want(RendezvousActor* self, int64_t step_id, const std::string& key, Waiter
 
 }  // namespace
 
-caf::actor SpawnRendezvousActor(caf::actor_system& sys) {
-  return sys.spawn([](RendezvousActor* self) -> caf::behavior {
+caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
+  return sys.spawn([pool](RendezvousActor* self) -> caf::behavior {
+    self->state.pool = pool;
     // On exit, answer every waiting Recv: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       for (auto& [id, table] : self->state.steps)

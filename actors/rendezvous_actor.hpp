@@ -25,6 +25,9 @@
 
 namespace actorflow {
 
-caf::actor SpawnRendezvousActor(caf::actor_system& sys);
+class ComputePool;
+
+/// `pool` (optional) picks the worker that runs a device actor a delivery wakes.
+caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool = nullptr);
 
 }  // namespace actorflow

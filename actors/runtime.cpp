@@ -54,7 +54,7 @@ struct Runtime::Impl {
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system, pool.get());
     container = SpawnContainerActor(*system, pool.get());
-    rendezvous = SpawnRendezvousActor(*system);
+    rendezvous = SpawnRendezvousActor(*system, pool.get());
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
