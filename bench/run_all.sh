@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling \
+cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
   peer_tbb_flow >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
@@ -30,6 +30,9 @@ ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
 # Peak memory and step time with _Recvs scheduled late and as soon as possible
 # (two CPU devices in one process).
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_recv_scheduling
+# Several CPU devices in one process: two branches on one vs two devices,
+# placement strategies, the cost of a Send/Recv pair.
+ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_devices
 # One SGD training step (MLP 784-256-10 at batch 64 and 256, softmax regression
 # 64-10 at batch 32) beside PyTorch training the same models the same way.
 # Per figure, three rounds of actorflow at 1 and 2 threads, then the peer
