@@ -94,9 +94,7 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
   void Flush();
   /// Whether something has waited long enough to go out before the ready
   /// queue drains (a long inline chain must not hold a Send back).
-  bool Due() const {
-    return (!out_.sends.empty() || !out_.recvs.empty()) && NowNanos() - first_buffered_ns_ > kMaxBatchDelayNs;
-  }
+  bool Due() const { return first_buffered_ns_ != 0 && NowNanos() - first_buffered_ns_ > kMaxBatchDelayNs; }
   /// Hands delivered tensors (or errors) to their Recvs' callbacks.
   void Deliver(RendezvousDeliver& d);
 
@@ -105,7 +103,7 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
   caf::actor rendezvous_;
   static constexpr int64_t kMaxBatchDelayNs = 5'000;
   RendezvousBatch out_;
-  int64_t first_buffered_ns_ = 0;  // when out_ got its first item
+  int64_t first_buffered_ns_ = 0;  // when out_ got its first item; 0 while it is empty
   std::map<std::pair<int64_t, std::string>, RecvCallback> waiting_;  // Recvs asked for, by (step, key)
 };
 
@@ -212,6 +210,15 @@ void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx, bool async_inline = f
   }
 }
 
+// The ready queue is LIFO: _Send/_Recv nodes among those queued from
+// `first_new` on go on top, so a transfer another device waits for is not
+// held back behind a long chain run here.
+[[gnu::noinline]] void TransfersFirst(const ExecutorPlan& plan, std::vector<DeviceActorState::Ready>* ready,
+                                      size_t first_new) {
+  std::stable_partition(ready->begin() + static_cast<std::ptrdiff_t>(first_new), ready->end(),
+                        [&](const DeviceActorState::Ready& r) { return !plan.item(r.node).is_transfer; });
+}
+
 // Hands a finished node's outputs to its consumers and queues those now ready.
 void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& status, Tensor* outputs) {
   const ExecutorPlan& plan = step->plan();
@@ -247,7 +254,7 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
         if (--iter.pending[edge.dst] == 0) {
           ++step->outstanding;
           ready.push_back({step, edge.dst});
-          transfer = transfer || plan.item(edge.dst).is_transfer;
+          transfer = transfer || (plan.has_transfers() && plan.item(edge.dst).is_transfer);
         }
       }
       const int32_t* ctrl = plan.ctrl_edges(item);
@@ -255,14 +262,10 @@ void Propagate(DeviceActor* self, StepState* step, int32_t node, const Status& s
         if (--iter.pending[ctrl[e]] == 0) {
           ++step->outstanding;
           ready.push_back({step, ctrl[e]});
-          transfer = transfer || plan.item(ctrl[e]).is_transfer;
+          transfer = transfer || (plan.has_transfers() && plan.item(ctrl[e]).is_transfer);
         }
       }
-      // The queue is LIFO: _Send/_Recv nodes go on top, so a transfer another
-      // device waits for is not held back behind a long chain run here.
-      if (transfer)
-        std::stable_partition(ready.begin() + static_cast<std::ptrdiff_t>(first_new), ready.end(),
-                              [&](const DeviceActorState::Ready& r) { return !plan.item(r.node).is_transfer; });
+      if (transfer) TransfersFirst(plan, &ready, first_new);
     }
   }
   for (int i = 0; i < item.num_outputs; ++i) outputs[i] = Tensor();  // outputs nobody consumes die here
@@ -597,7 +600,7 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
 }
 
 void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
-  if (out_.sends.empty() && out_.recvs.empty()) first_buffered_ns_ = NowNanos();
+  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
   out_.sends.push_back({step_id, key, value, is_dead});
 }
 
@@ -613,14 +616,15 @@ void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvC
        Tensor(), false);
     return;
   }
-  if (out_.sends.empty() && out_.recvs.empty()) first_buffered_ns_ = NowNanos();
+  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
   out_.recvs.push_back({step_id, key});
 }
 
 void DeviceRendezvousAccess::Flush() {
-  if (out_.sends.empty() && out_.recvs.empty()) return;
+  if (first_buffered_ns_ == 0) return;
   if (rendezvous_) self_->send(rendezvous_, std::move(out_));
   out_ = RendezvousBatch();
+  first_buffered_ns_ = 0;
 }
 
 void DeviceRendezvousAccess::Deliver(RendezvousDeliver& d) {

@@ -39,6 +39,7 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     item.pending = static_cast<int32_t>(n->in_edges().size());
     item.is_async = k->AsAsync() != nullptr;
     item.is_transfer = n->type_string() == "_Send" || n->type_string() == "_Recv";
+    plan->has_transfers_ = plan->has_transfers_ || item.is_transfer;
     item.deref_start = static_cast<int32_t>(plan->deref_inputs_.size());
     for (int in = 0; in < n->num_inputs(); ++in) {
       const Edge* e = n->input_edge(in);

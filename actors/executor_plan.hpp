@@ -62,6 +62,8 @@ class ExecutorPlan {
   const int32_t* deref_inputs(const NodeItem& n) const { return deref_inputs_.data() + n.deref_start; }
   /// All deref inputs of all nodes (NodeItem::deref_start indexes into them).
   int num_deref_inputs() const { return static_cast<int>(deref_inputs_.size()); }
+  /// Whether any node is a _Send or _Recv (a partition of a multi-device graph).
+  bool has_transfers() const { return has_transfers_; }
   /// Nodes with nothing to wait for: the step starts with them.
   const std::vector<int32_t>& roots() const { return roots_; }
   /// Per node, the inputs it waits for: a step starts from a copy.
@@ -81,6 +83,7 @@ class ExecutorPlan {
   std::vector<int32_t> ctrl_edges_;
   std::vector<int32_t> deref_inputs_;
   std::vector<int32_t> roots_;
+  bool has_transfers_ = false;
   std::vector<int32_t> initial_pending_;
   int total_input_slots_ = 0;
   int max_outputs_ = 0;
