@@ -564,8 +564,10 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
             [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
 }
 
+// Not through self_: a GPU _Send hands its tensor over from a pool thread once
+// the device-to-host copy is done (RendezvousAccess::Send is thread-safe).
 void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
-  if (rendezvous_) self_->send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+  if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
 }
 
 void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvCallback done) {

@@ -55,7 +55,9 @@ struct Group {
   DeviceName spec;          // merged requested devices
   Node* spec_source = nullptr;  // a member whose request shaped `spec`
   std::vector<int> feasible;    // device indices
+  std::vector<int> candidates;  // those the strategy picks from (see PickFrom)
   int device = -1;              // chosen
+  bool soft_placed = false;     // its request could not be met: placed as if it made none
 };
 
 bool IsFreeSource(const Node* n) {
@@ -71,7 +73,10 @@ class Placer {
     if (devices_.size() == 0) return errors::FailedPrecondition("no devices to place the graph on");
     AF_RETURN_IF_ERROR(TopologicalOrder(*g_, &order_));
     AF_RETURN_IF_ERROR(BuildGroups());
-    for (auto& [root, group] : groups_) AF_RETURN_IF_ERROR(Feasible(&group));
+    for (auto& [root, group] : groups_) {
+      AF_RETURN_IF_ERROR(Feasible(&group));
+      PickFrom(&group);
+    }
     InferShapes();
     Assign();
     for (Node* n : g_->nodes()) {
@@ -147,6 +152,7 @@ class Placer {
     if (o_.allow_soft_placement && group->spec_source) {
       for (int d = 0; d < static_cast<int>(devs.size()); ++d)
         if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
+      group->soft_placed = true;
       if (!group->feasible.empty()) return Status::OK();
     }
     Node* who = group->spec_source ? group->spec_source : group->members.front();
@@ -167,6 +173,19 @@ class Placer {
                                    missing ? missing->name() : "?", "' (op '",
                                    missing ? missing->type_string() : "?", "') has no kernel for ",
                                    devs[matching.front()]->device_type());
+  }
+
+  // A group that asks for no device is put on a CPU device whenever one can
+  // run it: the cost model knows no GPU costs, so GPUs (or other non-CPU
+  // devices) run what is placed on them explicitly ("/device:GPU:0"), and
+  // constants and feeds follow their consumers there.
+  void PickFrom(Group* group) const {
+    group->candidates = group->feasible;
+    if (group->spec_source && !group->soft_placed) return;
+    std::vector<int> cpu;
+    for (int d : group->feasible)
+      if (devices_.devices()[d]->device_type() == DEVICE_CPU) cpu.push_back(d);
+    if (!cpu.empty()) group->candidates = std::move(cpu);
   }
 
   // Static output shapes (unknown where they depend on feeds), for sizes.
@@ -259,12 +278,12 @@ class Placer {
       };
       if (group.device < 0) {
         if (o_.strategy == PlacementStrategy::kSingle) {
-          group.device = group.feasible.front();
+          group.device = group.candidates.front();
         } else if (o_.strategy == PlacementStrategy::kRoundRobin) {
-          group.device = group.feasible[next_round_robin++ % group.feasible.size()];
+          group.device = group.candidates[next_round_robin++ % group.candidates.size()];
         } else {
           double best = std::numeric_limits<double>::infinity();
-          for (int d : group.feasible) {
+          for (int d : group.candidates) {
             const double end = std::max(ready_on(d), device_free[d]) + Cost(n, d);
             if (end < best - 1e-9) best = end, group.device = d;
           }
@@ -282,7 +301,7 @@ class Placer {
     }
     for (Node* n : deferred) {
       Group& group = GroupOf(n);
-      if (group.device < 0) group.device = group.feasible.front();  // consumed by nothing
+      if (group.device < 0) group.device = group.candidates.front();  // consumed by nothing
       where[n->id()] = group.device;
     }
   }
