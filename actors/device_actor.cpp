@@ -599,7 +599,15 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
             [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
 }
 
+// On the actor's thread a Send joins the next batch; from elsewhere (a GPU
+// _Send hands its tensor over from a pool thread once the device-to-host copy
+// is done) it goes at once as its own message (RendezvousAccess::Send is
+// thread-safe).
 void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+  if (t_running_actor != &self_->state) {  // a GPU _Send finishing on a pool thread
+    if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+    return;
+  }
   if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
   out_.sends.push_back({step_id, key, value, is_dead});
 }

@@ -4,7 +4,8 @@
 // else touches them. A step starts from the plan's root nodes; ready nodes go
 // on the actor's own ready queue and run in a loop inside the handler: cheap
 // kernels inline, expensive kernels with large inputs on the compute pool,
-// asynchronous kernels started and left to call back. Both kinds of
+// asynchronous kernels started and left to call back (every kernel computing
+// on a GPU is one: devices/cuda/gpu_device.hpp). Both kinds of
 // completion come back as a KernelDone message. There is no message per node.
 // A node taking a variable's value through a ref edge first reads it from the
 // container actor (one request for all such inputs), then runs.

@@ -14,6 +14,7 @@
 #include "devices/allocator.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
+#include "devices/device_factory.hpp"
 #include "devices/device_manager.hpp"
 
 namespace actorflow {
@@ -59,6 +60,11 @@ struct Runtime::Impl {
     for (int i = 0; i < n; ++i) {
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
                                                DEVICE_CPU, cpu_allocator(), pool.get()));
+      devices.push_back(owned.back().get());
+      actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+    }
+    for (auto& gpu : CreateDevices(DEVICE_GPU, o.num_gpu_devices, pool.get())) {
+      owned.push_back(std::move(gpu));
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }

@@ -6,6 +6,10 @@
 // get a fresh, separately configured system. The thread count comes from
 // RuntimeOptions, else the ACTORFLOW_NUM_THREADS environment variable, else
 // the number of cores.
+//
+// Devices, in this order: the CPU devices, then one per GPU found at start
+// (CUDA builds on a machine with GPUs: devices/cuda/gpu_device.hpp); a machine
+// or build without GPUs simply has none.
 #pragma once
 
 #include <memory>
@@ -27,6 +31,9 @@ class DeviceManager;
 struct RuntimeOptions {
   int num_threads = 0;      // 0: ACTORFLOW_NUM_THREADS or the number of cores
   int num_cpu_devices = 1;  // CPU devices exposed in this process
+  /// GPU devices exposed: -1 every GPU present, 0 none, n at most n. Always
+  /// none in a build without CUDA or on a machine without a usable GPU.
+  int num_gpu_devices = -1;
   /// Most threads one kernel may use (TensorFlow's intra_op_parallelism);
   /// 0: ACTORFLOW_INTRA_OP_THREADS or num_threads.
   int intra_op_threads = 0;

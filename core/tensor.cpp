@@ -99,6 +99,8 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
   return *this;
 }
 
+bool Tensor::InHostMemory() const { return !buf_ || buf_->allocator()->HostAccessible(); }
+
 bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
   if (other.NumElements() != shape.num_elements()) return false;
   Tensor t = other;
@@ -137,6 +139,7 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
   std::ostringstream os;
   const int64_t n = NumElements();
   if (!buf_ && n > 0) return "<uninitialized>";
+  if (!InHostMemory()) return "<in device memory>";
   const int64_t shown = std::min(n, max_entries);
   AF_SWITCH_ALL(
       BaseType(dtype_), return "<unprintable dtype>", for (int64_t i = 0; i < shown; ++i) {

@@ -7,6 +7,8 @@
 //
 // Element access: data<T>(), flat<T>() as a span, scalar<T>(); Eigen TensorMap
 // views live in core/tensor_eigen.hpp so that only kernels pay for Eigen.
+// A buffer from an allocator that is not HostAccessible (a GPU's) holds device
+// memory: host code must not dereference its data (InHostMemory() says).
 #pragma once
 
 #include <atomic>
@@ -112,6 +114,8 @@ class Tensor {
   /// A new buffer holding a copy of the elements.
   Tensor DeepCopy() const;
 
+  /// False when the buffer is device memory that the host cannot touch.
+  bool InHostMemory() const;
   bool SharesBufferWith(const Tensor& o) const { return buf_ != nullptr && buf_ == o.buf_; }
   /// True when this tensor holds the only reference to its buffer.
   bool RefCountIsOne() const { return buf_ != nullptr && buf_->RefCountIsOne(); }

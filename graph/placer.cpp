@@ -57,6 +57,8 @@ struct Group {
   Node* spec_source = nullptr;  // a member whose request shaped `spec`
   std::vector<int> feasible;    // device indices
   int preferred = -1;           // a feasible device a stateful member was placed on before
+  std::vector<int> candidates;  // those the strategy picks from (see PickFrom)
+  bool soft_placed = false;     // its request could not be met: placed as if it made none
   int device = -1;              // chosen
 };
 
@@ -148,9 +150,11 @@ class Placer {
     if (o_.allow_soft_placement && group->spec_source && group->feasible.empty()) {
       for (int d = 0; d < static_cast<int>(devs.size()); ++d)
         if (kernels_everywhere(d, &missing)) group->feasible.push_back(d);
+      group->soft_placed = true;
     }
     if (!group->feasible.empty()) {
       Prefer(group);
+      PickFrom(group);
       return Status::OK();
     }
     Node* who = group->spec_source ? group->spec_source : group->members.front();
@@ -171,6 +175,19 @@ class Placer {
                                    missing ? missing->name() : "?", "' (op '",
                                    missing ? missing->type_string() : "?", "') has no kernel for ",
                                    devs[matching.front()]->device_type());
+  }
+
+  // A group that asks for no device is put on a CPU device whenever one can
+  // run it: the cost model knows no GPU costs, so GPUs (or other non-CPU
+  // devices) run what is placed on them explicitly ("/device:GPU:0"), and
+  // constants and feeds follow their consumers there.
+  void PickFrom(Group* group) const {
+    group->candidates = group->feasible;
+    if (group->spec_source && !group->soft_placed) return;
+    std::vector<int> cpu;
+    for (int d : group->feasible)
+      if (devices_.devices()[d]->device_type() == DEVICE_CPU) cpu.push_back(d);
+    if (!cpu.empty()) group->candidates = std::move(cpu);
   }
 
   // Sets the group's preferred device: a feasible one a stateful member was placed on before.
@@ -231,12 +248,12 @@ class Placer {
       };
       if (group.device < 0) {
         if (o_.strategy == PlacementStrategy::kSingle) {
-          group.device = group.feasible.front();
+          group.device = group.candidates.front();
         } else if (o_.strategy == PlacementStrategy::kRoundRobin) {
-          group.device = group.feasible[next_round_robin++ % group.feasible.size()];
+          group.device = group.candidates[next_round_robin++ % group.candidates.size()];
         } else {
           double best = std::numeric_limits<double>::infinity();
-          for (int d : group.feasible) {
+          for (int d : group.candidates) {
             const double end = std::max(ready_on(d), device_free[d]) + Cost(n, d);
             if (end < best - 1e-9) best = end, group.device = d;
           }
@@ -258,7 +275,7 @@ class Placer {
     }
     for (Node* n : deferred) {
       Group& group = GroupOf(n);
-      if (group.device < 0) group.device = group.feasible.front();  // consumed by nothing
+      if (group.device < 0) group.device = group.candidates.front();  // consumed by nothing
       where[n->id()] = group.device;
     }
   }

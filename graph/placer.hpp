@@ -16,7 +16,10 @@
 // time (CostModel, fed from step statistics) when known, else a static
 // estimate from its output sizes (and flops, for MatMul). Sources that cost
 // nothing (constants, feeds) follow their first consumer. A stateful node
-// placed before (PlacerOptions::stateful_placements) keeps its device.
+// placed before (PlacerOptions::stateful_placements) keeps its device. A
+// group that requests no device goes to a CPU device whenever one can run it:
+// the costs are the CPU's, so a GPU runs what is placed on it explicitly (a
+// requested "/device:GPU:0"), with the constants feeding it.
 #pragma once
 
 #include <map>

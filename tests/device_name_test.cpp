@@ -295,6 +295,7 @@ TEST_CASE("DeviceManager over a Runtime with three CPU devices") {
   RuntimeOptions ro;
   ro.num_threads = 1;
   ro.num_cpu_devices = 3;
+  ro.num_gpu_devices = 0;  // the same devices on a machine with GPUs
   Runtime rt(ro);
   const DeviceManager& dm = rt.device_manager();
   REQUIRE(dm.size() == 3);

@@ -32,6 +32,7 @@ class RendezvousAccess {
   using RecvCallback = std::function<void(const Status& status, Tensor value, bool is_dead)>;
   virtual ~RendezvousAccess() = default;
   /// Hands `value` over for the Recv of `key` in step `step_id`; never waits.
+  /// Thread-safe: a kernel may call it from any thread while its node runs.
   virtual void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) = 0;
   /// Calls `done` (on the device actor's thread) when the tensor of `key` in
   /// step `step_id` has been sent, or with an error when the step is aborted.

@@ -1,0 +1,141 @@
+#include "devices/cuda/gpu_device.hpp"
+
+#include <cstdio>
+#include <new>
+#include <vector>
+
+#include "devices/compute_pool.hpp"
+#include "devices/cuda/cublas_api.hpp"
+#include "devices/cuda/gpu_allocator.hpp"
+#include "devices/device_factory.hpp"
+
+namespace actorflow {
+
+Status CudaStatus(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return Status::OK();
+  cudaGetLastError();  // reported here: not again by the next launch on this thread
+  return errors::Internal(what, ": ", cudaGetErrorName(e), ": ", cudaGetErrorString(e));
+}
+
+int GpuCount() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // no driver or no device: this process has no GPUs
+      n = 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+GpuDevice::GpuDevice(int ordinal, ComputePool* pool)
+    : Device("/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(ordinal), DEVICE_GPU,
+             gpu_allocator(ordinal), pool),
+      ordinal_(ordinal), short_name_("GPU:" + std::to_string(ordinal)), host_allocator_(gpu_host_allocator()) {}
+
+Status GpuDevice::Create(int ordinal, ComputePool* pool, std::unique_ptr<GpuDevice>* out) {
+  std::unique_ptr<GpuDevice> d(new GpuDevice(ordinal, pool));
+  AF_RETURN_IF_ERROR(d->Activate());
+  AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking),
+                                d->short_name_ + ": creating the compute stream"));
+  AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->copy_, cudaStreamNonBlocking),
+                                d->short_name_ + ": creating the copy stream"));
+  *out = std::move(d);
+  return Status::OK();
+}
+
+GpuDevice::~GpuDevice() {
+  if (!Activate().ok()) return;
+  for (cudaStream_t s : {compute_, copy_})
+    if (s) cudaStreamSynchronize(s);
+  if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
+  for (cudaStream_t s : {compute_, copy_})
+    if (s) cudaStreamDestroy(s);
+}
+
+Status GpuDevice::Activate() const {
+  const cudaError_t e = cudaSetDevice(ordinal_);  // on every kernel: no message unless it failed
+  return e == cudaSuccess ? Status::OK() : CudaStatus(e, short_name_ + ": cudaSetDevice");
+}
+
+Status GpuDevice::Blas(const CublasApi** api, cublasHandle_t* handle) {
+  std::lock_guard<std::mutex> lock(blas_mu_);
+  if (!blas_) {
+    const CublasApi* lib;
+    AF_RETURN_IF_ERROR(LoadCublas(&lib));
+    AF_RETURN_IF_ERROR(Activate());
+    cublasHandle_t h = nullptr;
+    cublasStatus_t s = lib->create(&h);
+    if (s != CUBLAS_STATUS_SUCCESS) return errors::Internal(short_name_, ": cublasCreate: ", lib->status_string(s));
+    s = lib->set_stream(h, compute_);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      lib->destroy(h);
+      return errors::Internal(short_name_, ": cublasSetStream: ", lib->status_string(s));
+    }
+    blas_api_ = lib;
+    blas_ = h;
+  }
+  *api = blas_api_;
+  *handle = blas_;
+  return Status::OK();
+}
+
+namespace {
+
+struct HostCallback {
+  ComputePool* pool;
+  std::function<void()> fn;
+};
+
+// Runs on a CUDA driver thread, where no CUDA call is allowed and blocking
+// stalls the stream: it only hands the function to the compute pool.
+void CUDART_CB RunOnPool(void* arg) {
+  auto* cb = static_cast<HostCallback*>(arg);
+  try {
+    cb->pool->Schedule(std::move(cb->fn));
+  } catch (...) {  // no memory for a pool job: the node's step cannot finish
+    std::fprintf(stderr, "actorflow: out of memory handing a finished GPU kernel to the compute pool\n");
+  }
+  delete cb;
+}
+
+}  // namespace
+
+void GpuDevice::ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept {
+  auto* cb = new (std::nothrow) HostCallback{compute_pool(), nullptr};
+  if (cb) {
+    cb->fn = std::move(fn);
+    if (cudaLaunchHostFunc(stream, RunOnPool, cb) == cudaSuccess) return;
+    cudaGetLastError();
+    fn = std::move(cb->fn);
+    delete cb;
+  }
+  cudaStreamSynchronize(stream);  // the work must be over before fn releases its buffers
+  cudaGetLastError();
+  fn();
+}
+
+namespace {
+
+std::vector<std::unique_ptr<Device>> CreateGpuDevices(int max_devices, ComputePool* pool) {
+  std::vector<std::unique_ptr<Device>> out;
+  const int n = GpuCount();
+  const int want = max_devices < 0 ? n : std::min(n, max_devices);
+  for (int i = 0; i < want; ++i) {
+    std::unique_ptr<GpuDevice> d;
+    Status s = GpuDevice::Create(i, pool, &d);
+    if (!s.ok()) {
+      std::fprintf(stderr, "actorflow: GPU:%d is not used: %s\n", i, s.ToString().c_str());
+      continue;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+const detail::DeviceFactoryRegistrar kGpuFactory(DEVICE_GPU, CreateGpuDevices);
+
+}  // namespace
+
+}  // namespace actorflow

@@ -1,0 +1,62 @@
+// GpuOpKernel: the base of kernels that compute on a GpuDevice, and helpers
+// for writing them (ops/*/*_gpu.cu, ops/*/*_gpu.cpp).
+//
+// Contract. Launch() checks the inputs, allocates outputs (ctx->allocate_output
+// gives device memory) and enqueues its work on gpu->compute_stream(); it never
+// waits for the GPU. Errors are set on ctx (AF_REQUIRES) as on the CPU. The
+// node is done, `done` called on a pool thread, only once everything enqueued
+// on the compute stream before it has run, error or not. So a buffer handed to
+// the next node, or freed, has no work pending on it: the allocator needs no
+// per-stream bookkeeping and the copy stream no events. Temporaries read or
+// written by enqueued work must live until then: Launch appends them to `keep`.
+//
+// Before Launch, every float32 input is checked to be in device memory (the
+// host never dereferences GPU memory); inputs of other dtypes are in host
+// memory by the device's convention (devices/cuda/gpu_device.hpp).
+//
+//   class ReluGpu : public GpuOpKernel {
+//    public:
+//     using GpuOpKernel::GpuOpKernel;
+//     void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override { ... }
+//   };
+//   AF_REGISTER_KERNEL(KernelDefBuilder("Relu").Device(DEVICE_GPU).TypeConstraint<float>("T"), ReluGpu);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "devices/cuda/gpu_device.hpp"
+#include "ops/op_kernel.hpp"
+
+namespace actorflow {
+
+class GpuOpKernel : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) final;
+
+ protected:
+  virtual void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) = 0;
+};
+
+/// The GpuDevice a kernel runs on; nullptr (with an Internal status set on ctx) when it is not one.
+GpuDevice* GpuDeviceOf(OpKernelContext* ctx);
+
+/// Copies `bytes` from host memory to device memory on `stream`, through a
+/// pinned staging buffer (appended to `keep`: it must live until the copy ran).
+Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, void* dst, size_t bytes,
+                        std::vector<Tensor>* keep);
+
+/// The error of the last kernel launch on this thread, naming the node (OK when none).
+Status LaunchStatus(const OpKernel& kernel);
+
+/// Threads per block of the element-wise and reduction kernels.
+constexpr int kGpuThreads = 256;
+
+/// Blocks for a grid-stride loop over n items (at least 1, at most 65535 * 16).
+inline unsigned GpuBlocks(int64_t n) {
+  const int64_t blocks = (n + kGpuThreads - 1) / kGpuThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
+}  // namespace actorflow

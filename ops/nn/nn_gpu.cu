@@ -1,0 +1,224 @@
+// Neural-network ops on a GPU, float32: BiasAdd and BiasAddGrad (NHWC and
+// NCHW), Softmax, and SparseSoftmaxCrossEntropyWithLogits.
+//
+// Row-wise work (Softmax, the cross entropy, a channel's gradient sum) takes
+// one block per row and reduces across the block (devices/cuda/block_reduce.cuh).
+// The cross entropy's labels are int32 or int64 in host memory (the GPU
+// device's convention): they are checked there, as on the CPU, and copied to
+// the device through pinned staging.
+#include "devices/cuda/block_reduce.cuh"
+#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/shape_inference.hpp"
+
+namespace actorflow {
+namespace {
+
+// Row kernels launch at most this many blocks; grid-stride loops cover the rest.
+constexpr int64_t kMaxRowBlocks = 65535;
+
+unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(rows < kMaxRowBlocks ? rows : kMaxRowBlocks); }
+
+// ---------------------------------------------------------------------------
+// BiasAdd, BiasAddGrad
+
+// out[i] = v[i] + bias[channel of i]; a value's channel is (i / inner) % c.
+__global__ void BiasAddKernel(const float* v, const float* bias, float* out, int64_t n, int64_t c, int64_t inner) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    out[i] = v[i] + bias[(i / inner) % c];
+}
+
+// out[ch] = sum over o < outer, k < inner of g[(o * c + ch) * inner + k]: one block per channel.
+__global__ void BiasAddGradKernel(const float* g, float* out, int64_t outer, int64_t c, int64_t inner) {
+  __shared__ float scratch[32];
+  const int64_t per_channel = outer * inner;
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < per_channel; j += blockDim.x) {
+      const int64_t o = j / inner, k = j % inner;
+      sum += g[(o * c + ch) * inner + k];
+    }
+    sum = BlockReduce(sum, SumOp(), 0.f, scratch);
+    if (threadIdx.x == 0) out[ch] = sum;
+  }
+}
+
+// data_format: true for NCHW (channels second), false for NHWC (channels last).
+bool IsNchw(OpKernelConstruction* c) {
+  std::string fmt;
+  c->SetStatus(c->GetAttr("data_format", &fmt));
+  if (fmt != "NHWC" && fmt != "NCHW") c->SetStatus(errors::InvalidArgument("Invalid data_format '", fmt, "'"));
+  return fmt == "NCHW";
+}
+
+class GpuBiasAddOp : public GpuOpKernel {
+ public:
+  explicit GpuBiasAddOp(OpKernelConstruction* c) : GpuOpKernel(c), nchw_(IsNchw(c)) {}
+
+ protected:
+  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
+    const Tensor& v = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    AF_REQUIRES(ctx, v.dims() >= 2,
+                errors::InvalidArgument("Input tensor must be at least 2D: ", v.shape().DebugString()));
+    AF_REQUIRES(ctx, bias.dims() == 1, errors::InvalidArgument("Biases must be 1D: ", bias.shape().DebugString()));
+    const int channel_dim = nchw_ ? 1 : v.dims() - 1;
+    const int64_t c = v.dim_size(channel_dim);
+    AF_REQUIRES(ctx, bias.dim_size(0) == c,
+                errors::InvalidArgument("Must provide as many biases as the channel dimension of the input tensor: ",
+                                        bias.shape().DebugString(), " vs. ", v.shape().DebugString()));
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, v.shape(), &out));
+    const int64_t n = v.NumElements();
+    if (n == 0) return;
+    int64_t inner = 1;
+    for (int i = channel_dim + 1; i < v.dims(); ++i) inner *= v.dim_size(i);
+    BiasAddKernel<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(v.data<float>(), bias.data<float>(),
+                                                                           out->data<float>(), n, c, inner);
+    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+  }
+
+ private:
+  const bool nchw_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("BiasAdd").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBiasAddOp);
+
+class GpuBiasAddGradOp : public GpuOpKernel {
+ public:
+  explicit GpuBiasAddGradOp(OpKernelConstruction* c) : GpuOpKernel(c), nchw_(IsNchw(c)) {}
+
+ protected:
+  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
+    const Tensor& g = ctx->input(0);
+    AF_REQUIRES(ctx, g.dims() >= 2,
+                errors::InvalidArgument("Input tensor must be at least 2D: ", g.shape().DebugString()));
+    const int channel_dim = nchw_ ? 1 : g.dims() - 1;
+    const int64_t c = g.dim_size(channel_dim);
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
+    if (c == 0) return;
+    if (g.NumElements() == 0) {  // every sum is empty
+      AF_REQUIRES_OK(ctx, CudaStatus(cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->compute_stream()),
+                                     gpu->short_name() + ": zeroing the output of " + name()));
+      return;
+    }
+    int64_t inner = 1;
+    for (int i = channel_dim + 1; i < g.dims(); ++i) inner *= g.dim_size(i);
+    const int64_t outer = g.NumElements() / (c * inner);
+    BiasAddGradKernel<<<RowBlocks(c), kGpuThreads, 0, gpu->compute_stream()>>>(g.data<float>(), out->data<float>(),
+                                                                               outer, c, inner);
+    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+  }
+
+ private:
+  const bool nchw_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBiasAddGradOp);
+
+// ---------------------------------------------------------------------------
+// Softmax
+
+// out = exp(x - max) / sum(exp(x - max)) per row of [rows, cols]; out may be x.
+__global__ void SoftmaxKernel(const float* x, float* out, int64_t rows, int64_t cols) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* in = x + r * cols;
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, in[j]);
+    m = BlockReduce(m, MaxOp(), -INFINITY, scratch);
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(in[j] - m);
+    sum = BlockReduce(sum, SumOp(), 0.f, scratch);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) out[r * cols + j] = expf(in[j] - m) / sum;
+  }
+}
+
+class GpuSoftmaxOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+
+ protected:
+  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
+    const Tensor& x = ctx->input(0);
+    AF_REQUIRES(ctx, x.dims() >= 1,
+                errors::InvalidArgument("logits must have >= 1 dimension, got ", x.shape().DebugString()));
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    const int64_t cols = x.dim_size(x.dims() - 1);
+    const int64_t rows = cols == 0 ? 0 : x.NumElements() / cols;
+    if (rows == 0) return;
+    SoftmaxKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(x.data<float>(), out->data<float>(),
+                                                                              rows, cols);
+    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("Softmax").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuSoftmaxOp);
+
+// ---------------------------------------------------------------------------
+// SparseSoftmaxCrossEntropyWithLogits
+
+// Per row r of logits [rows, cols] with label y: loss[r] = logsumexp(x) - x[y],
+// backprop = softmax(x) - onehot(y).
+__global__ void SparseXentKernel(const float* x, const int64_t* labels, float* loss, float* backprop, int64_t rows,
+                                 int64_t cols) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* in = x + r * cols;
+    float* bp = backprop + r * cols;
+    const int64_t label = labels[r];
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, in[j]);
+    m = BlockReduce(m, MaxOp(), -INFINITY, scratch);
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(in[j] - m);
+    sum = BlockReduce(sum, SumOp(), 0.f, scratch);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) bp[j] = expf(in[j] - m) / sum - (j == label ? 1.f : 0.f);
+    if (threadIdx.x == 0) loss[r] = m + logf(sum) - in[label];
+  }
+}
+
+class GpuSparseXentOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+
+ protected:
+  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
+    const Tensor& f = ctx->input(0);
+    const Tensor& l = ctx->input(1);
+    AF_REQUIRES(ctx, f.dims() == 2,
+                errors::InvalidArgument("logits must be 2-D, but got shape ", f.shape().DebugString()));
+    AF_REQUIRES(ctx, l.dims() == 1 && l.dim_size(0) == f.dim_size(0),
+                errors::InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
+                                        f.shape().DebugString(), " and labels shape ", l.shape().DebugString()));
+    AF_REQUIRES(ctx, l.InHostMemory(),
+                errors::Internal("labels of node '", name(), "' are in device memory; the GPU keeps ",
+                                 DataTypeString(l.dtype()), " tensors in host memory"));
+    const int64_t rows = f.dim_size(0), cols = f.dim_size(1);
+    const std::vector<int64_t> labels = TensorToInt64s(l);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      AF_REQUIRES(ctx, labels[i] >= 0 && labels[i] < cols,
+                  errors::InvalidArgument("Received a label value of ", labels[i],
+                                          " which is outside the valid range of [0, ", cols,
+                                          "). Label values: ", l.SummarizeValue(20)));
+    }
+    Tensor *loss, *bp;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(1, f.shape(), &bp));
+    if (rows == 0) return;
+    Tensor device_labels;
+    AF_REQUIRES_OK(ctx, ctx->allocate_temp(DT_INT64, TensorShape{rows}, &device_labels));
+    AF_REQUIRES_OK(ctx, CopyHostToDevice(gpu, gpu->compute_stream(), labels.data(), device_labels.raw_data(),
+                                         labels.size() * sizeof(int64_t), keep));
+    keep->push_back(device_labels);
+    SparseXentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(
+        f.data<float>(), device_labels.data<int64_t>(), loss->data<float>(), bp->data<float>(), rows, cols);
+    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+  }
+};
+AF_REGISTER_KERNEL(
+    KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits").Device(DEVICE_GPU).TypeConstraint<float>("T"),
+    GpuSparseXentOp);
+
+}  // namespace
+}  // namespace actorflow

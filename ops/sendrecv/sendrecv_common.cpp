@@ -1,0 +1,32 @@
+#include "ops/sendrecv/sendrecv_common.hpp"
+
+#include "ops/op_kernel.hpp"
+#include "ops/sendrecv/rendezvous_access.hpp"
+
+namespace actorflow {
+
+std::string RendezvousKeyFromAttrs(OpKernelConstruction* c) {
+  std::string tensor_name, send_device, recv_device;
+  int64_t incarnation = 0;
+  c->SetStatus(c->GetAttr("tensor_name", &tensor_name));
+  c->SetStatus(c->GetAttr("send_device", &send_device));
+  c->SetStatus(c->GetAttr("send_device_incarnation", &incarnation));
+  c->SetStatus(c->GetAttr("recv_device", &recv_device));
+  return RendezvousKey(send_device, static_cast<uint64_t>(incarnation), recv_device, tensor_name);
+}
+
+Status NoRendezvous(const OpKernel& k) {
+  return errors::Unavailable("node ", k.name(), " (", k.type_string(), ") runs where no rendezvous is reachable");
+}
+
+Status CheckReceived(const OpKernel& recv, const Status& s, const Tensor& value, bool is_dead) {
+  if (!s.ok()) return s;
+  if (is_dead) return errors::Unimplemented("dead tensors (control flow) reached ", recv.name());
+  if (!value.IsInitialized() || value.dtype() != recv.output_type(0))
+    return errors::Internal(recv.name(), " received ",
+                            value.IsInitialized() ? DataTypeString(value.dtype()) : "no tensor", ", expected ",
+                            DataTypeString(recv.output_type(0)));
+  return Status::OK();
+}
+
+}  // namespace actorflow

@@ -1,0 +1,29 @@
+// What the _Send and _Recv kernels of every device share: the rendezvous key
+// from their attrs and the checks of a received tensor. The CPU kernels are in
+// sendrecv_ops.cpp, the GPU ones (which copy between host and device memory)
+// in sendrecv_gpu.cpp.
+#pragma once
+
+#include <string>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+
+namespace actorflow {
+
+class OpKernel;
+class OpKernelConstruction;
+
+/// The key both ends compute from their attrs (tensor_name, send_device,
+/// send_device_incarnation, recv_device); a missing attr is set on `c`.
+std::string RendezvousKeyFromAttrs(OpKernelConstruction* c);
+
+/// Unavailable: `k` runs where no rendezvous actor is reachable.
+Status NoRendezvous(const OpKernel& k);
+
+/// The Status of a _Recv given what the rendezvous answered: its error, or
+/// Unimplemented for a dead tensor, or Internal for a missing tensor or one
+/// of another dtype than the kernel's output.
+Status CheckReceived(const OpKernel& recv, const Status& s, const Tensor& value, bool is_dead);
+
+}  // namespace actorflow

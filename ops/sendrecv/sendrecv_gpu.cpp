@@ -1,0 +1,119 @@
+// _Send and _Recv on a GPU: the edges between a GPU partition and the host.
+//
+// A _Send on the GPU copies a tensor in device memory to the host (on the
+// device's copy stream, into a pinned staging buffer, then into an ordinary
+// host tensor) and hands that to the rendezvous once the copy has run; a _Recv
+// on the GPU takes the host tensor from the rendezvous and copies float32
+// tensors into device memory (through pinned staging, on the copy stream),
+// done once the copy has run. Tensors of other dtypes stay in host memory on
+// both sides (the GPU device's convention, devices/cuda/gpu_device.hpp). So a
+// tensor between two GPUs goes through the host. The actor thread never waits:
+// both are asynchronous kernels finished by GpuDevice::ThenRun.
+#include <cstring>
+
+#include "devices/cuda/gpu_kernel.hpp"
+#include "devices/pool_allocator.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/sendrecv/rendezvous_access.hpp"
+#include "ops/sendrecv/sendrecv_common.hpp"
+
+namespace actorflow {
+namespace {
+
+class GpuSendOp : public AsyncOpKernel {
+ public:
+  explicit GpuSendOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(RendezvousKeyFromAttrs(c)) {}
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    AF_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr, NoRendezvous(*this), done);
+    const Tensor& in = ctx->input(0);
+    if (in.InHostMemory()) {
+      ctx->rendezvous()->Send(ctx->step_id(), key_, in, /*is_dead=*/false);
+      done();
+      return;
+    }
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    Tensor staging;
+    Status s = gpu ? gpu->Activate() : ctx->status();
+    if (s.ok()) s = Tensor::Create(gpu->host_allocator(), in.dtype(), in.shape(), &staging);
+    if (s.ok() && in.TotalBytes() > 0)
+      s = CudaStatus(cudaMemcpyAsync(staging.raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost,
+                                     gpu->copy_stream()),
+                     gpu->short_name() + ": cudaMemcpyAsync (device to host) of " + name());
+    if (!s.ok()) {  // nothing was enqueued
+      ctx->SetStatus(s);
+      done();
+      return;
+    }
+    // After the copy, on a pool thread: an ordinary host tensor (pinned memory
+    // stays with the staging pool) goes to the rendezvous.
+    gpu->ThenRun(gpu->copy_stream(), [this, ctx, staging = std::move(staging), done = std::move(done)] {
+      Tensor host;
+      Status s = Tensor::Create(nullptr, staging.dtype(), staging.shape(), &host);
+      if (s.ok()) {
+        if (staging.TotalBytes() > 0) std::memcpy(host.raw_data(), staging.raw_data(), staging.TotalBytes());
+        ctx->rendezvous()->Send(ctx->step_id(), key_, host, /*is_dead=*/false);
+      } else {
+        ctx->SetStatus(s);
+      }
+      done();
+    });
+  }
+
+ private:
+  const std::string key_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("_Send").Device(DEVICE_GPU), GpuSendOp);
+
+class GpuRecvOp : public AsyncOpKernel {
+ public:
+  explicit GpuRecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(RendezvousKeyFromAttrs(c)) {}
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    AF_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr, NoRendezvous(*this), done);
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    if (!gpu) {
+      done();
+      return;
+    }
+    // Called on the device actor's thread.
+    ctx->rendezvous()->Recv(ctx->step_id(), key_,
+                            [this, ctx, gpu, done = std::move(done)](const Status& s, Tensor value, bool is_dead) {
+                              Status checked = CheckReceived(*this, s, value, is_dead);
+                              if (!checked.ok()) {
+                                ctx->SetStatus(checked);
+                                done();
+                              } else if (value.dtype() != DT_FLOAT || !value.InHostMemory()) {
+                                ctx->set_output(0, std::move(value));  // stays in host memory
+                                done();
+                              } else {
+                                CopyIn(ctx, gpu, value, std::move(done));
+                              }
+                            });
+  }
+
+ private:
+  void CopyIn(OpKernelContext* ctx, GpuDevice* gpu, const Tensor& value, DoneCallback done) {
+    std::vector<Tensor> keep;
+    Tensor* out = nullptr;
+    Status s = gpu->Activate();
+    if (s.ok()) s = ctx->allocate_output(0, value.shape(), &out);
+    if (s.ok())
+      s = CopyHostToDevice(gpu, gpu->copy_stream(), value.raw_data(), out->raw_data(), value.TotalBytes(), &keep);
+    if (!s.ok()) {
+      ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
+      done();
+      return;
+    }
+    gpu->ThenRun(gpu->copy_stream(), [keep = std::move(keep), done = std::move(done)]() mutable {
+      keep.clear();
+      done();
+    });
+  }
+
+  const std::string key_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(DEVICE_GPU), GpuRecvOp);
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,317 @@
+// The CUDA device: every GPU kernel against its CPU kernel on random inputs,
+// an MLP layer (MatMul, BiasAdd, Relu, Softmax) placed on GPU:0 with feeds and
+// fetches on the host, the device allocator's reuse across steps, and errors.
+//
+// Needs a GPU: without one (or in a build without CUDA) the program prints why
+// and exits 77, which CTest reports as skipped (SKIP_RETURN_CODE), never as
+// passed. Run it alone with `ctest -R gpu_test --output-on-failure`.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "actors/runtime.hpp"
+#include "devices/device.hpp"
+#include "devices/device_manager.hpp"
+#include "devices/pool_allocator.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::MakeTensor;
+using test::ToDef;
+using test::Values;
+
+namespace {
+
+Runtime* g_runtime = nullptr;  // one for all cases: a CUDA context per process is enough
+constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
+constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+
+// Uniform in [lo, hi], in steps of 1/64: sums and products of such values
+// (MatMul, BiasAddGrad, Sum) are exact in float32 at these sizes, so the GPU's
+// order of summation cannot differ from the CPU's; exp and division still can.
+Tensor Random(const TensorShape& shape, uint32_t seed, float lo = -2.f, float hi = 2.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Tensor t(DT_FLOAT, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = std::round(dist(gen) * 64.f) / 64.f;
+  return t;
+}
+
+template <class T>
+Tensor RandomLabels(int64_t rows, int64_t classes, uint32_t seed) {
+  std::mt19937 gen(seed);
+  Tensor t(DataTypeToEnum<T>::value, TensorShape{rows});
+  for (int64_t i = 0; i < rows; ++i) t.data<T>()[i] = static_cast<T>(gen() % classes);
+  return t;
+}
+
+struct RunResult {
+  Status status;
+  std::vector<Tensor> outputs;
+  std::map<std::string, std::string> placement;
+};
+
+// One step of `fetches` in `session` (created with the scope's graph already).
+RunResult RunStep(Session* session, const std::vector<Output>& fetches,
+                  const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  std::vector<std::string> names;
+  for (const auto& f : fetches) names.push_back(f.name());
+  RunOptions options;
+  options.timeout_in_ms = 60000;  // never hang
+  RunResult r;
+  r.status = session->Run(options, feeds, names, {}, &r.outputs);
+  r.placement = session->LastPlacement();
+  return r;
+}
+
+std::unique_ptr<Session> NewSession(const Scope& root) {
+  SessionOptions so;
+  so.runtime = g_runtime;
+  auto session = std::make_unique<Session>(so);
+  Status s = session->Create(ToDef(root));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return session;
+}
+
+RunResult RunGraph(const Scope& root, const std::vector<Output>& fetches,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  return RunStep(NewSession(root).get(), fetches, feeds);
+}
+
+// |gpu - cpu| <= tol * (1 + |cpu|) everywhere, same shapes.
+void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol = 1e-5f) {
+  REQUIRE(gpu.dtype() == cpu.dtype());
+  REQUIRE(gpu.shape() == cpu.shape());
+  REQUIRE(gpu.InHostMemory());
+  int bad = 0;
+  for (int64_t i = 0; i < cpu.NumElements(); ++i) {
+    const float g = gpu.data<float>()[i], c = cpu.data<float>()[i];
+    const bool both_nan = std::isnan(g) && std::isnan(c);
+    if (!both_nan && !(std::fabs(g - c) <= tol * (1.f + std::fabs(c)))) {
+      if (++bad <= 5) UNSCOPED_INFO("element " << i << ": GPU " << g << ", CPU " << c);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+// Builds `op` twice over the same fed inputs, on GPU:0 and on CPU:0, runs both
+// in one step and compares; the GPU copy must really be on the GPU.
+using OpBuilder = std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)>;
+void CompareWithCpu(const std::vector<Tensor>& inputs, const OpBuilder& op, float tol = 1e-5f) {
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> ins;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    ins.push_back(ops::Placeholder(root.WithOpName(name), inputs[i].dtype()));
+    feeds.emplace_back(name, inputs[i]);
+  }
+  std::vector<Output> on_gpu = op(root.WithDevice("/device:GPU:0").NewSubScope("gpu"), ins);
+  std::vector<Output> on_cpu = op(root.WithDevice("/device:CPU:0").NewSubScope("cpu"), ins);
+  REQUIRE(on_gpu.size() == on_cpu.size());
+  std::vector<Output> fetches = on_gpu;
+  fetches.insert(fetches.end(), on_cpu.begin(), on_cpu.end());
+  RunResult r = RunGraph(root, fetches, feeds);
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  for (const Output& o : on_gpu) CHECK(r.placement[o.node()->name()] == kGpu);
+  for (size_t i = 0; i < on_gpu.size(); ++i) {
+    INFO("output " << i);
+    ExpectClose(r.outputs[i], r.outputs[on_gpu.size() + i], tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GPU element-wise ops match the CPU, with broadcasting") {
+  const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
+      {{64, 33}, {64, 33}},        // same shape
+      {{64, 33}, {33}},            // row vector
+      {{64, 1}, {64, 33}},         // column against matrix
+      {{}, {5, 7}},                // scalar
+      {{4, 1, 6}, {1, 5, 1}},      // both broadcast
+      {{0, 3}, {3}},               // empty
+  };
+  using Binary = Output (*)(const Scope&, Input, Input);
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"Add", ops::Add}, {"AddV2", ops::AddV2}, {"Sub", ops::Sub},
+      {"Mul", ops::Mul}, {"RealDiv", ops::RealDiv}, {"ReluGrad", ops::ReluGrad}};
+  uint32_t seed = 1;
+  for (const auto& [name, fn] : binary) {
+    for (const auto& [sa, sb] : shapes) {
+      INFO(name << " " << sa.DebugString() << " vs " << sb.DebugString());
+      Tensor a = Random(sa, seed++), b = Random(sb, seed++, 0.5f, 2.f);  // divisors away from 0
+      CompareWithCpu({a, b}, [fn = fn](const Scope& s, const std::vector<Output>& in) {
+        return std::vector<Output>{fn(s, in[0], in[1])};
+      });
+    }
+  }
+  CompareWithCpu({Random({1000, 17}, 7)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Relu(s, in[0]), ops::Identity(s, in[0])};
+  });
+  // A constant operand lives on the GPU (copied there when the graph is registered).
+  CompareWithCpu({Random({8, 3}, 8)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Mul(s, in[0], {{1.f, 2.f, 3.f}})};
+  });
+}
+
+TEST_CASE("GPU MatMul matches the CPU for every transpose combination") {
+  uint32_t seed = 100;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      INFO("transpose_a " << ta << " transpose_b " << tb);
+      const int64_t m = 37, k = 129, n = 65;
+      Tensor a = Random(ta ? TensorShape{k, m} : TensorShape{m, k}, seed++);
+      Tensor b = Random(tb ? TensorShape{n, k} : TensorShape{k, n}, seed++);
+      CompareWithCpu({a, b}, [ta, tb](const Scope& s, const std::vector<Output>& in) {
+        return std::vector<Output>{ops::MatMul(s, in[0], in[1], ta, tb)};
+      }, 1e-4f);
+    }
+  }
+  CompareWithCpu({Random({3, 0}, 1), Random({0, 4}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::MatMul(s, in[0], in[1])};  // an empty sum: zeros
+  });
+}
+
+TEST_CASE("GPU BiasAdd and BiasAddGrad match the CPU in NHWC and NCHW") {
+  CompareWithCpu({Random({128, 10}, 1), Random({10}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::BiasAdd(s, in[0], in[1]), ops::BiasAddGrad(s, in[0])};
+  }, 1e-4f);
+  CompareWithCpu({Random({4, 5, 6, 7}, 3), Random({7}, 4)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::BiasAdd(s, in[0], in[1]), ops::BiasAddGrad(s, in[0])};
+  }, 1e-4f);
+  CompareWithCpu({Random({4, 5, 6, 7}, 5), Random({5}, 6)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::BiasAdd(s, in[0], in[1], "NCHW"), ops::BiasAddGrad(s, in[0], "NCHW")};
+  }, 1e-4f);
+}
+
+TEST_CASE("GPU Sum and Mean match the CPU over all axes, one axis, and neighbouring axes") {
+  Tensor x = Random({33, 70, 5}, 9);
+  const std::vector<std::vector<int32_t>> axes = {{0, 1, 2}, {0}, {1}, {2}, {-1}, {0, 1}, {1, 2}};
+  for (const auto& ax : axes) {
+    const Tensor axis = MakeTensor<int32_t>(ax, TensorShape{static_cast<int64_t>(ax.size())});
+    for (bool keep : {false, true}) {
+      INFO("axes " << axis.SummarizeValue() << " keep_dims " << keep);
+      CompareWithCpu({x}, [&axis, keep](const Scope& s, const std::vector<Output>& in) {
+        return std::vector<Output>{ops::Sum(s, in[0], axis, keep), ops::Mean(s, in[0], axis, keep)};
+      }, 1e-4f);
+    }
+  }
+  CompareWithCpu({Random({4, 0}, 1)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::Sum(s, in[0], 1), ops::Mean(s, in[0], 1)};  // empty: 0 and NaN
+  });
+}
+
+TEST_CASE("GPU Softmax and SparseSoftmaxCrossEntropyWithLogits match the CPU") {
+  for (int64_t cols : {1, 10, 1000}) {
+    INFO("cols " << cols);
+    Tensor logits = Random({67, cols}, static_cast<uint32_t>(cols), -8.f, 8.f);
+    CompareWithCpu({logits}, [](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{ops::Softmax(s, in[0])};
+    });
+    CompareWithCpu({logits, RandomLabels<int32_t>(67, cols, 3)}, [](const Scope& s, const std::vector<Output>& in) {
+      auto x = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+      return std::vector<Output>{x.loss, x.backprop};
+    }, 1e-4f);
+    CompareWithCpu({logits, RandomLabels<int64_t>(67, cols, 4)}, [](const Scope& s, const std::vector<Output>& in) {
+      auto x = ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+      return std::vector<Output>{x.loss, x.backprop};
+    }, 1e-4f);
+  }
+}
+
+TEST_CASE("an MLP layer on GPU:0 with feeds and fetches on the host") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  Scope gpu = root.WithDevice("/device:GPU:0");
+  auto mm = ops::MatMul(gpu.WithOpName("mm"), x, w);
+  auto h = ops::Relu(gpu.WithOpName("h"), ops::BiasAdd(gpu.WithOpName("z"), mm, b));
+  auto p = ops::Softmax(gpu.WithOpName("p"), h);
+  Scope cpu = root.WithDevice("/device:CPU:0").NewSubScope("cpu");
+  auto p_cpu = ops::Softmax(cpu, ops::Relu(cpu, ops::BiasAdd(cpu, ops::MatMul(cpu, x, w), b)));
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"x", Random({256, 784}, 1, 0.f, 1.f)}, {"w", Random({784, 128}, 2, -0.1f, 0.1f)}, {"b", Random({128}, 3)}};
+  RunResult r = RunGraph(root, {p, h, p_cpu}, feeds);
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  for (const char* n : {"mm", "z", "h", "p"}) CHECK(r.placement[n] == kGpu);
+  CHECK(r.placement["_arg_x_0"] == kCpu);  // feeds stay on the host: Send/Recv carry them over
+  REQUIRE(r.outputs.size() == 3);
+  CHECK(r.outputs[0].shape() == TensorShape{256, 128});
+  ExpectClose(r.outputs[0], r.outputs[2], 1e-4f);
+  for (int64_t i = 0; i < r.outputs[1].NumElements(); ++i) REQUIRE(r.outputs[1].data<float>()[i] >= 0.f);
+}
+
+TEST_CASE("the GPU allocator reuses its blocks from one step to the next") {
+  Device* gpu = nullptr;
+  REQUIRE(g_runtime->device_manager().Lookup("GPU:0", &gpu).ok());
+  auto* pool = dynamic_cast<PoolAllocator*>(gpu->allocator());
+  REQUIRE(pool != nullptr);
+  REQUIRE_FALSE(pool->HostAccessible());
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Scope g = root.WithDevice("/device:GPU:0");
+  auto y = ops::Mean(g, ops::Relu(g, ops::MatMul(g, x, x)), MakeTensor<int32_t>({0, 1}, {2}));
+  auto session = NewSession(root);
+  const Tensor value = Random({512, 512}, 11);
+  RunResult first = RunStep(session.get(), {y}, {{"x", value}});
+  REQUIRE(first.status.ok());
+  const PoolAllocatorStats after_first = pool->stats();
+  const int64_t in_use = pool->bytes_in_use();
+  for (int step = 0; step < 5; ++step) {
+    RunResult again = RunStep(session.get(), {y}, {{"x", value}});
+    REQUIRE(again.status.ok());
+    CHECK(Values<float>(again.outputs[0]) == Values<float>(first.outputs[0]));
+  }
+  const PoolAllocatorStats after = pool->stats();
+  CHECK(after.num_system_allocs == after_first.num_system_allocs);  // no cudaMalloc after the first step
+  CHECK(after.num_reused >= after_first.num_reused + 5 * 3);         // x, MatMul's and Mean's outputs each step
+  CHECK(after.bytes_reserved == after_first.bytes_reserved);
+  CHECK(pool->bytes_in_use() <= in_use);  // every step's tensors went back (earlier tests' may still be going)
+}
+
+TEST_CASE("GPU kernel errors name the node, as on the CPU") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Placeholder(root.WithOpName("a"), DT_FLOAT);
+  auto l = ops::Placeholder(root.WithOpName("l"), DT_INT32);
+  Scope g = root.WithDevice("/device:GPU:0");
+  auto mm = ops::MatMul(g.WithOpName("bad_matmul"), a, a);
+  RunResult r = RunGraph(root, {mm}, {{"a", Random({2, 3}, 1)}});
+  CHECK(r.status.code() == Code::kInvalidArgument);
+  CHECK_THAT(r.status.message(), Catch::Contains("bad_matmul") && Catch::Contains("Matrix size-incompatible"));
+
+  auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(g.WithOpName("xent"), a, l);
+  r = RunGraph(root, {xent.loss}, {{"a", Random({2, 3}, 1)}, {"l", MakeTensor<int32_t>({0, 7}, {2})}});
+  CHECK(r.status.code() == Code::kInvalidArgument);
+  CHECK_THAT(r.status.message(), Catch::Contains("xent") && Catch::Contains("label value of 7"));
+
+  auto sum = ops::Sum(g.WithOpName("gapped_sum"), a, MakeTensor<int32_t>({0, 2}, {2}));
+  r = RunGraph(root, {sum}, {{"a", Random({2, 3, 4}, 1)}});
+  CHECK(r.status.code() == Code::kUnimplemented);
+  CHECK_THAT(r.status.message(), Catch::Contains("gapped_sum"));
+}
+
+int main(int argc, char** argv) {
+  RuntimeOptions options;
+  options.num_gpu_devices = 1;
+  Runtime runtime(options);
+  if (runtime.device_manager().OfType(DEVICE_GPU).empty()) {
+#ifdef AF_CUDA
+    std::printf("gpu_test: skipped: no usable GPU on this machine\n");
+#else
+    std::printf("gpu_test: skipped: this build has no CUDA (nvcc was not found or AF_ENABLE_CUDA=OFF)\n");
+#endif
+    return 77;  // CTest: SKIP_RETURN_CODE
+  }
+  g_runtime = &runtime;
+  return Catch::Session().run(argc, argv);
+}
