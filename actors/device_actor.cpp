@@ -101,7 +101,7 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
  private:
   DeviceActor* self_;
   caf::actor rendezvous_;
-  static constexpr int64_t kMaxBatchDelayNs = 5'000;
+  static constexpr int64_t kMaxBatchDelayNs = 30'000;
   RendezvousBatch out_;
   int64_t first_buffered_ns_ = 0;  // when out_ got its first item; 0 while it is empty
   std::map<std::pair<int64_t, std::string>, RecvCallback> waiting_;  // Recvs asked for, by (step, key)

@@ -92,6 +92,8 @@ class RecvScheduler {
       if (!best || Better(n, best)) best = n;
     }
     if (!best || asap_[best->id()] + cost_[best->id()] <= asap_[recv->id()] + kEps) return nullptr;
+    const double min_delay = o_.costs == RecvCostEstimate::kStatic ? o_.min_delay_us : 0.0;
+    if (asap_[best->id()] + cost_[best->id()] - asap_[recv->id()] < min_delay) return nullptr;
     return best;
   }
 
