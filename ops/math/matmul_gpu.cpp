@@ -7,6 +7,7 @@
 // is used (full float32; no TF32 tensor cores).
 #include "devices/cuda/cublas_api.hpp"
 #include "devices/cuda/gpu_kernel.hpp"
+#include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 
 namespace actorflow {
@@ -23,14 +24,8 @@ class GpuMatMulOp : public GpuOpKernel {
   void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    AF_REQUIRES(ctx, a.dims() == 2, errors::InvalidArgument("In[0] is not a matrix: shape ", a.shape().DebugString()));
-    AF_REQUIRES(ctx, b.dims() == 2, errors::InvalidArgument("In[1] is not a matrix: shape ", b.shape().DebugString()));
-    const int64_t m = a.dim_size(ta_ ? 1 : 0), k = a.dim_size(ta_ ? 0 : 1);
-    const int64_t kb = b.dim_size(tb_ ? 1 : 0), n = b.dim_size(tb_ ? 0 : 1);
-    AF_REQUIRES(ctx, k == kb,
-                errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                                        b.shape().DebugString(), ta_ ? " (transpose_a)" : "",
-                                        tb_ ? " (transpose_b)" : ""));
+    int64_t m, k, n;
+    AF_REQUIRES_OK(ctx, MatMulDims(a, b, ta_, tb_, &m, &k, &n));
     constexpr int64_t kMaxDim = 0x7fffffff;  // cuBLAS takes int dimensions
     AF_REQUIRES(ctx, m <= kMaxDim && n <= kMaxDim && k <= kMaxDim,
                 errors::InvalidArgument("MatMul dimensions over 2^31 on the GPU: ", a.shape().DebugString(), " x ",

@@ -16,6 +16,7 @@
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
+#include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -102,14 +103,8 @@ class MatMulOp : public AsyncOpKernel {
   void ComputeSync(OpKernelContext* ctx) {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    AF_REQUIRES(ctx, a.dims() == 2, errors::InvalidArgument("In[0] is not a matrix: shape ", a.shape().DebugString()));
-    AF_REQUIRES(ctx, b.dims() == 2, errors::InvalidArgument("In[1] is not a matrix: shape ", b.shape().DebugString()));
-    const int64_t m = a.dim_size(ta_ ? 1 : 0), k = a.dim_size(ta_ ? 0 : 1);
-    const int64_t kb = b.dim_size(tb_ ? 1 : 0), n = b.dim_size(tb_ ? 0 : 1);
-    AF_REQUIRES(ctx, k == kb,
-                errors::InvalidArgument("Matrix size-incompatible: In[0]: ", a.shape().DebugString(), ", In[1]: ",
-                                        b.shape().DebugString(), ta_ ? " (transpose_a)" : "",
-                                        tb_ ? " (transpose_b)" : ""));
+    int64_t m, k, n;
+    AF_REQUIRES_OK(ctx, MatMulDims(a, b, ta_, tb_, &m, &k, &n));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
     if (m == 0 || n == 0) return;

@@ -10,6 +10,7 @@
 
 #include "devices/cuda/block_reduce.cuh"
 #include "devices/cuda/gpu_kernel.hpp"
+#include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/shape_inference.hpp"
 
@@ -57,24 +58,13 @@ class GpuReductionOp : public GpuOpKernel {
   void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
     const Tensor& x = ctx->input(0);
     const Tensor& axes = ctx->input(1);
-    AF_REQUIRES(ctx, axes.dims() <= 1,
-                errors::InvalidArgument("reduction_indices must be a scalar or vector, got shape ",
-                                        axes.shape().DebugString()));
     AF_REQUIRES(ctx, axes.InHostMemory(),
                 errors::Internal("reduction_indices of node '", name(), "' are in device memory; the GPU keeps ",
                                  DataTypeString(axes.dtype()), " tensors in host memory"));
     const int rank = x.dims();
-    std::vector<bool> reduced(rank, false);
-    for (int64_t a : TensorToInt64s(axes)) {
-      AF_REQUIRES(ctx, a >= -rank && a < rank,
-                  errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ", rank, " dimensions"));
-      reduced[a < 0 ? a + rank : a] = true;
-    }
+    std::vector<bool> reduced;
     TensorShape out_shape;
-    for (int i = 0; i < rank; ++i) {
-      if (!reduced[i]) out_shape.AddDim(x.dim_size(i));
-      else if (keep_dims_) out_shape.AddDim(1);
-    }
+    AF_REQUIRES_OK(ctx, ReductionDims(x, axes, keep_dims_, &reduced, &out_shape));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     const int64_t n_out = out->NumElements();

@@ -8,6 +8,7 @@
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/array/transpose_op.hpp"
+#include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -77,20 +78,9 @@ class ReductionOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& axes = ctx->input(1);
-    AF_REQUIRES(ctx, axes.dims() <= 1,
-                errors::InvalidArgument("reduction_indices must be a scalar or vector, got shape ", axes.shape().DebugString()));
-    const int rank = x.dims();
-    std::vector<bool> reduced(rank, false);
-    for (int64_t a : TensorToInt64s(axes)) {
-      AF_REQUIRES(ctx, a >= -rank && a < rank,
-                  errors::InvalidArgument("Invalid reduction dimension ", a, " for input with ", rank, " dimensions"));
-      reduced[a < 0 ? a + rank : a] = true;
-    }
+    std::vector<bool> reduced;
     TensorShape out_shape;
-    for (int i = 0; i < rank; ++i) {
-      if (!reduced[i]) out_shape.AddDim(x.dim_size(i));
-      else if (keep_dims_) out_shape.AddDim(1);
-    }
+    AF_REQUIRES_OK(ctx, ReductionDims(x, axes, keep_dims_, &reduced, &out_shape));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(errors::Unimplemented("reduction of ", DataTypeString(x.dtype()))),

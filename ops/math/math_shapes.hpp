@@ -1,0 +1,26 @@
+// Input checks and output shapes that a math op's kernels share across
+// devices (the CPU kernels and the CUDA ones in *_gpu.{cu,cpp}), so every
+// device reports bad input with the same words.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "core/tensor_shape.hpp"
+
+namespace actorflow {
+
+/// MatMul of a and b, each optionally transposed: InvalidArgument unless both
+/// are matrices with matching inner dimensions; else [m, k] x [k, n].
+Status MatMulDims(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, int64_t* m, int64_t* k,
+                  int64_t* n);
+
+/// A reduction of x over `axes` (a scalar or vector of int32/int64):
+/// which dimensions are reduced and the output shape (reduced dims kept as 1
+/// with keep_dims). InvalidArgument for a bad axes shape or an axis out of range.
+Status ReductionDims(const Tensor& x, const Tensor& axes, bool keep_dims, std::vector<bool>* reduced,
+                     TensorShape* out_shape);
+
+}  // namespace actorflow
