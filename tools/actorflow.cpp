@@ -38,8 +38,9 @@
 // write that fails at the end is 1.
 //
 // --devices cpu:N[,gpu:M] gives the runtime N CPU devices (default cpu:1) on
-// which the placer (graph/placer.hpp) spreads the graph; gpu:M with M > 0 is
-// refused (UNAVAILABLE) while the runtime has no GPU device. With
+// which the placer (graph/placer.hpp) spreads the graph, and M GPU devices;
+// more GPUs than the runtime has (no CUDA build, no GPU) is refused
+// (UNAVAILABLE). With
 // --show-placement, the device of every node of the first step that was
 // placed goes to stderr, one "NODE -> DEVICE" line each, sorted by node name;
 // stdout is unchanged.
@@ -81,6 +82,8 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/runtime.hpp"
+#include "devices/device.hpp"
+#include "devices/device_manager.hpp"
 #include "actors/session.hpp"
 #include "actors/timeline.hpp"
 #include "core/proto/graph.pb.h"
@@ -137,7 +140,8 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             elimination, no constant folding
       --devices cpu:N[,gpu:M]
                             the devices the graph is placed on: N CPU devices (1 to
-                            64; default cpu:1); GPUs are not supported yet (gpu:0 only)
+                            64; default cpu:1) and M GPUs (refused when the machine or
+                            build has fewer)
       --show-placement      prints the device of each node of the first placed step
                             to stderr, "NODE -> DEVICE", sorted by node name
       Exit status: 0 all steps succeeded, 1 a step failed or the trace could not be
@@ -260,11 +264,19 @@ Status ParseDevices(const std::string& spec, DeviceCounts* out) {
 // The runtime options giving the devices of `counts`. UNAVAILABLE for GPUs:
 // the runtime has no GPU device yet (once it has, gpu:M is passed on here).
 Status RuntimeOptionsFor(const DeviceCounts& counts, RuntimeOptions* out) {
-  if (counts.gpu > 0)
-    return errors::Unavailable("--devices asks for ", counts.gpu, " GPU device", counts.gpu == 1 ? "" : "s",
-                               " (gpu:", counts.gpu, "), but this actorflow runtime has no GPU support: use cpu:N");
   out->num_cpu_devices = counts.cpu;
+  out->num_gpu_devices = counts.gpu;
   return Status::OK();
+}
+
+// The runtime got every GPU --devices asked for (GPUs exist only in a CUDA
+// build on a machine that has them).
+Status CheckGpus(const Runtime& runtime, const DeviceCounts& counts) {
+  const size_t have = runtime.device_manager().OfType(DEVICE_GPU).size();
+  if (have >= static_cast<size_t>(counts.gpu)) return Status::OK();
+  return errors::Unavailable("--devices asks for ", counts.gpu, " GPU device", counts.gpu == 1 ? "" : "s",
+                             " (gpu:", counts.gpu, "), but this runtime has ", have,
+                             " (GPUs need a CUDA build and a GPU): use fewer, or cpu:N only");
 }
 
 // ---------------------------------------------------------------------------
@@ -620,6 +632,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
 
   Runtime runtime(runtime_options);  // declared before the session, which must end first
+  const Status gpus = CheckGpus(runtime, args.devices);
+  if (!gpus.ok()) return UsageError(gpus);
   SessionOptions options;
   options.runtime = &runtime;
   options.graph_options.do_common_subexpression_elimination = args.optimize;
@@ -716,6 +730,7 @@ Status BuildDot(const GraphArgs& args, const RuntimeOptions& runtime_options, st
     return Status::OK();
   }
   Runtime runtime(runtime_options);  // for its devices only: nothing runs
+  AF_RETURN_IF_ERROR(CheckGpus(runtime, args.devices));
   AF_RETURN_IF_ERROR(PlaceGraph(&g, runtime.device_manager(), PlacerOptions()));
   if (!args.partitioned) {
     *dot = GraphToDot(g, DotGrouping::kByDevice);
