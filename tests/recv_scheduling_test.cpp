@@ -137,6 +137,12 @@ TEST_CASE("a _Recv needed late waits for the node finishing last before its cons
     REQUIRE(added == 1);
     REQUIRE(Inputs(sized, "r") == std::vector<std::string>{"^a2"});
   }
+  SECTION("by default, a gate that would hold a transfer back by only microseconds is not added") {
+    proto::GraphDef sized = ChainPartition(false);
+    REQUIRE(ScheduleRecvsLate(&sized, RecvSchedulingOptions(), &added).ok());
+    REQUIRE(added == 0);
+    REQUIRE(Inputs(sized, "r").empty());
+  }
 }
 
 TEST_CASE("when a _Send depends on a _Recv, gates depend on no _Recv") {
