@@ -58,8 +58,13 @@ struct Runtime::Impl {
     rendezvous = SpawnRendezvousActor(*system, pool.get());
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
+      ComputePool* device_pool = pool.get();
+      if (o.cpu_device_threads > 0) {
+        device_pools.push_back(std::make_unique<ComputePool>(pool.get(), o.cpu_device_threads));
+        device_pool = device_pools.back().get();
+      }
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
-                                               DEVICE_CPU, cpu_allocator(), pool.get()));
+                                               DEVICE_CPU, cpu_allocator(), device_pool));
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }
@@ -84,6 +89,7 @@ struct Runtime::Impl {
   Config cfg;
   std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<ComputePool> pool;
+  std::vector<std::unique_ptr<ComputePool>> device_pools;  // views of `pool`, one per CPU device, when limited
   std::unique_ptr<ChannelPool> channels;
   std::vector<std::unique_ptr<Device>> owned;
   std::vector<Device*> devices;

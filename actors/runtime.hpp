@@ -37,6 +37,11 @@ struct RuntimeOptions {
   /// Most threads one kernel may use (TensorFlow's intra_op_parallelism);
   /// 0: ACTORFLOW_INTRA_OP_THREADS or num_threads.
   int intra_op_threads = 0;
+  /// Threads each CPU device computes with: 0, the whole pool (every device
+  /// shares it); n, at most n of its kernels run at once and one kernel splits
+  /// into at most n shards, on the shared pool's threads (TensorFlow's virtual
+  /// CPU devices: with 1, each CPU device behaves as one core).
+  int cpu_device_threads = 0;
 };
 
 class Runtime {

@@ -1,19 +1,29 @@
 // Multi-device execution in one process (a Runtime with several CPU devices):
 //  - two_branch: two independent chains of 512x512 MatMuls, each branch on its
 //    own device (2 devices) vs both on one device; steps/s, ratio printed.
-//    Such MatMuls run on the compute pool, so one device already runs both
-//    branches at once: expect ~1x.
+//    Each CPU device computes with one thread (RuntimeOptions::
+//    cpu_device_threads = 1: a device is one core, as separate GPUs are separate
+//    compute units), so the second device adds compute.
+//  - two_branch_shared: the same where every device shares the whole pool (the
+//    default): one device already runs both branches at once on the two
+//    threads, so a second device adds nothing: expect ~1x.
 //  - two_branch_inline: the same with chains of Tanh on 128x128 (64 KB), which
 //    run inline on their device actor: one device runs the branches one after
 //    the other, two devices side by side.
-//  - placement: a graph whose right placement is known (two heavy independent
-//    chains, each fed by light nodes) placed by the cost model, round-robin
-//    and everything-on-one-device; steps/s of each.
+//  - placement: two graphs whose right placement is known, on 2 one-thread
+//    CPU devices, placed by the cost model, round-robin and
+//    everything-on-one-device; steps/s of each:
+//      branches: two independent chains of 384x384 MatMuls: right answer, a
+//        chain per device;
+//      chain: one chain of 40 cheap ops on 16x16: right answer, one device
+//        (every hop between devices costs more than the op).
 //  - send_recv: microseconds per cross-device transfer of a scalar: a step of
 //    1000 independent scalar adds whose inputs come from the other device,
 //    minus the same step on one device, per transfer.
 // Threads: ACTORFLOW_NUM_THREADS (default: cores).
 #include <cstdio>
+#include <cstdlib>
+#include <set>
 #include <string>
 
 #include "actors/runtime.hpp"
@@ -66,12 +76,14 @@ Scope TwoBranches(int n, int depth, const std::string& d0, const std::string& d1
   return root;
 }
 
-void TwoBranch() {
+void TwoBranch(bool shared_pool) {
   const int n = 512, depth = 4;
   RuntimeOptions ro;
   ro.num_cpu_devices = 2;
   ro.intra_op_threads = 1;  // one core per kernel: the branches are the parallelism
+  if (!shared_pool) ro.cpu_device_threads = 1;
   Runtime rt(ro);
+  const std::string name = shared_pool ? "two_branch_shared" : "two_branch";
   auto one = Open(&rt, TwoBranches(n, depth, "/device:CPU:0", "/device:CPU:0"), PlacementStrategy::kCostModel);
   auto two = Open(&rt, TwoBranches(n, depth, "/device:CPU:0", "/device:CPU:1"), PlacementStrategy::kCostModel);
   Tensor x = Filled(n, n, 1.f);
@@ -79,14 +91,15 @@ void TwoBranch() {
   auto run = [&](Session& s) { return [&] { Check(s.Run({{"x", x}}, {"sum"}, {}, &out)); }; };
   auto stats = bench::MeasureInterleaved(9, 5, {run(*one), run(*two)});
   const std::string p = "\"n\":" + std::to_string(n) + ",\"depth\":" + std::to_string(depth) +
-                        ",\"threads\":" + std::to_string(rt.num_threads()) + ",\"intra_op_threads\":1";
-  bench::Print("two_branch_steps", p + ",\"devices\":1,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[0], 1.0,
+                        ",\"threads\":" + std::to_string(rt.num_threads()) + ",\"device_threads\":" +
+                        (shared_pool ? "\"shared\"" : "1");
+  bench::Print(name + "_steps", p + ",\"devices\":1,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[0], 1.0,
                true);
-  bench::Print("two_branch_steps", p + ",\"devices\":2,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[1], 1.0,
+  bench::Print(name + "_steps", p + ",\"devices\":2,\"impl\":\"actorflow\"", "throughput", "steps/s", stats[1], 1.0,
                true);
-  std::printf("{\"bench\":\"two_branch_ratio\",\"params\":{%s},\"metric\":\"2 devices / 1 device\",\"unit\":\"ratio\","
+  std::printf("{\"bench\":\"%s_ratio\",\"params\":{%s},\"metric\":\"2 devices / 1 device\",\"unit\":\"ratio\","
               "\"median\":%.3f}\n",
-              p.c_str(), stats[0].median / stats[1].median);
+              name.c_str(), p.c_str(), stats[0].median / stats[1].median);
 }
 
 // Two chains of `depth` Tanh on [n, n] (inline-sized kernels), on d0 and d1.
@@ -126,11 +139,20 @@ void TwoBranchInline() {
               p.c_str(), stats[0].median / stats[1].median);
 }
 
-void Placement() {
-  const int n = 384, depth = 4;
+// One chain of `depth` cheap ops on [n, n] (placer's choice of device).
+Scope CheapChain(int n, int depth) {
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{n, n}));
+  for (int i = 0; i < depth; ++i) a = ops::Tanh(root.WithOpName("t" + std::to_string(i)), a);
+  ops::Sum(root.WithOpName("sum"), a, {0, 1});
+  return root;
+}
+
+// Each strategy on `graph`, 2 CPU devices of one thread each; steps/s.
+void PlacementOn(const std::string& graph_name, const Scope& graph, int n, const std::string& params) {
   RuntimeOptions ro;
   ro.num_cpu_devices = 2;
-  ro.intra_op_threads = 1;
+  ro.cpu_device_threads = 1;
   Runtime rt(ro);
   Tensor x = Filled(n, n, 1.f);
   std::vector<Tensor> out;
@@ -140,16 +162,29 @@ void Placement() {
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<std::function<void()>> fns;
   for (auto st : strategies) {
-    sessions.push_back(Open(&rt, TwoBranches(n, depth, "", ""), st));
+    sessions.push_back(Open(&rt, graph, st));
     Session* s = sessions.back().get();
     fns.push_back([s, &x, &out] { Check(s->Run({{"x", x}}, {"sum"}, {}, &out)); });
   }
   auto stats = bench::MeasureInterleaved(9, 5, fns);
   for (int i = 0; i < 3; ++i) {
-    const std::string p = "\"n\":" + std::to_string(n) + ",\"depth\":" + std::to_string(depth) +
-                          ",\"devices\":2,\"strategy\":\"" + names[i] + "\",\"impl\":\"actorflow\"";
-    bench::Print("placement_steps", p, "throughput", "steps/s", stats[i], 1.0, true);
+    std::set<std::string> used;  // devices the strategy put nodes on
+    if (std::getenv("AF_BENCH_SHOW_PLACEMENT"))  // which device each strategy chose, on stderr
+      for (const auto& kv : sessions[static_cast<size_t>(i)]->LastPlacement())
+        std::fprintf(stderr, "%s %s -> %s\n", names[i], kv.first.c_str(), kv.second.c_str());
+    for (const auto& kv : sessions[static_cast<size_t>(i)]->LastPlacement()) used.insert(kv.second);
+    const std::string p = "\"graph\":\"" + graph_name + "\"," + params +
+                          ",\"devices_used\":" + std::to_string(used.size()) + ",\"devices\":2,\"device_threads\":1,\"strategy\":\"" + names[i] + "\",\"impl\":\"actorflow\"";
+    bench::Print("placement_steps", p, "throughput", "steps/s", stats[static_cast<size_t>(i)], 1.0, true);
   }
+  std::printf("{\"bench\":\"placement_ratio\",\"params\":{\"graph\":\"%s\"},\"metric\":\"cost_model / round_robin, "
+              "cost_model / single\",\"unit\":\"ratio\",\"median\":%.3f,\"vs_single\":%.3f}\n",
+              graph_name.c_str(), stats[1].median / stats[0].median, stats[2].median / stats[0].median);
+}
+
+void Placement() {
+  PlacementOn("branches", TwoBranches(384, 4, "", ""), 384, "\"n\":384,\"depth\":4");
+  PlacementOn("chain", CheapChain(16, 40), 16, "\"n\":16,\"depth\":40");
 }
 
 // `k` scalar adds whose inputs are produced on `src` and consumed on `dst`.
@@ -186,7 +221,7 @@ void SendRecv() {
 
 }  // namespace
 
-// Arguments (optional): which figures: two_branch, two_branch_inline, placement, send_recv.
+// Arguments (optional): which figures: two_branch, two_branch_shared, two_branch_inline, placement, send_recv.
 int main(int argc, char** argv) {
   auto wanted = [&](const char* name) {
     if (argc < 2) return true;
@@ -194,7 +229,8 @@ int main(int argc, char** argv) {
       if (std::string(argv[i]) == name) return true;
     return false;
   };
-  if (wanted("two_branch")) TwoBranch();
+  if (wanted("two_branch")) TwoBranch(false);
+  if (wanted("two_branch_shared")) TwoBranch(true);
   if (wanted("two_branch_inline")) TwoBranchInline();
   if (wanted("placement")) Placement();
   if (wanted("send_recv")) SendRecv();

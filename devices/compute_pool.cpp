@@ -30,6 +30,8 @@ thread_local caf::execution_unit* t_current_worker = nullptr;
 // whether that handler has already queued a job on it.
 thread_local caf::execution_unit* t_handler_worker = nullptr;
 thread_local bool t_handler_queued_local = false;
+// The view whose job this thread is running, if any (its nested jobs bypass its limit).
+thread_local const ComputePool* t_current_view = nullptr;
 
 // A one-shot function run by a scheduler worker.
 class FunctionJob final : public caf::ref_counted, public caf::resumable {
@@ -123,7 +125,16 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
   activation_ = std::make_unique<ActivationUnit>(sys, this);
 }
 
+ComputePool::ComputePool(ComputePool* base, int max_concurrency)
+    : base_(base->base_ ? base->base_ : base),
+      max_concurrency_(std::max(1, max_concurrency)),
+      sys_(base_->sys_),
+      coordinator_(base_->coordinator_),
+      num_threads_(base_->num_threads_),
+      max_parallelism_(std::min(base_->max_parallelism_, std::max(1, max_concurrency))) {}
+
 void ComputePool::Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg) {
+  if (base_) return base_->Deliver(dest, sender, std::move(msg));
   caf::execution_unit* eu = t_current_worker ? t_current_worker : activation_.get();
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(
       caf::make_mailbox_element(caf::actor_cast<caf::strong_actor_ptr>(sender), caf::make_message_id(), {},
@@ -134,6 +145,7 @@ void ComputePool::Deliver(const caf::actor& dest, const caf::actor& sender, caf:
 ComputePool::~ComputePool() = default;
 
 ComputePool::JobScope::JobScope(ComputePool* pool, caf::execution_unit* eu) {
+  if (pool->base_) pool = pool->base_;
   auto* c = static_cast<Coordinator*>(pool->coordinator_);
   if (!c || !eu) return;
   const size_t id = static_cast<Coordinator::worker_type*>(eu)->id();
@@ -151,6 +163,7 @@ ComputePool::JobScope::~JobScope() {
 // round-robin. CAF's own choice from outside the scheduler is round-robin, so
 // every other step went to a sleeping worker and paid its wake-up.
 void ComputePool::ScheduleActivation(caf::resumable* job) {
+  if (base_) return base_->ScheduleActivation(job);
   auto* c = static_cast<Coordinator*>(coordinator_);
   if (!c) {
     sys_->scheduler().enqueue(job);
@@ -197,6 +210,53 @@ ComputePool::ActorHandlerScope::~ActorHandlerScope() {
 }
 
 void ComputePool::Schedule(std::function<void()> fn) {
+  if (!base_) return ScheduleOnBase(std::move(fn));
+  if (t_current_view == this) {  // a job of this view splitting its work: never held back
+    base_->ScheduleOnBase([this, fn = std::move(fn)] {
+      const ComputePool* prev = t_current_view;
+      t_current_view = this;
+      fn();
+      t_current_view = prev;
+    });
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(view_mu_);
+    if (view_running_ >= max_concurrency_) {
+      view_pending_.push_back(std::move(fn));
+      return;
+    }
+    ++view_running_;
+  }
+  base_->ScheduleOnBase([this, fn = std::move(fn)] { RunViewJob(fn); });
+}
+
+void ComputePool::RunViewJob(const std::function<void()>& fn) {
+  const ComputePool* prev = t_current_view;
+  t_current_view = this;
+  std::exception_ptr error;
+  try {
+    fn();
+  } catch (...) {
+    error = std::current_exception();  // rethrown once the slot is passed on
+  }
+  t_current_view = prev;
+  std::function<void()> next;
+  {
+    std::lock_guard<std::mutex> l(view_mu_);
+    if (!view_pending_.empty()) {
+      next = std::move(view_pending_.front());
+      view_pending_.pop_front();
+    } else {
+      --view_running_;
+    }
+  }
+  // The slot passes to the next job held back.
+  if (next) base_->ScheduleOnBase([this, next = std::move(next)] { RunViewJob(next); });
+  if (error) std::rethrow_exception(error);
+}
+
+void ComputePool::ScheduleOnBase(std::function<void()> fn) {
   auto* job = new FunctionJob(std::move(fn), this);  // reference count 1, released by the worker when done
   // The first job an actor's handler starts runs next on that handler's own
   // worker: no wake-up (40 us here), the inputs in its cache. Further jobs of

@@ -6,12 +6,22 @@
 // them. ParallelFor is caller-runs: the calling thread claims shards too, so it
 // never waits for a shard that no thread has started (no deadlock when every
 // worker is itself inside a ParallelFor).
+//
+// A device can be given a share of the pool (RuntimeOptions::cpu_device_threads):
+// a ComputePool made over another ("a view") runs at most `max_concurrency`
+// of its jobs at once on the base pool's threads and splits a kernel into at
+// most that many shards, so the device computes like a device with that many
+// cores (TensorFlow's virtual CPU devices). Jobs a view's job schedules itself
+// (the shards of its ParallelFor, Eigen's tasks) are not held back: a job never
+// waits for work queued behind it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 namespace caf {
 class actor;
@@ -28,6 +38,9 @@ class ComputePool {
   /// `max_parallelism` caps the shards of one ParallelFor (TensorFlow's
   /// intra-op parallelism); 0 means num_threads.
   ComputePool(caf::actor_system* sys, int num_threads, int max_parallelism = 0);
+  /// A view of `base` (which must outlive it) running at most
+  /// `max_concurrency` (>= 1) of its own jobs at once.
+  ComputePool(ComputePool* base, int max_concurrency);
   ~ComputePool();
   ComputePool(const ComputePool&) = delete;
   ComputePool& operator=(const ComputePool&) = delete;
@@ -36,6 +49,8 @@ class ComputePool {
   int MaxParallelism() const { return max_parallelism_; }
   /// Runs `fn` on a scheduler worker. `fn` must not block.
   void Schedule(std::function<void()> fn);
+  /// For a view: the most jobs of its own it runs at once; 0 for a base pool.
+  int MaxConcurrency() const { return base_ ? max_concurrency_ : 0; }
   /// Calls fn(begin, end) over disjoint ranges covering [0, n), in parallel
   /// when n * cost_per_unit (≈ cycles) is worth splitting; returns when all ran.
   void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
@@ -57,7 +72,7 @@ class ComputePool {
   void ScheduleActivation(caf::resumable* job);
   /// An execution unit whose exec_later is ScheduleActivation: pass it with
   /// a message enqueued from outside the pool (a client thread).
-  caf::execution_unit* activation_unit() const { return activation_.get(); }
+  caf::execution_unit* activation_unit() const { return base_ ? base_->activation_unit() : activation_.get(); }
   /// Sends `msg` to the local actor `dest` as from `sender`. From a pool job
   /// the actor runs next on the same worker (no wake-up, the job's outputs
   /// still in its cache); from elsewhere as ScheduleActivation picks.
@@ -97,6 +112,14 @@ class ComputePool {
   static constexpr int64_t kMinCostPerShard = 20000;
 
  private:
+  void ScheduleOnBase(std::function<void()> fn);  // Schedule of the base pool
+  void RunViewJob(const std::function<void()>& fn);  // a view's job, then the next one held back
+
+  ComputePool* base_ = nullptr;  // set for a view
+  int max_concurrency_ = 0;      // a view's limit
+  std::mutex view_mu_;           // guards view_running_ and view_pending_
+  int view_running_ = 0;
+  std::deque<std::function<void()>> view_pending_;
   caf::actor_system* sys_;
   void* coordinator_;  // the work-stealing coordinator, or null under another policy
   int num_threads_;

@@ -64,6 +64,12 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
     const DataType dtype = BaseType(src->output_type(port));
     Node* arg;
     AF_RETURN_IF_ERROR(AddCallNode(g, "_Arg", "_arg_", src, port, dtype, i, &arg));
+    PartialTensorShape shape;
+    if (src->type_string() == "Placeholder" || src->type_string() == "PlaceholderWithDefault")
+      GetNodeAttr(src->def(), "shape", &shape);
+    // The shape a feed must have (a Placeholder's), for the passes that size
+    // tensors (placement's costs, Recv scheduling); a fed tensor is checked against it.
+    if (!shape.unknown_rank()) (*arg->mutable_def()->mutable_attr())["_shape"] = AttrShape(shape);
     std::vector<const Edge*> cut;
     for (const Edge* e : src->out_edges())
       if (e->src_output == port) cut.push_back(e);
@@ -76,9 +82,6 @@ Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
     fed[{src, port}] = arg;
     arg_names.push_back(arg->name());
     info->feed_types.push_back(dtype);
-    PartialTensorShape shape;
-    if (src->type_string() == "Placeholder" || src->type_string() == "PlaceholderWithDefault")
-      GetNodeAttr(src->def(), "shape", &shape);
     info->feed_shapes.push_back(shape);
   }
   std::vector<Node*> roots;

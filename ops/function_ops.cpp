@@ -4,11 +4,20 @@
 #include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {
 
-AF_REGISTER_OP("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0").Doc("A step argument (feed).");
+// A feed of a Placeholder carries the Placeholder's shape as "_shape" (graph/subgraph.cpp).
+Status ArgShape(InferenceContext* c) {
+  PartialTensorShape shape;
+  if (c->GetAttr("_shape", &shape).ok()) c->set_output(0, shape);
+  return Status::OK();
+}
+
+AF_REGISTER_OP("_Arg").Output("output: T").Attr("T: type").Attr("index: int >= 0").SetShapeFn(ArgShape)
+    .Doc("A step argument (feed).");
 AF_REGISTER_OP("_Retval").Input("input: T").Attr("T: type").Attr("index: int >= 0").SetIsStateful()
     .Doc("A step result (fetch).");
 

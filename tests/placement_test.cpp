@@ -431,6 +431,41 @@ TEST_CASE("placement through a session: LastPlacement, requested devices and sof
   }
 }
 
+TEST_CASE("placement through a session: a fed placeholder's declared shape sizes the cost model's estimates") {
+  // The feeds become _Arg nodes; without the placeholders' shapes on them the
+  // MatMuls' sizes would be unknown, every node would look cheap, and the cost
+  // model would keep both chains on one device to save transfers.
+  Runtime rt(Cpus(2));
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> left, right;
+  Output l = ops::Placeholder(root.WithOpName("left"), DT_FLOAT, PartialTensorShape(TensorShape{128, 128}));
+  Output r = ops::Placeholder(root.WithOpName("right"), DT_FLOAT, PartialTensorShape(TensorShape{128, 128}));
+  for (int i = 0; i < 3; ++i) {
+    l = ops::MatMul(root.WithOpName("l" + std::to_string(i)), l, l);
+    r = ops::MatMul(root.WithOpName("r" + std::to_string(i)), r, r);
+    left.push_back(l.node()->name());
+    right.push_back(r.node()->name());
+  }
+  ops::Add(root.WithOpName("sum"), l, r);
+  SessionOptions so;
+  so.runtime = &rt;
+  Session session(so);
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor x(DT_FLOAT, TensorShape{128, 128});
+  for (int64_t i = 0; i < x.NumElements(); ++i) x.data<float>()[i] = 0.01f;
+  std::vector<Tensor> out;
+  Status s = session.Run({{"left", x}, {"right", x}}, {"sum"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  const auto p = session.LastPlacement();
+  for (const auto& n : left) REQUIRE(p.at(n) == p.at(left[0]));
+  for (const auto& n : right) REQUIRE(p.at(n) == p.at(right[0]));
+  REQUIRE(p.at(left[0]) != p.at(right[0]));
+  // A fed tensor of another shape than declared is still refused.
+  s = session.Run({{"left", Tensor(DT_FLOAT, TensorShape{2, 2})}, {"right", x}}, {"sum"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+}
+
 TEST_CASE("a stateful node keeps its device across signatures, so its kernel's state carries on") {
   // Signature {r} puts the random op on CPU:0, signature {e, r} would deal it CPU:1 (round robin): its
   // stream must continue, not restart on a fresh kernel.
