@@ -87,8 +87,8 @@ class DeviceVariableAccess final : public VariableAccess {
 class DeviceRendezvousAccess final : public RendezvousAccess {
  public:
   DeviceRendezvousAccess(DeviceActor* self, caf::actor rendezvous) : self_(self), rendezvous_(std::move(rendezvous)) {}
-  void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) override;
-  void Recv(int64_t step_id, const std::string& key, RecvCallback done) override;
+  void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) override;
+  void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) override;
   void Abort(int64_t step_id, const Status& s);
   /// Sends what the kernels asked for since the last flush.
   void Flush();
@@ -104,7 +104,15 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
   static constexpr int64_t kMaxBatchDelayNs = 30'000;
   RendezvousBatch out_;
   int64_t first_buffered_ns_ = 0;  // when out_ got its first item; 0 while it is empty
-  std::map<std::pair<int64_t, std::string>, RecvCallback> waiting_;  // Recvs asked for, by (step, key)
+  struct Waiting {
+    int64_t step_id;
+    RendezvousKey key;
+    bool operator==(const Waiting& o) const { return step_id == o.step_id && key == o.key; }
+  };
+  struct WaitingHash {
+    size_t operator()(const Waiting& w) const { return w.key.hash() ^ (static_cast<size_t>(w.step_id) * 0x9e3779b97f4a7c15ULL); }
+  };
+  std::unordered_map<Waiting, RecvCallback, WaitingHash> waiting_;  // Recvs asked for
 };
 
 struct DeviceActorState {
@@ -603,7 +611,7 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
 // _Send hands its tensor over from a pool thread once the device-to-host copy
 // is done) it goes at once as its own message (RendezvousAccess::Send is
 // thread-safe).
-void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+void DeviceRendezvousAccess::Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
   if (t_running_actor != &self_->state) {  // a GPU _Send finishing on a pool thread
     if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
     return;
@@ -612,15 +620,15 @@ void DeviceRendezvousAccess::Send(int64_t step_id, const std::string& key, const
   out_.sends.push_back({step_id, key, value, is_dead});
 }
 
-void DeviceRendezvousAccess::Recv(int64_t step_id, const std::string& key, RecvCallback done) {
+void DeviceRendezvousAccess::Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) {
   if (!rendezvous_) {
     done(errors::Unavailable("no rendezvous actor on ", self_->state.device->name()), Tensor(), false);
     return;
   }
-  auto [it, fresh] = waiting_.try_emplace({step_id, key}, std::move(done));
+  auto [it, fresh] = waiting_.try_emplace(Waiting{step_id, key}, std::move(done));
   if (!fresh) {
     RecvCallback cb = std::move(done);
-    cb(errors::Internal("two Recvs of key ", key, " in step ", step_id, " on ", self_->state.device->name()),
+    cb(errors::Internal("two Recvs of key ", key.str(), " in step ", step_id, " on ", self_->state.device->name()),
        Tensor(), false);
     return;
   }
@@ -637,7 +645,7 @@ void DeviceRendezvousAccess::Flush() {
 
 void DeviceRendezvousAccess::Deliver(RendezvousDeliver& d) {
   for (auto& item : d.items) {
-    auto it = waiting_.find({item.step_id, item.key});
+    auto it = waiting_.find(Waiting{item.step_id, item.key});
     if (it == waiting_.end()) continue;
     RecvCallback cb = std::move(it->second);
     waiting_.erase(it);

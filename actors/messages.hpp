@@ -30,6 +30,7 @@
 
 #include "actors/step_state.hpp"
 #include "net/wire_format.hpp"
+#include "ops/sendrecv/rendezvous_key.hpp"
 #include "ops/state/variable_requests.hpp"
 
 namespace actorflow {
@@ -91,7 +92,7 @@ struct VarUpdateDone {
 /// A _Send's tensor for the _Recv of `key` in step `step_id` (no answer).
 struct RendezvousSend {
   int64_t step_id = 0;
-  std::string key;
+  RendezvousKey key;
   Tensor value;
   bool is_dead = false;  // sent from an untaken branch (control flow)
 };
@@ -99,7 +100,7 @@ struct RendezvousSend {
 /// A _Recv waiting for the tensor of `key` in step `step_id`.
 struct RendezvousRecv {
   int64_t step_id = 0;
-  std::string key;
+  RendezvousKey key;
 };
 
 struct RendezvousRecvResponse {
@@ -114,13 +115,13 @@ struct RendezvousRecvResponse {
 struct RendezvousBatch {
   struct Sent {
     int64_t step_id = 0;
-    std::string key;
+    RendezvousKey key;
     Tensor value;
     bool is_dead = false;
   };
   struct Wanted {
     int64_t step_id = 0;
-    std::string key;
+    RendezvousKey key;
   };
   std::vector<Sent> sends;
   std::vector<Wanted> recvs;
@@ -130,7 +131,7 @@ struct RendezvousBatch {
 struct RendezvousDeliver {
   struct Item {
     int64_t step_id = 0;
-    std::string key;
+    RendezvousKey key;
     Status status;
     Tensor value;
     bool is_dead = false;
@@ -230,6 +231,19 @@ typename Inspector::result_type inspect(Inspector& f, VarUpdateDone& x) {
   return f(caf::meta::type_name("VarUpdateDone"), x.id);
 }
 
+// A key crosses processes as its text; in one process it is shared, never copied.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RendezvousKey& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    std::string text;
+    if (auto err = f(caf::meta::type_name("RendezvousKey"), text)) return err;
+    x = RendezvousKey(std::move(text));
+    return caf::error{};
+  } else {
+    std::string text = x.str();
+    return f(caf::meta::type_name("RendezvousKey"), text);
+  }
+}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousSend& x) {
   return f(caf::meta::type_name("RendezvousSend"), x.step_id, x.key, x.value, x.is_dead);

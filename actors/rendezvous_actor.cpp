@@ -30,7 +30,7 @@ struct Entry {
 
 struct StepTable {
   Status aborted;  // OK while the step runs
-  std::unordered_map<std::string, Entry> entries;
+  std::unordered_map<RendezvousKey, Entry, RendezvousKeyHash> entries;
 };
 
 struct RendezvousState {
@@ -45,7 +45,7 @@ const char* RendezvousState::name = "rendezvous_actor";
 
 using RendezvousActor = caf::stateful_actor<RendezvousState>;
 
-void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, const std::string& key, Status status, Tensor value,
+void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, const RendezvousKey& key, Status status, Tensor value,
             bool is_dead) {
   if (w.requester) {
     self->state.outgoing[w.requester].items.push_back({step_id, key, std::move(status), std::move(value), is_dead});
@@ -87,7 +87,7 @@ void Abort(RendezvousActor* self, int64_t step_id, StepTable& table, Status s) {
   table.entries.clear();
 }
 
-void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) {
+void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
   StepTable& table = self->state.steps[step_id];
   if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
   auto it = table.entries.find(key);
@@ -100,7 +100,7 @@ void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const
   if (e.sent) {
     // A second Send under one key is a bug in the partitioning: the step
     // fails, and every Recv of it (now or later) learns why.
-    Abort(self, step_id, table, errors::Internal("rendezvous key ", key, " was sent twice in step ", step_id));
+    Abort(self, step_id, table, errors::Internal("rendezvous key ", key.str(), " was sent twice in step ", step_id));
     return;
   }
   e.sent = true;
@@ -109,7 +109,7 @@ void Offer(RendezvousActor* self, int64_t step_id, const std::string& key, const
 }
 
 // Answers at once when the tensor (or the step's error) is there, else waits.
-void Want(RendezvousActor* self, int64_t step_id, const std::string& key, Waiter w) {
+void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter w) {
   StepTable& table = self->state.steps[step_id];
   if (!table.aborted.ok()) {
     Answer(self, w, step_id, key, table.aborted, Tensor(), false);
@@ -123,7 +123,7 @@ void Want(RendezvousActor* self, int64_t step_id, const std::string& key, Waiter
   }
   Entry& e = table.entries[key];
   if (e.waiting) {
-    Answer(self, w, step_id, key, errors::Internal("rendezvous key ", key, " was received twice in step ", step_id),
+    Answer(self, w, step_id, key, errors::Internal("rendezvous key ", key.str(), " was received twice in step ", step_id),
            Tensor(), false);
     return;
   }

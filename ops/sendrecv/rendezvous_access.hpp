@@ -9,8 +9,7 @@
 // step is aborted. The device actor implements RendezvousAccess by messages,
 // so a waiting Recv holds no thread.
 //
-// Key: "send_device;send_device_incarnation;recv_device;tensor_name;frame:iteration"
-// (TensorFlow's layout); the frame and iteration are "0:0" outside loops.
+// Keys: ops/sendrecv/rendezvous_key.hpp.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +18,9 @@
 
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "ops/sendrecv/rendezvous_key.hpp"
 
 namespace actorflow {
-
-/// The key of one transfer (see the file comment).
-std::string RendezvousKey(const std::string& send_device, uint64_t send_device_incarnation,
-                          const std::string& recv_device, const std::string& tensor_name, int64_t frame_id = 0,
-                          int64_t iteration = 0);
 
 class RendezvousAccess {
  public:
@@ -33,10 +28,10 @@ class RendezvousAccess {
   virtual ~RendezvousAccess() = default;
   /// Hands `value` over for the Recv of `key` in step `step_id`; never waits.
   /// Thread-safe: a kernel may call it from any thread while its node runs.
-  virtual void Send(int64_t step_id, const std::string& key, const Tensor& value, bool is_dead) = 0;
+  virtual void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) = 0;
   /// Calls `done` (on the device actor's thread) when the tensor of `key` in
   /// step `step_id` has been sent, or with an error when the step is aborted.
-  virtual void Recv(int64_t step_id, const std::string& key, RecvCallback done) = 0;
+  virtual void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) = 0;
 };
 
 }  // namespace actorflow

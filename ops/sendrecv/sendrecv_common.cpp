@@ -5,14 +5,14 @@
 
 namespace actorflow {
 
-std::string RendezvousKeyFromAttrs(OpKernelConstruction* c) {
+RendezvousKey RendezvousKeyFromAttrs(OpKernelConstruction* c) {
   std::string tensor_name, send_device, recv_device;
   int64_t incarnation = 0;
   c->SetStatus(c->GetAttr("tensor_name", &tensor_name));
   c->SetStatus(c->GetAttr("send_device", &send_device));
   c->SetStatus(c->GetAttr("send_device_incarnation", &incarnation));
   c->SetStatus(c->GetAttr("recv_device", &recv_device));
-  return RendezvousKey(send_device, static_cast<uint64_t>(incarnation), recv_device, tensor_name);
+  return MakeRendezvousKey(send_device, static_cast<uint64_t>(incarnation), recv_device, tensor_name);
 }
 
 Status NoRendezvous(const OpKernel& k) {

@@ -8,6 +8,7 @@
 
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "ops/sendrecv/rendezvous_key.hpp"
 
 namespace actorflow {
 
@@ -16,7 +17,7 @@ class OpKernelConstruction;
 
 /// The key both ends compute from their attrs (tensor_name, send_device,
 /// send_device_incarnation, recv_device); a missing attr is set on `c`.
-std::string RendezvousKeyFromAttrs(OpKernelConstruction* c);
+RendezvousKey RendezvousKeyFromAttrs(OpKernelConstruction* c);
 
 /// Unavailable: `k` runs where no rendezvous actor is reachable.
 Status NoRendezvous(const OpKernel& k);

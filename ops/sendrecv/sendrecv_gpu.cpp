@@ -61,7 +61,7 @@ class GpuSendOp : public AsyncOpKernel {
   }
 
  private:
-  const std::string key_;
+  const RendezvousKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Send").Device(DEVICE_GPU), GpuSendOp);
 
@@ -111,7 +111,7 @@ class GpuRecvOp : public AsyncOpKernel {
     });
   }
 
-  const std::string key_;
+  const RendezvousKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(DEVICE_GPU), GpuRecvOp);
 

@@ -42,7 +42,7 @@ class SendOp : public OpKernel {
   }
 
  private:
-  const std::string key_;
+  const RendezvousKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Send").Device(DEVICE_CPU), SendOp);
 
@@ -61,7 +61,7 @@ class RecvOp : public AsyncOpKernel {
   }
 
  private:
-  const std::string key_;
+  const RendezvousKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(DEVICE_CPU), RecvOp);
 
