@@ -17,6 +17,7 @@
 #include "core/proto/graph.pb.h"
 #include "core/resource_handle.hpp"
 #include "ops/sendrecv/rendezvous_access.hpp"
+#include "ops/sendrecv/sendrecv_common.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
@@ -82,37 +83,44 @@ class DeviceVariableAccess final : public VariableAccess {
 
 // Kernels' way to the rendezvous actor (_Send, _Recv). The Sends and Recvs
 // of one drained ready queue go out as one RendezvousBatch (Flush); tensors
-// for the Recvs come back in RendezvousDeliver messages, which call the
-// kernels' callbacks on this actor's thread. No message per transfer.
+// for the Recvs come back in RendezvousDeliver messages, handled on this
+// actor's thread. No message per transfer. A Recv waits under a ticket (an
+// index into slots_, echoed by the rendezvous): a _Recv node the actor serves
+// itself (DirectRecvKernel) as (step, node), other kernels with a callback.
 class DeviceRendezvousAccess final : public RendezvousAccess {
  public:
   DeviceRendezvousAccess(DeviceActor* self, caf::actor rendezvous) : self_(self), rendezvous_(std::move(rendezvous)) {}
   void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) override;
   void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) override;
+  /// Waits for the tensor of `node` (a DirectRecvKernel) of the actor's step
+  /// `step`; when it comes, RecvNodeDone hands it on.
+  void RecvForNode(StepState* step, int32_t node, const RendezvousKey& key);
   void Abort(int64_t step_id, const Status& s);
   /// Sends what the kernels asked for since the last flush.
   void Flush();
   /// Whether something has waited long enough to go out before the ready
   /// queue drains (a long inline chain must not hold a Send back).
   bool Due() const { return first_buffered_ns_ != 0 && NowNanos() - first_buffered_ns_ > kMaxBatchDelayNs; }
-  /// Hands delivered tensors (or errors) to their Recvs' callbacks.
+  /// Hands delivered tensors (or errors) to the Recvs waiting for them.
   void Deliver(RendezvousDeliver& d);
 
  private:
+  struct Slot {
+    RecvCallback callback;  // a kernel's Recv; empty for a node served directly
+    int64_t step_id = 0;    // the actor's step of a node served directly
+    int32_t node = -1;
+    int64_t start_ns = 0;   // when it began waiting, for step stats
+    bool used = false;
+  };
+  uint64_t Want(int64_t client_step_id, const RendezvousKey& key, Slot slot);
+
   DeviceActor* self_;
   caf::actor rendezvous_;
   static constexpr int64_t kMaxBatchDelayNs = 30'000;
   RendezvousBatch out_;
   int64_t first_buffered_ns_ = 0;  // when out_ got its first item; 0 while it is empty
-  struct Waiting {
-    int64_t step_id;
-    RendezvousKey key;
-    bool operator==(const Waiting& o) const { return step_id == o.step_id && key == o.key; }
-  };
-  struct WaitingHash {
-    size_t operator()(const Waiting& w) const { return w.key.hash() ^ (static_cast<size_t>(w.step_id) * 0x9e3779b97f4a7c15ULL); }
-  };
-  std::unordered_map<Waiting, RecvCallback, WaitingHash> waiting_;  // Recvs asked for
+  std::vector<Slot> slots_;        // by ticket
+  std::vector<uint64_t> free_slots_;
 };
 
 struct DeviceActorState {
@@ -360,6 +368,24 @@ void KernelFinished(DeviceActor* self, KernelDone& done) {
   Propagate(self, step, done.node_id, done.status, done.outputs.data());
 }
 
+// The tensor (or error) for _Recv node `node` of the actor's step `step_id`,
+// served directly (DeviceRendezvousAccess::RecvForNode): checked as the
+// kernel would, then handed to the node's consumers.
+void RecvNodeDone(DeviceActor* self, int64_t step_id, int32_t node, int64_t start_ns, const Status& status,
+                  Tensor value, bool is_dead) {
+  auto& st = self->state;
+  auto it = st.steps.find(step_id);
+  if (it == st.steps.end()) return;
+  StepState* step = it->second.state.get();
+  const NodeItem& item = step->plan().item(node);
+  const Status checked = CheckReceived(*item.kernel, status, value, is_dead);
+  Tensor* outputs = st.inline_outputs.data();
+  if (checked.ok()) outputs[0] = std::move(value);
+  if (step->collect_stats && start_ns != 0)
+    step->RecordStats(node, "recv", start_ns, NowNanos(), ThisThreadId(), outputs);
+  Propagate(self, step, node, checked, outputs);
+}
+
 // Runs one ready node whose inputs are all in place: inline, on the pool, or
 // started asynchronously.
 void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
@@ -370,6 +396,10 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
   if (step->failed()) {  // skip the rest of a failed step
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();
     NodeFinished(self, step);
+    return;
+  }
+  if (item.recv_key) {  // a _Recv: waits for its tensor without a thread or a kernel start
+    st.rendezvous->RecvForNode(step, node, *item.recv_key);
     return;
   }
   bool offload = item.is_async;
@@ -620,20 +650,43 @@ void DeviceRendezvousAccess::Send(int64_t step_id, const RendezvousKey& key, con
   out_.sends.push_back({step_id, key, value, is_dead});
 }
 
+uint64_t DeviceRendezvousAccess::Want(int64_t client_step_id, const RendezvousKey& key, Slot slot) {
+  uint64_t ticket;
+  if (!free_slots_.empty()) {
+    ticket = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    ticket = slots_.size();
+    slots_.emplace_back();
+  }
+  slot.used = true;
+  slots_[ticket] = std::move(slot);
+  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
+  out_.recvs.push_back({client_step_id, key, ticket});
+  return ticket;
+}
+
 void DeviceRendezvousAccess::Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) {
   if (!rendezvous_) {
     done(errors::Unavailable("no rendezvous actor on ", self_->state.device->name()), Tensor(), false);
     return;
   }
-  auto [it, fresh] = waiting_.try_emplace(Waiting{step_id, key}, std::move(done));
-  if (!fresh) {
-    RecvCallback cb = std::move(done);
-    cb(errors::Internal("two Recvs of key ", key.str(), " in step ", step_id, " on ", self_->state.device->name()),
-       Tensor(), false);
+  Slot slot;
+  slot.callback = std::move(done);
+  Want(step_id, key, std::move(slot));
+}
+
+void DeviceRendezvousAccess::RecvForNode(StepState* step, int32_t node, const RendezvousKey& key) {
+  Slot slot;
+  slot.step_id = step->step_id();
+  slot.node = node;
+  slot.start_ns = step->collect_stats ? NowNanos() : 0;
+  if (!rendezvous_) {
+    RecvNodeDone(self_, slot.step_id, node, slot.start_ns,
+                 errors::Unavailable("no rendezvous actor on ", self_->state.device->name()), Tensor(), false);
     return;
   }
-  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
-  out_.recvs.push_back({step_id, key});
+  Want(step->client_step_id, key, std::move(slot));
 }
 
 void DeviceRendezvousAccess::Flush() {
@@ -645,11 +698,12 @@ void DeviceRendezvousAccess::Flush() {
 
 void DeviceRendezvousAccess::Deliver(RendezvousDeliver& d) {
   for (auto& item : d.items) {
-    auto it = waiting_.find(Waiting{item.step_id, item.key});
-    if (it == waiting_.end()) continue;
-    RecvCallback cb = std::move(it->second);
-    waiting_.erase(it);
-    cb(item.status, std::move(item.value), item.is_dead);
+    if (item.ticket >= slots_.size() || !slots_[item.ticket].used) continue;  // not ours (or answered already)
+    Slot slot = std::move(slots_[item.ticket]);
+    slots_[item.ticket] = Slot();
+    free_slots_.push_back(item.ticket);
+    if (slot.callback) slot.callback(item.status, std::move(item.value), item.is_dead);
+    else RecvNodeDone(self_, slot.step_id, slot.node, slot.start_ns, item.status, std::move(item.value), item.is_dead);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "actors/kernel_segment.hpp"
 #include "graph/graph.hpp"
+#include "ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
 
@@ -40,6 +41,7 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     item.is_async = k->AsAsync() != nullptr;
     item.is_transfer = n->type_string() == "_Send" || n->type_string() == "_Recv";
     plan->has_transfers_ = plan->has_transfers_ || item.is_transfer;
+    if (const auto* direct = dynamic_cast<const DirectRecvKernel*>(item.kernel)) item.recv_key = &direct->rendezvous_key();
     item.deref_start = static_cast<int32_t>(plan->deref_inputs_.size());
     for (int in = 0; in < n->num_inputs(); ++in) {
       const Edge* e = n->input_edge(in);

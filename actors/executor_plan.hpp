@@ -14,6 +14,7 @@
 
 #include "core/status.hpp"
 #include "ops/op_kernel.hpp"
+#include "ops/sendrecv/rendezvous_key.hpp"
 
 namespace actorflow {
 
@@ -42,6 +43,8 @@ struct NodeItem {
   int32_t num_deref = 0;
   bool is_async = false;
   bool is_transfer = false;  // _Send or _Recv: runs before other ready nodes (another device may wait)
+  /// A _Recv the device actor serves itself (DirectRecvKernel): its key, owned by the kernel.
+  const RendezvousKey* recv_key = nullptr;
 };
 
 class ExecutorPlan {

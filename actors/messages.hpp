@@ -122,6 +122,7 @@ struct RendezvousBatch {
   struct Wanted {
     int64_t step_id = 0;
     RendezvousKey key;
+    uint64_t ticket = 0;  // the asker's, echoed in the RendezvousDeliver item
   };
   std::vector<Sent> sends;
   std::vector<Wanted> recvs;
@@ -131,7 +132,7 @@ struct RendezvousBatch {
 struct RendezvousDeliver {
   struct Item {
     int64_t step_id = 0;
-    RendezvousKey key;
+    uint64_t ticket = 0;  // the Wanted's
     Status status;
     Tensor value;
     bool is_dead = false;
@@ -262,7 +263,7 @@ typename Inspector::result_type inspect(Inspector& f, RendezvousBatch::Sent& x) 
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousBatch::Wanted& x) {
-  return f(caf::meta::type_name("RendezvousBatch::Wanted"), x.step_id, x.key);
+  return f(caf::meta::type_name("RendezvousBatch::Wanted"), x.step_id, x.key, x.ticket);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousBatch& x) {
@@ -270,7 +271,7 @@ typename Inspector::result_type inspect(Inspector& f, RendezvousBatch& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousDeliver::Item& x) {
-  return f(caf::meta::type_name("RendezvousDeliver::Item"), x.step_id, x.key, x.status, x.value, x.is_dead);
+  return f(caf::meta::type_name("RendezvousDeliver::Item"), x.step_id, x.ticket, x.status, x.value, x.is_dead);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousDeliver& x) {

@@ -18,6 +18,7 @@ namespace {
 struct Waiter {
   caf::response_promise promise;  // valid for a request
   caf::actor requester;           // valid for a batch
+  uint64_t ticket = 0;            // the batch's, for its RendezvousDeliver item
 };
 
 struct Entry {
@@ -45,10 +46,10 @@ const char* RendezvousState::name = "rendezvous_actor";
 
 using RendezvousActor = caf::stateful_actor<RendezvousState>;
 
-void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, const RendezvousKey& key, Status status, Tensor value,
+void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, Status status, Tensor value,
             bool is_dead) {
   if (w.requester) {
-    self->state.outgoing[w.requester].items.push_back({step_id, key, std::move(status), std::move(value), is_dead});
+    self->state.outgoing[w.requester].items.push_back({step_id, w.ticket, std::move(status), std::move(value), is_dead});
     return;
   }
   RendezvousRecvResponse r;
@@ -75,7 +76,7 @@ void Flush(RendezvousActor* self) {
 // Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
 void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
   for (auto& [key, e] : table.entries)
-    if (e.waiting) Answer(self, e.waiter, step_id, key, s, Tensor(), false);
+    if (e.waiting) Answer(self, e.waiter, step_id, s, Tensor(), false);
 }
 
 // Fails the step: its waiting Recvs are answered with `s`, its entries
@@ -92,7 +93,7 @@ void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, con
   if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
   auto it = table.entries.find(key);
   if (it != table.entries.end() && it->second.waiting) {
-    Answer(self, it->second.waiter, step_id, key, Status::OK(), value, is_dead);
+    Answer(self, it->second.waiter, step_id, Status::OK(), value, is_dead);
     table.entries.erase(it);
     return;
   }
@@ -112,18 +113,18 @@ void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, con
 void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter w) {
   StepTable& table = self->state.steps[step_id];
   if (!table.aborted.ok()) {
-    Answer(self, w, step_id, key, table.aborted, Tensor(), false);
+    Answer(self, w, step_id, table.aborted, Tensor(), false);
     return;
   }
   auto it = table.entries.find(key);
   if (it != table.entries.end() && it->second.sent) {
-    Answer(self, w, step_id, key, Status::OK(), std::move(it->second.value), it->second.is_dead);
+    Answer(self, w, step_id, Status::OK(), std::move(it->second.value), it->second.is_dead);
     table.entries.erase(it);
     return;
   }
   Entry& e = table.entries[key];
   if (e.waiting) {
-    Answer(self, w, step_id, key, errors::Internal("rendezvous key ", key.str(), " was received twice in step ", step_id),
+    Answer(self, w, step_id, errors::Internal("rendezvous key ", key.str(), " was received twice in step ", step_id),
            Tensor(), false);
     return;
   }
@@ -160,6 +161,7 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
           for (const auto& r : b.recvs) {
             Waiter w;
             w.requester = requester;
+            w.ticket = r.ticket;
             Want(self, r.step_id, r.key, std::move(w));
           }
           Flush(self);

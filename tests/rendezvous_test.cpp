@@ -17,6 +17,8 @@
 #include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "ops/sendrecv/rendezvous_access.hpp"
+#include "ops/sendrecv/sendrecv_common.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -129,6 +131,35 @@ struct HoldKernels {
     for (auto& done : held) done();
   }
 };
+
+// A _Recv-like kernel that takes its tensor through RendezvousAccess::Recv's
+// callback, as kernels the device actor does not serve directly do (the GPU's
+// _Recv); CPU _Recv nodes are served directly (DirectRecvKernel).
+AF_REGISTER_OP("TestCallbackRecv")
+    .Output("tensor: tensor_type")
+    .Attr("tensor_type: type")
+    .Attr("tensor_name: string")
+    .Attr("send_device: string")
+    .Attr("send_device_incarnation: int")
+    .Attr("recv_device: string")
+    .SetIsStateful();
+AF_REGISTER_NO_GRADIENT("TestCallbackRecv");
+
+class TestCallbackRecvOp : public AsyncOpKernel {
+ public:
+  explicit TestCallbackRecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(RendezvousKeyFromAttrs(c)) {}
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    ctx->rendezvous()->Recv(ctx->step_id(), key_, [ctx, done](const Status& s, Tensor value, bool is_dead) {
+      if (s.ok() && !is_dead) ctx->set_output(0, std::move(value));
+      else ctx->SetStatus(s.ok() ? errors::Internal("dead") : s);
+      done();
+    });
+  }
+
+ private:
+  const RendezvousKey key_;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("TestCallbackRecv").Device(DEVICE_CPU), TestCallbackRecvOp);
 
 Session* NewSession(Runtime* rt, std::unique_ptr<Session>* holder, const proto::GraphDef& def) {
   SessionOptions so;
@@ -378,4 +409,51 @@ TEST_CASE("closing the session ends a step that waits in a Recv") {
   Status s = step.get();
   INFO(s.ToString());
   REQUIRE(s.code() == Code::kCancelled);
+}
+
+TEST_CASE("a Recv kernel answered through its callback gets the sent tensor, or the step's deadline") {
+  Runtime rt(Cpus(2));
+  const std::string cpu0 = rt.devices()[0]->name(), cpu1 = rt.devices()[1]->name();
+  // A hand-made pair: a _Send on CPU:0 and a callback Recv of the same key on CPU:1.
+  auto build = [&](bool with_send) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x").WithDevice("CPU:0"), DT_FLOAT);
+    if (with_send)
+      root.WithOpName("send")
+          .WithDevice("CPU:0")
+          .AddOp("_Send", {{x}},
+                 {{"T", AttrType(DT_FLOAT)}, {"tensor_name", AttrString("x:0")}, {"send_device", AttrString(cpu0)},
+                  {"send_device_incarnation", AttrInt(7)}, {"recv_device", AttrString(cpu1)}});
+    auto recv = root.WithOpName("recv").WithDevice("CPU:1").AddOp(
+        "TestCallbackRecv", {},
+        {{"tensor_type", AttrType(DT_FLOAT)}, {"tensor_name", AttrString("x:0")}, {"send_device", AttrString(cpu0)},
+         {"send_device_incarnation", AttrInt(7)}, {"recv_device", AttrString(cpu1)}});
+    ops::Neg(root.WithOpName("y").WithDevice("CPU:1"), Output(recv.node(), 0));
+    ops::Square(root.WithOpName("x2").WithDevice("CPU:0"), x);
+    return ToDef(root);
+  };
+  std::unique_ptr<Session> holder;
+  Session* session = NewSession(&rt, &holder, build(true));
+  std::vector<Tensor> out;
+  RunOptions opts;
+  opts.timeout_in_ms = 20000;
+  for (float v : {3.f, -4.f}) {  // the second step reuses the freed ticket
+    Status s = session->Run(opts, {{"x", Tensor::Scalar<float>(v)}}, {"y"}, {"send"}, &out);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    REQUIRE(out[0].scalar<float>() == -v);
+  }
+  // Nobody sends: the waiting callback is answered by the step's deadline.
+  std::unique_ptr<Session> holder2;
+  Session* lonely = NewSession(&rt, &holder2, build(false));
+  opts.timeout_in_ms = 200;
+  Status s = lonely->Run(opts, {{"x", Tensor::Scalar<float>(1)}}, {"y", "x2"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kDeadlineExceeded);
+  // The first session still works.
+  opts.timeout_in_ms = 20000;
+  s = session->Run(opts, {{"x", Tensor::Scalar<float>(5)}}, {"y"}, {"send"}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].scalar<float>() == -5.f);
 }

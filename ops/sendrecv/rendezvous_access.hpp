@@ -34,4 +34,15 @@ class RendezvousAccess {
   virtual void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) = 0;
 };
 
+/// Implemented by a _Recv kernel whose only work is to take the tensor: a
+/// device actor may then wait for the tensor itself and hand it to the node's
+/// consumers when it arrives, as the kernel would (no kernel start, no
+/// callback objects: the common CPU case of every transfer). A _Recv that does
+/// more (the GPU's, which copies to device memory) does not implement it.
+class DirectRecvKernel {
+ public:
+  virtual ~DirectRecvKernel() = default;
+  virtual const RendezvousKey& rendezvous_key() const = 0;
+};
+
 }  // namespace actorflow

@@ -46,9 +46,12 @@ class SendOp : public OpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Send").Device(DEVICE_CPU), SendOp);
 
-class RecvOp : public AsyncOpKernel {
+// Device actors serve it directly (DirectRecvKernel); ComputeAsync is for
+// executors that do not.
+class RecvOp : public AsyncOpKernel, public DirectRecvKernel {
  public:
   explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(RendezvousKeyFromAttrs(c)) {}
+  const RendezvousKey& rendezvous_key() const override { return key_; }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     AF_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr, NoRendezvous(*this), done);
     ctx->rendezvous()->Recv(ctx->step_id(), key_,
