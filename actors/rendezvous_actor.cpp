@@ -4,7 +4,9 @@
 
 #include <map>
 #include <string>
+#include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/messages.hpp"
 #include "devices/compute_pool.hpp"
@@ -36,6 +38,13 @@ struct StepTable {
 
 struct RendezvousState {
   std::unordered_map<int64_t, StepTable> steps;
+  // Steps declared over (StepDone), most recent last, so that a message
+  // arriving late for one (from a partition its client stopped waiting for)
+  // does not recreate its table, which nothing would ever drop again.
+  // Bounded: the oldest are forgotten.
+  std::unordered_set<int64_t> over;
+  std::deque<int64_t> over_order;
+  static constexpr size_t kRememberOver = 1 << 16;
   // Deliveries to batch waiters made by the current handler, sent at its end
   // (one message per device actor, however many tensors).
   std::map<caf::actor, RendezvousDeliver> outgoing;
@@ -73,6 +82,17 @@ void Flush(RendezvousActor* self) {
   self->state.outgoing.clear();
 }
 
+// The table of `step_id`, created on first use; null for a step that is over.
+StepTable* Table(RendezvousActor* self, int64_t step_id) {
+  auto& st = self->state;
+  auto it = st.steps.find(step_id);
+  if (it != st.steps.end()) return &it->second;
+  if (st.over.count(step_id)) return nullptr;
+  return &st.steps[step_id];
+}
+
+Status StepOver(int64_t step_id) { return errors::Cancelled("step ", step_id, " is over"); }
+
 // Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
 void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
   for (auto& [key, e] : table.entries)
@@ -89,7 +109,9 @@ void Abort(RendezvousActor* self, int64_t step_id, StepTable& table, Status s) {
 }
 
 void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
-  StepTable& table = self->state.steps[step_id];
+  StepTable* found = Table(self, step_id);
+  if (!found) return;  // the step is over: nobody will take it
+  StepTable& table = *found;
   if (!table.aborted.ok()) return;  // the step is failing: nobody will take it
   auto it = table.entries.find(key);
   if (it != table.entries.end() && it->second.waiting) {
@@ -111,7 +133,12 @@ void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, con
 
 // Answers at once when the tensor (or the step's error) is there, else waits.
 void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter w) {
-  StepTable& table = self->state.steps[step_id];
+  StepTable* found = Table(self, step_id);
+  if (!found) {
+    Answer(self, w, step_id, StepOver(step_id), Tensor(), false);
+    return;
+  }
+  StepTable& table = *found;
   if (!table.aborted.ok()) {
     Answer(self, w, step_id, table.aborted, Tensor(), false);
     return;
@@ -167,16 +194,24 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
           Flush(self);
         },
         [self](const RendezvousAbort& a) {
-          Abort(self, a.step_id, self->state.steps[a.step_id],
-                a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status);
+          if (StepTable* table = Table(self, a.step_id))
+            Abort(self, a.step_id, *table,
+                  a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status);
           Flush(self);
         },
         [self](const RendezvousStepDone& d) {
-          auto it = self->state.steps.find(d.step_id);
-          if (it == self->state.steps.end()) return;
+          auto& st = self->state;
+          if (!st.over.insert(d.step_id).second) return;
+          st.over_order.push_back(d.step_id);
+          if (st.over_order.size() > RendezvousState::kRememberOver) {
+            st.over.erase(st.over_order.front());
+            st.over_order.pop_front();
+          }
+          auto it = st.steps.find(d.step_id);
+          if (it == st.steps.end()) return;
           // Nothing should wait now; if something does, it must not hang.
-          FailWaiters(self, d.step_id, it->second, errors::Cancelled("step ", d.step_id, " is over"));
-          self->state.steps.erase(it);
+          FailWaiters(self, d.step_id, it->second, StepOver(d.step_id));
+          st.steps.erase(it);
           Flush(self);
         },
     };

@@ -255,12 +255,20 @@ TEST_CASE("rendezvous: StepDone drops the step's entries and answers what still 
   REQUIRE(waiting.status.code() == Code::kCancelled);
   rv.Barrier();
   REQUIRE(t.RefCountIsOne());  // dropped
-  // The step's entry is gone: a Recv under its key now waits (until aborted) instead of taking it.
-  rv.AskRecv(3, "left");
-  rv.Abort(3, errors::Cancelled("gone"));
-  auto r = rv.Answer();
+  // The step is over: a late Send (from a partition whose client gave up) is
+  // dropped, not kept in a table nothing would drop again, and a late Recv is
+  // answered at once.
+  Tensor late = MakeTensor<float>({5}, {1});
+  rv.Send(3, "late", late);
+  rv.Barrier();
+  REQUIRE(late.RefCountIsOne());
+  auto r = rv.Recv(3, "left");
   REQUIRE(r.status.code() == Code::kCancelled);
+  REQUIRE_THAT(r.status.message(), Catch::Contains("step 3 is over"));
   REQUIRE_FALSE(r.value.IsInitialized());
+  // Other steps are unaffected.
+  rv.Send(4, "left", t);
+  REQUIRE(rv.Recv(4, "left").status.ok());
 }
 
 TEST_CASE("rendezvous: a key sent or received twice in one step is an internal error, not a hang") {
