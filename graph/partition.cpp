@@ -70,7 +70,8 @@ class Partitioner {
         def.add_input(TensorInputName(e->src->name(), e->src_output));
         continue;
       }
-      if (IsRefType(e->src->output_type(e->src_output)))
+      // A value read (a ref edge into a value input) crosses as the value, read by the _Send.
+      if (IsRefType(n->input_type(i)))
         return errors::InvalidArgument("node '", n->name(), "' on ", n->assigned_device(), " takes variable '",
                                        e->src->name(), "' on ", e->src->assigned_device(),
                                        " by reference: such nodes must be colocated with the variable");

@@ -100,9 +100,12 @@ class Placer {
           if (Node* other = g_->FindNode(c.substr(5))) uf_->Union(n->id(), other->id());
         }
       }
-      // A variable's handle flows only to nodes on the variable's device.
+      // A node that takes a variable by reference (Assign, the Apply ops: a
+      // ref input) runs where the variable is. One that takes the variable's
+      // value is free: across devices, the _Send on the variable's device
+      // reads the value and sends that (as in TensorFlow).
       for (const Edge* e : n->in_edges())
-        if (!e->IsControlEdge() && IsRefType(e->src->output_type(e->src_output))) uf_->Union(n->id(), e->src->id());
+        if (!e->IsControlEdge() && IsRefType(n->input_type(e->dst_input))) uf_->Union(n->id(), e->src->id());
     }
     for (Node* n : g_->nodes()) groups_[uf_->Find(n->id())].members.push_back(n);
     for (auto& [root, group] : groups_) {

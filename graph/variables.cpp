@@ -4,6 +4,7 @@
 
 #include "graph/cc_ops.hpp"
 #include "graph/state_ops.hpp"
+#include "ops/attrs.hpp"
 
 namespace actorflow {
 
@@ -136,6 +137,9 @@ Variable NewVariable(const Scope& scope, const std::string& name, const TensorSh
   v.initializer = ops::Assign(under.WithOpName("Assign"), v.ref, initial);
   v.value = ops::Identity(under.WithOpName("read"), v.ref);
   if (!v.initializer.valid() || !v.value.valid()) return Variable();
+  // The read runs with the variable (TensorFlow colocates it so too): its
+  // consumers elsewhere get the value from there, once per device.
+  (*v.value.node()->mutable_def()->mutable_attr())["_class"] = AttrStringList({"loc:@" + v.name});
   scope.AddToCollection(kRefs, v.ref);
   scope.AddToCollection(kReads, v.value);
   scope.AddToCollection(kInits, v.initializer);

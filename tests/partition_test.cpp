@@ -392,6 +392,35 @@ TEST_CASE("partition: a ref edge across devices and a node without a device are 
   }
 }
 
+TEST_CASE("a variable read by value on another device crosses as its value, read by the _Send") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("v").WithDevice(kCpu1), PartialTensorShape(TensorShape{2}), DT_FLOAT);
+  auto init = ops::Assign(root.WithOpName("init").WithDevice(kCpu1), v, ops::Const(root.WithDevice(kCpu1), {1.f, 2.f}));
+  ops::Square(root.WithOpName("sq").WithDevice(kCpu0), v);  // the ref edge itself into a value input
+  ops::AssignAdd(root.WithOpName("bump").WithDevice(kCpu1), v, ops::Const(root.WithDevice(kCpu1), {1.f, 1.f}));
+  const auto def = ToDef(root);
+  auto parts = PartitionOk(def);
+  const auto sends = OfOp(On(parts, kCpu1), "_Send");
+  REQUIRE(sends.size() == 1);
+  REQUIRE(sends[0]->input(0) == "v");
+  REQUIRE(sends[0]->attr().at("T").type() == DT_FLOAT);  // the value, not the reference
+
+  Runtime rt(Cpus(2));
+  SessionOptions so;
+  so.runtime = &rt;
+  Session session(so);
+  REQUIRE(session.Create(def).ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({}, {}, {"init"}, &out).ok());
+  Status s = session.Run({}, {"sq"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{1.f, 4.f});
+  REQUIRE(session.Run({}, {}, {"bump"}, &out).ok());
+  REQUIRE(session.Run({}, {"sq"}, {}, &out).ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{4.f, 9.f});  // reads the variable as it is now
+}
+
 TEST_CASE("partitioned equals unpartitioned: seeded random graphs give the same bits on 3 devices as on 1") {
   Runtime one(Cpus(1));
   Runtime three(Cpus(3));

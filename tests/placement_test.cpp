@@ -197,16 +197,18 @@ TEST_CASE("placement: nodes taking a variable by reference land with the variabl
   ops::Assign(root.WithOpName("v/Assign"), v, ops::Const(root, {1.f, 2.f}));
   ops::ApplyGradientDescent(root.WithOpName("v/update"), v, 0.5f, ops::Const(root, {3.f, 4.f}));
   ops::Neg(root.WithOpName("consumer").WithDevice("/device:CPU:2"), read);  // by value: free to be elsewhere
+  // Takes the variable itself by value (a ref edge into a value input): free too.
+  ops::Square(root.WithOpName("direct").WithDevice("/device:CPU:0"), v);
   const auto def = ToDef(root);
   for (auto strategy : {PlacementStrategy::kCostModel, PlacementStrategy::kRoundRobin, PlacementStrategy::kSingle}) {
     PlacerOptions o;
     o.strategy = strategy;
     auto p = PlaceOk(rt, def, o);
     REQUIRE(p["v"] == kCpu1);
-    REQUIRE(p["v/read"] == kCpu1);
-    REQUIRE(p["v/Assign"] == kCpu1);
+    REQUIRE(p["v/Assign"] == kCpu1);  // ref inputs
     REQUIRE(p["v/update"] == kCpu1);
     REQUIRE(p["consumer"] == kCpu2);
+    REQUIRE(p["direct"] == kCpu0);
   }
 
   SECTION("a ref consumer requesting another device conflicts with the variable's request (as in TensorFlow)") {
@@ -233,7 +235,6 @@ TEST_CASE("placement: nodes taking a variable by reference land with the variabl
     }
     auto p = PlaceOk(rt, moved);
     REQUIRE(p["v"] == kCpu2);
-    REQUIRE(p["v/read"] == kCpu2);
     REQUIRE(p["v/update"] == kCpu2);
   }
 }
