@@ -15,7 +15,7 @@
 //    everything-on-one-device; steps/s of each:
 //      branches: two independent chains of 384x384 MatMuls: right answer, a
 //        chain per device;
-//      chain: one chain of 40 cheap ops on 16x16: right answer, one device
+//      chain: one chain of 200 cheap ops on 32x32: right answer, one device
 //        (every hop between devices costs more than the op).
 //  - send_recv: microseconds per cross-device transfer of a scalar: a step of
 //    1000 independent scalar adds whose inputs come from the other device,
@@ -184,7 +184,7 @@ void PlacementOn(const std::string& graph_name, const Scope& graph, int n, const
 
 void Placement() {
   PlacementOn("branches", TwoBranches(384, 4, "", ""), 384, "\"n\":384,\"depth\":4");
-  PlacementOn("chain", CheapChain(16, 40), 16, "\"n\":16,\"depth\":40");
+  PlacementOn("chain", CheapChain(32, 200), 32, "\"n\":32,\"depth\":200");
 }
 
 // `k` scalar adds whose inputs are produced on `src` and consumed on `dst`.
