@@ -386,6 +386,11 @@ void RecvNodeDone(DeviceActor* self, int64_t step_id, int32_t node, int64_t star
   Propagate(self, step, node, checked, outputs);
 }
 
+// Out of line: keeps ExecuteNode, the executor's hot path, small.
+[[gnu::noinline]] void StartRecv(DeviceActor* self, StepState* step, int32_t node) {
+  self->state.rendezvous->RecvForNode(step, node, step->plan().recv_key(node));
+}
+
 // Runs one ready node whose inputs are all in place: inline, on the pool, or
 // started asynchronously.
 void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
@@ -398,13 +403,13 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
     NodeFinished(self, step);
     return;
   }
-  if (item.recv_key) {  // a _Recv: waits for its tensor without a thread or a kernel start
-    st.rendezvous->RecvForNode(step, node, *item.recv_key);
-    return;
-  }
   bool offload = item.is_async;
   bool async_inline = false;
   try {
+    if (offload && item.is_direct_recv) {  // a _Recv: waits for its tensor without a thread or a kernel start
+      StartRecv(self, step, node);
+      return;
+    }
     if (offload && item.kernel->AsAsync()->RunsInline(inputs, item.num_inputs)) offload = false, async_inline = true;
     offload = offload || (!async_inline && item.kernel->ShouldOffload(inputs, item.num_inputs));
     if (offload) {

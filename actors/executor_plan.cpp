@@ -41,7 +41,11 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     item.is_async = k->AsAsync() != nullptr;
     item.is_transfer = n->type_string() == "_Send" || n->type_string() == "_Recv";
     plan->has_transfers_ = plan->has_transfers_ || item.is_transfer;
-    if (const auto* direct = dynamic_cast<const DirectRecvKernel*>(item.kernel)) item.recv_key = &direct->rendezvous_key();
+    if (const auto* direct = dynamic_cast<const DirectRecvKernel*>(item.kernel)) {
+      item.is_direct_recv = true;
+      plan->recv_keys_.resize(plan->items_.size());
+      plan->recv_keys_[i] = &direct->rendezvous_key();
+    }
     item.deref_start = static_cast<int32_t>(plan->deref_inputs_.size());
     for (int in = 0; in < n->num_inputs(); ++in) {
       const Edge* e = n->input_edge(in);

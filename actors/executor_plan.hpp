@@ -14,13 +14,13 @@
 
 #include "core/status.hpp"
 #include "ops/op_kernel.hpp"
-#include "ops/sendrecv/rendezvous_key.hpp"
 
 namespace actorflow {
 
 class Graph;
 class Device;
 class KernelSegment;
+class RendezvousKey;
 
 struct OutEdgeItem {
   int32_t dst;         // node index
@@ -43,8 +43,8 @@ struct NodeItem {
   int32_t num_deref = 0;
   bool is_async = false;
   bool is_transfer = false;  // _Send or _Recv: runs before other ready nodes (another device may wait)
-  /// A _Recv the device actor serves itself (DirectRecvKernel): its key, owned by the kernel.
-  const RendezvousKey* recv_key = nullptr;
+  /// A _Recv the device actor serves itself (DirectRecvKernel::rendezvous_key).
+  bool is_direct_recv = false;
 };
 
 class ExecutorPlan {
@@ -67,6 +67,8 @@ class ExecutorPlan {
   int num_deref_inputs() const { return static_cast<int>(deref_inputs_.size()); }
   /// Whether any node is a _Send or _Recv (a partition of a multi-device graph).
   bool has_transfers() const { return has_transfers_; }
+  /// The key of node `i`, a _Recv served directly (NodeItem::is_direct_recv); owned by its kernel.
+  const RendezvousKey& recv_key(int i) const { return *recv_keys_[i]; }
   /// Nodes with nothing to wait for: the step starts with them.
   const std::vector<int32_t>& roots() const { return roots_; }
   /// Per node, the inputs it waits for: a step starts from a copy.
@@ -87,6 +89,7 @@ class ExecutorPlan {
   std::vector<int32_t> deref_inputs_;
   std::vector<int32_t> roots_;
   bool has_transfers_ = false;
+  std::vector<const RendezvousKey*> recv_keys_;  // by node; empty without direct _Recvs
   std::vector<int32_t> initial_pending_;
   int total_input_slots_ = 0;
   int max_outputs_ = 0;
