@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "actors/messages.hpp"
+#include "actors/queue_actor.hpp"
 #include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/state/variable_updates.hpp"
@@ -43,6 +44,12 @@ struct ContainerState {
   };
   std::unordered_map<uint64_t, Running> running;
   uint64_t next_job = 1;
+  // (container, shared name) -> queue actor and how it was declared.
+  struct Queue {
+    caf::actor actor;
+    QueueSpec spec;
+  };
+  std::map<std::pair<std::string, std::string>, Queue> queues;
   static const char* name;
 };
 const char* ContainerState::name = "container_actor";
@@ -212,6 +219,8 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
     // waiting for one would otherwise never finish its step (nor quit).
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       auto& st = self->state;
+      for (auto& [key, q] : st.queues) self->send_exit(q.actor, msg.reason);  // they answer what waits on them
+      st.queues.clear();
       const Status gone = errors::Cancelled("the container actor is shutting down");
       for (auto& w : st.waiting) {
         if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{gone, {}});
@@ -279,18 +288,53 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             st.waiting.clear();
           }
         },
+        [self](const QueueOpenRequest& req) -> QueueOpenResponse {
+          ResourceHandle h;
+          Status s = ResourceHandle::Decode(req.handle, &h);
+          if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
+          auto& queues = self->state.queues;
+          const auto key = std::make_pair(h.container, h.name);
+          auto it = queues.find(key);
+          if (it != queues.end()) {
+            if (!req.create) return QueueOpenResponse{Status::OK(), it->second.actor};
+            const std::string why = QueueSpecMismatch(it->second.spec, req.spec);
+            if (!why.empty())
+              return QueueOpenResponse{errors::InvalidArgument("shared queue '", DisplayName(h),
+                                                               "' was opened with another declaration: ", why),
+                                       caf::actor()};
+            return QueueOpenResponse{Status::OK(), it->second.actor};
+          }
+          if (!req.create) return QueueOpenResponse{errors::NotFound("no queue '", DisplayName(h), "'"), caf::actor()};
+          s = CheckQueueSpec(req.spec, DisplayName(h));
+          if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
+          caf::actor q = SpawnQueueActor(self->system(), req.spec, DisplayName(h));
+          queues.emplace(key, ContainerState::Queue{q, req.spec});
+          return QueueOpenResponse{Status::OK(), q};
+        },
         [self](const ResetContainersRequest& req) -> ResetContainersResponse {
           // Containers named "" mean the default one, as in VariableV2.
           auto& st = self->state;
+          auto named = [&](const std::string& c) {
+            return std::find(req.containers.begin(), req.containers.end(), c) != req.containers.end();
+          };
+          auto matches = [&](const std::string& container) {
+            return req.containers.empty() || named(container) || (container == kDefaultContainer && named(""));
+          };
           int64_t dropped = 0;
           for (auto it = st.vars.begin(); it != st.vars.end();) {
-            const bool match = req.containers.empty() ||
-                               std::find(req.containers.begin(), req.containers.end(), it->first.first) !=
-                                   req.containers.end() ||
-                               (it->first.first == kDefaultContainer &&
-                                std::find(req.containers.begin(), req.containers.end(), "") != req.containers.end());
+            const bool match = matches(it->first.first);
             if (match) {
               it = st.vars.erase(it);
+              ++dropped;
+            } else {
+              ++it;
+            }
+          }
+          for (auto it = st.queues.begin(); it != st.queues.end();) {
+            const bool match = matches(it->first.first);
+            if (match) {
+              self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
+              it = st.queues.erase(it);
               ++dropped;
             } else {
               ++it;

@@ -16,6 +16,7 @@
 #include "actors/step_state.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/resource_handle.hpp"
+#include "ops/queue/queue_access.hpp"
 #include "ops/sendrecv/rendezvous_access.hpp"
 #include "ops/sendrecv/sendrecv_common.hpp"
 #include "devices/compute_pool.hpp"
@@ -123,10 +124,38 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
   std::vector<uint64_t> free_slots_;
 };
 
+// Kernels' way to queue actors. Handles resolve through the container
+// actor, once (then cached); requests go to the queue actor and are answered
+// into this actor's mailbox, so a waiting enqueue or dequeue holds no thread.
+// A step that fails cancels what it waits for in queues (QueueCancelStep).
+class DeviceQueueAccess final : public QueueAccess {
+ public:
+  DeviceQueueAccess(DeviceActor* self, caf::actor container) : self_(self), container_(std::move(container)) {}
+  void Open(const std::string& handle, const QueueSpec& spec, std::function<void(const Status&)> done) override;
+  void Request(const std::string& handle, QueueRequest request, Done done) override;
+  /// Fails the requests step `client_step_id` waits for in queues with `s`.
+  void CancelStep(int64_t client_step_id, const Status& s);
+  /// The step is over: forget which queues it used.
+  void StepEnded(int64_t client_step_id) {
+    step_queues_.erase(client_step_id);
+    cancelled_.erase(client_step_id);
+  }
+
+ private:
+  void Send(const caf::actor& queue, QueueRequest request, Done done);
+
+  DeviceActor* self_;
+  caf::actor container_;
+  std::unordered_map<std::string, caf::actor> actors_;                // by encoded handle
+  std::unordered_map<int64_t, std::vector<caf::actor>> step_queues_;  // queues a running step has asked
+  std::unordered_map<int64_t, Status> cancelled_;  // failed steps: a request they still make fails at once
+};
+
 struct DeviceActorState {
   Device* device = nullptr;
   std::unique_ptr<DeviceVariableAccess> variables;
   std::unique_ptr<DeviceRendezvousAccess> rendezvous;
+  std::unique_ptr<DeviceQueueAccess> queues;
   uint64_t next_graph_handle = 1;
   int64_t next_step_id = 1;
   struct Registration {
@@ -195,6 +224,7 @@ void FailStep(DeviceActor* self, StepState* step, const Status& s) {
   // The first error of a step that other partitions share aborts it there
   // too: their waiting Recvs fail instead of waiting for our Sends.
   if (step->multi_partition && !step->failed()) self->state.rendezvous->Abort(step->client_step_id, s);
+  if (!step->failed()) self->state.queues->CancelStep(step->client_step_id, s);
   step->Fail(s);
   auto it = self->state.steps.find(step->step_id());
   if (it != self->state.steps.end()) Reply(it->second);
@@ -206,6 +236,7 @@ void NodeFinished(DeviceActor* self, StepState* step) {
   auto& st = self->state;
   auto it = st.steps.find(step->step_id());
   Reply(it->second);
+  st.queues->StepEnded(step->client_step_id);
   st.steps.erase(it);
   if (st.shutting_down && st.steps.empty()) self->quit(st.exit_reason);
 }
@@ -303,6 +334,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, int32_t node, const Node
   p.cancellation = step->cancellation();
   p.variables = self->state.variables.get();
   p.rendezvous = self->state.rendezvous.get();
+  p.queues = self->state.queues.get();
   run->ctx = std::make_unique<OpKernelContext>(&run->params);
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const int64_t step_id = step->step_id();
@@ -433,6 +465,7 @@ void ExecuteNode(DeviceActor* self, StepState* step, int32_t node) {
   p.cancellation = step->cancellation();
   p.variables = st.variables.get();
   p.rendezvous = st.rendezvous.get();
+  p.queues = st.queues.get();
   OpKernelContext ctx(&p);
   if (step->collect_stats) {
     const int64_t start = NowNanos();
@@ -642,6 +675,90 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const
             [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
 }
 
+void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,
+                             std::function<void(const Status&)> done) {
+  DeviceActor* self = self_;
+  if (!container_) {
+    done(errors::Unavailable("no container actor holds queues on ", self->state.device->name()));
+    return;
+  }
+  self->request(container_, caf::infinite, QueueOpenRequest{handle, spec, true})
+      .then(
+          [this, self, handle, done](QueueOpenResponse& r) {
+            OnContainerAnswer(self, [&] {
+              if (r.status.ok()) actors_[handle] = r.queue;
+              done(r.status);
+            });
+          },
+          [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
+}
+
+void DeviceQueueAccess::Request(const std::string& handle, QueueRequest request, Done done) {
+  DeviceActor* self = self_;
+  auto it = actors_.find(handle);
+  if (it != actors_.end()) {
+    Send(it->second, std::move(request), std::move(done));
+    return;
+  }
+  if (!container_) {
+    QueueResponse r;
+    r.status = errors::Unavailable("no container actor holds queues on ", self->state.device->name());
+    done(r);
+    return;
+  }
+  // Opened by another session or device: look it up, then send.
+  self->request(container_, caf::infinite, QueueOpenRequest{handle, QueueSpec(), false})
+      .then(
+          [this, self, handle, request, done](QueueOpenResponse& r) mutable {
+            OnContainerAnswer(self, [&] {
+              if (!r.status.ok()) {
+                QueueResponse failed;
+                failed.status = r.status;
+                done(failed);
+                return;
+              }
+              actors_[handle] = r.queue;
+              Send(r.queue, std::move(request), std::move(done));
+            });
+          },
+          [self, done](caf::error& e) {
+            OnContainerAnswer(self, [&] {
+              QueueResponse failed;
+              failed.status = ContainerDidNotAnswer(e);
+              done(failed);
+            });
+          });
+}
+
+void DeviceQueueAccess::Send(const caf::actor& queue, QueueRequest request, Done done) {
+  DeviceActor* self = self_;
+  auto cancelled = cancelled_.find(request.step_id);
+  if (cancelled != cancelled_.end()) {
+    QueueResponse failed;
+    failed.status = cancelled->second;
+    done(failed);
+    return;
+  }
+  auto& used = step_queues_[request.step_id];
+  if (std::find(used.begin(), used.end(), queue) == used.end()) used.push_back(queue);
+  self->request(queue, caf::infinite, std::move(request))
+      .then([self, done](QueueResponse& r) { OnContainerAnswer(self, [&] { done(r); }); },
+            [self, done](caf::error& e) {
+              OnContainerAnswer(self, [&] {
+                QueueResponse failed;
+                failed.status = errors::Cancelled("the queue is gone: ", caf::to_string(e));
+                done(failed);
+              });
+            });
+}
+
+void DeviceQueueAccess::CancelStep(int64_t client_step_id, const Status& s) {
+  cancelled_.emplace(client_step_id, s);
+  auto it = step_queues_.find(client_step_id);
+  if (it == step_queues_.end()) return;
+  for (const caf::actor& q : it->second) self_->send(q, QueueCancelStep{client_step_id, s});
+}
+
 // On the actor's thread a Send joins the next batch; from elsewhere (a GPU
 // _Send hands its tensor over from a pool thread once the device-to-host copy
 // is done) it goes at once as its own message (RendezvousAccess::Send is
@@ -814,6 +931,7 @@ Status BuildPlan(const std::string& graph_def, Device* device, KernelSegment* se
 
 caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container, caf::actor rendezvous) {
   self->state.device = device;
+  self->state.queues = std::make_unique<DeviceQueueAccess>(self, container);
   self->state.variables = std::make_unique<DeviceVariableAccess>(self, std::move(container));
   self->state.rendezvous = std::make_unique<DeviceRendezvousAccess>(self, std::move(rendezvous));
   // On exit: answer every step at once, then stay until kernels still running

@@ -29,6 +29,11 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RendezvousDeliver>("actorflow::RendezvousDeliver");
   cfg.add_message_type<RendezvousAbort>("actorflow::RendezvousAbort");
   cfg.add_message_type<RendezvousStepDone>("actorflow::RendezvousStepDone");
+  cfg.add_message_type<QueueRequest>("actorflow::QueueRequest");
+  cfg.add_message_type<QueueResponse>("actorflow::QueueResponse");
+  cfg.add_message_type<QueueCancelStep>("actorflow::QueueCancelStep");
+  cfg.add_message_type<QueueOpenRequest>("actorflow::QueueOpenRequest");
+  cfg.add_message_type<QueueOpenResponse>("actorflow::QueueOpenResponse");
 }
 
 }  // namespace actorflow

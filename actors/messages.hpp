@@ -20,6 +20,7 @@
 // RendezvousDeliver messages), RendezvousAbort, RendezvousStepDone.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -30,6 +31,7 @@
 
 #include "actors/step_state.hpp"
 #include "net/wire_format.hpp"
+#include "ops/queue/queue_access.hpp"
 #include "ops/sendrecv/rendezvous_key.hpp"
 #include "ops/state/variable_requests.hpp"
 
@@ -151,6 +153,12 @@ struct RendezvousStepDone {
   int64_t step_id = 0;
 };
 
+/// The container actor's answer to a QueueOpenRequest (ops/queue/queue_access.hpp).
+struct QueueOpenResponse {
+  Status status;
+  caf::actor queue;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeOutputStats& x) {
   if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
@@ -230,6 +238,46 @@ typename Inspector::result_type inspect(Inspector& f, ResetContainersResponse& x
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VarUpdateDone& x) {
   return f(caf::meta::type_name("VarUpdateDone"), x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PartialTensorShape& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    bool known = false;
+    std::vector<int64_t> dims;
+    if (auto err = f(caf::meta::type_name("PartialTensorShape"), known, dims)) return err;
+    x = known ? PartialTensorShape(std::move(dims)) : PartialTensorShape();
+    return caf::error{};
+  } else {
+    bool known = !x.unknown_rank();
+    std::vector<int64_t> dims = x.dim_sizes();
+    return f(caf::meta::type_name("PartialTensorShape"), known, dims);
+  }
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueSpec& x) {
+  return f(caf::meta::type_name("QueueSpec"), x.kind, x.component_types, x.shapes, x.capacity, x.min_after_dequeue,
+           x.seed, x.seed2);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueRequest& x) {
+  return f(caf::meta::type_name("QueueRequest"), x.op, x.step_id, x.components, x.num, x.flag);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueResponse& x) {
+  return f(caf::meta::type_name("QueueResponse"), x.status, x.components, x.value);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueCancelStep& x) {
+  return f(caf::meta::type_name("QueueCancelStep"), x.step_id, x.status);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueOpenRequest& x) {
+  return f(caf::meta::type_name("QueueOpenRequest"), x.handle, x.spec, x.create);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, QueueOpenResponse& x) {
+  return f(caf::meta::type_name("QueueOpenResponse"), x.status, x.queue);
 }
 
 // A key crosses processes as its text; in one process it is shared, never copied.

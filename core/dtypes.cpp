@@ -76,7 +76,7 @@ bool DataTypeIsSupported(DataType t) {
   switch (BaseType(t)) {
     case DT_FLOAT: case DT_DOUBLE: case DT_INT32: case DT_INT64: case DT_UINT8:
     case DT_INT16: case DT_INT8: case DT_UINT16: case DT_UINT32: case DT_UINT64:
-    case DT_BOOL: case DT_STRING:
+    case DT_BOOL: case DT_STRING: case DT_RESOURCE:
       return true;
     default:
       return false;

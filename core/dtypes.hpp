@@ -58,6 +58,12 @@ size_t DataTypeSize(DataType t);
 bool DataTypeIsPod(DataType t);
 /// Types that actorflow's tensors can hold.
 bool DataTypeIsSupported(DataType t);
+/// Types whose elements are std::strings: DT_STRING, and DT_RESOURCE (a
+/// resource tensor holds the encoded ResourceHandle, core/resource_handle.hpp).
+inline bool DataTypeIsStringLike(DataType t) {
+  t = BaseType(t);
+  return t == DT_STRING || t == DT_RESOURCE;
+}
 std::string DataTypeSliceString(const std::vector<DataType>& types);
 
 /// Compile-time mapping C++ type -> DataType.

@@ -13,7 +13,7 @@ constexpr size_t kHeaderBytes = (sizeof(TensorBuffer) + kTensorAlignment - 1) / 
 }  // namespace
 
 TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
-  const bool is_string = BaseType(dtype) == DT_STRING;
+  const bool is_string = DataTypeIsStringLike(dtype);
   const size_t elem = is_string ? sizeof(std::string) : DataTypeSize(dtype);
   // The allocator rounds up to the alignment: leave room for that too.
   if (n < 0 || (elem > 0 && static_cast<size_t>(n) > (SIZE_MAX - kHeaderBytes - kTensorAlignment) / elem)) return nullptr;
@@ -44,7 +44,7 @@ TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
 }
 
 void TensorBuffer::Destroy() {
-  if (BaseType(dtype_) == DT_STRING) {
+  if (DataTypeIsStringLike(dtype_)) {
     auto* s = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
   }
@@ -118,7 +118,7 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
 Tensor Tensor::DeepCopy() const {
   if (!buf_) return *this;
   Tensor t(buf_->allocator(), dtype_, shape_);
-  if (BaseType(dtype_) == DT_STRING) {
+  if (DataTypeIsStringLike(dtype_)) {
     for (int64_t i = 0; i < NumElements(); ++i) t.data<std::string>()[i] = data<std::string>()[i];
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());

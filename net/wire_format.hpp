@@ -24,7 +24,7 @@ namespace detail {
 // The elements after the header: one raw block, or string by string.
 template <class Inspector>
 caf::error InspectTensorPayload(Inspector& f, Tensor& t) {
-  if (t.dtype() == DT_STRING) {
+  if (DataTypeIsStringLike(t.dtype())) {
     for (int64_t i = 0; i < t.NumElements(); ++i)
       if (auto err = f(t.data<std::string>()[i])) return err;
     return caf::error{};

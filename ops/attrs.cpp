@@ -95,6 +95,14 @@ Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vec
   return Status::OK();
 }
 
+Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vector<PartialTensorShape>* out) {
+  const proto::AttrValue::ListValue* l;
+  AF_RETURN_IF_ERROR(GetList(node, name, &l));
+  out->clear();
+  for (const auto& s : l->shape()) out->push_back(PartialShapeFromProto(s));
+  return Status::OK();
+}
+
 bool HasNodeAttr(const proto::NodeDef& node, const std::string& name) { return node.attr().count(name) > 0; }
 
 proto::AttrValue AttrInt(int64_t v) { proto::AttrValue a; a.set_i(v); return a; }
@@ -122,6 +130,12 @@ proto::AttrValue AttrTypeList(const std::vector<DataType>& v) {
   proto::AttrValue a;
   auto* l = a.mutable_list();
   for (auto x : v) l->add_type(static_cast<proto::DataType>(x));
+  return a;
+}
+proto::AttrValue AttrShapeList(const std::vector<PartialTensorShape>& v) {
+  proto::AttrValue a;
+  auto* l = a.mutable_list();
+  for (const auto& x : v) ShapeToProto(x, l->add_shape());
   return a;
 }
 proto::AttrValue AttrStringList(const std::vector<std::string>& v) {

@@ -29,6 +29,7 @@ Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vec
 Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vector<int32_t>* v);
 Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vector<DataType>* v);
 Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vector<std::string>* v);
+Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vector<PartialTensorShape>* v);
 bool HasNodeAttr(const proto::NodeDef& node, const std::string& name);
 
 /// Attr value constructors for building NodeDefs.
@@ -42,6 +43,7 @@ proto::AttrValue AttrTensor(const Tensor& t);
 proto::AttrValue AttrIntList(const std::vector<int64_t>& v);
 proto::AttrValue AttrTypeList(const std::vector<DataType>& v);
 proto::AttrValue AttrStringList(const std::vector<std::string>& v);
+proto::AttrValue AttrShapeList(const std::vector<PartialTensorShape>& v);
 
 /// The dtypes of a node's inputs and outputs, expanding N * T and type lists.
 Status InOutTypesForNode(const proto::NodeDef& node, const proto::OpDef& op, DataTypeVector* inputs,

@@ -37,6 +37,7 @@ namespace actorflow {
 
 class CancellationManager;
 class OpKernelContext;
+class QueueAccess;
 class RendezvousAccess;
 class VariableAccess;
 
@@ -150,6 +151,7 @@ class OpKernelContext {
     CancellationManager* cancellation = nullptr;
     VariableAccess* variables = nullptr;  // the container actor's variables, through the device actor
     RendezvousAccess* rendezvous = nullptr;  // where _Send and _Recv meet, through the device actor
+    QueueAccess* queues = nullptr;  // the process's queue actors, through the device actor
   };
 
   explicit OpKernelContext(Params* p) : p_(p) {}
@@ -185,6 +187,8 @@ class OpKernelContext {
   VariableAccess* variables() const { return p_->variables; }
   /// Where tensors cross between partitions; null where none is reachable.
   RendezvousAccess* rendezvous() const { return p_->rendezvous; }
+  /// Queue actors (ops/queue/queue_access.hpp); null where none is reachable.
+  QueueAccess* queues() const { return p_->queues; }
 
  private:
   Params* p_;
