@@ -2,13 +2,19 @@
 // in a Session, with TensorFlow's definitions, defaults and errors.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/io/record_writer.hpp"
+#include "core/io/text_line_reader.hpp"
+#include "core/io/tfrecord_file_reader.hpp"
 #include "graph/parsing_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "test_util.hpp"
@@ -207,4 +213,41 @@ TEST_CASE("StringToNumber: text that is no number is InvalidArgument quoting it"
     CHECK(s.code() == Code::kInvalidArgument);
     CHECK_THAT(s.message(), Contains("could not correctly convert string: '" + text + "'") && Contains("element 1"));
   }
+}
+
+TEST_CASE("parsing ops decode what the file readers read: TFRecords by DecodeRaw, CSV lines by DecodeCSV") {
+  const std::string path = "/tmp/af_parsing_ops_test_" + std::to_string(::getpid());
+  // Records as `actorflow records convert-idx` writes them: a label byte, then the pixels.
+  std::unique_ptr<io::RecordWriter> writer;
+  REQUIRE(io::RecordWriter::Create(path, {}, &writer).ok());
+  REQUIRE(writer->WriteRecord(std::string("\x03\x00\x80\xff\x01", 5)).ok());
+  REQUIRE(writer->WriteRecord(std::string("\x08\x10\x20\x30\x40", 5)).ok());
+  REQUIRE(writer->Close().ok());
+  std::unique_ptr<io::FileRecordReader> reader;
+  REQUIRE(io::TFRecordFileReader::Create({}, &reader).ok());
+  REQUIRE(reader->Open(path).ok());
+  std::vector<std::string> records;
+  std::string key, value;
+  while (reader->ReadRecord(&key, &value).ok()) records.push_back(value);
+  REQUIRE(records.size() == 2);
+  Scope root = Scope::NewRootScope();
+  auto bytes = ops::DecodeRaw(root, Strings(records), DT_UINT8);
+  Tensor decoded = RunOk(root, {bytes})[0];
+  CHECK(decoded.shape() == TensorShape{2, 5});
+  CHECK(Values<uint8_t>(decoded) == std::vector<uint8_t>{3, 0, 128, 255, 1, 8, 16, 32, 48, 64});
+
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  std::fputs("x,y\r\n1.5,2\r\n-3,4\r\n", f);
+  std::fclose(f);
+  REQUIRE(io::TextLineReader::Create({1, io::Compression::kNone}, &reader).ok());
+  REQUIRE(reader->Open(path).ok());
+  std::vector<std::string> lines;
+  while (reader->ReadRecord(&key, &value).ok()) lines.push_back(value);
+  Scope root2 = Scope::NewRootScope();
+  auto cols = ops::DecodeCSV(root2, Strings(lines), {0.f, 0});
+  const auto out = RunOk(root2, cols);
+  CHECK(Values<float>(out[0]) == std::vector<float>{1.5f, -3.f});
+  CHECK(Values<int32_t>(out[1]) == std::vector<int32_t>{2, 4});
+  std::remove(path.c_str());
 }
