@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
-  peer_tbb_flow >/dev/null
+  bench_records peer_tbb_flow >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -26,6 +26,9 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/peer_tbb_flow
 # Save and restore of 64 MiB beside plain write()+fsync and read() of the same
 # bytes, in build/: on a real disk, where /tmp may be tmpfs (fsync costs nothing).
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
+# TFRecord reading (~200 MB of 64-float records, CRCs checked) beside fread of
+# the same file, both from the page cache.
+./build/bench/bench_records build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
 # Peak memory and step time with _Recvs scheduled late and as soon as possible
 # (two CPU devices in one process).

@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "checkpoint/file_io.hpp"
+#include "core/io/file_io.hpp"
 #include "core/status.hpp"
 
 namespace actorflow {

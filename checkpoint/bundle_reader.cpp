@@ -5,7 +5,7 @@
 #include <cstring>
 #include <new>
 
-#include "checkpoint/crc32c.hpp"
+#include "core/io/crc32c.hpp"
 #include "devices/allocator.hpp"
 
 namespace actorflow {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "checkpoint/bundle_format.hpp"
-#include "checkpoint/file_io.hpp"
+#include "core/io/file_io.hpp"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "checkpoint/crc32c.hpp"
-#include "checkpoint/file_io.hpp"
+#include "core/io/crc32c.hpp"
+#include "core/io/file_io.hpp"
 #include "devices/allocator.hpp"
 
 namespace actorflow {

@@ -9,8 +9,8 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/bundle_format.hpp"
-#include "checkpoint/crc32c.hpp"
-#include "checkpoint/file_io.hpp"
+#include "core/io/crc32c.hpp"
+#include "core/io/file_io.hpp"
 
 namespace actorflow {
 namespace {

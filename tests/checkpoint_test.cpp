@@ -1,6 +1,7 @@
-// Checkpoints: CRC32C, the bundle writer and reader (round trips, truncation
-// and corruption at every byte of the header and index, mismatches), crash
-// safety of saves, the checkpoint state file, and SaveV2/RestoreV2 in a Session.
+// Checkpoints: the bundle writer and reader (round trips, truncation and
+// corruption at every byte of the header and index, mismatches), crash safety
+// of saves, the checkpoint state file, and SaveV2/RestoreV2 in a Session.
+// CRC32C itself is tested in records_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <thread>
 
 #include "checkpoint/atomic_file.hpp"
@@ -18,7 +18,7 @@
 #include "checkpoint/bundle_reader.hpp"
 #include "checkpoint/bundle_writer.hpp"
 #include "checkpoint/checkpoint_state.hpp"
-#include "checkpoint/crc32c.hpp"
+#include "core/io/crc32c.hpp"
 #include "graph/io_ops.hpp"
 #include "test_util.hpp"
 
@@ -168,91 +168,6 @@ RunOptions BoundedRun() {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// CRC32C
-
-TEST_CASE("crc32c: known vectors, hardware and Boost.CRC agree, Extend joins pieces") {
-  struct Vector {
-    std::string data;
-    uint32_t crc;
-  };
-  std::string ascending(32, '\0'), descending(32, '\0');
-  for (int i = 0; i < 32; ++i) {
-    ascending[i] = static_cast<char>(i);
-    descending[i] = static_cast<char>(31 - i);
-  }
-  // "123456789" is the CRC catalogue's check value; the others are RFC 3720's (iSCSI).
-  const std::vector<Vector> vectors = {{"", 0},
-                                       {"123456789", 0xE3069283u},
-                                       {std::string(32, '\0'), 0x8A9136AAu},
-                                       {std::string(32, '\xff'), 0x62A8AB43u},
-                                       {ascending, 0x46DD794Eu},
-                                       {descending, 0x113FDB5Cu}};
-  for (const auto& v : vectors) {
-    CHECK(crc32c::ExtendPortable(0, v.data.data(), v.data.size()) == v.crc);
-    CHECK(crc32c::Value(v.data.data(), v.data.size()) == v.crc);
-    if (crc32c::HardwareAvailable()) CHECK(crc32c::ExtendHardware(0, v.data.data(), v.data.size()) == v.crc);
-    if (crc32c::FoldingAvailable()) CHECK(crc32c::ExtendFolding(0, v.data.data(), v.data.size()) == v.crc);
-  }
-  if (!crc32c::HardwareAvailable()) WARN("no SSE4.2 on this CPU: the crc32 instruction path is not tested");
-  if (!crc32c::FoldingAvailable()) WARN("no AVX-512 VPCLMULQDQ on this CPU: the folding path is not tested");
-  // Long enough to be folded: 1024 bytes of 0..255 repeated (value from a bitwise reference).
-  std::string cycle(1024, '\0');
-  for (size_t i = 0; i < cycle.size(); ++i) cycle[i] = static_cast<char>(i);
-  CHECK(crc32c::ExtendPortable(0, cycle.data(), cycle.size()) == 0x2CDF6E8Fu);
-  CHECK(crc32c::Value(cycle.data(), cycle.size()) == 0x2CDF6E8Fu);
-  if (crc32c::HardwareAvailable()) CHECK(crc32c::ExtendHardware(0, cycle.data(), cycle.size()) == 0x2CDF6E8Fu);
-  if (crc32c::FoldingAvailable()) CHECK(crc32c::ExtendFolding(0, cycle.data(), cycle.size()) == 0x2CDF6E8Fu);
-
-  // Lengths around the 3-stream block sizes, at every alignment, whole and in pieces.
-  std::mt19937 rng(7);
-  std::string buf(3 * 8192 * 2 + 100, '\0');
-  for (auto& c : buf) c = static_cast<char>(rng());
-  for (size_t n : {1ul, 7ul, 8ul, 9ul, 255ul, 256ul, 511ul, 512ul, 513ul, 767ul, 768ul, 769ul, 1000ul, 4096ul,
-                   24575ul, 24576ul, 24577ul, 49252ul}) {
-    for (size_t align = 0; align < 8; ++align) {
-      const char* p = buf.data() + align;
-      const uint32_t want = crc32c::ExtendPortable(0, p, n);
-      const size_t cut = n / 3;
-      CHECK(crc32c::ExtendPortable(crc32c::ExtendPortable(0, p, cut), p + cut, n - cut) == want);
-      CHECK(crc32c::Extend(crc32c::Extend(0, p, cut), p + cut, n - cut) == want);
-      if (crc32c::HardwareAvailable()) {
-        CHECK(crc32c::ExtendHardware(0, p, n) == want);
-        CHECK(crc32c::ExtendHardware(crc32c::ExtendHardware(0, p, cut), p + cut, n - cut) == want);
-      }
-      if (crc32c::FoldingAvailable()) {
-        CHECK(crc32c::ExtendFolding(0, p, n) == want);
-        CHECK(crc32c::ExtendFolding(crc32c::ExtendFolding(0, p, cut), p + cut, n - cut) == want);
-      }
-    }
-  }
-}
-
-TEST_CASE("crc32c: Combine joins the CRCs of separate pieces") {
-  std::mt19937 rng(11);
-  std::string buf(100000, '\0');
-  for (auto& c : buf) c = static_cast<char>(rng());
-  for (size_t cut : {0ul, 1ul, 5ul, 4096ul, 33333ul, 99999ul, 100000ul}) {
-    INFO("cut " << cut);
-    const uint32_t a = crc32c::Value(buf.data(), cut), b = crc32c::Value(buf.data() + cut, buf.size() - cut);
-    CHECK(crc32c::Combine(a, b, buf.size() - cut) == crc32c::Value(buf.data(), buf.size()));
-  }
-  CHECK(crc32c::Combine(crc32c::Value("1234", 4), crc32c::Value("56789", 5), 5) == 0xE3069283u);
-  CHECK(crc32c::Combine(0xE3069283u, 0, 0) == 0xE3069283u);
-  // Lengths far beyond memory: joining is associative, whatever the grouping.
-  const uint32_t a = 0x12345678u, b = 0x9abcdef0u, c = 0x0f1e2d3cu;
-  const uint64_t lb = (uint64_t{1} << 33) + 5, lc = (uint64_t{1} << 61) + 12345;
-  CHECK(crc32c::Combine(crc32c::Combine(a, b, lb), c, lc) == crc32c::Combine(a, crc32c::Combine(b, c, lc), lb + lc));
-}
-
-TEST_CASE("crc32c: TFRecord masking") {
-  CHECK(crc32c::Mask(0xE3069283u) == 0xC78AB0E5u);
-  for (uint32_t crc : {0u, 1u, 0xE3069283u, 0xFFFFFFFFu, 0x80000000u}) {
-    CHECK(crc32c::Unmask(crc32c::Mask(crc)) == crc);
-    CHECK(crc32c::Mask(crc) != crc);
-  }
-}
 
 // ---------------------------------------------------------------------------
 // Bundles

@@ -457,3 +457,121 @@ TEST_CASE("cli: graph usage errors and unplaceable graphs exit 2, an unwritable 
   REQUIRE(Sh("graph --graph " + kTwoCpus + " --dot /nonexistent/dir/g.dot").exit_code == 1);
   REQUIRE(Sh("help").out.find("actorflow graph --graph FILE --dot OUT") != std::string::npos);
 }
+
+// ---------------------------------------------------------------------------
+// actorflow records
+
+namespace {
+void WriteBinary(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+std::string BigEndian(uint32_t v) {
+  return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                     static_cast<char>(v)};
+}
+}  // namespace
+
+TEST_CASE("cli: records convert-idx writes label byte + pixels per example; count and print read them") {
+  // Three 2x2 images with labels 7, 0, 9.
+  const std::string images = TempPath("images.idx"), labels = TempPath("labels.idx");
+  const std::string out = TempPath("idx.tfrecord"), gz = TempPath("idx.tfrecord.gz");
+  WriteBinary(images, BigEndian(0x803) + BigEndian(3) + BigEndian(2) + BigEndian(2) +
+                          std::string("\x00\x01\x02\x03\x10\x11\x12\x13\xfd\xfe\xff\x00", 12));
+  WriteBinary(labels, BigEndian(0x801) + BigEndian(3) + std::string("\x07\x00\x09", 3));
+  std::string err;
+  Result r = ShErr("records convert-idx --images " + images + " --labels " + labels + " --out " + out, &err);
+  INFO(err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "wrote 3 records to " + out + "\n");
+  // Each record framed as TensorFlow frames it: 5 bytes, so 12 + 5 + 4 bytes each.
+  REQUIRE(ReadFile(out).size() == 3 * 21);
+  r = Sh("records print --hex " + out);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "0700010203\n0010111213\n09fdfeff00\n");
+  REQUIRE(Sh("records print --limit 1 --hex " + out).out == "0700010203\n");
+  REQUIRE(Sh("records print --limit=2 " + out).out == "\\x07\\x00\\x01\\x02\\x03\n\\x00\\x10\\x11\\x12\\x13\n");
+  // Compressed output, read back with the compression detected.
+  REQUIRE(Sh("records convert-idx --images " + images + " --labels " + labels + " --out " + gz +
+             " --compression GZIP").exit_code == 0);
+  REQUIRE(ReadFile(gz).substr(0, 2) == "\x1f\x8b");
+  r = Sh("records count " + out + " " + gz);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "3 " + out + "\n3 " + gz + "\n6 total\n");
+  REQUIRE(Sh("records count --compression NONE " + gz).exit_code == 2);  // read as plain: damaged
+  // More labels than images, or a file that is no IDX, is an error naming the file.
+  WriteBinary(labels, BigEndian(0x801) + BigEndian(4) + std::string("\x07\x00\x09\x01", 4));
+  REQUIRE(ShErr("records convert-idx --images " + images + " --labels " + labels + " --out " + out, &err)
+              .exit_code == 2);
+  REQUIRE(err.find(labels) != std::string::npos);
+  WriteBinary(out, std::string(32, '\0'));
+  REQUIRE(ShErr("records convert-idx --images " + out + " --labels " + labels + " --out " + gz, &err).exit_code == 2);
+  REQUIRE(err.find("'" + out + "' is not an IDX image file") != std::string::npos);
+  WriteBinary(labels, BigEndian(0x801) + BigEndian(3) + std::string("\x07\x00\x09", 3));
+  WriteBinary(images, BigEndian(0x803) + BigEndian(3) + BigEndian(2) + BigEndian(2) + "\x01\x02");  // cut short
+  REQUIRE(ShErr("records convert-idx --images " + images + " --labels " + labels + " --out " + gz, &err)
+              .exit_code == 2);
+  REQUIRE(err.find("'" + images + "' is truncated") != std::string::npos);
+  for (const auto& p : {images, labels, out, gz}) std::remove(p.c_str());
+}
+
+TEST_CASE("cli: records convert-idx reads Fashion-MNIST's gzip-compressed IDX files") {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  if (!std::ifstream(dir + "t10k-images-idx3-ubyte.gz").good()) {
+    WARN("dataset-fashion-mnist is not installed (setup.sh installs it): skipped");
+    return;
+  }
+  const std::string out = TempPath("fashion.tfrecord");
+  Result r = Sh("records convert-idx --images " + dir + "t10k-images-idx3-ubyte.gz --labels " + dir +
+                "t10k-labels-idx1-ubyte.gz --out " + out);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "wrote 10000 records to " + out + "\n");
+  REQUIRE(ReadFile(out).size() == 10000u * (785 + 16));
+  REQUIRE(Sh("records count " + out).out == "10000 " + out + "\n");
+  const std::string first = Sh("records print --hex --limit 1 " + out).out;
+  REQUIRE(first.size() == 2 * 785 + 1);
+  REQUIRE(first.substr(0, 2) == "09");  // the first test image is an ankle boot
+  std::remove(out.c_str());
+}
+
+TEST_CASE("cli: records convert-csv writes one record per line; errors exit 2 naming the file") {
+  const std::string csv = TempPath("data.csv"), out = TempPath("csv.tfrecord");
+  std::ofstream(csv, std::ios::binary) << "x,label\r\n1.5,2\r\n\n-3,\"a\tb\"\n";
+  Result r = Sh("records convert-csv --in " + csv + " --out " + out + " --skip-header");
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "wrote 2 records to " + out + "\n");
+  REQUIRE(Sh("records print " + out).out == "1.5,2\n-3,\"a\\tb\"\n");
+  REQUIRE(Sh("records convert-csv --in " + csv + " --out " + out).out == "wrote 3 records to " + out + "\n");
+
+  std::string err;
+  REQUIRE(ShErr("records count /nonexistent/x.tfrecord", &err).exit_code == 2);
+  REQUIRE(err.find("NOT_FOUND") != std::string::npos);
+  REQUIRE(err.find("/nonexistent/x.tfrecord") != std::string::npos);
+  // A damaged record: the records before it are printed, then the error names file and offset.
+  std::string bytes = ReadFile(out);
+  bytes[bytes.size() - 2] ^= 1;  // the last record's data CRC
+  WriteBinary(out, bytes);
+  r = ShErr("records print " + out, &err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.out == "x,label\n1.5,2\n");
+  REQUIRE(err.find("DATA_LOSS") != std::string::npos);
+  REQUIRE(err.find(out) != std::string::npos);
+  REQUIRE(err.find("offset 44") != std::string::npos);  // after records of 7 and 5 bytes, 16 bytes of framing each
+  REQUIRE(ShErr("records count " + out, &err).exit_code == 2);
+  REQUIRE(ShErr("records convert-csv --in /nonexistent.csv --out " + out, &err).exit_code == 2);
+  REQUIRE(err.find("/nonexistent.csv") != std::string::npos);
+  REQUIRE(ShErr("records convert-csv --in " + csv + " --out /nonexistent/dir/o.tfrecord", &err).exit_code == 2);
+  REQUIRE(err.find("/nonexistent/dir/o.tfrecord") != std::string::npos);
+  // Usage errors.
+  REQUIRE(ShErr("records convert-csv --in " + csv, &err).exit_code == 2);
+  REQUIRE(err.find("--out is required") != std::string::npos);
+  REQUIRE(Sh("records convert-csv --in " + csv + " --out " + out + " --compression LZ4").exit_code == 2);
+  REQUIRE(Sh("records print " + out + " --limit -1").exit_code == 2);
+  REQUIRE(Sh("records print").exit_code == 2);
+  REQUIRE(Sh("records frobnicate").exit_code == 2);
+  REQUIRE(Sh("records help").out.find("actorflow records convert-idx") != std::string::npos);
+  REQUIRE(Sh("help").out.find("actorflow records") != std::string::npos);
+  for (const auto& p : {csv, out}) std::remove(p.c_str());
+}

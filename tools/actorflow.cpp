@@ -6,6 +6,7 @@
 //   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
 //                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
+//   actorflow records convert-idx|convert-csv|count|print ...   (tools/records_command.hpp)
 //   actorflow ops
 //   actorflow help
 //
@@ -100,6 +101,7 @@
 #include "ops/op_registry.hpp"
 #include "tools/graph_dot.hpp"
 #include "tools/json_tensor.hpp"
+#include "tools/records_command.hpp"
 
 namespace actorflow {
 namespace {
@@ -118,6 +120,7 @@ constexpr char kUsage[] = R"(usage:
   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
+  actorflow records convert-idx|convert-csv|count|print ...
   actorflow ops
   actorflow help
 
@@ -173,6 +176,9 @@ gradients
                             .txt, binary otherwise (required)
       Exit status: 0 written, 1 the output could not be written, 2 usage error, a graph
       that does not load, or a gradient that cannot be built.
+records
+      Converts IDX (MNIST, Fashion-MNIST) and CSV files to TFRecord files, counts
+      and prints the records of TFRecord files: see 'actorflow records help'.
 ops   Lists the registered ops and the type constraints of their kernels.
 )";
 
@@ -912,6 +918,7 @@ int Main(std::vector<std::string> argv) {
   if (command == "run") return RunCommand(argv);
   if (command == "graph") return GraphCommand(argv);
   if (command == "gradients") return GradientsCommand(argv);
+  if (command == "records") return RecordsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
 }

@@ -1,5 +1,6 @@
 // POSIX file primitives that report a Status naming the file: the layer under
-// checkpoint bundles and the checkpoint state file.
+// checkpoint bundles, the checkpoint state file and the record files of
+// core/io (file_input_stream.hpp, file_output_stream.hpp).
 //
 // Every call retries short transfers and EINTR. An errno becomes TensorFlow's
 // code for it (ENOENT -> NotFound, EACCES -> PermissionDenied, ENOSPC ->
@@ -34,6 +35,8 @@ class File {
   static Status OpenForRead(const std::string& path, File* out);
   /// Creates a new file; AlreadyExists when `path` exists.
   static Status CreateExclusive(const std::string& path, File* out);
+  /// Creates `path`, or empties it when it exists, for writing.
+  static Status CreateOrTruncate(const std::string& path, File* out);
 
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }

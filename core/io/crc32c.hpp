@@ -1,5 +1,6 @@
 // CRC32C (Castagnoli, polynomial 0x1EDC6F41, reflected, init and final xor
-// 0xFFFFFFFF): the checksum of checkpoint bundles and, later, of TFRecords.
+// 0xFFFFFFFF): the checksum of TFRecord files (core/io/record_writer.hpp) and
+// of checkpoint bundles (checkpoint/bundle_format.hpp).
 //
 //   uint32_t crc = crc32c::Value(data, n);           // CRC32C("123456789") = 0xE3069283
 //   crc = crc32c::Extend(crc, more, m);              // == Value(data ++ more)

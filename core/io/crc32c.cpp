@@ -1,4 +1,4 @@
-#include "checkpoint/crc32c.hpp"
+#include "core/io/crc32c.hpp"
 
 #include <boost/crc.hpp>
 

@@ -1,4 +1,4 @@
-#include "checkpoint/file_io.hpp"
+#include "core/io/file_io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -52,6 +52,16 @@ Status File::CreateExclusive(const std::string& path, File* out) {
   int fd;
   do {
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return IOError("create", path, errno);
+  *out = File(fd, path);
+  return Status::OK();
+}
+
+Status File::CreateOrTruncate(const std::string& path, File* out) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return IOError("create", path, errno);
   *out = File(fd, path);

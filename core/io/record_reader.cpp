@@ -1,0 +1,64 @@
+#include "core/io/record_reader.hpp"
+
+#include <cstdint>
+
+#include "core/io/crc32c.hpp"
+#include "core/io/record_writer.hpp"
+
+namespace actorflow {
+namespace io {
+namespace {
+
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+uint64_t GetFixed64(const char* p) { return uint64_t{GetFixed32(p + 4)} << 32 | GetFixed32(p); }
+
+}  // namespace
+
+Status RecordReader::Open(const std::string& path, Compression compression, std::unique_ptr<RecordReader>* out,
+                          size_t buffer_bytes) {
+  std::unique_ptr<BufferedInputStream> in;
+  AF_RETURN_IF_ERROR(BufferedInputStream::Open(path, compression, &in, buffer_bytes));
+  *out = std::make_unique<RecordReader>(std::move(in));
+  return Status::OK();
+}
+
+Status RecordReader::Damaged(const std::string& what) const {
+  return errors::DataLoss(what, " at offset ", offset_, " of TFRecord file '", in_->filename(), "'");
+}
+
+Status RecordReader::ReadRecord(std::string* record) {
+  AF_RETURN_IF_ERROR(status_);
+  record->clear();
+  Status s = in_->ReadNBytes(kRecordHeaderBytes, &header_);
+  if (!s.ok()) {
+    if (!errors::IsOutOfRange(s)) return status_ = s;
+    if (header_.empty()) return status_ = errors::OutOfRange("end of TFRecord file '", in_->filename(), "'");
+    return status_ = Damaged("truncated record (a partial length)");
+  }
+  const uint64_t length = GetFixed64(header_.data());
+  if (crc32c::Unmask(GetFixed32(header_.data() + sizeof(uint64_t))) != crc32c::Value(header_.data(), sizeof(uint64_t)))
+    return status_ = Damaged("corrupted record (length CRC mismatch)");
+  // The data and its CRC, read in one go (growing as bytes arrive).
+  if (length > UINT64_MAX - kRecordFooterBytes) return status_ = Damaged("corrupted record (impossible length)");
+  s = in_->AppendNBytes(length + kRecordFooterBytes, record);
+  if (!s.ok()) {
+    record->clear();
+    if (!errors::IsOutOfRange(s)) return status_ = s;
+    return status_ = Damaged(strings::StrCat("truncated record (", length, " bytes of data announced)"));
+  }
+  const size_t n = static_cast<size_t>(length);
+  if (crc32c::Unmask(GetFixed32(record->data() + n)) != crc32c::Value(record->data(), n)) {
+    record->clear();
+    return status_ = Damaged("corrupted record (data CRC mismatch)");
+  }
+  record->resize(n);
+  offset_ += kRecordHeaderBytes + length + kRecordFooterBytes;
+  return Status::OK();
+}
+
+}  // namespace io
+}  // namespace actorflow
