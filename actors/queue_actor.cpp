@@ -15,7 +15,33 @@ namespace actorflow {
 
 namespace {
 
-using Element = std::vector<Tensor>;  // one tensor per component
+// One component of an element: a whole tensor (row -1), or row `row` of a
+// batch that enqueue-many gave, shared rather than copied out (a batch's
+// buffer lives until its last element leaves).
+struct Part {
+  Tensor source;
+  int64_t row = -1;
+
+  int64_t NumElements() const { return row < 0 ? source.NumElements() : source.NumElements() / source.dim_size(0); }
+  int64_t First() const { return row < 0 ? 0 : row * NumElements(); }
+  int dims() const { return source.dims() - (row < 0 ? 0 : 1); }
+  int64_t dim_size(int d) const { return source.dim_size(d + (row < 0 ? 0 : 1)); }
+  TensorShape shape() const {
+    TensorShape s = source.shape();
+    if (row >= 0) s.RemoveDim(0);
+    return s;
+  }
+  bool HasShape(const TensorShape& s) const {
+    if (dims() != s.dims()) return false;
+    for (int d = 0; d < s.dims(); ++d)
+      if (dim_size(d) != s.dim_size(d)) return false;
+    return true;
+  }
+  int64_t Priority() const { return source.data<int64_t>()[First()]; }
+  Tensor Materialize() const;
+};
+
+using Element = std::vector<Part>;  // one per component
 
 // The elements, in the order the queue's kind takes them out.
 class Store {
@@ -26,7 +52,7 @@ class Store {
   }
   size_t size() const { return kind_ == QueueKind::kPriority ? by_priority_.size() : items_.size(); }
   void Push(Element e) {
-    if (kind_ == QueueKind::kPriority) by_priority_.emplace(e[0].scalar<int64_t>(), std::move(e));
+    if (kind_ == QueueKind::kPriority) by_priority_.emplace(e[0].Priority(), std::move(e));
     else items_.push_back(std::move(e));
   }
   Element Pop() {
@@ -50,7 +76,7 @@ class Store {
   void Return(std::vector<Element>& taken) {
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
       if (kind_ == QueueKind::kPriority) {
-        const int64_t priority = (*it)[0].scalar<int64_t>();  // before equal priorities: taken first again
+        const int64_t priority = (*it)[0].Priority();  // before equal priorities: taken first again
         by_priority_.emplace_hint(by_priority_.lower_bound(priority), priority, std::move(*it));
       } else {
         items_.push_front(std::move(*it));
@@ -138,19 +164,18 @@ void CopyElements(const Tensor& src, int64_t src_first, Tensor* dst, int64_t dst
               static_cast<const char*>(src.raw_data()) + src_first * size, static_cast<size_t>(count) * size);
 }
 
-// The batch's elements, one by one.
+Tensor Part::Materialize() const {
+  if (row < 0) return source;
+  Tensor t(source.dtype(), shape());
+  CopyElements(source, First(), &t, 0, NumElements());
+  return t;
+}
+
+// The batch's elements, one by one (rows of the batch, not copies).
 std::vector<Element> Split(const std::vector<Tensor>& batch, int64_t n) {
   std::vector<Element> out(static_cast<size_t>(n));
-  for (const Tensor& c : batch) {
-    TensorShape element = c.shape();
-    element.RemoveDim(0);
-    const int64_t per = element.num_elements();
-    for (int64_t i = 0; i < n; ++i) {
-      Tensor t(c.dtype(), element);
-      CopyElements(c, i * per, &t, 0, per);
-      out[static_cast<size_t>(i)].push_back(std::move(t));
-    }
-  }
+  for (const Tensor& c : batch)
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)].push_back(Part{c, i});
   return out;
 }
 
@@ -196,7 +221,7 @@ Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, st
     } else if (!elements.empty()) {
       element = elements[0][c].shape();
       for (const Element& e : elements)
-        if (e[c].shape() != element)
+        if (!e[c].HasShape(element))
           return errors::InvalidArgument(Describe(st), ": cannot batch component ", c, " of shapes ",
                                          element.DebugString(), " and ", e[c].shape().DebugString(),
                                          " (declare the queue's shapes, or use a padding queue)");
@@ -210,9 +235,9 @@ Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, st
       std::memset(batch.raw_data(), 0, batch.TotalBytes());
     const int64_t per = element.num_elements();
     for (int64_t i = 0; i < static_cast<int64_t>(elements.size()); ++i) {
-      const Tensor& t = elements[static_cast<size_t>(i)][c];
-      if (t.shape() == element) CopyElements(t, 0, &batch, i * per, per);
-      else CopyPadded(t, &batch, i);
+      const Part& part = elements[static_cast<size_t>(i)][c];
+      if (part.HasShape(element)) CopyElements(part.source, part.First(), &batch, i * per, per);
+      else CopyPadded(part.Materialize(), &batch, i);
     }
     out->push_back(std::move(batch));
   }
@@ -245,7 +270,9 @@ void Answer(Pending& p, Status s, std::vector<Tensor> components = {}, int64_t v
 void AnswerDequeue(QueueActor* self, Pending& p) {
   auto& st = self->state;
   if (!Batched(p.op)) {
-    Answer(p, Status::OK(), std::move(p.elements[0]));
+    std::vector<Tensor> element;
+    for (const Part& part : p.elements[0]) element.push_back(part.Materialize());
+    Answer(p, Status::OK(), std::move(element));
     return;
   }
   std::vector<Tensor> batch;
@@ -323,7 +350,9 @@ void Enqueue(QueueActor* self, QueueRequest& req, bool many) {
           return;
         }
   } else {
-    p.elements.push_back(std::move(req.components));
+    Element e;
+    for (Tensor& t : req.components) e.push_back(Part{std::move(t), -1});
+    p.elements.push_back(std::move(e));
   }
   p.step_id = req.step_id;
   p.op = many ? QueueOp::kEnqueueMany : QueueOp::kEnqueue;

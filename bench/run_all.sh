@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
-  bench_records peer_tbb_flow >/dev/null
+  bench_records bench_queue peer_tbb_flow >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -30,6 +30,10 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 # the same file, both from the page cache.
 ./build/bench/bench_records build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
+# Records/s through a RandomShuffleQueue (2 producers, enqueue-many 256,
+# dequeue-many 64) beside a mutex+condvar queue, then PyTorch's DataLoader.
+ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_queue
+/usr/bin/python3 bench/peer_torch_dataloader.py
 # Peak memory and step time with _Recvs scheduled late and as soon as possible
 # (two CPU devices in one process).
 ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_recv_scheduling

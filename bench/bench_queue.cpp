@@ -1,0 +1,161 @@
+// Records/s through a shuffle queue: 2 producer clients run enqueue-many of
+// 256 records of 64 float32 into a RandomShuffleQueue (capacity 8192,
+// min_after_dequeue 1024), one consumer runs dequeue-many(64), as an input
+// pipeline feeds training. Peer in the same run: a plain bounded queue of the
+// same records (std::mutex + std::condition_variable, 2 producers pushing
+// record by record, 1 consumer popping 64 at a time), the limit of a
+// lock-based queue. PyTorch's DataLoader is bench/peer_torch_dataloader.py.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "bench_util.hpp"
+#include "graph/cc_ops.hpp"
+#include "graph/queue_ops.hpp"
+
+using namespace actorflow;
+
+namespace {
+
+constexpr int kFloats = 64, kEnqueueBatch = 256, kDequeueBatch = 64, kProducers = 2;
+constexpr int64_t kCapacity = 8192, kMinAfterDequeue = 1024;
+
+void Check(const Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "bench_queue: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// Seconds to dequeue `batches` batches of 64 while 2 producers keep the queue full.
+double ActorflowRun(Runtime* rt, int batches) {
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions o;
+  o.capacity = kCapacity;
+  o.shapes = {PartialTensorShape(std::vector<int64_t>{kFloats})};
+  auto q = ops::RandomShuffleQueue(root.WithOpName("q"), {DT_FLOAT}, kMinAfterDequeue, o, 1);
+  auto xs = ops::Placeholder(root.WithOpName("xs"), DT_FLOAT);
+  ops::QueueEnqueueMany(root.WithOpName("enq"), q, {xs});
+  ops::Identity(root.WithOpName("batch"), ops::QueueDequeueMany(root, q, kDequeueBatch, {DT_FLOAT})[0]);
+  ops::QueueClose(root.WithOpName("close"), q, /*cancel_pending_enqueues=*/true);
+  proto::GraphDef def;
+  Check(root.ToGraphDef(&def));
+  SessionOptions so;
+  so.runtime = rt;
+  Session session(so);
+  Check(session.Create(def));
+  Tensor records(DT_FLOAT, TensorShape{kEnqueueBatch, kFloats});
+  for (int64_t i = 0; i < records.NumElements(); ++i) records.data<float>()[i] = static_cast<float>(i);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p)
+    producers.emplace_back([&] {
+      std::vector<Tensor> none;
+      while (!stop.load()) {
+        if (!session.Run({{"xs", records}}, {}, {"enq"}, &none).ok()) return;  // closed at the end
+      }
+    });
+  std::vector<Tensor> out;
+  for (int i = 0; i < 20; ++i) Check(session.Run({}, {"batch"}, {}, &out));  // warm up, queue filled
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < batches; ++i) Check(session.Run({}, {"batch"}, {}, &out));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stop = true;
+  Check(session.Run({}, {}, {"close"}, &out));
+  for (auto& t : producers) t.join();
+  return secs;
+}
+
+// The peer: a bounded queue of records behind one mutex and two condition variables.
+class BoundedQueue {
+ public:
+  using Record = std::array<float, kFloats>;
+  explicit BoundedQueue(size_t capacity) : capacity_(capacity) {}
+  bool Push(const Record& r) {
+    std::unique_lock<std::mutex> l(mu_);
+    not_full_.wait(l, [&] { return closed_ || items_.size() < capacity_; });
+    if (closed_) return false;
+    items_.push_back(r);
+    not_empty_.notify_one();
+    return true;
+  }
+  void PopMany(int n, std::vector<Record>* out) {
+    out->clear();
+    std::unique_lock<std::mutex> l(mu_);
+    while (static_cast<int>(out->size()) < n) {
+      not_empty_.wait(l, [&] { return !items_.empty(); });
+      while (!items_.empty() && static_cast<int>(out->size()) < n) {
+        out->push_back(items_.front());
+        items_.pop_front();
+      }
+      not_full_.notify_all();
+    }
+  }
+  void Close() {
+    std::lock_guard<std::mutex> l(mu_);
+    closed_ = true;
+    not_full_.notify_all();
+  }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable not_full_, not_empty_;
+  std::deque<Record> items_;
+  bool closed_ = false;
+};
+
+double PeerRun(int batches) {
+  BoundedQueue queue(kCapacity);
+  BoundedQueue::Record record{};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p)
+    producers.emplace_back([&] {
+      while (!stop.load())
+        if (!queue.Push(record)) return;
+    });
+  std::vector<BoundedQueue::Record> out;
+  for (int i = 0; i < 20; ++i) queue.PopMany(kDequeueBatch, &out);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < batches; ++i) queue.PopMany(kDequeueBatch, &out);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stop = true;
+  queue.Close();
+  for (auto& t : producers) t.join();
+  return secs;
+}
+
+}  // namespace
+
+int main() {
+  RuntimeOptions ro;
+  Runtime rt(ro);
+  const int batches = 3000;  // 192k records per measurement
+  std::vector<double> ours, peer;
+  for (int round = 0; round < 5; ++round) {  // interleaved: a slow spell hits both
+    ours.push_back(ActorflowRun(&rt, batches));
+    peer.push_back(PeerRun(batches));
+  }
+  auto stats = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return bench::Stats{v[v.size() / 2], v.front(), v.back(), static_cast<int>(v.size())};
+  };
+  const double records = static_cast<double>(batches) * kDequeueBatch;
+  const std::string p = "\"record_floats\":64,\"producers\":2,\"enqueue_many\":256,\"dequeue_many\":64,\"threads\":" +
+                        std::to_string(rt.num_threads());
+  bench::Print("queue_records", p + ",\"impl\":\"actorflow RandomShuffleQueue\"", "throughput", "records/s",
+               stats(ours), records, true);
+  bench::Print("queue_records", p + ",\"impl\":\"mutex+condvar bounded queue\"", "throughput", "records/s",
+               stats(peer), records, true);
+  return 0;
+}
