@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,6 +37,7 @@ constexpr int kNodesPerClockCheck = 64;
 
 using resume_atom = caf::atom_constant<caf::atom("af_resume")>;
 using deadline_atom = caf::atom_constant<caf::atom("af_dline")>;
+using queue_inbox_atom = caf::atom_constant<caf::atom("af_qinbox")>;
 
 using Clock = std::chrono::steady_clock;
 
@@ -128,11 +130,15 @@ class DeviceRendezvousAccess final : public RendezvousAccess {
 // actor, once (then cached); requests go to the queue actor and are answered
 // into this actor's mailbox, so a waiting enqueue or dequeue holds no thread.
 // A step that fails cancels what it waits for in queues (QueueCancelStep).
+// A request made off the actor's thread (a reader op that finished a file on
+// a pool thread) waits in an inbox that the actor empties (queue_inbox_atom).
 class DeviceQueueAccess final : public QueueAccess {
  public:
   DeviceQueueAccess(DeviceActor* self, caf::actor container) : self_(self), container_(std::move(container)) {}
   void Open(const std::string& handle, const QueueSpec& spec, std::function<void(const Status&)> done) override;
   void Request(const std::string& handle, QueueRequest request, Done done) override;
+  /// Sends on the requests made off the actor's thread (on the actor's thread).
+  void DrainInbox();
   /// Fails the requests step `client_step_id` waits for in queues with `s`.
   void CancelStep(int64_t client_step_id, const Status& s);
   /// The step is over: forget which queues it used.
@@ -149,6 +155,14 @@ class DeviceQueueAccess final : public QueueAccess {
   std::unordered_map<std::string, caf::actor> actors_;                // by encoded handle
   std::unordered_map<int64_t, std::vector<caf::actor>> step_queues_;  // queues a running step has asked
   std::unordered_map<int64_t, Status> cancelled_;  // failed steps: a request they still make fails at once
+  struct Posted {
+    std::string handle;
+    QueueRequest request;
+    Done done;
+  };
+  std::mutex inbox_mu_;
+  std::vector<Posted> inbox_;   // guarded by inbox_mu_
+  bool inbox_signalled_ = false;  // guarded by inbox_mu_: a queue_inbox_atom is on its way
 };
 
 struct DeviceActorState {
@@ -695,6 +709,21 @@ void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,
 
 void DeviceQueueAccess::Request(const std::string& handle, QueueRequest request, Done done) {
   DeviceActor* self = self_;
+  if (t_running_actor != &self->state) {  // from a pool thread: the actor sends it on
+    bool signal = false;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      inbox_.push_back(Posted{handle, std::move(request), std::move(done)});
+      signal = !inbox_signalled_;
+      inbox_signalled_ = true;
+    }
+    if (signal) {
+      // The actor is alive: the step of the kernel asking is still running on it.
+      caf::actor me = caf::actor_cast<caf::actor>(self);
+      self->state.device->compute_pool()->Deliver(me, me, caf::make_message(queue_inbox_atom::value));
+    }
+    return;
+  }
   auto it = actors_.find(handle);
   if (it != actors_.end()) {
     Send(it->second, std::move(request), std::move(done));
@@ -750,6 +779,16 @@ void DeviceQueueAccess::Send(const caf::actor& queue, QueueRequest request, Done
                 done(failed);
               });
             });
+}
+
+void DeviceQueueAccess::DrainInbox() {
+  std::vector<Posted> posted;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    posted.swap(inbox_);
+    inbox_signalled_ = false;
+  }
+  for (Posted& p : posted) Request(p.handle, std::move(p.request), std::move(p.done));
 }
 
 void DeviceQueueAccess::CancelStep(int64_t client_step_id, const Status& s) {
@@ -1020,6 +1059,16 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         } catch (const std::exception& e) {
           FailAllOnError(self, e);
         }
+      },
+      [self](queue_inbox_atom) {
+        if (self->current_sender() != self->ctrl()) return;
+        RunningScope running(self);
+        try {
+          self->state.queues->DrainInbox();
+        } catch (const std::exception& e) {
+          FailAllOnError(self, e);
+        }
+        RunReadySafely(self);
       },
       [self](deadline_atom) {
         if (self->current_sender() != self->ctrl()) return;

@@ -9,6 +9,7 @@
 //   CloseSession                                    drop the session's shared kernels
 //   KernelDone            (to itself)               a pool/async kernel finished
 //   deadline atom         (to itself)               the earliest step deadline is due
+//   queue inbox atom      (to itself)               queue requests made off its thread wait to go out
 //   GraphBuilt            (to itself)               a registered graph's plan is ready
 //
 // Container actor protocol (actors/container_actor.hpp): VarReadRequest,

@@ -92,7 +92,9 @@ class QueueAccess {
   /// Creates (or finds and checks) the queue of `encoded_handle`.
   virtual void Open(const std::string& encoded_handle, const QueueSpec& spec, std::function<void(const Status&)> done) = 0;
   /// Sends `request` to the queue of `encoded_handle`; `done` runs on the
-  /// device actor's thread with the answer.
+  /// device actor's thread with the answer. May be called from any thread
+  /// while the kernel asking is running (a reader op on a pool thread); off
+  /// the device actor's thread the request goes out by way of that actor.
   virtual void Request(const std::string& encoded_handle, QueueRequest request, Done done) = 0;
 };
 

@@ -1,0 +1,520 @@
+// Reader ops through sessions (ops/io/reader_ops.cpp, reader_resource.hpp):
+// each reader over plain and gzip files written with core/io, reading across
+// files from a filename queue, ReaderReadUpTo batches, OutOfRange once the
+// queue is closed and empty, damage reported and skipped, concurrent steps on
+// one reader, shared readers; then the filename producer
+// (graph/input_producers.hpp). Every wait is bounded: a test fails, never hangs.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "core/io/file_output_stream.hpp"
+#include "core/io/record_writer.hpp"
+#include "core/io/zlib_output_stream.hpp"
+#include "graph/cc_ops.hpp"
+#include "graph/queue_ops.hpp"
+#include "graph/reader_ops.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using Catch::Matchers::Contains;
+using test::MakeTensor;
+using test::ToDef;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kStepBound = 20000;  // ms: a step that should finish does, long before
+
+RuntimeOptions TwoThreads() {
+  RuntimeOptions o;
+  o.num_threads = 2;
+  return o;
+}
+
+/// A fresh directory under the system's temp directory, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "af_reader_ops_test_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+/// Writes `bytes` to `path`, gzip-compressed when `gzip`.
+void WriteFile(const std::string& path, const std::string& bytes, bool gzip) {
+  std::unique_ptr<io::FileOutputStream> file;
+  REQUIRE(io::FileOutputStream::Create(path, &file).ok());
+  std::unique_ptr<io::OutputStream> out = std::move(file);
+  if (gzip) out = std::make_unique<io::ZlibOutputStream>(std::move(out), io::Compression::kGzip);
+  REQUIRE(out->Append(bytes.data(), bytes.size()).ok());
+  REQUIRE(out->Close().ok());
+}
+
+void WriteTFRecords(const std::string& path, const std::vector<std::string>& records, bool gzip) {
+  io::RecordWriterOptions o;
+  o.compression = gzip ? io::Compression::kGzip : io::Compression::kNone;
+  std::unique_ptr<io::RecordWriter> w;
+  REQUIRE(io::RecordWriter::Create(path, o, &w).ok());
+  for (const auto& r : records) REQUIRE(w->WriteRecord(r).ok());
+  REQUIRE(w->Close().ok());
+}
+
+/// The keys a TFRecord file of `records` gives: "FILE:OFFSET" (12 header + data + 4 footer bytes each).
+std::vector<std::string> TFRecordKeys(const std::string& path, const std::vector<std::string>& records) {
+  std::vector<std::string> keys;
+  uint64_t offset = 0;
+  for (const auto& r : records) {
+    keys.push_back(path + ":" + std::to_string(offset));
+    offset += 16 + r.size();
+  }
+  return keys;
+}
+
+Tensor Strings(const std::vector<std::string>& v) {
+  Tensor t(DT_STRING, TensorShape{static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<std::string>()[i] = v[i];
+  return t;
+}
+
+std::vector<std::string> StringValues(const Tensor& t) {
+  REQUIRE(t.dtype() == DT_STRING);
+  return std::vector<std::string>(t.data<std::string>(), t.data<std::string>() + t.NumElements());
+}
+
+using MakeReader = std::function<Output(const Scope&)>;
+
+// A filename queue "files" and a reader "reader" with the ops around them:
+//   names (fed [n] string) -> "enq"; "close";
+//   "key", "value" (ReaderRead); n (fed int64) -> "keys", "values" (ReaderReadUpTo);
+//   "num_records", "num_units", "reset".
+proto::GraphDef ReaderGraph(const MakeReader& make_reader) {
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions qo;
+  qo.shapes = {PartialTensorShape::Scalar()};
+  Output files = ops::FIFOQueue(root.WithOpName("files"), {DT_STRING}, qo);
+  auto names = ops::Placeholder(root.WithOpName("names"), DT_STRING);
+  ops::QueueEnqueueMany(root.WithOpName("enq"), files, {names});
+  ops::QueueClose(root.WithOpName("close"), files);
+  Output reader = make_reader(root.WithOpName("reader"));
+  auto kv = ops::ReaderRead(root, reader, files);
+  ops::Identity(root.WithOpName("key"), kv.key);
+  ops::Identity(root.WithOpName("value"), kv.value);
+  auto n = ops::Placeholder(root.WithOpName("n"), DT_INT64);
+  auto batch = ops::ReaderReadUpTo(root, reader, files, n);
+  ops::Identity(root.WithOpName("keys"), batch.keys);
+  ops::Identity(root.WithOpName("values"), batch.values);
+  ops::Identity(root.WithOpName("num_records"), ops::ReaderNumRecordsProduced(root, reader));
+  ops::Identity(root.WithOpName("num_units"), ops::ReaderNumWorkUnitsCompleted(root, reader));
+  ops::ReaderReset(root.WithOpName("reset"), reader);
+  return ToDef(root);
+}
+
+class Client {
+ public:
+  Client(Runtime* rt, const proto::GraphDef& def) {
+    SessionOptions so;
+    so.runtime = rt;
+    session = std::make_unique<Session>(so);
+    REQUIRE(session->Create(def).ok());
+  }
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* out, int64_t timeout_ms = kStepBound) {
+    RunOptions opts;
+    opts.timeout_in_ms = timeout_ms;
+    return session->Run(opts, feeds, fetches, targets, out);
+  }
+  std::vector<Tensor> RunOk(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    std::vector<Tensor> out;
+    Status s = Run(feeds, fetches, targets, &out);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    return out;
+  }
+  void Enqueue(const std::vector<std::string>& files) { RunOk({{"names", Strings(files)}}, {}, {"enq"}); }
+  void Close() { RunOk({}, {}, {"close"}); }
+  /// One ReaderRead: (key, value), or the failing status in *s.
+  std::pair<std::string, std::string> Read(Status* s = nullptr) {
+    std::vector<Tensor> out;
+    Status st = Run({}, {"key", "value"}, {}, &out);
+    if (s) *s = st;
+    if (!st.ok()) {
+      INFO(st.ToString());
+      REQUIRE(s != nullptr);
+      return {};
+    }
+    return {out[0].scalar<std::string>(), out[1].scalar<std::string>()};
+  }
+  Status ReadUpTo(int64_t n, std::vector<std::string>* keys, std::vector<std::string>* values) {
+    std::vector<Tensor> out;
+    Status s = Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"keys", "values"}, {}, &out);
+    if (s.ok()) {
+      *keys = StringValues(out[0]);
+      *values = StringValues(out[1]);
+    }
+    return s;
+  }
+  int64_t NumRecords() { return RunOk({}, {"num_records"}, {})[0].scalar<int64_t>(); }
+  int64_t NumUnits() { return RunOk({}, {"num_units"}, {})[0].scalar<int64_t>(); }
+  std::future<Status> Start(std::vector<std::string> fetches, std::vector<Tensor>* out,
+                            int64_t timeout_ms = kStepBound) {
+    return std::async(std::launch::async, [=] { return Run({}, fetches, {}, out, timeout_ms); });
+  }
+  std::unique_ptr<Session> session;
+};
+
+bool StillWaiting(std::future<Status>& f) {
+  return f.wait_for(std::chrono::milliseconds(150)) == std::future_status::timeout;
+}
+Status Finished(std::future<Status>& f) {
+  REQUIRE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  return f.get();
+}
+
+MakeReader TFRecord(const std::string& compression = "") {
+  return [compression](const Scope& s) {
+    ops::TFRecordReaderOptions o;
+    o.compression_type = compression;
+    return ops::TFRecordReader(s, o);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("readers: TFRecordReaderV2 reads the records of several files in queue order, plain and gzip") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  for (bool gzip : {false, true}) {
+    INFO((gzip ? "GZIP" : "plain"));
+    const std::string a = dir.File(gzip ? "a.tfrecord.gz" : "a.tfrecord");
+    const std::string b = dir.File(gzip ? "b.tfrecord.gz" : "b.tfrecord");
+    const std::vector<std::string> ra = {"alpha", "", "gamma-gamma"}, rb = {"delta", std::string(1000, 'x')};
+    WriteTFRecords(a, ra, gzip);
+    WriteTFRecords(b, rb, gzip);
+    Client c(&rt, ReaderGraph(TFRecord(gzip ? "GZIP" : "")));
+    c.Enqueue({a, b});
+    c.Close();
+    std::vector<std::string> keys = TFRecordKeys(a, ra), want_keys = TFRecordKeys(b, rb), values = ra;
+    keys.insert(keys.end(), want_keys.begin(), want_keys.end());
+    values.insert(values.end(), rb.begin(), rb.end());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto kv = c.Read();
+      CHECK(kv.first == keys[i]);
+      CHECK(kv.second == values[i]);
+    }
+    Status s;
+    c.Read(&s);
+    CHECK(s.code() == Code::kOutOfRange);
+    CHECK(c.NumRecords() == 5);
+    CHECK(c.NumUnits() == 2);
+  }
+}
+
+TEST_CASE("readers: TextLineReaderV2 skips header lines; keys are FILE:LINE; plain and gzip") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  for (bool gzip : {false, true}) {
+    INFO((gzip ? "GZIP" : "plain"));
+    const std::string a = dir.File(gzip ? "a.csv.gz" : "a.csv");
+    const std::string b = dir.File(gzip ? "b.csv.gz" : "b.csv");
+    const std::string empty = dir.File("empty.csv");
+    WriteFile(a, "x,y\n1,2\n3,4\n", gzip);
+    WriteFile(b, "x,y\r\n5,6", gzip);  // CRLF, and a last line without '\n'
+    WriteFile(empty, "", false);
+    auto make = [gzip](const Scope& s) {
+      ops::TextLineReaderOptions o;
+      o.skip_header_lines = 1;
+      if (gzip) o.compression_type = "GZIP";
+      return ops::TextLineReader(s, o);
+    };
+    Client c(&rt, ReaderGraph(make));
+    c.Enqueue({a, b});
+    if (!gzip) c.Enqueue({empty});  // no records: skipped
+    c.Close();
+    CHECK(c.Read() == std::make_pair(a + ":2", std::string("1,2")));
+    CHECK(c.Read() == std::make_pair(a + ":3", std::string("3,4")));
+    CHECK(c.Read() == std::make_pair(b + ":2", std::string("5,6")));
+    Status s;
+    c.Read(&s);
+    CHECK(s.code() == Code::kOutOfRange);
+    CHECK(c.NumRecords() == 3);
+  }
+}
+
+TEST_CASE("readers: FixedLengthRecordReaderV2 reads records between header and footer; plain and gzip") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  for (bool gzip : {false, true}) {
+    INFO((gzip ? "GZIP" : "plain"));
+    const std::string a = dir.File(gzip ? "a.bin.gz" : "a.bin");
+    WriteFile(a, "HHabcdefghiF", gzip);  // header 2, three records of 3, footer 1
+    auto make = [gzip](const Scope& s) {
+      ops::FixedLengthRecordReaderOptions o;
+      o.header_bytes = 2;
+      o.record_bytes = 3;
+      o.footer_bytes = 1;
+      if (gzip) o.encoding = "GZIP";
+      return ops::FixedLengthRecordReader(s, o);
+    };
+    Client c(&rt, ReaderGraph(make));
+    c.Enqueue({a});
+    c.Close();
+    CHECK(c.Read() == std::make_pair(a + ":0", std::string("abc")));
+    std::vector<std::string> keys, values;
+    REQUIRE(c.ReadUpTo(5, &keys, &values).ok());
+    CHECK(keys == std::vector<std::string>{a + ":1", a + ":2"});
+    CHECK(values == std::vector<std::string>{"def", "ghi"});
+    Status s = c.ReadUpTo(5, &keys, &values);
+    CHECK(s.code() == Code::kOutOfRange);
+  }
+}
+
+TEST_CASE("readers: a FixedLengthRecordReaderV2 declared with record_bytes 0 fails, naming the node") {
+  Runtime rt(TwoThreads());
+  auto make = [](const Scope& s) { return ops::FixedLengthRecordReader(s, {}); };
+  SessionOptions so;
+  so.runtime = &rt;
+  Session session(so);
+  REQUIRE(session.Create(ReaderGraph(make)).ok());
+  std::vector<Tensor> out;
+  RunOptions opts;
+  opts.timeout_in_ms = kStepBound;
+  Status s = session.Run(opts, {}, {"num_records"}, {}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Contains("reader"));
+}
+
+TEST_CASE("readers: ReaderReadUpToV2 returns batches of one file, fewer at a file's end, then OutOfRange") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");
+  WriteTFRecords(a, {"a0", "a1", "a2", "a3", "a4"}, false);
+  WriteTFRecords(b, {"b0", "b1", "b2"}, false);
+  Client c(&rt, ReaderGraph(TFRecord()));
+  c.Enqueue({a, b});
+  c.Close();
+  std::vector<std::string> keys, values;
+  REQUIRE(c.ReadUpTo(0, &keys, &values).ok());
+  CHECK(keys.empty());
+  REQUIRE(c.ReadUpTo(3, &keys, &values).ok());
+  CHECK(values == std::vector<std::string>{"a0", "a1", "a2"});
+  CHECK(keys[0] == a + ":0");
+  REQUIRE(c.ReadUpTo(3, &keys, &values).ok());
+  CHECK(values == std::vector<std::string>{"a3", "a4"});  // a batch never spans files
+  REQUIRE(c.ReadUpTo(3, &keys, &values).ok());
+  CHECK(values == std::vector<std::string>{"b0", "b1", "b2"});
+  CHECK(keys[0] == b + ":0");
+  Status s = c.ReadUpTo(3, &keys, &values);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(c.NumRecords() == 8);
+  CHECK(c.NumUnits() == 2);
+  s = c.ReadUpTo(-1, &keys, &values);
+  CHECK(s.code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("readers: a read waits for a filename without holding a thread; OutOfRange once the queue is closed") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string a = dir.File("a.tfrecord");
+  WriteTFRecords(a, {"only"}, false);
+  Client c(&rt, ReaderGraph(TFRecord()));
+  std::vector<Tensor> out1, out2;
+  // Two reads wait: the first for a filename, the second behind it. Other
+  // steps of the 2-thread runtime still run meanwhile.
+  auto first = c.Start({"value"}, &out1);
+  REQUIRE(StillWaiting(first));
+  auto second = c.Start({"value"}, &out2);
+  REQUIRE(StillWaiting(second));
+  CHECK(c.NumRecords() == 0);
+  c.Enqueue({a});
+  REQUIRE(Finished(first).ok());
+  CHECK(out1[0].scalar<std::string>() == "only");
+  REQUIRE(StillWaiting(second));  // the file is done: it waits for the next filename
+  c.Close();
+  CHECK(Finished(second).code() == Code::kOutOfRange);
+}
+
+TEST_CASE("readers: a step cancelled while its read waits its turn fails; the reader goes on") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string a = dir.File("a.tfrecord");
+  WriteTFRecords(a, {"r0", "r1"}, false);
+  Client c(&rt, ReaderGraph(TFRecord()));
+  std::vector<Tensor> out1, out2;
+  auto first = c.Start({"value"}, &out1);  // waits for a filename
+  REQUIRE(StillWaiting(first));
+  auto second = c.Start({"value"}, &out2, /*timeout_ms=*/200);  // waits behind it, then its deadline passes
+  CHECK(Finished(second).code() == Code::kDeadlineExceeded);
+  c.Enqueue({a});
+  REQUIRE(Finished(first).ok());
+  CHECK(out1[0].scalar<std::string>() == "r0");
+  CHECK(c.Read().second == "r1");  // the cancelled read took nothing
+}
+
+TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; the next read goes on with the next file") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string good = dir.File("good.tfrecord"), bad = dir.File("bad.tfrecord"), next = dir.File("next.tfrecord");
+  WriteTFRecords(good, {"g0"}, false);
+  WriteTFRecords(bad, {"b0", "b1", "b2"}, false);
+  WriteTFRecords(next, {"n0", "n1"}, false);
+  {  // flip a byte of b1's data: its data CRC fails
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(18 + 12);
+    f.put('X');
+  }
+  const std::string missing = dir.File("missing.tfrecord");
+  SECTION("ReaderRead") {
+    Client c(&rt, ReaderGraph(TFRecord()));
+    c.Enqueue({good, bad, missing, next});
+    c.Close();
+    CHECK(c.Read().second == "g0");
+    CHECK(c.Read().second == "b0");
+    Status s;
+    c.Read(&s);
+    CHECK(s.code() == Code::kDataLoss);
+    CHECK_THAT(s.message(), Contains(bad) && Contains("18"));
+    c.Read(&s);  // the missing file
+    CHECK(s.code() == Code::kNotFound);
+    CHECK_THAT(s.message(), Contains(missing));
+    CHECK(c.Read() == std::make_pair(next + ":0", std::string("n0")));
+    CHECK(c.Read().second == "n1");
+    c.Read(&s);
+    CHECK(s.code() == Code::kOutOfRange);
+  }
+  SECTION("ReaderReadUpTo: the records before the damage come first, the error with the next read") {
+    Client c(&rt, ReaderGraph(TFRecord()));
+    c.Enqueue({bad, next});
+    c.Close();
+    std::vector<std::string> keys, values;
+    REQUIRE(c.ReadUpTo(10, &keys, &values).ok());
+    CHECK(values == std::vector<std::string>{"b0"});
+    Status s = c.ReadUpTo(10, &keys, &values);
+    CHECK(s.code() == Code::kDataLoss);
+    CHECK_THAT(s.message(), Contains(bad));
+    REQUIRE(c.ReadUpTo(10, &keys, &values).ok());
+    CHECK(values == std::vector<std::string>{"n0", "n1"});
+  }
+}
+
+TEST_CASE("readers: concurrent steps reading one reader get distinct records, none lost") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  std::vector<std::string> files;
+  std::set<std::string> all;
+  for (int f = 0; f < 4; ++f) {
+    files.push_back(dir.File("part-" + std::to_string(f) + ".tfrecord.gz"));
+    std::vector<std::string> records;
+    for (int r = 0; r < 50; ++r) records.push_back("f" + std::to_string(f) + "r" + std::to_string(r));
+    WriteTFRecords(files.back(), records, true);
+    all.insert(records.begin(), records.end());
+  }
+  Client c(&rt, ReaderGraph(TFRecord("GZIP")));
+  c.Enqueue(files);
+  c.Close();
+  constexpr int kThreads = 4;
+  std::vector<std::vector<std::string>> got(kThreads);
+  std::vector<std::future<Status>> workers;
+  for (int t = 0; t < kThreads; ++t) {
+    workers.push_back(std::async(std::launch::async, [&c, &got, t] {
+      for (;;) {
+        std::vector<Tensor> out;
+        // Single reads and batches of 3 interleave on the one reader.
+        Status s = t % 2 == 0 ? c.Run({}, {"value"}, {}, &out)
+                              : c.Run({{"n", Tensor::Scalar<int64_t>(3)}}, {"values"}, {}, &out);
+        if (!s.ok()) return s;
+        for (const auto& v : StringValues(out[0])) got[static_cast<size_t>(t)].push_back(v);
+      }
+    }));
+  }
+  std::vector<std::string> merged;
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(Finished(workers[static_cast<size_t>(t)]).code() == Code::kOutOfRange);
+    merged.insert(merged.end(), got[static_cast<size_t>(t)].begin(), got[static_cast<size_t>(t)].end());
+  }
+  CHECK(merged.size() == all.size());
+  CHECK(std::set<std::string>(merged.begin(), merged.end()) == all);
+  CHECK(c.NumRecords() == 200);
+}
+
+TEST_CASE("readers: a shared reader is one reader for two sessions; declared otherwise it is refused") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string a = dir.File("a.tfrecord");
+  WriteTFRecords(a, {"r0", "r1", "r2"}, false);
+  auto shared = [](const Scope& s) {
+    ops::TFRecordReaderOptions o;
+    o.shared_name = "reader_ops_test_shared";
+    return ops::TFRecordReader(s, o);
+  };
+  Client c1(&rt, ReaderGraph(shared));
+  Client c2(&rt, ReaderGraph(shared));
+  // Each session has its own (private) filename queue; the reader is one.
+  c1.Enqueue({a});
+  CHECK(c1.Read().second == "r0");
+  CHECK(c2.Read().second == "r1");  // the shared reader is in a's file still
+  CHECK(c1.NumRecords() == 2);
+  auto other = [](const Scope& s) {
+    ops::TextLineReaderOptions o;
+    o.shared_name = "reader_ops_test_shared";
+    return ops::TextLineReader(s, o);
+  };
+  Client c3(&rt, ReaderGraph(other));
+  std::vector<Tensor> out;
+  Status s = c3.Run({}, {"num_records"}, {}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Contains("reader_ops_test_shared") && Contains("TFRecordReaderV2") &&
+                              Contains("TextLineReaderV2"));
+}
+
+TEST_CASE("readers: ReaderResetV2 drops the current file and zeroes the counters; IdentityReaderV2 gives the work units") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");
+  WriteTFRecords(a, {"a0", "a1"}, false);
+  WriteTFRecords(b, {"b0"}, false);
+  {
+    Client c(&rt, ReaderGraph(TFRecord()));
+    c.Enqueue({a, b});
+    CHECK(c.Read().second == "a0");
+    CHECK(c.NumRecords() == 1);
+    c.RunOk({}, {}, {"reset"});
+    CHECK(c.NumRecords() == 0);
+    CHECK(c.Read().second == "b0");  // a1 was dropped with a's file
+  }
+  {
+    Client c(&rt, ReaderGraph([](const Scope& s) { return ops::IdentityReader(s); }));
+    c.Enqueue({"unit-1", "unit-2"});
+    c.Close();
+    CHECK(c.Read() == std::make_pair(std::string("unit-1"), std::string("unit-1")));
+    CHECK(c.Read() == std::make_pair(std::string("unit-2"), std::string("unit-2")));
+    Status s;
+    c.Read(&s);
+    CHECK(s.code() == Code::kOutOfRange);
+    CHECK(c.NumUnits() == 2);
+  }
+}
