@@ -39,7 +39,7 @@ struct ContainerState {
   std::deque<Waiting> waiting;  // in arrival order
   struct Running {
     std::vector<std::shared_ptr<Var>> vars;
-    std::shared_ptr<Status> status;
+    std::shared_ptr<VarUpdateResponse> response;  // filled by the pool job
     caf::response_promise promise;
   };
   std::unordered_map<uint64_t, Running> running;
@@ -140,9 +140,9 @@ bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>&
 
 // Applies an update now: in the handler when small, else on the pool with the
 // variables marked busy until UpdateDone.
-Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots) noexcept {
+Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, Tensor* answer) noexcept {
   try {
-    return ApplyVarUpdate(req, slots);
+    return ApplyVarUpdate(req, slots, answer);
   } catch (const std::bad_alloc&) {
     return errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
   } catch (const std::exception& e) {
@@ -157,22 +157,24 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   std::vector<VarSlot*> slots;
   for (const auto& v : vars) slots.push_back(&v->slot);
   if (VarUpdateSize(req, slots) < kInlineUpdateElements) {
-    promise.deliver(VarUpdateResponse{ApplyCatching(req, slots)});
+    VarUpdateResponse response;
+    response.status = ApplyCatching(req, slots, &response.value);
+    promise.deliver(std::move(response));
     return;
   }
   auto& st = self->state;
   const uint64_t id = st.next_job++;
-  auto status = std::make_shared<Status>();
+  auto response = std::make_shared<VarUpdateResponse>();
   caf::actor me = caf::actor_cast<caf::actor>(self);
   ComputePool* pool = st.pool;
   // The job always reports back, whatever happens in it. If it cannot be
   // queued (out of memory), the request fails and nothing is marked busy.
-  st.running.emplace(id, ContainerState::Running{vars, status, promise});
+  st.running.emplace(id, ContainerState::Running{vars, response, promise});
   try {
-    pool->Schedule([me, id, pool, req, vars, status]() {
+    pool->Schedule([me, id, pool, req, vars, response]() {
       std::vector<VarSlot*> slots;
       for (const auto& v : vars) slots.push_back(&v->slot);
-      *status = ApplyCatching(req, slots);
+      response->status = ApplyCatching(req, slots, &response->value);
       try {
         pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
       } catch (...) {
@@ -181,8 +183,8 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
     });
   } catch (const std::exception& e) {
     st.running.erase(id);
-    promise.deliver(VarUpdateResponse{errors::ResourceExhausted("cannot start ", VarUpdateName(
-                                                                    static_cast<VarUpdateKind>(req.kind)), ": ", e.what())});
+    const char* op = VarUpdateName(static_cast<VarUpdateKind>(req.kind));
+    promise.deliver(VarUpdateResponse{errors::ResourceExhausted("cannot start ", op, ": ", e.what()), Tensor()});
     return;
   }
   for (const auto& v : vars) v->busy = true;
@@ -224,10 +226,10 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
       const Status gone = errors::Cancelled("the container actor is shutting down");
       for (auto& w : st.waiting) {
         if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{gone, {}});
-        else w.promise.deliver(VarUpdateResponse{gone});
+        else w.promise.deliver(VarUpdateResponse{gone, Tensor()});
       }
       st.waiting.clear();
-      for (auto& [id, r] : st.running) r.promise.deliver(VarUpdateResponse{gone});
+      for (auto& [id, r] : st.running) r.promise.deliver(VarUpdateResponse{gone, Tensor()});
       st.running.clear();
       self->quit(msg.reason);
     });
@@ -259,14 +261,14 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
                   s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
                                               vars[i]->slot.name, " twice");
             if (!s.ok()) {
-              rp.deliver(VarUpdateResponse{s});
+              rp.deliver(VarUpdateResponse{s, Tensor()});
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
               self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
             } else {
               StartUpdate(self, req, std::move(vars), rp);
             }
           } catch (const std::exception& e) {  // out of memory: fail the request, keep the actor
-            rp.deliver(VarUpdateResponse{errors::ResourceExhausted("container actor: ", e.what())});
+            rp.deliver(VarUpdateResponse{errors::ResourceExhausted("container actor: ", e.what()), Tensor()});
           }
         },
         [self](const VarUpdateDone& done) {
@@ -275,7 +277,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
           auto it = st.running.find(done.id);
           if (it == st.running.end()) return;
           for (const auto& v : it->second.vars) v->busy = false;
-          it->second.promise.deliver(VarUpdateResponse{*it->second.status});
+          it->second.promise.deliver(std::move(*it->second.response));
           st.running.erase(it);
           try {
             Drain(self);
@@ -283,7 +285,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             const Status s = errors::ResourceExhausted("container actor: ", e.what());
             for (auto& w : st.waiting) {
               if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{s, {}});
-              else w.promise.deliver(VarUpdateResponse{s});
+              else w.promise.deliver(VarUpdateResponse{s, Tensor()});
             }
             st.waiting.clear();
           }

@@ -77,6 +77,7 @@ class DeviceVariableAccess final : public VariableAccess {
   DeviceVariableAccess(DeviceActor* self, caf::actor container) : self_(self), container_(std::move(container)) {}
   void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
   void Update(VarUpdateRequest req, std::function<void(const Status&)> done) override;
+  void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
   bool available() const { return static_cast<bool>(container_); }
 
  private:
@@ -679,14 +680,26 @@ void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadRe
 }
 
 void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
+  UpdateAndAnswer(std::move(req), [done = std::move(done)](VarUpdateResponse& r) { done(r.status); });
+}
+
+void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) {
   DeviceActor* self = self_;
   if (!container_) {
-    done(errors::Unavailable("no container actor holds variables on ", self->state.device->name()));
+    VarUpdateResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", self->state.device->name());
+    done(r);
     return;
   }
   self->request(container_, caf::infinite, std::move(req))
-      .then([self, done](VarUpdateResponse& r) { OnContainerAnswer(self, [&] { done(r.status); }); },
-            [self, done](caf::error& e) { OnContainerAnswer(self, [&] { done(ContainerDidNotAnswer(e)); }); });
+      .then([self, done](VarUpdateResponse& r) { OnContainerAnswer(self, [&] { done(r); }); },
+            [self, done](caf::error& e) {
+              OnContainerAnswer(self, [&] {
+                VarUpdateResponse r;
+                r.status = ContainerDidNotAnswer(e);
+                done(r);
+              });
+            });
 }
 
 void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,

@@ -226,7 +226,7 @@ typename Inspector::result_type inspect(Inspector& f, VarUpdateRequest& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VarUpdateResponse& x) {
-  return f(caf::meta::type_name("VarUpdateResponse"), x.status);
+  return f(caf::meta::type_name("VarUpdateResponse"), x.status, x.value);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ResetContainersRequest& x) {

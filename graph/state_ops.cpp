@@ -43,6 +43,9 @@ Output IsVariableInitialized(const Scope& s, Input ref) {
   Output r = s.AsOutput(ref);
   return First(s.AddOp("IsVariableInitialized", {{r}}, {{"dtype", AttrType(r.type())}}));
 }
+Output CountUpTo(const Scope& s, Input ref, int64_t limit) {
+  return First(s.AddOp("CountUpTo", Args(s, {&ref}), {{"limit", AttrInt(limit)}}));
+}
 
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta, bool use_locking) {
   return First(s.AddOp("ApplyGradientDescent", Args(s, {&var, &alpha, &delta}), Locking(use_locking)));
@@ -84,6 +87,11 @@ Output RandomUniformInt(const Scope& s, Input shape, Input minval, Input maxval,
   s.GetSeeds(seed, &seed1, &seed2);
   return First(s.AddOp("RandomUniformInt", Args(s, {&shape, &minval, &maxval}),
                        {{"seed", AttrInt(seed1)}, {"seed2", AttrInt(seed2)}}));
+}
+Output RandomShuffle(const Scope& s, Input value, int64_t op_seed) {
+  int64_t seed, seed2;
+  s.GetSeeds(op_seed, &seed, &seed2);
+  return First(s.AddOp("RandomShuffle", Args(s, {&value}), {{"seed", AttrInt(seed)}, {"seed2", AttrInt(seed2)}}));
 }
 
 }  // namespace ops

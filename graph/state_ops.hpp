@@ -16,6 +16,9 @@ Output Assign(const Scope& s, Input ref, Input value, bool validate_shape = true
 Output AssignAdd(const Scope& s, Input ref, Input value, bool use_locking = false);
 Output AssignSub(const Scope& s, Input ref, Input value, bool use_locking = false);
 Output IsVariableInitialized(const Scope& s, Input ref);
+/// Increments the int32/int64 scalar variable `ref` below `limit`; outputs the
+/// value before. OutOfRange once the limit is reached.
+Output CountUpTo(const Scope& s, Input ref, int64_t limit);
 
 Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta, bool use_locking = false);
 Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum,
@@ -33,6 +36,8 @@ Output RandomUniform(const Scope& s, Input shape, DataType dtype, int64_t seed =
 Output RandomStandardNormal(const Scope& s, Input shape, DataType dtype, int64_t seed = -1);
 Output TruncatedNormal(const Scope& s, Input shape, DataType dtype, int64_t seed = -1);
 Output RandomUniformInt(const Scope& s, Input shape, Input minval, Input maxval, int64_t seed = -1);
+/// `value` with its rows (dimension 0) in a random order, a new one each run.
+Output RandomShuffle(const Scope& s, Input value, int64_t seed = -1);
 
 }  // namespace ops
 }  // namespace actorflow

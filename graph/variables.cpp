@@ -10,9 +10,14 @@ namespace actorflow {
 
 namespace {
 // Parallel collections: entry i of each describes variable i.
-constexpr const char* kRefs = "variables";
-constexpr const char* kReads = "variables/read";
-constexpr const char* kInits = "variables/initializer";
+struct Collections {
+  const char* refs;
+  const char* reads;
+  const char* inits;
+};
+constexpr Collections kGlobal = {"variables", "variables/read", "variables/initializer"};
+constexpr Collections kLocal = {"local_variables", "local_variables/read", "local_variables/initializer"};
+constexpr const char* kRefs = kGlobal.refs;
 constexpr const char* kTrainable = "trainable_variables";
 constexpr const char* kGlobalStep = "global_step";
 
@@ -43,10 +48,10 @@ Output Scaled(const Scope& s, Output raw, double scale, double offset, DataType 
 
 DataType FloatFor(DataType dtype) { return dtype == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT; }
 
-Variable Lookup(const Scope& scope, size_t i) {
-  const auto refs = scope.GetCollection(kRefs);
-  const auto reads = scope.GetCollection(kReads);
-  const auto inits = scope.GetCollection(kInits);
+Variable Lookup(const Scope& scope, size_t i, const Collections& c = kGlobal) {
+  const auto refs = scope.GetCollection(c.refs);
+  const auto reads = scope.GetCollection(c.reads);
+  const auto inits = scope.GetCollection(c.inits);
   Variable v;
   v.ref = refs[i];
   v.value = reads[i];
@@ -119,9 +124,10 @@ VariableInitializer TruncatedNormal(double mean, double stddev, int64_t seed) {
 }
 }  // namespace init
 
-Variable NewVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
-                     const VariableInitializer& initializer, bool trainable, const std::string& container,
-                     const std::string& shared_name) {
+namespace {
+Variable AddVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                     const VariableInitializer& initializer, const std::string& container,
+                     const std::string& shared_name, const Collections& collections) {
   Variable v;
   v.dtype = dtype;
   v.shape = shape;
@@ -140,11 +146,31 @@ Variable NewVariable(const Scope& scope, const std::string& name, const TensorSh
   // The read runs with the variable (TensorFlow colocates it so too): its
   // consumers elsewhere get the value from there, once per device.
   (*v.value.node()->mutable_def()->mutable_attr())["_class"] = AttrStringList({"loc:@" + v.name});
-  scope.AddToCollection(kRefs, v.ref);
-  scope.AddToCollection(kReads, v.value);
-  scope.AddToCollection(kInits, v.initializer);
-  if (trainable) scope.AddToCollection(kTrainable, v.ref);
+  scope.AddToCollection(collections.refs, v.ref);
+  scope.AddToCollection(collections.reads, v.value);
+  scope.AddToCollection(collections.inits, v.initializer);
   return v;
+}
+
+Operation InitializerOf(const Scope& scope, const Collections& c, const char* name) {
+  std::vector<Operation> deps;
+  for (const Output& i : scope.GetCollection(c.inits)) deps.push_back(i.op());
+  Scope s = scope.WithControlDependencies(deps);
+  return ops::NoOp(s.has_op_name() ? s : s.WithOpName(name));
+}
+}  // namespace
+
+Variable NewVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                     const VariableInitializer& initializer, bool trainable, const std::string& container,
+                     const std::string& shared_name) {
+  Variable v = AddVariable(scope, name, shape, dtype, initializer, container, shared_name, kGlobal);
+  if (v.valid() && trainable) scope.AddToCollection(kTrainable, v.ref);
+  return v;
+}
+
+Variable NewLocalVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                          const VariableInitializer& initializer) {
+  return AddVariable(scope, name, shape, dtype, initializer, "", "", kLocal);
 }
 
 std::vector<Variable> GlobalVariables(const Scope& scope) {
@@ -163,12 +189,16 @@ std::vector<Variable> TrainableVariables(const Scope& scope) {
   return out;
 }
 
-Operation GlobalVariablesInitializer(const Scope& scope) {
-  std::vector<Operation> deps;
-  for (const Output& i : scope.GetCollection(kInits)) deps.push_back(i.op());
-  Scope s = scope.WithControlDependencies(deps);
-  return ops::NoOp(s.has_op_name() ? s : s.WithOpName("init"));
+std::vector<Variable> LocalVariables(const Scope& scope) {
+  std::vector<Variable> out;
+  const size_t n = scope.GetCollection(kLocal.refs).size();
+  for (size_t i = 0; i < n; ++i) out.push_back(Lookup(scope, i, kLocal));
+  return out;
 }
+
+Operation GlobalVariablesInitializer(const Scope& scope) { return InitializerOf(scope, kGlobal, "init"); }
+
+Operation LocalVariablesInitializer(const Scope& scope) { return InitializerOf(scope, kLocal, "init_local"); }
 
 Variable GetOrCreateGlobalStep(const Scope& scope) {
   const auto existing = scope.GetCollection(kGlobalStep);

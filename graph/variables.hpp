@@ -54,12 +54,22 @@ Variable NewVariable(const Scope& scope, const std::string& name, const TensorSh
                      const VariableInitializer& initializer, bool trainable = true, const std::string& container = "",
                      const std::string& shared_name = "");
 
+/// A local variable (TensorFlow's tf.local_variables: the epoch counter of an
+/// input producer): kept out of GlobalVariables, so neither trained nor saved
+/// by a Saver; LocalVariablesInitializer sets it.
+Variable NewLocalVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                          const VariableInitializer& initializer);
+
 /// Every variable added to the scope's graph, and the trainable ones.
 std::vector<Variable> GlobalVariables(const Scope& scope);
 std::vector<Variable> TrainableVariables(const Scope& scope);
 /// A NoOp ("init" unless the scope names it) depending on every variable's
 /// initializer: run it once before training.
 Operation GlobalVariablesInitializer(const Scope& scope);
+/// The local variables, and a NoOp ("init_local" unless the scope names it)
+/// depending on their initializers.
+std::vector<Variable> LocalVariables(const Scope& scope);
+Operation LocalVariablesInitializer(const Scope& scope);
 /// The int64 scalar "global_step" variable, created on first use.
 Variable GetOrCreateGlobalStep(const Scope& scope);
 

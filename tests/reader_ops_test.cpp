@@ -26,6 +26,7 @@
 #include "core/io/record_writer.hpp"
 #include "core/io/zlib_output_stream.hpp"
 #include "graph/cc_ops.hpp"
+#include "graph/input_producers.hpp"
 #include "graph/queue_ops.hpp"
 #include "graph/reader_ops.hpp"
 #include "test_util.hpp"
@@ -517,4 +518,156 @@ TEST_CASE("readers: ReaderResetV2 drops the current file and zeroes the counters
     CHECK(s.code() == Code::kOutOfRange);
     CHECK(c.NumUnits() == 2);
   }
+}
+
+namespace {
+
+// A string input producer over `names` with an "all" dequeue-up-to(100) of
+// its queue; the enqueue, close and init_local ops by name.
+struct ProducerGraph {
+  ProducerGraph(const std::vector<std::string>& names, const ops::InputProducerOptions& o) {
+    Scope root = Scope::NewRootScope();
+    InputProducer p = StringInputProducer(root, Strings(names), o);
+    ops::Identity(root.WithOpName("all"), ops::QueueDequeueUpTo(root, p.queue, 100, {DT_STRING})[0]);
+    ops::Identity(root.WithOpName("size"), ops::QueueSize(root, p.queue));
+    LocalVariablesInitializer(root);
+    REQUIRE(root.ok());
+    enqueue = p.enqueue.node()->name();
+    close = p.close.node()->name();
+    has_epochs = p.epochs.valid();
+    def = ToDef(root);
+  }
+  proto::GraphDef def;
+  std::string enqueue, close;
+  bool has_epochs = false;
+};
+
+// Runs the producer's enqueue `epochs` times (each must succeed), closes the
+// queue and returns what it holds.
+std::vector<std::string> Produce(Runtime* rt, const ProducerGraph& g, int epochs) {
+  Client c(rt, g.def);
+  c.RunOk({}, {}, {"init_local"});
+  for (int e = 0; e < epochs; ++e) c.RunOk({}, {}, {g.enqueue});
+  c.RunOk({}, {}, {g.close});
+  return StringValues(c.RunOk({}, {"all"}, {})[0]);
+}
+
+}  // namespace
+
+TEST_CASE("StringInputProducer: each filename once per epoch, reshuffled with a seed; OutOfRange after num_epochs") {
+  Runtime rt(TwoThreads());
+  const std::vector<std::string> names = {"f0", "f1", "f2", "f3", "f4", "f5", "f6"};
+  ops::InputProducerOptions o;
+  o.num_epochs = 3;
+  o.seed = 5;
+  ProducerGraph g(names, o);
+  REQUIRE(g.has_epochs);
+  Client c(&rt, g.def);
+  c.RunOk({}, {}, {"init_local"});
+  for (int e = 0; e < 3; ++e) c.RunOk({}, {}, {g.enqueue});
+  std::vector<Tensor> out;
+  Status s = c.Run({}, {}, {g.enqueue}, &out);
+  CHECK(s.code() == Code::kOutOfRange);
+  CHECK(c.RunOk({}, {"size"}, {})[0].scalar<int32_t>() == 21);  // the failed run enqueued nothing
+  c.RunOk({}, {}, {g.close});
+  const std::vector<std::string> got = StringValues(c.RunOk({}, {"all"}, {})[0]);
+  REQUIRE(got.size() == 21);
+  std::set<std::vector<std::string>> orders;
+  for (int e = 0; e < 3; ++e) {
+    std::vector<std::string> epoch(got.begin() + 7 * e, got.begin() + 7 * (e + 1));
+    orders.insert(epoch);
+    std::sort(epoch.begin(), epoch.end());
+    CHECK(epoch == names);  // each filename exactly once per epoch
+  }
+  CHECK(orders.size() > 1);          // reshuffled per epoch
+  CHECK(orders.count(names) == 0);   // (with this seed no epoch keeps the given order)
+  CHECK(Produce(&rt, g, 3) == got);  // a fixed seed repeats in a new session
+  o.seed = 6;
+  CHECK(Produce(&rt, ProducerGraph(names, o), 3) != got);
+}
+
+TEST_CASE("StringInputProducer: unshuffled and without num_epochs, every run enqueues the list in order") {
+  Runtime rt(TwoThreads());
+  const std::vector<std::string> names = {"a", "b", "c"};
+  ops::InputProducerOptions o;
+  o.shuffle = false;
+  ProducerGraph g(names, o);
+  CHECK_FALSE(g.has_epochs);
+  CHECK(Produce(&rt, g, 4) == std::vector<std::string>{"a", "b", "c", "a", "b", "c", "a", "b", "c", "a", "b", "c"});
+}
+
+TEST_CASE("StringInputProducer feeding a reader: every record once per epoch, then OutOfRange") {
+  Runtime rt(TwoThreads());
+  TempDir dir;
+  std::vector<std::string> files;
+  std::multiset<std::string> want;
+  for (int f = 0; f < 3; ++f) {
+    files.push_back(dir.File("data-" + std::to_string(f) + ".tfrecord"));
+    std::vector<std::string> records;
+    for (int r = 0; r <= f; ++r) records.push_back("f" + std::to_string(f) + "r" + std::to_string(r));
+    WriteTFRecords(files.back(), records, false);
+    for (int epoch = 0; epoch < 2; ++epoch) want.insert(records.begin(), records.end());
+  }
+  Scope root = Scope::NewRootScope();
+  ops::InputProducerOptions o;
+  o.num_epochs = 2;
+  o.seed = 3;
+  o.capacity = 4;  // less than two epochs: the enqueue waits for the reader part of the time
+  InputProducer p = StringInputProducer(root.WithOpName("filenames"), Strings(files), o);
+  Output reader = ops::TFRecordReader(root.WithOpName("reader"));
+  ops::Identity(root.WithOpName("value"), ops::ReaderRead(root, reader, p.queue).value);
+  ops::Identity(root.WithOpName("num_units"), ops::ReaderNumWorkUnitsCompleted(root, reader));
+  LocalVariablesInitializer(root);
+  CHECK(p.enqueue.node()->name() == "filenames/input_producer_EnqueueMany");
+  Client c(&rt, ToDef(root));
+  c.RunOk({}, {}, {"init_local"});
+  // The producer's loop (a QueueRunner's, by hand): enqueue until OutOfRange, then close.
+  auto producer = std::async(std::launch::async, [&c, &p] {
+    for (int i = 0; i < 10; ++i) {
+      std::vector<Tensor> out;
+      Status s = c.Run({}, {}, {p.enqueue.node()->name()}, &out);
+      if (errors::IsOutOfRange(s)) return c.Run({}, {}, {p.close.node()->name()}, &out);
+      if (!s.ok()) return s;
+    }
+    return errors::Internal("the producer did not stop after num_epochs");
+  });
+  std::multiset<std::string> got;
+  Status s;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<Tensor> out;
+    s = c.Run({}, {"value"}, {}, &out);
+    if (!s.ok()) break;
+    got.insert(out[0].scalar<std::string>());
+  }
+  CHECK(s.code() == Code::kOutOfRange);
+  REQUIRE(Finished(producer).ok());
+  CHECK(got == want);
+  CHECK(c.NumUnits() == 6);
+}
+
+TEST_CASE("StringInputProducer refuses bad options and empty lists, naming them") {
+  {
+    Scope root = Scope::NewRootScope();
+    ops::InputProducerOptions o;
+    o.num_epochs = -1;
+    StringInputProducer(root, Strings({"a"}), o);
+    CHECK(root.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(root.status().message(), Contains("num_epochs"));
+  }
+  {
+    Scope root = Scope::NewRootScope();
+    StringInputProducer(root, Strings({}));
+    CHECK(root.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(root.status().message(), Contains("non-empty"));
+  }
+  Runtime rt(TwoThreads());
+  Scope root = Scope::NewRootScope();
+  auto names = ops::Placeholder(root.WithOpName("names"), DT_STRING);
+  InputProducer p = StringInputProducer(root, names);
+  Client c(&rt, ToDef(root));
+  std::vector<Tensor> out;
+  Status s = c.Run({{"names", Strings({})}}, {}, {p.enqueue.node()->name()}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Contains("non-null input tensor"));
+  REQUIRE(c.Run({{"names", Strings({"x"})}}, {}, {p.enqueue.node()->name()}, &out).ok());
 }

@@ -1,7 +1,9 @@
 // Variables in the container actor: reads, updates, sharing, reset, copy on
-// write, the optimizers' update formulas, and random ops' seeds.
+// write, the optimizers' update formulas, CountUpTo and local variables, and
+// random ops' seeds (RandomShuffle included).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <future>
 #include <thread>
@@ -9,6 +11,7 @@
 #include "actors/runtime.hpp"
 #include "actors/session.hpp"
 #include "graph/state_ops.hpp"
+#include "graph/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -436,4 +439,69 @@ TEST_CASE("a random op's stream continues across signatures, also when one of th
   CHECK(a != b);
   CHECK(b != c);
   CHECK(a != c);
+}
+
+TEST_CASE("CountUpTo counts a local variable up to its limit, then fails with OutOfRange and leaves it there") {
+  Scope root = Scope::NewRootScope();
+  Variable n = NewLocalVariable(root, "n", TensorShape{}, DT_INT64, init::Zeros());
+  Variable n32 = NewLocalVariable(root, "n32", TensorShape{}, DT_INT32, init::Constant(5.0));
+  NewVariable(root, "v", {2}, DT_INT64, init::Zeros());
+  ops::CountUpTo(root.WithOpName("count"), n.ref, 3);
+  ops::CountUpTo(root.WithOpName("count32"), n32.ref, 6);
+  LocalVariablesInitializer(root);
+  GlobalVariablesInitializer(root);
+  CHECK(GlobalVariables(root).size() == 1);  // local variables are neither saved nor trained
+  REQUIRE(LocalVariables(root).size() == 2);
+  CHECK(LocalVariables(root)[0].name == "n");
+  auto s = Open(root);
+  std::vector<Tensor> out;
+  CHECK(s->Run({}, {"count"}, {}, &out).code() == Code::kFailedPrecondition);  // not initialized yet
+  Run(*s, {}, {"init_local", "init"});
+  for (int64_t i = 0; i < 3; ++i) CHECK(Run(*s, {"count"})[0].scalar<int64_t>() == i);  // the value before
+  Status st = s->Run({}, {"count"}, {}, &out);
+  CHECK(st.code() == Code::kOutOfRange);
+  CHECK_THAT(st.message(), Catch::Matchers::Contains("Reached limit of 3"));
+  CHECK(Run(*s, {"n/read"})[0].scalar<int64_t>() == 3);
+  CHECK(Run(*s, {"count32"})[0].scalar<int32_t>() == 5);
+  CHECK(s->Run({}, {"count32"}, {}, &out).code() == Code::kOutOfRange);
+  Scope other = Scope::NewRootScope();
+  ops::CountUpTo(other, NewVariable(other, "v", {2}, DT_INT64, init::Zeros()).ref, 3);
+  CHECK(other.status().code() == Code::kInvalidArgument);  // a counter is a scalar
+}
+
+TEST_CASE("RandomShuffle permutes rows, a new permutation each run, the same sequence for a fixed seed") {
+  auto build = [](Scope& root) {
+    root.SetGraphSeed(11);
+    Tensor rows(DT_STRING, TensorShape{6, 2});
+    for (int i = 0; i < 12; ++i) rows.data<std::string>()[i] = std::to_string(i / 2) + (i % 2 ? "b" : "a");
+    ops::RandomShuffle(root.WithOpName("shuffled"), rows);
+    ops::RandomShuffle(root.WithOpName("scalar"), 3.5f);
+  };
+  Scope a = Scope::NewRootScope(), b = Scope::NewRootScope();
+  build(a);
+  build(b);
+  auto sa = Open(a), sb = Open(b);
+  auto rows = [](const Tensor& t) {
+    std::vector<std::string> v;
+    for (int64_t r = 0; r < t.dim_size(0); ++r) {
+      REQUIRE(t.data<std::string>()[2 * r][0] == t.data<std::string>()[2 * r + 1][0]);  // rows stay whole
+      v.push_back(t.data<std::string>()[2 * r]);
+    }
+    return v;
+  };
+  std::vector<std::vector<std::string>> runs_a, runs_b;
+  for (int i = 0; i < 4; ++i) {
+    runs_a.push_back(rows(Run(*sa, {"shuffled"})[0]));
+    runs_b.push_back(rows(Run(*sb, {"shuffled"})[0]));
+  }
+  CHECK(runs_a == runs_b);  // fixed seed: the same sequence of permutations
+  const std::vector<std::string> sorted = {"0a", "1a", "2a", "3a", "4a", "5a"};
+  bool changed = false;
+  for (auto& r : runs_a) {
+    changed = changed || r != runs_a[0];
+    std::sort(r.begin(), r.end());
+    CHECK(r == sorted);  // a permutation
+  }
+  CHECK(changed);
+  CHECK(Run(*sa, {"scalar"})[0].scalar<float>() == 3.5f);
 }

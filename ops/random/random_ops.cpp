@@ -1,5 +1,5 @@
 // Random ops with TensorFlow's seeds: RandomUniform, RandomStandardNormal,
-// TruncatedNormal, RandomUniformInt.
+// TruncatedNormal, RandomUniformInt, RandomShuffle.
 //
 // (seed, seed2) key a Philox stream; both zero means "pick one at random".
 // Each kernel keeps a counter of blocks handed out, so successive steps get
@@ -14,6 +14,7 @@
 #include "devices/compute_pool.hpp"
 #include "graph/gradients.hpp"
 #include "ops/array/array_util.hpp"
+#include "ops/array/copy_util.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/random/philox.hpp"
@@ -227,11 +228,72 @@ AF_REGISTER_KERNEL(KernelDefBuilder("RandomStandardNormal").Device(DEVICE_CPU), 
 AF_REGISTER_KERNEL(KernelDefBuilder("TruncatedNormal").Device(DEVICE_CPU), TruncatedNormalOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("RandomUniformInt").Device(DEVICE_CPU), RandomUniformIntOp);
 
+AF_REGISTER_OP("RandomShuffle")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("T: type")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unchanged)
+    .Doc("value with its rows (dimension 0) in a random order.");
+
+// Fisher-Yates over the rows, one Philox block per swap; each call reserves
+// its blocks of the stream as RandomOp does, so a fixed seed gives the same
+// sequence of permutations.
+class RandomShuffleOp : public OpKernel {
+ public:
+  explicit RandomShuffleOp(OpKernelConstruction* c) : OpKernel(c) {
+    int64_t seed = 0, seed2 = 0;
+    c->SetStatus(c->GetAttr("seed", &seed));
+    c->SetStatus(c->GetAttr("seed2", &seed2));
+    if (seed == 0 && seed2 == 0) {  // nondeterministic, as in TensorFlow
+      std::random_device rd;
+      seed = (static_cast<int64_t>(rd()) << 32) | rd();
+      seed2 = (static_cast<int64_t>(rd()) << 32) | rd();
+    }
+    seed_ = static_cast<uint64_t>(seed);
+    seed2_ = static_cast<uint64_t>(seed2);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const int64_t rows = value.dims() == 0 ? 1 : value.dim_size(0);
+    if (rows <= 1) {
+      ctx->set_output(0, value);
+      return;
+    }
+    ElemCopier cp;
+    AF_REQUIRES_OK(ctx, ElemCopier::For(value.dtype(), name(), &cp));
+    const uint64_t base = next_block_.fetch_add(static_cast<uint64_t>(rows), std::memory_order_relaxed);
+    const random::Philox4x32 gen(seed_, seed2_);
+    std::vector<int64_t> perm(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) perm[static_cast<size_t>(i)] = i;
+    for (int64_t i = rows - 1; i > 0; --i) {
+      const auto b = gen(base + static_cast<uint64_t>(i));
+      const uint64_t bits = uint64_t{b[0]} << 32 | b[1];
+      std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(bits % static_cast<uint64_t>(i + 1))]);
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
+    const int64_t row_elems = value.NumElements() / rows;
+    for (int64_t i = 0; i < rows; ++i)
+      cp.Copy(cp.At(out->raw_data(), i * row_elems), cp.At(value.raw_data(), perm[static_cast<size_t>(i)] * row_elems),
+              row_elems);
+  }
+
+ private:
+  uint64_t seed_ = 0, seed2_ = 0;
+  mutable std::atomic<uint64_t> next_block_{0};  // as RandomOp's
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("RandomShuffle").Device(DEVICE_CPU), RandomShuffleOp);
+
 // State changes and random draws have no gradient.
 AF_REGISTER_NO_GRADIENT("RandomUniform");
 AF_REGISTER_NO_GRADIENT("RandomStandardNormal");
 AF_REGISTER_NO_GRADIENT("TruncatedNormal");
 AF_REGISTER_NO_GRADIENT("RandomUniformInt");
+AF_REGISTER_NO_GRADIENT("RandomShuffle");
 
 }  // namespace
 }  // namespace actorflow

@@ -2,7 +2,8 @@
 // reference to a variable held by the container actor; Assign, AssignAdd and
 // AssignSub change it there and output the same reference; any op taking the
 // reference by value (Identity, MatMul, a fetch) reads the variable when it
-// runs. IsVariableInitialized asks without reading.
+// runs. IsVariableInitialized asks without reading; CountUpTo increments a
+// counter variable up to a limit (the epoch counter of input producers).
 #include "core/resource_handle.hpp"
 #include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
@@ -197,12 +198,58 @@ class IsVariableInitializedOp : public AsyncOpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(DEVICE_CPU), IsVariableInitializedOp);
 
+// CountUpTo shapes: the variable is a scalar.
+Status CountUpToShape(InferenceContext* c) {
+  const PartialTensorShape& ref = c->input(0);
+  if (!ref.unknown_rank() && ref.dims() != 0)
+    return c->Error("CountUpTo needs a scalar variable, got shape ", ref.DebugString());
+  c->set_output(0, PartialTensorShape::Scalar());
+  return Status::OK();
+}
+
+AF_REGISTER_OP("CountUpTo")
+    .Input("ref: Ref(T)")
+    .Output("output: T")
+    .Attr("limit: int")
+    .Attr("T: {int32, int64}")
+    .SetShapeFn(CountUpToShape)
+    .Doc("Increments the scalar variable until it reaches limit; outputs its value before the increment. "
+         "OutOfRange ('Reached limit of N') once it is there.");
+
+class CountUpToOp : public VariableUpdateKernel {
+ public:
+  explicit CountUpToOp(OpKernelConstruction* c) : VariableUpdateKernel(c) { c->SetStatus(c->GetAttr("limit", &limit_)); }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    VarUpdateRequest req;
+    req.kind = static_cast<int32_t>(VarUpdateKind::kCountUpTo);
+    Status s = Handles(ctx, 1, &req.handles);
+    if (s.ok() && !ctx->variables()) s = errors::Unavailable("no container actor holds variables on this device");
+    if (!s.ok()) {
+      ctx->SetStatus(s);
+      done();
+      return;
+    }
+    req.args.push_back(Tensor::Scalar<int64_t>(limit_));
+    ctx->variables()->UpdateAndAnswer(std::move(req), [ctx, done = std::move(done)](VarUpdateResponse& r) {
+      if (!r.status.ok()) ctx->SetStatus(r.status);
+      else if (!r.value.IsInitialized()) ctx->SetStatus(errors::Internal("CountUpTo: no value in the answer"));
+      else ctx->set_output(0, std::move(r.value));
+      done();
+    });
+  }
+
+ private:
+  int64_t limit_ = 0;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("CountUpTo").Device(DEVICE_CPU), CountUpToOp);
+
 // State changes and random draws have no gradient.
 AF_REGISTER_NO_GRADIENT("VariableV2");
 AF_REGISTER_NO_GRADIENT("Assign");
 AF_REGISTER_NO_GRADIENT("AssignAdd");
 AF_REGISTER_NO_GRADIENT("AssignSub");
 AF_REGISTER_NO_GRADIENT("IsVariableInitialized");
+AF_REGISTER_NO_GRADIENT("CountUpTo");
 
 }  // namespace
 }  // namespace actorflow

@@ -30,6 +30,7 @@ enum class VarUpdateKind : int32_t {
   kAdam = 5,               // vars: {var, m, v}        args: {beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad}
   kAdagrad = 6,            // vars: {var, accum}       args: {lr, grad}
   kRMSProp = 7,            // vars: {var, ms, mom}     args: {lr, rho, momentum, epsilon, grad}
+  kCountUpTo = 8,          // vars: {ref}              args: {limit: int64 scalar}; answers the count before
 };
 const char* VarUpdateName(VarUpdateKind kind);
 
@@ -53,6 +54,7 @@ struct VarUpdateRequest {
 
 struct VarUpdateResponse {
   Status status;
+  Tensor value;  // kCountUpTo: the variable's value before the increment
 };
 
 /// Drops every variable of the named containers (all when the list is empty).
@@ -72,6 +74,8 @@ class VariableAccess {
   virtual ~VariableAccess() = default;
   virtual void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) = 0;
   virtual void Update(VarUpdateRequest req, std::function<void(const Status&)> done) = 0;
+  /// As Update, for updates that answer a value (kCountUpTo).
+  virtual void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) = 0;
 };
 
 }  // namespace actorflow

@@ -18,6 +18,7 @@ const char* VarUpdateName(VarUpdateKind kind) {
     case VarUpdateKind::kAdam: return "ApplyAdam";
     case VarUpdateKind::kAdagrad: return "ApplyAdagrad";
     case VarUpdateKind::kRMSProp: return "ApplyRMSProp";
+    case VarUpdateKind::kCountUpTo: return "CountUpTo";
   }
   return "unknown update";
 }
@@ -38,6 +39,7 @@ Arity ArityOf(VarUpdateKind kind) {
     case VarUpdateKind::kAdam: return {3, 7};
     case VarUpdateKind::kAdagrad: return {2, 2};
     case VarUpdateKind::kRMSProp: return {3, 5};
+    case VarUpdateKind::kCountUpTo: return {1, 1};
   }
   return {0, 0};
 }
@@ -128,6 +130,35 @@ Status Assign(const VarUpdateRequest& req, VarSlot* v) {
   }
   v->value = value.DeepCopy();
   return Status::OK();
+}
+
+// CountUpTo: increments a scalar int32/int64 variable below `limit`; the
+// answer is the value before. At the limit: OutOfRange, nothing changes.
+template <class T>
+Status CountUpToTyped(VarSlot* v, int64_t limit, Tensor* answer) {
+  const T before = v->value.scalar<T>();
+  if (static_cast<int64_t>(before) >= limit) return errors::OutOfRange("Reached limit of ", limit, " (", v->name, ")");
+  Tensor out;
+  AF_RETURN_IF_ERROR(Writable(v, &out));
+  out.scalar<T>() = before + 1;
+  v->value = std::move(out);
+  if (answer) *answer = Tensor::Scalar<T>(before);
+  return Status::OK();
+}
+
+Status CountUpTo(const VarUpdateRequest& req, VarSlot* v, Tensor* answer) {
+  if (!v->value.IsInitialized()) return Uninitialized(*v);
+  const Tensor& limit = req.args[0];
+  if (limit.dtype() != DT_INT64 || limit.dims() != 0)
+    return errors::InvalidArgument("CountUpTo: the limit must be an int64 scalar");
+  if (v->value.dims() != 0)
+    return errors::InvalidArgument("input is not a scalar: ", v->value.shape().DebugString(), " (", v->name, ")");
+  switch (v->dtype) {
+    case DT_INT32: return CountUpToTyped<int32_t>(v, limit.scalar<int64_t>(), answer);
+    case DT_INT64: return CountUpToTyped<int64_t>(v, limit.scalar<int64_t>(), answer);
+    default:
+      return errors::InvalidArgument("CountUpTo does not support ", DataTypeString(v->dtype), " (", v->name, ")");
+  }
 }
 
 // The optimizers, element-wise over flat views. `w` are the writable outputs
@@ -238,8 +269,8 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) 
 
 }  // namespace
 
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) {
-  if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kRMSProp))
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer) {
+  if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kCountUpTo))
     return errors::InvalidArgument("unknown variable update ", req.kind);
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   const Arity arity = ArityOf(kind);
@@ -252,6 +283,7 @@ Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) 
     case VarUpdateKind::kAssign: return Assign(req, vars[0]);
     case VarUpdateKind::kAssignAdd: return AssignAddSub(req, vars[0], true);
     case VarUpdateKind::kAssignSub: return AssignAddSub(req, vars[0], false);
+    case VarUpdateKind::kCountUpTo: return CountUpTo(req, vars[0], answer);
     default: return ApplyOptimizer(req, vars);
   }
 }

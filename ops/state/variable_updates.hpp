@@ -25,7 +25,8 @@ struct VarSlot {
 /// values with the updated ones. A value no one else holds is updated in
 /// place; one a reader still holds (a step that read it) is left intact and
 /// replaced by a new buffer — copy on write. On error nothing changes.
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars);
+/// `answer`, when not null, gets what the update answers (kCountUpTo).
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr);
 
 /// Elements below which an update is cheaper than a hop to the compute pool.
 constexpr int64_t kInlineUpdateElements = 1 << 15;
