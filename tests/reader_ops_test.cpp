@@ -376,6 +376,23 @@ TEST_CASE("readers: a step cancelled while its read waits its turn fails; the re
   CHECK(c.Read().second == "r1");  // the cancelled read took nothing
 }
 
+TEST_CASE("readers: closing the session cancels reads waiting for a filename or their turn; shutdown never hangs") {
+  std::future<Status> first, second;
+  std::vector<Tensor> out1, out2;
+  {
+    auto rt = std::make_unique<Runtime>(TwoThreads());
+    auto c = std::make_unique<Client>(rt.get(), ReaderGraph(TFRecord()));
+    first = c->Start({"value"}, &out1, 0);  // no deadline: only the close ends them
+    REQUIRE(StillWaiting(first));
+    second = c->Start({"value"}, &out2, 0);
+    REQUIRE(StillWaiting(second));
+    REQUIRE(c->session->Close().ok());
+    CHECK(Finished(first).code() == Code::kCancelled);
+    CHECK(Finished(second).code() == Code::kCancelled);
+    c.reset();
+  }  // the runtime goes
+}
+
 TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; the next read goes on with the next file") {
   Runtime rt(TwoThreads());
   TempDir dir;
