@@ -393,7 +393,7 @@ TEST_CASE("readers: closing the session cancels reads waiting for a filename or 
   }  // the runtime goes
 }
 
-TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; the next read goes on with the next file") {
+TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; the next read takes the next file") {
   Runtime rt(TwoThreads());
   TempDir dir;
   const std::string good = dir.File("good.tfrecord"), bad = dir.File("bad.tfrecord"), next = dir.File("next.tfrecord");
@@ -509,7 +509,7 @@ TEST_CASE("readers: a shared reader is one reader for two sessions; declared oth
                               Contains("TextLineReaderV2"));
 }
 
-TEST_CASE("readers: ReaderResetV2 drops the current file and zeroes the counters; IdentityReaderV2 gives the work units") {
+TEST_CASE("readers: ReaderResetV2 drops the current file and zeroes the counters; IdentityReaderV2 gives work units") {
   Runtime rt(TwoThreads());
   TempDir dir;
   const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");

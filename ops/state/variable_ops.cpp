@@ -218,7 +218,9 @@ AF_REGISTER_OP("CountUpTo")
 
 class CountUpToOp : public VariableUpdateKernel {
  public:
-  explicit CountUpToOp(OpKernelConstruction* c) : VariableUpdateKernel(c) { c->SetStatus(c->GetAttr("limit", &limit_)); }
+  explicit CountUpToOp(OpKernelConstruction* c) : VariableUpdateKernel(c) {
+    c->SetStatus(c->GetAttr("limit", &limit_));
+  }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     VarUpdateRequest req;
     req.kind = static_cast<int32_t>(VarUpdateKind::kCountUpTo);
