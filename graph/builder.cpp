@@ -54,6 +54,7 @@ struct Scope::Shared {
   std::unordered_map<int, std::vector<PartialTensorShape>> shapes;
   std::unordered_map<int, Tensor> const_values;
   std::map<std::string, std::vector<Output>> collections;
+  std::vector<QueueRunnerDef> queue_runners;
   bool has_graph_seed = false;
   int64_t graph_seed = 0;
 
@@ -243,6 +244,9 @@ std::vector<Output> Scope::GetCollection(const std::string& key) const {
   auto it = shared_->collections.find(key);
   return it == shared_->collections.end() ? std::vector<Output>() : it->second;
 }
+
+void Scope::AddQueueRunner(const QueueRunnerDef& def) const { shared_->queue_runners.push_back(def); }
+std::vector<QueueRunnerDef> Scope::GetQueueRunners() const { return shared_->queue_runners; }
 
 void Scope::SetGraphSeed(int64_t seed) const {
   shared_->has_graph_seed = true;

@@ -111,6 +111,17 @@ class Input {
 };
 
 using OutputList = std::vector<Output>;
+/// How to keep a queue fed (TensorFlow's QueueRunnerDef): run each enqueue op
+/// in a loop on its own thread; when the input ends (OutOfRange) close the
+/// queue with `close_op`; on a stop request cancel with `cancel_op` (a close
+/// that also cancels waiting enqueues).
+struct QueueRunnerDef {
+  std::string queue_name;
+  std::vector<std::string> enqueue_op_names;
+  std::string close_op_name;
+  std::string cancel_op_name;
+};
+
 using AttrMap = std::map<std::string, proto::AttrValue>;
 
 class Scope {
@@ -158,6 +169,11 @@ class Scope {
   /// graph/variables.hpp keeps the variables and their initializers here.
   void AddToCollection(const std::string& key, const Output& value) const;
   std::vector<Output> GetCollection(const std::string& key) const;
+
+  /// Queue runners the graph's input pipelines need (TensorFlow's
+  /// "queue_runners" collection): actors/queue_runner.hpp runs them.
+  void AddQueueRunner(const QueueRunnerDef& def) const;
+  std::vector<QueueRunnerDef> GetQueueRunners() const;
 
   /// The graph-level random seed (TensorFlow's tf.set_random_seed).
   void SetGraphSeed(int64_t seed) const;

@@ -1,0 +1,215 @@
+// Queue runners, the coordinator and batching (actors/queue_runner.hpp,
+// actors/coordinator.hpp, graph/input_batching.hpp): the pipeline ends
+// cleanly at the end of input, on an error and on a stop request, never
+// hanging; batches hold every element once.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "actors/coordinator.hpp"
+#include "actors/queue_runner.hpp"
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "graph/cc_ops.hpp"
+#include "graph/input_batching.hpp"
+#include "graph/queue_ops.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::MakeTensor;
+using test::ToDef;
+using test::Values;
+
+namespace {
+
+RuntimeOptions TwoThreads() {
+  RuntimeOptions o;
+  o.num_threads = 2;
+  return o;
+}
+
+// A source queue "src" of float scalars 0..n-1 (filled by "fill", closed by
+// "src_close"), and one element of it (dequeued) to batch.
+Output Source(const Scope& root, int n) {
+  ops::QueueOptions o;
+  o.shapes = {PartialTensorShape::Scalar()};
+  auto src = ops::FIFOQueue(root.WithOpName("src"), {DT_FLOAT}, o);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i);
+  ops::QueueEnqueueMany(root.WithOpName("fill"), src, {ops::Const(root, MakeTensor<float>(values, {n}))});
+  ops::QueueClose(root.WithOpName("src_close"), src);
+  return ops::QueueDequeue(root, src, {DT_FLOAT})[0];
+}
+
+std::unique_ptr<Session> Open(Runtime* rt, const Scope& root) {
+  SessionOptions so;
+  so.runtime = rt;
+  auto s = std::make_unique<Session>(so);
+  REQUIRE(s->Create(ToDef(root)).ok());
+  return s;
+}
+
+RunOptions Bounded() {
+  RunOptions o;
+  o.timeout_in_ms = 30000;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("batch: runners fill the queue until their input ends, close it, and the consumer drains every element") {
+  Runtime rt(TwoThreads());
+  for (bool smaller : {true, false}) {
+    INFO("allow_smaller_final_batch " << smaller);
+    Scope root = Scope::NewRootScope();
+    Output x = Source(root, 50);
+    ops::BatchOptions o;
+    o.batch_size = 8;
+    o.num_threads = 2;
+    o.capacity = 16;
+    o.allow_smaller_final_batch = smaller;
+    o.shapes = {PartialTensorShape::Scalar()};  // a dequeue's shape is not inferred
+    Batched b = Batch(root, {ops::Identity(root, x)}, o);
+    INFO(root.status().ToString());
+    REQUIRE(root.ok());
+    ops::Identity(root.WithOpName("out"), b.tensors[0]);
+    REQUIRE(root.GetQueueRunners().size() == 1);
+    REQUIRE(root.GetQueueRunners()[0].enqueue_op_names.size() == 2);
+    auto session = Open(&rt, root);
+    std::vector<Tensor> out;
+    REQUIRE(session->Run(Bounded(), {}, {}, {"fill"}, &out).ok());
+    REQUIRE(session->Run(Bounded(), {}, {}, {"src_close"}, &out).ok());
+    Coordinator coord;
+    REQUIRE(StartQueueRunners(session.get(), root.GetQueueRunners(), &coord).ok());
+    std::multiset<float> seen;
+    std::vector<int64_t> sizes;
+    for (;;) {
+      Status s = session->Run(Bounded(), {}, {"out"}, {}, &out);
+      if (errors::IsOutOfRange(s)) break;  // the runners closed the batch queue and it is drained
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+      sizes.push_back(out[0].dim_size(0));
+      for (float v : Values<float>(out[0])) seen.insert(v);
+    }
+    coord.RequestStop();
+    REQUIRE(coord.Join(std::chrono::seconds(30)).ok());
+    if (smaller) {
+      REQUIRE(seen.size() == 50);  // six batches of 8, then the remaining 2
+      REQUIRE(sizes.back() == 2);
+    } else {
+      REQUIRE(seen.size() == 48);  // the last 2 never make a full batch
+    }
+    for (float v : seen) REQUIRE(seen.count(v) == 1);
+  }
+}
+
+TEST_CASE("shuffle_batch: a capacity not greater than min_after_dequeue is refused when the graph is built") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, 1.f);
+  ops::ShuffleBatchOptions o;
+  o.capacity = 100;
+  o.min_after_dequeue = 100;
+  ShuffleBatch(root, {x}, o);
+  REQUIRE(root.status().code() == Code::kInvalidArgument);
+  REQUIRE_THAT(root.status().message(), Catch::Contains("capacity") && Catch::Contains("min_after_dequeue"));
+  Scope unknown = Scope::NewRootScope();
+  auto p = ops::Placeholder(unknown.WithOpName("p"), DT_FLOAT);
+  ops::BatchOptions b;
+  Batch(unknown, {p}, b);
+  REQUIRE(unknown.status().code() == Code::kInvalidArgument);
+  REQUIRE_THAT(unknown.status().message(), Catch::Contains("not fully known"));
+}
+
+TEST_CASE("shuffle_batch_join: one runner thread per list; batches mix the lists; everything arrives once") {
+  Runtime rt(TwoThreads());
+  Scope root = Scope::NewRootScope();
+  Output a = Source(root.NewSubScope("a"), 40);
+  Output b = ops::Add(root, Source(root.NewSubScope("b"), 40), 1000.f);
+  ops::ShuffleBatchOptions o;
+  o.batch_size = 10;
+  o.capacity = 30;
+  o.min_after_dequeue = 10;
+  o.seed = 3;
+  o.shapes = {PartialTensorShape::Scalar()};
+  Batched batched = ShuffleBatchJoin(root, {{a}, {b}}, o);
+  INFO(root.status().ToString());
+  REQUIRE(root.ok());
+  ops::Identity(root.WithOpName("out"), batched.tensors[0]);
+  REQUIRE(batched.runner.enqueue_op_names.size() == 2);
+  auto session = Open(&rt, root);
+  std::vector<Tensor> out;
+  REQUIRE(session->Run(Bounded(), {}, {}, {"a/fill", "b/fill"}, &out).ok());
+  REQUIRE(session->Run(Bounded(), {}, {}, {"a/src_close", "b/src_close"}, &out).ok());
+  Coordinator coord;
+  REQUIRE(StartQueueRunners(session.get(), root.GetQueueRunners(), &coord).ok());
+  std::multiset<float> seen;
+  for (;;) {
+    Status s = session->Run(Bounded(), {}, {"out"}, {}, &out);
+    if (errors::IsOutOfRange(s)) break;
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    for (float v : Values<float>(out[0])) seen.insert(v);
+  }
+  REQUIRE(seen.size() == 80);
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(seen.count(static_cast<float>(i)) == 1);
+    REQUIRE(seen.count(static_cast<float>(1000 + i)) == 1);
+  }
+  coord.RequestStop();
+  REQUIRE(coord.Join(std::chrono::seconds(30)).ok());
+}
+
+TEST_CASE("coordinator: a stop request cancels runners waiting on a full queue; join returns within the grace") {
+  Runtime rt(TwoThreads());
+  Scope root = Scope::NewRootScope();
+  ops::BatchOptions o;
+  o.batch_size = 4;
+  o.capacity = 4;
+  o.num_threads = 3;
+  Batched b = Batch(root, {ops::Const(root, 7.f)}, o);  // endless input: the queue fills and the runners wait
+  INFO(root.status().ToString());
+  REQUIRE(root.ok());
+  ops::Identity(root.WithOpName("out"), b.tensors[0]);
+  auto session = Open(&rt, root);
+  Coordinator coord;
+  REQUIRE(StartQueueRunners(session.get(), root.GetQueueRunners(), &coord).ok());
+  std::vector<Tensor> out;
+  for (int i = 0; i < 5 && !coord.ShouldStop(); ++i) {  // a training loop
+    REQUIRE(session->Run(Bounded(), {}, {"out"}, {}, &out).ok());
+    REQUIRE(Values<float>(out[0]) == std::vector<float>{7, 7, 7, 7});
+  }
+  coord.RequestStop();  // as a Ctrl-C handler's watcher would
+  REQUIRE(coord.ShouldStop());
+  REQUIRE(coord.Join(std::chrono::seconds(30)).ok());
+  // The queue was cancelled: what is left drains, then OutOfRange, never a hang.
+  Status s;
+  for (int i = 0; i < 10 && s.ok(); ++i) s = session->Run(Bounded(), {}, {"out"}, {}, &out);
+  REQUIRE(errors::IsOutOfRange(s));
+}
+
+TEST_CASE("coordinator: a runner's error is reported, stops the others, and Join returns it") {
+  Runtime rt(TwoThreads());
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions q;
+  q.shapes = {PartialTensorShape::Scalar()};
+  q.capacity = 4;
+  auto queue = ops::FIFOQueue(root.WithOpName("q"), {DT_FLOAT}, q);
+  auto bad = ops::QueueEnqueue(root.WithOpName("bad"), queue, {ops::Const(root, {1.f, 2.f})});  // not a scalar
+  auto good = ops::QueueEnqueue(root.WithOpName("good"), queue, {ops::Const(root, 1.f)});
+  ops::QueueClose(root.WithOpName("close"), queue);
+  ops::QueueClose(root.WithOpName("cancel"), queue, true);
+  auto session = Open(&rt, root);
+  QueueRunnerDef def{"q", {"good", "bad"}, "close", "cancel"};
+  Coordinator coord;
+  REQUIRE(StartQueueRunners(session.get(), {def}, &coord).ok());
+  REQUIRE(coord.WaitForStop(std::chrono::seconds(30)));
+  Status s = coord.Join(std::chrono::seconds(30));
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("shape"));
+  REQUIRE(coord.GetStatus().code() == Code::kInvalidArgument);
+  // A def without ops is refused.
+  std::unique_ptr<QueueRunner> r;
+  REQUIRE(QueueRunner::New(QueueRunnerDef{"q", {}, "close", "cancel"}, &r).code() == Code::kInvalidArgument);
+}
