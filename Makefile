@@ -12,7 +12,7 @@ build: deps
 	cmake --build $(BUILD) -j$(JOBS)
 
 example: build
-	./$(BUILD)/examples/train_fashion_mnist --dir $(BUILD)/fashion_mnist_ckpt
+	./$(BUILD)/examples/input_pipeline --dir $(BUILD)/input_pipeline_data
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure

@@ -135,5 +135,14 @@ std::string DataDir() {
   return AF_EXAMPLES_DATA_DIR;
 }
 
+Status LoadFashionMnist(Dataset* train, Dataset* test) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  Status s = LoadIdx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz", train);
+  if (s.ok()) s = LoadIdx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz", test);
+  if (!s.ok())
+    return Status(s.code(), s.message() + " (install the data with ./setup.sh: Debian's dataset-fashion-mnist)");
+  return Status::OK();
+}
+
 }  // namespace examples
 }  // namespace actorflow

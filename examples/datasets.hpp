@@ -33,6 +33,10 @@ void Split(const Dataset& all, double test_fraction, uint64_t seed, Dataset* tra
 void Gather(const Dataset& d, const std::vector<int64_t>& index, int64_t begin, int64_t n, Tensor* images,
             Tensor* labels);
 
+/// Fashion-MNIST's training and test sets as Debian's dataset-fashion-mnist
+/// installs them (setup.sh does); the error says how to get them.
+Status LoadFashionMnist(Dataset* train, Dataset* test);
+
 /// Where the examples' data lives: $ACTORFLOW_DATA_DIR, else the source tree's examples/data.
 std::string DataDir();
 

@@ -23,6 +23,7 @@
 
 #include "actors/session.hpp"
 #include "examples/datasets.hpp"
+#include "examples/mlp_model.hpp"
 #include "graph/cc_ops.hpp"
 #include "graph/optimizers.hpp"
 #include "graph/saver.hpp"
@@ -32,8 +33,6 @@ using namespace actorflow;
 using namespace actorflow::examples;
 
 namespace {
-
-constexpr const char* kDataDir = "/usr/share/datasets/fashion-mnist";
 
 struct Options {
   int epochs = 12;
@@ -57,24 +56,7 @@ Status Build(const Options& o, TrainGraph* g, std::unique_ptr<Saver>* saver) {
   root.SetGraphSeed(2024);
   auto x = ops::Placeholder(root.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
   auto y = ops::Placeholder(root.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
-  Scope l1 = root.NewSubScope("hidden");
-  Variable w1 = NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform());
-  Variable b1 = NewVariable(l1, "biases", {256}, DT_FLOAT, init::Zeros());
-  auto h = ops::Relu(l1, ops::BiasAdd(l1, ops::MatMul(l1, x, w1.value), b1.value));
-  Scope l2 = root.NewSubScope("softmax");
-  Variable w2 = NewVariable(l2, "weights", {256, 10}, DT_FLOAT, init::GlorotUniform());
-  Variable b2 = NewVariable(l2, "biases", {10}, DT_FLOAT, init::Zeros());
-  auto logits = ops::BiasAdd(l2.WithOpName("logits"), ops::MatMul(l2, h, w2.value), b2.value);
-  auto loss = ops::Mean(root.WithOpName("loss"),
-                        ops::SparseSoftmaxCrossEntropyWithLogits(root, logits, y).loss, 0);
-  auto correct = ops::Equal(root, ops::ArgMax(root, logits, 1, DT_INT32), y);
-  auto accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT), 0);
-  Variable step = GetOrCreateGlobalStep(root);
-  AdamOptimizer adam(o.lr);
-  // The learning rate decays by 0.8 each epoch: later epochs settle instead
-  // of bouncing around the minimum.
-  adam.SetLearningRate(ExponentialDecay(root, o.lr, step, 60000 / o.batch, 0.8, /*staircase=*/true));
-  Operation train = adam.Minimize(root.WithOpName("train"), loss, &step);
+  Mlp m = BuildMlp(root, x, y, o.lr, 60000 / o.batch);
   Operation init = GlobalVariablesInitializer(root);
   SaverOptions so;
   so.dir = o.dir;
@@ -83,11 +65,11 @@ Status Build(const Options& o, TrainGraph* g, std::unique_ptr<Saver>* saver) {
   so.save_every_steps = o.save_every;
   *saver = std::make_unique<Saver>(root, std::vector<Variable>{}, so);
   AF_RETURN_IF_ERROR(root.ToGraphDef(&g->def));
-  g->loss = loss.name();
-  g->accuracy = accuracy.name();
-  g->train = train.name();
+  g->loss = m.loss.name();
+  g->accuracy = m.accuracy.name();
+  g->train = m.train.name();
   g->init = init.name();
-  g->step = step.value.name();
+  g->step = m.step.value.name();
   return Status::OK();
 }
 
@@ -153,14 +135,9 @@ int main(int argc, char** argv) {
   if (o.epochs <= 0 || o.batch <= 0 || o.lr <= 0 || o.save_every <= 0) return Usage(argv[0]);
 
   Dataset train, test;
-  Status s = LoadIdx(std::string(kDataDir) + "/train-images-idx3-ubyte.gz",
-                     std::string(kDataDir) + "/train-labels-idx1-ubyte.gz", &train);
-  if (s.ok())
-    s = LoadIdx(std::string(kDataDir) + "/t10k-images-idx3-ubyte.gz", std::string(kDataDir) + "/t10k-labels-idx1-ubyte.gz",
-                &test);
+  Status s = LoadFashionMnist(&train, &test);
   if (!s.ok()) {
-    std::fprintf(stderr, "train_fashion_mnist: %s\n(install the data with ./setup.sh: Debian's dataset-fashion-mnist)\n",
-                 s.ToString().c_str());
+    std::fprintf(stderr, "train_fashion_mnist: %s\n", s.ToString().c_str());
     return 1;
   }
   std::error_code ec;

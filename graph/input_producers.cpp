@@ -51,6 +51,10 @@ InputProducer StringInputProducer(const Scope& scope, Input filenames, const ops
   }
   p.enqueue = ops::QueueEnqueueMany(s.WithOpName("input_producer_EnqueueMany"), p.queue, {list});
   p.close = ops::QueueClose(s.WithOpName("input_producer_Close"), p.queue);
+  Operation cancel = ops::QueueClose(s.WithOpName("input_producer_Close_1"), p.queue, true);
+  if (s.ok() && p.enqueue.node() && p.close.node() && cancel.node())
+    s.AddQueueRunner(
+        QueueRunnerDef{p.queue.node()->name(), {p.enqueue.node()->name()}, p.close.node()->name(), cancel.node()->name()});
   return p;
 }
 

@@ -44,7 +44,8 @@ struct InputProducer {
   Variable epochs;     // the local epoch counter; valid only when num_epochs > 0
 };
 
-/// A filename queue fed from `filenames` (a non-empty string vector). Its
+/// A filename queue fed from `filenames` (a non-empty string vector); the
+/// QueueRunnerDef that feeds it is added to the scope (Scope::GetQueueRunners). Its
 /// other nodes are under the queue's name, in the graph's root scope.
 /// InvalidArgument (recorded in the scope) for a negative num_epochs, a
 /// capacity below 1, or filenames known not to be a non-empty string vector;

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <regex>
 #include <set>
+#include <string>
 
 #include "actors/coordinator.hpp"
 #include "actors/queue_runner.hpp"
@@ -212,4 +214,17 @@ TEST_CASE("coordinator: a runner's error is reported, stops the others, and Join
   // A def without ops is refused.
   std::unique_ptr<QueueRunner> r;
   REQUIRE(QueueRunner::New(QueueRunnerDef{"q", {}, "close", "cancel"}, &r).code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("examples/input_pipeline trains from TFRecord shards until its input ends, and stops cleanly") {
+  const std::string dir = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline_test_data";
+  std::string output;
+  const int rc = test::RunProgram(std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline --epochs 2 --dir " + dir, &output);
+  INFO(output);
+  REQUIRE(rc == 0);
+  // Two epochs of 600 steps, then the filename producer's num_epochs ends the input.
+  REQUIRE_THAT(output, Catch::Contains("epoch 2:") && Catch::Contains("input exhausted after 1200 steps"));
+  std::smatch m;
+  REQUIRE(std::regex_search(output, m, std::regex(R"(test accuracy ([0-9.]+)%\n?$)")));
+  CHECK(std::stod(m[1]) >= 80.0);
 }

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "actors/session.hpp"
@@ -73,6 +75,16 @@ inline Status RunStatus(const Scope& root, const std::vector<Output>& fetches,
   for (const auto& f : fetches) names.push_back(f.name());
   std::vector<Tensor> out;
   return session.Run(feeds, names, {}, &out);
+}
+
+/// Runs the shell command `cmd` (stderr too, bounded by `timeout 600`);
+/// returns its exit status (pclose's) and puts its output in `output`.
+inline int RunProgram(const std::string& cmd, std::string* output) {
+  FILE* p = popen(("timeout 600 " + cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) *output += buf;
+  return pclose(p);
 }
 
 }  // namespace test

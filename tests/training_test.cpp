@@ -178,12 +178,8 @@ TEST_CASE("ExponentialDecay follows the global step") {
 }
 
 TEST_CASE("train_digits: the MLP reaches at least 95% held-out accuracy") {
-  FILE* p = popen(AF_EXAMPLES_BIN_DIR "/train_digits --steps 1200 --log-every 1200 2>&1", "r");
-  REQUIRE(p != nullptr);
   std::string output;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) output += buf;
-  const int rc = pclose(p);
+  const int rc = test::RunProgram(AF_EXAMPLES_BIN_DIR "/train_digits --steps 1200 --log-every 1200", &output);
   INFO(output);
   REQUIRE(rc == 0);
   std::smatch m;

@@ -1,0 +1,30 @@
+#include "examples/mlp_model.hpp"
+
+#include "graph/cc_ops.hpp"
+#include "graph/optimizers.hpp"
+
+namespace actorflow {
+namespace examples {
+
+Mlp BuildMlp(const Scope& root, Output x, Output y, double learning_rate, int64_t steps_per_epoch) {
+  Mlp m;
+  Scope l1 = root.NewSubScope("hidden");
+  Variable w1 = NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform());
+  Variable b1 = NewVariable(l1, "biases", {256}, DT_FLOAT, init::Zeros());
+  auto h = ops::Relu(l1, ops::BiasAdd(l1, ops::MatMul(l1, x, w1.value), b1.value));
+  Scope l2 = root.NewSubScope("softmax");
+  Variable w2 = NewVariable(l2, "weights", {256, 10}, DT_FLOAT, init::GlorotUniform());
+  Variable b2 = NewVariable(l2, "biases", {10}, DT_FLOAT, init::Zeros());
+  auto logits = ops::BiasAdd(l2.WithOpName("logits"), ops::MatMul(l2, h, w2.value), b2.value);
+  m.loss = ops::Mean(root.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(root, logits, y).loss, 0);
+  auto correct = ops::Equal(root, ops::ArgMax(root, logits, 1, DT_INT32), y);
+  m.accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT), 0);
+  m.step = GetOrCreateGlobalStep(root);
+  AdamOptimizer adam(learning_rate);
+  adam.SetLearningRate(ExponentialDecay(root, learning_rate, m.step, steps_per_epoch, 0.8, /*staircase=*/true));
+  m.train = adam.Minimize(root.WithOpName("train"), m.loss, &m.step);
+  return m;
+}
+
+}  // namespace examples
+}  // namespace actorflow

@@ -1,0 +1,24 @@
+// The examples' MLP 784-256-10 for Fashion-MNIST: layers, loss, accuracy and
+// an Adam train op whose learning rate decays by 0.8 each epoch (later epochs
+// settle instead of bouncing around the minimum).
+#pragma once
+
+#include "graph/builder.hpp"
+#include "graph/variables.hpp"
+
+namespace actorflow {
+namespace examples {
+
+struct Mlp {
+  Output loss;      // mean cross-entropy
+  Output accuracy;  // fraction of argmax(logits) == labels
+  Operation train;  // one Adam step, counting the global step
+  Variable step;    // the global step
+};
+
+/// The MLP on `images` (float [n, 784]) and `labels` (int32 [n]);
+/// `steps_per_epoch` sets the learning-rate decay.
+Mlp BuildMlp(const Scope& root, Output images, Output labels, double learning_rate, int64_t steps_per_epoch);
+
+}  // namespace examples
+}  // namespace actorflow
