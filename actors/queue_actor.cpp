@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -15,12 +16,17 @@ namespace actorflow {
 
 namespace {
 
-// One component of an element: a whole tensor (row -1), or row `row` of a
-// batch that enqueue-many gave, shared rather than copied out (a batch's
-// buffer lives until its last element leaves).
+// What one enqueue gave: one tensor per component, a single element or (from
+// enqueue-many) a batch of them along dimension 0. Its elements refer to it
+// rather than copy their rows out; it lives until its last element leaves.
+struct Chunk {
+  std::vector<Tensor> components;
+};
+
+// Component `source` of an element: the whole tensor (row -1) or one row of it.
 struct Part {
-  Tensor source;
-  int64_t row = -1;
+  const Tensor& source;
+  int64_t row;
 
   int64_t NumElements() const { return row < 0 ? source.NumElements() : source.NumElements() / source.dim_size(0); }
   int64_t First() const { return row < 0 ? 0 : row * NumElements(); }
@@ -41,7 +47,18 @@ struct Part {
   Tensor Materialize() const;
 };
 
-using Element = std::vector<Part>;  // one per component
+// One element of the queue: a chunk and its row (16 bytes, no allocation).
+class Element {
+ public:
+  Element() = default;
+  Element(std::shared_ptr<const Chunk> chunk, int64_t row) : chunk_(std::move(chunk)), row_(row) {}
+  Part operator[](size_t c) const { return Part{chunk_->components[c], row_}; }
+  size_t size() const { return chunk_ ? chunk_->components.size() : 0; }
+
+ private:
+  std::shared_ptr<const Chunk> chunk_;
+  int64_t row_ = -1;
+};
 
 // The elements, in the order the queue's kind takes them out.
 class Store {
@@ -172,10 +189,11 @@ Tensor Part::Materialize() const {
 }
 
 // The batch's elements, one by one (rows of the batch, not copies).
-std::vector<Element> Split(const std::vector<Tensor>& batch, int64_t n) {
-  std::vector<Element> out(static_cast<size_t>(n));
-  for (const Tensor& c : batch)
-    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)].push_back(Part{c, i});
+std::vector<Element> Split(std::vector<Tensor> batch, int64_t n) {
+  auto chunk = std::make_shared<const Chunk>(Chunk{std::move(batch)});
+  std::vector<Element> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out.emplace_back(chunk, i);
   return out;
 }
 
@@ -235,7 +253,7 @@ Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, st
       std::memset(batch.raw_data(), 0, batch.TotalBytes());
     const int64_t per = element.num_elements();
     for (int64_t i = 0; i < static_cast<int64_t>(elements.size()); ++i) {
-      const Part& part = elements[static_cast<size_t>(i)][c];
+      const Part part = elements[static_cast<size_t>(i)][c];
       if (part.HasShape(element)) CopyElements(part.source, part.First(), &batch, i * per, per);
       else CopyPadded(part.Materialize(), &batch, i);
     }
@@ -271,7 +289,7 @@ void AnswerDequeue(QueueActor* self, Pending& p) {
   auto& st = self->state;
   if (!Batched(p.op)) {
     std::vector<Tensor> element;
-    for (const Part& part : p.elements[0]) element.push_back(part.Materialize());
+    for (size_t c = 0; c < p.elements[0].size(); ++c) element.push_back(p.elements[0][c].Materialize());
     Answer(p, Status::OK(), std::move(element));
     return;
   }
@@ -342,7 +360,7 @@ void Enqueue(QueueActor* self, QueueRequest& req, bool many) {
     return;
   }
   if (many) {
-    p.elements = Split(req.components, batch);
+    p.elements = Split(std::move(req.components), batch);
     if (st.kind == QueueKind::kPriority)
       for (const Element& e : p.elements)
         if (e[0].NumElements() != 1) {
@@ -350,9 +368,7 @@ void Enqueue(QueueActor* self, QueueRequest& req, bool many) {
           return;
         }
   } else {
-    Element e;
-    for (Tensor& t : req.components) e.push_back(Part{std::move(t), -1});
-    p.elements.push_back(std::move(e));
+    p.elements.emplace_back(std::make_shared<const Chunk>(Chunk{std::move(req.components)}), -1);
   }
   p.step_id = req.step_id;
   p.op = many ? QueueOp::kEnqueueMany : QueueOp::kEnqueue;

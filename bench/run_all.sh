@@ -32,7 +32,7 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
 # Records/s through a RandomShuffleQueue (2 producers, enqueue-many 256,
 # dequeue-many 64) beside a mutex+condvar queue, then PyTorch's DataLoader.
-ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_queue
+./build/bench/bench_queue
 /usr/bin/python3 bench/peer_torch_dataloader.py
 # Peak memory and step time with _Recvs scheduled late and as soon as possible
 # (two CPU devices in one process).
