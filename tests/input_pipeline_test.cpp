@@ -4,8 +4,16 @@
 // hanging; batches hold every element once.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <regex>
 #include <set>
 #include <string>
@@ -227,4 +235,40 @@ TEST_CASE("examples/input_pipeline trains from TFRecord shards until its input e
   std::smatch m;
   REQUIRE(std::regex_search(output, m, std::regex(R"(test accuracy ([0-9.]+)%\n?$)")));
   CHECK(std::stod(m[1]) >= 80.0);
+}
+
+TEST_CASE("examples/input_pipeline stops cleanly on Ctrl-C (SIGINT) while its runners keep queues full") {
+  const std::string dir = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline_test_data";
+  const std::string exe = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline";
+  const std::string out_path = dir + "_sigint.log";
+  std::fflush(stdout);  // nothing buffered is written twice by the child
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    FILE* f = std::freopen(out_path.c_str(), "w", stdout);
+    (void)f;
+    execl(exe.c_str(), exe.c_str(), "--epochs", "50", "--dir", dir.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once it trains (its first epoch line), as a user would.
+  auto read_log = [&] {
+    std::ifstream in(out_path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_log().find("epoch 1:") == std::string::npos && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(kill(pid, SIGINT) == 0);
+  int status = 0;
+  pid_t done = 0;
+  const auto stop_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < stop_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (done == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+  const std::string output = read_log();
+  INFO(output);
+  REQUIRE(done == pid);  // it ended by itself, without hanging
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 130);
+  REQUIRE_THAT(output, Catch::Contains("interrupted after"));
 }
