@@ -241,7 +241,8 @@ TEST_CASE("examples/input_pipeline stops cleanly on Ctrl-C (SIGINT) while its ru
   const std::string dir = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline_test_data";
   const std::string exe = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline";
   const std::string out_path = dir + "_sigint.log";
-  std::fflush(stdout);  // nothing buffered is written twice by the child
+  std::remove(out_path.c_str());  // a log of an earlier run must not count
+  std::fflush(stdout);             // nothing buffered is written twice by the child
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
