@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "ops/array/copy_util.hpp"
 
 namespace actorflow {
 
@@ -167,18 +168,11 @@ Status CheckComponents(const QueueState& st, const std::vector<Tensor>& c, bool 
   return Status::OK();
 }
 
-// Bytes per element of `t` (string-like tensors: count of strings).
+// Copies `count` elements of `src` from `src_first` into `dst` from `dst_first`.
 void CopyElements(const Tensor& src, int64_t src_first, Tensor* dst, int64_t dst_first, int64_t count) {
-  if (count <= 0) return;
-  if (DataTypeIsStringLike(src.dtype())) {
-    const std::string* s = src.data<std::string>() + src_first;
-    std::string* d = dst->data<std::string>() + dst_first;
-    std::copy(s, s + count, d);
-    return;
-  }
-  const size_t size = DataTypeSize(src.dtype());
-  std::memcpy(static_cast<char*>(dst->raw_data()) + dst_first * size,
-              static_cast<const char*>(src.raw_data()) + src_first * size, static_cast<size_t>(count) * size);
+  ElemCopier cp;
+  if (!ElemCopier::For(src.dtype(), "queue", &cp).ok()) return;  // CheckQueueSpec admits only copyable dtypes
+  cp.Copy(cp.At(dst->raw_data(), dst_first), cp.At(src.raw_data(), src_first), count);
 }
 
 Tensor Part::Materialize() const {

@@ -1,5 +1,7 @@
 #include "core/resource_handle.hpp"
 
+#include <atomic>
+
 #include "core/proto/resource_handle.pb.h"
 
 namespace actorflow {
@@ -47,6 +49,16 @@ Status RefTensorHandle(const Tensor& t, const std::string** encoded) {
                                    t.IsInitialized() ? DataTypeString(t.dtype()) : "no value");
   *encoded = &t.data<std::string>()[0];
   return Status::OK();
+}
+
+ResourceHandle DeclaredResourceHandle(const std::string& container, const std::string& shared_name,
+                                      const std::string& node_name) {
+  static std::atomic<uint64_t> next_private{1};
+  ResourceHandle h;
+  h.container = container.empty() ? kDefaultContainer : container;
+  h.name = shared_name.empty() ? node_name + "/_private_" + std::to_string(next_private++) : shared_name;
+  h.dtype = DT_RESOURCE;
+  return h;
 }
 
 }  // namespace actorflow

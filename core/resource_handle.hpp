@@ -32,6 +32,12 @@ struct ResourceHandle {
   std::string DebugName() const;
 };
 
+/// The handle a kernel declaring a resource (a queue, a reader) gives it:
+/// (container, shared_name), "" meaning the default container; with no
+/// shared_name, a name private to this kernel instance ("<node>/_private_<n>").
+ResourceHandle DeclaredResourceHandle(const std::string& container, const std::string& shared_name,
+                                      const std::string& node_name);
+
 /// The tensor a ref output carries: a DT_STRING scalar holding handle.Encode().
 Tensor MakeRefTensor(const ResourceHandle& handle);
 /// The encoded handle in a ref tensor; InvalidArgument when `t` is not one.

@@ -28,31 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory under the system's temp directory, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "af_ckpt_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  /// Names in the directory that contain `part`.
-  std::vector<std::string> Find(const std::string& part) const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_))
-      if (e.path().filename().string().find(part) != std::string::npos) out.push_back(e.path().filename().string());
-    return out;
-  }
-
- private:
-  std::string path_;
-};
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -173,7 +148,7 @@ RunOptions BoundedRun() {
 // Bundles
 
 TEST_CASE("bundle: every dtype and shape round-trips, scalars and empty tensors included") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   const std::vector<DataType> dtypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8, DT_BOOL, DT_STRING,
                                         DT_INT8,  DT_INT16,  DT_UINT16, DT_UINT32, DT_UINT64};
   const std::vector<TensorShape> shapes = {TensorShape{}, TensorShape{0}, TensorShape{3, 0, 2}, TensorShape{1},
@@ -219,7 +194,7 @@ TEST_CASE("bundle: every dtype and shape round-trips, scalars and empty tensors 
 }
 
 TEST_CASE("bundle: an empty bundle is valid; a missing file or tensor is NotFound naming it") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "empty", {});
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(dir / "empty", &r).ok());
@@ -235,7 +210,7 @@ TEST_CASE("bundle: an empty bundle is valid; a missing file or tensor is NotFoun
 }
 
 TEST_CASE("bundle: the writer rejects bad names and dtypes and stays usable") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   std::unique_ptr<BundleWriter> w;
   REQUIRE(BundleWriter::Create(dir / "m", &w).ok());
   REQUIRE(w->Add("x", Tensor::Scalar<int32_t>(1)).ok());
@@ -256,7 +231,7 @@ TEST_CASE("bundle: the writer rejects bad names and dtypes and stays usable") {
 }
 
 TEST_CASE("bundle: a writer dropped before Finish leaves no file behind") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   {
     std::unique_ptr<BundleWriter> w;
     REQUIRE(BundleWriter::Create(dir / "m", &w).ok());
@@ -267,7 +242,7 @@ TEST_CASE("bundle: a writer dropped before Finish leaves no file behind") {
 }
 
 TEST_CASE("bundle: cutting the file at every byte of its header and index is DataLoss") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
   const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
@@ -289,7 +264,7 @@ TEST_CASE("bundle: cutting the file at every byte of its header and index is Dat
 }
 
 TEST_CASE("bundle: a file truncated after it was opened is DataLoss naming the tensor") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", {{"w", Filled(DT_FLOAT, TensorShape{1000})}});
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(dir / "m", &r).ok());
@@ -301,7 +276,7 @@ TEST_CASE("bundle: a file truncated after it was opened is DataLoss naming the t
 }
 
 TEST_CASE("bundle: a flipped byte in tensor data is DataLoss naming that tensor") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
   const std::vector<Region> regions = DataRegions(bytes);
@@ -330,7 +305,7 @@ TEST_CASE("bundle: a flipped byte in tensor data is DataLoss naming that tensor"
 }
 
 TEST_CASE("bundle: a flipped byte in the header or index is DataLoss") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
   const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
@@ -352,7 +327,7 @@ TEST_CASE("bundle: a flipped byte in the header or index is DataLoss") {
 
 TEST_CASE("bundle: lengths in a forged index are checked before anything is allocated") {
   // A valid CRC over a hostile index: the checks must not trust it.
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   auto forge = [&](const std::string& index, uint64_t num_entries) {
     bundle::Header h;
     h.index_offset = bundle::kDataStart;
@@ -394,7 +369,7 @@ TEST_CASE("bundle: lengths in a forged index are checked before anything is allo
 }
 
 TEST_CASE("bundle: another dtype or shape requested is InvalidArgument naming both") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", {{"w", Filled(DT_FLOAT, TensorShape{2, 3})}});
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(dir / "m", &r).ok());
@@ -409,7 +384,7 @@ TEST_CASE("bundle: another dtype or shape requested is InvalidArgument naming bo
 }
 
 TEST_CASE("bundle: LookupManyInto reads tensors in pieces on several threads and checks each whole") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   // 10 MB: three pieces; the checksums of the pieces must join into the tensor's.
   const std::vector<std::pair<std::string, Tensor>> tensors = {
       {"big", Filled(DT_FLOAT, TensorShape{5, 500000}, 1)},
@@ -470,7 +445,7 @@ TEST_CASE("bundle: LookupManyInto reads tensors in pieces on several threads and
 }
 
 TEST_CASE("bundle: threads read one open bundle at once") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (int i = 0; i < 8; ++i) tensors.emplace_back("t" + std::to_string(i), Filled(DT_INT64, TensorShape{50000}, i));
   SaveOk(dir / "m", tensors);
@@ -495,7 +470,7 @@ TEST_CASE("bundle: threads read one open bundle at once") {
 // Crash safety and the checkpoint state
 
 TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the state file pointing to it") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   const std::string prefix = dir / "model";
   const Tensor old_w = Filled(DT_FLOAT, TensorShape{1 << 16}, 1);  // 256 KB: written straight from its buffer
   SaveOk(prefix, {{"w", old_w}, {"step", Tensor::Scalar<int64_t>(100)}});
@@ -551,8 +526,8 @@ TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the stat
 }
 
 TEST_CASE("checkpoint state: round trip, relative and absolute prefixes") {
-  TempDir dir;
-  TempDir elsewhere;
+  test::TempDir dir("af_ckpt_test");
+  test::TempDir elsewhere("af_ckpt_test");
   REQUIRE(WriteCheckpointState(dir.path(), dir / "m-3", {dir / "m-1", elsewhere / "m-2"}).ok());
   CheckpointState st;
   REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
@@ -562,7 +537,7 @@ TEST_CASE("checkpoint state: round trip, relative and absolute prefixes") {
   CHECK_THAT(text, Contains("\nlatest m-3\n") && Contains("\nkept m-1\n") && Contains("kept " + elsewhere / "m-2"));
 
   // Moving the directory keeps the prefixes inside it valid.
-  TempDir parent;
+  test::TempDir parent("af_ckpt_test");
   const std::string moved = parent / "moved";
   fs::rename(dir.path(), moved);
   REQUIRE(ReadCheckpointState(moved, &st).ok());
@@ -572,7 +547,7 @@ TEST_CASE("checkpoint state: round trip, relative and absolute prefixes") {
   CHECK(errors::IsInvalidArgument(WriteCheckpointState(dir.path(), dir / "a\nb", {})));
   CHECK(errors::IsInvalidArgument(WriteCheckpointState(dir.path(), "", {})));
   CHECK(errors::IsInvalidArgument(WriteCheckpointState(dir.path(), dir / "x", {dir / "y", dir / "y"})));
-  TempDir empty;
+  test::TempDir empty("af_ckpt_test");
   CHECK(errors::IsNotFound(ReadCheckpointState(empty.path(), &st)));
   std::string latest;
   CHECK(errors::IsNotFound(LatestCheckpoint(empty.path(), &latest)));
@@ -582,7 +557,7 @@ TEST_CASE("checkpoint state: round trip, relative and absolute prefixes") {
 }
 
 TEST_CASE("checkpoint state: a truncated or damaged state file is an error, not a crash") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   REQUIRE(WriteCheckpointState(dir.path(), dir / "m-2", {dir / "m-1", dir / "m-2"}).ok());
   const std::string good = ReadBytes(dir / kCheckpointStateFile);
   CheckpointState st;
@@ -615,7 +590,7 @@ TEST_CASE("checkpoint state: a truncated or damaged state file is an error, not 
 }
 
 TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the state names the rest") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   auto prefix = [&](int i) { return dir / ("model-" + std::to_string(i)); };
   for (int i = 1; i <= 5; ++i) {
     SaveOk(prefix(i), {{"step", Tensor::Scalar<int64_t>(i)}});
@@ -685,7 +660,7 @@ Status Restore(const std::string& prefix, const std::vector<std::string>& names,
 }  // namespace
 
 TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   const std::string prefix = dir / "model-1";
   const std::vector<std::pair<std::string, Tensor>> values = {
       {"float", Filled(DT_FLOAT, TensorShape{3, 4}, 1)},
@@ -731,7 +706,7 @@ TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape"
 }
 
 TEST_CASE("RestoreV2 errors name the file and the tensor") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   const std::string prefix = dir / "m";
   SaveOk(prefix, {{"w", Filled(DT_FLOAT, TensorShape{4})}, {"b", Filled(DT_FLOAT, TensorShape{2})}});
   std::vector<Tensor> out;
@@ -764,7 +739,7 @@ TEST_CASE("RestoreV2 errors name the file and the tensor") {
 }
 
 TEST_CASE("SaveV2 checks its arguments") {
-  TempDir dir;
+  test::TempDir dir("af_ckpt_test");
   auto run_save = [&](const Tensor& names, const Tensor& slices) {
     Scope root = Scope::NewRootScope();
     auto x = ops::Const(root, {1.f, 2.f});

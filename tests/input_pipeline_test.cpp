@@ -28,17 +28,12 @@
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::TwoThreads;
 using test::MakeTensor;
 using test::ToDef;
 using test::Values;
 
 namespace {
-
-RuntimeOptions TwoThreads() {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  return o;
-}
 
 // A source queue "src" of float scalars 0..n-1 (filled by "fill", closed by
 // "src_close"), and one element of it (dequeued) to batch.
@@ -206,8 +201,8 @@ TEST_CASE("coordinator: a runner's error is reported, stops the others, and Join
   q.shapes = {PartialTensorShape::Scalar()};
   q.capacity = 4;
   auto queue = ops::FIFOQueue(root.WithOpName("q"), {DT_FLOAT}, q);
-  auto bad = ops::QueueEnqueue(root.WithOpName("bad"), queue, {ops::Const(root, {1.f, 2.f})});  // not a scalar
-  auto good = ops::QueueEnqueue(root.WithOpName("good"), queue, {ops::Const(root, 1.f)});
+  ops::QueueEnqueue(root.WithOpName("bad"), queue, {ops::Const(root, {1.f, 2.f})});  // not a scalar
+  ops::QueueEnqueue(root.WithOpName("good"), queue, {ops::Const(root, 1.f)});
   ops::QueueClose(root.WithOpName("close"), queue);
   ops::QueueClose(root.WithOpName("cancel"), queue, true);
   auto session = Open(&rt, root);

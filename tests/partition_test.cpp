@@ -32,12 +32,7 @@ const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
 const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
 const std::string kCpu2 = "/job:localhost/replica:0/task:0/device:CPU:2";
 
-RuntimeOptions Cpus(int n) {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  o.num_cpu_devices = n;
-  return o;
-}
+RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // Imports `def` and assigns every node the device it requests (full names), as the placer would.
 void ImportAssigned(const proto::GraphDef& def, Graph* g) {
@@ -395,7 +390,7 @@ TEST_CASE("partition: a ref edge across devices and a node without a device are 
 TEST_CASE("a variable read by value on another device crosses as its value, read by the _Send") {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithOpName("v").WithDevice(kCpu1), PartialTensorShape(TensorShape{2}), DT_FLOAT);
-  auto init = ops::Assign(root.WithOpName("init").WithDevice(kCpu1), v, ops::Const(root.WithDevice(kCpu1), {1.f, 2.f}));
+  ops::Assign(root.WithOpName("init").WithDevice(kCpu1), v, ops::Const(root.WithDevice(kCpu1), {1.f, 2.f}));
   ops::Square(root.WithOpName("sq").WithDevice(kCpu0), v);  // the ref edge itself into a value input
   ops::AssignAdd(root.WithOpName("bump").WithDevice(kCpu1), v, ops::Const(root.WithDevice(kCpu1), {1.f, 1.f}));
   const auto def = ToDef(root);
@@ -403,7 +398,7 @@ TEST_CASE("a variable read by value on another device crosses as its value, read
   const auto sends = OfOp(On(parts, kCpu1), "_Send");
   REQUIRE(sends.size() == 1);
   REQUIRE(sends[0]->input(0) == "v");
-  REQUIRE(sends[0]->attr().at("T").type() == DT_FLOAT);  // the value, not the reference
+  REQUIRE(static_cast<DataType>(sends[0]->attr().at("T").type()) == DT_FLOAT);  // the value, not the reference
 
   Runtime rt(Cpus(2));
   SessionOptions so;

@@ -34,12 +34,7 @@ const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
 const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
 const std::string kCpu2 = "/job:localhost/replica:0/task:0/device:CPU:2";
 
-RuntimeOptions Cpus(int n) {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  o.num_cpu_devices = n;
-  return o;
-}
+RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // Places `def` on the runtime's devices: node name -> assigned device.
 Status Place(const Runtime& rt, const proto::GraphDef& def, const PlacerOptions& options,

@@ -22,16 +22,11 @@ using namespace actorflow;
 using test::MakeTensor;
 using test::ToDef;
 using test::Values;
+using test::Finished;
+using test::StillWaiting;
+using test::TwoThreads;
 
 namespace {
-
-constexpr int64_t kStepBound = 20000;  // ms: a step that should finish does, long before
-
-RuntimeOptions TwoThreads() {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  return o;
-}
 
 enum class Kind { kFifo, kShuffle };
 
@@ -66,20 +61,9 @@ struct QueueGraph {
   proto::GraphDef def;
 };
 
-class Client {
+class Client : public test::StepClient {
  public:
-  Client(Runtime* rt, const proto::GraphDef& def) {
-    SessionOptions so;
-    so.runtime = rt;
-    session = std::make_unique<Session>(so);
-    REQUIRE(session->Create(def).ok());
-  }
-  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-             const std::vector<std::string>& targets, std::vector<Tensor>* out, int64_t timeout_ms = kStepBound) {
-    RunOptions opts;
-    opts.timeout_in_ms = timeout_ms;
-    return session->Run(opts, feeds, fetches, targets, out);
-  }
+  using StepClient::StepClient;
   void Enqueue(float v) { RunOk({{"x", Tensor::Scalar<float>(v)}}, {}, {"enq"}); }
   void EnqueueMany(const std::vector<float>& v) {
     RunOk({{"xs", MakeTensor<float>(v, {static_cast<int64_t>(v.size())})}}, {}, {"enq_many"});
@@ -91,31 +75,7 @@ class Client {
   int Size() { return RunOk({}, {"size"}, {})[0].scalar<int32_t>(); }
   bool IsClosed() { return RunOk({}, {"is_closed"}, {})[0].scalar<bool>(); }
   void Close(bool cancel = false) { RunOk({}, {}, {cancel ? "close_cancel" : "close"}); }
-  std::vector<Tensor> RunOk(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
-    std::vector<Tensor> out;
-    Status s = Run(feeds, fetches, targets, &out);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    return out;
-  }
-  // Starts a step on another thread; its Status comes through the future.
-  std::future<Status> Start(std::vector<std::pair<std::string, Tensor>> feeds, std::vector<std::string> fetches,
-                            std::vector<std::string> targets, std::vector<Tensor>* out,
-                            int64_t timeout_ms = kStepBound) {
-    return std::async(std::launch::async, [=] { return Run(feeds, fetches, targets, out, timeout_ms); });
-  }
-  std::unique_ptr<Session> session;
 };
-
-// Whether `f` is still running after a short while (a waiting op never finishes early).
-bool StillWaiting(std::future<Status>& f) {
-  return f.wait_for(std::chrono::milliseconds(150)) == std::future_status::timeout;
-}
-Status Finished(std::future<Status>& f) {
-  REQUIRE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-  return f.get();
-}
 
 const char* Name(Kind k) { return k == Kind::kFifo ? "FIFO" : "shuffle"; }
 

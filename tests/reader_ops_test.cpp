@@ -35,35 +35,14 @@ using namespace actorflow;
 using Catch::Matchers::Contains;
 using test::MakeTensor;
 using test::ToDef;
+using test::Finished;
+using test::StillWaiting;
+using test::TwoThreads;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kStepBound = 20000;  // ms: a step that should finish does, long before
-
-RuntimeOptions TwoThreads() {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  return o;
-}
-
-/// A fresh directory under the system's temp directory, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "af_reader_ops_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+constexpr int64_t kStepBound = test::StepClient::kStepBoundMs;
 
 /// Writes `bytes` to `path`, gzip-compressed when `gzip`.
 void WriteFile(const std::string& path, const std::string& bytes, bool gzip) {
@@ -134,28 +113,9 @@ proto::GraphDef ReaderGraph(const MakeReader& make_reader) {
   return ToDef(root);
 }
 
-class Client {
+class Client : public test::StepClient {
  public:
-  Client(Runtime* rt, const proto::GraphDef& def) {
-    SessionOptions so;
-    so.runtime = rt;
-    session = std::make_unique<Session>(so);
-    REQUIRE(session->Create(def).ok());
-  }
-  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-             const std::vector<std::string>& targets, std::vector<Tensor>* out, int64_t timeout_ms = kStepBound) {
-    RunOptions opts;
-    opts.timeout_in_ms = timeout_ms;
-    return session->Run(opts, feeds, fetches, targets, out);
-  }
-  std::vector<Tensor> RunOk(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
-    std::vector<Tensor> out;
-    Status s = Run(feeds, fetches, targets, &out);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    return out;
-  }
+  using StepClient::StepClient;
   void Enqueue(const std::vector<std::string>& files) { RunOk({{"names", Strings(files)}}, {}, {"enq"}); }
   void Close() { RunOk({}, {}, {"close"}); }
   /// One ReaderRead: (key, value), or the failing status in *s.
@@ -183,18 +143,9 @@ class Client {
   int64_t NumUnits() { return RunOk({}, {"num_units"}, {})[0].scalar<int64_t>(); }
   std::future<Status> Start(std::vector<std::string> fetches, std::vector<Tensor>* out,
                             int64_t timeout_ms = kStepBound) {
-    return std::async(std::launch::async, [=] { return Run({}, fetches, {}, out, timeout_ms); });
+    return StepClient::Start({}, std::move(fetches), {}, out, timeout_ms);
   }
-  std::unique_ptr<Session> session;
 };
-
-bool StillWaiting(std::future<Status>& f) {
-  return f.wait_for(std::chrono::milliseconds(150)) == std::future_status::timeout;
-}
-Status Finished(std::future<Status>& f) {
-  REQUIRE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-  return f.get();
-}
 
 MakeReader TFRecord(const std::string& compression = "") {
   return [compression](const Scope& s) {
@@ -208,7 +159,7 @@ MakeReader TFRecord(const std::string& compression = "") {
 
 TEST_CASE("readers: TFRecordReaderV2 reads the records of several files in queue order, plain and gzip") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   for (bool gzip : {false, true}) {
     INFO((gzip ? "GZIP" : "plain"));
     const std::string a = dir.File(gzip ? "a.tfrecord.gz" : "a.tfrecord");
@@ -237,7 +188,7 @@ TEST_CASE("readers: TFRecordReaderV2 reads the records of several files in queue
 
 TEST_CASE("readers: TextLineReaderV2 skips header lines; keys are FILE:LINE; plain and gzip") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   for (bool gzip : {false, true}) {
     INFO((gzip ? "GZIP" : "plain"));
     const std::string a = dir.File(gzip ? "a.csv.gz" : "a.csv");
@@ -268,7 +219,7 @@ TEST_CASE("readers: TextLineReaderV2 skips header lines; keys are FILE:LINE; pla
 
 TEST_CASE("readers: FixedLengthRecordReaderV2 reads records between header and footer; plain and gzip") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   for (bool gzip : {false, true}) {
     INFO((gzip ? "GZIP" : "plain"));
     const std::string a = dir.File(gzip ? "a.bin.gz" : "a.bin");
@@ -311,7 +262,7 @@ TEST_CASE("readers: a FixedLengthRecordReaderV2 declared with record_bytes 0 fai
 
 TEST_CASE("readers: ReaderReadUpToV2 returns batches of one file, fewer at a file's end, then OutOfRange") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");
   WriteTFRecords(a, {"a0", "a1", "a2", "a3", "a4"}, false);
   WriteTFRecords(b, {"b0", "b1", "b2"}, false);
@@ -339,7 +290,7 @@ TEST_CASE("readers: ReaderReadUpToV2 returns batches of one file, fewer at a fil
 
 TEST_CASE("readers: a read waits for a filename without holding a thread; OutOfRange once the queue is closed") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string a = dir.File("a.tfrecord");
   WriteTFRecords(a, {"only"}, false);
   Client c(&rt, ReaderGraph(TFRecord()));
@@ -361,7 +312,7 @@ TEST_CASE("readers: a read waits for a filename without holding a thread; OutOfR
 
 TEST_CASE("readers: a step cancelled while its read waits its turn fails; the reader goes on") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string a = dir.File("a.tfrecord");
   WriteTFRecords(a, {"r0", "r1"}, false);
   Client c(&rt, ReaderGraph(TFRecord()));
@@ -395,7 +346,7 @@ TEST_CASE("readers: closing the session cancels reads waiting for a filename or 
 
 TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; the next read takes the next file") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string good = dir.File("good.tfrecord"), bad = dir.File("bad.tfrecord"), next = dir.File("next.tfrecord");
   WriteTFRecords(good, {"g0"}, false);
   WriteTFRecords(bad, {"b0", "b1", "b2"}, false);
@@ -441,7 +392,7 @@ TEST_CASE("readers: a damaged TFRecord file is DataLoss naming file and offset; 
 
 TEST_CASE("readers: concurrent steps reading one reader get distinct records, none lost") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   std::vector<std::string> files;
   std::set<std::string> all;
   for (int f = 0; f < 4; ++f) {
@@ -481,7 +432,7 @@ TEST_CASE("readers: concurrent steps reading one reader get distinct records, no
 
 TEST_CASE("readers: a shared reader is one reader for two sessions; declared otherwise it is refused") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string a = dir.File("a.tfrecord");
   WriteTFRecords(a, {"r0", "r1", "r2"}, false);
   auto shared = [](const Scope& s) {
@@ -511,7 +462,7 @@ TEST_CASE("readers: a shared reader is one reader for two sessions; declared oth
 
 TEST_CASE("readers: ReaderResetV2 drops the current file and zeroes the counters; IdentityReaderV2 gives work units") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   const std::string a = dir.File("a.tfrecord"), b = dir.File("b.tfrecord");
   WriteTFRecords(a, {"a0", "a1"}, false);
   WriteTFRecords(b, {"b0"}, false);
@@ -615,7 +566,7 @@ TEST_CASE("StringInputProducer: unshuffled and without num_epochs, every run enq
 
 TEST_CASE("StringInputProducer feeding a reader: every record once per epoch, then OutOfRange") {
   Runtime rt(TwoThreads());
-  TempDir dir;
+  test::TempDir dir("af_reader_ops_test");
   std::vector<std::string> files;
   std::multiset<std::string> want;
   for (int f = 0; f < 3; ++f) {

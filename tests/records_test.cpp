@@ -22,6 +22,7 @@
 #include "core/io/record_writer.hpp"
 #include "core/io/text_line_reader.hpp"
 #include "core/io/tfrecord_file_reader.hpp"
+#include "test_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::io;
@@ -30,23 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory under the system's temp directory, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "af_records_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -261,7 +245,7 @@ TEST_CASE("crc32c: TFRecord masking") {
 const std::string kTensorFlowGolden("\x05\x00\x00\x00\x00\x00\x00\x00\xea\xb2\x04>12345z\x1c\xed\xe8", 21);
 
 TEST_CASE("records: the writer writes TensorFlow's bytes, the reader reads them back") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("golden.tfrecord");
   WriteRecords(path, {"12345"}, Compression::kNone);
   CHECK(ReadBytes(path) == kTensorFlowGolden);
@@ -278,7 +262,7 @@ TEST_CASE("records: the writer writes TensorFlow's bytes, the reader reads them 
 }
 
 TEST_CASE("records: round trips, plain, GZIP and ZLIB, at any buffer size") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::vector<std::string> records = SomeRecords();
   std::string plain_bytes;
   for (const auto& r : records) plain_bytes += Frame(r);
@@ -306,7 +290,7 @@ TEST_CASE("records: round trips, plain, GZIP and ZLIB, at any buffer size") {
 }
 
 TEST_CASE("records: files compressed by zlib itself read back, concatenated gzip streams as one") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("zlib.tfrecord");
   const std::string a = Frame("first") + Frame(std::string(70000, 'q')), b = Frame("last");
   Status end;
@@ -322,7 +306,7 @@ TEST_CASE("records: files compressed by zlib itself read back, concatenated gzip
 }
 
 TEST_CASE("records: Flush hands the records written so far to the file") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("flushed.tfrecord");
   for (Compression c : {Compression::kNone, Compression::kGzip}) {
     INFO("compression '" << CompressionName(c) << "'");
@@ -347,7 +331,7 @@ TEST_CASE("records: Flush hands the records written so far to the file") {
 }
 
 TEST_CASE("records: an empty file has no records; a missing one is NotFound naming it") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("empty.tfrecord");
   WriteBytes(path, "");
   Status end;
@@ -369,7 +353,7 @@ TEST_CASE("records: an empty file has no records; a missing one is NotFound nami
 }
 
 TEST_CASE("records: damage is DataLoss naming the file and the record's offset, and stays") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("damaged.tfrecord");
   const std::string first = Frame("first"), second = Frame("the second record");
   const std::string good = first + second;
@@ -429,7 +413,7 @@ TEST_CASE("records: damage is DataLoss naming the file and the record's offset, 
 }
 
 TEST_CASE("records: a damaged compressed stream is DataLoss naming the file") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("damaged.tfrecord.gz");
   const std::string gz = Deflate(Frame("one") + Frame(std::string(5000, 'z')), true);
   Status end;
@@ -465,7 +449,7 @@ TEST_CASE("records: compression types are TensorFlow's names") {
 // FileRecordReader: TFRecord, text lines, fixed-length records
 
 TEST_CASE("records: the TFRecord file reader keys records by file and byte offset, as TensorFlow") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("keys.tfrecord");
   for (Compression c : {Compression::kNone, Compression::kZlib}) {
     WriteRecords(path, {"a", "bcd", ""}, c);
@@ -488,7 +472,7 @@ TEST_CASE("records: the TFRecord file reader keys records by file and byte offse
 }
 
 TEST_CASE("records: text lines, with header lines skipped, CRLF and a last line without newline") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("lines.csv");
   WriteBytes(path, "name,value\r\nalpha,1\r\n\nbeta,2\r\r\ngamma\rdelta,3");
   std::unique_ptr<FileRecordReader> reader;
@@ -530,7 +514,7 @@ TEST_CASE("records: text lines, with header lines skipped, CRLF and a last line 
 }
 
 TEST_CASE("records: long lines cross buffer boundaries") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("long.txt");
   const std::string long_line(700000, 'L');
   WriteBytes(path, "short\n" + long_line + "\r\nend");
@@ -555,7 +539,7 @@ std::string Counting(size_t n, int from = 0) {
 }
 
 TEST_CASE("records: fixed-length records between a header and a footer, keyed by index") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("fixed.bin");
   const std::string header = "HDR", footer = "FOOT";
   const std::string body = Counting(5 * 4);
@@ -590,7 +574,7 @@ TEST_CASE("records: fixed-length records between a header and a footer, keyed by
 }
 
 TEST_CASE("records: fixed-length hops: overlapping windows and gaps, as TensorFlow's hop_bytes") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("hops.bin");
   std::unique_ptr<FileRecordReader> reader;
   Status end;
@@ -619,7 +603,7 @@ TEST_CASE("records: fixed-length hops: overlapping windows and gaps, as TensorFl
 }
 
 TEST_CASE("records: a truncated last fixed-length record is DataLoss naming file and offset") {
-  TempDir dir;
+  test::TempDir dir("af_records_test");
   const std::string path = dir.File("truncated.bin");
   std::unique_ptr<FileRecordReader> reader;
   Status end;

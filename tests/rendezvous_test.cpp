@@ -30,12 +30,7 @@ namespace {
 
 constexpr auto kAnswerWithin = std::chrono::seconds(30);  // a bound, never reached when things work
 
-RuntimeOptions Cpus(int n) {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  o.num_cpu_devices = n;
-  return o;
-}
+RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // A rendezvous actor of its own on the runtime's system, stopped at the end.
 struct Rendezvous {

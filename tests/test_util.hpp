@@ -3,10 +3,18 @@
 
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>  // mkdtemp
+
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "actors/runtime.hpp"
 #include "actors/session.hpp"
 #include "core/tensor.hpp"
 #include "graph/cc_ops.hpp"
@@ -85,6 +93,89 @@ inline int RunProgram(const std::string& cmd, std::string* output) {
   char buf[512];
   while (fgets(buf, sizeof buf, p)) *output += buf;
   return pclose(p);
+}
+
+/// A runtime of two worker threads (what the tests' machines have) and
+/// `cpu_devices` CPU devices.
+inline RuntimeOptions TwoThreads(int cpu_devices = 1) {
+  RuntimeOptions o;
+  o.num_threads = 2;
+  o.num_cpu_devices = cpu_devices;
+  return o;
+}
+
+/// A fresh directory under the system's temp directory, removed afterwards.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "af_test") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  std::string operator/(const std::string& name) const { return File(name); }
+  /// Names in the directory that contain `part`.
+  std::vector<std::string> Find(const std::string& part) const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path_))
+      if (e.path().filename().string().find(part) != std::string::npos) out.push_back(e.path().filename().string());
+    return out;
+  }
+
+ private:
+  std::string path_;
+};
+
+/// A session on `rt` running steps with a bound (a step that should finish
+/// does, long before), and on another thread (Start) for steps that wait.
+class StepClient {
+ public:
+  static constexpr int64_t kStepBoundMs = 20000;
+  StepClient(Runtime* rt, const proto::GraphDef& def) {
+    SessionOptions so;
+    so.runtime = rt;
+    session = std::make_unique<Session>(so);
+    REQUIRE(session->Create(def).ok());
+  }
+  /// No Catch assertions: safe on any thread.
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* out, int64_t timeout_ms = kStepBoundMs) {
+    RunOptions opts;
+    opts.timeout_in_ms = timeout_ms;
+    return session->Run(opts, feeds, fetches, targets, out);
+  }
+  std::vector<Tensor> RunOk(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    std::vector<Tensor> out;
+    Status s = Run(feeds, fetches, targets, &out);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    return out;
+  }
+  /// Starts a step on another thread; its Status comes through the future.
+  std::future<Status> Start(std::vector<std::pair<std::string, Tensor>> feeds, std::vector<std::string> fetches,
+                            std::vector<std::string> targets, std::vector<Tensor>* out,
+                            int64_t timeout_ms = kStepBoundMs) {
+    return std::async(std::launch::async, [=] { return Run(feeds, fetches, targets, out, timeout_ms); });
+  }
+  std::unique_ptr<Session> session;
+};
+
+/// Whether the step behind `f` still runs after a short while (a waiting op never finishes early).
+inline bool StillWaiting(std::future<Status>& f) {
+  return f.wait_for(std::chrono::milliseconds(150)) == std::future_status::timeout;
+}
+/// The step's Status; REQUIREs that it ends within 30 s.
+inline Status Finished(std::future<Status>& f) {
+  REQUIRE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  return f.get();
 }
 
 }  // namespace test

@@ -20,7 +20,7 @@ struct ElemCopier {
 
   static Status For(DataType dt, const std::string& op, ElemCopier* c) {
     dt = BaseType(dt);
-    if (dt == DT_STRING) {
+    if (DataTypeIsStringLike(dt)) {
       c->is_string = true;
       c->stride = sizeof(std::string);
       return Status::OK();

@@ -86,12 +86,7 @@ class ReaderDeclOp : public OpKernel {
     std::string container, shared_name;
     c->SetStatus(c->GetAttr("container", &container));
     c->SetStatus(c->GetAttr("shared_name", &shared_name));
-    static std::atomic<uint64_t> next_private{1};
-    ResourceHandle h;
-    h.container = container.empty() ? kDefaultContainer : container;
-    h.name = shared_name.empty() ? name() + "/_private_reader_" + std::to_string(next_private++) : shared_name;
-    h.dtype = DT_RESOURCE;
-    encoded_ = h.Encode();
+    encoded_ = DeclaredResourceHandle(container, shared_name, name()).Encode();
     handle_ = Tensor(DT_RESOURCE, TensorShape{});
     handle_.scalar<std::string>() = encoded_;
   }

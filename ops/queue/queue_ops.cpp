@@ -71,12 +71,9 @@ class QueueDeclOp : public AsyncOpKernel {
     if (!shapes.empty() && shapes.size() != types.size())
       c->SetStatus(errors::InvalidArgument(name(), ": ", types.size(), " component types but ", shapes.size(),
                                            " shapes"));
-    static std::atomic<uint64_t> next_private{1};
-    ResourceHandle h;
-    h.container = container.empty() ? kDefaultContainer : container;
-    h.name = shared_name.empty() ? name() + "/_private_" + std::to_string(next_private++) : shared_name;
-    h.dtype = DT_RESOURCE;
-    encoded_ = h.Encode();
+    encoded_ = DeclaredResourceHandle(container, shared_name, name()).Encode();
+    handle_ = Tensor(DT_RESOURCE, TensorShape{});  // every run outputs this one (shared, never copied)
+    handle_.scalar<std::string>() = encoded_;
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
@@ -98,14 +95,11 @@ class QueueDeclOp : public AsyncOpKernel {
   }
 
  private:
-  void SetHandle(OpKernelContext* ctx) {
-    Tensor t(DT_RESOURCE, TensorShape{});
-    t.scalar<std::string>() = encoded_;
-    ctx->set_output(0, std::move(t));
-  }
+  void SetHandle(OpKernelContext* ctx) { ctx->set_output(0, handle_); }
 
   QueueSpec spec_;
   std::string encoded_;
+  Tensor handle_;
   bool opened_ = false;  // on the device actor's thread only
 };
 
