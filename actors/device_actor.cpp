@@ -144,6 +144,7 @@ class DeviceQueueAccess final : public QueueAccess {
   void CancelStep(int64_t client_step_id, const Status& s);
   /// The step is over: forget which queues it used.
   void StepEnded(int64_t client_step_id) {
+    if (step_queues_.empty() && cancelled_.empty()) return;  // the common step: no queue touched
     step_queues_.erase(client_step_id);
     cancelled_.erase(client_step_id);
   }
