@@ -191,6 +191,40 @@ TEST_CASE("wire format: tensors, statuses and step messages serialize losslessly
   REQUIRE(RoundTrip(sys, reset).containers == reset.containers);
 }
 
+TEST_CASE("wire format: resource handles, rendezvous keys and queue messages cross processes as their values") {
+  caf::actor_system_config cfg;
+  RegisterMessageTypes(cfg);
+  caf::actor_system sys{cfg};
+  Tensor handle(DT_RESOURCE, TensorShape{});
+  handle.scalar<std::string>() = std::string("encoded\0handle", 14);
+  Tensor handle_back = RoundTrip(sys, handle);
+  REQUIRE(handle_back.dtype() == DT_RESOURCE);
+  REQUIRE(handle_back.scalar<std::string>() == handle.scalar<std::string>());
+  // A key's text crosses; its hash is the same on the other side, so it matches there.
+  RendezvousKey key = MakeRendezvousKey("/job:a/device:CPU:0", 7, "/job:b/device:CPU:0", "x:0", 1, 2);
+  RendezvousKey key_back = RoundTrip(sys, key);
+  REQUIRE(key_back.str() == key.str());
+  REQUIRE(key_back.hash() == key.hash());
+  REQUIRE(key_back == key);
+  QueueSpec spec;
+  spec.kind = static_cast<int32_t>(QueueKind::kPaddingFifo);
+  spec.component_types = {DT_FLOAT, DT_STRING};
+  spec.shapes = {PartialTensorShape(std::vector<int64_t>{-1, 3}), PartialTensorShape()};
+  spec.capacity = 10;
+  QueueOpenRequest open{"h", spec, true};
+  QueueOpenRequest open_back = RoundTrip(sys, open);
+  REQUIRE(QueueSpecMismatch(open_back.spec, spec).empty());
+  REQUIRE(open_back.spec.shapes[1].unknown_rank());
+  REQUIRE(open_back.create);
+  QueueRequest req;
+  req.op = static_cast<int32_t>(QueueOp::kEnqueueMany);
+  req.step_id = 42;
+  req.components = {MakeTensor<float>({1, 2, 3}, {1, 3})};
+  QueueRequest req_back = RoundTrip(sys, req);
+  REQUIRE(req_back.step_id == 42);
+  REQUIRE(TensorEquals(req_back.components[0], req.components[0]));
+}
+
 TEST_CASE("wire format: a corrupt tensor header is an error, not a crash") {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
