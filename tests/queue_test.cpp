@@ -329,6 +329,9 @@ TEST_CASE("queue: bad declarations and elements are InvalidArgument naming what 
   REQUIRE(s.code() == Code::kInvalidArgument);
   REQUIRE_THAT(s.message(), Catch::Contains("shape"));
   REQUIRE(d.Size() == 0);
+  s = d.Run({{"n", Tensor::Scalar<int32_t>(-1)}}, {"deq_many"}, {}, &out);
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("negative") && Catch::Contains("QueueDequeueManyV2"));
 }
 
 TEST_CASE("queue: the padding queue pads a batch to its largest element; the priority queue orders by priority") {
