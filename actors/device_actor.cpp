@@ -16,6 +16,7 @@
 #include "actors/messages.hpp"
 #include "actors/propagation.hpp"
 #include "actors/step_state.hpp"
+#include "core/exception_status.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/resource_handle.hpp"
 #include "ops/queue/queue_access.hpp"
@@ -62,6 +63,10 @@ struct OffActorRun {
   OpKernelContext::Params params;
   std::vector<Tensor> outputs;
   std::unique_ptr<OpKernelContext> ctx;
+  // The KernelDone message, made when the node starts (where failing to
+  // allocate it fails only the node): the completion fills and sends it
+  // without allocating, so it cannot fail and leave the step waiting.
+  caf::mailbox_element_ptr done_msg;
 };
 
 // A plan being built on the compute pool: the pool job fills it, then tells
@@ -265,12 +270,10 @@ void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx, bool async_inline = f
   try {
     if (async_inline) kernel->AsAsync()->ComputeInline(ctx);
     else kernel->Compute(ctx);
-  } catch (const std::bad_alloc&) {
-    ctx->SetStatus(errors::ResourceExhausted("out of memory"));
-  } catch (const std::exception& e) {
-    ctx->SetStatus(errors::Internal("kernel threw: ", e.what()));
+  } catch (const std::bad_alloc&) {  // what() names the bytes when a tensor did not fit
+    ctx->SetStatus(CurrentExceptionStatus());
   } catch (...) {
-    ctx->SetStatus(errors::Internal("kernel threw a non-standard exception"));
+    ctx->SetStatus(CurrentExceptionStatus("kernel threw"));
   }
 }
 
@@ -326,7 +329,10 @@ void Propagate(DeviceActor* self, StepState* step, IterationState* iter, int32_t
 
 void LaunchOffActor(DeviceActor* self, StepState* step, IterationState* iter, int32_t node, const NodeItem& item,
                     Tensor* inputs, bool dead) {
-  auto* run = new OffActorRun();
+  // Freed here if anything below throws (ExecuteNode then fails the node);
+  // from the kernel's start on, `done` frees it.
+  std::unique_ptr<OffActorRun> owned(new OffActorRun());
+  OffActorRun* run = owned.get();
   run->outputs.resize(item.num_outputs);
   run->iter = iter;
   run->dead = dead;
@@ -354,24 +360,49 @@ void LaunchOffActor(DeviceActor* self, StepState* step, IterationState* iter, in
   // Sent as from the actor itself: KernelDone is accepted from no one else.
   // Called exactly once; `run` is freed only after the message is out.
   run->start_ns = step->collect_stats ? NowNanos() : 0;
+  run->done_msg = caf::make_mailbox_element(caf::actor_cast<caf::strong_actor_ptr>(me), caf::make_message_id(), {},
+                                            KernelDone{});
   DeviceActorState* state = &self->state;
   ComputePool* pool = state->device->compute_pool();
-  auto done = [run, me, step_id, node, state, pool] {
+  auto done = [run, me, step_id, node, state, pool]() noexcept {
     const bool timed = run->start_ns != 0;
-    KernelDone d{step_id, node, run->ctx->status(), std::move(run->outputs), run->start_ns,
-                 timed ? NowNanos() : 0, timed ? ThisThreadId() : 0,
-                 reinterpret_cast<uint64_t>(run->iter), run->dead};
+    caf::mailbox_element_ptr msg = std::move(run->done_msg);
+    KernelDone& d = msg->content().get_mutable_as<KernelDone>(0);
+    d.step_id = step_id;
+    d.node_id = node;
+    d.status = run->ctx->status();  // shares the message: no allocation
+    d.outputs = std::move(run->outputs);
+    d.start_ns = run->start_ns;
+    d.end_ns = timed ? NowNanos() : 0;
+    d.thread = timed ? ThisThreadId() : 0;
+    d.iteration = reinterpret_cast<uint64_t>(run->iter);
+    d.is_dead = run->dead;
     delete run;
     // On the actor's own thread (inside one of its handlers) the result goes
-    // straight to its queue of completions; from anywhere else, by message.
-    if (t_running_actor == state) state->completed.push_back(std::move(d));
-    else pool->Deliver(me, me, caf::make_message(std::move(d)));
+    // straight to its queue of completions when that queue has room to grow;
+    // otherwise, and from anywhere else, by the message made at the start.
+    if (t_running_actor == state) {
+      try {
+        state->completed.push_back(std::move(d));
+        return;
+      } catch (...) {  // no memory to grow the queue: `d` was not moved from
+      }
+    }
+    caf::abstract_actor* dest = caf::actor_cast<caf::abstract_actor*>(me);
+    try {
+      dest->enqueue(std::move(msg), pool->delivery_unit());
+    } catch (...) {
+      // In the mailbox already (pushing allocates nothing); making the actor
+      // runnable threw for memory: it must still run.
+      pool->RescheduleAfterFailure(dynamic_cast<caf::resumable*>(dest));
+    }
   };
   if (item.is_async) {
+    owned.release();
     try {
       item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), done);
     } catch (...) {  // by the AsyncOpKernel contract, one that throws has not called done
-      run->ctx->SetStatus(errors::Internal("kernel ", item.kernel->name(), " threw while starting"));
+      run->ctx->SetStatus(CurrentExceptionStatus("starting the kernel"));
       done();
     }
   } else {
@@ -381,6 +412,7 @@ void LaunchOffActor(DeviceActor* self, StepState* step, IterationState* iter, in
       ComputeSafely(kernel, run->ctx.get());
       done();
     });
+    owned.release();  // scheduled: the job owns it now
   }
 }
 
@@ -517,8 +549,27 @@ void ExecuteNode(DeviceActor* self, StepState* step, IterationState* iter, int32
 }
 
 void RunReady(DeviceActor* self);
-void FailAllOnError(DeviceActor* self, const std::exception& e);
-void RunReadySafely(DeviceActor* self);
+void FailAllOnError(DeviceActor* self) noexcept;
+void RunReadySafely(DeviceActor* self) noexcept;
+
+// Called in a catch block when the bookkeeping of one step threw (out of
+// memory growing a queue or a frame): that step fails with the exception's
+// Status and is answered; the others go on. A step gone already is ignored.
+void FailStepOnError(DeviceActor* self, int64_t step_id) noexcept {
+  auto& st = self->state;
+  const Status s = CurrentExceptionStatus("device " + st.device->name());  // the preallocated one if need be
+  auto it = st.steps.find(step_id);
+  if (it == st.steps.end()) return;
+  try {
+    FailStep(self, it->second.state.get(), s);
+  } catch (...) {  // no memory to fail it the usual way: mark it failed and answer
+    it->second.state->Fail(OutOfMemoryStatus());
+    try {
+      Reply(it->second);
+    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+    }
+  }
+}
 
 // Variable reads. A ready node with inputs taken by value from ref edges
 // (deref inputs) first reads those variables from the container actor, so it
@@ -640,7 +691,11 @@ void RunReady(DeviceActor* self) {
     if (!st.completed.empty()) {
       KernelDone done = std::move(st.completed.back());
       st.completed.pop_back();
-      KernelFinished(self, done);
+      try {
+        KernelFinished(self, done);
+      } catch (...) {
+        FailStepOnError(self, done.step_id);
+      }
       continue;
     }
     if (n % kNodesPerClockCheck == 0 && std::chrono::steady_clock::now() > batch_end) {
@@ -654,19 +709,24 @@ void RunReady(DeviceActor* self) {
     }
     const TaggedNode t = st.ready.back();
     st.ready.pop_back();
-    const NodeItem& item = t.step->plan().item(t.node);
-    if (item.num_deref > 0 && !t.dead && !t.step->failed() && !DerefDone(*t.iter, item)) st.read_wait.push_back(t);
-    else ExecuteNode(self, t.step, t.iter, t.node, t.dead);
+    const int64_t step_id = t.step->step_id();
+    try {
+      const NodeItem& item = t.step->plan().item(t.node);
+      if (item.num_deref > 0 && !t.dead && !t.step->failed() && !DerefDone(*t.iter, item)) st.read_wait.push_back(t);
+      else ExecuteNode(self, t.step, t.iter, t.node, t.dead);
+    } catch (...) {  // its bookkeeping ran out of memory: that step fails, the others go on
+      FailStepOnError(self, step_id);
+    }
     if (st.rendezvous->Due()) st.rendezvous->Flush();
   }
 }
 
 // RunReady from a callback: an exception fails the steps, not the actor.
-void RunReadySafely(DeviceActor* self) {
+void RunReadySafely(DeviceActor* self) noexcept {
   try {
     RunReady(self);
-  } catch (const std::exception& e) {
-    FailAllOnError(self, e);
+  } catch (...) {
+    FailAllOnError(self);
   }
 }
 
@@ -678,8 +738,8 @@ void OnContainerAnswer(DeviceActor* self, Fn&& fn) {
   RunningScope running(self);
   try {
     fn();
-  } catch (const std::exception& e) {
-    FailAllOnError(self, e);
+  } catch (...) {
+    FailAllOnError(self);
   }
   RunReadySafely(self);
 }
@@ -916,9 +976,32 @@ void DeviceRendezvousAccess::Abort(int64_t step_id, const Status& s) {
   if (rendezvous_) self_->send(rendezvous_, RendezvousAbort{step_id, s});
 }
 
-void StartStep(DeviceActor* self, RunStepRequest& req) {
+void StartStepOrThrow(DeviceActor* self, RunStepRequest& req, caf::response_promise& rp, int64_t* started_id);
+
+// Starts a step; out of memory fails that step alone (answered), never the actor.
+void StartStep(DeviceActor* self, RunStepRequest& req) noexcept {
   auto& st = self->state;
   auto rp = self->make_response_promise();
+  int64_t id = 0;  // the step's, once it is in st.steps
+  try {
+    StartStepOrThrow(self, req, rp, &id);
+  } catch (...) {  // out of memory for the step's state: that step fails
+    if (id != 0) {
+      FailStepOnError(self, id);
+      RunReadySafely(self);
+      return;
+    }
+    try {
+      const Status s = CurrentExceptionStatus("starting a step on " + st.device->name());
+      if (req.multi_partition) st.rendezvous->Abort(req.step_id, s);
+      rp.deliver(FailedResponse(s));
+    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+    }
+  }
+}
+
+void StartStepOrThrow(DeviceActor* self, RunStepRequest& req, caf::response_promise& rp, int64_t* started_id) {
+  auto& st = self->state;
   // A step refused before it starts is aborted at the rendezvous too, as a
   // failing one is: other partitions may wait in Recvs for its Sends.
   auto refuse = [&](const Status& s) {
@@ -956,6 +1039,7 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   step->multi_partition = req.multi_partition;
   if (req.collect_stats) step->start_ns = NowNanos();
   st.steps.emplace(id, std::move(active));
+  *started_id = id;
   if (req.timeout_ms > 0) {
     const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);
     st.deadlines.emplace(due, id);
@@ -967,9 +1051,9 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
   step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   IterationState* root = &step->root();
   for (int32_t r : plan.roots()) {
+    st.ready.push_back({step, root, r, false});  // counted once queued: a failed push leaves no count behind
     ++step->outstanding;
     ++root->outstanding_ops;
-    st.ready.push_back({step, root, r, false});
   }
   RunReady(self);
   NodeFinished(self, step);
@@ -978,17 +1062,30 @@ void StartStep(DeviceActor* self, RunStepRequest& req) {
 // The last resort when bookkeeping itself throws (out of memory): fail every
 // step rather than let the exception kill the actor and drop their replies.
 // Steps with kernels still running stay until those return.
-void FailAllOnError(DeviceActor* self, const std::exception& e) {
+// Called in a catch block; never throws.
+void FailAllOnError(DeviceActor* self) noexcept {
   auto& st = self->state;
-  const Status s = errors::ResourceExhausted("device ", st.device->name(), " failed: ", e.what());
-  std::vector<StepState*> to_fail;
-  for (auto& [id, a] : st.steps) to_fail.push_back(a.state.get());
-  for (StepState* step : to_fail) FailStep(self, step, s);
+  const Status s = CurrentExceptionStatus("device " + st.device->name() + " failed");
+  for (auto& [id, a] : st.steps) {
+    if (a.state->failed()) continue;
+    try {
+      FailStep(self, a.state.get(), s);
+    } catch (...) {
+      a.state->Fail(OutOfMemoryStatus());
+      try {
+        Reply(a);
+      } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+      }
+    }
+  }
   // Queued nodes (and finished kernels) of failed steps are skipped or
   // settled by RunReady.
   if ((!st.ready.empty() || !st.completed.empty()) && !st.resume_pending) {
-    st.resume_pending = true;
-    self->send(self, resume_atom::value);
+    try {
+      self->send(self, resume_atom::value);
+      st.resume_pending = true;
+    } catch (...) {  // the next message to this actor runs them
+    }
   }
 }
 
@@ -1024,12 +1121,15 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
     auto& st = self->state;
     st.shutting_down = true;
     st.exit_reason = msg.reason;
-    for (auto& [id, a] : st.steps) {
-      a.state->Fail(errors::Cancelled("device ", st.device->name(), " shut down"));
-      Reply(a);
+    try {
+      for (auto& [id, a] : st.steps) {
+        a.state->Fail(errors::Cancelled("device ", st.device->name(), " shut down"));
+        Reply(a);
+      }
+      for (auto& [handle, reg] : st.registrations)
+        reg.promise.deliver(RegisterGraphResponse{errors::Cancelled("device ", st.device->name(), " shut down"), 0});
+    } catch (...) {  // out of memory while shutting down: what was not answered ends by its client's deadline
     }
-    for (auto& [handle, reg] : st.registrations)
-      reg.promise.deliver(RegisterGraphResponse{errors::Cancelled("device ", st.device->name(), " shut down"), 0});
     st.registrations.clear();
     if (st.steps.empty()) self->quit(msg.reason);
   });
@@ -1044,20 +1144,38 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
           return;
         }
         const uint64_t handle = st.next_graph_handle++;
-        auto pending = std::make_shared<PendingGraph>();
-        st.registrations.emplace(handle, DeviceActorState::Registration{pending, std::move(rp)});
-        caf::actor me = caf::actor_cast<caf::actor>(self);
-        std::shared_ptr<KernelSegment> segment;
-        if (!req.session_handle.empty() && !st.closed_sessions.count(req.session_handle)) {
-          auto& seg = st.segments[req.session_handle];
-          if (!seg) seg = std::make_shared<KernelSegment>();
-          segment = seg;
+        try {
+          auto pending = std::make_shared<PendingGraph>();
+          caf::actor me = caf::actor_cast<caf::actor>(self);
+          // Made here, so the pool job's report cannot fail for memory and
+          // leave the registration unanswered.
+          auto built = std::make_shared<caf::mailbox_element_ptr>(caf::make_mailbox_element(
+              caf::actor_cast<caf::strong_actor_ptr>(me), caf::make_message_id(), {}, GraphBuilt{handle}));
+          std::shared_ptr<KernelSegment> segment;
+          if (!req.session_handle.empty() && !st.closed_sessions.count(req.session_handle)) {
+            auto& seg = st.segments[req.session_handle];
+            if (!seg) seg = std::make_shared<KernelSegment>();
+            segment = seg;
+          }
+          ComputePool* pool = st.device->compute_pool();
+          pool->Schedule([pending, me, built, pool, device = st.device, segment, def = std::move(req.graph_def)] {
+            pending->status = BuildPlan(def, device, segment.get(), &pending->plan);
+            caf::abstract_actor* dest = caf::actor_cast<caf::abstract_actor*>(me);
+            try {
+              dest->enqueue(std::move(*built), pool->delivery_unit());
+            } catch (...) {  // in the mailbox; scheduling the actor threw for memory
+              pool->RescheduleAfterFailure(dynamic_cast<caf::resumable*>(dest));
+            }
+          });
+          // Its GraphBuilt is handled after this handler returns.
+          st.registrations.emplace(handle, DeviceActorState::Registration{pending, rp});
+        } catch (...) {
+          st.registrations.erase(handle);
+          try {
+            rp.deliver(RegisterGraphResponse{CurrentExceptionStatus("registering a graph on " + st.device->name()), 0});
+          } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+          }
         }
-        st.device->compute_pool()->Schedule([pending, me, handle, device = st.device, segment,
-                                             def = std::move(req.graph_def)] {
-          pending->status = BuildPlan(def, device, segment.get(), &pending->plan);
-          caf::send_as(me, me, GraphBuilt{handle});
-        });
       },
       [self](GraphBuilt& built) {
         auto& st = self->state;
@@ -1072,19 +1190,24 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
           reg.promise.deliver(RegisterGraphResponse{s, 0});
           return;
         }
-        auto& plan = reg.pending->plan;
-        if (st.inline_outputs.size() < static_cast<size_t>(plan->max_outputs()))
-          st.inline_outputs.resize(plan->max_outputs());
-        st.graphs.emplace(built.graph_handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
-        reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
+        try {
+          auto& plan = reg.pending->plan;
+          if (st.inline_outputs.size() < static_cast<size_t>(plan->max_outputs()))
+            st.inline_outputs.resize(plan->max_outputs());
+          st.graphs.emplace(built.graph_handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
+          reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
+        } catch (...) {
+          st.graphs.erase(built.graph_handle);
+          try {
+            reg.promise.deliver(
+                RegisterGraphResponse{CurrentExceptionStatus("registering a graph on " + st.device->name()), 0});
+          } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+          }
+        }
       },
       [self](RunStepRequest& req) {
         RunningScope running(self);
-        try {
-          StartStep(self, req);
-        } catch (const std::exception& e) {  // e.g. out of memory for the step's state
-          FailAllOnError(self, e);
-        }
+        StartStep(self, req);
       },
       [self](KernelDone& done) {
         if (self->current_sender() != self->ctrl()) return;  // only our own kernels report here
@@ -1092,8 +1215,8 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         try {
           KernelFinished(self, done);
           RunReady(self);
-        } catch (const std::exception& e) {
-          FailAllOnError(self, e);
+        } catch (...) {
+          FailAllOnError(self);
         }
       },
       [self](resume_atom) {
@@ -1101,8 +1224,8 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         self->state.resume_pending = false;
         try {
           RunReady(self);
-        } catch (const std::exception& e) {
-          FailAllOnError(self, e);
+        } catch (...) {
+          FailAllOnError(self);
         }
       },
       [self](queue_inbox_atom) {
@@ -1110,8 +1233,8 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         RunningScope running(self);
         try {
           self->state.queues->DrainInbox();
-        } catch (const std::exception& e) {
-          FailAllOnError(self, e);
+        } catch (...) {
+          FailAllOnError(self);
         }
         RunReadySafely(self);
       },
@@ -1128,28 +1251,38 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         }
         st.armed = Clock::time_point::max();
         if (!st.deadlines.empty()) {
-          st.armed = st.deadlines.top().first;
-          self->delayed_send(self, std::chrono::duration_cast<std::chrono::nanoseconds>(st.armed - now),
-                             deadline_atom::value);
+          try {
+            self->delayed_send(self, std::chrono::duration_cast<std::chrono::nanoseconds>(st.deadlines.top().first - now),
+                               deadline_atom::value);
+            st.armed = st.deadlines.top().first;
+          } catch (...) {  // out of memory for the timer: the next step with a deadline arms it again
+          }
         }
       },
       [self](RendezvousDeliver& d) {
         RunningScope running(self);
         try {
           self->state.rendezvous->Deliver(d);
-        } catch (const std::exception& e) {
-          FailAllOnError(self, e);
+        } catch (...) {
+          FailAllOnError(self);
         }
         RunReadySafely(self);
       },
       [self](const CloseSession& c) {
         self->state.segments.erase(c.session_handle);
-        self->state.closed_sessions.insert(c.session_handle);
+        try {
+          self->state.closed_sessions.insert(c.session_handle);
+        } catch (...) {  // out of memory: a late registration of that session may build a segment it never uses
+        }
       },
       [self](DeregisterGraph& d) {
         for (auto& [id, a] : self->state.steps) {
-          if (a.graph_handle == d.graph_handle && !a.state->replied)
+          if (a.graph_handle != d.graph_handle || a.state->replied) continue;
+          try {
             FailStep(self, a.state.get(), errors::Cancelled("graph deregistered (session closed) during step ", id));
+          } catch (...) {
+            FailStepOnError(self, id);
+          }
         }
         self->state.graphs.erase(d.graph_handle);
       },

@@ -63,8 +63,10 @@ struct Runtime::Impl {
         device_pools.push_back(std::make_unique<ComputePool>(pool.get(), o.cpu_device_threads));
         device_pool = device_pools.back().get();
       }
+      Allocator* allocator = cpu_allocator();
+      if (o.device_memory_limit_bytes > 0) allocator = MakeBudgetAllocator(allocator, o.device_memory_limit_bytes);
       owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
-                                               DEVICE_CPU, cpu_allocator(), device_pool));
+                                               DEVICE_CPU, allocator, device_pool));
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }

@@ -12,6 +12,7 @@
 // or build without GPUs simply has none.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ struct RuntimeOptions {
   /// into at most n shards, on the shared pool's threads (TensorFlow's virtual
   /// CPU devices: with 1, each CPU device behaves as one core).
   int cpu_device_threads = 0;
+  /// Each CPU device's memory budget for tensors, in bytes (TensorFlow's
+  /// per-process GPU memory fraction, for host memory): an allocation past it
+  /// fails its step with ResourceExhausted naming the node and the bytes, as
+  /// running out of memory does. 0: no budget of its own; every device then
+  /// shares the process's, DefaultMemoryLimit() (physical memory or the
+  /// cgroup's limit; devices/allocator.hpp).
+  int64_t device_memory_limit_bytes = 0;
 };
 
 class Runtime {

@@ -8,6 +8,7 @@
 #include "actors/client_channel.hpp"
 #include "actors/messages.hpp"
 #include "actors/runtime.hpp"
+#include "core/exception_status.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/partition.hpp"
 #include "graph/placer.hpp"
@@ -84,7 +85,7 @@ Session::Session(SessionOptions options)
 
 Session::~Session() { Close(); }
 
-Status Session::Create(const proto::GraphDef& graph) {
+Status Session::Create(const proto::GraphDef& graph) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return errors::FailedPrecondition("Session has been closed");
   if (created_) return errors::AlreadyExists("Session already has a graph; use Extend to add nodes");
@@ -93,9 +94,11 @@ Status Session::Create(const proto::GraphDef& graph) {
   AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
   created_ = true;
   return Status::OK();
+} catch (...) {  // out of memory (or a bug) in the client: a Status, never an exception
+  return CurrentExceptionStatus("Session::Create");
 }
 
-Status Session::Extend(const proto::GraphDef& graph) {
+Status Session::Extend(const proto::GraphDef& graph) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return errors::FailedPrecondition("Session has been closed");
   proto::GraphDef merged;
@@ -112,6 +115,8 @@ Status Session::Extend(const proto::GraphDef& graph) {
     else ++it;
   }
   return Status::OK();
+} catch (...) {  // out of memory (or a bug) in the client: a Status, never an exception
+  return CurrentExceptionStatus("Session::Extend");
 }
 
 Status Session::Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
@@ -252,7 +257,7 @@ Status Session::GetExecutable(const std::vector<std::pair<std::string, Tensor>>&
 
 Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                    std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                    std::vector<Tensor>* outputs, RunMetadata* metadata) try {
   if (outputs) outputs->clear();  // feeds hold their own references: safe even if they came from it
   if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
   if (options.timeout_in_ms < 0 || options.timeout_in_ms > RunOptions::kMaxTimeoutMs)
@@ -300,6 +305,8 @@ Status Session::Run(const RunOptions& options, const std::vector<std::pair<std::
     return errors::Internal("step returned ", resp.retvals.size(), " tensors for ", fetches.size(), " fetches");
   if (outputs) *outputs = std::move(resp.retvals);
   return Status::OK();
+} catch (...) {  // out of memory (or a bug) in the client: a Status, never an exception
+  return CurrentExceptionStatus("Session::Run");
 }
 
 Status Session::RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,

@@ -1,9 +1,11 @@
 #include "core/tensor.hpp"
 
 #include <cstring>
+#include <memory>
 #include <new>
 #include <sstream>
 
+#include "core/exception_status.hpp"
 #include "devices/allocator.hpp"
 
 namespace actorflow {
@@ -61,16 +63,39 @@ void TensorBuffer::Destroy() {
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape) : Tensor(cpu_allocator(), dtype, shape) {}
 
+namespace {
+// "out of memory allocating 400000000 bytes for a float tensor of shape [100000000] (cpu: budget 64.0 MiB, 1.0 KiB
+// in use)": what a refused allocation asked for and why it did not fit.
+std::string AllocationFailure(Allocator* a, DataType dtype, const TensorShape& shape) {
+  const int64_t n = shape.num_elements();
+  const size_t elem = DataTypeIsStringLike(dtype) ? sizeof(std::string) : DataTypeSize(dtype);
+  std::string bytes = n >= 0 && (elem == 0 || static_cast<uint64_t>(n) <= UINT64_MAX / elem)
+                          ? std::to_string(static_cast<uint64_t>(n) * elem)
+                          : "more than 2^64";
+  std::string msg = "out of memory allocating " + bytes + " bytes for a " + DataTypeString(dtype) +
+                    " tensor of shape " + shape.DebugString() + " (" + a->Name();
+  if (a->limit() != INT64_MAX) msg += ": budget " + HumanBytes(a->limit());
+  msg += ", " + HumanBytes(a->bytes_in_use()) + " in use)";
+  return msg;
+}
+}  // namespace
+
 Tensor::Tensor(Allocator* a, DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
   buf_ = TensorBuffer::Allocate(a, dtype, shape.num_elements());
-  if (!buf_) throw std::bad_alloc();
+  if (!buf_) {
+    std::shared_ptr<const std::string> message;
+    try {
+      message = std::make_shared<const std::string>(AllocationFailure(a, dtype, shape));
+    } catch (...) {  // no memory for the message either: a plain bad_alloc
+    }
+    throw TensorAllocationError(std::move(message));
+  }
 }
 
 Status Tensor::Create(Allocator* a, DataType dtype, const TensorShape& shape, Tensor* out) {
-  TensorBuffer* buf = TensorBuffer::Allocate(a ? a : cpu_allocator(), dtype, shape.num_elements());
-  if (!buf)
-    return errors::ResourceExhausted("out of memory allocating a ", DataTypeString(dtype), " tensor of shape ",
-                                     shape.DebugString());
+  if (!a) a = cpu_allocator();
+  TensorBuffer* buf = TensorBuffer::Allocate(a, dtype, shape.num_elements());
+  if (!buf) return errors::ResourceExhausted(AllocationFailure(a, dtype, shape));
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;

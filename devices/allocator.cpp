@@ -1,21 +1,75 @@
 #include "devices/allocator.hpp"
 
 #include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 namespace actorflow {
 
-void Allocator::RecordAlloc(size_t bytes) {
-  auto now = in_use_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) + static_cast<int64_t>(bytes);
+bool Allocator::Reserve(size_t bytes) {
+  if (bytes > static_cast<size_t>(INT64_MAX)) return false;
+  const auto b = static_cast<int64_t>(bytes);
+  const auto now = in_use_.fetch_add(b, std::memory_order_relaxed) + b;
+  if (now > limit_.load(std::memory_order_relaxed)) {
+    in_use_.fetch_sub(b, std::memory_order_relaxed);
+    return false;
+  }
   auto peak = peak_.load(std::memory_order_relaxed);
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+  return true;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+namespace {
+// A positive number from the first line of `path` ("max" and unreadable files: 0).
+int64_t ReadLimitFile(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  char line[64] = {0};
+  const bool got = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  if (!got) return 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(line, &end, 10);
+  if (end == line || v == 0 || v > static_cast<unsigned long long>(INT64_MAX)) return 0;
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+int64_t DefaultMemoryLimit() {
+  if (const char* env = std::getenv("ACTORFLOW_MEMORY_LIMIT_MB")) {
+    char* end = nullptr;
+    const long long mb = std::strtoll(env, &end, 10);
+    if (end != env && mb > 0 && mb < (INT64_MAX >> 20)) return static_cast<int64_t>(mb) << 20;
+  }
+  int64_t limit = INT64_MAX;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) limit = static_cast<int64_t>(pages) * page;
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    const int64_t cg = ReadLimitFile(path);
+    if (cg > 0 && cg < limit) limit = cg;  // v1 says "no limit" with a huge number: min() ignores it
+  }
+  return limit;
 }
 
 namespace {
@@ -59,14 +113,14 @@ class CpuAllocator final : public Allocator {
 
   void* AllocateRaw(size_t alignment, size_t bytes) override {
     if (alignment < kTensorAlignment) alignment = kTensorAlignment;
-    if (bytes > SIZE_MAX / 2) return nullptr;
+    if (bytes > SIZE_MAX / 2 || !Reserve(bytes)) return nullptr;
     const size_t block = BlockSize(alignment, bytes);
     void* p = nullptr;
     if (alignment == kTensorAlignment && block <= kSmallMax && cache_limit_ > 0) p = TakeSmall(block);
     if (!p && Cacheable(alignment, block)) p = TakeCached(block);
     if (!p) p = std::aligned_alloc(alignment, block);
     if (!p && ReleaseCache() > 0) p = std::aligned_alloc(alignment, block);
-    if (p) RecordAlloc(bytes);
+    if (!p) RecordFree(bytes);
     return p;
   }
 
@@ -183,11 +237,49 @@ class CpuAllocator final : public Allocator {
   size_t cached_ = 0;                                            // guarded by mu_
 };
 
+// A device's budget over the host allocator (see MakeBudgetAllocator).
+class BudgetAllocator final : public Allocator {
+ public:
+  explicit BudgetAllocator(Allocator* base) : base_(base) {}
+  std::string Name() const override { return base_->Name(); }
+  void* AllocateRaw(size_t alignment, size_t bytes) override {
+    if (!Reserve(bytes)) return nullptr;
+    void* p = base_->AllocateRaw(alignment, bytes);
+    if (!p) RecordFree(bytes);
+    return p;
+  }
+  void DeallocateRaw(void* ptr, size_t bytes) override {
+    if (!ptr) return;
+    RecordFree(bytes);
+    base_->DeallocateRaw(ptr, bytes);
+  }
+  bool HostAccessible() const override { return base_->HostAccessible(); }
+  int64_t cached_bytes() const override { return base_->cached_bytes(); }
+  int64_t ReleaseCache() override { return base_->ReleaseCache(); }
+
+ private:
+  Allocator* base_;
+};
+
 }  // namespace
 
 Allocator* cpu_allocator() {
-  static CpuAllocator* a = new CpuAllocator();  // never destroyed: tensors may outlive main's locals
+  static CpuAllocator* a = [] {  // never destroyed: tensors may outlive main's locals
+    auto* c = new CpuAllocator();
+    c->set_limit(DefaultMemoryLimit());
+    return c;
+  }();
   return a;
+}
+
+Allocator* MakeBudgetAllocator(Allocator* base, int64_t limit) {
+  static std::mutex mu;
+  static auto* made = new std::vector<std::unique_ptr<Allocator>>();  // reachable, never freed
+  auto a = std::make_unique<BudgetAllocator>(base);
+  a->set_limit(limit);
+  std::lock_guard<std::mutex> lock(mu);
+  made->push_back(std::move(a));
+  return made->back().get();
 }
 
 }  // namespace actorflow

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <condition_variable>
@@ -133,9 +134,14 @@ ComputePool::ComputePool(ComputePool* base, int max_concurrency)
       num_threads_(base_->num_threads_),
       max_parallelism_(std::min(base_->max_parallelism_, std::max(1, max_concurrency))) {}
 
+caf::execution_unit* ComputePool::delivery_unit() const {
+  if (base_) return base_->delivery_unit();
+  return t_current_worker ? t_current_worker : activation_.get();
+}
+
 void ComputePool::Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg) {
   if (base_) return base_->Deliver(dest, sender, std::move(msg));
-  caf::execution_unit* eu = t_current_worker ? t_current_worker : activation_.get();
+  caf::execution_unit* eu = delivery_unit();
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(
       caf::make_mailbox_element(caf::actor_cast<caf::strong_actor_ptr>(sender), caf::make_message_id(), {},
                                 std::move(msg)),
@@ -162,6 +168,19 @@ ComputePool::JobScope::~JobScope() {
 // for work, it starts at once, no futex), else a sleeping one (woken), else
 // round-robin. CAF's own choice from outside the scheduler is round-robin, so
 // every other step went to a sleeping worker and paid its wake-up.
+void ComputePool::RescheduleAfterFailure(caf::resumable* job) noexcept {
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    try {
+      ScheduleActivation(job);
+      return;
+    } catch (...) {  // still no memory: wait for some to be given back
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
+}
+
 void ComputePool::ScheduleActivation(caf::resumable* job) {
   if (base_) return base_->ScheduleActivation(job);
   auto* c = static_cast<Coordinator*>(coordinator_);
@@ -228,7 +247,13 @@ void ComputePool::Schedule(std::function<void()> fn) {
     }
     ++view_running_;
   }
-  base_->ScheduleOnBase([this, fn = std::move(fn)] { RunViewJob(fn); });
+  try {
+    base_->ScheduleOnBase([this, fn = std::move(fn)] { RunViewJob(fn); });
+  } catch (...) {  // not queued: give the slot back, the caller fails the job
+    std::lock_guard<std::mutex> l(view_mu_);
+    --view_running_;
+    throw;
+  }
 }
 
 void ComputePool::RunViewJob(const std::function<void()>& fn) {
@@ -251,8 +276,15 @@ void ComputePool::RunViewJob(const std::function<void()>& fn) {
       --view_running_;
     }
   }
-  // The slot passes to the next job held back.
-  if (next) base_->ScheduleOnBase([this, next = std::move(next)] { RunViewJob(next); });
+  // The slot passes to the next job held back; with no memory to queue it,
+  // it runs here and now (dropped, its kernel would never finish).
+  if (next) {
+    try {
+      base_->ScheduleOnBase([this, next] { RunViewJob(next); });
+    } catch (...) {
+      RunViewJob(next);
+    }
+  }
   if (error) std::rethrow_exception(error);
 }
 

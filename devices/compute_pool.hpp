@@ -77,6 +77,16 @@ class ComputePool {
   /// the actor runs next on the same worker (no wake-up, the job's outputs
   /// still in its cache); from elsewhere as ScheduleActivation picks.
   void Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg);
+  /// For a `job` that CAF made runnable (and took a reference for) but whose
+  /// scheduling threw for memory (CAF allocates a queue node per job): tries
+  /// again, sleeping between tries, until a worker takes it. Without this an
+  /// actor whose message sits in its mailbox would never run again. Holds the
+  /// calling thread meanwhile: only for that rare case.
+  void RescheduleAfterFailure(caf::resumable* job) noexcept;
+  /// The execution unit Deliver enqueues with from this thread: pass it to
+  /// abstract_actor::enqueue with a mailbox element made in advance (a
+  /// completion that must not allocate when it is sent).
+  caf::execution_unit* delivery_unit() const;
 
   /// Marks the worker `eu` as running one of this pool's jobs while alive.
   class JobScope {

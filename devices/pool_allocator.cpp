@@ -30,19 +30,21 @@ void* PoolAllocator::TakeCached(size_t block) {
 }
 
 void* PoolAllocator::AllocateRaw(size_t alignment, size_t bytes) {
-  if (alignment > kMaxAlignment || bytes > SIZE_MAX / 2) return nullptr;
+  if (alignment > kMaxAlignment || bytes > SIZE_MAX / 2 || !Reserve(bytes)) return nullptr;
   const size_t block = SizeClass(bytes);
   void* p = TakeCached(block);
   if (!p) {
     p = sub_->Alloc(block);
     if (!p && ReleaseCache() > 0) p = sub_->Alloc(block);
-    if (!p) return nullptr;
+    if (!p) {
+      RecordFree(bytes);
+      return nullptr;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.num_allocs;
     ++stats_.num_system_allocs;
     stats_.bytes_reserved += static_cast<int64_t>(block);
   }
-  RecordAlloc(bytes);
   return p;
 }
 

@@ -1,0 +1,229 @@
+// Allocation failures the memory budget cannot produce: std::bad_alloc from
+// operator new itself (a kernel's vector, the executor's bookkeeping, the
+// message a completion sends). This test program replaces operator new with
+// one that fails on demand:
+//  - every allocation of at least `g_fail_from_bytes` bytes, on any thread,
+//    while that is non-zero;
+//  - the next `t_fail_next` allocations on a thread (memory exhausted for a
+//    moment, as when other steps are still giving theirs back).
+// Whatever fails, the step ends with a Status (ResourceExhausted naming the
+// node), never a hang, a dead device actor or an abort, and the session's
+// later steps succeed.
+//
+// ASan and its runtime bring their own operator new: the replacement (and so
+// this program's cases) exist only in builds without a sanitizer.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "core/proto/attr_value.pb.h"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "test_util.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define AF_NO_NEW_REPLACEMENT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
+#define AF_NO_NEW_REPLACEMENT 1
+#endif
+#endif
+
+namespace {
+std::atomic<size_t> g_fail_from_bytes{0};  // 0: off
+thread_local int t_fail_next = 0;
+std::atomic<int64_t> g_refused{0};  // allocations refused so far
+
+void* Allocate(size_t n) {
+  const size_t from = g_fail_from_bytes.load(std::memory_order_relaxed);
+  if (t_fail_next > 0 || (from != 0 && n >= from)) {
+    if (t_fail_next > 0) --t_fail_next;
+    g_refused.fetch_add(1, std::memory_order_relaxed);
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+#ifndef AF_NO_NEW_REPLACEMENT
+void* operator new(size_t n) { return Allocate(n); }
+void* operator new[](size_t n) { return Allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+#endif
+
+using namespace actorflow;
+using test::ToDef;
+
+namespace {
+
+// Refuses big operator-new allocations while alive.
+class FailBigAllocations {
+ public:
+  explicit FailBigAllocations(size_t from) { g_fail_from_bytes = from; }
+  ~FailBigAllocations() { g_fail_from_bytes = 0; }
+};
+
+// A kernel that builds a temporary vector of `bytes` (a sort buffer, say).
+AF_REGISTER_OP("TestBigTemp").Input("x: float").Output("y: float").Attr("bytes: int").Attr("offload: bool = false");
+class TestBigTempOp : public OpKernel {
+ public:
+  explicit TestBigTempOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->SetStatus(c->GetAttr("bytes", &bytes_));
+    c->SetStatus(c->GetAttr("offload", &offload_));
+  }
+  bool ShouldOffload(const Tensor*, int) const override { return offload_; }
+  void Compute(OpKernelContext* ctx) override {
+    std::vector<char> temp(static_cast<size_t>(bytes_), 1);
+    ctx->set_output(0, ctx->input(0));
+  }
+
+ private:
+  int64_t bytes_ = 0;
+  bool offload_ = false;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("TestBigTemp").Device(DEVICE_CPU), TestBigTempOp);
+
+// An asynchronous kernel finishing on a thread of its own while memory is
+// exhausted: its completion must still reach the device actor (sending it
+// allocates nothing; scheduling the actor, inside CAF, is retried).
+AF_REGISTER_OP("TestDoneWithoutMemory").Input("x: float").Output("y: float").Attr("fail: bool = false");
+class TestDoneWithoutMemoryOp : public AsyncOpKernel {
+ public:
+  explicit TestDoneWithoutMemoryOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    c->SetStatus(c->GetAttr("fail", &fail_));
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    if (fail_) ctx->SetStatus(errors::ResourceExhausted("no memory for the result"));
+    else ctx->set_output(0, ctx->input(0));
+    std::thread([done = std::move(done)] {
+      t_fail_next = 40;  // the next 40 allocations on this thread fail
+      done();
+      t_fail_next = 0;
+    }).detach();
+  }
+
+ private:
+  bool fail_ = false;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("TestDoneWithoutMemory").Device(DEVICE_CPU), TestDoneWithoutMemoryOp);
+
+AttrMap Attrs(const std::vector<std::pair<std::string, int64_t>>& ints,
+             const std::vector<std::pair<std::string, bool>>& bools = {}) {
+  AttrMap m;
+  for (const auto& [k, v] : ints) m[k].set_i(v);
+  for (const auto& [k, v] : bools) m[k].set_b(v);
+  return m;
+}
+
+RunOptions Bounded() {
+  RunOptions o;
+  o.timeout_in_ms = 60000;  // a lost completion fails the test instead of hanging it
+  return o;
+}
+
+}  // namespace
+
+#ifndef AF_NO_NEW_REPLACEMENT
+
+TEST_CASE("a kernel's own allocation failing fails its step; the device goes on") {
+  for (bool offload : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    root.WithOpName("temp").AddOp("TestBigTemp", {{x}}, Attrs({{"bytes", int64_t{8} << 20}}, {{"offload", offload}}));
+    Runtime rt(RuntimeOptions{});
+    Session session(SessionOptions{&rt});
+    REQUIRE(session.Create(ToDef(root)).ok());
+    std::vector<Tensor> out;
+    REQUIRE(session.Run(Bounded(), {{"x", Tensor::Scalar<float>(2)}}, {"temp"}, {}, &out).ok());
+    Status s;
+    {
+      FailBigAllocations fail(1 << 20);
+      s = session.Run(Bounded(), {{"x", Tensor::Scalar<float>(2)}}, {"temp"}, {}, &out);
+    }
+    INFO(s.ToString());
+    REQUIRE(s.code() == Code::kResourceExhausted);
+    REQUIRE_THAT(s.message(), Catch::Contains("'temp'"));
+    REQUIRE(session.Run(Bounded(), {{"x", Tensor::Scalar<float>(3)}}, {"temp"}, {}, &out).ok());
+    REQUIRE(out[0].scalar<float>() == 3.f);
+  }
+}
+
+TEST_CASE("a completion sent where no memory is left still ends its step") {
+  for (bool fail : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    root.WithOpName("late").AddOp("TestDoneWithoutMemory", {{x}}, Attrs({}, {{"fail", fail}}));
+    Runtime rt(RuntimeOptions{});
+    Session session(SessionOptions{&rt});
+    REQUIRE(session.Create(ToDef(root)).ok());
+    for (int i = 0; i < 20; ++i) {
+      std::vector<Tensor> out;
+      Status s = session.Run(Bounded(), {{"x", Tensor::Scalar<float>(static_cast<float>(i))}}, {"late"}, {}, &out);
+      INFO(s.ToString());
+      if (fail) {
+        REQUIRE(s.code() == Code::kResourceExhausted);
+        REQUIRE_THAT(s.message(), Catch::Contains("'late'") && Catch::Contains("no memory for the result"));
+      } else {
+        REQUIRE(s.ok());
+        REQUIRE(out[0].scalar<float>() == static_cast<float>(i));
+      }
+    }
+  }
+}
+
+TEST_CASE("a graph whose executor bookkeeping does not fit fails to run; the session goes on") {
+  // 65536 outputs: the plan's and the device actor's per-output arrays are
+  // megabytes, refused below; the step is answered with ResourceExhausted.
+  constexpr int64_t kParts = 65536;
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto parts = ops::Split(root.WithOpName("split"), 0, x, kParts);
+  ops::Identity(root.WithOpName("first"), parts[0]);
+  Runtime rt(RuntimeOptions{});
+  Session session(SessionOptions{&rt});
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor value(DT_FLOAT, TensorShape{kParts});
+  for (int64_t i = 0; i < kParts; ++i) value.data<float>()[i] = static_cast<float>(i);
+  std::vector<Tensor> out;
+  const int64_t refused_before = g_refused.load();
+  Status s;
+  {
+    FailBigAllocations fail(1 << 20);
+    s = session.Run(Bounded(), {{"x", value}}, {"first"}, {}, &out);
+  }
+  INFO(s.ToString());
+  REQUIRE(g_refused.load() > refused_before);
+  REQUIRE(s.code() == Code::kResourceExhausted);
+  // The failed preparation is not cached: the same Run now succeeds.
+  s = session.Run(Bounded(), {{"x", value}}, {"first"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].NumElements() == 1);
+  // And a step of the registered graph whose own bookkeeping is refused.
+  {
+    FailBigAllocations fail(1 << 20);
+    s = session.Run(Bounded(), {{"x", value}}, {"first"}, {}, &out);
+  }
+  INFO(s.ToString());
+  REQUIRE((s.ok() || s.code() == Code::kResourceExhausted));
+  REQUIRE(session.Run(Bounded(), {{"x", value}}, {"first"}, {}, &out).ok());
+  REQUIRE(out[0].data<float>()[0] == 0.f);
+}
+
+#else
+
+TEST_CASE("allocation failure injection needs a build without a sanitizer", "[!mayfail]") {
+  WARN("operator new is the sanitizer's here: the allocation failure cases run in the plain build");
+}
+
+#endif
