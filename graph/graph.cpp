@@ -21,12 +21,13 @@ const Edge* Node::input_edge(int i) const {
 Graph::Graph() = default;
 Graph::~Graph() = default;
 
-Status Graph::AddNode(proto::NodeDef def, Node** out) {
+Status Graph::AddNode(proto::NodeDef def, Node** out, int num_data_inputs) {
   if (def.name().empty()) return errors::InvalidArgument("a node of op '", def.op(), "' has an empty name");
   if (by_name_.count(def.name())) return errors::InvalidArgument("duplicate node name '", def.name(), "'");
   const OpRegistration* reg = OpRegistry::Global()->Find(def.op());
   if (!reg) return errors::NotFound("node '", def.name(), "': op type not registered '", def.op(), "'");
   AddDefaultsToNodeDef(reg->op_def, &def);
+  if (num_data_inputs >= 0) AF_RETURN_IF_ERROR(CheckDataInputCounts(def, reg->op_def, num_data_inputs));
   AF_RETURN_IF_ERROR(ValidateNodeAttrs(def, reg->op_def));
   auto node = std::make_unique<Node>();
   AF_RETURN_IF_ERROR(InOutTypesForNode(def, reg->op_def, &node->input_types_, &node->output_types_)

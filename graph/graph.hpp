@@ -78,8 +78,12 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   /// Adds a node from `def` (its inputs are ignored: connect them with AddEdge).
-  /// Fills attr defaults and validates attrs; errors name the node.
-  Status AddNode(proto::NodeDef def, Node** out);
+  /// Fills attr defaults and validates attrs; errors name the node. With
+  /// `num_data_inputs` >= 0 (what an imported NodeDef lists), the count and
+  /// type-list attrs sizing the inputs must agree with it, checked before
+  /// anything is sized by them (CheckDataInputCounts); every count is bounded
+  /// by kMaxArgCount either way.
+  Status AddNode(proto::NodeDef def, Node** out, int num_data_inputs = -1);
   const Edge* AddEdge(Node* src, int src_output, Node* dst, int dst_input);
   const Edge* AddControlEdge(Node* src, Node* dst);
   void RemoveEdge(const Edge* e);

@@ -4,19 +4,32 @@
 #include <google/protobuf/text_format.h>
 
 #include <fstream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 namespace actorflow {
 
-Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
+namespace {
+
+// ImportGraphDef proper; `*current` is the node being worked on, for the
+// message when an exception ends the import.
+Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** current) {
   std::vector<std::pair<Node*, const proto::NodeDef*>> added;
   added.reserve(def.node_size());
+  int64_t outputs = 0;
   for (const auto& nd : def.node()) {
+    *current = &nd;
     Node* n;
-    AF_RETURN_IF_ERROR(g->AddNode(nd, &n));
+    AF_RETURN_IF_ERROR(g->AddNode(nd, &n, NumDataInputs(nd)));
     added.emplace_back(n, &nd);
+    outputs += n->num_outputs();  // each at most kMaxArgCount: no overflow before the check
+    if (outputs > kMaxImportedOutputs)
+      return errors::InvalidArgument("node '", nd.name(), "' (op '", nd.op(), "') brings the graph's outputs to ",
+                                     outputs, ", more than the ", kMaxImportedOutputs, " a GraphDef may have");
   }
   for (auto& [n, nd] : added) {
+    *current = nd;
     int data_index = 0;
     bool seen_control = false;
     for (int i = 0; i < nd->input_size(); ++i) {
@@ -48,9 +61,33 @@ Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
       return errors::InvalidArgument("node '", n->name(), "' (op '", n->type_string(), "') has ", data_index,
                                      " data inputs, expects ", n->num_inputs());
   }
+  *current = nullptr;
   g->set_versions(def.versions());
   g->set_library(def.library());
   return ValidateGraph(*g);
+}
+
+std::string AtNode(const proto::NodeDef* nd) {
+  return nd == nullptr ? std::string() : " at node '" + nd->name() + "' (op '" + nd->op() + "')";
+}
+
+}  // namespace
+
+Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
+  // Counts and shapes are checked before they size anything; this is the last
+  // line of defence, so that loading a graph never throws.
+  const proto::NodeDef* current = nullptr;
+  try {
+    return ImportNodes(def, g, &current);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory importing the GraphDef", AtNode(current));
+  } catch (const std::length_error& e) {
+    return errors::InvalidArgument("GraphDef asks for a size too large", AtNode(current), ": ", e.what());
+  } catch (const std::exception& e) {
+    return errors::Internal("importing the GraphDef failed", AtNode(current), ": ", e.what());
+  } catch (...) {
+    return errors::Internal("importing the GraphDef failed", AtNode(current), ": unknown exception");
+  }
 }
 
 namespace {
@@ -66,9 +103,24 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-}  // namespace
 
-Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const std::string& origin) {
+// Runs `fn`, turning an exception into a Status naming `what`.
+template <class Fn>
+Status NoThrow(const std::string& what, Fn fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("out of memory ", what);
+  } catch (const std::length_error& e) {
+    return errors::InvalidArgument(what, ": a size is too large: ", e.what());
+  } catch (const std::exception& e) {
+    return errors::Internal(what, ": ", e.what());
+  } catch (...) {
+    return errors::Internal(what, ": unknown exception");
+  }
+}
+
+Status ParseText(const std::string& text, proto::GraphDef* def, const std::string& origin) {
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errs;
   parser.RecordErrorsTo(&errs);
@@ -79,15 +131,31 @@ Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const st
   return Status::OK();
 }
 
-Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def) {
+Status ReadFile(const std::string& path, proto::GraphDef* def) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return errors::NotFound("cannot open graph file '", path, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > kMaxGraphDefBytes)
+    return errors::InvalidArgument("graph file '", path, "' has ", static_cast<int64_t>(size),
+                                   " bytes, more than the ", kMaxGraphDefBytes, " a GraphDef may have");
+  std::string bytes;
+  if (size > 0) {
+    bytes.resize(static_cast<size_t>(size));
+    in.read(&bytes[0], size);
+    bytes.resize(static_cast<size_t>(in.gcount()));
+  } else {  // not seekable (a pipe): read what comes, then check
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+    if (static_cast<int64_t>(bytes.size()) > kMaxGraphDefBytes)
+      return errors::InvalidArgument("graph file '", path, "' has more than the ", kMaxGraphDefBytes,
+                                     " bytes a GraphDef may have");
+  }
   const bool text_ext = EndsWith(path, ".pbtxt") || EndsWith(path, ".txt") || EndsWith(path, ".prototxt");
   const bool binary_ext = EndsWith(path, ".pb");
-  if (text_ext) return ParseGraphDefText(bytes, def, "'" + path + "'");
+  if (text_ext) return ParseText(bytes, def, "'" + path + "'");
   if (binary_ext) {
     if (!def->ParseFromString(bytes)) return errors::InvalidArgument("cannot parse binary GraphDef '", path, "'");
     return Status::OK();
@@ -96,9 +164,19 @@ Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def) {
   bool printable = !bytes.empty();
   for (unsigned char c : bytes)
     if (c < 0x09 || (c > 0x0d && c < 0x20)) { printable = false; break; }
-  if (printable) return ParseGraphDefText(bytes, def, "'" + path + "'");
+  if (printable) return ParseText(bytes, def, "'" + path + "'");
   if (!def->ParseFromString(bytes)) return errors::InvalidArgument("cannot parse GraphDef '", path, "' as binary or text");
   return Status::OK();
+}
+
+}  // namespace
+
+Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const std::string& origin) {
+  return NoThrow("parsing text GraphDef " + origin, [&] { return ParseText(text, def, origin); });
+}
+
+Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def) {
+  return NoThrow("reading graph file '" + path + "'", [&] { return ReadFile(path, def); });
 }
 
 Status WriteGraphDefFile(const std::string& path, const proto::GraphDef& def) {

@@ -4,8 +4,17 @@
 // attrs get their defaults, inputs are resolved by name, and every problem is
 // an error naming the node: unknown op, missing input node or port, dtype
 // mismatch, wrong number of inputs, duplicate name, cycle.
+//
+// GraphDefs may be hostile: count attrs are checked against the inputs a node
+// lists and bounded (ops/attrs.hpp) before they size anything, the graph's
+// outputs are bounded by kMaxImportedOutputs and files by kMaxGraphDefBytes.
+// None of these functions throws: as a last line of defence an exception
+// becomes a Status (std::bad_alloc ResourceExhausted, std::length_error
+// InvalidArgument, anything else Internal), naming the node when known. After
+// a failed ImportGraphDef the graph holds whatever was added before the error.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/proto/graph.pb.h"
@@ -13,6 +22,13 @@
 #include "graph/graph.hpp"
 
 namespace actorflow {
+
+/// The most outputs (of all nodes together) an imported GraphDef may have:
+/// each costs a dtype here and a shape in static shape inference, so a small
+/// GraphDef of many nodes with huge output counts cannot take gigabytes.
+constexpr int64_t kMaxImportedOutputs = int64_t{1} << 24;
+/// The largest GraphDef file read: protobuf parses at most 2 GiB.
+constexpr int64_t kMaxGraphDefBytes = (int64_t{1} << 31) - 1;
 
 Status ImportGraphDef(const proto::GraphDef& def, Graph* g);
 

@@ -20,14 +20,14 @@ StaticShapes InferStaticShapes(const Graph& g) {
       if (e->IsControlEdge()) continue;
       const auto& src = shapes[e->src->id()];
       if (e->src_output < static_cast<int>(src.size())) in[e->dst_input] = src[e->src_output];
-      if (e->src->type_string() == "Const") {
+      if (e->src->type_string() == "Const") {  // only small ones: a Const may declare any shape
         consts.emplace_back();
-        if (GetNodeAttr(e->src->def(), "value", &consts.back()).ok()) values[e->dst_input] = &consts.back();
+        if (ConstValueForShapeFn(e->src->def(), &consts.back())) values[e->dst_input] = &consts.back();
       }
     }
     InferenceContext ctx(&n->def(), std::move(in), std::move(values), n->num_outputs());
     const OpRegistration* reg = OpRegistry::Global()->Find(n->type_string());
-    if (reg && reg->shape_fn && reg->shape_fn(&ctx).ok()) shapes[n->id()] = ctx.outputs();
+    if (reg && reg->shape_fn && RunShapeFn(reg->shape_fn, &ctx).ok()) shapes[n->id()] = ctx.outputs();
     else shapes[n->id()].assign(n->num_outputs(), PartialTensorShape());
   }
   return shapes;

@@ -2,6 +2,10 @@
 // topological order, with constant inputs' values (for Reshape, Fill, ...).
 // Used where sizes help but are not required (the placer's cost estimates,
 // `actorflow graph --dot` labels).
+//
+// Safe on hostile graphs: only small constants (ConstValueForShapeFn) are
+// read, shape functions bound ranks and check dims for overflow, and one that
+// fails or throws leaves its node's outputs unknown (see shape_inference.hpp).
 #pragma once
 
 #include <vector>

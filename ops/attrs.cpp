@@ -1,5 +1,8 @@
 #include "ops/attrs.hpp"
 
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "core/tensor.hpp"
@@ -145,37 +148,101 @@ proto::AttrValue AttrStringList(const std::vector<std::string>& v) {
   return a;
 }
 
-Status ArgCount(const proto::NodeDef& node, const proto::OpDef::ArgDef& arg, int* n) {
+namespace {
+Status CountError(const proto::NodeDef& node, const std::string& attr, int64_t count) {
+  if (count < 0)
+    return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr '", attr, "' is ", count,
+                                   ", a count must be >= 0");
+  return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr '", attr, "' is ", count,
+                                 ", more than the ", kMaxArgCount, " tensors an arg may stand for");
+}
+
+// The raw count an arg stands for (no bound applied), and the attr giving it
+// ("" for a single tensor).
+Status RawArgCount(const proto::NodeDef& node, const proto::OpDef::ArgDef& arg, int64_t* n, std::string* attr) {
   *n = 1;
+  attr->clear();
   if (!arg.number_attr().empty()) {
-    int64_t count;
-    AF_RETURN_IF_ERROR(GetNodeAttr(node, arg.number_attr(), &count));
-    if (count < 0) return errors::InvalidArgument("node '", node.name(), "': attr ", arg.number_attr(), " < 0");
-    *n = static_cast<int>(count);
+    *attr = arg.number_attr();
+    AF_RETURN_IF_ERROR(GetNodeAttr(node, arg.number_attr(), n));
   } else if (!arg.type_list_attr().empty()) {
-    std::vector<DataType> types;
-    AF_RETURN_IF_ERROR(GetNodeAttr(node, arg.type_list_attr(), &types));
-    *n = static_cast<int>(types.size());
+    *attr = arg.type_list_attr();
+    const proto::AttrValue::ListValue* l;
+    AF_RETURN_IF_ERROR(GetList(node, arg.type_list_attr(), &l));
+    *n = l->type_size();
   }
   return Status::OK();
+}
+}  // namespace
+
+Status ArgCount(const proto::NodeDef& node, const proto::OpDef::ArgDef& arg, int* n) {
+  int64_t count;
+  std::string attr;
+  AF_RETURN_IF_ERROR(RawArgCount(node, arg, &count, &attr));
+  if (count < 0 || count > kMaxArgCount) return CountError(node, attr, count);
+  *n = static_cast<int>(count);
+  return Status::OK();
+}
+
+int NumDataInputs(const proto::NodeDef& node) {
+  int n = 0;
+  for (const auto& in : node.input())
+    if (in.empty() || in[0] != '^') ++n;
+  return n;
+}
+
+Status CheckDataInputCounts(const proto::NodeDef& node, const proto::OpDef& op, int64_t num_data_inputs) {
+  // Saturating sums: each count may be anything up to INT64_MAX here.
+  constexpr int64_t kCap = std::numeric_limits<int64_t>::max() / 4;
+  int64_t expected = 0;
+  std::string attrs;  // "'N' is 3, 'M' is 2" for the message
+  std::set<std::string> named;
+  for (const auto& arg : op.input_arg()) {
+    int64_t count;
+    std::string attr;
+    // A missing or ill-kinded attr is ValidateNodeAttrs' to report.
+    if (!RawArgCount(node, arg, &count, &attr).ok()) return Status::OK();
+    if (count < 0) return CountError(node, attr, count);
+    expected = std::min(kCap, expected + std::min(count, kCap));
+    if (!attr.empty() && named.insert(attr).second)
+      attrs += (attrs.empty() ? "'" : ", '") + attr + "' is " + std::to_string(count);
+  }
+  if (attrs.empty() || expected == num_data_inputs) return Status::OK();
+  return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr ", attrs,
+                                 expected >= kCap ? ", so it takes more than " : ", so it takes ",
+                                 expected >= kCap ? kCap : expected, " data inputs, but it lists ", num_data_inputs);
 }
 
 namespace {
 Status AddArgTypes(const proto::NodeDef& node, const google::protobuf::RepeatedPtrField<proto::OpDef::ArgDef>& args,
-                   DataTypeVector* out) {
+                   const char* what, DataTypeVector* out) {
   out->clear();
+  // Count first, so nothing is sized by a count before all are checked.
+  int64_t total = 0;
+  std::string counts;  // "'N' is 3, 'M' is 2" for the message
   for (const auto& arg : args) {
-    std::vector<DataType> types;
+    int n;
+    AF_RETURN_IF_ERROR(ArgCount(node, arg, &n));
+    total += n;  // at most args * kMaxArgCount: no overflow
+    const std::string& attr = !arg.number_attr().empty() ? arg.number_attr() : arg.type_list_attr();
+    if (!attr.empty()) counts += (counts.empty() ? "'" : ", '") + attr + "' is " + std::to_string(n);
+  }
+  if (total > kMaxArgCount)
+    return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr ", counts, ", so it has ",
+                                   total, " ", what, ", more than the ", kMaxArgCount, " a node may have");
+  out->reserve(static_cast<size_t>(total));
+  for (const auto& arg : args) {
     if (!arg.type_list_attr().empty()) {
+      std::vector<DataType> types;
       AF_RETURN_IF_ERROR(GetNodeAttr(node, arg.type_list_attr(), &types));
+      for (auto t : types) out->push_back(arg.is_ref() ? MakeRefType(t) : t);
     } else {
       DataType t = static_cast<DataType>(arg.type());
       if (!arg.type_attr().empty()) AF_RETURN_IF_ERROR(GetNodeAttr(node, arg.type_attr(), &t));
       int n;
       AF_RETURN_IF_ERROR(ArgCount(node, arg, &n));
-      types.assign(n, t);
+      out->insert(out->end(), static_cast<size_t>(n), arg.is_ref() ? MakeRefType(t) : t);
     }
-    for (auto t : types) out->push_back(arg.is_ref() ? MakeRefType(t) : t);
   }
   return Status::OK();
 }
@@ -183,8 +250,8 @@ Status AddArgTypes(const proto::NodeDef& node, const google::protobuf::RepeatedP
 
 Status InOutTypesForNode(const proto::NodeDef& node, const proto::OpDef& op, DataTypeVector* inputs,
                          DataTypeVector* outputs) {
-  AF_RETURN_IF_ERROR(AddArgTypes(node, op.input_arg(), inputs));
-  return AddArgTypes(node, op.output_arg(), outputs);
+  AF_RETURN_IF_ERROR(AddArgTypes(node, op.input_arg(), "inputs", inputs));
+  return AddArgTypes(node, op.output_arg(), "outputs", outputs);
 }
 
 void AddDefaultsToNodeDef(const proto::OpDef& op, proto::NodeDef* node) {
@@ -220,8 +287,30 @@ bool KindMatches(const std::string& kind, const proto::AttrValue& v) {
 }
 }  // namespace
 
+namespace {
+// The attrs of `op` that count an arg's tensors ("N" of "N * T", type lists).
+std::set<std::string> CountAttrs(const proto::OpDef& op) {
+  std::set<std::string> out;
+  for (const auto* args : {&op.input_arg(), &op.output_arg()}) {
+    for (const auto& arg : *args) {
+      if (!arg.number_attr().empty()) out.insert(arg.number_attr());
+      if (!arg.type_list_attr().empty()) out.insert(arg.type_list_attr());
+    }
+  }
+  return out;
+}
+
+Status CheckShapeRank(const proto::NodeDef& node, const std::string& attr, const proto::TensorShapeProto& s) {
+  if (s.dim_size() <= kMaxShapeRank) return Status::OK();
+  return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr '", attr,
+                                 "' is a shape of rank ", s.dim_size(), ", more than the maximum rank ",
+                                 kMaxShapeRank);
+}
+}  // namespace
+
 Status ValidateNodeAttrs(const proto::NodeDef& node, const proto::OpDef& op) {
   std::set<std::string> known;
+  const std::set<std::string> counts = CountAttrs(op);
   for (const auto& a : op.attr()) {
     known.insert(a.name());
     auto it = node.attr().find(a.name());
@@ -238,6 +327,13 @@ Status ValidateNodeAttrs(const proto::NodeDef& node, const proto::OpDef& op) {
         return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(), "'): attr '", a.name(), "' is ",
                                        val, ", must be at least ", a.minimum());
     }
+    if (counts.count(a.name())) {
+      const int64_t n = a.type() == "int" ? v.i() : v.list().type_size();
+      if (n < 0 || n > kMaxArgCount) return CountError(node, a.name(), n);
+    }
+    if (a.type() == "shape") AF_RETURN_IF_ERROR(CheckShapeRank(node, a.name(), v.shape()));
+    if (a.type() == "list(shape)")
+      for (const auto& sh : v.list().shape()) AF_RETURN_IF_ERROR(CheckShapeRank(node, a.name(), sh));
     if (a.has_allowed_values() && a.allowed_values().list().type_size() > 0) {
       std::vector<DataType> to_check;
       if (a.type() == "type") to_check.push_back(static_cast<DataType>(v.type()));

@@ -1,6 +1,9 @@
 #include "ops/shape_inference.hpp"
 
+#include <limits>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 namespace actorflow {
 
@@ -51,6 +54,58 @@ std::vector<int64_t> TensorToInt64s(const Tensor& t) {
   for (int64_t i = 0; i < t.NumElements(); ++i)
     v[i] = t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
   return v;
+}
+
+Status RankFromDim(const InferenceContext* c, int64_t dim, const char* what, int* rank) {
+  if (dim < 0) {
+    *rank = -1;
+    return Status::OK();
+  }
+  if (dim > kMaxShapeRank)
+    return c->Error(what, " of ", dim, " entries describes a shape of rank ", dim, ", more than the maximum rank ",
+                    kMaxShapeRank);
+  *rank = static_cast<int>(dim);
+  return Status::OK();
+}
+
+PartialTensorShape UnknownShapeOfRank(int rank) {
+  return rank < 0 ? PartialTensorShape() : PartialTensorShape(std::vector<int64_t>(rank, -1));
+}
+
+bool AddDims(int64_t a, int64_t b, int64_t* out) {
+  if (a < 0 || b < 0 || a > std::numeric_limits<int64_t>::max() - b) return false;
+  *out = a + b;
+  return true;
+}
+
+bool MulDims(int64_t a, int64_t b, int64_t* out) {
+  if (a < 0 || b < 0 || (b != 0 && a > std::numeric_limits<int64_t>::max() / b)) return false;
+  *out = a * b;
+  return true;
+}
+
+bool ConstValueForShapeFn(const proto::NodeDef& const_node, Tensor* out) {
+  auto it = const_node.attr().find("value");
+  if (it == const_node.attr().end() || it->second.value_case() != proto::AttrValue::kTensor) return false;
+  const auto& shape = it->second.tensor().tensor_shape();
+  if (shape.unknown_rank() || shape.dim_size() > kMaxShapeRank) return false;
+  int64_t n = 1;
+  for (const auto& d : shape.dim())
+    if (!MulDims(n, d.size(), &n) || n > kMaxShapeFnConstElements) return false;
+  return GetNodeAttr(const_node, "value", out).ok();
+}
+
+Status RunShapeFn(const std::function<Status(InferenceContext*)>& fn, InferenceContext* c) {
+  try {
+    return fn(c);
+  } catch (const std::bad_alloc&) {
+    return errors::ResourceExhausted("node '", c->node().name(), "' (op '", c->node().op(),
+                                     "'): out of memory in its shape function");
+  } catch (const std::exception& e) {
+    return c->Error("its shape function failed: ", e.what());
+  } catch (...) {
+    return c->Error("its shape function failed with an unknown exception");
+  }
 }
 
 namespace shape_fns {

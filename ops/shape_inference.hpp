@@ -2,8 +2,18 @@
 // of a node's outputs from those of its inputs, and the values of inputs that
 // are constants. The graph builder runs it on every node it adds, so a
 // MatMul of [2,3] by [4,5] fails when the graph is built, naming the node.
+//
+// Shapes and constant values come from GraphDefs that may be hostile, so a
+// shape function never sizes anything by an unchecked number: a rank taken
+// from a dimension ("paddings of shape [n, 2]" means rank n) goes through
+// RankFromDim (at most kMaxShapeRank), dims are combined with overflow checks
+// (AddDims, MulDims), and an overflowing or impossible result is an
+// InvalidArgument naming the node, never a wrapped number. Only small
+// constants are handed to shape functions (ConstValueForShapeFn), and
+// RunShapeFn turns an exception escaping a shape function into a Status.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/proto/node_def.pb.h"
@@ -45,6 +55,29 @@ class InferenceContext {
   std::vector<const Tensor*> input_tensors_;
   std::vector<PartialTensorShape> outputs_;
 };
+
+/// The most elements a constant may have for shape functions to see its value
+/// (index tensors: shapes, axes, paddings, multiples, perms have <= 2 * rank).
+constexpr int64_t kMaxShapeFnConstElements = int64_t{1} << 16;
+
+/// The rank that a vector of `dim` entries (or a [dim, k] matrix) describes:
+/// -1 for an unknown dim, else `dim`; InvalidArgument from `c` naming `what`
+/// when it exceeds kMaxShapeRank.
+Status RankFromDim(const InferenceContext* c, int64_t dim, const char* what, int* rank);
+/// A shape of `rank` unknown dims; unknown rank for rank < 0. Expects rank <=
+/// kMaxShapeRank (from a known shape or RankFromDim).
+PartialTensorShape UnknownShapeOfRank(int rank);
+/// a + b and a * b of dims >= 0; false when the result overflows int64.
+bool AddDims(int64_t a, int64_t b, int64_t* out);
+bool MulDims(int64_t a, int64_t b, int64_t* out);
+/// The value of a Const node for shape functions: false (no value) unless its
+/// "value" attr is a tensor of a known shape with at most
+/// kMaxShapeFnConstElements elements that parses, so a Const declaring a huge
+/// shape is never materialised just to infer shapes.
+bool ConstValueForShapeFn(const proto::NodeDef& const_node, Tensor* out);
+/// Runs `fn` on `c`; an exception it throws becomes a Status naming the node
+/// (std::bad_alloc ResourceExhausted, anything else InvalidArgument).
+Status RunShapeFn(const std::function<Status(InferenceContext*)>& fn, InferenceContext* c);
 
 /// numpy broadcasting of two partial shapes; false when known dims conflict.
 bool BroadcastShapes(const PartialTensorShape& a, const PartialTensorShape& b, PartialTensorShape* out);

@@ -413,7 +413,7 @@ Status SliceShape(InferenceContext* c) {
     if (rank >= 0 && s->dim_size(0) != rank)
       return c->Error("Expected begin and size arguments to be 1-D tensors of size ", rank, ", but got shapes ",
                       begin_shape.DebugString(), " and ", size_shape.DebugString(), " instead.");
-    rank = static_cast<int>(s->dim_size(0));
+    AF_RETURN_IF_ERROR(RankFromDim(c, s->dim_size(0), "begin or size", &rank));
   }
   const Tensor* size_t_ = c->input_tensor(2);
   if (rank < 0 || size_t_ == nullptr || !IsIndexDtype(size_t_->dtype()) || size_t_->NumElements() != rank) {

@@ -61,7 +61,11 @@ Status ConstShape(InferenceContext* c) {
   auto it = c->node().attr().find("value");
   if (it == c->node().attr().end() || it->second.value_case() != proto::AttrValue::kTensor)
     return c->Error("Const has no tensor attr 'value'");
-  c->set_output(0, PartialShapeFromProto(it->second.tensor().tensor_shape()));
+  const auto& shape = it->second.tensor().tensor_shape();
+  if (shape.dim_size() > kMaxShapeRank)
+    return c->Error("attr 'value' is a tensor of rank ", shape.dim_size(), ", more than the maximum rank ",
+                    kMaxShapeRank);
+  c->set_output(0, PartialShapeFromProto(shape));
   return Status::OK();
 }
 
@@ -171,17 +175,17 @@ Status FillShape(InferenceContext* c) {
                     c->input(1).DebugString());
   const Tensor* t = c->input_tensor(0);
   if (t != nullptr && IsIndexDtype(t->dtype()) && t->dims() == 1) {
+    if (t->NumElements() > kMaxShapeRank)
+      return c->Error("dims has ", t->NumElements(), " entries, more than the maximum rank ", kMaxShapeRank);
     std::vector<int64_t> dims = TensorToInt64s(*t);
     for (int64_t d : dims)
       if (d < 0) return c->Error("Fill dimensions must be >= 0, got ", d, " in dims ", t->SummarizeValue());
     c->set_output(0, PartialTensorShape(dims));
     return Status::OK();
   }
-  if (!dims_shape.unknown_rank() && dims_shape.dim_size(0) >= 0) {
-    c->set_output(0, PartialTensorShape(std::vector<int64_t>(dims_shape.dim_size(0), -1)));
-  } else {
-    c->set_output(0, PartialTensorShape());
-  }
+  int rank = -1;
+  if (!dims_shape.unknown_rank()) AF_RETURN_IF_ERROR(RankFromDim(c, dims_shape.dim_size(0), "dims", &rank));
+  c->set_output(0, UnknownShapeOfRank(rank));
   return Status::OK();
 }
 

@@ -96,12 +96,13 @@ Status ReshapeShape(InferenceContext* c) {
     return c->Error("sizes input must be 1-D, not ", sizes_shape.DebugString());
   const Tensor* t = c->input_tensor(1);
   if (t == nullptr || !IsIndexDtype(t->dtype()) || t->dims() != 1) {
-    if (!sizes_shape.unknown_rank() && sizes_shape.dim_size(0) >= 0)
-      c->set_output(0, PartialTensorShape(std::vector<int64_t>(sizes_shape.dim_size(0), -1)));
-    else
-      c->set_output(0, PartialTensorShape());
+    int rank = -1;
+    if (!sizes_shape.unknown_rank()) AF_RETURN_IF_ERROR(RankFromDim(c, sizes_shape.dim_size(0), "shape", &rank));
+    c->set_output(0, UnknownShapeOfRank(rank));
     return Status::OK();
   }
+  if (t->NumElements() > kMaxShapeRank)
+    return c->Error("shape has ", t->NumElements(), " entries, more than the maximum rank ", kMaxShapeRank);
   std::vector<int64_t> sizes = TensorToInt64s(*t);
   TensorShape shape;
   int64_t product;

@@ -51,7 +51,7 @@ Status TileShape(InferenceContext* c) {
   int rank = in.dims();
   if (rank >= 0 && !m.unknown_rank() && m.dim_size(0) >= 0 && m.dim_size(0) != rank)
     return c->Error("Expected multiples argument to be a vector of length ", rank, " but got length ", m.dim_size(0));
-  if (rank < 0 && !m.unknown_rank()) rank = static_cast<int>(m.dim_size(0));
+  if (rank < 0 && !m.unknown_rank()) AF_RETURN_IF_ERROR(RankFromDim(c, m.dim_size(0), "multiples", &rank));
   if (rank < 0) {
     c->set_output(0, PartialTensorShape());
     return Status::OK();
@@ -63,9 +63,9 @@ Status TileShape(InferenceContext* c) {
     for (int i = 0; i < rank; ++i) {
       if (mv[i] < 0) return c->Error("Expected multiples[", i, "] >= 0, but got ", mv[i]);
       const int64_t d = in.unknown_rank() ? -1 : in.dim_size(i);
-      if (d >= 0 && mv[i] > 0 && d > std::numeric_limits<int64_t>::max() / mv[i])
+      if (d < 0) dims[i] = mv[i] == 0 ? 0 : -1;
+      else if (!MulDims(d, mv[i], &dims[i]))
         return c->Error("Tiled dimension ", i, " overflows int64: ", d, " * ", mv[i]);
-      dims[i] = d < 0 ? (mv[i] == 0 ? 0 : -1) : d * mv[i];
     }
   }
   c->set_output(0, PartialTensorShape(dims));
@@ -153,7 +153,7 @@ Status PadShape(InferenceContext* c) {
   if (rank >= 0 && !p.unknown_rank() && p.dim_size(0) >= 0 && p.dim_size(0) != rank)
     return c->Error("The first dimension of paddings must be the rank of inputs ", rank, ", got paddings ",
                     p.DebugString());
-  if (rank < 0 && !p.unknown_rank()) rank = static_cast<int>(p.dim_size(0));
+  if (rank < 0 && !p.unknown_rank()) AF_RETURN_IF_ERROR(RankFromDim(c, p.dim_size(0), "paddings", &rank));
   if (rank < 0) {
     c->set_output(0, PartialTensorShape());
     return Status::OK();
@@ -166,7 +166,10 @@ Status PadShape(InferenceContext* c) {
       if (pv[2 * i] < 0 || pv[2 * i + 1] < 0)
         return c->Error("Paddings must be non-negative: ", pv[2 * i], " ", pv[2 * i + 1]);
       const int64_t d = in.unknown_rank() ? -1 : in.dim_size(i);
-      dims[i] = d < 0 ? -1 : d + pv[2 * i] + pv[2 * i + 1];
+      int64_t padded = -1;
+      if (d >= 0 && !(AddDims(d, pv[2 * i], &padded) && AddDims(padded, pv[2 * i + 1], &padded)))
+        return c->Error("Padded dimension ", i, " overflows int64: ", d, " + ", pv[2 * i], " + ", pv[2 * i + 1]);
+      dims[i] = d < 0 ? -1 : padded;
     }
   }
   c->set_output(0, PartialTensorShape(dims));

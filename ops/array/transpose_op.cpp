@@ -281,11 +281,11 @@ Status TransposeShape(InferenceContext* c) {
   int rank = in.unknown_rank() ? -1 : in.dims();
   if (rank >= 0 && perm_len >= 0 && perm_len != rank)
     return c->Error("transpose expects a vector of size ", rank, ". But input(1) is a vector of size ", perm_len);
-  if (rank < 0 && perm_len >= 0) rank = static_cast<int>(perm_len);
+  if (rank < 0) AF_RETURN_IF_ERROR(RankFromDim(c, perm_len, "perm", &rank));
   const Tensor* t = c->input_tensor(1);
   if (t != nullptr && IsIndexDtype(t->dtype()) && t->dims() == 1) {
+    if (rank < 0) AF_RETURN_IF_ERROR(RankFromDim(c, t->NumElements(), "perm", &rank));
     const std::vector<int64_t> v = TensorToInt64s(*t);
-    if (rank < 0) rank = static_cast<int>(v.size());
     Status s = CheckPermutation(v, rank);
     if (!s.ok()) return c->Error(s.message());
     std::vector<int64_t> dims(rank, -1);
