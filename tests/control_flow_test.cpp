@@ -1009,8 +1009,9 @@ TEST_CASE("gradients: a long loop whose backward iterations overlap pops its val
 
 TEST_CASE("gradients: a cond nested in a branch of a cond, and a loop in a branch, inside a loop's body") {
   for (int64_t parallel : {1, 10}) {
-    for (auto [inner_loop, at] : {std::pair<bool, std::vector<float>>{false, {0.6f, -0.2f}}, {false, {-0.7f, 0.1f}},
-                                  {true, {0.6f, -0.2f}}}) {
+    for (auto [inner_loop_binding, at] : {std::pair<bool, std::vector<float>>{false, {0.6f, -0.2f}},
+                                          {false, {-0.7f, 0.1f}}, {true, {0.6f, -0.2f}}}) {
+      const bool inner_loop = inner_loop_binding;  // a variable, not a binding: the lambdas capture it (clang 14)
       Scope root = Scope::NewRootScope();
       auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
       // for i < 4: x = (i even) ? f(x) : x, where f holds a nested cond or a loop.

@@ -335,7 +335,8 @@ TEST_CASE("MatMul paths: sharded with every transpose, and Eigen's parallel cont
     const std::vector<std::pair<bool, bool>> transposes =
         m < 1000 ? std::vector<std::pair<bool, bool>>{{false, false}, {true, false}, {false, true}, {true, true}}
                  : std::vector<std::pair<bool, bool>>{{false, false}, {true, true}};
-    for (auto [ta, tb] : transposes) {
+    for (const auto& t : transposes) {
+      const bool ta = t.first, tb = t.second;  // not a structured binding: the lambdas below capture them (clang 14)
       Tensor a(DT_FLOAT, ta ? TensorShape{k, m} : TensorShape{m, k});
       Tensor b(DT_FLOAT, tb ? TensorShape{n, k} : TensorShape{k, n});
       for (int64_t i = 0; i < a.NumElements(); ++i) a.data<float>()[i] = static_cast<float>((i * 31) % 7) - 3;

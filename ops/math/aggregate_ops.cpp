@@ -1,5 +1,6 @@
 // AddN: the element-wise sum of N tensors of one shape (no broadcasting), as
 // symbolic gradients sum the gradients a tensor receives from its consumers.
+// Integer sums wrap in two's complement.
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -56,12 +57,14 @@ class AddNOp : public OpKernel {
   template <class T>
   static void Run(OpKernelContext* ctx, Tensor* out) {
     const int n = ctx->num_inputs();
-    T* po = out->data<T>();
-    using In = Eigen::Map<const ArrayX<T>>;
+    using E = WrapT<T>;  // signed integers add in their unsigned type: overflow wraps
+    E* po = AsWrapping(out->data<T>());
+    using In = Eigen::Map<const ArrayX<E>>;
+    auto in = [ctx](int i) { return AsWrapping(ctx->input(i).data<T>()); };
     ctx->device()->compute_pool()->For(out->NumElements(), detail::kCwiseCost * n, [&](int64_t s, int64_t e) {
-      Eigen::Map<ArrayX<T>> o(po + s, e - s);
-      o = In(ctx->input(0).data<T>() + s, e - s) + In(ctx->input(1).data<T>() + s, e - s);
-      for (int i = 2; i < n; ++i) o += In(ctx->input(i).data<T>() + s, e - s);
+      Eigen::Map<ArrayX<E>> o(po + s, e - s);
+      o = In(in(0) + s, e - s) + In(in(1) + s, e - s);
+      for (int i = 2; i < n; ++i) o += In(in(i) + s, e - s);
     });
   }
 };

@@ -1,4 +1,14 @@
 // Cast between numeric and bool dtypes (C++ conversion; to bool is x != 0).
+//
+// Every conversion is defined: floating point to an integer type truncates
+// toward zero and saturates (NaN -> 0, +inf or too large -> the type's max,
+// -inf or too small -> its min), where C++ leaves out-of-range values
+// undefined; integer to a narrower integer type wraps (keeps the low bits);
+// double to float rounds (out of range: +-inf).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -13,7 +23,20 @@ AF_REGISTER_OP("Cast")
     .Attr("DstT: type")
     .Attr("Truncate: bool = false")
     .SetShapeFn(shape_fns::Unchanged)
-    .Doc("Converts x to DstT element-wise.");
+    .Doc("Converts x to DstT element-wise. Floating point to integers truncates toward zero and saturates: NaN -> 0, "
+         "+inf or too large -> max, -inf or too small -> min. Integers to narrower integers wrap.");
+
+// static_cast<D>(v) for a floating-point v, saturated into D's range.
+template <class D, class S>
+D SaturatingCast(S v) {
+  if (std::isnan(v)) return D(0);
+  // lowest() is 0 or -2^digits and max() + 1 is 2^digits: both exact in S.
+  constexpr S kLow = static_cast<S>(std::numeric_limits<D>::lowest());
+  constexpr S kHigh = S(2) * static_cast<S>(std::numeric_limits<D>::max() / 2 + 1);
+  if (v <= kLow) return std::numeric_limits<D>::lowest();
+  if (v >= kHigh) return std::numeric_limits<D>::max();
+  return static_cast<D>(v);
+}
 
 class CastOp : public OpKernel {
  public:
@@ -47,7 +70,11 @@ class CastOp : public OpKernel {
     const S* in = x.data<S>();
     auto run = [&](auto* o) {
       using D = std::remove_pointer_t<decltype(o)>;
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<D>(in[i]);
+      if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D> && !std::is_same_v<D, bool>) {
+        for (int64_t i = 0; i < n; ++i) o[i] = SaturatingCast<D>(in[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<D>(in[i]);
+      }
     };
     switch (dst_) {
       case DT_FLOAT: run(out->data<float>()); break;

@@ -1,5 +1,9 @@
 // Add, AddV2, Sub, Mul, RealDiv, Div, FloorDiv, FloorMod, Maximum, Minimum,
 // Pow: numpy-broadcasting binary arithmetic.
+//
+// Integer semantics are defined on every input: Add, Sub and Mul wrap in two's
+// complement; Div, FloorDiv and FloorMod refuse a zero divisor (InvalidArgument)
+// and wrap lowest() / -1 to lowest() (remainder 0).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -27,16 +31,19 @@ AF_BINARY_OP_DEF("AddV2", AF_REAL).SetIsCommutative().Doc("x + y, broadcasting."
 AF_BINARY_OP_DEF("Sub", AF_REAL).Doc("x - y, broadcasting.");
 AF_BINARY_OP_DEF("Mul", AF_REAL).SetIsCommutative().Doc("x * y, broadcasting.");
 AF_BINARY_OP_DEF("RealDiv", AF_FLOAT).Doc("x / y for real x and y, broadcasting.");
-AF_BINARY_OP_DEF("Div", AF_REAL).Doc("x / y, broadcasting; integer division truncates toward zero.");
+AF_BINARY_OP_DEF("Div", AF_REAL)
+    .Doc("x / y, broadcasting; integer division truncates toward zero, refuses a zero divisor (InvalidArgument) and "
+         "wraps INT_MIN / -1 to INT_MIN.");
 AF_BINARY_OP_DEF("FloorDiv", AF_REAL).Doc("floor(x / y), broadcasting (Python's //).");
 AF_BINARY_OP_DEF("FloorMod", AF_REAL).Doc("x - floor(x / y) * y, broadcasting: the remainder has y's sign (Python's %).");
 AF_BINARY_OP_DEF("Maximum", AF_REAL).SetIsCommutative().Doc("max(x, y), broadcasting.");
 AF_BINARY_OP_DEF("Minimum", AF_REAL).SetIsCommutative().Doc("min(x, y), broadcasting.");
 AF_BINARY_OP_DEF("Pow", AF_FLOAT).Doc("x ** y, broadcasting.");
 
-AF_BINARY_FUNCTOR(AddF, TypeSet::kReal, T, x + y);
-AF_BINARY_FUNCTOR(SubF, TypeSet::kReal, T, x - y);
-AF_BINARY_FUNCTOR(MulF, TypeSet::kReal, T, x * y);
+// Signed integers wrap in two's complement (INT32_MAX + 1 == INT32_MIN).
+AF_WRAPPING_BINARY_FUNCTOR(AddF, TypeSet::kReal, x + y);
+AF_WRAPPING_BINARY_FUNCTOR(SubF, TypeSet::kReal, x - y);
+AF_WRAPPING_BINARY_FUNCTOR(MulF, TypeSet::kReal, x * y);
 AF_BINARY_FUNCTOR(DivF, TypeSet::kFloat, T, x / y);
 AF_BINARY_FUNCTOR(MaxF, TypeSet::kReal, T, x.max(y));
 AF_BINARY_FUNCTOR(MinF, TypeSet::kReal, T, x.min(y));
@@ -44,13 +51,10 @@ AF_BINARY_FUNCTOR(PowF, TypeSet::kFloat, T, Eigen::pow(x, y));
 
 // Integer division: the quotient truncated toward zero (C++) or rounded toward
 // -inf (floor), and the floor remainder. A divisor of -1 is special-cased: the
-// one quotient that overflows, lowest() / -1, wraps (two's complement) instead
-// of trapping. Zero divisors are rejected before (IntegerDivisionOp).
-template <class T>
-T WrappingNeg(T x) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(U(0) - static_cast<U>(x));
-}
+// one quotient that overflows, lowest() / -1, wraps (two's complement: it is
+// lowest() again) instead of trapping, and its remainder is 0. A zero divisor
+// is refused before anything is divided (IntegerDivisionOp): InvalidArgument
+// "Integer division by zero", which the step names with the node.
 struct TruncDivScalar {
   template <class T>
   T operator()(T x, T y) const {

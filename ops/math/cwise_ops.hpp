@@ -1,16 +1,22 @@
 // Element-wise kernels: one template per arity, one small functor per op.
 //
 // A functor names the dtypes it supports (kTypes), its output element type
-// (Out<T>), and an Eigen array expression (Run). The kernels handle shapes:
+// (Out<T>), and an Eigen array expression (Run). A functor that sets
+// kWrapsIntegers (AF_WRAPPING_*_FUNCTOR: +, -, *, negation) runs on signed
+// integers in their unsigned type, so overflow wraps in two's complement
+// instead of being undefined (ops/math/integer_wrap.hpp); floating-point types
+// run as they are. The kernels handle shapes:
 // numpy broadcasting (BCast), scalar fast paths, reuse of a dying input's
 // buffer for the output, and sharding of large tensors over the compute pool.
 #pragma once
 
 #include <optional>
+#include <type_traits>
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/math/bcast.hpp"
+#include "ops/math/integer_wrap.hpp"
 #include "ops/op_kernel.hpp"
 
 namespace actorflow {
@@ -27,6 +33,15 @@ constexpr int64_t kCwiseCost = 4;
 inline Status Unsupported(const OpKernel& k, DataType dt) {
   return errors::Unimplemented("no ", k.type_string(), " kernel for ", DataTypeString(dt));
 }
+
+// Whether functor F computes in WrapT<T> (it sets kWrapsIntegers = true).
+template <class F, class = void>
+struct WrapsIntegers : std::false_type {};
+template <class F>
+struct WrapsIntegers<F, std::void_t<decltype(F::kWrapsIntegers)>> : std::bool_constant<F::kWrapsIntegers> {};
+// The element type F's expression runs on for tensors of T.
+template <class F, class T>
+using ComputeType = std::conditional_t<WrapsIntegers<F>::value, WrapT<T>, T>;
 
 template <class Fn>
 void ParallelRows(OpKernelContext* ctx, int64_t n, Fn&& fn) {
@@ -80,11 +95,13 @@ class BinaryOp : public OpKernel {
   template <class T>
   static void Run(OpKernelContext* ctx, const Tensor& a, const Tensor& b, Mode mode, const std::optional<BCast>& bc,
                   Tensor* out) {
-    using Out = typename F::template Out<T>;
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
+    // E is T, or its unsigned type for wrapping integer arithmetic.
+    using E = detail::ComputeType<F, T>;
+    using Out = typename F::template Out<E>;
+    const E* pa = reinterpret_cast<const E*>(a.data<T>());
+    const E* pb = reinterpret_cast<const E*>(b.data<T>());
     Out* po = out->data<Out>();
-    using In = Eigen::Map<const ArrayX<T>>;
+    using In = Eigen::Map<const ArrayX<E>>;
     using OutMap = Eigen::Map<ArrayX<Out>>;
     const int64_t n = out->NumElements();
     if (n == 0) return;
@@ -95,16 +112,16 @@ class BinaryOp : public OpKernel {
         });
         break;
       case Mode::kScalarA: {
-        const T av = pa[0];
+        const E av = pa[0];
         detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-          F::Run(OutMap(po + s, e - s), ArrayX<T>::Constant(e - s, av), In(pb + s, e - s));
+          F::Run(OutMap(po + s, e - s), ArrayX<E>::Constant(e - s, av), In(pb + s, e - s));
         });
         break;
       }
       case Mode::kScalarB: {
-        const T bv = pb[0];
+        const E bv = pb[0];
         detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), ArrayX<T>::Constant(e - s, bv));
+          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), ArrayX<E>::Constant(e - s, bv));
         });
         break;
       }
@@ -113,8 +130,8 @@ class BinaryOp : public OpKernel {
         ctx->device()->compute_pool()->For(rows, detail::kCwiseCost * (n / rows), [&](int64_t r0, int64_t r1) {
           ForEachBroadcastRow(*bc, r0, r1, [&](int64_t o, int64_t ao, int64_t as, int64_t bo, int64_t bs, int64_t len) {
             if (as != 0 && bs != 0) F::Run(OutMap(po + o, len), In(pa + ao, len), In(pb + bo, len));
-            else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<T>::Constant(len, pa[ao]), In(pb + bo, len));
-            else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<T>::Constant(len, pb[bo]));
+            else if (as == 0) F::Run(OutMap(po + o, len), ArrayX<E>::Constant(len, pa[ao]), In(pb + bo, len));
+            else F::Run(OutMap(po + o, len), In(pa + ao, len), ArrayX<E>::Constant(len, pb[bo]));
           });
         });
         break;
@@ -145,10 +162,11 @@ class UnaryOp : public OpKernel {
  private:
   template <class T>
   static void Run(OpKernelContext* ctx, const Tensor& x, Tensor* out) {
-    const T* px = x.data<T>();
-    T* po = out->data<T>();
+    using E = detail::ComputeType<F, T>;  // T, or its unsigned type for wrapping integer arithmetic
+    const E* px = reinterpret_cast<const E*>(x.data<T>());
+    E* po = reinterpret_cast<E*>(out->data<T>());
     detail::ParallelRows(ctx, x.NumElements(), [&](int64_t s, int64_t e) {
-      F::Run(Eigen::Map<ArrayX<T>>(po + s, e - s), Eigen::Map<const ArrayX<T>>(px + s, e - s));
+      F::Run(Eigen::Map<ArrayX<E>>(po + s, e - s), Eigen::Map<const ArrayX<E>>(px + s, e - s));
     });
   }
 };
@@ -178,4 +196,26 @@ inline std::vector<DataType> RealTypes() { return {DT_FLOAT, DT_DOUBLE, DT_INT32
       (void)sizeof(T);                                              \
       o = EXPR;                                                     \
     }                                                               \
+  }
+// Ring arithmetic (+, -, *, negation, squaring) whose signed integer overflow
+// wraps: the expression runs on the unsigned type of the same width.
+#define AF_WRAPPING_BINARY_FUNCTOR(NAME, TYPES, EXPR)          \
+  struct NAME {                                                \
+    static constexpr TypeSet kTypes = TYPES;                   \
+    static constexpr bool kWrapsIntegers = true;               \
+    template <class T>                                         \
+    using Out = T;                                             \
+    template <class O, class X, class Y>                       \
+    static void Run(O&& o, const X& x, const Y& y) {           \
+      o = EXPR;                                                \
+    }                                                          \
+  }
+#define AF_WRAPPING_UNARY_FUNCTOR(NAME, TYPES, EXPR)           \
+  struct NAME {                                                \
+    static constexpr TypeSet kTypes = TYPES;                   \
+    static constexpr bool kWrapsIntegers = true;               \
+    template <class O, class X>                                \
+    static void Run(O&& o, const X& x) {                       \
+      o = EXPR;                                                \
+    }                                                          \
   }

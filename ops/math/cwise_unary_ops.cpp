@@ -1,6 +1,8 @@
 // Neg, Abs, Sign, Exp, Log, Square, Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid:
 // element-wise math that reuses the input's buffer when it is the input's last
-// use.
+// use. On integers Neg, Abs and Square wrap in two's complement.
+#include <type_traits>
+
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -11,10 +13,10 @@ namespace {
 #define AF_UNARY_OP_DEF(NAME, TYPES, DOC) \
   AF_REGISTER_OP(NAME).Input("x: T").Output("y: T").Attr("T: " TYPES).SetShapeFn(shape_fns::Unchanged).Doc(DOC)
 
-AF_UNARY_OP_DEF("Neg", "{float, double, int32, int64}", "-x");
-AF_UNARY_OP_DEF("Abs", "{float, double, int32, int64}", "|x|");
+AF_UNARY_OP_DEF("Neg", "{float, double, int32, int64}", "-x; integers wrap (-INT_MIN == INT_MIN).");
+AF_UNARY_OP_DEF("Abs", "{float, double, int32, int64}", "|x|; integers wrap (|INT_MIN| == INT_MIN).");
 AF_UNARY_OP_DEF("Sign", "{float, double, int32, int64}", "-1, 0 or 1 as x is negative, zero or positive");
-AF_UNARY_OP_DEF("Square", "{float, double, int32, int64}", "x * x");
+AF_UNARY_OP_DEF("Square", "{float, double, int32, int64}", "x * x; integers wrap in two's complement.");
 AF_UNARY_OP_DEF("Exp", "{float, double}", "e ** x");
 AF_UNARY_OP_DEF("Log", "{float, double}", "natural logarithm of x");
 AF_UNARY_OP_DEF("Sqrt", "{float, double}", "square root of x");
@@ -23,10 +25,21 @@ AF_UNARY_OP_DEF("Reciprocal", "{float, double}", "1 / x");
 AF_UNARY_OP_DEF("Tanh", "{float, double}", "hyperbolic tangent of x");
 AF_UNARY_OP_DEF("Sigmoid", "{float, double}", "1 / (1 + exp(-x))");
 
-AF_UNARY_FUNCTOR(NegF, TypeSet::kReal, -x);
-AF_UNARY_FUNCTOR(AbsF, TypeSet::kReal, x.abs());
+// Signed integers wrap in two's complement: Neg(INT32_MIN) == INT32_MIN,
+// Square(65536) == 0 in int32.
+AF_WRAPPING_UNARY_FUNCTOR(NegF, TypeSet::kReal, -x);
+AF_WRAPPING_UNARY_FUNCTOR(SquareF, TypeSet::kReal, x.square());
+// |x|; Abs(INT32_MIN) == INT32_MIN (wrapping) where std::abs is undefined.
+struct AbsF {
+  static constexpr TypeSet kTypes = TypeSet::kReal;
+  template <class O, class X>
+  static void Run(O&& o, const X& x) {
+    using T = typename std::decay_t<X>::Scalar;
+    if constexpr (std::is_integral_v<T>) o = x.unaryExpr([](T v) { return WrappingAbs(v); });
+    else o = x.abs();
+  }
+};
 AF_UNARY_FUNCTOR(SignF, TypeSet::kReal, x.sign());
-AF_UNARY_FUNCTOR(SquareF, TypeSet::kReal, x.square());
 AF_UNARY_FUNCTOR(ExpF, TypeSet::kFloat, x.exp());
 AF_UNARY_FUNCTOR(LogF, TypeSet::kFloat, x.log());
 AF_UNARY_FUNCTOR(SqrtF, TypeSet::kFloat, x.sqrt());

@@ -10,6 +10,8 @@
 //    share packed blocks, and no thread waits for another.
 // Measured here, Eigen built for the machine's CPU beats OpenBLAS
 // (bench/bench_matmul.cpp prints both).
+// int32 and int64 products wrap in two's complement: they are computed on the
+// tensors' elements viewed as uint32 / uint64.
 #define EIGEN_USE_THREADS
 #include <Eigen/Dense>
 #include <type_traits>
@@ -111,8 +113,10 @@ class MatMulOp : public AsyncOpKernel {
     switch (a.dtype()) {
       case DT_FLOAT: Product<float>(ctx, a, b, out, m, n, k); break;
       case DT_DOUBLE: Product<double>(ctx, a, b, out, m, n, k); break;
-      case DT_INT32: Product<int32_t>(ctx, a, b, out, m, n, k); break;
-      case DT_INT64: Product<int64_t>(ctx, a, b, out, m, n, k); break;
+      // Integers multiply and add in the unsigned type (the same bits as
+      // two's complement, without signed overflow): products wrap.
+      case DT_INT32: Product<uint32_t>(ctx, a, b, out, m, n, k); break;
+      case DT_INT64: Product<uint64_t>(ctx, a, b, out, m, n, k); break;
       default: ctx->SetStatus(errors::Unimplemented("MatMul on ", DataTypeString(a.dtype())));
     }
   }

@@ -3,11 +3,17 @@
 // The input's dims are collapsed into alternating kept/reduced groups; the
 // common layouts ([K,R], [R,K], [K,R,K]) reduce in place with Eigen, others are
 // transposed to [K,R] first.
+//
+// Integer Sum, Mean and Prod wrap in two's complement (they accumulate in the
+// unsigned type, ops/math/integer_wrap.hpp); an integer Mean is the wrapped sum
+// divided by the count, truncated toward zero.
 #include <limits>
+#include <type_traits>
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/array/transpose_op.hpp"
+#include "ops/math/integer_wrap.hpp"
 #include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -105,40 +111,43 @@ class ReductionOp : public OpKernel {
     int64_t reduce_count = 1;
     for (int i = 0; i < x.dims(); ++i)
       if (reduced[i]) reduce_count *= x.dim_size(i);
-    T* po = out->data<T>();
     const int64_t n_out = out->NumElements();
     if (reduce_count == 0 || n_out == 0) {  // nothing to reduce: the identity (NaN for a mean)
       const T fill = R == Reducer::kMean && std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
                                                                                    : Identity<T>(R);
-      std::fill(po, po + n_out, fill);
+      std::fill(out->data<T>(), out->data<T>() + n_out, fill);
       return;
     }
-    const T* px = x.data<T>();
-    using Mat = Eigen::Map<const RowMajorMatrix<T>>;
-    using Vec = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-    using RowVec = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+    // Sums and products of signed integers accumulate in the unsigned type
+    // (wrapping); max and min compare, so they stay signed. E is T for floats.
+    using E = std::conditional_t<R == Reducer::kMax || R == Reducer::kMin, T, WrapT<T>>;
+    E* po = reinterpret_cast<E*>(out->data<T>());
+    const E* px = reinterpret_cast<const E*>(x.data<T>());
+    using Mat = Eigen::Map<const RowMajorMatrix<E>>;
+    using Vec = Eigen::Map<Eigen::Matrix<E, Eigen::Dynamic, 1>>;
+    using RowVec = Eigen::Map<Eigen::Matrix<E, 1, Eigen::Dynamic>>;
     const size_t g = groups.size();
     ComputePool* pool = ctx->device()->compute_pool();
     bool done = true;
     if (g == 0 || (g == 1 && !is_reduced[0])) {
       std::copy(px, px + n_out, po);
     } else if (g == 1) {
-      ReduceRows<T>(R, Mat(px, 1, groups[0]), Vec(po, 1));
+      ReduceRows<E>(R, Mat(px, 1, groups[0]), Vec(po, 1));
     } else if (g == 2 && !is_reduced[0]) {  // [K, R]: shard the rows
       const int64_t r = groups[1];
       pool->For(groups[0], r, [&](int64_t k0, int64_t k1) {
-        ReduceRows<T>(R, Mat(px + k0 * r, k1 - k0, r), Vec(po + k0, k1 - k0));
+        ReduceRows<E>(R, Mat(px + k0 * r, k1 - k0, r), Vec(po + k0, k1 - k0));
       });
     } else if (g == 2) {  // [R, K]: shard the columns
       const int64_t rows = groups[0], cols = groups[1];
       pool->For(cols, rows, [&](int64_t c0, int64_t c1) {
-        ReduceCols<T>(R, Mat(px, rows, cols).middleCols(c0, c1 - c0), RowVec(po + c0, c1 - c0));
+        ReduceCols<E>(R, Mat(px, rows, cols).middleCols(c0, c1 - c0), RowVec(po + c0, c1 - c0));
       });
     } else if (g == 3 && !is_reduced[0]) {  // [K, R, K2]: shard the outer K
       const int64_t rows = groups[1], cols = groups[2];
       pool->For(groups[0], rows * cols, [&](int64_t k0, int64_t k1) {
         for (int64_t k = k0; k < k1; ++k)
-          ReduceCols<T>(R, Mat(px + k * rows * cols, rows, cols), RowVec(po + k * cols, cols));
+          ReduceCols<E>(R, Mat(px + k * rows * cols, rows, cols), RowVec(po + k * cols, cols));
       });
     } else {
       done = false;
@@ -154,13 +163,18 @@ class ReductionOp : public OpKernel {
       Tensor t;
       AF_REQUIRES_OK(ctx, ctx->allocate_temp(x.dtype(), tshape, &t));
       AF_REQUIRES_OK(ctx, TransposeTensor(x, perm, &t, pool));
-      const T* pt = t.data<T>();
+      const E* pt = reinterpret_cast<const E*>(t.data<T>());
       pool->For(n_out, reduce_count, [&](int64_t k0, int64_t k1) {
-        ReduceRows<T>(R, Mat(pt + k0 * reduce_count, k1 - k0, reduce_count), Vec(po + k0, k1 - k0));
+        ReduceRows<E>(R, Mat(pt + k0 * reduce_count, k1 - k0, reduce_count), Vec(po + k0, k1 - k0));
       });
     }
-    if (R == Reducer::kMean) {
-      for (int64_t i = 0; i < n_out; ++i) po[i] /= static_cast<T>(reduce_count);
+    if constexpr (R == Reducer::kMean) {
+      T* pm = out->data<T>();
+      if constexpr (std::is_integral_v<T>) {  // the count may not fit T; the quotient does
+        for (int64_t i = 0; i < n_out; ++i) pm[i] = static_cast<T>(static_cast<int64_t>(pm[i]) / reduce_count);
+      } else {
+        for (int64_t i = 0; i < n_out; ++i) pm[i] /= static_cast<T>(reduce_count);
+      }
     }
   }
 

@@ -4,6 +4,8 @@
 // The input is seen as [outer, len, inner] around the axis; every (outer,
 // inner) column is scanned along len, a contiguous run of columns at a time,
 // so each step is an Eigen array operation on a row of the inner dims.
+// Signed integers accumulate in their unsigned type: overflow wraps in two's
+// complement (ops/math/integer_wrap.hpp).
 #include "ops/array/array_util.hpp"
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
@@ -63,10 +65,11 @@ class ScanOp : public OpKernel {
     for (int i = static_cast<int>(axis) + 1; i < rank; ++i) inner *= x.dim_size(i);
     const int64_t len = x.dim_size(static_cast<int>(axis));
     AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(detail::Unsupported(*this, x.dtype())),
-                   Run<T>(ctx, x.data<T>(), out->data<T>(), outer, len, inner));
+                   Run<WrapT<T>>(ctx, AsWrapping(x.data<T>()), AsWrapping(out->data<T>()), outer, len, inner));
   }
 
  private:
+  // T is the element type computed in: WrapT of the tensor's dtype.
   template <class T>
   void Run(OpKernelContext* ctx, const T* px, T* po, int64_t outer, int64_t len, int64_t inner) const {
     using In = Eigen::Map<const ArrayX<T>>;

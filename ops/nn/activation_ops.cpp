@@ -1,7 +1,10 @@
 // Relu, ReluGrad, BiasAdd, BiasAddGrad, Softmax, LogSoftmax.
+// On signed integers BiasAdd and BiasAddGrad compute in the unsigned type, so
+// their sums wrap in two's complement (ops/math/integer_wrap.hpp).
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/math/cwise_ops.hpp"
+#include "ops/math/integer_wrap.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 
@@ -77,7 +80,8 @@ class BiasAddOp : public OpKernel {
     for (int i = channel_dim + 1; i < v.dims(); ++i) inner *= v.dim_size(i);
     const int64_t outer = c == 0 ? 0 : v.NumElements() / (c * inner);
     AF_SWITCH_REAL(v.dtype(), ctx->SetStatus(errors::Unimplemented("BiasAdd on ", DataTypeString(v.dtype()))),
-                   Run<T>(ctx, v.data<T>(), bias.data<T>(), out->data<T>(), outer, c, inner));
+                   Run<WrapT<T>>(ctx, AsWrapping(v.data<T>()), AsWrapping(bias.data<T>()), AsWrapping(out->data<T>()),
+                                 outer, c, inner));
   }
 
  private:
@@ -146,7 +150,7 @@ class BiasAddGradOp : public OpKernel {
       outer = 0;
     }
     AF_SWITCH_REAL(g.dtype(), ctx->SetStatus(errors::Unimplemented("BiasAddGrad on ", DataTypeString(g.dtype()))),
-                   Run<T>(ctx, g.data<T>(), out->data<T>(), outer, c, inner));
+                   Run<WrapT<T>>(ctx, AsWrapping(g.data<T>()), AsWrapping(out->data<T>()), outer, c, inner));
   }
 
  private:
