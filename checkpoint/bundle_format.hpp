@@ -33,7 +33,8 @@
 //
 // A reader checks the header, then the index against meta_crc before using
 // any of it, and each tensor against its data_crc when it reads it; every
-// length is checked against the file's size before anything is allocated.
+// length is checked against the file's size (and index_length against a
+// bound, kDefaultMaxIndexBytes by default) before anything is allocated.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,9 @@ constexpr uint64_t kDataAlignment = 64;
 constexpr uint64_t kDataStart = 64;  // the first tensor's offset
 constexpr uint32_t kMaxNameLength = 1 << 16;
 constexpr uint32_t kMaxRank = 254;
+/// The default bound on an index's bytes (BundleReader::Options): 256 MiB,
+/// some millions of tensors.
+constexpr uint64_t kDefaultMaxIndexBytes = uint64_t{256} << 20;
 
 /// The file of the checkpoint with prefix `prefix`.
 inline std::string BundleFileName(const std::string& prefix) { return prefix + ".afckpt"; }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/io/crc32c.hpp"
 #include "devices/allocator.hpp"
@@ -53,19 +54,25 @@ Status BundleReader::Corrupt(const bundle::IndexEntry& e, const Args&... args) c
 }
 
 Status BundleReader::Open(const std::string& prefix, std::unique_ptr<BundleReader>* out) {
+  return Open(prefix, Options(), out);
+}
+
+Status BundleReader::Open(const std::string& prefix, const Options& options, std::unique_ptr<BundleReader>* out) {
   const std::string path = bundle::BundleFileName(prefix);
+  if (options.max_index_bytes == 0)
+    return errors::InvalidArgument("reading checkpoint '", path, "': max_index_bytes must be > 0");
   if (!bundle::HostIsLittleEndian())
     return errors::Unimplemented("checkpoint '", path, "': bundles are read on little-endian hosts only");
   file_io::File file;
   AF_RETURN_IF_ERROR(file_io::File::OpenForRead(path, &file));
   std::unique_ptr<BundleReader> r(new BundleReader(std::move(file)));
   AF_RETURN_IF_ERROR(OutOfMemoryIsStatus("reading the index of checkpoint '" + path + "'",
-                                         [&] { return r->ReadHeaderAndIndex(); }));
+                                         [&] { return r->ReadHeaderAndIndex(options); }));
   *out = std::move(r);
   return Status::OK();
 }
 
-Status BundleReader::ReadHeaderAndIndex() {
+Status BundleReader::ReadHeaderAndIndex(const Options& options) {
   const std::string& path = filename();
   AF_RETURN_IF_ERROR(file_.Size(&file_size_));
   if (file_size_ < bundle::kHeaderSize)
@@ -97,6 +104,12 @@ Status BundleReader::ReadHeaderAndIndex() {
   if (h.num_entries > h.index_length / kMinEntryBytes)
     return errors::DataLoss("checkpoint '", path, "' is corrupt: ", h.num_entries, " tensors cannot fit in an index of ",
                             h.index_length, " bytes");
+  // The file's size bounds the index, but a sparse or forged file can be as
+  // large as it claims: a bound too, before the index is allocated.
+  if (h.index_length > options.max_index_bytes)
+    return errors::DataLoss("checkpoint '", path, "' is corrupt or too large: its header gives an index of ",
+                            h.index_length, " bytes at offset ", h.index_offset, ", more than the limit of ",
+                            options.max_index_bytes, " bytes (max_index_bytes)");
   std::string index(static_cast<size_t>(h.index_length), '\0');
   AF_RETURN_IF_ERROR(file_.ReadAt(h.index_offset, index.data(), index.size(), &got));
   if (got != index.size())
@@ -155,10 +168,14 @@ Status BundleReader::LookupDtypeAndShape(const std::string& name, DataType* dtyp
 Status BundleReader::Lookup(const std::string& name, Tensor* out, Allocator* allocator) const {
   const bundle::IndexEntry* e;
   AF_RETURN_IF_ERROR(FindEntry(name, &e));
+  // A string tensor's elements (32 bytes each, up to one per 8 bytes of the
+  // file) are made only once its bytes match their CRC.
+  const bool strings = e->dtype == DT_STRING;
+  if (strings) AF_RETURN_IF_ERROR(CheckCrcInPieces(*e));
   Tensor t;
   AF_RETURN_IF_ERROR(Tensor::Create(allocator, e->dtype, e->shape, &t)
                          .WithContext("reading tensor '" + name + "' of checkpoint '" + filename() + "'"));
-  AF_RETURN_IF_ERROR(Read(*e, &t));
+  AF_RETURN_IF_ERROR(Read(*e, &t, strings));
   *out = std::move(t);
   return Status::OK();
 }
@@ -243,7 +260,7 @@ Status BundleReader::LookupManyInto(const std::vector<std::string>& names, const
   return result;
 }
 
-Status BundleReader::Read(const bundle::IndexEntry& e, Tensor* dst) const {
+Status BundleReader::Read(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked) const {
   if (e.dtype != DT_STRING) {
     char* p = static_cast<char*>(dst->raw_data());
     uint32_t crc = 0;
@@ -251,7 +268,7 @@ Status BundleReader::Read(const bundle::IndexEntry& e, Tensor* dst) const {
     return CheckNumeric(e, crc, p);
   }
   return OutOfMemoryIsStatus("reading tensor '" + e.name + "' of checkpoint '" + filename() + "'",
-                             [&] { return ReadStrings(e, dst); });
+                             [&] { return ReadStrings(e, dst, crc_checked); });
 }
 
 Status BundleReader::ReadRange(const bundle::IndexEntry& e, char* p, uint64_t begin, uint64_t end,
@@ -279,14 +296,33 @@ Status BundleReader::CheckNumeric(const bundle::IndexEntry& e, uint32_t crc, con
   return Status::OK();
 }
 
-Status BundleReader::ReadStrings(const bundle::IndexEntry& e, Tensor* dst) const {
-  // Bounded by the file's size, which Open checked the entry against.
+Status BundleReader::CheckCrcInPieces(const bundle::IndexEntry& e) const {
+  std::vector<char> piece(static_cast<size_t>(std::min<uint64_t>(e.length, kReadPieceBytes)));
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < e.length;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(e.length - done, piece.size()));
+    size_t got = 0;
+    AF_RETURN_IF_ERROR(file_.ReadAt(e.offset + done, piece.data(), n, &got));
+    if (got != n) return Corrupt(e, "the file ends at offset ", e.offset + done + got);
+    crc = crc32c::Extend(crc, piece.data(), n);
+    done += n;
+  }
+  if (crc != crc32c::Unmask(e.masked_crc))
+    return Corrupt(e, "checksum mismatch: the bytes give ", Hex(crc), ", the index says ", Hex(crc32c::Unmask(e.masked_crc)));
+  return Status::OK();
+}
+
+Status BundleReader::ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked) const {
+  // Bounded by the file's size, which Open checked the entry against; and
+  // the bytes are checked first, in pieces, so that a forged or sparse file
+  // makes nothing of its length allocated.
+  if (!crc_checked) AF_RETURN_IF_ERROR(CheckCrcInPieces(e));
   std::string blob(static_cast<size_t>(e.length), '\0');
   size_t got = 0;
   AF_RETURN_IF_ERROR(file_.ReadAt(e.offset, blob.data(), blob.size(), &got));
   if (got != blob.size()) return Corrupt(e, "the file ends at offset ", e.offset + got);
   const uint32_t crc = crc32c::Value(blob.data(), blob.size());
-  if (crc != crc32c::Unmask(e.masked_crc))
+  if (crc != crc32c::Unmask(e.masked_crc))  // the file changed since it was checked
     return Corrupt(e, "checksum mismatch: the bytes give ", Hex(crc), ", the index says ", Hex(crc32c::Unmask(e.masked_crc)));
   bundle::Decoder d(blob.data(), blob.size(), e.offset, filename(), "tensor '" + e.name + "'");
   std::string* out = dst->data<std::string>();

@@ -13,8 +13,11 @@
 //   NotFound         no such file, or no such tensor in it (names both)
 //   InvalidArgument  LookupInto's tensor has another dtype or shape (names both)
 // Nothing is allocated from a length before it is checked against the file
-// (ResourceExhausted when memory runs out anyway). When reading fails, the
-// destination's contents are unspecified.
+// (ResourceExhausted when memory runs out anyway). The index is also bounded
+// by Options::max_index_bytes (DataLoss naming the file), as a sparse or
+// forged file can be as large as it claims; a string tensor's bytes are
+// checked against their CRC, in pieces, before its strings are allocated.
+// When reading fails, the destination's contents are unspecified.
 //
 // Thread-safe: the methods are const and read with pread, so several threads
 // may read tensors of one open bundle at once; LookupManyInto spreads one
@@ -38,8 +41,14 @@ class Allocator;
 
 class BundleReader {
  public:
+  struct Options {
+    /// The largest index read (names, dtypes, shapes: about 50 bytes a
+    /// tensor); a longer one is DataLoss before it is allocated. > 0.
+    uint64_t max_index_bytes = bundle::kDefaultMaxIndexBytes;
+  };
   /// Opens the bundle of checkpoint `prefix` (the file BundleFileName(prefix)).
   static Status Open(const std::string& prefix, std::unique_ptr<BundleReader>* out);
+  static Status Open(const std::string& prefix, const Options& options, std::unique_ptr<BundleReader>* out);
 
   const std::string& filename() const { return file_.path(); }
   /// Names of the stored tensors, sorted.
@@ -65,16 +74,19 @@ class BundleReader {
 
  private:
   explicit BundleReader(file_io::File file) : file_(std::move(file)) {}
-  Status ReadHeaderAndIndex();
+  Status ReadHeaderAndIndex(const Options& options);
   Status FindEntry(const std::string& name, const bundle::IndexEntry** e) const;
   Status CheckDestination(const bundle::IndexEntry& e, const Tensor& dst) const;
-  // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC.
-  Status Read(const bundle::IndexEntry& e, Tensor* dst) const;
+  // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC
+  // (a string tensor's first, unless `crc_checked`).
+  Status Read(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked = false) const;
   // Reads bytes [begin, end) of numeric tensor `e` to p + begin, extending *crc over them.
   Status ReadRange(const bundle::IndexEntry& e, char* p, uint64_t begin, uint64_t end, uint32_t* crc) const;
   // Checks the CRC of numeric tensor `e`, read to `p`, and its bools.
   Status CheckNumeric(const bundle::IndexEntry& e, uint32_t crc, const char* p) const;
-  Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst) const;
+  Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked) const;
+  // Checks tensor `e`'s bytes against its CRC, reading them in pieces.
+  Status CheckCrcInPieces(const bundle::IndexEntry& e) const;
   // DataLoss for tensor `e`: "checkpoint 'F' is corrupt: tensor 'x' (offset O, N bytes): ..."
   template <class... Args>
   Status Corrupt(const bundle::IndexEntry& e, const Args&... args) const;

@@ -12,6 +12,11 @@ Output Second(const Operation& op) { return op.node() ? Output(op.node(), 1) : O
 AttrMap Common(const ReaderOptions& o) {
   return {{"container", AttrString(o.container)}, {"shared_name", AttrString(o.shared_name)}};
 }
+AttrMap Common(const FileReaderOptions& o) {
+  AttrMap attrs = Common(static_cast<const ReaderOptions&>(o));
+  if (o.max_record_bytes != 0) attrs["max_record_bytes"] = AttrInt(o.max_record_bytes);
+  return attrs;
+}
 }  // namespace
 
 Output TFRecordReader(const Scope& s, const TFRecordReaderOptions& o) {

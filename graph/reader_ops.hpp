@@ -25,14 +25,21 @@ struct ReaderOptions {
   std::string shared_name;
 };
 
-struct TFRecordReaderOptions : ReaderOptions {
+/// max_record_bytes (an actorflow extension, set in the node only when not 0):
+/// the longest record, line or fixed-length record plus footer the reader
+/// reads; 0 leaves the op's default, io::kDefaultMaxRecordBytes (256 MiB). A
+/// longer one in a file fails the read with DataLoss naming file and offset.
+struct FileReaderOptions : ReaderOptions {
+  int64_t max_record_bytes = 0;
+};
+struct TFRecordReaderOptions : FileReaderOptions {
   std::string compression_type;  // "", "GZIP" or "ZLIB"
 };
-struct TextLineReaderOptions : ReaderOptions {
+struct TextLineReaderOptions : FileReaderOptions {
   int64_t skip_header_lines = 0;
   std::string compression_type;  // an actorflow extension: set in the node only when not ""
 };
-struct FixedLengthRecordReaderOptions : ReaderOptions {
+struct FixedLengthRecordReaderOptions : FileReaderOptions {
   int64_t header_bytes = 0;
   int64_t record_bytes = 0;  // required: > 0
   int64_t footer_bytes = 0;

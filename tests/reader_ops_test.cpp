@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -258,6 +259,103 @@ TEST_CASE("readers: a FixedLengthRecordReaderV2 declared with record_bytes 0 fai
   Status s = session.Run(opts, {}, {"num_records"}, {}, &out);
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK_THAT(s.message(), Contains("reader"));
+}
+
+TEST_CASE("readers: size attrs that are negative, overflow or exceed max_record_bytes fail, naming node and attr") {
+  Runtime rt(TwoThreads());
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  struct Case {
+    const char* attr;
+    MakeReader make;
+  };
+  auto fixed = [](int64_t header, int64_t record, int64_t footer, int64_t hop, int64_t max) {
+    return [=](const Scope& s) {
+      ops::FixedLengthRecordReaderOptions o;
+      o.header_bytes = header;
+      o.record_bytes = record;
+      o.footer_bytes = footer;
+      o.hop_bytes = hop;
+      o.max_record_bytes = max;
+      return ops::FixedLengthRecordReader(s, o);
+    };
+  };
+  const std::vector<Case> cases = {
+      {"record_bytes", fixed(0, kMax, 1, 0, 0)},  // record_bytes + footer_bytes overflows int64
+      {"footer_bytes", fixed(0, 1, kMax, 0, 0)},
+      {"header_bytes", fixed(-1, 4, 0, 0, 0)},
+      {"hop_bytes", fixed(0, 4, 0, -8, 0)},
+      {"header_bytes", fixed(kMax, 4, 0, 0, 0)},
+      {"record_bytes + footer_bytes", fixed(0, 8, 4, 0, 10)},
+      {"max_record_bytes", fixed(0, 8, 0, 0, -1)},
+      {"max_record_bytes",
+       [](const Scope& s) {
+         ops::TFRecordReaderOptions o;
+         o.max_record_bytes = -5;
+         return ops::TFRecordReader(s, o);
+       }},
+      {"skip_header_lines",
+       [](const Scope& s) {
+         ops::TextLineReaderOptions o;
+         o.skip_header_lines = -1;
+         return ops::TextLineReader(s, o);
+       }},
+  };
+  for (const Case& c : cases) {
+    SessionOptions so;
+    so.runtime = &rt;
+    Session session(so);
+    REQUIRE(session.Create(ReaderGraph(c.make)).ok());
+    std::vector<Tensor> out;
+    RunOptions opts;
+    opts.timeout_in_ms = kStepBound;
+    Status s = session.Run(opts, {}, {"num_records"}, {}, &out);
+    INFO(c.attr << ": " << s.ToString());
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK_THAT(s.message(), Contains("reader") && Contains(c.attr));
+  }
+}
+
+TEST_CASE("readers: a record or line over max_record_bytes is DataLoss naming file and offset; the next file is read") {
+  Runtime rt(TwoThreads());
+  test::TempDir dir("af_reader_ops_test");
+  for (bool gzip : {false, true}) {
+    INFO((gzip ? "GZIP" : "plain"));
+    const std::string big = dir.File(gzip ? "big.tfrecord.gz" : "big.tfrecord");
+    const std::string next = dir.File(gzip ? "next.tfrecord.gz" : "next.tfrecord");
+    WriteTFRecords(big, {"0123456789", "0123456789A"}, gzip);
+    WriteTFRecords(next, {"n0"}, gzip);
+    auto make = [gzip](const Scope& s) {
+      ops::TFRecordReaderOptions o;
+      o.compression_type = gzip ? "GZIP" : "";
+      o.max_record_bytes = 10;
+      return ops::TFRecordReader(s, o);
+    };
+    Client c(&rt, ReaderGraph(make));
+    c.Enqueue({big, next});
+    c.Close();
+    CHECK(c.Read().second == "0123456789");  // at the bound
+    Status s;
+    c.Read(&s);
+    CHECK(s.code() == Code::kDataLoss);
+    CHECK_THAT(s.message(), Contains(big) && Contains("offset 26") && Contains("max_record_bytes"));
+    CHECK(c.Read() == std::make_pair(next + ":0", std::string("n0")));
+
+    const std::string text = dir.File(gzip ? "a.csv.gz" : "a.csv");
+    WriteFile(text, "fits\nthis is too long\n", gzip);
+    auto lines = [gzip](const Scope& s) {
+      ops::TextLineReaderOptions o;
+      if (gzip) o.compression_type = "GZIP";
+      o.max_record_bytes = 8;
+      return ops::TextLineReader(s, o);
+    };
+    Client t(&rt, ReaderGraph(lines));
+    t.Enqueue({text});
+    t.Close();
+    CHECK(t.Read().second == "fits");
+    t.Read(&s);
+    CHECK(s.code() == Code::kDataLoss);
+    CHECK_THAT(s.message(), Contains(text) && Contains("offset 5"));
+  }
 }
 
 TEST_CASE("readers: ReaderReadUpToV2 returns batches of one file, fewer at a file's end, then OutOfRange") {

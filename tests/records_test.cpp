@@ -181,8 +181,10 @@ TEST_CASE("crc32c: known vectors, hardware and Boost.CRC agree, Extend joins pie
   if (crc32c::FoldingAvailable()) CHECK(crc32c::ExtendFolding(0, cycle.data(), cycle.size()) == 0x2CDF6E8Fu);
 
   // Lengths around the 3-stream block sizes, at every alignment, whole and in pieces.
+  // The longest length (49252) at the largest alignment (7) reads buf[7, 49259):
+  // the buffer holds that many bytes, so no read runs past its end.
   std::mt19937 rng(7);
-  std::string buf(3 * 8192 * 2 + 100, '\0');
+  std::string buf(3 * 8192 * 2 + 100 + 7, '\0');
   for (auto& c : buf) c = static_cast<char>(rng());
   for (size_t n : {1ul, 7ul, 8ul, 9ul, 255ul, 256ul, 511ul, 512ul, 513ul, 767ul, 768ul, 769ul, 1000ul, 4096ul,
                    24575ul, 24576ul, 24577ul, 49252ul}) {
@@ -401,15 +403,24 @@ TEST_CASE("records: damage is DataLoss naming the file and the record's offset, 
   ReadAll(path, Compression::kNone, &end);
   CHECK(end.code() == Code::kDataLoss);
   CHECK_THAT(end.message(), Contains("offset 0") && Contains(path));
-  // A huge length with a valid CRC allocates no more than the file holds.
-  std::string huge(8, '\xff');
-  huge[7] = 0x0f;
-  const uint32_t crc = crc32c::Mask(crc32c::Value(huge.data(), 8));
-  for (int i = 0; i < 4; ++i) huge.push_back(static_cast<char>(crc >> (8 * i)));
-  WriteBytes(path, huge + "some data");
+  // A length with a valid CRC: over max_record_bytes it is refused before
+  // anything is read (bounded_input_test.cpp); under it, past the end of the
+  // file, it allocates no more than the file holds and is a truncated record.
+  auto header = [](uint64_t length) {
+    std::string h;
+    for (int i = 0; i < 8; ++i) h.push_back(static_cast<char>(length >> (8 * i)));
+    const uint32_t crc = crc32c::Mask(crc32c::Value(h.data(), 8));
+    for (int i = 0; i < 4; ++i) h.push_back(static_cast<char>(crc >> (8 * i)));
+    return h;
+  };
+  WriteBytes(path, header(0x0fffffffffffffffull) + "some data");
   ReadAll(path, Compression::kNone, &end);
   CHECK(end.code() == Code::kDataLoss);
-  CHECK_THAT(end.message(), Contains("truncated record"));
+  CHECK_THAT(end.message(), Contains("max_record_bytes") && Contains("offset 0") && Contains(path));
+  WriteBytes(path, header(uint64_t{200} << 20) + "some data");
+  ReadAll(path, Compression::kNone, &end);
+  CHECK(end.code() == Code::kDataLoss);
+  CHECK_THAT(end.message(), Contains("truncated record") && Contains("offset 0"));
 }
 
 TEST_CASE("records: a damaged compressed stream is DataLoss naming the file") {

@@ -11,6 +11,7 @@ namespace io {
 
 Status BufferedInputStream::Open(const std::string& path, Compression compression,
                                  std::unique_ptr<BufferedInputStream>* out, size_t buffer_bytes) {
+  AF_RETURN_IF_ERROR(CheckBufferBytes("buffer_bytes of a reader of '" + path + "'", buffer_bytes));
   std::unique_ptr<FileInputStream> file;
   AF_RETURN_IF_ERROR(FileInputStream::Open(path, &file));
   std::unique_ptr<InputStream> source = std::move(file);
@@ -21,7 +22,8 @@ Status BufferedInputStream::Open(const std::string& path, Compression compressio
 }
 
 BufferedInputStream::BufferedInputStream(std::unique_ptr<InputStream> source, size_t buffer_bytes)
-    : source_(std::move(source)), buf_(std::max<size_t>(buffer_bytes, 1)) {}
+    : source_(std::move(source)),
+      buf_(static_cast<size_t>(std::clamp<uint64_t>(buffer_bytes, 1, kMaxBufferBytes))) {}
 
 Status BufferedInputStream::Fill(bool* more) {
   size_t got = 0;
@@ -80,26 +82,38 @@ Status BufferedInputStream::SkipNBytes(uint64_t n) {
   return Status::OK();
 }
 
-Status BufferedInputStream::ReadLine(std::string* line) {
+Status BufferedInputStream::ReadLine(std::string* line, uint64_t max_bytes) {
   line->clear();
+  const uint64_t start = Tell();
+  // A line of max_bytes may be followed by a '\r' to drop: one byte more is held.
+  const uint64_t hold = max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1;
+  auto too_long = [&] {
+    line->clear();
+    line->shrink_to_fit();
+    return errors::DataLoss("line at offset ", start, " of '", filename(), "' is longer than the limit of ", max_bytes,
+                            " bytes (max_record_bytes): the file is corrupt or not text, or raise the limit");
+  };
   for (;;) {
     if (pos_ == limit_) {
       bool more = false;
       AF_RETURN_IF_ERROR(Fill(&more));
       if (!more) break;
     }
-    const char* start = buf_.data() + pos_;
-    const auto* newline = static_cast<const char*>(std::memchr(start, '\n', limit_ - pos_));
+    const char* start_p = buf_.data() + pos_;
+    const auto* newline = static_cast<const char*>(std::memchr(start_p, '\n', limit_ - pos_));
+    const size_t take = newline ? static_cast<size_t>(newline - start_p) : limit_ - pos_;
+    if (take > hold - line->size()) return too_long();
+    line->append(start_p, take);
     if (newline != nullptr) {
-      line->append(start, static_cast<size_t>(newline - start));
-      pos_ += static_cast<size_t>(newline - start) + 1;
+      pos_ += take + 1;
       if (!line->empty() && line->back() == '\r') line->pop_back();
+      if (line->size() > max_bytes) return too_long();
       return Status::OK();
     }
-    line->append(start, limit_ - pos_);
     pos_ = limit_;
   }
   if (!line->empty() && line->back() == '\r') line->pop_back();
+  if (line->size() > max_bytes) return too_long();
   if (line->empty()) return errors::OutOfRange("end of '", filename(), "'");
   return Status::OK();
 }

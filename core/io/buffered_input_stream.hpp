@@ -10,8 +10,15 @@
 // bytes (the bytes there were are read or skipped: Tell() says how many).
 // ReadLine follows TensorFlow's InputBuffer::ReadLine: lines end at '\n',
 // which is not returned, and one '\r' before it is dropped; a last line
-// without '\n' is returned when not empty. Tell() is the position in the
-// (decompressed) stream. Not thread-safe.
+// without '\n' is returned when not empty. A line longer than its bound
+// (kDefaultMaxRecordBytes unless given; record_limits.hpp) is DataLoss naming
+// the file and the line's offset, found before more than the bound is held.
+// Tell() is the position in the (decompressed) stream. Not thread-safe.
+//
+// Callers bound what they ask ReadNBytes and AppendNBytes for (a record
+// reader checks a length field against its max_record_bytes first); those
+// grow *out as bytes arrive, so a length past the end of a plain file costs
+// no more than the file holds.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +29,7 @@
 
 #include "core/io/compression.hpp"
 #include "core/io/input_stream.hpp"
+#include "core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {
@@ -31,10 +39,12 @@ class BufferedInputStream {
   static constexpr size_t kDefaultBufferBytes = 256 << 10;
 
   /// Opens `path`, inflating it when `compression` says so, with a buffer of
-  /// `buffer_bytes` (and as much compressed input). Errors name the file.
+  /// `buffer_bytes` (and as much compressed input). Errors name the file;
+  /// InvalidArgument for a buffer_bytes of 0 or over kMaxBufferBytes.
   static Status Open(const std::string& path, Compression compression, std::unique_ptr<BufferedInputStream>* out,
                      size_t buffer_bytes = kDefaultBufferBytes);
 
+  /// `buffer_bytes` is taken into [1, kMaxBufferBytes].
   BufferedInputStream(std::unique_ptr<InputStream> source, size_t buffer_bytes = kDefaultBufferBytes);
 
   /// Replaces *out with the next n bytes; OutOfRange (with the bytes there
@@ -44,8 +54,10 @@ class BufferedInputStream {
   Status AppendNBytes(size_t n, std::string* out);
   /// Skips n bytes; OutOfRange when fewer remain (all of them skipped).
   Status SkipNBytes(uint64_t n);
-  /// The next line into *line; OutOfRange at the end of the stream.
-  Status ReadLine(std::string* line);
+  /// The next line into *line; OutOfRange at the end of the stream, DataLoss
+  /// (naming the file and the line's offset) for a line of more than
+  /// `max_bytes` bytes (its '\n' and a '\r' before it not counted).
+  Status ReadLine(std::string* line, uint64_t max_bytes = kDefaultMaxRecordBytes);
   /// Bytes consumed so far.
   uint64_t Tell() const { return source_->Tell() - (limit_ - pos_); }
   const std::string& filename() const { return source_->filename(); }

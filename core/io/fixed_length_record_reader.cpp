@@ -6,13 +6,24 @@ namespace actorflow {
 namespace io {
 
 Status FixedLengthRecordReader::Create(const Options& options, std::unique_ptr<FileRecordReader>* out) {
-  if (options.header_bytes < 0)
-    return errors::InvalidArgument("header_bytes must be >= 0, got ", options.header_bytes);
-  if (options.record_bytes <= 0)
-    return errors::InvalidArgument("record_bytes must be > 0, got ", options.record_bytes);
-  if (options.footer_bytes < 0)
-    return errors::InvalidArgument("footer_bytes must be >= 0, got ", options.footer_bytes);
-  if (options.hop_bytes < 0) return errors::InvalidArgument("hop_bytes must be >= 0, got ", options.hop_bytes);
+  // Each size is checked alone before any is added to another: the sum of two
+  // int64 attrs can overflow, and record_bytes + footer_bytes is allocated.
+  const uint64_t max = options.max_record_bytes;
+  if (max == 0) return errors::InvalidArgument("max_record_bytes must be > 0, got 0");
+  auto check = [max](const char* name, int64_t v, int64_t least) {
+    if (v < least) return errors::InvalidArgument(name, " must be >= ", least, ", got ", v);
+    if (static_cast<uint64_t>(v) > max)
+      return errors::InvalidArgument(name, " is ", v, ", more than max_record_bytes (", max, ")");
+    return Status::OK();
+  };
+  AF_RETURN_IF_ERROR(check("header_bytes", options.header_bytes, 0));
+  AF_RETURN_IF_ERROR(check("record_bytes", options.record_bytes, 1));
+  AF_RETURN_IF_ERROR(check("footer_bytes", options.footer_bytes, 0));
+  AF_RETURN_IF_ERROR(check("hop_bytes", options.hop_bytes, 0));
+  // Both are int64 >= 0 by now: their sum fits in uint64.
+  if (static_cast<uint64_t>(options.record_bytes) + static_cast<uint64_t>(options.footer_bytes) > max)
+    return errors::InvalidArgument("record_bytes + footer_bytes (", options.record_bytes, " + ", options.footer_bytes,
+                                   ") is more than max_record_bytes (", max, ")");
   *out = std::make_unique<FixedLengthRecordReader>(options);
   return Status::OK();
 }
@@ -68,7 +79,9 @@ Status FixedLengthRecordReader::ReadRecord(std::string* key, std::string* value)
       if (!s.ok()) return status_ = s;
     }
   }
-  const size_t want = static_cast<size_t>(options_.record_bytes + options_.footer_bytes);
+  // Create bounded both by max_record_bytes: the sum neither overflows nor is large.
+  const size_t want = static_cast<size_t>(static_cast<uint64_t>(options_.record_bytes) +
+                                          static_cast<uint64_t>(options_.footer_bytes));
   const Status s = in_->AppendNBytes(want - lookahead_.size(), &lookahead_);
   if (errors::IsOutOfRange(s)) return status_ = AtEnd(start, lookahead_.size());
   if (!s.ok()) return status_ = s;

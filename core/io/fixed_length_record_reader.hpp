@@ -15,6 +15,11 @@
 // Where TensorFlow silently drops bytes at the end that make no whole record,
 // this reader reports them: DataLoss naming the file and the offset where the
 // partial record starts. A file shorter than its header is DataLoss too.
+//
+// Every size is bounded by `max_record_bytes` (record_limits.hpp; 256 MiB by
+// default), record_bytes + footer_bytes (what is held per record) included:
+// Create refuses more, or a negative size, with InvalidArgument naming it, so
+// no sum of sizes overflows.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,7 @@
 #include "core/io/buffered_input_stream.hpp"
 #include "core/io/compression.hpp"
 #include "core/io/file_record_reader.hpp"
+#include "core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {
@@ -36,8 +42,10 @@ class FixedLengthRecordReader : public FileRecordReader {
     int64_t footer_bytes = 0;
     int64_t hop_bytes = 0;
     Compression compression = Compression::kNone;
+    uint64_t max_record_bytes = kDefaultMaxRecordBytes;  ///< > 0
   };
-  /// InvalidArgument for a negative size or record_bytes 0.
+  /// InvalidArgument for a negative size, record_bytes 0, a size over
+  /// max_record_bytes or record_bytes + footer_bytes over it.
   static Status Create(const Options& options, std::unique_ptr<FileRecordReader>* out);
   explicit FixedLengthRecordReader(const Options& options);
 

@@ -18,12 +18,27 @@ uint64_t GetFixed64(const char* p) { return uint64_t{GetFixed32(p + 4)} << 32 | 
 
 }  // namespace
 
+Status RecordReaderOptions::Validate() const {
+  AF_RETURN_IF_ERROR(CheckBufferBytes("RecordReaderOptions::buffer_bytes", buffer_bytes));
+  if (max_record_bytes == 0) return errors::InvalidArgument("RecordReaderOptions::max_record_bytes must be > 0");
+  return Status::OK();
+}
+
+Status RecordReader::Open(const std::string& path, const RecordReaderOptions& options,
+                          std::unique_ptr<RecordReader>* out) {
+  AF_RETURN_IF_ERROR(options.Validate().WithContext("reading TFRecord file '" + path + "'"));
+  std::unique_ptr<BufferedInputStream> in;
+  AF_RETURN_IF_ERROR(BufferedInputStream::Open(path, options.compression, &in, options.buffer_bytes));
+  *out = std::make_unique<RecordReader>(std::move(in), options.max_record_bytes);
+  return Status::OK();
+}
+
 Status RecordReader::Open(const std::string& path, Compression compression, std::unique_ptr<RecordReader>* out,
                           size_t buffer_bytes) {
-  std::unique_ptr<BufferedInputStream> in;
-  AF_RETURN_IF_ERROR(BufferedInputStream::Open(path, compression, &in, buffer_bytes));
-  *out = std::make_unique<RecordReader>(std::move(in));
-  return Status::OK();
+  RecordReaderOptions options;
+  options.compression = compression;
+  options.buffer_bytes = buffer_bytes;
+  return Open(path, options, out);
 }
 
 Status RecordReader::Damaged(const std::string& what) const {
@@ -42,6 +57,10 @@ Status RecordReader::ReadRecord(std::string* record) {
   const uint64_t length = GetFixed64(header_.data());
   if (crc32c::Unmask(GetFixed32(header_.data() + sizeof(uint64_t))) != crc32c::Value(header_.data(), sizeof(uint64_t)))
     return status_ = Damaged("corrupted record (length CRC mismatch)");
+  // Bounded before anything is read for it: a gzip file of a few MB can
+  // inflate to any length, and zeros inflate to a matching data CRC.
+  if (length > max_record_bytes_)
+    return status_ = RecordTooLong("TFRecord", length, max_record_bytes_, offset_, in_->filename());
   // The data and its CRC, read in one go (growing as bytes arrive).
   if (length > UINT64_MAX - kRecordFooterBytes) return status_ = Damaged("corrupted record (impossible length)");
   s = in_->AppendNBytes(length + kRecordFooterBytes, record);

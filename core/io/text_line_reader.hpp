@@ -5,7 +5,9 @@
 // empty. The first `skip_header_lines` lines are skipped when the file is
 // opened (a file with fewer lines has no records). A record's key is
 // "FILENAME:LINE", the line's number counted from 1 with the header lines
-// included, as TensorFlow's.
+// included, as TensorFlow's. A line longer than `max_record_bytes` (header
+// lines too) is DataLoss naming the file and the line's offset, found before
+// more than that is held (record_limits.hpp); the error stays until Open.
 //
 // `compression` (GZIP or ZLIB) reads compressed text; TensorFlow's op has no
 // such attr (its TextLineDataset has compression_type), so the op passes kNone.
@@ -18,6 +20,7 @@
 #include "core/io/buffered_input_stream.hpp"
 #include "core/io/compression.hpp"
 #include "core/io/file_record_reader.hpp"
+#include "core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {
@@ -27,8 +30,9 @@ class TextLineReader : public FileRecordReader {
   struct Options {
     int64_t skip_header_lines = 0;
     Compression compression = Compression::kNone;
+    uint64_t max_record_bytes = kDefaultMaxRecordBytes;  ///< the longest line; > 0
   };
-  /// InvalidArgument for a negative skip_header_lines.
+  /// InvalidArgument for a negative skip_header_lines or a max_record_bytes of 0.
   static Status Create(const Options& options, std::unique_ptr<FileRecordReader>* out);
   explicit TextLineReader(const Options& options) : options_(options) {}
 
@@ -43,6 +47,7 @@ class TextLineReader : public FileRecordReader {
   std::unique_ptr<BufferedInputStream> in_;
   int64_t line_number_ = 0;  // lines read so far, the header's included
   bool at_end_ = false;
+  Status status_;  // sticky: the error that stopped reading (the stream is mid-line after it)
 };
 
 }  // namespace io

@@ -4,13 +4,17 @@ namespace actorflow {
 namespace io {
 
 Status TFRecordFileReader::Create(const Options& options, std::unique_ptr<FileRecordReader>* out) {
+  if (options.max_record_bytes == 0) return errors::InvalidArgument("max_record_bytes must be > 0, got 0");
   *out = std::make_unique<TFRecordFileReader>(options);
   return Status::OK();
 }
 
 Status TFRecordFileReader::Open(const std::string& filename) {
   Close();
-  AF_RETURN_IF_ERROR(RecordReader::Open(filename, options_.compression, &reader_));
+  RecordReaderOptions options;
+  options.compression = options_.compression;
+  options.max_record_bytes = options_.max_record_bytes;
+  AF_RETURN_IF_ERROR(RecordReader::Open(filename, options, &reader_));
   filename_ = filename;
   return Status::OK();
 }

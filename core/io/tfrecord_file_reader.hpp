@@ -2,14 +2,18 @@
 // TensorFlow's TFRecordReaderV2 op reads with (its compression_type attr:
 // "", "GZIP" or "ZLIB"). A record's key is "FILENAME:OFFSET", the byte offset
 // of the record in the (decompressed) file, as TensorFlow's; its value is the
-// record's data, both CRCs checked (record_reader.hpp).
+// record's data, both CRCs checked (record_reader.hpp). A record longer than
+// `max_record_bytes` is DataLoss naming the file and its offset, refused
+// before it is read (record_limits.hpp).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "core/io/compression.hpp"
 #include "core/io/file_record_reader.hpp"
+#include "core/io/record_limits.hpp"
 #include "core/io/record_reader.hpp"
 
 namespace actorflow {
@@ -19,7 +23,9 @@ class TFRecordFileReader : public FileRecordReader {
  public:
   struct Options {
     Compression compression = Compression::kNone;
+    uint64_t max_record_bytes = kDefaultMaxRecordBytes;  ///< > 0
   };
+  /// InvalidArgument for a max_record_bytes of 0.
   static Status Create(const Options& options, std::unique_ptr<FileRecordReader>* out);
   explicit TFRecordFileReader(const Options& options) : options_(options) {}
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/io/record_limits.hpp"
+
 namespace actorflow {
 namespace io {
 namespace {
@@ -16,7 +18,7 @@ int WindowBits(Compression c) { return c == Compression::kGzip ? MAX_WBITS + 16 
 
 ZlibInputStream::ZlibInputStream(std::unique_ptr<InputStream> source, Compression compression, size_t input_bytes)
     : source_(std::move(source)), compression_(compression), zs_(new z_stream_s()),
-      input_(std::max<size_t>(input_bytes, 1)) {
+      input_(static_cast<size_t>(std::clamp<uint64_t>(input_bytes, 1, kMaxBufferBytes))) {
   zs_->zalloc = Z_NULL;
   zs_->zfree = Z_NULL;
   zs_->opaque = Z_NULL;

@@ -27,7 +27,9 @@ namespace io {
 class ZlibInputStream : public InputStream {
  public:
   /// `compression` is kGzip or kZlib; `input_bytes` is how much compressed
-  /// data is read from `source` at a time.
+  /// data is read from `source` at a time, taken into [1, kMaxBufferBytes].
+  /// Read fills only what its caller gives it: the bound on a record is the
+  /// record reader's (record_limits.hpp).
   ZlibInputStream(std::unique_ptr<InputStream> source, Compression compression, size_t input_bytes = 256 << 10);
   ~ZlibInputStream() override;
   ZlibInputStream(const ZlibInputStream&) = delete;

@@ -11,11 +11,18 @@
 //
 // Beyond TensorFlow: TextLineReaderV2 takes `compression_type` ("", "GZIP",
 // "ZLIB") as TFRecordReaderV2 does; the builder sets it only when not "", so
-// graphs that do not use it stay loadable by TensorFlow.
+// graphs that do not use it stay loadable by TensorFlow. The file readers take
+// `max_record_bytes` (default io::kDefaultMaxRecordBytes, 256 MiB; > 0): the
+// longest record, line or fixed-length window (record_bytes + footer_bytes)
+// they read. A longer one in a file is DataLoss naming the file and offset;
+// attrs that are negative, overflow or exceed it are InvalidArgument naming
+// the node and the attr when the kernel is made (core/io/record_limits.hpp).
+// The builder sets it only when asked to, as compression_type.
 #include <atomic>
 
 #include "core/io/compression.hpp"
 #include "core/io/fixed_length_record_reader.hpp"
+#include "core/io/record_limits.hpp"
 #include "core/io/text_line_reader.hpp"
 #include "core/io/tfrecord_file_reader.hpp"
 #include "core/resource_handle.hpp"
@@ -35,22 +42,31 @@ namespace {
       .SetIsStateful()                         \
       .SetShapeFn(shape_fns::Scalar)
 
-AF_REGISTER_OP("TFRecordReaderV2").Attr("compression_type: string = ''") AF_READER_COMMON_ATTRS
+// 268435456 is io::kDefaultMaxRecordBytes (the static_assert checks it).
+#define AF_MAX_RECORD_BYTES_ATTR "max_record_bytes: int = 268435456"
+static_assert(io::kDefaultMaxRecordBytes == 268435456, "the attr default is the reader's");
+
+AF_REGISTER_OP("TFRecordReaderV2")
+    .Attr("compression_type: string = ''")
+    .Attr(AF_MAX_RECORD_BYTES_ATTR) AF_READER_COMMON_ATTRS
     .Doc("A reader of the records of TFRecord files; keys are 'FILENAME:OFFSET'.");
 AF_REGISTER_OP("TextLineReaderV2")
     .Attr("skip_header_lines: int = 0")
-    .Attr("compression_type: string = ''") AF_READER_COMMON_ATTRS
+    .Attr("compression_type: string = ''")
+    .Attr(AF_MAX_RECORD_BYTES_ATTR) AF_READER_COMMON_ATTRS
     .Doc("A reader of the lines of text files; keys are 'FILENAME:LINE' (from 1, header lines counted).");
 AF_REGISTER_OP("FixedLengthRecordReaderV2")
     .Attr("header_bytes: int = 0")
     .Attr("record_bytes: int")
     .Attr("footer_bytes: int = 0")
     .Attr("hop_bytes: int = 0")
-    .Attr("encoding: string = ''") AF_READER_COMMON_ATTRS
+    .Attr("encoding: string = ''")
+    .Attr(AF_MAX_RECORD_BYTES_ATTR) AF_READER_COMMON_ATTRS
     .Doc("A reader of fixed-length records between a header and a footer; keys are 'FILENAME:INDEX'.");
 AF_REGISTER_OP("IdentityReaderV2") AF_READER_COMMON_ATTRS
     .Doc("A reader that outputs each queued work unit (filename) as both key and value.");
 #undef AF_READER_COMMON_ATTRS
+#undef AF_MAX_RECORD_BYTES_ATTR
 
 // IdentityReaderV2's "file": the work unit itself, one record.
 class IdentityRecordReader : public io::FileRecordReader {
@@ -132,15 +148,26 @@ Status ParseCompressionAttr(OpKernelConstruction* c, const char* attr, io::Compr
   return io::ParseCompression(*name, out);
 }
 
+// The max_record_bytes attr: > 0.
+Status MaxRecordBytesAttr(OpKernelConstruction* c, uint64_t* out) {
+  int64_t v = 0;
+  AF_RETURN_IF_ERROR(c->GetAttr("max_record_bytes", &v));
+  AF_RETURN_IF_ERROR(io::CheckMaxRecordBytes("max_record_bytes", v));
+  *out = static_cast<uint64_t>(v);
+  return Status::OK();
+}
+
 class TFRecordReaderOp : public ReaderDeclOp {
  public:
   explicit TFRecordReaderOp(OpKernelConstruction* c) : ReaderDeclOp(c) {
     io::TFRecordFileReader::Options o;
     std::string compression;
     Status s = ParseCompressionAttr(c, "compression_type", &o.compression, &compression);
+    if (s.ok()) s = MaxRecordBytesAttr(c, &o.max_record_bytes);
     std::unique_ptr<io::FileRecordReader> r;
     if (s.ok()) s = io::TFRecordFileReader::Create(o, &r);
-    SetReader(c, s, std::move(r), "compression_type='" + compression + "'");
+    SetReader(c, s, std::move(r),
+              "compression_type='" + compression + "', max_record_bytes=" + std::to_string(o.max_record_bytes));
   }
 };
 
@@ -151,10 +178,12 @@ class TextLineReaderOp : public ReaderDeclOp {
     std::string compression;
     Status s = c->GetAttr("skip_header_lines", &o.skip_header_lines);
     if (s.ok()) s = ParseCompressionAttr(c, "compression_type", &o.compression, &compression);
+    if (s.ok()) s = MaxRecordBytesAttr(c, &o.max_record_bytes);
     std::unique_ptr<io::FileRecordReader> r;
     if (s.ok()) s = io::TextLineReader::Create(o, &r);
     SetReader(c, s, std::move(r),
-              "skip_header_lines=" + std::to_string(o.skip_header_lines) + ", compression_type='" + compression + "'");
+              "skip_header_lines=" + std::to_string(o.skip_header_lines) + ", compression_type='" + compression +
+                  "', max_record_bytes=" + std::to_string(o.max_record_bytes));
   }
 };
 
@@ -168,12 +197,13 @@ class FixedLengthRecordReaderOp : public ReaderDeclOp {
     if (s.ok()) s = c->GetAttr("footer_bytes", &o.footer_bytes);
     if (s.ok()) s = c->GetAttr("hop_bytes", &o.hop_bytes);
     if (s.ok()) s = ParseCompressionAttr(c, "encoding", &o.compression, &encoding);
+    if (s.ok()) s = MaxRecordBytesAttr(c, &o.max_record_bytes);
     std::unique_ptr<io::FileRecordReader> r;
     if (s.ok()) s = io::FixedLengthRecordReader::Create(o, &r);
     SetReader(c, s, std::move(r),
               "header_bytes=" + std::to_string(o.header_bytes) + ", record_bytes=" + std::to_string(o.record_bytes) +
                   ", footer_bytes=" + std::to_string(o.footer_bytes) + ", hop_bytes=" + std::to_string(o.hop_bytes) +
-                  ", encoding='" + encoding + "'");
+                  ", encoding='" + encoding + "', max_record_bytes=" + std::to_string(o.max_record_bytes));
   }
 };
 
