@@ -10,6 +10,7 @@ packages=(
   catch2 nlohmann-json3-dev
   libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
+  clang libclang-rt-14-dev  # make sanitize and make fuzz (ASan, UBSan, libFuzzer)
 )
 # Peers measured by bench/run_all.sh (not needed to build or test). With
 # libopenblas0 installed, Debian's alternatives give PyTorch an optimized BLAS.

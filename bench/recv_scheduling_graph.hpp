@@ -49,7 +49,9 @@ inline LateConsumerGraph BuildLateConsumerGraph(const Scope& root, const LateCon
     const std::string id = std::to_string(i);
     const Output value = ops::Mul(cpu1.WithOpName("value_" + id), g.y, static_cast<float>(i + 1) * 1e-3f);
     const Scope maker = p.expand_on_receiver ? cpu0 : cpu1;
-    big[i] = ops::Fill(maker.WithOpName("big_" + id), Input({static_cast<int>(p.elements)}), value);
+    // The dims vector {elements}: Input({int}) would be a scalar under clang (Input(int)), a vector under gcc.
+    const Input dims(std::initializer_list<Input::Initializer>{static_cast<int>(p.elements)});
+    big[i] = ops::Fill(maker.WithOpName("big_" + id), dims, value);
   }
   Output c = g.x;
   int next = 0;

@@ -4,10 +4,12 @@
 // Inside one process CAF never serializes: a message holding a Tensor shares
 // its buffer. Across processes the serializer writes a tensor as dtype, dims
 // and then its bytes in one raw block (numeric types) or string by string;
-// the deserializer validates dtype and dims before allocating, so a corrupt
-// or hostile message is an error, never a crash.
+// the deserializer validates dtype and dims, and that the message holds the
+// bytes they claim, before allocating, so a corrupt or hostile message is an
+// error, never a crash or a huge allocation.
 #pragma once
 
+#include <caf/binary_deserializer.hpp>
 #include <caf/deserializer.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/sec.hpp>
@@ -52,6 +54,15 @@ typename Inspector::result_type inspect(Inspector& f, Tensor& t) {
     TensorShape shape;
     if (!DataTypeIsSupported(static_cast<DataType>(dtype)) || !TensorShape::FromDims(dims, &shape).ok())
       return caf::make_error(caf::sec::invalid_argument, "bad tensor header in message");
+    // A header may claim more than the message holds: check before allocating.
+    if (const auto* bin = dynamic_cast<const caf::binary_deserializer*>(&f)) {
+      const auto n = static_cast<uint64_t>(shape.num_elements());
+      const bool is_string = DataTypeIsStringLike(static_cast<DataType>(dtype));
+      // A string takes at least its one-byte length; other elements their size.
+      const uint64_t elem = is_string ? 1 : DataTypeSize(static_cast<DataType>(dtype));
+      if (elem != 0 && n > bin->remaining() / elem)
+        return caf::make_error(caf::sec::invalid_argument, "tensor header in message claims more bytes than it holds");
+    }
     if (!Tensor::Create(nullptr, static_cast<DataType>(dtype), shape, &t).ok())
       return caf::make_error(caf::sec::invalid_argument, "tensor in message too large");
     return detail::InspectTensorPayload(f, t);

@@ -40,7 +40,7 @@ std::atomic<size_t> g_fail_from_bytes{0};  // 0: off
 thread_local int t_fail_next = 0;
 std::atomic<int64_t> g_refused{0};  // allocations refused so far
 
-void* Allocate(size_t n) {
+[[maybe_unused]] void* Allocate(size_t n) {
   const size_t from = g_fail_from_bytes.load(std::memory_order_relaxed);
   if (t_fail_next > 0 || (from != 0 && n >= from)) {
     if (t_fail_next > 0) --t_fail_next;
@@ -117,7 +117,7 @@ class TestDoneWithoutMemoryOp : public AsyncOpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("TestDoneWithoutMemory").Device(DEVICE_CPU), TestDoneWithoutMemoryOp);
 
-AttrMap Attrs(const std::vector<std::pair<std::string, int64_t>>& ints,
+[[maybe_unused]] AttrMap Attrs(const std::vector<std::pair<std::string, int64_t>>& ints,
              const std::vector<std::pair<std::string, bool>>& bools = {}) {
   AttrMap m;
   for (const auto& [k, v] : ints) m[k].set_i(v);
@@ -125,7 +125,13 @@ AttrMap Attrs(const std::vector<std::pair<std::string, int64_t>>& ints,
   return m;
 }
 
-RunOptions Bounded() {
+[[maybe_unused]] SessionOptions OnRuntime(Runtime* rt) {
+  SessionOptions o;
+  o.runtime = rt;
+  return o;
+}
+
+[[maybe_unused]] RunOptions Bounded() {
   RunOptions o;
   o.timeout_in_ms = 60000;  // a lost completion fails the test instead of hanging it
   return o;
@@ -141,7 +147,7 @@ TEST_CASE("a kernel's own allocation failing fails its step; the device goes on"
     auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
     root.WithOpName("temp").AddOp("TestBigTemp", {{x}}, Attrs({{"bytes", int64_t{8} << 20}}, {{"offload", offload}}));
     Runtime rt(RuntimeOptions{});
-    Session session(SessionOptions{&rt});
+    Session session(OnRuntime(&rt));
     REQUIRE(session.Create(ToDef(root)).ok());
     std::vector<Tensor> out;
     REQUIRE(session.Run(Bounded(), {{"x", Tensor::Scalar<float>(2)}}, {"temp"}, {}, &out).ok());
@@ -164,7 +170,7 @@ TEST_CASE("a completion sent where no memory is left still ends its step") {
     auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
     root.WithOpName("late").AddOp("TestDoneWithoutMemory", {{x}}, Attrs({}, {{"fail", fail}}));
     Runtime rt(RuntimeOptions{});
-    Session session(SessionOptions{&rt});
+    Session session(OnRuntime(&rt));
     REQUIRE(session.Create(ToDef(root)).ok());
     for (int i = 0; i < 20; ++i) {
       std::vector<Tensor> out;
@@ -190,7 +196,7 @@ TEST_CASE("a graph whose executor bookkeeping does not fit fails to run; the ses
   auto parts = ops::Split(root.WithOpName("split"), 0, x, kParts);
   ops::Identity(root.WithOpName("first"), parts[0]);
   Runtime rt(RuntimeOptions{});
-  Session session(SessionOptions{&rt});
+  Session session(OnRuntime(&rt));
   REQUIRE(session.Create(ToDef(root)).ok());
   Tensor value(DT_FLOAT, TensorShape{kParts});
   for (int64_t i = 0; i < kParts; ++i) value.data<float>()[i] = static_cast<float>(i);

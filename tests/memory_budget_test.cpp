@@ -41,6 +41,12 @@ proto::GraphDef FillGraph(DataType dtype = DT_FLOAT) {
   return ToDef(root);
 }
 
+SessionOptions OnRuntime(Runtime* rt) {
+  SessionOptions o;
+  o.runtime = rt;
+  return o;
+}
+
 Tensor Dims(int64_t n) { return test::MakeTensor<int32_t>({static_cast<int32_t>(n)}, TensorShape{1}); }
 
 Status RunFill(Session& session, int64_t n, int32_t* size = nullptr) {
@@ -84,7 +90,7 @@ TEST_CASE("a budget allocator counts its own bytes and refuses past its limit") 
 
 TEST_CASE("a step over the device's budget fails with ResourceExhausted, and later steps succeed") {
   Runtime rt(Budgeted());
-  Session session(SessionOptions{&rt});
+  Session session(OnRuntime(&rt));
   REQUIRE(session.Create(FillGraph()).ok());
   for (int round = 0; round < 3; ++round) {
     Status s = RunFill(session, int64_t{32} << 20);  // 128 MiB of floats
@@ -104,7 +110,7 @@ TEST_CASE("a step over the device's budget fails with ResourceExhausted, and lat
 
 TEST_CASE("string tensors count against the budget too") {
   Runtime rt(Budgeted());
-  Session session(SessionOptions{&rt});
+  Session session(OnRuntime(&rt));
   REQUIRE(session.Create(FillGraph(DT_STRING)).ok());
   Status s = RunFill(session, int64_t{4} << 20);  // 4M strings: 128 MiB of std::string headers
   INFO(s.ToString());
@@ -117,7 +123,7 @@ TEST_CASE("string tensors count against the budget too") {
 
 TEST_CASE("steps that fail for memory leave concurrent steps of the same session alone") {
   Runtime rt(Budgeted());
-  Session session(SessionOptions{&rt});
+  Session session(OnRuntime(&rt));
   REQUIRE(session.Create(FillGraph()).ok());
   std::atomic<int> wrong{0};
   std::thread failing([&] {
@@ -144,9 +150,9 @@ TEST_CASE("each CPU device has its own budget") {
   auto dims = ops::Placeholder(root.WithOpName("dims"), DT_INT32);
   auto a = ops::Fill(root.WithOpName("a").WithDevice("/device:CPU:0"), dims, 1.f);
   auto b = ops::Fill(root.WithOpName("b").WithDevice("/device:CPU:1"), dims, 2.f);
-  auto sa = ops::Sum(root.WithOpName("sa").WithDevice("/device:CPU:0"), a, 0);
-  auto sb = ops::Sum(root.WithOpName("sb").WithDevice("/device:CPU:1"), b, 0);
-  Session session(SessionOptions{&rt});
+  ops::Sum(root.WithOpName("sa").WithDevice("/device:CPU:0"), a, 0);
+  ops::Sum(root.WithOpName("sb").WithDevice("/device:CPU:1"), b, 0);
+  Session session(OnRuntime(&rt));
   REQUIRE(session.Create(ToDef(root)).ok());
   std::vector<Tensor> out;
   Status s = session.Run({{"dims", Dims(int64_t{10} << 20)}}, {"sa", "sb"}, {}, &out);

@@ -237,3 +237,22 @@ TEST_CASE("wire format: a corrupt tensor header is an error, not a crash") {
   Tensor t;
   REQUIRE(source(t));  // returns an error
 }
+
+TEST_CASE("wire format: a tensor header claiming more bytes than the message holds is refused before allocating") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  for (int32_t dtype : {static_cast<int32_t>(DT_FLOAT), static_cast<int32_t>(DT_STRING)}) {
+    std::vector<char> buf;
+    caf::binary_serializer sink(sys, buf);
+    std::vector<int64_t> dims{int64_t{1} << 40};  // 4 TiB of floats, 2^40 strings
+    REQUIRE_FALSE(sink(dtype, dims));
+    buf.resize(buf.size() + 64, 0);  // a few bytes of "payload"
+    const int64_t in_use = cpu_allocator()->bytes_in_use();
+    caf::binary_deserializer source(sys, buf);
+    Tensor t;
+    auto err = source(t);
+    REQUIRE(err);
+    REQUIRE_THAT(caf::to_string(err), Catch::Contains("claims more bytes than it holds"));
+    REQUIRE(cpu_allocator()->bytes_in_use() == in_use);
+  }
+}

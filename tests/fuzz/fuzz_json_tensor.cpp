@@ -1,0 +1,37 @@
+// Fuzz target: JSON tensor parsing (tools/json_tensor.hpp), as the actorflow
+// command reads --feed values and --steps lines.
+//
+// Input: JSON text. A document that parses is turned into a tensor; a tensor
+// that results is written back with TensorToJson, dumped, and parsed again,
+// which must give the same dtype and shape. JsonSnippet (the error-message
+// form) runs on every document. Findings: crashes, sanitizer reports,
+// exceptions (none of these functions may throw) and a broken round trip.
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.hpp"
+#include "tests/fuzz/fuzz_util.hpp"
+#include "tools/json_tensor.hpp"
+
+using namespace actorflow;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nlohmann::json j = nlohmann::json::parse(data, data + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return 0;
+  (void)JsonSnippet(j);
+  Tensor t;
+  if (!TensorFromJson(j, &t).ok()) return 0;
+  const nlohmann::json back = TensorToJson(t);
+  const std::string text = back.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  nlohmann::json reparsed = nlohmann::json::parse(text, nullptr, false);
+  fuzz::FuzzCheck(!reparsed.is_discarded(), "TensorToJson wrote JSON that does not parse");
+  if (back["values"].is_null()) return 0;  // a dtype without a JSON form
+  Tensor again;
+  const Status s = TensorFromJson(reparsed, &again);
+  fuzz::FuzzCheck(s.ok(), "TensorFromJson refused what TensorToJson wrote");
+  fuzz::FuzzCheck(again.dtype() == t.dtype(), "round trip changed the dtype");
+  fuzz::FuzzCheck(again.shape() == t.shape(), "round trip changed the shape");
+  return 0;
+}

@@ -1,0 +1,183 @@
+// Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/):
+// a few small valid inputs each, in the input layout its target documents.
+//
+//   build-asan/tests/fuzz/fuzz_make_seeds tests/fuzz/corpus tests/data
+//
+// The corpora are committed; run this again after changing a target's input
+// layout or a file format. Seeds are made with the project's own writers
+// (RecordWriter, BundleWriter, the GraphDef parser), so they are valid by
+// construction. Exit status 0 written, 1 an error (printed).
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint/bundle_format.hpp"
+#include "checkpoint/bundle_writer.hpp"
+#include "core/io/record_writer.hpp"
+#include "core/proto/graph.pb.h"
+#include "core/tensor.hpp"
+#include "graph/graph_def_io.hpp"
+
+using namespace actorflow;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void WriteFile(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+}
+
+std::string Int64Le(int64_t v) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(static_cast<uint64_t>(v) >> (8 * i));
+  return out;
+}
+
+// fuzz_records' option bytes: mode, param, header, record, footer, hop.
+std::string RecordsHeader(uint8_t mode, uint8_t param, int64_t header = 0, int64_t record = 0,
+                          int64_t footer = 0, int64_t hop = 0) {
+  return std::string{static_cast<char>(mode), static_cast<char>(param)} + Int64Le(header) + Int64Le(record) +
+         Int64Le(footer) + Int64Le(hop);
+}
+
+std::string TfRecords(const fs::path& scratch, io::Compression c, const std::vector<std::string>& records) {
+  io::RecordWriterOptions o;
+  o.compression = c;
+  std::unique_ptr<io::RecordWriter> w;
+  Check(io::RecordWriter::Create(scratch.string(), o, &w));
+  for (const std::string& r : records) Check(w->WriteRecord(r));
+  Check(w->Close());
+  return ReadFile(scratch);
+}
+
+void GraphSeeds(const fs::path& out, const fs::path& data_dir) {
+  int i = 0;
+  for (const auto& entry : fs::directory_iterator(data_dir)) {
+    if (entry.path().extension() != ".pbtxt") continue;
+    const std::string text = ReadFile(entry.path());
+    proto::GraphDef def;
+    Check(ParseGraphDefText(text, &def, entry.path().string()));
+    const std::string stem = entry.path().stem().string();
+    WriteFile(out / (stem + ".txt"), "\x01" + text);        // text, targets
+    WriteFile(out / (stem + "_fetch.txt"), "\x03" + text);  // text, fetches
+    std::string binary;
+    def.SerializeToString(&binary);
+    WriteFile(out / (stem + ".pb"), std::string(1, '\x00') + binary);        // binary, targets
+    WriteFile(out / (stem + "_rr.pb"), std::string(1, '\x06') + binary);     // binary, fetches, round robin
+    ++i;
+  }
+  if (i == 0) throw std::runtime_error("no .pbtxt graphs in " + data_dir.string());
+}
+
+void RecordSeeds(const fs::path& out, const fs::path& scratch) {
+  const std::vector<std::string> recs = {"hello", "", std::string(40, 'x'), "last record"};
+  const std::string plain = TfRecords(scratch, io::Compression::kNone, recs);
+  WriteFile(out / "tfrecord", RecordsHeader(0x00, 0) + plain);
+  WriteFile(out / "tfrecord_fix_crcs", RecordsHeader(0x40, 0) + plain);
+  WriteFile(out / "tfrecord_gzip_fix_crcs", RecordsHeader(0x54, 0) + plain);
+  WriteFile(out / "tfrecord_small_buffer", RecordsHeader(0x20, 6) + plain);
+  WriteFile(out / "tfrecord_gzip", RecordsHeader(0x04, 0) + TfRecords(scratch, io::Compression::kGzip, recs));
+  WriteFile(out / "tfrecord_zlib", RecordsHeader(0x08, 0) + TfRecords(scratch, io::Compression::kZlib, recs));
+  WriteFile(out / "tfrecord_gzip_by_target", RecordsHeader(0x14, 0) + plain);
+  WriteFile(out / "tfrecord_zlib_small_buffer", RecordsHeader(0x38, 3) + plain);
+  const std::string lines = "a,b,c\n1,2,3\r\n4,5,6\nno newline";
+  WriteFile(out / "text", RecordsHeader(0x01, 1) + lines);
+  WriteFile(out / "text_gzip_by_target", RecordsHeader(0x15, 0) + lines);
+  const std::string fixed = "HDR" + std::string("0123456789abcdef") + "FT";
+  WriteFile(out / "fixed", RecordsHeader(0x02, 0, 3, 4, 2, 0) + fixed);
+  WriteFile(out / "fixed_hop", RecordsHeader(0x02, 0, 3, 4, 2, 3) + fixed);
+  WriteFile(out / "fixed_zlib_by_target", RecordsHeader(0x1a, 0, 3, 4, 2, 5) + fixed);
+}
+
+void CheckpointSeeds(const fs::path& out, const fs::path& scratch) {
+  auto bundle = [&](const std::string& name, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+    const std::string prefix = (scratch.parent_path() / "seed_bundle").string();
+    std::unique_ptr<BundleWriter> w;
+    Check(BundleWriter::Create(prefix, &w));
+    for (const auto& [n, t] : tensors) Check(w->Add(n, t));
+    Check(w->Finish());
+    const std::string file = ReadFile(bundle::BundleFileName(prefix));
+    WriteFile(out / name, std::string(1, '\x00') + file);       // checksums as written
+    WriteFile(out / (name + "_fix"), std::string(1, '\x01') + file);  // the target recomputes them
+    fs::remove(bundle::BundleFileName(prefix));
+  };
+  Tensor f(DT_FLOAT, TensorShape{2, 3});
+  for (int i = 0; i < 6; ++i) f.data<float>()[i] = 0.5f * i;
+  Tensor l(DT_INT64, TensorShape{2});
+  l.data<int64_t>()[0] = -1;
+  l.data<int64_t>()[1] = int64_t{1} << 40;
+  Tensor b(DT_BOOL, TensorShape{3});
+  for (int i = 0; i < 3; ++i) b.data<bool>()[i] = i != 1;
+  Tensor s(DT_STRING, TensorShape{2});
+  s.data<std::string>()[0] = "checkpoint";
+  s.data<std::string>()[1] = "";
+  Tensor scalar(DT_DOUBLE, TensorShape{});
+  scalar.data<double>()[0] = 3.25;
+  bundle("empty", {});
+  bundle("one_float", {{"w", f}});
+  bundle("mixed", {{"dense/kernel", f}, {"global_step", l}, {"mask", b}, {"names", s}, {"scale", scalar}});
+}
+
+void JsonSeeds(const fs::path& out) {
+  const std::vector<std::pair<std::string, std::string>> seeds = {
+      {"scalar", "3.5"},
+      {"ints", "[1, 2, 3]"},
+      {"matrix", "[[1.5, -2], [3, 4e10]]"},
+      {"bools", "[[true, false], [false, true]]"},
+      {"strings", "[\"a\", \"\", \"\\u00e9\"]"},
+      {"empty", "[]"},
+      {"explicit", "{\"dtype\": \"float64\", \"shape\": [2, 2], \"values\": [1, 2, \"nan\", \"-inf\"]}"},
+      {"explicit_uint64", "{\"dtype\": \"uint64\", \"shape\": [2], \"values\": [0, 18446744073709551615]}"},
+      {"explicit_int8", "{\"dtype\": \"int8\", \"shape\": [], \"values\": [-128]}"},
+      {"explicit_string", "{\"dtype\": \"string\", \"shape\": [1, 1], \"values\": [\"x\"]}"},
+  };
+  for (const auto& [name, text] : seeds) WriteFile(out / (name + ".json"), text);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: fuzz_make_seeds CORPUS_DIR DATA_DIR (tests/fuzz/corpus tests/data)\n";
+    return 1;
+  }
+  try {
+    const fs::path corpus = argv[1];
+    const fs::path scratch_dir = fs::temp_directory_path() / ("af_fuzz_seeds_" + std::to_string(::getpid()));
+    fs::create_directories(scratch_dir);
+    const fs::path scratch = scratch_dir / "file";
+    for (const char* t : {"fuzz_graphdef", "fuzz_records", "fuzz_checkpoint", "fuzz_json_tensor"}) {
+      fs::remove_all(corpus / t);
+      fs::create_directories(corpus / t);
+    }
+    GraphSeeds(corpus / "fuzz_graphdef", argv[2]);
+    RecordSeeds(corpus / "fuzz_records", scratch);
+    CheckpointSeeds(corpus / "fuzz_checkpoint", scratch);
+    JsonSeeds(corpus / "fuzz_json_tensor");
+    fs::remove_all(scratch_dir);
+  } catch (const std::exception& e) {
+    std::cerr << "fuzz_make_seeds: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
