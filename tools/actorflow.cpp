@@ -3,6 +3,7 @@
 //   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
 //                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
 //                 [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
+//                 [--full-values | --summarize N] [--memory-limit BYTES]
 //   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
 //                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
@@ -28,9 +29,26 @@
 //   {"step":0,"ok":true,"fetches":{"y:0":{"dtype":"float32","shape":[2],"values":[1,2]}}}
 //   {"step":1,"ok":false,"code":"INVALID_ARGUMENT","message":"..."}
 //
+// A fetched tensor of more than 1000 elements is summarised (numpy's print
+// threshold): {"dtype":"int32","shape":[2000000],"summarized":true,
+// "first":[0,1,2],"last":[1999997,1999998,1999999]}, flat first and last 3
+// values (--summarize N: N of each); --full-values writes every value.
+//
 // A failed step (a bad line, a bad feed, an error running the graph) does not
 // stop the steps after it. Exit status: 0 when every step succeeded, 1 when a
 // step failed, 2 for a usage error or a graph that does not load.
+//
+// Running out of memory never aborts the command. What can be bounded first
+// is checked against the memory limit and refused: a step whose fetches' JSON
+// may not fit, or a --steps line longer than 1/32 of the limit (JSON takes
+// many times its text's size once parsed; the line is skipped). The limit is
+// --memory-limit BYTES, which is also each device's budget for its tensors,
+// else what is available now (tools/cli_memory.hpp) within the process's
+// budget (devices/allocator.hpp, ACTORFLOW_MEMORY_LIMIT_MB). Those
+// steps, and any step in which an allocation fails (std::bad_alloc), get a
+// RESOURCE_EXHAUSTED step line, and the steps after them still run. Out of
+// memory outside a step, and in the other commands, is a RESOURCE_EXHAUSTED
+// error on stderr and exit status 1.
 //
 // With --trace FILE every step runs with TraceLevel::kFullTrace and, once all
 // have run, the stats of all of them (failed ones included) are written to
@@ -75,7 +93,9 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +103,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/runtime.hpp"
+#include "devices/allocator.hpp"
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
 #include "actors/session.hpp"
@@ -99,6 +120,7 @@
 #include "graph/subgraph.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "tools/cli_memory.hpp"
 #include "tools/graph_dot.hpp"
 #include "tools/json_tensor.hpp"
 #include "tools/records_command.hpp"
@@ -117,6 +139,7 @@ constexpr char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
                 [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
+                [--full-values | --summarize N] [--memory-limit BYTES]
   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
@@ -147,8 +170,15 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             build has fewer)
       --show-placement      prints the device of each node of the first placed step
                             to stderr, "NODE -> DEVICE", sorted by node name
-      Exit status: 0 all steps succeeded, 1 a step failed or the trace could not be
-      written, 2 usage or graph error.
+      --summarize N         a fetched tensor of more than 1000 (and 2N) elements is
+                            summarised: dtype, shape, "summarized":true and its first
+                            and last N values, flat (default 3)
+      --full-values         writes every value of every fetched tensor
+      --memory-limit BYTES  the memory each device's tensors, a step's output JSON and a
+                            --steps line may take (e.g. 512M, 4G; default: the memory
+                            available); a step over it fails with RESOURCE_EXHAUSTED
+      Exit status: 0 all steps succeeded, 1 a step failed (out of memory included) or
+      the trace could not be written, 2 usage or graph error.
 graph Writes the GraphDef in FILE as Graphviz DOT: one box per op (name, op), data
       edges labelled with dtype and shape when known, control edges dashed.
       --graph FILE          the graph to load (required)
@@ -186,6 +216,18 @@ ops   Lists the registered ops and the type constraints of their kernels.
 int UsageError(const Status& status) {
   std::cerr << "actorflow: " << status.ToString() << "\nRun 'actorflow help' for usage.\n";
   return kExitUsage;
+}
+
+// The status of an allocation that failed (std::bad_alloc, or std::length_error
+// for a container asked to outgrow its maximum) while doing `what`.
+Status OutOfMemory(const std::string& what, const std::exception& e) {
+  return errors::ResourceExhausted("out of memory ", what, " (", e.what(), ")");
+}
+
+// Prints `status` as the error of a command and returns `exit_code`.
+int CommandError(const Status& status, int exit_code) {
+  std::cerr << "actorflow: " << status.ToString() << "\n";
+  return exit_code;
 }
 
 // JSON text of a message: never throws, even for strings that are not UTF-8.
@@ -374,41 +416,107 @@ std::vector<std::string> Unique(const std::vector<std::string>& names) {
   return out;
 }
 
-// Runs `step`, filling `fetched` with its fetched tensors by name. With a
-// `trace`, the step is traced and its stats are appended to it.
-Status RunStep(Session* session, const StepSpec& step, RunMetadata* trace, ordered_json* fetched) {
+// What the steps of one `run` share.
+struct StepRunner {
+  Session* session;
+  RunMetadata* trace;              // nullptr: steps are not traced
+  bool placement_pending = false;  // --show-placement, until a step has been placed
+  TensorJsonOptions json_options;  // --summarize, --full-values
+  uint64_t memory_limit = 0;       // --memory-limit; 0: the memory available at each step
+};
+
+// The memory a step's output may take: --memory-limit, else what is
+// available now within the process's budget (ACTORFLOW_MEMORY_LIMIT_MB).
+uint64_t MemoryLimit(const StepRunner& runner) {
+  if (runner.memory_limit != 0) return runner.memory_limit;
+  return std::min(AvailableMemoryBytes(), static_cast<uint64_t>(std::max<int64_t>(DefaultMemoryLimit(), 0)));
+}
+
+// JSON takes this many times the size of its text at most once parsed, with
+// the tensors built from it (a value of "1," is a 16-byte json node, a
+// pointer to it and the element).
+constexpr uint64_t kParsedBytesPerJsonByte = 32;
+
+// Writes the "fetches" object of a step's line, {"y:0":{...},...}, into `out`;
+// ResourceExhausted, before writing, when it may take more than `limit` bytes.
+Status FetchesJson(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
+                   const StepRunner& runner, std::string* out) {
+  uint64_t bytes = 2, largest_bytes = 0;
+  size_t largest = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const uint64_t b = TensorJsonBytesBound(tensors[i], runner.json_options) + 6 * names[i].size() + 4;
+    bytes += b;
+    if (b > largest_bytes) {
+      largest_bytes = b;
+      largest = i;
+    }
+  }
+  const uint64_t limit = MemoryLimit(runner);
+  if (bytes > limit) {
+    const Tensor& t = tensors[largest];
+    const bool whole = !IsSummarized(t, runner.json_options);
+    return errors::ResourceExhausted(
+        "the JSON of the fetches may take up to ", bytes, " bytes, more than the ", limit, " bytes of memory ",
+        runner.memory_limit != 0 ? "--memory-limit allows" : "available", ": fetch '", names[largest], "' (",
+        DataTypeString(t.dtype()), " ", t.shape().DebugString(), ", ", t.NumElements(), " elements",
+        whole ? ", written whole" : ", summarised", ") takes up to ", largest_bytes,
+        whole && runner.json_options.summarize_threshold < 0 ? "; drop --full-values to summarise it" : "",
+        "; fetch a slice or less");
+  }
+  out->clear();
+  out->push_back('{');
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    *out += DumpJson(names[i]);
+    out->push_back(':');
+    AppendTensorJson(tensors[i], runner.json_options, out);
+  }
+  out->push_back('}');
+  return Status::OK();
+}
+
+// Runs `step`, writing the JSON object of its fetched tensors by name to
+// `fetched`. With a trace, the step is traced and its stats are appended to it.
+Status RunStep(const StepRunner& runner, const StepSpec& step, std::string* fetched) {
   const std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
   const std::vector<std::string> fetches = Unique(step.fetches);
   RunOptions options;
   options.timeout_in_ms = step.timeout_ms;
-  if (trace) options.trace_level = TraceLevel::kFullTrace;
+  if (runner.trace) options.trace_level = TraceLevel::kFullTrace;
   std::vector<Tensor> outputs;
   RunMetadata md;
-  const Status ran = session->Run(options, feeds, fetches, step.targets, &outputs, &md);
-  if (trace) {
-    for (auto& s : md.step_stats) trace->step_stats.push_back(std::move(s));
+  const Status ran = runner.session->Run(options, feeds, fetches, step.targets, &outputs, &md);
+  if (runner.trace) {
+    for (auto& s : md.step_stats) runner.trace->step_stats.push_back(std::move(s));
   }
   AF_RETURN_IF_ERROR(ran);
   if (outputs.size() != fetches.size())
     return errors::Internal("Run returned ", outputs.size(), " tensors for ", fetches.size(), " fetches");
-  *fetched = ordered_json::object();
-  for (size_t i = 0; i < fetches.size(); ++i) (*fetched)[fetches[i]] = TensorToJson(outputs[i]);
-  return Status::OK();
+  return FetchesJson(fetches, outputs, runner, fetched);
 }
 
-// Prints the JSON line of step `index`; returns whether it succeeded.
-bool Report(int index, const Status& status, const ordered_json& fetched) {
-  ordered_json line;
-  line["step"] = index;
-  line["ok"] = status.ok();
-  if (status.ok()) {
-    line["fetches"] = fetched;
-  } else {
+// Prints the JSON line of step `index` with the JSON object `fetched` (when
+// ok); returns whether it succeeded. Never throws: a line that cannot be built
+// for want of memory is printed from a fixed text.
+bool Report(int index, const Status& status, const std::string& fetched) {
+  try {
+    if (status.ok()) {
+      // Written in pieces: `fetched` may be most of the memory there is.
+      std::cout << "{\"step\":" << index << ",\"ok\":true,\"fetches\":" << fetched << "}" << std::endl;
+      return true;
+    }
+    ordered_json line;
+    line["step"] = index;
+    line["ok"] = false;
     line["code"] = CodeName(status.code());
     line["message"] = status.message();
+    std::cout << DumpJson(line) << std::endl;  // flushed: lines stream out as steps finish
+  } catch (const std::exception&) {        // std::bad_alloc
+    std::cout << "{\"step\":" << index
+              << R"(,"ok":false,"code":"RESOURCE_EXHAUSTED","message":"out of memory writing this step's line"})"
+              << std::endl;
   }
-  std::cout << DumpJson(line) << std::endl;  // flushed: lines stream out as steps finish
-  return status.ok();
+  return false;
 }
 
 // Prints the placement of the last step prepared in `session` to stderr, one
@@ -422,30 +530,78 @@ bool ShowPlacement(const Session& session) {
   return true;
 }
 
-// What the steps of one `run` share.
-struct StepRunner {
-  Session* session;
-  RunMetadata* trace;              // nullptr: steps are not traced
-  bool placement_pending = false;  // --show-placement, until a step has been placed
-};
-
 bool RunAndReport(StepRunner* runner, int index, const StepSpec& step) {
-  ordered_json fetched;
-  const Status status = RunStep(runner->session, step, runner->trace, &fetched);
-  if (runner->placement_pending && ShowPlacement(*runner->session)) runner->placement_pending = false;
+  std::string fetched;
+  Status status;
+  try {
+    status = RunStep(*runner, step, &fetched);
+    if (runner->placement_pending && ShowPlacement(*runner->session)) runner->placement_pending = false;
+  } catch (const std::bad_alloc& e) {
+    status = OutOfMemory("running the step or writing its fetches", e);
+  } catch (const std::length_error& e) {
+    status = OutOfMemory("running the step or writing its fetches", e);
+  }
+  if (!status.ok()) std::string().swap(fetched);  // what was written so far is given back
   return Report(index, status, fetched);
+}
+
+// Reads the next line of `in` (its '\n' dropped) into `line`; false at the
+// end of input. A line longer than `max_bytes`, or one that could not be held
+// (std::bad_alloc), is read to its end and dropped, and `*too_long` set.
+bool ReadLine(std::istream& in, uint64_t max_bytes, std::string* line, bool* too_long) {
+  line->clear();
+  *too_long = false;
+  std::streambuf* buf = in.rdbuf();
+  bool any = false;
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) return any;
+    any = true;
+    if (c == '\n') return true;
+    if (*too_long) continue;
+    if (line->size() >= max_bytes) {
+      *too_long = true;
+      std::string().swap(*line);
+      continue;
+    }
+    try {
+      line->push_back(static_cast<char>(c));
+    } catch (const std::bad_alloc&) {
+      *too_long = true;
+      std::string().swap(*line);
+    }
+  }
 }
 
 // Runs every non-blank line of `in` as a step; returns whether all succeeded.
 bool RunStepLines(StepRunner* runner, std::istream& in, const StepSpec& defaults) {
   bool all_ok = true;
   int index = 0;
+  int64_t line_number = 0;
   std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  bool too_long = false;
+  for (;;) {
+    const uint64_t max_line = MemoryLimit(*runner) / kParsedBytesPerJsonByte;
+    if (!ReadLine(in, max_line, &line, &too_long)) break;
+    ++line_number;
+    if (!too_long && line.find_first_not_of(" \t\r") == std::string::npos) continue;
     StepSpec step;
-    const Status parsed = ParseStepLine(line, defaults, &step);
-    const bool ok = parsed.ok() ? RunAndReport(runner, index, step) : Report(index, parsed, ordered_json());
+    Status parsed;
+    if (too_long) {
+      parsed = errors::ResourceExhausted("--steps line ", line_number, " (step ", index, ") is longer than the ",
+                                         max_line, " bytes that 1/", kParsedBytesPerJsonByte, " of the ",
+                                         runner->memory_limit != 0 ? "--memory-limit" : "memory available",
+                                         " allows; it is skipped");
+    } else {
+      try {
+        parsed = ParseStepLine(line, defaults, &step);
+      } catch (const std::bad_alloc& e) {
+        parsed = OutOfMemory("reading the step's line", e);
+      } catch (const std::length_error& e) {
+        parsed = OutOfMemory("reading the step's line", e);
+      }
+    }
+    const bool ok = parsed.ok() ? RunAndReport(runner, index, step) : Report(index, parsed, std::string());
     all_ok = all_ok && ok;
     ++index;
   }
@@ -465,6 +621,9 @@ struct RunArgs {
   bool has_devices = false;
   DeviceCounts devices;
   bool show_placement = false;
+  bool has_summarize = false;
+  TensorJsonOptions json_options;  // --summarize, --full-values
+  uint64_t memory_limit = 0;       // --memory-limit; 0: none given
   StepSpec defaults;
 };
 
@@ -506,6 +665,24 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
     if (args->has_devices) return errors::InvalidArgument(flag, " is given twice");
     args->has_devices = true;
     return ParseDevices(value, &args->devices);
+  }
+  if (flag == "--full-values" || flag == "--summarize") {
+    if (args->has_summarize) return errors::InvalidArgument("--full-values and --summarize are given together or twice");
+    args->has_summarize = true;
+    if (flag == "--full-values") {
+      args->json_options.summarize_threshold = -1;
+      return Status::OK();
+    }
+    if (value.empty() || value.size() > 7 || value.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(value) < 1)
+      return errors::InvalidArgument("--summarize expects a count of values from 1 to 9999999, got '", value, "'");
+    args->json_options.edge_items = std::stoi(value);
+    return Status::OK();
+  }
+  if (flag == "--memory-limit") {
+    if (args->memory_limit != 0) return errors::InvalidArgument(flag, " is given twice");
+    const Status s = ParseByteSize(value, &args->memory_limit);
+    return s.ok() ? s : errors::InvalidArgument("--memory-limit: ", s.message());
   }
   if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
   if (flag == "--fetch") {
@@ -562,15 +739,29 @@ Status ParseFlags(const std::vector<std::string>& argv, const std::set<std::stri
 }
 
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
-  static const std::set<std::string> kFlags = {"--graph", "--feed",  "--fetch", "--target",
-                                               "--timeout-ms", "--steps", "--trace", "--devices"};
+  static const std::set<std::string> kFlags = {"--graph",   "--feed",    "--fetch",     "--target",
+                                               "--timeout-ms", "--steps", "--trace", "--devices",
+                                               "--summarize",  "--memory-limit"};
   AF_RETURN_IF_ERROR(ParseFlags(
       argv, kFlags, &args->help,
       [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
-      {"--no-optimize", "--show-placement"}));
+      {"--no-optimize", "--show-placement", "--full-values"}));
   if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   return Status::OK();
+}
+
+// Calls `fn` (returning a Status), turning an allocation that fails in it
+// into ResourceExhausted naming `what`.
+template <class Fn>
+Status CatchOutOfMemory(const std::string& what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory(what, e);
+  } catch (const std::length_error& e) {
+    return OutOfMemory(what, e);
+  }
 }
 
 Status LoadGraph(const std::string& path, Session* session) {
@@ -604,7 +795,13 @@ Status OpenTrace(const std::string& path, std::ofstream* file) {
 
 // Writes the Chrome trace of `trace` to the open `file` and says where on stderr.
 Status WriteTrace(const RunMetadata& trace, const std::string& path, std::ofstream* file) {
-  *file << ChromeTraceJson(trace) << '\n';
+  try {
+    *file << ChromeTraceJson(trace) << '\n';
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory("writing the trace to '" + path + "'", e);
+  } catch (const std::length_error& e) {
+    return OutOfMemory("writing the trace to '" + path + "'", e);
+  }
   file->close();
   if (!*file) return errors::DataLoss("failed writing the trace to '", path, "'");
   std::cerr << "actorflow: trace of " << trace.step_stats.size() << " node runs written to " << path << "\n";
@@ -622,6 +819,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   RuntimeOptions runtime_options;
   const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
   if (!devices.ok()) return UsageError(devices);
+  // Each device's tensors get the budget too, so a step whose tensors do not fit fails as well.
+  runtime_options.device_memory_limit_bytes =
+      static_cast<int64_t>(std::min<uint64_t>(args.memory_limit, std::numeric_limits<int64_t>::max()));
 
   std::ifstream steps_file;
   std::istream* steps = nullptr;
@@ -645,14 +845,12 @@ int RunCommand(const std::vector<std::string>& argv) {
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;
   Session session(options);
-  const Status loaded = LoadGraph(args.graph_path, &session);
-  if (!loaded.ok()) {
-    std::cerr << "actorflow: " << loaded.ToString() << "\n";
-    return kExitUsage;
-  }
+  const Status loaded =
+      CatchOutOfMemory("loading the graph '" + args.graph_path + "'", [&] { return LoadGraph(args.graph_path, &session); });
+  if (!loaded.ok()) return CommandError(loaded, errors::IsResourceExhausted(loaded) ? kExitStepFailed : kExitUsage);
   RunMetadata trace;
   RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
-  StepRunner runner{&session, tracing, args.show_placement};
+  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit};
   const bool all_ok = steps ? RunStepLines(&runner, *steps, args.defaults) : RunAndReport(&runner, 0, args.defaults);
   session.Close();
   if (tracing) {
@@ -776,16 +974,10 @@ int GraphCommand(const std::vector<std::string>& argv) {
   const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
   if (!devices.ok()) return UsageError(devices);
   std::string dot;
-  const Status built = BuildDot(args, runtime_options, &dot);
-  if (!built.ok()) {
-    std::cerr << "actorflow: " << built.ToString() << "\n";
-    return kExitUsage;
-  }
-  const Status written = WriteText(args.dot_path, dot);
-  if (!written.ok()) {
-    std::cerr << "actorflow: " << written.ToString() << "\n";
-    return kExitStepFailed;
-  }
+  const Status built = CatchOutOfMemory("drawing the graph", [&] { return BuildDot(args, runtime_options, &dot); });
+  if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
+  const Status written = CatchOutOfMemory("writing the DOT text", [&] { return WriteText(args.dot_path, dot); });
+  if (!written.ok()) return CommandError(written, kExitStepFailed);
   return kExitOk;
 }
 
@@ -857,16 +1049,11 @@ int GradientsCommand(const std::vector<std::string>& argv) {
   if (!parsed.ok()) return UsageError(parsed);
   proto::GraphDef def;
   std::vector<std::string> names;
-  const Status built = BuildGradients(args, &def, &names);
-  if (!built.ok()) {
-    std::cerr << "actorflow: " << built.ToString() << "\n";
-    return kExitUsage;
-  }
-  const Status written = WriteGraphDefFile(args.out_path, def);
-  if (!written.ok()) {
-    std::cerr << "actorflow: " << written.ToString() << "\n";
-    return kExitStepFailed;
-  }
+  const Status built = CatchOutOfMemory("building the gradients", [&] { return BuildGradients(args, &def, &names); });
+  if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
+  const Status written = CatchOutOfMemory("writing the graph to '" + args.out_path + "'",
+                                          [&] { return WriteGraphDefFile(args.out_path, def); });
+  if (!written.ok()) return CommandError(written, kExitStepFailed);
   for (const std::string& name : names) std::cout << name << '\n';
   return kExitOk;
 }
@@ -929,6 +1116,12 @@ int Main(std::vector<std::string> argv) {
 int main(int argc, char** argv) {
   try {
     return actorflow::Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::bad_alloc& e) {  // where no command caught it: still no abort
+    std::cerr << "actorflow: RESOURCE_EXHAUSTED: out of memory (" << e.what() << ")\n";
+    return actorflow::kExitStepFailed;
+  } catch (const std::length_error& e) {
+    std::cerr << "actorflow: RESOURCE_EXHAUSTED: out of memory (" << e.what() << ")\n";
+    return actorflow::kExitStepFailed;
   } catch (const std::exception& e) {
     std::cerr << "actorflow: INTERNAL: " << e.what() << "\n";
     return actorflow::kExitStepFailed;

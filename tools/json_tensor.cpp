@@ -311,7 +311,105 @@ json ValuesToJson(const Tensor& t) {
   return values;
 }
 
+// The most bytes one element of type T takes in JSON, its comma included.
+template <class T>
+uint64_t ElementBytesBound(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return 3 + 6 * static_cast<uint64_t>(v.size());  // quotes, comma; "\u00XX" at worst per byte
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return 6;  // false,
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return 25;  // -2.2250738585072014e-308,
+  } else {
+    return 21;  // -9223372036854775808,
+  }
+}
+
+// The flat indices AppendTensorJson writes: [0, n) whole, or the first and
+// the last `edge` of a summary.
+struct Written {
+  int64_t first_end;   // [0, first_end)
+  int64_t last_begin;  // [last_begin, n)
+};
+
+Written WrittenRange(const Tensor& t, const TensorJsonOptions& options) {
+  const int64_t n = t.NumElements();
+  if (!IsSummarized(t, options)) return {n, n};
+  return {options.edge_items, n - options.edge_items};
+}
+
+template <class T>
+uint64_t ValuesBytesBound(const Tensor& t, const Written& w) {
+  const int64_t count = w.first_end + (t.NumElements() - w.last_begin);
+  if constexpr (std::is_same_v<T, std::string>) {
+    const T* data = t.data<T>();
+    uint64_t bytes = 0;
+    for (int64_t i = 0; i < w.first_end; ++i) bytes += ElementBytesBound(data[i]);
+    for (int64_t i = w.last_begin; i < t.NumElements(); ++i) bytes += ElementBytesBound(data[i]);
+    return bytes;
+  } else {
+    return static_cast<uint64_t>(count) * ElementBytesBound(T());
+  }
+}
+
+template <class T>
+void AppendValues(const Tensor& t, int64_t begin, int64_t end, std::string* out) {
+  const T* data = t.data<T>();
+  out->push_back('[');
+  for (int64_t i = begin; i < end; ++i) {
+    if (i > begin) out->push_back(',');
+    *out += ElementToJson(data[i]).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  out->push_back(']');
+}
+
 }  // namespace
+
+bool IsSummarized(const Tensor& t, const TensorJsonOptions& options) {
+  const int64_t n = t.NumElements();
+  if (options.summarize_threshold < 0 || n <= options.summarize_threshold) return false;
+  if (t.buffer() == nullptr) return false;  // no values to show: written as null
+  return options.edge_items >= 0 && n / 2 > options.edge_items;
+}
+
+uint64_t TensorJsonBytesBound(const Tensor& t, const TensorJsonOptions& options) {
+  // {"dtype":"...","shape":[...],"summarized":true,"first":,"last":} and the dims.
+  uint64_t bytes = 96 + 21 * static_cast<uint64_t>(t.dims());
+  if (t.buffer() == nullptr) return bytes;
+  const Written w = WrittenRange(t, options);
+  AF_SWITCH_ALL(t.dtype(), break, bytes += 4 + ValuesBytesBound<T>(t, w));
+  return bytes;
+}
+
+void AppendTensorJson(const Tensor& t, const TensorJsonOptions& options, std::string* out) {
+  *out += "{\"dtype\":";
+  *out += json(DtypeName(t.dtype())).dump(-1, ' ', false, json::error_handler_t::replace);
+  *out += ",\"shape\":[";
+  for (int d = 0; d < t.dims(); ++d) {
+    if (d > 0) out->push_back(',');
+    *out += std::to_string(t.dim_size(d));
+  }
+  out->push_back(']');
+  const int64_t n = t.NumElements();
+  const bool has_values = t.buffer() != nullptr || n == 0;
+  bool known = false;  // whether the dtype has a JSON form
+  AF_SWITCH_ALL(t.dtype(), break, known = true);
+  if (!has_values || !known) {
+    *out += ",\"values\":null}";
+    return;
+  }
+  if (IsSummarized(t, options)) {
+    const Written w = WrittenRange(t, options);
+    *out += ",\"summarized\":true,\"first\":";
+    AF_SWITCH_ALL(t.dtype(), break, AppendValues<T>(t, 0, w.first_end, out));
+    *out += ",\"last\":";
+    AF_SWITCH_ALL(t.dtype(), break, AppendValues<T>(t, w.last_begin, n, out));
+  } else {
+    *out += ",\"values\":";
+    AF_SWITCH_ALL(t.dtype(), break, AppendValues<T>(t, 0, n, out));
+  }
+  out->push_back('}');
+}
 
 std::string JsonSnippet(const json& v) {
   // dump() recurses once per level: too deep a value is not written out.

@@ -17,8 +17,13 @@
 // be the strings "nan", "inf" and "-inf", which is how TensorToJson writes
 // non-finite values. A nested array is at most 254 levels deep (TensorFlow's
 // maximum rank).
+//
+// A fetched tensor too large to print whole is summarised, as numpy and
+// tf.print do (AppendTensorJson): its dtype and shape, "summarized": true,
+// and its first and last values, flat in row-major order.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +41,30 @@ Status TensorFromJson(const nlohmann::json& j, Tensor* out);
 /// row-major order, non-finite floats as "nan", "inf", "-inf". Dtypes without
 /// a JSON form (resource, variant, ...) get "values": null.
 nlohmann::json TensorToJson(const Tensor& t);
+
+/// How AppendTensorJson writes a tensor's values.
+struct TensorJsonOptions {
+  /// A tensor with more elements than this (numpy's print threshold), and
+  /// more than 2 * edge_items, is summarised; negative: none is.
+  int64_t summarize_threshold = 1000;
+  /// The values written at each end of a summarised tensor (numpy's edgeitems).
+  int64_t edge_items = 3;
+};
+
+/// Whether AppendTensorJson summarises `t` under `options`.
+bool IsSummarized(const Tensor& t, const TensorJsonOptions& options);
+
+/// The most bytes AppendTensorJson may write for `t`: what a caller checks
+/// against the memory at hand before writing. Linear in the number of
+/// strings written, constant time for other dtypes.
+uint64_t TensorJsonBytesBound(const Tensor& t, const TensorJsonOptions& options);
+
+/// Appends the JSON text of `t` to `out` without building a JSON document:
+/// TensorToJson's form, or when summarised
+///   {"dtype":"int32","shape":[2000000],"summarized":true,"first":[0,1,2],"last":[1999997,1999998,1999999]}
+/// Invalid UTF-8 in strings is replaced. Throws std::bad_alloc (only) when
+/// `out` cannot grow: the caller turns that into a Status.
+void AppendTensorJson(const Tensor& t, const TensorJsonOptions& options, std::string* out);
 
 /// The JSON text of `v` for error messages: shortened when long, never
 /// throwing (invalid UTF-8 is replaced) and never recursing deeply.

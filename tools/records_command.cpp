@@ -5,6 +5,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ namespace actorflow {
 namespace {
 
 constexpr int kExitOk = 0;
+constexpr int kExitOutOfMemory = 1;  // as for the other actorflow commands
 constexpr int kExitError = 2;
 
 constexpr char kUsage[] = R"(usage:
@@ -38,7 +41,9 @@ print        Prints each record of FILE on its own line, escaped (\n \t \\ \xHH)
              or in hex with --hex; --limit N prints the first N only.
              A file read by count or print is taken as gzip-compressed when it
              starts as gzip does, as plain otherwise; --compression says which.
-Exit status: 0 done, 2 a usage error or a file that cannot be read or written.
+Exit status: 0 done, 1 out of memory, 2 a usage error or a file that cannot be read
+or written (a damaged or truncated record, or one longer than the readers accept,
+included: the message names the file and the record's offset).
 )";
 
 int Fail(const Status& s) {
@@ -399,9 +404,19 @@ int RecordsCommand(const std::vector<std::string>& argv) {
     std::cout << kUsage;
     return kExitOk;
   }
-  if (sub == "convert-idx" || sub == "convert-csv") return ConvertCommand(sub, rest);
-  if (sub == "count") return CountCommand(rest);
-  if (sub == "print") return PrintCommand(rest);
+  try {
+    if (sub == "convert-idx" || sub == "convert-csv") return ConvertCommand(sub, rest);
+    if (sub == "count") return CountCommand(rest);
+    if (sub == "print") return PrintCommand(rest);
+  } catch (const std::bad_alloc& e) {  // a reader or writer that could not allocate
+    std::cout.flush();
+    Fail(errors::ResourceExhausted("out of memory in records ", sub, " (", e.what(), ")"));
+    return kExitOutOfMemory;
+  } catch (const std::length_error& e) {
+    std::cout.flush();
+    Fail(errors::ResourceExhausted("out of memory in records ", sub, " (", e.what(), ")"));
+    return kExitOutOfMemory;
+  }
   return UsageError(errors::InvalidArgument("unknown records command '", sub, "'"));
 }
 

@@ -16,7 +16,10 @@
 // starts as gzip does, as plain otherwise; --compression NONE|GZIP|ZLIB says.
 //
 // Exit status: 0 done, 2 for a usage error or a file that cannot be read or
-// written (the message names the file, and the offset of a damaged record).
+// written (the message names the file, and the offset of a damaged record):
+// every error a reader returns (DataLoss for a damaged, truncated or
+// over-long record, NotFound, ...) is one. 1 when memory runs out
+// (std::bad_alloc becomes RESOURCE_EXHAUSTED on stderr), as for `run`.
 #pragma once
 
 #include <string>
