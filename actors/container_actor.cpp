@@ -10,6 +10,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/queue_actor.hpp"
+#include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/state/variable_updates.hpp"
@@ -55,6 +56,59 @@ struct ContainerState {
 const char* ContainerState::name = "container_actor";
 
 using ContainerActor = caf::stateful_actor<ContainerState>;
+
+// Memory. No handler and no pool job lets an exception escape (in CAF 0.17
+// one kills the actor for good, and with it every variable of the process).
+// A request whose memory is refused (an update's copy-on-write buffer or
+// Assign's copy over the budget, a read's list of values) is answered
+// ResourceExhausted naming the op, the variables and the bytes asked; the
+// variables keep their values (ApplyVarUpdate changes nothing on error) and
+// every other request goes on. An answer there is no memory to build goes
+// out as OutOfMemoryStatus().
+
+// The Status for the exception being handled, `context()` (which may throw
+// too) in front.
+template <class Context>
+Status ExceptionStatus(Context&& context) noexcept {
+  try {
+    const std::string c = context();
+    return CurrentExceptionStatus(c);
+  } catch (...) {
+    return CurrentExceptionStatus();
+  }
+}
+
+// Answers `rp` with `r`, or with `failed` (a response carrying
+// OutOfMemoryStatus()) when there is no memory for `r`; never throws.
+template <class Response>
+void Reply(caf::response_promise& rp, Response r) noexcept {
+  try {
+    rp.deliver(std::move(r));
+    return;
+  } catch (...) {
+  }
+  try {
+    Response failed{};
+    failed.status = OutOfMemoryStatus();
+    rp.deliver(std::move(failed));
+  } catch (...) {  // nothing left to answer with
+  }
+}
+
+// Answers a waiting request (a read or an update) with `s`; never throws.
+template <class Request>
+void Fail(Request& w, const Status& s) noexcept {
+  if (std::holds_alternative<VarReadRequest>(w.request)) Reply(w.promise, VarReadResponse{s, {}});
+  else Reply(w.promise, VarUpdateResponse{s, Tensor()});
+}
+
+// "Assign of variable v", "ApplyAdam of variables var, m, v": what an update's errors name.
+std::string UpdateContext(const VarUpdateRequest& req, const std::vector<VarSlot*>& slots) {
+  std::string out = strings::StrCat(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " of variable",
+                                    slots.size() == 1 ? " " : "s ");
+  for (size_t i = 0; i < slots.size(); ++i) out += (i ? ", " : "") + slots[i]->name;
+  return out;
+}
 
 std::string DisplayName(const ResourceHandle& h) {
   return h.container == kDefaultContainer ? h.name : h.DebugName();
@@ -138,15 +192,17 @@ bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>&
   return false;
 }
 
-// Applies an update now: in the handler when small, else on the pool with the
-// variables marked busy until UpdateDone.
+// ApplyVarUpdate, with running out of memory (a refused copy-on-write
+// buffer or copy: a Status or a TensorAllocationError) turned into
+// ResourceExhausted naming the op, its variables and the bytes asked.
 Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, Tensor* answer) noexcept {
   try {
-    return ApplyVarUpdate(req, slots, answer);
-  } catch (const std::bad_alloc&) {
-    return errors::ResourceExhausted("out of memory in ", VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
-  } catch (const std::exception& e) {
-    return errors::Internal(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " threw: ", e.what());
+    Status s = ApplyVarUpdate(req, slots, answer);
+    if (s.code() == Code::kResourceExhausted)
+      s = errors::ResourceExhausted(UpdateContext(req, slots), ": ", s.message());
+    return s;
+  } catch (...) {
+    return ExceptionStatus([&] { return UpdateContext(req, slots); });
   }
 }
 
@@ -159,7 +215,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   if (VarUpdateSize(req, slots) < kInlineUpdateElements) {
     VarUpdateResponse response;
     response.status = ApplyCatching(req, slots, &response.value);
-    promise.deliver(std::move(response));
+    Reply(promise, std::move(response));
     return;
   }
   auto& st = self->state;
@@ -171,27 +227,36 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   // queued (out of memory), the request fails and nothing is marked busy.
   st.running.emplace(id, ContainerState::Running{vars, response, promise});
   try {
-    pool->Schedule([me, id, pool, req, vars, response]() {
-      std::vector<VarSlot*> slots;
-      for (const auto& v : vars) slots.push_back(&v->slot);
-      response->status = ApplyCatching(req, slots, &response->value);
+    pool->Schedule([me, id, pool, req, vars, response]() noexcept {
+      try {
+        std::vector<VarSlot*> slots;
+        for (const auto& v : vars) slots.push_back(&v->slot);
+        response->status = ApplyCatching(req, slots, &response->value);
+      } catch (...) {
+        response->status = CurrentExceptionStatus(VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+      }
       try {
         pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
       } catch (...) {
-        caf::send_as(me, me, VarUpdateDone{id});
+        try {
+          caf::send_as(me, me, VarUpdateDone{id});
+        } catch (...) {  // no memory for a message at all: the update's step ends by its deadline
+        }
       }
     });
-  } catch (const std::exception& e) {
+  } catch (...) {
     st.running.erase(id);
-    const char* op = VarUpdateName(static_cast<VarUpdateKind>(req.kind));
-    promise.deliver(VarUpdateResponse{errors::ResourceExhausted("cannot start ", op, ": ", e.what()), Tensor()});
+    Reply(promise, VarUpdateResponse{ExceptionStatus([&] {
+                                       return strings::StrCat("cannot start ", UpdateContext(req, slots));
+                                     }),
+                                     Tensor()});
     return;
   }
   for (const auto& v : vars) v->busy = true;
 }
 
 // Runs waiting requests whose variables are free, in order.
-void Drain(ContainerActor* self) {
+void Drain(ContainerActor* self) noexcept {
   auto& waiting = self->state.waiting;
   for (size_t i = 0; i < waiting.size();) {
     Waiting& w = waiting[i];
@@ -201,15 +266,88 @@ void Drain(ContainerActor* self) {
     }
     Waiting mine = std::move(w);
     waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
-    if (auto* read = std::get_if<VarReadRequest>(&mine.request)) {
-      mine.promise.deliver(Read(*read, mine.vars));
-    } else {
-      StartUpdate(self, std::move(std::get<VarUpdateRequest>(mine.request)), std::move(mine.vars),
-                  std::move(mine.promise));
+    try {
+      if (auto* read = std::get_if<VarReadRequest>(&mine.request)) {
+        Reply(mine.promise, Read(*read, mine.vars));
+      } else {
+        StartUpdate(self, std::move(std::get<VarUpdateRequest>(mine.request)), std::move(mine.vars), mine.promise);
+      }
+    } catch (...) {  // out of memory: this request fails, the others go on
+      Fail(mine, ExceptionStatus([] { return std::string("container actor"); }));
     }
     // An update may have made variables busy: rescan from the start.
     i = 0;
   }
+}
+
+// The QueueOpenRequest handler's work: the queue of `req.handle`, created if asked.
+QueueOpenResponse OpenQueue(ContainerActor* self, const QueueOpenRequest& req) {
+  ResourceHandle h;
+  Status s = ResourceHandle::Decode(req.handle, &h);
+  if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
+  auto& queues = self->state.queues;
+  const auto key = std::make_pair(h.container, h.name);
+  auto it = queues.find(key);
+  if (it != queues.end()) {
+    if (!req.create) return QueueOpenResponse{Status::OK(), it->second.actor};
+    const std::string why = QueueSpecMismatch(it->second.spec, req.spec);
+    if (!why.empty())
+      return QueueOpenResponse{errors::InvalidArgument("shared queue '", DisplayName(h),
+                                                       "' was opened with another declaration: ", why),
+                               caf::actor()};
+    return QueueOpenResponse{Status::OK(), it->second.actor};
+  }
+  if (!req.create) return QueueOpenResponse{errors::NotFound("no queue '", DisplayName(h), "'"), caf::actor()};
+  s = CheckQueueSpec(req.spec, DisplayName(h));
+  if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
+  caf::actor q = SpawnQueueActor(self->system(), req.spec, DisplayName(h));
+  try {
+    queues.emplace(key, ContainerState::Queue{q, req.spec});
+  } catch (...) {  // not in the directory: nobody else would ever reach it
+    self->send_exit(q, caf::exit_reason::user_shutdown);
+    throw;
+  }
+  return QueueOpenResponse{Status::OK(), q};
+}
+
+// The ResetContainersRequest handler's work; erasing takes no memory.
+int64_t ResetContainers(ContainerActor* self, const ResetContainersRequest& req) {
+  // Containers named "" mean the default one, as in VariableV2.
+  auto& st = self->state;
+  auto named = [&](const std::string& c) {
+    return std::find(req.containers.begin(), req.containers.end(), c) != req.containers.end();
+  };
+  auto matches = [&](const std::string& container) {
+    return req.containers.empty() || named(container) || (container == kDefaultContainer && named(""));
+  };
+  int64_t dropped = 0;
+  for (auto it = st.vars.begin(); it != st.vars.end();) {
+    const bool match = matches(it->first.first);
+    if (match) {
+      it = st.vars.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = st.queues.begin(); it != st.queues.end();) {
+    const bool match = matches(it->first.first);
+    if (match) {
+      caf::actor q = it->second.actor;
+      it = st.queues.erase(it);  // first: dropped from the directory even when the exit cannot be sent
+      ++dropped;
+      try {
+        self->send_exit(q, caf::exit_reason::user_shutdown);
+      } catch (...) {  // its last handle gone, it ends anyway
+      }
+    } else {
+      ++it;
+    }
+  }
+  // Cached handles may name dropped variables; waiting and running
+  // requests keep theirs alive and finish on them.
+  st.by_handle.clear();
+  return dropped;
 }
 
 }  // namespace
@@ -221,38 +359,52 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
     // waiting for one would otherwise never finish its step (nor quit).
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       auto& st = self->state;
-      for (auto& [key, q] : st.queues) self->send_exit(q.actor, msg.reason);  // they answer what waits on them
-      st.queues.clear();
-      const Status gone = errors::Cancelled("the container actor is shutting down");
-      for (auto& w : st.waiting) {
-        if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{gone, {}});
-        else w.promise.deliver(VarUpdateResponse{gone, Tensor()});
+      for (auto& [key, q] : st.queues) {
+        try {
+          self->send_exit(q.actor, msg.reason);  // they answer what waits on them
+        } catch (...) {  // its last handle goes below: it ends anyway
+        }
       }
+      st.queues.clear();
+      Status gone;
+      try {
+        gone = errors::Cancelled("the container actor is shutting down");
+      } catch (...) {
+        gone = OutOfMemoryStatus();
+      }
+      for (auto& w : st.waiting) Fail(w, gone);
       st.waiting.clear();
-      for (auto& [id, r] : st.running) r.promise.deliver(VarUpdateResponse{gone, Tensor()});
+      for (auto& [id, r] : st.running) Reply(r.promise, VarUpdateResponse{gone, Tensor()});
       st.running.clear();
       self->quit(msg.reason);
     });
+    // Every handler answers its request on every path and lets nothing
+    // escape (see "Memory" above).
     return {
         [self](const VarReadRequest& req) {
-          auto rp = self->make_response_promise();
+          caf::response_promise rp;
           try {
+            rp = self->make_response_promise();
             std::vector<std::shared_ptr<Var>> vars;
             Status s = ResolveAll(self, req.handles, &vars);
             if (!s.ok()) {
-              rp.deliver(VarReadResponse{s, {}});
+              Reply(rp, VarReadResponse{s, {}});
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
               self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
             } else {
-              rp.deliver(Read(req, vars));
+              Reply(rp, Read(req, vars));
             }
-          } catch (const std::exception& e) {  // out of memory: fail the request, keep the actor
-            rp.deliver(VarReadResponse{errors::ResourceExhausted("container actor: ", e.what()), {}});
+          } catch (...) {  // out of memory: fail the request, keep the actor
+            Reply(rp, VarReadResponse{ExceptionStatus([&] {
+                                        return strings::StrCat("reading ", req.handles.size(), " variables");
+                                      }),
+                                      {}});
           }
         },
         [self](const VarUpdateRequest& req) {
-          auto rp = self->make_response_promise();
+          caf::response_promise rp;
           try {
+            rp = self->make_response_promise();
             std::vector<std::shared_ptr<Var>> vars;
             Status s = ResolveAll(self, req.handles, &vars);
             for (size_t i = 0; s.ok() && i < vars.size(); ++i)
@@ -261,14 +413,17 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
                   s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
                                               vars[i]->slot.name, " twice");
             if (!s.ok()) {
-              rp.deliver(VarUpdateResponse{s, Tensor()});
+              Reply(rp, VarUpdateResponse{s, Tensor()});
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
               self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
             } else {
               StartUpdate(self, req, std::move(vars), rp);
             }
-          } catch (const std::exception& e) {  // out of memory: fail the request, keep the actor
-            rp.deliver(VarUpdateResponse{errors::ResourceExhausted("container actor: ", e.what()), Tensor()});
+          } catch (...) {  // out of memory before the update started: fail the request, keep the actor
+            Reply(rp, VarUpdateResponse{ExceptionStatus([&] {
+                                          return VarUpdateName(static_cast<VarUpdateKind>(req.kind));
+                                        }),
+                                        Tensor()});
           }
         },
         [self](const VarUpdateDone& done) {
@@ -277,75 +432,27 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
           auto it = st.running.find(done.id);
           if (it == st.running.end()) return;
           for (const auto& v : it->second.vars) v->busy = false;
-          it->second.promise.deliver(std::move(*it->second.response));
+          Reply(it->second.promise, std::move(*it->second.response));
           st.running.erase(it);
+          Drain(self);  // never throws: a waiting request that runs out of memory fails alone
+        },
+        [self](const QueueOpenRequest& req) {
+          caf::response_promise rp;
           try {
-            Drain(self);
-          } catch (const std::exception& e) {  // out of memory starting a waiting update
-            const Status s = errors::ResourceExhausted("container actor: ", e.what());
-            for (auto& w : st.waiting) {
-              if (std::holds_alternative<VarReadRequest>(w.request)) w.promise.deliver(VarReadResponse{s, {}});
-              else w.promise.deliver(VarUpdateResponse{s, Tensor()});
-            }
-            st.waiting.clear();
+            rp = self->make_response_promise();
+            Reply(rp, OpenQueue(self, req));
+          } catch (...) {
+            Reply(rp, QueueOpenResponse{ExceptionStatus([] { return std::string("opening a queue"); }), caf::actor()});
           }
         },
-        [self](const QueueOpenRequest& req) -> QueueOpenResponse {
-          ResourceHandle h;
-          Status s = ResourceHandle::Decode(req.handle, &h);
-          if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
-          auto& queues = self->state.queues;
-          const auto key = std::make_pair(h.container, h.name);
-          auto it = queues.find(key);
-          if (it != queues.end()) {
-            if (!req.create) return QueueOpenResponse{Status::OK(), it->second.actor};
-            const std::string why = QueueSpecMismatch(it->second.spec, req.spec);
-            if (!why.empty())
-              return QueueOpenResponse{errors::InvalidArgument("shared queue '", DisplayName(h),
-                                                               "' was opened with another declaration: ", why),
-                                       caf::actor()};
-            return QueueOpenResponse{Status::OK(), it->second.actor};
+        [self](const ResetContainersRequest& req) {
+          caf::response_promise rp;
+          try {
+            rp = self->make_response_promise();
+            Reply(rp, ResetContainersResponse{Status::OK(), ResetContainers(self, req)});
+          } catch (...) {
+            Reply(rp, ResetContainersResponse{ExceptionStatus([] { return std::string("resetting containers"); }), 0});
           }
-          if (!req.create) return QueueOpenResponse{errors::NotFound("no queue '", DisplayName(h), "'"), caf::actor()};
-          s = CheckQueueSpec(req.spec, DisplayName(h));
-          if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
-          caf::actor q = SpawnQueueActor(self->system(), req.spec, DisplayName(h));
-          queues.emplace(key, ContainerState::Queue{q, req.spec});
-          return QueueOpenResponse{Status::OK(), q};
-        },
-        [self](const ResetContainersRequest& req) -> ResetContainersResponse {
-          // Containers named "" mean the default one, as in VariableV2.
-          auto& st = self->state;
-          auto named = [&](const std::string& c) {
-            return std::find(req.containers.begin(), req.containers.end(), c) != req.containers.end();
-          };
-          auto matches = [&](const std::string& container) {
-            return req.containers.empty() || named(container) || (container == kDefaultContainer && named(""));
-          };
-          int64_t dropped = 0;
-          for (auto it = st.vars.begin(); it != st.vars.end();) {
-            const bool match = matches(it->first.first);
-            if (match) {
-              it = st.vars.erase(it);
-              ++dropped;
-            } else {
-              ++it;
-            }
-          }
-          for (auto it = st.queues.begin(); it != st.queues.end();) {
-            const bool match = matches(it->first.first);
-            if (match) {
-              self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
-              it = st.queues.erase(it);
-              ++dropped;
-            } else {
-              ++it;
-            }
-          }
-          // Cached handles may name dropped variables; waiting and running
-          // requests keep theirs alive and finish on them.
-          st.by_handle.clear();
-          return ResetContainersResponse{Status::OK(), dropped};
         },
     };
   });

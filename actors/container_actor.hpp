@@ -15,6 +15,11 @@
 // still holding it writes a new buffer instead (copy on write). Small updates
 // run in the handler; large ones on the compute pool, while later requests
 // touching the same variables wait in the actor (no thread waits).
+//
+// Memory: every request is answered, and no exception escapes a handler or a
+// pool job. An update whose copy-on-write buffer (or Assign's copy) does not
+// fit the budget fails with ResourceExhausted naming the op, the variables
+// and the bytes asked; the variables keep their values; other requests go on.
 #pragma once
 
 #include <caf/actor.hpp>

@@ -552,12 +552,22 @@ void RunReady(DeviceActor* self);
 void FailAllOnError(DeviceActor* self) noexcept;
 void RunReadySafely(DeviceActor* self) noexcept;
 
+// The Status of the exception being handled, naming the device (call it in a
+// catch block); the preallocated one when even that message does not fit.
+Status DeviceExceptionStatus(const DeviceActorState& st, const char* what) noexcept {
+  try {
+    return CurrentExceptionStatus("device " + st.device->name() + what);
+  } catch (...) {
+    return OutOfMemoryStatus();
+  }
+}
+
 // Called in a catch block when the bookkeeping of one step threw (out of
 // memory growing a queue or a frame): that step fails with the exception's
 // Status and is answered; the others go on. A step gone already is ignored.
 void FailStepOnError(DeviceActor* self, int64_t step_id) noexcept {
   auto& st = self->state;
-  const Status s = CurrentExceptionStatus("device " + st.device->name());  // the preallocated one if need be
+  const Status s = DeviceExceptionStatus(st, "");
   auto it = st.steps.find(step_id);
   if (it == st.steps.end()) return;
   try {
@@ -1065,7 +1075,7 @@ void StartStepOrThrow(DeviceActor* self, RunStepRequest& req, caf::response_prom
 // Called in a catch block; never throws.
 void FailAllOnError(DeviceActor* self) noexcept {
   auto& st = self->state;
-  const Status s = CurrentExceptionStatus("device " + st.device->name() + " failed");
+  const Status s = DeviceExceptionStatus(st, " failed");
   for (auto& [id, a] : st.steps) {
     if (a.state->failed()) continue;
     try {

@@ -3,123 +3,40 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "actors/messages.hpp"
-#include "ops/array/copy_util.hpp"
+#include "actors/queue_elements.hpp"
+#include "core/exception_status.hpp"
 
 namespace actorflow {
 
 namespace {
 
-// What one enqueue gave: one tensor per component, a single element or (from
-// enqueue-many) a batch of them along dimension 0. Its elements refer to it
-// rather than copy their rows out; it lives until its last element leaves.
-struct Chunk {
-  std::vector<Tensor> components;
-};
+using namespace queue_detail;  // NOLINT: the elements and their store
 
-// Component `source` of an element: the whole tensor (row -1) or one row of it.
-struct Part {
-  const Tensor& source;
-  int64_t row;
+// Memory. Every handler either cannot throw or catches: an exception escaping
+// a CAF 0.17 handler kills the actor for good, and with it the queue and
+// every step waiting on it. A request whose memory is refused (a batch
+// tensor over the budget, an index of more elements than memory holds) is
+// answered ResourceExhausted naming the queue and the bytes asked; its
+// elements go back to the queue; the queue and every other request go on.
 
-  int64_t NumElements() const { return row < 0 ? source.NumElements() : source.NumElements() / source.dim_size(0); }
-  int64_t First() const { return row < 0 ? 0 : row * NumElements(); }
-  int dims() const { return source.dims() - (row < 0 ? 0 : 1); }
-  int64_t dim_size(int d) const { return source.dim_size(d + (row < 0 ? 0 : 1)); }
-  TensorShape shape() const {
-    TensorShape s = source.shape();
-    if (row >= 0) s.RemoveDim(0);
-    return s;
+// The reason a std::bad_alloc or other exception caught now stops a request,
+// with `context()` (which may throw too) in front.
+template <class Context>
+Status ExceptionStatus(Context&& context) noexcept {
+  try {
+    const std::string c = context();
+    return CurrentExceptionStatus(c);
+  } catch (...) {
+    return CurrentExceptionStatus();
   }
-  bool HasShape(const TensorShape& s) const {
-    if (dims() != s.dims()) return false;
-    for (int d = 0; d < s.dims(); ++d)
-      if (dim_size(d) != s.dim_size(d)) return false;
-    return true;
-  }
-  int64_t Priority() const { return source.data<int64_t>()[First()]; }
-  Tensor Materialize() const;
-};
-
-// One element of the queue: a chunk and its row (16 bytes, no allocation).
-class Element {
- public:
-  Element() = default;
-  Element(std::shared_ptr<const Chunk> chunk, int64_t row) : chunk_(std::move(chunk)), row_(row) {}
-  Part operator[](size_t c) const { return Part{chunk_->components[c], row_}; }
-  size_t size() const { return chunk_ ? chunk_->components.size() : 0; }
-
- private:
-  std::shared_ptr<const Chunk> chunk_;
-  int64_t row_ = -1;
-};
-
-// The elements, in the order the queue's kind takes them out.
-class Store {
- public:
-  Store(QueueKind kind, uint64_t seed, bool seeded) : kind_(kind) {
-    if (seeded) rng_.seed(seed);
-    else rng_.seed(std::random_device()());
-  }
-  size_t size() const {
-    switch (kind_) {
-      case QueueKind::kPriority: return by_priority_.size();
-      case QueueKind::kRandomShuffle: return shuffled_.size();
-      default: return items_.size();
-    }
-  }
-  void Push(Element e) {
-    if (kind_ == QueueKind::kPriority) by_priority_.emplace(e[0].Priority(), std::move(e));
-    else if (kind_ == QueueKind::kRandomShuffle) shuffled_.push_back(std::move(e));
-    else items_.push_back(std::move(e));
-  }
-  Element Pop() {
-    Element e;
-    if (kind_ == QueueKind::kPriority) {  // lowest priority first; equal ones in arrival order
-      auto it = by_priority_.begin();
-      e = std::move(it->second);
-      by_priority_.erase(it);
-    } else if (kind_ == QueueKind::kRandomShuffle) {
-      const size_t i = std::uniform_int_distribution<size_t>(0, shuffled_.size() - 1)(rng_);
-      std::swap(shuffled_[i], shuffled_.back());
-      e = std::move(shuffled_.back());
-      shuffled_.pop_back();
-    } else {
-      e = std::move(items_.front());
-      items_.pop_front();
-    }
-    return e;
-  }
-  /// Puts back elements a failed dequeue took, so the next dequeue takes them
-  /// in the same order (the shuffle queue: among the others, at random).
-  void Return(std::vector<Element>& taken) {
-    for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-      if (kind_ == QueueKind::kRandomShuffle) {
-        shuffled_.push_back(std::move(*it));
-      } else if (kind_ == QueueKind::kPriority) {
-        const int64_t priority = (*it)[0].Priority();  // before equal priorities: taken first again
-        by_priority_.emplace_hint(by_priority_.lower_bound(priority), priority, std::move(*it));
-      } else {
-        items_.push_front(std::move(*it));
-      }
-    }
-    taken.clear();
-  }
-
- private:
-  QueueKind kind_;
-  std::deque<Element> items_;      // FIFO and padding FIFO
-  std::vector<Element> shuffled_;  // shuffle: taken from a random index
-  std::multimap<int64_t, Element> by_priority_;
-  std::mt19937_64 rng_;
-};
+}
 
 // An operation waiting in the queue.
 struct Pending {
@@ -127,7 +44,7 @@ struct Pending {
   caf::actor_addr sender;
   int64_t step_id = 0;
   QueueOp op = QueueOp::kEnqueue;
-  std::vector<Element> elements;  // an enqueue: to push (from `next`); a dequeue: taken so far
+  Elements elements;              // an enqueue: to push (from `next`); a dequeue: taken so far
   size_t next = 0;
   int64_t num = 1;                // a dequeue: elements wanted
 };
@@ -179,55 +96,10 @@ Status CheckComponents(const QueueState& st, const std::vector<Tensor>& c, bool 
   return Status::OK();
 }
 
-// Copies `count` elements of `src` from `src_first` into `dst` from `dst_first`.
-void CopyElements(const Tensor& src, int64_t src_first, Tensor* dst, int64_t dst_first, int64_t count) {
-  ElemCopier cp;
-  if (!ElemCopier::For(src.dtype(), "queue", &cp).ok()) return;  // CheckQueueSpec admits only copyable dtypes
-  cp.Copy(cp.At(dst->raw_data(), dst_first), cp.At(src.raw_data(), src_first), count);
-}
-
-Tensor Part::Materialize() const {
-  if (row < 0) return source;
-  Tensor t(source.dtype(), shape());
-  CopyElements(source, First(), &t, 0, NumElements());
-  return t;
-}
-
-// The batch's elements, one by one (rows of the batch, not copies).
-std::vector<Element> Split(std::vector<Tensor> batch, int64_t n) {
-  auto chunk = std::make_shared<const Chunk>(Chunk{std::move(batch)});
-  std::vector<Element> out;
-  out.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out.emplace_back(chunk, i);
-  return out;
-}
-
-// Copies `src` into row `row` of `dst` ([n, d0', d1', ...] with every di' >= src's di), zero-padded.
-void CopyPadded(const Tensor& src, Tensor* dst, int64_t row) {
-  const int rank = src.dims();
-  std::vector<int64_t> dst_dims(static_cast<size_t>(rank));
-  for (int d = 0; d < rank; ++d) dst_dims[static_cast<size_t>(d)] = dst->dim_size(d + 1);
-  const int64_t dst_row = dst->NumElements() / std::max<int64_t>(1, dst->dim_size(0));
-  if (rank == 0 || src.NumElements() == 0) {
-    CopyElements(src, 0, dst, row * dst_row, src.NumElements());
-    return;
-  }
-  const int64_t last = src.dim_size(rank - 1);
-  const int64_t runs = src.NumElements() / std::max<int64_t>(1, last);
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);  // of the run's first element in src
-  for (int64_t r = 0; r < runs; ++r) {
-    int64_t offset = 0;
-    for (int d = 0; d < rank; ++d) offset = offset * dst_dims[static_cast<size_t>(d)] + index[static_cast<size_t>(d)];
-    CopyElements(src, r * last, dst, row * dst_row + offset, last);
-    for (int d = rank - 2; d >= 0; --d) {  // next run
-      if (++index[static_cast<size_t>(d)] < src.dim_size(d)) break;
-      index[static_cast<size_t>(d)] = 0;
-    }
-  }
-}
-
-// The elements as one batch per component (a new dimension 0).
-Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, std::vector<Tensor>* out) {
+// The elements as one batch per component (a new dimension 0). Throws
+// std::bad_alloc (TensorAllocationError naming the bytes) when a batch does
+// not fit the budget.
+Status Batch(const QueueState& st, Elements& elements, int64_t n, std::vector<Tensor>* out) {
   out->clear();
   const size_t num_components = st.spec.component_types.size();
   for (size_t c = 0; c < num_components; ++c) {
@@ -240,7 +112,9 @@ Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, st
       for (const Element& e : elements)
         for (int d = 0; d < declared.dims(); ++d)
           dims[static_cast<size_t>(d)] = std::max(dims[static_cast<size_t>(d)], e[c].dim_size(d));
-      element = TensorShape(dims);
+      if (!TensorShape::FromDims(dims, &element).ok())  // the largest of each dimension may overflow together
+        return errors::ResourceExhausted(Describe(st), ": padding component ", c, " of ", elements.size(),
+                                         " elements takes more than 2^63-1 elements");
     } else if (!elements.empty()) {
       element = elements[0][c].shape();
       for (const Element& e : elements)
@@ -251,8 +125,12 @@ Status Batch(const QueueState& st, std::vector<Element>& elements, int64_t n, st
     } else {
       st.spec.shapes[c].AsTensorShape(&element);
     }
-    TensorShape shape = element;
-    shape.InsertDim(0, n);
+    std::vector<int64_t> dims = element.dim_sizes();
+    dims.insert(dims.begin(), n);
+    TensorShape shape;
+    if (!TensorShape::FromDims(dims, &shape).ok())
+      return errors::ResourceExhausted(Describe(st), ": a batch of ", n, " elements of shape ", element.DebugString(),
+                                       " (component ", c, ") has more than 2^63-1 elements");
     Tensor batch(ComponentType(st, c), shape);
     if (st.kind == QueueKind::kPaddingFifo && !DataTypeIsStringLike(batch.dtype()) && batch.TotalBytes() > 0)
       std::memset(batch.raw_data(), 0, batch.TotalBytes());
@@ -281,53 +159,119 @@ caf::actor_addr Sender(QueueActor* self) {
 
 bool Batched(QueueOp op) { return op == QueueOp::kDequeueMany || op == QueueOp::kDequeueUpTo; }
 
-void Answer(Pending& p, Status s, std::vector<Tensor> components = {}, int64_t value = 0) {
+// Answers `rp`; when there is no memory for the answer, with
+// OutOfMemoryStatus() (which needs none); never throws.
+void Reply(caf::response_promise& rp, QueueResponse r) noexcept {
+  try {
+    rp.deliver(std::move(r));
+    return;
+  } catch (...) {
+  }
+  try {
+    rp.deliver(QueueResponse{OutOfMemoryStatus(), {}, 0});
+  } catch (...) {  // nothing left to answer with
+  }
+}
+
+void Answer(Pending& p, Status s, std::vector<Tensor> components = {}, int64_t value = 0) noexcept {
   QueueResponse r;
   r.status = std::move(s);
   r.components = std::move(components);
   r.value = value;
-  p.promise.deliver(std::move(r));
+  Reply(p.promise, std::move(r));
+}
+
+// Puts `taken` back in the queue (Store::Return); never throws.
+void GiveBack(QueueState& st, Elements& taken) noexcept {
+  if (!taken.empty()) st.store->Return(taken);
 }
 
 // Answers a dequeue with what it took (batched unless a single dequeue).
-void AnswerDequeue(QueueActor* self, Pending& p) {
+// When the answer cannot be built (a batch over the memory budget), the
+// elements go back to the queue and the dequeue fails with ResourceExhausted
+// naming the queue and the bytes asked.
+void AnswerDequeue(QueueActor* self, Pending& p) noexcept {
   auto& st = self->state;
-  if (!Batched(p.op)) {
-    std::vector<Tensor> element;
-    for (size_t c = 0; c < p.elements[0].size(); ++c) element.push_back(p.elements[0][c].Materialize());
-    Answer(p, Status::OK(), std::move(element));
-    return;
+  std::vector<Tensor> out;
+  Status s;
+  try {
+    if (!Batched(p.op)) {
+      for (size_t c = 0; c < p.elements[0].size(); ++c) out.push_back(p.elements[0][c].Materialize());
+    } else {
+      s = Batch(st, p.elements, static_cast<int64_t>(p.elements.size()), &out);
+    }
+  } catch (...) {
+    s = ExceptionStatus([&] {
+      return Batched(p.op) ? strings::StrCat(Describe(st), ": cannot batch ", p.elements.size(), " elements")
+                           : strings::StrCat(Describe(st), ": cannot dequeue an element");
+    });
   }
-  std::vector<Tensor> batch;
-  Status s = Batch(st, p.elements, static_cast<int64_t>(p.elements.size()), &batch);
   if (!s.ok()) {
-    st.store->Return(p.elements);  // nothing is lost to a bad batch
+    out.clear();
+    GiveBack(st, p.elements);  // nothing is lost to a bad batch
     Answer(p, s);
     return;
   }
-  Answer(p, Status::OK(), std::move(batch));
+  Answer(p, Status::OK(), std::move(out));
+}
+
+// Makes room in a dequeue's list for `take` more elements, so that moving
+// them out of the store cannot fail half-way; false when it is refused (the
+// dequeue is then answered with why, its elements back in the queue).
+bool Reserve(QueueState& st, Pending& p, size_t take) noexcept {
+  const size_t need = p.elements.size() + take;
+  if (p.elements.capacity() >= need) return true;
+  try {
+    // Geometric growth (elements may come one by one), never past what was asked.
+    p.elements.reserve(std::max(need, std::min(2 * p.elements.capacity(), static_cast<size_t>(p.num))));
+    return true;
+  } catch (...) {
+    const Status s = ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot take ", need, " elements"); });
+    GiveBack(st, p.elements);
+    Answer(p, s);
+    return false;
+  }
 }
 
 // Serves waiting operations, in arrival order, as far as the queue allows.
-void Pump(QueueActor* self) {
+// Never throws: an operation that runs out of memory is answered with
+// ResourceExhausted (an enqueue keeps the elements it already pushed, as
+// when it is cancelled part-way) and the others go on.
+void Pump(QueueActor* self) noexcept {
   auto& st = self->state;
   for (bool progress = true; progress;) {
     progress = false;
     while (!st.enqueues.empty()) {
       Pending& p = st.enqueues.front();
-      while (p.next < p.elements.size() &&
-             (st.spec.capacity < 0 || st.store->size() < static_cast<size_t>(st.spec.capacity))) {
-        st.store->Push(std::move(p.elements[p.next++]));
-        progress = true;
+      Status failed;
+      try {
+        while (p.next < p.elements.size() &&
+               (st.spec.capacity < 0 || st.store->size() < static_cast<size_t>(st.spec.capacity))) {
+          st.store->Push(std::move(p.elements[p.next]));  // on failure the element stays in the enqueue
+          ++p.next;
+          progress = true;
+        }
+      } catch (...) {
+        failed = ExceptionStatus([&] {
+          return strings::StrCat(Describe(st), ": cannot store element ", p.next, " of ", p.elements.size(),
+                                 " (the queue holds ", st.store->size(), ")");
+        });
       }
-      if (p.next < p.elements.size()) break;  // full: the rest waits (and the enqueues behind it)
-      Answer(p, Status::OK());
+      if (failed.ok() && p.next < p.elements.size()) break;  // full: the rest waits (and the enqueues behind it)
+      Answer(p, failed);
       st.enqueues.pop_front();
+      progress = true;
     }
     while (!st.dequeues.empty()) {
       Pending& p = st.dequeues.front();
-      for (size_t take = std::min(Available(st), static_cast<size_t>(p.num) - p.elements.size()); take > 0; --take) {
-        p.elements.push_back(st.store->Pop());
+      const size_t take = std::min(Available(st), static_cast<size_t>(p.num) - p.elements.size());
+      if (take > 0 && !Reserve(st, p, take)) {
+        st.dequeues.pop_front();
+        progress = true;
+        continue;
+      }
+      for (size_t i = 0; i < take; ++i) {
+        p.elements.push_back(st.store->Pop());  // room reserved: cannot throw
         progress = true;
       }
       if (static_cast<int64_t>(p.elements.size()) == p.num) {
@@ -339,9 +283,15 @@ void Pump(QueueActor* self) {
       if (p.op == QueueOp::kDequeueUpTo && !p.elements.empty()) {
         AnswerDequeue(self, p);
       } else {
-        st.store->Return(p.elements);
-        Answer(p, errors::OutOfRange(Describe(st), " is closed and has insufficient elements (requested ", p.num,
-                                     ", current size ", st.store->size(), ")"));
+        GiveBack(st, p.elements);
+        Status s;
+        try {
+          s = errors::OutOfRange(Describe(st), " is closed and has insufficient elements (requested ", p.num,
+                                 ", current size ", st.store->size(), ")");
+        } catch (...) {
+          s = OutOfMemoryStatus();
+        }
+        Answer(p, s);
       }
       st.dequeues.pop_front();
       progress = true;
@@ -349,11 +299,31 @@ void Pump(QueueActor* self) {
   }
 }
 
-void Enqueue(QueueActor* self, QueueRequest& req, bool many) {
-  auto& st = self->state;
+// A new request's Pending: its sender and promise.
+Pending Request(QueueActor* self) {
   Pending p;
   p.sender = Sender(self);  // before the promise, which takes the sender over
   p.promise = self->make_response_promise();
+  return p;
+}
+
+void EnqueueChecked(QueueActor* self, QueueRequest& req, bool many, Pending& p);
+
+void Enqueue(QueueActor* self, QueueRequest& req, bool many, Pending& p) noexcept {
+  // Counted first: the components move on.
+  const int64_t n = many && !req.components.empty() && req.components[0].dims() > 0 ? req.components[0].dim_size(0) : 1;
+  try {
+    EnqueueChecked(self, req, many, p);
+  } catch (...) {  // nothing was queued: push_back is its last step, and leaves `p` intact when it throws
+    auto& st = self->state;
+    Answer(p, ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot enqueue ", n, " elements"); }));
+    return;
+  }
+  Pump(self);
+}
+
+void EnqueueChecked(QueueActor* self, QueueRequest& req, bool many, Pending& p) {
+  auto& st = self->state;
   if (st.closed) {
     Answer(p, errors::Cancelled(Describe(st), " is closed"));
     return;
@@ -378,14 +348,23 @@ void Enqueue(QueueActor* self, QueueRequest& req, bool many) {
   p.step_id = req.step_id;
   p.op = many ? QueueOp::kEnqueueMany : QueueOp::kEnqueue;
   st.enqueues.push_back(std::move(p));
+}
+
+void DequeueChecked(QueueActor* self, QueueRequest& req, QueueOp op, Pending& p);
+
+void Dequeue(QueueActor* self, QueueRequest& req, QueueOp op, Pending& p) noexcept {
+  try {
+    DequeueChecked(self, req, op, p);
+  } catch (...) {  // nothing was queued nor taken
+    auto& st = self->state;
+    Answer(p, ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot dequeue ", req.num, " elements"); }));
+    return;
+  }
   Pump(self);
 }
 
-void Dequeue(QueueActor* self, QueueRequest& req, QueueOp op) {
+void DequeueChecked(QueueActor* self, QueueRequest& req, QueueOp op, Pending& p) {
   auto& st = self->state;
-  Pending p;
-  p.sender = Sender(self);  // before the promise, which takes the sender over
-  p.promise = self->make_response_promise();
   p.op = op;
   p.num = Batched(op) ? req.num : 1;
   if (p.num < 0) {
@@ -402,18 +381,18 @@ void Dequeue(QueueActor* self, QueueRequest& req, QueueOp op) {
                                                " needs the queue's component shapes declared"));
     if (p.num == 0) {  // an empty batch, at once
       std::vector<Tensor> empty;
-      Batch(st, p.elements, 0, &empty);
-      Answer(p, Status::OK(), std::move(empty));
+      Status s = Batch(st, p.elements, 0, &empty);
+      if (!s.ok()) empty.clear();
+      Answer(p, s, std::move(empty));
       return;
     }
   }
   p.step_id = req.step_id;
   st.dequeues.push_back(std::move(p));
-  Pump(self);
 }
 
 // Fails the operations `sender` sent for `step_id` with `s`; a dequeue's elements go back.
-void CancelStep(QueueActor* self, const caf::actor_addr& sender, int64_t step_id, const Status& s) {
+void CancelStep(QueueActor* self, const caf::actor_addr& sender, int64_t step_id, const Status& s) noexcept {
   auto& st = self->state;
   auto cancel = [&](std::deque<Pending>& list, bool dequeue) {
     for (auto it = list.begin(); it != list.end();) {
@@ -421,7 +400,7 @@ void CancelStep(QueueActor* self, const caf::actor_addr& sender, int64_t step_id
         ++it;
         continue;
       }
-      if (dequeue) st.store->Return(it->elements);
+      if (dequeue) GiveBack(st, it->elements);
       Answer(*it, s);
       it = list.erase(it);
     }
@@ -480,42 +459,61 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
     // On exit, answer everything that waits: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       auto& s = self->state;
+      Status gone;
+      try {
+        gone = errors::Cancelled(Describe(s), " was destroyed");
+      } catch (...) {
+        gone = OutOfMemoryStatus();
+      }
       for (auto* list : {&s.enqueues, &s.dequeues})
-        for (Pending& p : *list) Answer(p, errors::Cancelled(Describe(s), " was destroyed"));
+        for (Pending& p : *list) Answer(p, gone);
       s.enqueues.clear();
       s.dequeues.clear();
       self->quit(msg.reason);
     });
     return {
+        // Every path answers the request, and nothing escapes (see "Memory" above).
         [self](QueueRequest& req) {
           auto& st = self->state;
-          switch (static_cast<QueueOp>(req.op)) {
-            case QueueOp::kEnqueue: return Enqueue(self, req, false);
-            case QueueOp::kEnqueueMany: return Enqueue(self, req, true);
+          Pending p;
+          try {
+            p = Request(self);
+          } catch (...) {  // no promise to answer with: nothing more can be done for this request
+            return;
+          }
+          const auto op = static_cast<QueueOp>(req.op);
+          switch (op) {
+            case QueueOp::kEnqueue:
+            case QueueOp::kEnqueueMany: return Enqueue(self, req, op == QueueOp::kEnqueueMany, p);
             case QueueOp::kDequeue:
             case QueueOp::kDequeueMany:
-            case QueueOp::kDequeueUpTo: return Dequeue(self, req, static_cast<QueueOp>(req.op));
+            case QueueOp::kDequeueUpTo: return Dequeue(self, req, op, p);
             case QueueOp::kClose: {
-              auto rp = self->make_response_promise();
               st.closed = true;
               if (req.flag) {
-                for (Pending& p : st.enqueues) Answer(p, errors::Cancelled(Describe(st), " is closed"));
+                Status closed;
+                try {
+                  closed = errors::Cancelled(Describe(st), " is closed");
+                } catch (...) {
+                  closed = OutOfMemoryStatus();
+                }
+                for (Pending& e : st.enqueues) Answer(e, closed);
                 st.enqueues.clear();
               }
               Pump(self);
-              rp.deliver(QueueResponse{Status::OK(), {}, 0});
+              Answer(p, Status::OK());
               return;
             }
-            case QueueOp::kSize:
-              self->make_response_promise().deliver(
-                  QueueResponse{Status::OK(), {}, static_cast<int64_t>(st.store->size())});
-              return;
-            case QueueOp::kIsClosed:
-              self->make_response_promise().deliver(QueueResponse{Status::OK(), {}, st.closed ? 1 : 0});
-              return;
+            case QueueOp::kSize: return Answer(p, Status::OK(), {}, static_cast<int64_t>(st.store->size()));
+            case QueueOp::kIsClosed: return Answer(p, Status::OK(), {}, st.closed ? 1 : 0);
           }
-          self->make_response_promise().deliver(
-              QueueResponse{errors::InvalidArgument("unknown queue operation ", req.op), {}, 0});
+          Status unknown;
+          try {
+            unknown = errors::InvalidArgument("unknown queue operation ", req.op);
+          } catch (...) {
+            unknown = OutOfMemoryStatus();
+          }
+          Answer(p, unknown);
         },
         [self](const QueueCancelStep& c) {
           CancelStep(self, caf::actor_cast<caf::actor_addr>(self->current_sender()), c.step_id, c.status);

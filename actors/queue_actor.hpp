@@ -14,6 +14,13 @@
 // with OutOfRange, dequeue-up-to returns the remainder. With
 // cancel_pending_enqueues, waiting enqueues fail with Cancelled.
 //
+// Memory: every request is answered, and no exception escapes the actor. A
+// request whose memory is refused (a dequeue-many's batch over the host
+// budget, an enqueue-many of more elements than its index fits: the index is
+// counted against cpu_allocator()'s budget too) fails with ResourceExhausted
+// naming the queue and the bytes asked; a dequeue's elements go back to the
+// queue; the queue and every other request go on.
+//
 // Protocol: ops/queue/queue_access.hpp (QueueRequest -> QueueResponse,
 // QueueCancelStep). The container actor creates queue actors and keeps the
 // directory of shared names (actors/container_actor.hpp).

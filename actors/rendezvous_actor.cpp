@@ -2,18 +2,31 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+#include <deque>
 #include <map>
 #include <string>
-#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "actors/messages.hpp"
+#include "core/exception_status.hpp"
 #include "devices/compute_pool.hpp"
 
 namespace actorflow {
 
 namespace {
+
+// Memory. No handler lets an exception escape (in CAF 0.17 one kills the
+// actor for good, and with it every step of the process). Tensors travel by
+// reference, so what can run out is the actor's own bookkeeping: a Send or
+// Recv it has no memory to record aborts its step with ResourceExhausted
+// naming the key, so that nothing waits for it; an answer it has no memory
+// to build goes out as OutOfMemoryStatus(); deliveries it could not send are
+// kept and tried again shortly (kRetryFlush).
+
+using retry_flush_atom = caf::atom_constant<caf::atom("rv_retry")>;
+constexpr auto kRetryFlush = std::chrono::milliseconds(10);
 
 // Who waits for a key: a request (RendezvousRecv) or a device actor that asked
 // in a RendezvousBatch and is answered by RendezvousDeliver.
@@ -48,6 +61,7 @@ struct RendezvousState {
   // Deliveries to batch waiters made by the current handler, sent at its end
   // (one message per device actor, however many tensors).
   std::map<caf::actor, RendezvousDeliver> outgoing;
+  bool retry_scheduled = false;  // a retry_flush_atom is on its way
   ComputePool* pool = nullptr;
   static const char* name;
 };
@@ -55,34 +69,95 @@ const char* RendezvousState::name = "rendezvous_actor";
 
 using RendezvousActor = caf::stateful_actor<RendezvousState>;
 
+// Builds a Status with `make()`; OutOfMemoryStatus() when that throws.
+template <class Make>
+Status Safely(Make&& make) noexcept {
+  try {
+    return make();
+  } catch (...) {
+    return OutOfMemoryStatus();
+  }
+}
+
+// The Status for the exception being handled, `context()` in front.
+template <class Context>
+Status ExceptionStatus(Context&& context) noexcept {
+  try {
+    const std::string c = context();
+    return CurrentExceptionStatus(c);
+  } catch (...) {
+    return CurrentExceptionStatus();
+  }
+}
+
+// Answers a waiter; never throws (without memory for the answer it carries
+// OutOfMemoryStatus() instead, which needs none to copy).
 void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, Status status, Tensor value,
-            bool is_dead) {
+            bool is_dead) noexcept {
   if (w.requester) {
-    self->state.outgoing[w.requester].items.push_back({step_id, w.ticket, std::move(status), std::move(value), is_dead});
+    try {
+      self->state.outgoing[w.requester].items.push_back({step_id, w.ticket, std::move(status), std::move(value), is_dead});
+      return;
+    } catch (...) {
+    }
+    try {
+      self->state.outgoing[w.requester].items.push_back({step_id, w.ticket, OutOfMemoryStatus(), Tensor(), false});
+    } catch (...) {  // no memory at all: its step ends by its deadline or cancellation
+    }
     return;
   }
-  RendezvousRecvResponse r;
-  r.status = std::move(status);
-  r.value = std::move(value);
-  r.is_dead = is_dead;
-  w.promise.deliver(std::move(r));
+  try {
+    RendezvousRecvResponse r;
+    r.status = std::move(status);
+    r.value = std::move(value);
+    r.is_dead = is_dead;
+    w.promise.deliver(std::move(r));
+    return;
+  } catch (...) {
+  }
+  try {
+    w.promise.deliver(RendezvousRecvResponse{OutOfMemoryStatus(), Tensor(), false});
+  } catch (...) {
+  }
 }
 
 // A delivery wakes a device actor that may have work to do in parallel with
 // whoever runs here: it goes to a free worker (ComputePool::ScheduleActivation),
 // not onto this worker's own queue, where a sleeping worker would not see it.
-void Flush(RendezvousActor* self) {
-  caf::execution_unit* unit = self->state.pool ? self->state.pool->activation_unit() : self->context();
-  for (auto& [dest, deliver] : self->state.outgoing) {
-    auto* receiver = caf::actor_cast<caf::abstract_actor*>(dest);
-    receiver->enqueue(caf::make_mailbox_element(self->ctrl(), caf::make_message_id(), {},
-                                                caf::make_message(std::move(deliver))),
-                      dest->node() == self->node() ? unit : self->context());
+// A delivery that cannot be sent (no memory for the message) stays in
+// `outgoing` and is tried again after kRetryFlush. Never throws.
+void Flush(RendezvousActor* self) noexcept {
+  auto& st = self->state;
+  if (st.outgoing.empty()) return;
+  caf::execution_unit* unit = st.pool ? st.pool->activation_unit() : self->context();
+  for (auto it = st.outgoing.begin(); it != st.outgoing.end();) {
+    caf::mailbox_element_ptr element;
+    try {
+      // From a copy: when building the message fails, the delivery is still here to retry.
+      element = caf::make_mailbox_element(self->ctrl(), caf::make_message_id(), {}, caf::make_message(it->second));
+    } catch (...) {
+      ++it;
+      continue;
+    }
+    const caf::actor dest = it->first;
+    it = st.outgoing.erase(it);  // first: the receiver holds the only references to the tensors
+    try {
+      caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(std::move(element),
+                                                           dest->node() == self->node() ? unit : self->context());
+    } catch (...) {  // in the receiver's mailbox already, or lost with no memory to schedule it
+    }
   }
-  self->state.outgoing.clear();
+  if (!st.outgoing.empty() && !st.retry_scheduled) {
+    try {
+      self->delayed_send(self, kRetryFlush, retry_flush_atom::value);
+      st.retry_scheduled = true;
+    } catch (...) {  // the next message to this actor flushes again
+    }
+  }
 }
 
 // The table of `step_id`, created on first use; null for a step that is over.
+// Throws std::bad_alloc when a new table does not fit.
 StepTable* Table(RendezvousActor* self, int64_t step_id) {
   auto& st = self->state;
   auto it = st.steps.find(step_id);
@@ -91,23 +166,26 @@ StepTable* Table(RendezvousActor* self, int64_t step_id) {
   return &st.steps[step_id];
 }
 
-Status StepOver(int64_t step_id) { return errors::Cancelled("step ", step_id, " is over"); }
+Status StepOver(int64_t step_id) noexcept {
+  return Safely([&] { return errors::Cancelled("step ", step_id, " is over"); });
+}
 
 // Fails every waiter of `table` with `s` (deliveries are flushed by the caller).
-void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) {
+void FailWaiters(RendezvousActor* self, int64_t step_id, StepTable& table, const Status& s) noexcept {
   for (auto& [key, e] : table.entries)
     if (e.waiting) Answer(self, e.waiter, step_id, s, Tensor(), false);
 }
 
 // Fails the step: its waiting Recvs are answered with `s`, its entries
 // dropped, and later Recvs get `s` too (a first abort is never replaced).
-void Abort(RendezvousActor* self, int64_t step_id, StepTable& table, Status s) {
+void Abort(RendezvousActor* self, int64_t step_id, StepTable& table, Status s) noexcept {
   if (!table.aborted.ok()) return;
   table.aborted = std::move(s);
   FailWaiters(self, step_id, table, table.aborted);
   table.entries.clear();
 }
 
+// Throws std::bad_alloc when there is no memory for the entry (OfferSafely).
 void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
   StepTable* found = Table(self, step_id);
   if (!found) return;  // the step is over: nobody will take it
@@ -123,7 +201,9 @@ void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, con
   if (e.sent) {
     // A second Send under one key is a bug in the partitioning: the step
     // fails, and every Recv of it (now or later) learns why.
-    Abort(self, step_id, table, errors::Internal("rendezvous key ", key.str(), " was sent twice in step ", step_id));
+    Abort(self, step_id, table, Safely([&] {
+            return errors::Internal("rendezvous key ", key.str(), " was sent twice in step ", step_id);
+          }));
     return;
   }
   e.sent = true;
@@ -132,7 +212,9 @@ void Offer(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, con
 }
 
 // Answers at once when the tensor (or the step's error) is there, else waits.
-void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter w) {
+// Throws std::bad_alloc when there is no memory for the entry, `w` then
+// unanswered and intact (WantSafely).
+void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter& w) {
   StepTable* found = Table(self, step_id);
   if (!found) {
     Answer(self, w, step_id, StepOver(step_id), Tensor(), false);
@@ -151,12 +233,46 @@ void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Wait
   }
   Entry& e = table.entries[key];
   if (e.waiting) {
-    Answer(self, w, step_id, errors::Internal("rendezvous key ", key.str(), " was received twice in step ", step_id),
+    Answer(self, w, step_id, Safely([&] {
+             return errors::Internal("rendezvous key ", key.str(), " was received twice in step ", step_id);
+           }),
            Tensor(), false);
     return;
   }
   e.waiting = true;
   e.waiter = std::move(w);
+}
+
+// The step of a Send or Recv the actor had no memory to record fails with
+// ResourceExhausted naming the key, so that nothing of it waits for ever;
+// `w` (a Recv's waiter, when not null) is answered with that.
+void FailForMemory(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const char* what,
+                   Waiter* w) noexcept {
+  const Status s = ExceptionStatus([&] {
+    return strings::StrCat("rendezvous: no memory to hold the ", what, " of key ", key.str(), " in step ", step_id);
+  });
+  if (w) Answer(self, *w, step_id, s, Tensor(), false);
+  try {
+    if (StepTable* table = Table(self, step_id)) Abort(self, step_id, *table, s);
+  } catch (...) {  // not even a table: its Recvs fail when they come, or by the step's deadline
+  }
+}
+
+void OfferSafely(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value,
+                 bool is_dead) noexcept {
+  try {
+    Offer(self, step_id, key, value, is_dead);
+  } catch (...) {
+    FailForMemory(self, step_id, key, "Send", nullptr);
+  }
+}
+
+void WantSafely(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Waiter& w) noexcept {
+  try {
+    Want(self, step_id, key, w);
+  } catch (...) {
+    FailForMemory(self, step_id, key, "Recv", &w);
+  }
 }
 
 
@@ -167,51 +283,76 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
     self->state.pool = pool;
     // On exit, answer every waiting Recv: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
-      for (auto& [id, table] : self->state.steps)
-        FailWaiters(self, id, table, errors::Cancelled("the rendezvous actor is shutting down"));
+      const Status gone = Safely([] { return errors::Cancelled("the rendezvous actor is shutting down"); });
+      for (auto& [id, table] : self->state.steps) FailWaiters(self, id, table, gone);
       Flush(self);
       self->state.steps.clear();
       self->quit(msg.reason);
     });
     return {
-        [self](const RendezvousSend& s) { Offer(self, s.step_id, s.key, s.value, s.is_dead); Flush(self); },
-        [self](const RendezvousRecv& r) -> caf::result<RendezvousRecvResponse> {
+        [self](const RendezvousSend& s) {
+          OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
+          Flush(self);
+        },
+        [self](const RendezvousRecv& r) {
           Waiter w;
-          w.promise = self->make_response_promise();
-          auto promise = w.promise;
-          Want(self, r.step_id, r.key, std::move(w));
-          return promise;
+          try {
+            w.promise = self->make_response_promise();
+          } catch (...) {  // no promise to answer with
+            return;
+          }
+          WantSafely(self, r.step_id, r.key, w);
+          Flush(self);
         },
         [self](const RendezvousBatch& b) {
           caf::actor requester = caf::actor_cast<caf::actor>(self->current_sender());
-          for (const auto& s : b.sends) Offer(self, s.step_id, s.key, s.value, s.is_dead);
+          for (const auto& s : b.sends) OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
           for (const auto& r : b.recvs) {
             Waiter w;
             w.requester = requester;
             w.ticket = r.ticket;
-            Want(self, r.step_id, r.key, std::move(w));
+            WantSafely(self, r.step_id, r.key, w);
           }
           Flush(self);
         },
         [self](const RendezvousAbort& a) {
-          if (StepTable* table = Table(self, a.step_id))
-            Abort(self, a.step_id, *table,
-                  a.status.ok() ? errors::Cancelled("step ", a.step_id, " was aborted") : a.status);
+          try {
+            if (StepTable* table = Table(self, a.step_id))
+              Abort(self, a.step_id, *table,
+                    a.status.ok() ? Safely([&] { return errors::Cancelled("step ", a.step_id, " was aborted"); })
+                                  : a.status);
+          } catch (...) {  // no memory for the step's table: it has nothing waiting yet
+          }
           Flush(self);
         },
         [self](const RendezvousStepDone& d) {
           auto& st = self->state;
-          if (!st.over.insert(d.step_id).second) return;
-          st.over_order.push_back(d.step_id);
-          if (st.over_order.size() > RendezvousState::kRememberOver) {
-            st.over.erase(st.over_order.front());
-            st.over_order.pop_front();
+          bool remembered = false;
+          try {
+            if (!st.over.insert(d.step_id).second) return;
+            remembered = true;
+          } catch (...) {  // not remembered as over: a late message may recreate its table (dropped by none)
+          }
+          if (remembered) {
+            try {
+              st.over_order.push_back(d.step_id);
+            } catch (...) {
+              st.over.erase(d.step_id);  // forgotten at once rather than never
+            }
+            if (st.over_order.size() > RendezvousState::kRememberOver) {
+              st.over.erase(st.over_order.front());
+              st.over_order.pop_front();
+            }
           }
           auto it = st.steps.find(d.step_id);
           if (it == st.steps.end()) return;
           // Nothing should wait now; if something does, it must not hang.
           FailWaiters(self, d.step_id, it->second, StepOver(d.step_id));
           st.steps.erase(it);
+          Flush(self);
+        },
+        [self](retry_flush_atom) {
+          self->state.retry_scheduled = false;
           Flush(self);
         },
     };

@@ -18,6 +18,11 @@
 // partitioning bug) aborts the step with Internal. The client sends StepDone
 // when all partitions of a step have answered, which drops whatever the step
 // left.
+//
+// Memory: no exception escapes a handler. A Send or Recv the actor has no
+// memory to record aborts its step with ResourceExhausted naming the key; an
+// answer it has no memory to build carries OutOfMemoryStatus(); a delivery
+// it could not send is tried again shortly. Other steps go on.
 #pragma once
 
 #include <caf/actor.hpp>

@@ -5,6 +5,7 @@
 // blocked enqueue or dequeue holds no thread.
 #include <atomic>
 
+#include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
 #include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
@@ -90,7 +91,7 @@ class QueueDeclOp : public AsyncOpKernel {
       } else {
         ctx->SetStatus(s);
       }
-      done();
+      done();  // nothing above throws
     });
   }
 
@@ -189,7 +190,11 @@ class QueueOpKernel : public AsyncOpKernel {
       req.num = n.scalar<int32_t>();
     }
     ctx->queues()->Request(handle.scalar<std::string>(), std::move(req), [this, ctx, done](QueueResponse& r) {
-      Finish(ctx, r);
+      try {  // out of memory for an output or a message: this step fails, the kernel still finishes
+        Finish(ctx, r);
+      } catch (...) {
+        ctx->SetStatus(CurrentExceptionStatus(name()));
+      }
       done();
     });
   }

@@ -4,6 +4,7 @@
 // reference by value (Identity, MatMul, a fetch) reads the variable when it
 // runs. IsVariableInitialized asks without reading; CountUpTo increments a
 // counter variable up to a limit (the epoch counter of input producers).
+#include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
 #include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
@@ -18,8 +19,12 @@ Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, D
   VariableAccess* vars = ctx->variables();
   if (!vars) return errors::Unavailable("no container actor holds variables on this device");
   vars->Update(std::move(req), [ctx, done = std::move(done)](const Status& s) {
-    if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
-    else ctx->SetStatus(s);
+    try {  // out of memory here fails the step; the kernel still finishes
+      if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
+      else ctx->SetStatus(s);
+    } catch (...) {
+      ctx->SetStatus(CurrentExceptionStatus("variable update"));
+    }
     done();
   });
   return Status::OK();
@@ -189,9 +194,13 @@ class IsVariableInitializedOp : public AsyncOpKernel {
     VarReadRequest req;
     req.handles.push_back(*handle);
     req.check_only = true;
-    ctx->variables()->Read(std::move(req), [ctx, done = std::move(done)](VarReadResponse& r) {
-      if (r.status.ok() && r.values.size() == 1) ctx->set_output(0, std::move(r.values[0]));
-      else ctx->SetStatus(r.status.ok() ? errors::Internal("no answer for the variable") : r.status);
+    ctx->variables()->Read(std::move(req), [this, ctx, done = std::move(done)](VarReadResponse& r) {
+      try {  // out of memory here fails the step; the kernel still finishes
+        if (r.status.ok() && r.values.size() == 1) ctx->set_output(0, std::move(r.values[0]));
+        else ctx->SetStatus(r.status.ok() ? errors::Internal("no answer for the variable") : r.status);
+      } catch (...) {
+        ctx->SetStatus(CurrentExceptionStatus(name()));
+      }
       done();
     });
   }
@@ -232,10 +241,14 @@ class CountUpToOp : public VariableUpdateKernel {
       return;
     }
     req.args.push_back(Tensor::Scalar<int64_t>(limit_));
-    ctx->variables()->UpdateAndAnswer(std::move(req), [ctx, done = std::move(done)](VarUpdateResponse& r) {
-      if (!r.status.ok()) ctx->SetStatus(r.status);
-      else if (!r.value.IsInitialized()) ctx->SetStatus(errors::Internal("CountUpTo: no value in the answer"));
-      else ctx->set_output(0, std::move(r.value));
+    ctx->variables()->UpdateAndAnswer(std::move(req), [this, ctx, done = std::move(done)](VarUpdateResponse& r) {
+      try {  // out of memory here fails the step; the kernel still finishes
+        if (!r.status.ok()) ctx->SetStatus(r.status);
+        else if (!r.value.IsInitialized()) ctx->SetStatus(errors::Internal("CountUpTo: no value in the answer"));
+        else ctx->set_output(0, std::move(r.value));
+      } catch (...) {
+        ctx->SetStatus(CurrentExceptionStatus(name()));
+      }
       done();
     });
   }
