@@ -1,5 +1,6 @@
 #include "actors/propagation.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -101,7 +102,7 @@ void ActivateInvariant(StepState* step, const FrameState::Value& inv, IterationS
 // for it and the loop invariants go in.
 void IncrementIteration(StepState* step, FrameState* frame, std::vector<TaggedNode>* ready) {
   const int64_t next = ++frame->iteration_count;
-  auto& slot = frame->iteration_slot(next);
+  auto& slot = NewIterationSlot(frame, next);
   if (!frame->spare.empty()) {
     slot = std::move(frame->spare.back());
     frame->spare.pop_back();
@@ -167,7 +168,9 @@ FrameState* FindOrCreateChildFrame(StepState* step, IterationState* iter, const 
   if (iter->frame->parent != nullptr) frame->parent_iterations.push_back(iter->iter);  // the root's is no loop's
   frame->parallel_iterations = enter.parallel_iterations;
   frame->num_pending_inputs = info.num_enters;
-  frame->iterations.resize(static_cast<size_t>(enter.parallel_iterations) + 1);
+  // The ring starts small and grows with the iterations actually live
+  // (NewIterationSlot): a parallel_iterations of 2^20 costs nothing up front.
+  frame->iterations.resize(std::min<size_t>(static_cast<size_t>(enter.parallel_iterations) + 1, kInitialIterationRing));
   frame->iterations[0] = std::make_unique<IterationState>(info, true, frame.get(), 0);
   ++iter->outstanding_frame_count;
   FrameState* raw = frame.get();
@@ -176,6 +179,23 @@ FrameState* FindOrCreateChildFrame(StepState* step, IterationState* iter, const 
 }
 
 }  // namespace
+
+std::unique_ptr<IterationState>& NewIterationSlot(FrameState* frame, int64_t next) {
+  // Live before `next`: the num_outstanding_iterations iterations just below
+  // it (freed in order). With `next`, they must leave a slot free, so that a
+  // just-freed iteration (IsIterationDone asks for next - live - 1) reads null.
+  const size_t needed = static_cast<size_t>(frame->num_outstanding_iterations) + 2;
+  const size_t size = frame->iterations.size();
+  if (needed > size) {
+    const size_t cap = static_cast<size_t>(frame->parallel_iterations) + 1;
+    const size_t grown = std::max(needed, std::min(2 * size, cap));
+    std::vector<std::unique_ptr<IterationState>> ring(grown);
+    for (auto& it : frame->iterations)
+      if (it) ring[static_cast<size_t>(it->iter % static_cast<int64_t>(grown))] = std::move(it);
+    frame->iterations.swap(ring);
+  }
+  return frame->iteration_slot(next);
+}
 
 void PropagateOutputs(StepState* step, IterationState* iter, int32_t node, Tensor* outputs, bool is_dead,
                       std::vector<TaggedNode>* ready) {

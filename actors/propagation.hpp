@@ -14,10 +14,13 @@
 //    (dead) only if the frame ends dead.
 //
 // Iterations are freed in order as they finish; a frame ends when its last
-// iteration does and nothing more can enter. Owned by the device actor's
-// thread, like the StepState it works on.
+// iteration does and nothing more can enter. A frame's ring of iterations
+// grows with the iterations live at once (up to parallel_iterations). Owned
+// by the device actor's thread, like the StepState it works on.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "actors/step_state.hpp"
@@ -31,5 +34,17 @@ namespace actorflow {
 /// may be moved from.
 void PropagateOutputs(StepState* step, IterationState* iter, int32_t node, Tensor* outputs, bool is_dead,
                       std::vector<TaggedNode>* ready);
+
+/// Slots a new loop frame's ring of iterations starts with (at most
+/// parallel_iterations + 1).
+constexpr size_t kInitialIterationRing = 16;
+
+/// The (empty) slot of iteration `next`, the newest, of `frame` (whose
+/// num_outstanding_iterations does not count it yet). The frame's ring of
+/// iterations grows, doubling up to parallel_iterations + 1 slots, only when
+/// the live iterations and `next` would not fit with one slot to spare, so a
+/// frame's memory follows the iterations that actually run at once, not the
+/// parallel_iterations it allows.
+std::unique_ptr<IterationState>& NewIterationSlot(FrameState* frame, int64_t next);
 
 }  // namespace actorflow

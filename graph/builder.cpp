@@ -60,6 +60,8 @@ struct Scope::Shared {
 
   /// Runs the shape function of `node` (inputs connected) on the shapes and
   /// constant values recorded for its inputs, and records its output shapes.
+  /// Safe on imported graphs: an exception from a shape function is a Status,
+  /// and only small Const values are kept (ConstValueForShapeFn).
   Status InferShapes(const Node* node, const OpRegistration& reg);
 };
 
@@ -74,11 +76,13 @@ Status Scope::Shared::InferShapes(const Node* node, const OpRegistration& reg) {
     if (cv != const_values.end()) in_values[e->dst_input] = &cv->second;
   }
   InferenceContext ctx(&node->def(), std::move(in_shapes), std::move(in_values), node->num_outputs());
-  AF_RETURN_IF_ERROR(reg.shape_fn ? reg.shape_fn(&ctx) : shape_fns::Unknown(&ctx));
+  AF_RETURN_IF_ERROR(reg.shape_fn ? RunShapeFn(reg.shape_fn, &ctx) : shape_fns::Unknown(&ctx));
   shapes[node->id()] = ctx.outputs();
   if (node->type_string() == "Const") {
+    // Only small values: an imported Const may declare any shape (a [1e9]
+    // tensor with one value), and shape functions need only index tensors.
     Tensor value;
-    if (GetNodeAttr(node->def(), "value", &value).ok()) const_values[node->id()] = value;
+    if (ConstValueForShapeFn(node->def(), &value)) const_values[node->id()] = std::move(value);
   }
   return Status::OK();
 }

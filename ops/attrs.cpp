@@ -36,12 +36,29 @@ Status WrongKind(const proto::NodeDef& node, const std::string& name, const char
 }  // namespace
 
 AF_GET_SCALAR_ATTR(int64_t, kI, i, "int")
-AF_GET_SCALAR_ATTR(int32_t, kI, i, "int")
 AF_GET_SCALAR_ATTR(float, kF, f, "float")
 AF_GET_SCALAR_ATTR(bool, kB, b, "bool")
 AF_GET_SCALAR_ATTR(std::string, kS, s, "string")
 AF_GET_SCALAR_ATTR(DataType, kType, type, "type")
 #undef AF_GET_SCALAR_ATTR
+
+namespace {
+// An int attr read as int32: a value outside int32's range is refused, never
+// truncated (a count of 2^32 + 1 must not become 1).
+Status CheckedInt32(const proto::NodeDef& node, const std::string& name, int64_t v, int32_t* out) {
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    return errors::InvalidArgument("attr '", name, "' of node '", node.name(), "' (op '", node.op(), "') is ", v,
+                                   ", outside the range of int32");
+  *out = static_cast<int32_t>(v);
+  return Status::OK();
+}
+}  // namespace
+
+Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, int32_t* out) {
+  int64_t v;
+  AF_RETURN_IF_ERROR(GetNodeAttr(node, name, &v));
+  return CheckedInt32(node, name, v, out);
+}
 
 Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, PartialTensorShape* out) {
   const proto::AttrValue* v;
@@ -79,7 +96,12 @@ Status GetNodeAttr(const proto::NodeDef& node, const std::string& name, std::vec
   const proto::AttrValue::ListValue* l;
   AF_RETURN_IF_ERROR(GetList(node, name, &l));
   out->clear();
-  for (auto i : l->i()) out->push_back(static_cast<int32_t>(i));
+  out->reserve(static_cast<size_t>(l->i_size()));
+  for (auto i : l->i()) {
+    int32_t v;
+    AF_RETURN_IF_ERROR(CheckedInt32(node, name, i, &v));
+    out->push_back(v);
+  }
   return Status::OK();
 }
 

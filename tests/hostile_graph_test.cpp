@@ -3,6 +3,9 @@
 // dims would size or overflow shape inference. Each is refused quickly with an
 // InvalidArgument naming the node, its op and the attr (never std::bad_alloc,
 // length_error or gigabytes taken), and the valid graph of each op still works.
+// Also: int attrs read as int32 are range-checked, Fill and Range sizes never
+// overflow, the builder never materialises a huge Const, and a loop frame's
+// memory follows its live iterations, not its parallel_iterations.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -12,8 +15,13 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <string>
 
+#include "actors/executor_plan.hpp"
+#include "actors/propagation.hpp"
+#include "devices/allocator.hpp"
+#include "graph/control_flow.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/static_shapes.hpp"
 #include "ops/attrs.hpp"
@@ -285,4 +293,187 @@ TEST_CASE("valid graphs of the bounded ops still work") {
                                "node { name: 'pad' op: 'Pad' input: 'x' input: 'q' " + kF + " }"),
                          &g2).ok());
   REQUIRE(InferStaticShapes(g2)[g2.FindNode("pad")->id()][0].dims() == 3);
+}
+
+// ---------------------------------------------------------------------------
+// Follow-ups: the builder's shape inference, int32 attrs, Fill and Range
+// sizes, and loop frames sized by parallel_iterations.
+
+TEST_CASE("Scope::ImportGraphDef does not materialise a Const declaring a huge shape") {
+  // 1e8 int32 (400 MB) declared with one value, fed to a Neg: the builder's
+  // shape inference must not build it just to look at it.
+  const std::string neg = "node { name: 'r' op: 'Neg' input: 'big' attr { key: 'T' value { type: DT_INT32 } } }";
+  const std::string text = IntConst("big", "dim { size: 100000000 }", "int_val: 1") + neg;
+  Allocator* a = cpu_allocator();
+  a->ResetPeak();
+  const int64_t before = a->bytes_in_use();
+  Scope root = Scope::NewRootScope();
+  const Status s = root.ImportGraphDef(Parse(text));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(a->peak_bytes_in_use() - before < (int64_t{64} << 20));
+  REQUIRE(root.graph()->num_nodes() >= 2);
+  // And 1e9 elements under a budget of 256 MiB more than in use: still fine.
+  const int64_t old_limit = a->limit();
+  a->set_limit(a->bytes_in_use() + (int64_t{256} << 20));
+  Scope root2 = Scope::NewRootScope();
+  const Status s2 = root2.ImportGraphDef(
+      Parse(IntConst("big", "dim { size: 1000000000 }", "int_val: 1") + neg));
+  a->set_limit(old_limit);
+  INFO(s2.ToString());
+  REQUIRE(s2.ok());
+}
+
+TEST_CASE("an int attr read as int32 is refused outside int32's range, never truncated") {
+  // 2^32 + 2 would truncate to 2: an AddN of two inputs would then load.
+  const std::string two = Const("a") + Const("b");
+  RequireRefused(Import(two + "node { name: 'sum' op: 'AddN' input: 'a' input: 'b' " + kF +
+                        " attr { key: 'N' value { i: 4294967298 } } }"),
+                 {"'sum'", "'N'"});
+  proto::NodeDef nd;
+  nd.set_name("n");
+  nd.set_op("X");
+  (*nd.mutable_attr())["big"].set_i(int64_t{1} << 40);
+  (*nd.mutable_attr())["low"].set_i(std::numeric_limits<int32_t>::min());
+  (*nd.mutable_attr())["list"].mutable_list()->add_i(1);
+  (*nd.mutable_attr())["list"].mutable_list()->add_i(-(int64_t{1} << 33));
+  int32_t v = 7;
+  RequireRefused(GetNodeAttr(nd, "big", &v), {"'n'", "'big'", "int32"});
+  REQUIRE(v == 7);
+  REQUIRE(GetNodeAttr(nd, "low", &v).ok());
+  REQUIRE(v == std::numeric_limits<int32_t>::min());
+  int64_t w = 0;
+  REQUIRE(GetNodeAttr(nd, "big", &w).ok());
+  REQUIRE(w == int64_t{1} << 40);
+  std::vector<int32_t> l;
+  RequireRefused(GetNodeAttr(nd, "list", &l), {"'n'", "'list'"});
+}
+
+TEST_CASE("Fill's static shape refuses dims whose product overflows") {
+  RequireRefused(ScopeImport(IntConst("d", "dim { size: 2 }", "int_val: 2000000000 int_val: 2000000000") +
+                             IntConst("e", "dim { size: 3 }", "int_val: 2000000000 int_val: 2000000000 int_val: 2000000000") +
+                             Const("v", "", "float_val: 1") +
+                             "node { name: 'ok' op: 'Fill' input: 'd' input: 'v' " + kF + " }\n"
+                             "node { name: 'f' op: 'Fill' input: 'e' input: 'v' " + kF + " }"),
+                 {"'f'", "2^63-1"});
+  // A zero dim makes the product 0: any other dims are fine.
+  REQUIRE(ScopeImport(IntConst("e", "dim { size: 3 }", "int_val: 0 int_val: 2000000000 int_val: 2000000000") +
+                      Const("v", "", "float_val: 1") + "node { name: 'f' op: 'Fill' input: 'e' input: 'v' " + kF + " }")
+              .ok());
+}
+
+namespace {
+std::string Int64Const(const std::string& name, int64_t v) {
+  return "node { name: '" + name + "' op: 'Const' attr { key: 'dtype' value { type: DT_INT64 } } "
+         "attr { key: 'value' value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: " + std::to_string(v) +
+         " } } } }\n";
+}
+std::string RangeNode(const std::string& dtype) {
+  return "node { name: 'range' op: 'Range' input: 'start' input: 'limit' input: 'delta' attr { key: 'Tidx' value { "
+         "type: " + dtype + " } } }\n";
+}
+}  // namespace
+
+TEST_CASE("integer Range sizes never overflow: too many is InvalidArgument, huge but valid meets the budget") {
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max(), kMin64 = std::numeric_limits<int64_t>::min();
+  // 2^64 - 1 elements: refused statically and by the kernel, naming the node.
+  const std::string too_many = Int64Const("start", kMin64) + Int64Const("limit", kMax64) + Int64Const("delta", 1);
+  RequireRefused(ScopeImport(too_many + RangeNode("DT_INT64")), {"'range'", "limit - start"});
+  Session session;
+  proto::GraphDef def = Parse(Placeholder("start", "", "DT_INT64") + Int64Const("limit", kMax64) +
+                              Int64Const("delta", 1) + RangeNode("DT_INT64"));
+  REQUIRE(session.Create(def).ok());
+  std::vector<Tensor> out;
+  Status s = session.Run({{"start", Tensor::Scalar<int64_t>(kMin64)}}, {"range"}, {}, &out);
+  RequireRefused(s, {"range", "limit - start"});
+  // 2^32 - 1 int32 (16 GiB) is a valid size: the allocator refuses it.
+  Allocator* a = cpu_allocator();
+  const int64_t old_limit = a->limit();
+  a->set_limit(a->bytes_in_use() + (int64_t{1} << 30));
+  Scope root = Scope::NewRootScope();
+  auto start = ops::Placeholder(root.WithOpName("start"), DT_INT32);
+  auto r = ops::Range(root.WithOpName("big_range"), start, std::numeric_limits<int32_t>::max(), 1);
+  s = test::RunStatus(root, {r}, {{"start", Tensor::Scalar<int32_t>(std::numeric_limits<int32_t>::min())}});
+  a->set_limit(old_limit);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kResourceExhausted);
+  REQUIRE_THAT(s.message(), Catch::Contains("big_range"));
+  // A negative delta across the whole int64 range: 4 values, each exact
+  // (|limit - start| and start + i * delta computed without overflow).
+  constexpr int64_t q = int64_t{1} << 62;
+  auto v = RunText(Int64Const("start", kMax64 - 2) + Int64Const("limit", kMin64) + Int64Const("delta", -q) +
+                       RangeNode("DT_INT64"),
+                   {"range"});
+  REQUIRE(test::Values<int64_t>(v[0]) == std::vector<int64_t>{kMax64 - 2, kMax64 - 2 - q, kMax64 - 2 - q - q,
+                                                               kMax64 - 2 - q - q - q});
+}
+
+TEST_CASE("a loop frame's iterations grow with those live, not with parallel_iterations") {
+  FrameInfo info;
+  FrameState f;
+  f.info = &info;
+  f.parallel_iterations = 1 << 20;
+  f.iterations.resize(kInitialIterationRing);
+  f.iterations[0] = std::make_unique<IterationState>(info, true, &f, 0);
+  auto start_next = [&f, &info] {
+    const int64_t next = ++f.iteration_count;
+    auto& slot = NewIterationSlot(&f, next);
+    REQUIRE(slot == nullptr);
+    slot = std::make_unique<IterationState>(info, true, &f, next);
+    ++f.num_outstanding_iterations;
+  };
+  for (int i = 1; i < 100; ++i) start_next();  // 100 live: the ring doubled to 128 slots
+  REQUIRE(f.iterations.size() == 128);
+  for (int64_t i = 0; i < 100; ++i) REQUIRE(f.iteration(i)->iter == i);
+  for (int64_t i = 0; i < 90; ++i) {  // the oldest 90 finish, in order
+    f.iteration_slot(i).reset();
+    --f.num_outstanding_iterations;
+  }
+  for (int i = 0; i < 1000; ++i) {  // a long run with 10 live: no growth, slots reused
+    start_next();
+    f.iteration_slot(f.iteration_count - 10).reset();
+    --f.num_outstanding_iterations;
+  }
+  REQUIRE(f.iterations.size() == 128);
+  REQUIRE(f.iteration(f.iteration_count - 10) == nullptr);  // the one just freed reads empty
+  for (int64_t i = f.iteration_count - 9; i <= f.iteration_count; ++i) REQUIRE(f.iteration(i)->iter == i);
+  // The ring never passes parallel_iterations + 1 slots.
+  FrameState g;
+  g.info = &info;
+  g.parallel_iterations = 20;
+  g.iterations.resize(kInitialIterationRing);
+  g.iterations[0] = std::make_unique<IterationState>(info, true, &g, 0);
+  for (int64_t next = 1; next < 20; ++next) {
+    g.iteration_count = next;
+    NewIterationSlot(&g, next) = std::make_unique<IterationState>(info, true, &g, next);
+    ++g.num_outstanding_iterations;
+  }
+  REQUIRE(g.iterations.size() == 21);
+  for (int64_t i = 0; i < 20; ++i) REQUIRE(g.iteration(i)->iter == i);
+}
+
+TEST_CASE("a loop with parallel_iterations 2^20 runs, its iterations overlapping") {
+  Scope root = Scope::NewRootScope();
+  auto m = ops::Fill(root, {32, 32}, 1.f);
+  OutputList out;
+  ops::WhileOptions o;
+  o.parallel_iterations = 1 << 20;
+  REQUIRE(ops::WhileLoop(
+              root, {ops::Const(root, 0), ops::Const(root, 0.f)},
+              [](const Scope& s, const OutputList& v, Output* pred) {
+                *pred = ops::Less(s, v[0], 300);
+                return s.status();
+              },
+              [&m](const Scope& s, const OutputList& v, OutputList* next) {
+                // Waits only for the counter: iterations may run ahead of the sum.
+                auto prod = ops::MatMul(s.WithControlDependencies({v[0].op()}), m, m);
+                auto corner = ops::Sum(s, ops::Slice(s, prod, {0, 0}, {1, 1}), {0, 1});
+                *next = {ops::Add(s, v[0], 1), ops::Add(s, v[1], corner)};
+                return s.status();
+              },
+              &out, o)
+              .ok());
+  auto v = test::RunOk(root, {out[0], out[1]});
+  REQUIRE(test::Values<int32_t>(v[0]) == std::vector<int32_t>{300});
+  REQUIRE(test::Values<float>(v[1]) == std::vector<float>{300 * 32.f});
 }

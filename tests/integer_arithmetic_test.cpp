@@ -1,7 +1,9 @@
 // Defined arithmetic: integer kernels wrap in two's complement at the overflow
 // edge, on every path (fed at run time, constant inputs folded when the
 // session is created, and FoldConstants itself); Cast from floating point to
-// integers saturates; integer division by zero is refused, naming the node.
+// integers saturates; integer division by zero is refused, naming the node;
+// AssignAdd/AssignSub on integer variables wrap and CountUpTo stops at the
+// dtype's maximum.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "actors/runtime.hpp"
 #include "core/tensor_proto.hpp"
 #include "graph/constant_folding.hpp"
+#include "graph/state_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -251,4 +254,65 @@ TEST_CASE("Cast from floating point to integers saturates; NaN is 0") {
   // In range, and the other conversions, are plain C++ conversions.
   CheckAllPaths<int32_t>({Vec<int64_t>({(int64_t{1} << 32) + 5, -1})}, cast(DT_INT32), {5, -1});
   CheckAllPaths<float>({Vec<int32_t>({kMax32, -3})}, cast(DT_FLOAT), {2147483648.f, -3.f});
+}
+
+namespace {
+
+// Runs `targets` then fetches `fetches` in a session of `root`'s graph.
+std::vector<Tensor> RunSteps(Session* session, const std::vector<std::string>& fetches,
+                             const std::vector<std::string>& targets = {}) {
+  std::vector<Tensor> out;
+  Status s = session->Run({}, fetches, targets, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return out;
+}
+
+template <class T>
+void CheckVariableAddSubWraps() {
+  constexpr T kMax = std::numeric_limits<T>::max(), kMin = std::numeric_limits<T>::lowest();
+  const std::string p = std::string("wrap_var_") + DataTypeString(DataTypeToEnum<T>::value);
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName(p), PartialTensorShape(TensorShape{3}), DataTypeToEnum<T>::value);
+  ops::Assign(root.WithOpName(p + "_init"), v, ops::Const(root, Vec<T>({kMax, kMin, 5})));
+  ops::AssignAdd(root.WithOpName(p + "_add"), v, ops::Const(root, Vec<T>({1, -1, kMax})));
+  ops::AssignSub(root.WithOpName(p + "_sub"), v, ops::Const(root, Vec<T>({1, -1, kMax})));
+  REQUIRE(root.ok());
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  Session session;
+  REQUIRE(session.Create(def).ok());
+  RunSteps(&session, {}, {p + "_init"});
+  // kMax + 1 == kMin, kMin - 1 == kMax, 5 + kMax == kMin + 4.
+  REQUIRE(Values<T>(RunSteps(&session, {p + "_add"})[0]) == std::vector<T>{kMin, kMax, static_cast<T>(kMin + 4)});
+  // And back: AssignSub wraps the other way.
+  REQUIRE(Values<T>(RunSteps(&session, {p + "_sub"})[0]) == std::vector<T>{kMax, kMin, 5});
+}
+
+}  // namespace
+
+TEST_CASE("AssignAdd and AssignSub on int32 and int64 variables wrap in two's complement") {
+  CheckVariableAddSubWraps<int32_t>();
+  CheckVariableAddSubWraps<int64_t>();
+}
+
+TEST_CASE("CountUpTo on an int32 variable stops at INT32_MAX even when the limit is above it") {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("count_up_to_max32"), PartialTensorShape(TensorShape{}), DT_INT32);
+  ops::Assign(root.WithOpName("init"), v, ops::Const(root, Tensor::Scalar<int32_t>(kMax32 - 1)));
+  ops::CountUpTo(root.WithOpName("count"), v, int64_t{1} << 40);
+  ops::Identity(root.WithOpName("read"), v);
+  REQUIRE(root.ok());
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  Session session;
+  REQUIRE(session.Create(def).ok());
+  RunSteps(&session, {}, {"init"});
+  REQUIRE(Values<int32_t>(RunSteps(&session, {"count"})[0]) == std::vector<int32_t>{kMax32 - 1});
+  std::vector<Tensor> out;
+  const Status s = session.Run({}, {"count"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kOutOfRange);
+  REQUIRE_THAT(s.message(), Contains("count_up_to_max32"));
+  REQUIRE(Values<int32_t>(RunSteps(&session, {"read"})[0]) == std::vector<int32_t>{kMax32});
 }

@@ -178,8 +178,13 @@ Status FillShape(InferenceContext* c) {
     if (t->NumElements() > kMaxShapeRank)
       return c->Error("dims has ", t->NumElements(), " entries, more than the maximum rank ", kMaxShapeRank);
     std::vector<int64_t> dims = TensorToInt64s(*t);
-    for (int64_t d : dims)
+    int64_t elements = 1;
+    for (int64_t d : dims) {
       if (d < 0) return c->Error("Fill dimensions must be >= 0, got ", d, " in dims ", t->SummarizeValue());
+      // As TensorShape::FromDims: the product of the non-zero dims must fit.
+      if (d != 0 && !MulDims(elements, d, &elements))
+        return c->Error("dims ", t->SummarizeValue(), " describe more than 2^63-1 elements");
+    }
     c->set_output(0, PartialTensorShape(dims));
     return Status::OK();
   }

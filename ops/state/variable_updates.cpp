@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/tensor_eigen.hpp"
+#include "ops/math/integer_wrap.hpp"
 
 namespace actorflow {
 
@@ -73,11 +75,14 @@ Status CheckDtype(const VarSlot& v, const Tensor& t, const char* what) {
   return Status::OK();
 }
 
+// Signed integers add in their unsigned type (integer_wrap.hpp): overflow
+// wraps in two's complement instead of being undefined.
 template <class T>
 void AddOrSub(const Tensor& in, const Tensor& delta, bool add, Tensor* out) {
-  auto o = FlatArrayView<T>(*out);
-  auto a = FlatArrayView<T>(in);
-  auto d = FlatArrayView<T>(delta);
+  using E = WrapT<T>;
+  FlatArray<E> o(AsWrapping(out->data<T>()), out->NumElements());
+  ConstFlatArray<E> a(AsWrapping(in.data<T>()), in.NumElements());
+  ConstFlatArray<E> d(AsWrapping(delta.data<T>()), delta.NumElements());
   if (add) o = a + d;
   else o = a - d;
 }
@@ -137,7 +142,10 @@ Status Assign(const VarUpdateRequest& req, VarSlot* v) {
 template <class T>
 Status CountUpToTyped(VarSlot* v, int64_t limit, Tensor* answer) {
   const T before = v->value.scalar<T>();
-  if (static_cast<int64_t>(before) >= limit) return errors::OutOfRange("Reached limit of ", limit, " (", v->name, ")");
+  // T's maximum is a limit too: an int32 counter never overflows past it.
+  if (static_cast<int64_t>(before) >= limit || before == std::numeric_limits<T>::max())
+    return errors::OutOfRange("Reached limit of ", std::min<int64_t>(limit, std::numeric_limits<T>::max()), " (",
+                              v->name, ")");
   Tensor out;
   AF_RETURN_IF_ERROR(Writable(v, &out));
   out.scalar<T>() = before + 1;
