@@ -7,7 +7,8 @@
 // is killed. The limit is --memory-limit when given, else what is available
 // now: the smaller of /proc/meminfo's MemAvailable and the room left under
 // the process's cgroup (v2 memory.max, v1 memory.limit_in_bytes). Header
-// only: both functions are small and used by tools/actorflow.cpp alone.
+// only: both functions are small and used by the command alone
+// (tools/actorflow.cpp parses --memory-limit, tools/run_steps.cpp checks it).
 #pragma once
 
 #include <cctype>

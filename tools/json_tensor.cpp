@@ -392,8 +392,10 @@ void AppendTensorJson(const Tensor& t, const TensorJsonOptions& options, std::st
   out->push_back(']');
   const int64_t n = t.NumElements();
   const bool has_values = t.buffer() != nullptr || n == 0;
-  bool known = false;  // whether the dtype has a JSON form
-  AF_SWITCH_ALL(t.dtype(), break, known = true);
+  // Whether the dtype has a JSON form: one AF_SWITCH_ALL dispatches on (each
+  // of whose element types T maps back to that dtype).
+  bool known = false;
+  AF_SWITCH_ALL(t.dtype(), break, known = DataTypeToEnum<T>::value == t.dtype());
   if (!has_values || !known) {
     *out += ",\"values\":null}";
     return;

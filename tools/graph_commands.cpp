@@ -1,0 +1,270 @@
+// The actorflow commands that read a graph without running it: see
+// tools/graph_commands.hpp.
+#include "tools/graph_commands.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "actors/runtime.hpp"
+#include "core/proto/graph.pb.h"
+#include "core/status.hpp"
+#include "graph/builder.hpp"
+#include "graph/gradients.hpp"
+#include "graph/graph.hpp"
+#include "graph/graph_def_io.hpp"
+#include "graph/partition.hpp"
+#include "graph/placer.hpp"
+#include "graph/subgraph.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/graph_dot.hpp"
+
+namespace actorflow {
+namespace cli {
+
+// ---------------------------------------------------------------------------
+// `actorflow graph`.
+
+namespace {
+
+struct GraphArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string dot_path;  // "-": stdout
+  std::vector<std::string> feeds, fetches;  // "name:port"
+  std::vector<std::string> targets;
+  bool has_devices = false;
+  DeviceCounts devices;
+  bool placed = false;
+  bool partitioned = false;
+};
+
+Status ApplyGraphFlag(const std::string& flag, const std::string& value, GraphArgs* args) {
+  if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+  if (flag == "--dot") return SetOnce(flag, value, &args->dot_path);
+  if (flag == "--placed" || flag == "--partitioned") {
+    (flag == "--placed" ? args->placed : args->partitioned) = true;
+    return Status::OK();
+  }
+  if (flag == "--devices") {
+    if (args->has_devices) return errors::InvalidArgument(flag, " is given twice");
+    args->has_devices = true;
+    return ParseDevices(value, &args->devices);
+  }
+  if (flag == "--target") {
+    if (value.empty()) return errors::InvalidArgument("--target needs a node name");
+    args->targets.push_back(value);
+    return Status::OK();
+  }
+  std::string tensor_name;  // --feed or --fetch
+  Status s = NormalizeTensorName(value, &tensor_name);
+  if (!s.ok()) return errors::InvalidArgument(flag, ": ", s.message());
+  (flag == "--feed" ? args->feeds : args->fetches).push_back(tensor_name);
+  return Status::OK();
+}
+
+Status ParseGraphArgs(const std::vector<std::string>& argv, GraphArgs* args) {
+  static const std::set<std::string> kFlags = {"--graph", "--dot", "--feed", "--fetch", "--target", "--devices"};
+  AF_RETURN_IF_ERROR(ParseFlags(
+      argv, kFlags, &args->help,
+      [&](const std::string& flag, const std::string& value) { return ApplyGraphFlag(flag, value, args); },
+      {"--placed", "--partitioned"}));
+  if (args->help) return Status::OK();
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->dot_path.empty()) return errors::InvalidArgument("--dot is required");
+  const bool prunes = !args->fetches.empty() || !args->targets.empty();
+  if (!args->feeds.empty() && !prunes) return errors::InvalidArgument("--feed needs a --fetch or --target");
+  if ((args->placed || args->partitioned) && !prunes)
+    return errors::InvalidArgument(args->partitioned ? "--partitioned" : "--placed",
+                                   " needs a --fetch or --target: the step whose graph is placed");
+  return Status::OK();
+}
+
+// Loads the graph, prunes, places and partitions it as asked, and writes its DOT text.
+Status BuildDot(const GraphArgs& args, const RuntimeOptions& runtime_options, std::string* dot) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
+  Graph g;
+  AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
+  if (!args.fetches.empty() || !args.targets.empty()) {
+    FeedFetchInfo info;
+    AF_RETURN_IF_ERROR(RewriteGraphForExecution(&g, args.feeds, args.fetches, args.targets, &info));
+  }
+  if (!args.placed && !args.partitioned) {
+    *dot = GraphToDot(g, DotGrouping::kNone);
+    return Status::OK();
+  }
+  Runtime runtime(runtime_options);  // for its devices only: nothing runs
+  AF_RETURN_IF_ERROR(CheckGpus(runtime, args.devices));
+  AF_RETURN_IF_ERROR(PlaceGraph(&g, runtime.device_manager(), PlacerOptions()));
+  if (!args.partitioned) {
+    *dot = GraphToDot(g, DotGrouping::kByDevice);
+    return Status::OK();
+  }
+  std::vector<GraphPartition> partitions;
+  AF_RETURN_IF_ERROR(PartitionGraph(g, PartitionOptions(), &partitions));
+  return PartitionsToDot(partitions, dot);
+}
+
+// Writes `text` to `path` ("-": stdout).
+Status WriteText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return std::cout ? Status::OK() : errors::DataLoss("failed writing to stdout");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--dot '", path, "' is a directory");
+  std::ofstream file(path, std::ios::out | std::ios::trunc);
+  if (!file) return errors::NotFound("cannot open --dot file '", path, "' for writing");
+  file << text;
+  file.close();
+  if (!file) return errors::DataLoss("failed writing the graph to '", path, "'");
+  return Status::OK();
+}
+
+}  // namespace
+
+int GraphCommand(const std::vector<std::string>& argv) {
+  GraphArgs args;
+  const Status parsed = ParseGraphArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+  RuntimeOptions runtime_options;
+  runtime_options.num_threads = 1;
+  const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
+  if (!devices.ok()) return UsageError(devices);
+  std::string dot;
+  const Status built = CatchOutOfMemory("drawing the graph", [&] { return BuildDot(args, runtime_options, &dot); });
+  if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
+  const Status written = CatchOutOfMemory("writing the DOT text", [&] { return WriteText(args.dot_path, dot); });
+  if (!written.ok()) return CommandError(written, kExitStepFailed);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow gradients`.
+
+namespace {
+
+struct GradientsArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string out_path;
+  std::vector<std::string> ys, xs;  // tensor names as given
+};
+
+Status ParseGradientsArgs(const std::vector<std::string>& argv, GradientsArgs* args) {
+  static const std::set<std::string> kFlags = {"--graph", "--out", "--y", "--x"};
+  AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
+    if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+    if (flag == "--out") return SetOnce(flag, value, &args->out_path);
+    if (value.empty()) return errors::InvalidArgument(flag, " needs a tensor name");
+    (flag == "--y" ? args->ys : args->xs).push_back(value);
+    return Status::OK();
+  }));
+  if (args->help) return Status::OK();
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->out_path.empty()) return errors::InvalidArgument("--out is required");
+  if (args->ys.empty()) return errors::InvalidArgument("at least one --y is required");
+  if (args->xs.empty()) return errors::InvalidArgument("at least one --x is required");
+  return Status::OK();
+}
+
+// The Output named `name` ("node" or "node:port") in the scope's graph.
+Status FindTensor(const Scope& scope, const std::string& flag, const std::string& name, Output* out) {
+  std::string node_name;
+  int port = 0;
+  if (!ParseTensorName(name, &node_name, &port) || port < 0)
+    return errors::InvalidArgument(flag, " '", name, "' is not a tensor name (expected NAME or NAME:PORT)");
+  Node* node = scope.graph()->FindNode(node_name);
+  if (node == nullptr) return errors::NotFound(flag, " '", name, "': the graph has no node named '", node_name, "'");
+  if (port >= node->num_outputs())
+    return errors::InvalidArgument(flag, " '", name, "': node '", node_name, "' (op '", node->type_string(),
+                                   "') has ", node->num_outputs(), " outputs");
+  *out = Output(node, port);
+  return Status::OK();
+}
+
+// Loads the graph, adds the gradients, returns the graph and their names.
+Status BuildGradients(const GradientsArgs& args, proto::GraphDef* out, std::vector<std::string>* names) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
+  const Scope root = Scope::NewRootScope();
+  AF_RETURN_IF_ERROR(root.ImportGraphDef(def));
+  OutputList ys(args.ys.size()), xs(args.xs.size()), grads;
+  for (size_t i = 0; i < ys.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--y", args.ys[i], &ys[i]));
+  for (size_t i = 0; i < xs.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--x", args.xs[i], &xs[i]));
+  AF_RETURN_IF_ERROR(AddSymbolicGradients(root, ys, xs, &grads));
+  AF_RETURN_IF_ERROR(root.ToGraphDef(out));
+  names->clear();
+  for (const Output& g : grads) names->push_back(g.name());
+  return Status::OK();
+}
+
+}  // namespace
+
+int GradientsCommand(const std::vector<std::string>& argv) {
+  GradientsArgs args;
+  const Status parsed = ParseGradientsArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+  proto::GraphDef def;
+  std::vector<std::string> names;
+  const Status built = CatchOutOfMemory("building the gradients", [&] { return BuildGradients(args, &def, &names); });
+  if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
+  const Status written = CatchOutOfMemory("writing the graph to '" + args.out_path + "'",
+                                          [&] { return WriteGraphDefFile(args.out_path, def); });
+  if (!written.ok()) return CommandError(written, kExitStepFailed);
+  for (const std::string& name : names) std::cout << name << '\n';
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow ops`.
+
+namespace {
+
+// "CPU[T=float,double;Tidx=int32,int64]", or "CPU" without type constraints.
+std::string FormatKernel(const KernelDef& kernel) {
+  std::string out = kernel.device_type;
+  if (kernel.type_constraints.empty()) return out;
+  out += '[';
+  bool first_attr = true;
+  for (const auto& [attr, types] : kernel.type_constraints) {
+    if (!first_attr) out += ';';
+    first_attr = false;
+    out += attr + "=";
+    for (size_t i = 0; i < types.size(); ++i) out += (i ? "," : "") + DataTypeString(types[i]);
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
+int OpsCommand(const std::vector<std::string>& argv) {
+  if (!argv.empty()) return UsageError(errors::InvalidArgument("ops takes no arguments, got '", argv[0], "'"));
+  std::vector<std::string> names = OpRegistry::Global()->ListOpNames();
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    std::string line = name + "  kernels:";
+    const std::vector<KernelDef> kernels = KernelRegistry::Global()->KernelsForOp(name);
+    if (kernels.empty()) line += " none";
+    for (const auto& kernel : kernels) line += " " + FormatKernel(kernel);
+    std::cout << line << '\n';
+  }
+  return kExitOk;
+}
+
+}  // namespace cli
+}  // namespace actorflow
