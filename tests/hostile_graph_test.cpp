@@ -362,6 +362,19 @@ TEST_CASE("Fill's static shape refuses dims whose product overflows") {
               .ok());
 }
 
+TEST_CASE("random ops' static shape refuses hostile shape constants") {
+  const std::string kRandom = "attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: 'T' value { type: DT_INT32 } }";
+  RequireRefused(ScopeImport(IntConst("e", "dim { size: 3 }", "int_val: 2000000000 int_val: 2000000000 int_val: 2000000000") +
+                             "node { name: 'r' op: 'RandomUniform' input: 'e' " + kRandom + " }"),
+                 {"'r'", "2^63-1"});
+  RequireRefused(ScopeImport(IntConst("n", "dim { size: 2 }", "int_val: 3 int_val: -4") +
+                             "node { name: 'r' op: 'RandomUniform' input: 'n' " + kRandom + " }"),
+                 {"'r'", ">= 0"});
+  REQUIRE(ScopeImport(IntConst("ok", "dim { size: 2 }", "int_val: 3 int_val: 4") +
+                      "node { name: 'r' op: 'RandomUniform' input: 'ok' " + kRandom + " }")
+              .ok());
+}
+
 namespace {
 std::string Int64Const(const std::string& name, int64_t v) {
   return "node { name: '" + name + "' op: 'Const' attr { key: 'dtype' value { type: DT_INT64 } } "

@@ -31,7 +31,18 @@ Status RandomShape(InferenceContext* c) {
     return Status::OK();
   }
   if (shape->dims() != 1) return c->Error("shape must be a vector, got ", shape->shape().DebugString());
-  c->set_output(0, PartialTensorShape(TensorToInt64s(*shape)));
+  // A hostile constant must not size anything: rank, signs and the element
+  // count are checked as the kernel's TensorShape::FromDims does.
+  if (shape->NumElements() > kMaxShapeRank)
+    return c->Error("shape has ", shape->NumElements(), " entries, more than the maximum rank ", kMaxShapeRank);
+  std::vector<int64_t> dims = TensorToInt64s(*shape);
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return c->Error("shape must have dimensions >= 0, got ", shape->SummarizeValue());
+    if (d != 0 && !MulDims(elements, d, &elements))
+      return c->Error("shape ", shape->SummarizeValue(), " describes more than 2^63-1 elements");
+  }
+  c->set_output(0, PartialTensorShape(dims));
   return Status::OK();
 }
 
