@@ -66,17 +66,6 @@ using ContainerActor = caf::stateful_actor<ContainerState>;
 // every other request goes on. An answer there is no memory to build goes
 // out as OutOfMemoryStatus().
 
-// The Status for the exception being handled, `context()` (which may throw
-// too) in front.
-template <class Context>
-Status ExceptionStatus(Context&& context) noexcept {
-  try {
-    const std::string c = context();
-    return CurrentExceptionStatus(c);
-  } catch (...) {
-    return CurrentExceptionStatus();
-  }
-}
 
 // Answers `rp` with `r`, or with `failed` (a response carrying
 // OutOfMemoryStatus()) when there is no memory for `r`; never throws.
@@ -202,7 +191,7 @@ Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, 
       s = errors::ResourceExhausted(UpdateContext(req, slots), ": ", s.message());
     return s;
   } catch (...) {
-    return ExceptionStatus([&] { return UpdateContext(req, slots); });
+    return CurrentExceptionStatusWith([&] { return UpdateContext(req, slots); });
   }
 }
 
@@ -246,7 +235,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
     });
   } catch (...) {
     st.running.erase(id);
-    Reply(promise, VarUpdateResponse{ExceptionStatus([&] {
+    Reply(promise, VarUpdateResponse{CurrentExceptionStatusWith([&] {
                                        return strings::StrCat("cannot start ", UpdateContext(req, slots));
                                      }),
                                      Tensor()});
@@ -273,7 +262,7 @@ void Drain(ContainerActor* self) noexcept {
         StartUpdate(self, std::move(std::get<VarUpdateRequest>(mine.request)), std::move(mine.vars), mine.promise);
       }
     } catch (...) {  // out of memory: this request fails, the others go on
-      Fail(mine, ExceptionStatus([] { return std::string("container actor"); }));
+      Fail(mine, CurrentExceptionStatus("container actor"));
     }
     // An update may have made variables busy: rescan from the start.
     i = 0;
@@ -395,7 +384,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
               Reply(rp, Read(req, vars));
             }
           } catch (...) {  // out of memory: fail the request, keep the actor
-            Reply(rp, VarReadResponse{ExceptionStatus([&] {
+            Reply(rp, VarReadResponse{CurrentExceptionStatusWith([&] {
                                         return strings::StrCat("reading ", req.handles.size(), " variables");
                                       }),
                                       {}});
@@ -420,7 +409,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
               StartUpdate(self, req, std::move(vars), rp);
             }
           } catch (...) {  // out of memory before the update started: fail the request, keep the actor
-            Reply(rp, VarUpdateResponse{ExceptionStatus([&] {
+            Reply(rp, VarUpdateResponse{CurrentExceptionStatusWith([&] {
                                           return VarUpdateName(static_cast<VarUpdateKind>(req.kind));
                                         }),
                                         Tensor()});
@@ -442,7 +431,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             rp = self->make_response_promise();
             Reply(rp, OpenQueue(self, req));
           } catch (...) {
-            Reply(rp, QueueOpenResponse{ExceptionStatus([] { return std::string("opening a queue"); }), caf::actor()});
+            Reply(rp, QueueOpenResponse{CurrentExceptionStatus("opening a queue"), caf::actor()});
           }
         },
         [self](const ResetContainersRequest& req) {
@@ -451,7 +440,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             rp = self->make_response_promise();
             Reply(rp, ResetContainersResponse{Status::OK(), ResetContainers(self, req)});
           } catch (...) {
-            Reply(rp, ResetContainersResponse{ExceptionStatus([] { return std::string("resetting containers"); }), 0});
+            Reply(rp, ResetContainersResponse{CurrentExceptionStatus("resetting containers"), 0});
           }
         },
     };

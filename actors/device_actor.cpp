@@ -553,13 +553,9 @@ void FailAllOnError(DeviceActor* self) noexcept;
 void RunReadySafely(DeviceActor* self) noexcept;
 
 // The Status of the exception being handled, naming the device (call it in a
-// catch block); the preallocated one when even that message does not fit.
+// catch block).
 Status DeviceExceptionStatus(const DeviceActorState& st, const char* what) noexcept {
-  try {
-    return CurrentExceptionStatus("device " + st.device->name() + what);
-  } catch (...) {
-    return OutOfMemoryStatus();
-  }
+  return CurrentExceptionStatusWith([&] { return "device " + st.device->name() + what; });
 }
 
 // Called in a catch block when the bookkeeping of one step threw (out of
@@ -1262,8 +1258,8 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         st.armed = Clock::time_point::max();
         if (!st.deadlines.empty()) {
           try {
-            self->delayed_send(self, std::chrono::duration_cast<std::chrono::nanoseconds>(st.deadlines.top().first - now),
-                               deadline_atom::value);
+            const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(st.deadlines.top().first - now);
+            self->delayed_send(self, wait, deadline_atom::value);
             st.armed = st.deadlines.top().first;
           } catch (...) {  // out of memory for the timer: the next step with a deadline arms it again
           }

@@ -26,17 +26,6 @@ using namespace queue_detail;  // NOLINT: the elements and their store
 // answered ResourceExhausted naming the queue and the bytes asked; its
 // elements go back to the queue; the queue and every other request go on.
 
-// The reason a std::bad_alloc or other exception caught now stops a request,
-// with `context()` (which may throw too) in front.
-template <class Context>
-Status ExceptionStatus(Context&& context) noexcept {
-  try {
-    const std::string c = context();
-    return CurrentExceptionStatus(c);
-  } catch (...) {
-    return CurrentExceptionStatus();
-  }
-}
 
 // An operation waiting in the queue.
 struct Pending {
@@ -201,7 +190,7 @@ void AnswerDequeue(QueueActor* self, Pending& p) noexcept {
       s = Batch(st, p.elements, static_cast<int64_t>(p.elements.size()), &out);
     }
   } catch (...) {
-    s = ExceptionStatus([&] {
+    s = CurrentExceptionStatusWith([&] {
       return Batched(p.op) ? strings::StrCat(Describe(st), ": cannot batch ", p.elements.size(), " elements")
                            : strings::StrCat(Describe(st), ": cannot dequeue an element");
     });
@@ -226,7 +215,8 @@ bool Reserve(QueueState& st, Pending& p, size_t take) noexcept {
     p.elements.reserve(std::max(need, std::min(2 * p.elements.capacity(), static_cast<size_t>(p.num))));
     return true;
   } catch (...) {
-    const Status s = ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot take ", need, " elements"); });
+    const Status s =
+        CurrentExceptionStatusWith([&] { return strings::StrCat(Describe(st), ": cannot take ", need, " elements"); });
     GiveBack(st, p.elements);
     Answer(p, s);
     return false;
@@ -252,7 +242,7 @@ void Pump(QueueActor* self) noexcept {
           progress = true;
         }
       } catch (...) {
-        failed = ExceptionStatus([&] {
+        failed = CurrentExceptionStatusWith([&] {
           return strings::StrCat(Describe(st), ": cannot store element ", p.next, " of ", p.elements.size(),
                                  " (the queue holds ", st.store->size(), ")");
         });
@@ -316,7 +306,8 @@ void Enqueue(QueueActor* self, QueueRequest& req, bool many, Pending& p) noexcep
     EnqueueChecked(self, req, many, p);
   } catch (...) {  // nothing was queued: push_back is its last step, and leaves `p` intact when it throws
     auto& st = self->state;
-    Answer(p, ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot enqueue ", n, " elements"); }));
+    Answer(p,
+           CurrentExceptionStatusWith([&] { return strings::StrCat(Describe(st), ": cannot enqueue ", n, " elements"); }));
     return;
   }
   Pump(self);
@@ -357,7 +348,8 @@ void Dequeue(QueueActor* self, QueueRequest& req, QueueOp op, Pending& p) noexce
     DequeueChecked(self, req, op, p);
   } catch (...) {  // nothing was queued nor taken
     auto& st = self->state;
-    Answer(p, ExceptionStatus([&] { return strings::StrCat(Describe(st), ": cannot dequeue ", req.num, " elements"); }));
+    Answer(p, CurrentExceptionStatusWith(
+                  [&] { return strings::StrCat(Describe(st), ": cannot dequeue ", req.num, " elements"); }));
     return;
   }
   Pump(self);

@@ -79,16 +79,6 @@ Status Safely(Make&& make) noexcept {
   }
 }
 
-// The Status for the exception being handled, `context()` in front.
-template <class Context>
-Status ExceptionStatus(Context&& context) noexcept {
-  try {
-    const std::string c = context();
-    return CurrentExceptionStatus(c);
-  } catch (...) {
-    return CurrentExceptionStatus();
-  }
-}
 
 // Answers a waiter; never throws (without memory for the answer it carries
 // OutOfMemoryStatus() instead, which needs none to copy).
@@ -248,7 +238,7 @@ void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Wait
 // `w` (a Recv's waiter, when not null) is answered with that.
 void FailForMemory(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const char* what,
                    Waiter* w) noexcept {
-  const Status s = ExceptionStatus([&] {
+  const Status s = CurrentExceptionStatusWith([&] {
     return strings::StrCat("rendezvous: no memory to hold the ", what, " of key ", key.str(), " in step ", step_id);
   });
   if (w) Answer(self, *w, step_id, s, Tensor(), false);

@@ -41,4 +41,17 @@ const Status& OutOfMemoryStatus() noexcept;
 /// memory for the message it returns OutOfMemoryStatus().
 Status CurrentExceptionStatus(std::string_view context = {}) noexcept;
 
+/// CurrentExceptionStatus with the context `context()` builds (a callable
+/// returning std::string, which may throw for memory too: then the Status of
+/// the exception it threw, without context). Call it in a catch block.
+template <class Context>
+Status CurrentExceptionStatusWith(Context&& context) noexcept {
+  try {
+    const std::string c = context();
+    return CurrentExceptionStatus(c);
+  } catch (...) {
+    return CurrentExceptionStatus();
+  }
+}
+
 }  // namespace actorflow
