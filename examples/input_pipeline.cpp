@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -75,7 +76,8 @@ Status WriteShards(const Dataset& train, const std::vector<std::string>& paths) 
     for (int64_t i = k; i < n; i += kShards) {
       record[0] = static_cast<char>(train.labels.data<int32_t>()[i]);
       const float* px = train.images.data<float>() + i * kPixels;
-      for (int p = 0; p < kPixels; ++p) record[static_cast<size_t>(1 + p)] = static_cast<char>(px[p] * 255.f + 0.5f);
+      for (int p = 0; p < kPixels; ++p) record[static_cast<size_t>(1 + p)] =
+          static_cast<char>(static_cast<uint8_t>(px[p] * 255.f + 0.5f));  // [0, 255]: a char may be signed
       AF_RETURN_IF_ERROR(writer->WriteRecord(record));
     }
     AF_RETURN_IF_ERROR(writer->Close());
