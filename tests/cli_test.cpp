@@ -22,9 +22,8 @@ struct Result {
   std::string out;
 };
 
-// Runs the CLI with `args`, its stderr going to `err_path`.
-Result Sh(const std::string& args, const std::string& err_path = "/dev/null") {
-  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH + " " + args + " 2>" + err_path;
+// Runs a shell command line; its stdout and exit code.
+Result Shell(const std::string& cmd) {
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -34,6 +33,11 @@ Result Sh(const std::string& args, const std::string& err_path = "/dev/null") {
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the CLI with `args`, its stderr going to `err_path`.
+Result Sh(const std::string& args, const std::string& err_path = "/dev/null") {
+  return Shell(std::string("timeout 60 ") + AF_CLI_PATH + " " + args + " 2>" + err_path);
 }
 
 const std::string kGraph = std::string(AF_TEST_DATA_DIR) + "/tf_linear.pbtxt";
@@ -722,17 +726,8 @@ TEST_CASE("cli: an allocation that fails while writing a fetch is a RESOURCE_EXH
   std::ofstream(steps) << R"({"feeds":{"dims":[100000],"text":")" << text << R"("},"fetches":["t"]})" << "\n"
                        << R"({"feeds":{"n":2},"fetches":["r"]})" << "\n";
   auto limited = [&](const std::string& args) {
-    const std::string cmd = "ulimit -v 409600 && ACTORFLOW_NUM_THREADS=2 MALLOC_ARENA_MAX=1 timeout 60 " +
-                            std::string(AF_CLI_PATH) + " " + args + " 2>&1";
-    Result r{-1, ""};
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return Shell("ulimit -v 409600 && ACTORFLOW_NUM_THREADS=2 MALLOC_ARENA_MAX=1 timeout 60 " +
+                 std::string(AF_CLI_PATH) + " " + args + " 2>&1");
   };
   Result r = limited("run --graph " + graph + " --feed n=2 --fetch r");
   if (r.exit_code != 0) {  // a sanitizer's shadow memory does not fit 400 MiB of address space
