@@ -20,6 +20,9 @@ Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** 
   int64_t outputs = 0;
   for (const auto& nd : def.node()) {
     *current = &nd;
+    if (!nd.name().empty() && !IsValidNodeName(nd.name()))
+      return errors::InvalidArgument("node '", nd.name(), "' (op '", nd.op(),
+                                     "'): the name has characters TensorFlow does not allow in a node name");
     Node* n;
     AF_RETURN_IF_ERROR(g->AddNode(nd, &n, NumDataInputs(nd)));
     added.emplace_back(n, &nd);
@@ -72,6 +75,26 @@ std::string AtNode(const proto::NodeDef* nd) {
 }
 
 }  // namespace
+
+bool IsValidNodeName(const std::string& name) {
+  auto letter_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  auto body = [&](char c) { return letter_digit(c) || c == '_' || c == '.' || c == '-' || c == '/'; };
+  size_t i = 0;
+  bool first_piece = true;
+  while (true) {
+    if (i >= name.size()) return false;  // empty name, or a '>' at its end
+    const char head = name[i];
+    if (!(letter_digit(head) || head == '.' || (first_piece && head == '_'))) return false;
+    for (++i; i < name.size() && body(name[i]); ++i) {
+    }
+    if (i == name.size()) return true;
+    if (name[i] != '>') return false;
+    ++i;
+    first_piece = false;
+  }
+}
 
 Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
   // Counts and shapes are checked before they size anything; this is the last

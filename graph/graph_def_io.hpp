@@ -2,8 +2,9 @@
 //
 // ImportGraphDef builds a Graph from a GraphDef (TensorFlow's or ours):
 // attrs get their defaults, inputs are resolved by name, and every problem is
-// an error naming the node: unknown op, missing input node or port, dtype
-// mismatch, wrong number of inputs, duplicate name, cycle.
+// an error naming the node: a name TensorFlow would refuse, unknown op,
+// missing input node or port, dtype mismatch, wrong number of inputs,
+// duplicate name, cycle.
 //
 // GraphDefs may be hostile: count attrs are checked against the inputs a node
 // lists and bounded (ops/attrs.hpp) before they size anything, the graph's
@@ -31,6 +32,13 @@ constexpr int64_t kMaxImportedOutputs = int64_t{1} << 24;
 constexpr int64_t kMaxGraphDefBytes = (int64_t{1} << 31) - 1;
 
 Status ImportGraphDef(const proto::GraphDef& def, Graph* g);
+
+/// TensorFlow's rule for node names (graph_constructor.cc, internal ops
+/// allowed): pieces joined by '>', the first starting with a letter, digit,
+/// '.' or '_', every later one with a letter, digit or '.', then letters,
+/// digits and "_.-/". A name outside it (a ':' or a space, say) could not be
+/// referred to as an input "name:port" once the graph is rewritten for a step.
+bool IsValidNodeName(const std::string& name);
 
 /// Reads a binary (.pb) or text (.pbtxt, '#' comments allowed) GraphDef.
 /// The format is chosen by extension, else sniffed; fields actorflow does not

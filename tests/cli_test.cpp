@@ -354,7 +354,7 @@ TEST_CASE("cli: --show-placement prints node -> device on stderr after the first
   REQUIRE(placement["dep"] == kCpu1);
   REQUIRE(placement["y"] == kCpu0);
   REQUIRE(placement.count("b"));
-  REQUIRE_FALSE(placement.count("we\"ird\\name {x}"));  // pruned: y is all the step needs
+  REQUIRE_FALSE(placement.count("weird-name/x.y>z"));  // pruned: y is all the step needs
 
   // Without the flag stderr has no placement; the same stdout.
   r = ShErr("run --graph " + kTwoCpus + step + " --devices cpu:2", &err);
@@ -387,7 +387,7 @@ TEST_CASE("cli: graph --dot draws ops, dtype/shape-labelled data edges, dashed c
   const std::string x = dot.Id("x\\nPlaceholder"), w = dot.Id("w\\nConst\\n@/device:CPU:1");
   const std::string m = dot.Id("m\\nMatMul\\n@/device:CPU:1"), dep = dot.Id("dep\\nNoOp\\n@/device:CPU:1");
   const std::string b = dot.Id("b\\nConst"), y = dot.Id("y\\nAddV2\\n@/device:CPU:0");
-  const std::string weird = dot.Id(R"(we\"ird\\name {x}\nIdentity)");  // quote and backslash escaped
+  const std::string weird = dot.Id("weird-name/x.y>z\\nIdentity");
   for (const auto& id : {x, w, m, dep, b, y, weird}) REQUIRE_FALSE(id.empty());
   REQUIRE(dot.edges.size() == 6);
   REQUIRE(dot.CountEdges(x, m, "label=\"float [?,2]\"") == 1);
@@ -402,6 +402,13 @@ TEST_CASE("cli: graph --dot draws ops, dtype/shape-labelled data edges, dashed c
   REQUIRE(pruned.Id("check\\nAssert").empty());
   REQUIRE_FALSE(pruned.Id("MatMul\\nMatMul\\n@/device:CPU:0").empty());
   REQUIRE_FALSE(pruned.Id("_retval_y_0\\n_Retval").empty());
+
+  // A requested device is any string: quote and backslash escaped, braces kept.
+  const std::string odd = TempPath("odd_device.pbtxt");
+  std::ofstream(odd) << R"(node { name: "c" op: "NoOp" device: "/job:we\"ird\\dev {x}" })";
+  const Dot escaped = GraphDot("--graph " + odd);
+  std::remove(odd.c_str());
+  REQUIRE_FALSE(escaped.Id(R"(c\nNoOp\n@/job:we\"ird\\dev {x})").empty());
 }
 
 TEST_CASE("cli: graph --placed groups the placed nodes in one cluster per device") {

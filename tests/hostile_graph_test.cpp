@@ -159,6 +159,25 @@ TEST_CASE("graph files are read without throwing") {
   std::remove(path.c_str());
 }
 
+TEST_CASE("node names follow TensorFlow's rule") {
+  for (const char* ok : {"a", "x/y_1", "gradients/MatMul_grad/tuple/control_dependency-1", ".hidden", "_send_x_0",
+                         "0", "a>b", "a/b>.c/d"})
+    CHECK(IsValidNodeName(ok));
+  for (const char* bad : {"", "a:b", "a b", "-a", "/a", "a>", ">a", "a>_b", "a>>b", "a^b", "a\n", "caf\xc3\xa9"})
+    CHECK_FALSE(IsValidNodeName(bad));
+}
+
+TEST_CASE("a node whose name TensorFlow would refuse is refused at import, naming it") {
+  // Found by fuzz_graphdef: a sink named "v/read: x" imported, then its fetch
+  // "v/read: x" parsed as node "v/read" port " x" once partitioned.
+  const std::string text = Const("c") + "node { name: 'v/read: x' op: 'Identity' input: 'c' " + kF + " }\n";
+  RequireRefused(Import(text), {"'v/read: x'", "name"});
+  RequireRefused(ScopeImport(text), {"'v/read: x'"});
+  Session session;
+  RequireRefused(session.Create(Parse(text)), {"'v/read: x'"});
+  REQUIRE(Import(Const("c") + "node { name: 'v/read' op: 'Identity' input: 'c' " + kF + " }\n").ok());
+}
+
 TEST_CASE("the CLI exits 2 with the InvalidArgument for a graph whose counts are hostile") {
   const std::string path = std::filesystem::temp_directory_path() / "af_hostile_split.pbtxt";
   const std::string err = std::filesystem::temp_directory_path() / "af_hostile_split.err";

@@ -46,9 +46,9 @@ inline std::string WriteScratchFile(const std::string& name, const void* data, s
 }
 
 /// Aborts with `what` when `cond` is false: an invariant of the code under test broke.
-inline void FuzzCheck(bool cond, const char* what) {
+inline void FuzzCheck(bool cond, const std::string& what) {
   if (!cond) {
-    std::fprintf(stderr, "af_fuzz: invariant broken: %s\n", what);
+    std::fprintf(stderr, "af_fuzz: invariant broken: %s\n", what.c_str());
     std::abort();
   }
 }
