@@ -32,16 +32,19 @@ std::string Upper(std::string s) {
 }
 }  // namespace
 
+// A ref type is one of the known types plus kDataTypeRefOffset, once; any
+// other value (a GraphDef may hold any int32) is unknown, named without
+// recursion.
 std::string DataTypeString(DataType t) {
-  if (IsRefType(t)) return DataTypeString(BaseType(t)) + "_ref";
-  if (const auto* e = Find(t)) return e->name;
-  return "unknown dtype " + std::to_string(static_cast<int>(t));
+  const TypeName* e = Find(BaseType(t));
+  if (e == nullptr) return "unknown dtype " + std::to_string(static_cast<int>(t));
+  return IsRefType(t) ? std::string(e->name) + "_ref" : std::string(e->name);
 }
 
 std::string DataTypeEnumName(DataType t) {
-  if (IsRefType(t)) return DataTypeEnumName(BaseType(t)) + "_REF";
-  if (const auto* e = Find(t)) return "DT_" + Upper(e->name);
-  return "DT_INVALID";
+  const TypeName* e = Find(BaseType(t));
+  if (e == nullptr) return "DT_INVALID";
+  return "DT_" + Upper(e->name) + (IsRefType(t) ? "_REF" : "");
 }
 
 bool DataTypeFromString(std::string_view s, DataType* t) {

@@ -178,6 +178,21 @@ TEST_CASE("a node whose name TensorFlow would refuse is refused at import, namin
   REQUIRE(Import(Const("c") + "node { name: 'v/read' op: 'Identity' input: 'c' " + kF + " }\n").ok());
 }
 
+TEST_CASE("a dtype of any int32 value is named without recursion and refused") {
+  // Found by fuzz_graphdef: DataTypeString recursed once per 100 of the value
+  // (a "ref of a ref of ..."), overflowing the stack for type: 2147483647.
+  CHECK(DataTypeString(static_cast<DataType>(2147483647)) == "unknown dtype 2147483647");
+  CHECK(DataTypeEnumName(static_cast<DataType>(2147483647)) == "DT_INVALID");
+  CHECK(DataTypeString(static_cast<DataType>(201)) == "unknown dtype 201");
+  CHECK(DataTypeString(static_cast<DataType>(-7)) == "unknown dtype -7");
+  CHECK(DataTypeString(DT_FLOAT_REF) == "float_ref");
+  CHECK(DataTypeEnumName(DT_FLOAT_REF) == "DT_FLOAT_REF");
+  const Status s = Import(Const("a") + "node { name: 'b' op: 'Identity' input: 'a' attr { key: 'T' value { type: 2147483647 } } }\n");
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::Contains("'b'") && Catch::Contains("2147483647"));
+}
+
 TEST_CASE("the CLI exits 2 with the InvalidArgument for a graph whose counts are hostile") {
   const std::string path = std::filesystem::temp_directory_path() / "af_hostile_split.pbtxt";
   const std::string err = std::filesystem::temp_directory_path() / "af_hostile_split.err";
