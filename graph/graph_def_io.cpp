@@ -143,7 +143,39 @@ Status NoThrow(const std::string& what, Fn fn) {
   }
 }
 
+// Protobuf's text parser limits the nesting of the messages it knows, but
+// skips an unknown field's value ({...}, <...>, [...]) recursively without a
+// limit: "[[[[..." 30,000 deep overflows the stack (found by fuzz_graphdef,
+// protobuf 3.21). So the text's nesting is measured first, outside strings
+// and comments, and bounded as protobuf bounds known messages.
+constexpr int kMaxTextNesting = 100;
+
+Status CheckTextNesting(const std::string& text, const std::string& origin) {
+  int depth = 0, line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c == '#') {  // a comment, to the end of the line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {  // a string, escapes skipped; it ends at its quote or the line's end
+      while (i + 1 < text.size() && text[i + 1] != c && text[i + 1] != '\n') i += text[i + 1] == '\\' ? 2 : 1;
+      if (i + 1 < text.size() && text[i + 1] == c) ++i;
+    } else if (c == '{' || c == '<' || c == '[') {
+      if (++depth > kMaxTextNesting)
+        return errors::InvalidArgument("cannot parse text GraphDef ", origin, ": line ", line, ", column ",
+                                       i - line_start + 1, ": nested deeper than ", kMaxTextNesting, " levels");
+    } else if ((c == '}' || c == '>' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::OK();
+}
+
 Status ParseText(const std::string& text, proto::GraphDef* def, const std::string& origin) {
+  AF_RETURN_IF_ERROR(CheckTextNesting(text, origin));
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errs;
   parser.RecordErrorsTo(&errs);

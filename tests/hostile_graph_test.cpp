@@ -193,6 +193,28 @@ TEST_CASE("a dtype of any int32 value is named without recursion and refused") {
   REQUIRE_THAT(s.message(), Catch::Contains("'b'") && Catch::Contains("2147483647"));
 }
 
+TEST_CASE("a text GraphDef nested deeper than 100 levels is refused before protobuf recurses") {
+  // Found by fuzz_graphdef: protobuf skips an unknown field's value
+  // recursively without a limit, so 30,000 '[' overflowed the stack.
+  proto::GraphDef def;
+  const Status deep =
+      ParseGraphDefText("node { name: 'a' op: 'NoOp' }\nunknown: " + std::string(30000, '['), &def, "'deep.pbtxt'");
+  INFO(deep.ToString());
+  REQUIRE(deep.code() == Code::kInvalidArgument);
+  REQUIRE_THAT(deep.message(), Catch::Contains("'deep.pbtxt'") && Catch::Contains("line 2, column 110") &&
+                                   Catch::Contains("nested deeper than 100"));
+  // Brackets inside strings and comments do not count; 100 levels parse.
+  const std::string braces(500, '{');
+  REQUIRE(ParseGraphDefText("# " + braces + "\nnode { name: 'a' op: 'NoOp' device: '" + braces + "\\'\"' }", &def).ok());
+  REQUIRE(def.node(0).device() == braces + "'\"");
+  std::string nested = "unknown: ";
+  for (int i = 0; i < 100; ++i) nested += "{ x: ";
+  nested += "1" + std::string(100, '}') + " node { name: 'a' op: 'NoOp' }";
+  const Status ok = ParseGraphDefText(nested, &def);
+  INFO(ok.ToString());
+  REQUIRE(ok.ok());
+}
+
 TEST_CASE("the CLI exits 2 with the InvalidArgument for a graph whose counts are hostile") {
   const std::string path = std::filesystem::temp_directory_path() / "af_hostile_split.pbtxt";
   const std::string err = std::filesystem::temp_directory_path() / "af_hostile_split.err";
