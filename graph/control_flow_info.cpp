@@ -58,6 +58,15 @@ Status BuildControlFlowInfo(const Graph& g, std::vector<ControlFlowInfo>* info, 
       out.frame_name = name;
       out.frame = cur;
       out.parent_frame = mine.frame;
+      out.depth = mine.depth + 1;
+      out.path_bytes = mine.path_bytes + static_cast<int64_t>(name.size());
+      if (out.depth > kMaxFrameDepth)
+        return errors::InvalidArgument("node '", cur->name(), "' (op '", op, "') opens a loop frame nested ",
+                                       out.depth, " deep, more than the ", kMaxFrameDepth, " a graph may nest");
+      if (out.path_bytes > kMaxFramePathBytes)
+        return errors::InvalidArgument("node '", cur->name(), "' (op '", op, "') opens a loop frame whose name and ",
+                                       "enclosing frames' names take ", out.path_bytes, " bytes, more than the ",
+                                       kMaxFramePathBytes, " nested frames' names may take");
     } else if (IsExitOp(op)) {
       if (!mine.frame)
         return errors::InvalidArgument("node '", cur->name(), "' (op '", op, "') is not inside any loop frame");

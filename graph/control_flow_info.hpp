@@ -4,6 +4,7 @@
 // parent of the Exit's frame; every other node is in the frame of its inputs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,22 @@ struct ControlFlowInfo {
   std::string frame_name;     // "" for the root frame
   const Node* frame = nullptr;         // an Enter of the frame (frames are told apart by name); null in the root
   const Node* parent_frame = nullptr;  // an Enter of the parent frame; null when the parent is the root
+  int32_t depth = 0;                   // loops enclosing the node: 0 in the root frame
+  int64_t path_bytes = 0;              // the names of its frame and of the frames enclosing it, together
 };
+
+/// A run-time frame is named by its ancestors' names and iterations and
+/// knows their iterations (TensorFlow's frame names), so nested loops cost
+/// their depth times their names' length, per frame: both are bounded (no
+/// real graph comes near), so a small hostile GraphDef of loops nested
+/// 100,000 deep is refused instead of taking quadratic memory in a step.
+constexpr int32_t kMaxFrameDepth = 1000;
+constexpr int64_t kMaxFramePathBytes = int64_t{1} << 16;
 
 /// Per node id (Graph::num_node_ids()), its frame. InvalidArgument when a node
 /// has inputs from two different frames (naming the node, both inputs and both
-/// frames), or an Exit or NextIteration is outside any frame.
+/// frames), an Exit or NextIteration is outside any frame, or an Enter nests
+/// its frame past kMaxFrameDepth or kMaxFramePathBytes.
 /// `tolerant`: a node reached from two frames keeps the first, no error (for
 /// reading the frames of a graph that is being built).
 Status BuildControlFlowInfo(const Graph& g, std::vector<ControlFlowInfo>* info, bool tolerant = false);

@@ -10,6 +10,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "actors/propagation.hpp"
 #include "devices/allocator.hpp"
 #include "graph/control_flow.hpp"
+#include "graph/control_flow_info.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/static_shapes.hpp"
 #include "ops/attrs.hpp"
@@ -545,4 +547,36 @@ TEST_CASE("a loop with parallel_iterations 2^20 runs, its iterations overlapping
   auto v = test::RunOk(root, {out[0], out[1]});
   REQUIRE(test::Values<int32_t>(v[0]) == std::vector<int32_t>{300});
   REQUIRE(test::Values<float>(v[1]) == std::vector<float>{300 * 32.f});
+}
+
+namespace {
+// Loops nested `depth` deep: a chain of Enters, each into a new frame whose
+// name has `name_bytes` bytes, then as many Exits back to the root.
+std::string NestedFrames(int depth, size_t name_bytes) {
+  std::string text = Const("n0");
+  for (int i = 1; i <= depth; ++i) {
+    std::string frame = "f" + std::to_string(i);
+    frame.resize(std::max(frame.size(), name_bytes), 'x');
+    text += "node { name: 'n" + std::to_string(i) + "' op: 'Enter' input: 'n" + std::to_string(i - 1) + "' " + kF +
+            " attr { key: 'frame_name' value { s: '" + frame + "' } } }\n";
+  }
+  for (int i = depth + 1; i <= 2 * depth; ++i)
+    text += "node { name: 'n" + std::to_string(i) + "' op: 'Exit' input: 'n" + std::to_string(i - 1) + "' " + kF + " }\n";
+  return text;
+}
+}  // namespace
+
+TEST_CASE("loops nested past the bounds on depth and frame names are refused; 1000 deep runs") {
+  // 100,000 nested loops (a 14 MB GraphDef) took memory quadratic in their
+  // depth in a step (each run-time frame names its ancestors) until killed.
+  const std::vector<Tensor> out = RunText(NestedFrames(kMaxFrameDepth, 1), {"n2000"});
+  REQUIRE(test::Values<float>(out.at(0)) == std::vector<float>{1, 2});
+  Session session;
+  REQUIRE(session.Create(Parse(NestedFrames(kMaxFrameDepth + 1, 1))).ok());
+  std::vector<Tensor> none;
+  RequireRefused(session.Run({}, {"n2002"}, {}, &none), {"'n1001'", "'Enter'", "1001 deep"});
+  Session named;
+  REQUIRE(named.Create(Parse(NestedFrames(3, 30000))).ok());
+  RequireRefused(named.Run({}, {"n6"}, {}, &none), {"'n3'", "90000 bytes"});
+  REQUIRE(session.Run({}, {"n0"}, {}, &none).ok());  // the session goes on
 }
