@@ -7,6 +7,7 @@
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace actorflow {
 
@@ -35,6 +36,9 @@ Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** 
     *current = nd;
     int data_index = 0;
     bool seen_control = false;
+    // Its control inputs so far: AddControlEdge's scan of the node's edges
+    // made a node with 100,000 control inputs take quadratic time.
+    std::unordered_set<const Node*> control_srcs;
     for (int i = 0; i < nd->input_size(); ++i) {
       const std::string& in = nd->input(i);
       std::string src_name;
@@ -46,7 +50,7 @@ Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** 
         return errors::InvalidArgument("node '", n->name(), "': input ", i, " refers to unknown node '", src_name, "'");
       if (port == kControlSlot) {
         seen_control = true;
-        g->AddControlEdge(src, n);
+        if (control_srcs.insert(src).second) g->AddEdge(src, kControlSlot, n, kControlSlot);
         continue;
       }
       if (seen_control)
