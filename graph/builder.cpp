@@ -287,7 +287,7 @@ Status Scope::ImportGraphDef(const proto::GraphDef& def) const {
   for (size_t i = 0; s.ok() && i < order.size(); ++i)
     s = shared_->InferShapes(order[i], *OpRegistry::Global()->Find(order[i]->type_string()));
   if (!s.ok()) {  // leave the graph as it was: empty
-    for (Node* n : g.nodes()) g.RemoveNode(n);
+    g.RemoveNodes(g.nodes());  // one batch: RemoveNode scans every edge
     g.set_versions(proto::VersionDef());
     g.set_library(proto::FunctionDefLibrary());
   }

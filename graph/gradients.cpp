@@ -80,8 +80,10 @@ class SymbolicGradientBuilder {
     Status s = BuildGradients();
     if (s.ok()) s = scope_.status();
     if (!s.ok()) {  // take every node this call built out again
+      std::vector<Node*> built;
       for (int id = first_new_id; id < g->num_node_ids(); ++id)
-        if (Node* n = g->node(id)) g->RemoveNode(n);
+        if (Node* n = g->node(id)) built.push_back(n);
+      g->RemoveNodes(built);  // one batch: RemoveNode scans every edge
       grad_outputs_->clear();
     }
     return s;
