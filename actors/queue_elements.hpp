@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.hpp"
 #include "core/exception_status.hpp"
 #include "core/tensor.hpp"
-#include "devices/allocator.hpp"
 #include "ops/queue/queue_access.hpp"
 
 namespace actorflow {

@@ -48,7 +48,7 @@ struct RuntimeOptions {
   /// fails its step with ResourceExhausted naming the node and the bytes, as
   /// running out of memory does. 0: no budget of its own; every device then
   /// shares the process's, DefaultMemoryLimit() (physical memory or the
-  /// cgroup's limit; devices/allocator.hpp).
+  /// cgroup's limit; core/allocator.hpp).
   int64_t device_memory_limit_bytes = 0;
 };
 

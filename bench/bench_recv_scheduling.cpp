@@ -23,7 +23,7 @@
 #include "actors/runtime.hpp"
 #include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "recv_scheduling_graph.hpp"
 
 using namespace actorflow;

@@ -6,8 +6,8 @@
 #include <new>
 #include <vector>
 
+#include "core/allocator.hpp"
 #include "core/io/crc32c.hpp"
-#include "devices/allocator.hpp"
 
 namespace actorflow {
 namespace {

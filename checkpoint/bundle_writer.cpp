@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "core/allocator.hpp"
 #include "core/io/crc32c.hpp"
 #include "core/io/file_io.hpp"
-#include "devices/allocator.hpp"
 
 namespace actorflow {
 namespace {

@@ -5,8 +5,8 @@
 #include <new>
 #include <sstream>
 
+#include "core/allocator.hpp"
 #include "core/exception_status.hpp"
-#include "devices/allocator.hpp"
 
 namespace actorflow {
 

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 
 namespace actorflow {
 

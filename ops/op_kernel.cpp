@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "ops/op_registry.hpp"
 
 namespace actorflow {

@@ -14,7 +14,7 @@
 
 #include "actors/runtime.hpp"
 #include "actors/session.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "graph/cc_ops.hpp"
 #include "graph/queue_ops.hpp"
 #include "graph/state_ops.hpp"

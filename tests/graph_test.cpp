@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/allocator.hpp"
 #include "graph/cc_ops.hpp"
 #include "graph/graph_def_io.hpp"
-#include "devices/allocator.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "test_util.hpp"

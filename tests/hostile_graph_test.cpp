@@ -21,7 +21,7 @@
 
 #include "actors/executor_plan.hpp"
 #include "actors/propagation.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "graph/control_flow.hpp"
 #include "graph/control_flow_info.hpp"
 #include "graph/graph_def_io.hpp"

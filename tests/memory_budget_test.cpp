@@ -10,7 +10,7 @@
 
 #include "actors/runtime.hpp"
 #include "actors/session.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "devices/device.hpp"
 #include "test_util.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "actors/runtime.hpp"
 #include "bench/recv_scheduling_graph.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/partition.hpp"
 #include "graph/placer.hpp"

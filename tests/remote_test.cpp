@@ -8,9 +8,9 @@
 
 #include "actors/container_actor.hpp"
 #include "actors/device_actor.hpp"
-#include "core/resource_handle.hpp"
 #include "actors/messages.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
+#include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "graph/subgraph.hpp"

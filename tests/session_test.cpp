@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "actors/runtime.hpp"
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 #include "graph/graph_def_io.hpp"
 #include "test_util.hpp"
 

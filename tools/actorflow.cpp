@@ -44,7 +44,7 @@
 // many times its text's size once parsed; the line is skipped). The limit is
 // --memory-limit BYTES, which is also each device's budget for its tensors,
 // else what is available now (tools/cli_memory.hpp) within the process's
-// budget (devices/allocator.hpp, ACTORFLOW_MEMORY_LIMIT_MB). Those
+// budget (core/allocator.hpp, ACTORFLOW_MEMORY_LIMIT_MB). Those
 // steps, and any step in which an allocation fails (std::bad_alloc), get a
 // RESOURCE_EXHAUSTED step line, and the steps after them still run. Out of
 // memory outside a step, and in the other commands, is a RESOURCE_EXHAUSTED

@@ -1,4 +1,4 @@
-#include "devices/allocator.hpp"
+#include "core/allocator.hpp"
 
 #include <malloc.h>
 #include <unistd.h>
