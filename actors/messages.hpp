@@ -30,7 +30,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "actors/step_state.hpp"
+#include "core/step_stats.hpp"
 #include "net/wire_format.hpp"
 #include "ops/queue/queue_access.hpp"
 #include "ops/sendrecv/rendezvous_key.hpp"

@@ -24,9 +24,9 @@
 
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
+#include "core/step_stats.hpp"
 #include "core/tensor.hpp"
 #include "graph/placer.hpp"
-#include "actors/step_state.hpp"
 #include "graph/graph.hpp"
 #include "graph/optimize.hpp"
 #include "graph/partition.hpp"

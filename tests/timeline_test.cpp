@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/runtime.hpp"
+#include "actors/step_state.hpp"
 #include "actors/timeline.hpp"
 #include "devices/device.hpp"
 #include "test_util.hpp"
