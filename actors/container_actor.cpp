@@ -8,12 +8,21 @@
 #include <unordered_map>
 #include <variant>
 
-#include "actors/messages.hpp"
 #include "actors/queue_actor.hpp"
 #include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
+#include "net/protocol.hpp"
 #include "ops/state/variable_updates.hpp"
+
+// An update the container actor ran on the pool has finished: to itself
+// only, so not a wire type (net/protocol.hpp).
+namespace actorflow {
+struct VarUpdateDone {
+  uint64_t id = 0;
+};
+}  // namespace actorflow
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::VarUpdateDone)
 
 namespace actorflow {
 

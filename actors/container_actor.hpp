@@ -4,7 +4,7 @@
 // Variables live in named containers ("localhost" by default) under their
 // shared names; the same (container, shared_name) is the same variable for
 // every graph and session of the process. Kernels reach a variable only by
-// messages carrying its handle (ops/state/variable_requests.hpp):
+// messages carrying its handle (ops/state/variable_access.hpp):
 //   VarReadRequest        -> VarReadResponse        values (or whether initialized)
 //   VarUpdateRequest      -> VarUpdateResponse      Assign*, Apply*
 //   ResetContainersRequest -> ResetContainersResponse drop containers' variables

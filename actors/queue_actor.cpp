@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/messages.hpp"
 #include "actors/queue_elements.hpp"
 #include "core/exception_status.hpp"
+#include "net/protocol.hpp"
 
 namespace actorflow {
 

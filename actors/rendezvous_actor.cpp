@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "actors/messages.hpp"
 #include "core/exception_status.hpp"
 #include "devices/compute_pool.hpp"
+#include "net/protocol.hpp"
 
 namespace actorflow {
 

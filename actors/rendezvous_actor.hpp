@@ -1,7 +1,7 @@
 // The rendezvous actor: where the partitions of one step hand tensors to each
 // other (TensorFlow's per-step Rendezvous, as one actor per process).
 //
-// Protocol (messages in actors/messages.hpp):
+// Protocol (messages in net/rendezvous_service.hpp):
 //   RendezvousSend                                      a _Send's tensor; no answer, never waits
 //   RendezvousRecv        -> RendezvousRecvResponse     answered when the tensor is there
 //   RendezvousBatch                                     a device actor's Sends and Recvs at once;

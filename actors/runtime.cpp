@@ -8,14 +8,15 @@
 
 #include "actors/client_channel.hpp"
 #include "actors/container_actor.hpp"
-#include "actors/device_actor.hpp"
-#include "actors/messages.hpp"
+#include "actors/device/device_actor.hpp"
 #include "actors/rendezvous_actor.hpp"
 #include "core/allocator.hpp"
+#include "core/ids.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "devices/device_factory.hpp"
 #include "devices/device_manager.hpp"
+#include "net/protocol.hpp"
 
 namespace actorflow {
 
@@ -50,7 +51,11 @@ struct Config : caf::actor_system_config {
 
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
-      : threads(ResolveThreads(o.num_threads)), cfg(threads), system(std::make_unique<caf::actor_system>(cfg)) {
+      : threads(ResolveThreads(o.num_threads)),
+        task_name("/job:" + o.job + "/replica:" + std::to_string(o.replica) + "/task:" + std::to_string(o.task)),
+        incarnation(NewIncarnation()),
+        cfg(threads),
+        system(std::make_unique<caf::actor_system>(cfg)) {
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system, pool.get());
@@ -65,12 +70,12 @@ struct Runtime::Impl {
       }
       Allocator* allocator = cpu_allocator();
       if (o.device_memory_limit_bytes > 0) allocator = MakeBudgetAllocator(allocator, o.device_memory_limit_bytes);
-      owned.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i),
+      owned.push_back(std::make_unique<Device>(task_name + "/device:CPU:" + std::to_string(i),
                                                DEVICE_CPU, allocator, device_pool));
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
     }
-    for (auto& gpu : CreateDevices(DEVICE_GPU, o.num_gpu_devices, pool.get())) {
+    for (auto& gpu : CreateDevices(DEVICE_GPU, task_name, o.num_gpu_devices, pool.get())) {
       owned.push_back(std::move(gpu));
       devices.push_back(owned.back().get());
       actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
@@ -88,6 +93,8 @@ struct Runtime::Impl {
     system.reset();  // joins the workers while the devices and the pool still exist
   }
   int threads;
+  std::string task_name;
+  uint64_t incarnation;
   Config cfg;
   std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<ComputePool> pool;
@@ -118,6 +125,8 @@ caf::actor_system& Runtime::system() { return *impl_->system; }
 ComputePool* Runtime::compute_pool() { return impl_->pool.get(); }
 ChannelPool* Runtime::channels() { return impl_->channels.get(); }
 int Runtime::num_threads() const { return impl_->threads; }
+const std::string& Runtime::task_name() const { return impl_->task_name; }
+uint64_t Runtime::incarnation() const { return impl_->incarnation; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
 const caf::actor& Runtime::container_actor() const { return impl_->container; }

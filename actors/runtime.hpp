@@ -30,6 +30,11 @@ class Device;
 class DeviceManager;
 
 struct RuntimeOptions {
+  /// The task this process is in a cluster (TensorFlow's job, replica and
+  /// task): its devices are named "/job:J/replica:R/task:T/device:TYPE:N".
+  std::string job = "localhost";
+  int replica = 0;
+  int task = 0;
   int num_threads = 0;      // 0: ACTORFLOW_NUM_THREADS or the number of cores
   int num_cpu_devices = 1;  // CPU devices exposed in this process
   /// GPU devices exposed: -1 every GPU present, 0 none, n at most n. Always
@@ -67,6 +72,10 @@ class Runtime {
   /// Channels through which client threads ask this runtime's actors.
   ChannelPool* channels();
   int num_threads() const;
+  /// "/job:J/replica:R/task:T": the task whose devices these are.
+  const std::string& task_name() const;
+  /// This process's incarnation (core/ids.hpp): random, drawn at start.
+  uint64_t incarnation() const;
   const std::vector<Device*>& devices() const;
   /// devices() found by name or spec (devices/device_manager.hpp); lives as long as the runtime.
   const DeviceManager& device_manager() const;

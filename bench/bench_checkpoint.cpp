@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
 #include "checkpoint/bundle_format.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/io_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/io_ops.hpp"
+#include "client/session.hpp"
 
 using namespace actorflow;
 

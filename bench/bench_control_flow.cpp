@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/control_flow.hpp"
-#include "graph/state_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/control_flow.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
 
 using namespace actorflow;
 

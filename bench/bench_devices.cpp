@@ -27,9 +27,9 @@
 #include <string>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "graph/cc_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
 
 using namespace actorflow;
 

@@ -18,9 +18,9 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "graph/cc_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/queue_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/session.hpp"
 
 using namespace actorflow;
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
+#include "client/session.hpp"
 #include "core/allocator.hpp"
 #include "recv_scheduling_graph.hpp"
 

@@ -9,11 +9,11 @@
 #include <random>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
 #include "bench_util.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/optimizers.hpp"
-#include "graph/variables.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
 
 using namespace actorflow;
 

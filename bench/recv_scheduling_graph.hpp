@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/cc_ops.hpp"
+#include "client/ops/cc_ops.hpp"
 
 namespace actorflow {
 namespace bench_graphs {

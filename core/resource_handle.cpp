@@ -8,6 +8,7 @@ namespace actorflow {
 
 std::string ResourceHandle::Encode() const {
   proto::ResourceHandleProto p;
+  if (!device.empty()) p.set_device(device);
   p.set_container(container);
   p.set_name(name);
   auto* ds = p.add_dtypes_and_shapes();
@@ -25,6 +26,7 @@ Status ResourceHandle::Decode(const std::string& encoded, ResourceHandle* out) {
   proto::ResourceHandleProto p;
   if (!p.ParseFromString(encoded) || p.name().empty() || p.dtypes_and_shapes_size() != 1)
     return errors::InvalidArgument("not a variable handle (", encoded.size(), " bytes)");
+  out->device = p.device();
   out->container = p.container().empty() ? kDefaultContainer : p.container();
   out->name = p.name();
   const auto& ds = p.dtypes_and_shapes(0);
@@ -39,6 +41,12 @@ Status ResourceHandle::Decode(const std::string& encoded, ResourceHandle* out) {
   return Status::OK();
 }
 
+std::string ResourceIdentity(const std::string& encoded) {
+  ResourceHandle h;
+  if (!ResourceHandle::Decode(encoded, &h).ok()) return encoded;
+  return h.container + "\n" + h.name;
+}
+
 std::string ResourceHandle::DebugName() const { return container + "/" + name; }
 
 Tensor MakeRefTensor(const ResourceHandle& handle) { return Tensor::Scalar<std::string>(handle.Encode()); }
@@ -51,10 +59,11 @@ Status RefTensorHandle(const Tensor& t, const std::string** encoded) {
   return Status::OK();
 }
 
-ResourceHandle DeclaredResourceHandle(const std::string& container, const std::string& shared_name,
-                                      const std::string& node_name) {
+ResourceHandle DeclaredResourceHandle(const std::string& device, const std::string& container,
+                                      const std::string& shared_name, const std::string& node_name) {
   static std::atomic<uint64_t> next_private{1};
   ResourceHandle h;
+  h.device = device;
   h.container = container.empty() ? kDefaultContainer : container;
   h.name = shared_name.empty() ? node_name + "/_private_" + std::to_string(next_private++) : shared_name;
   h.dtype = DT_RESOURCE;

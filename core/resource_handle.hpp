@@ -20,6 +20,10 @@ namespace actorflow {
 inline constexpr const char* kDefaultContainer = "localhost";
 
 struct ResourceHandle {
+  /// The full name of the device whose kernel declared it (TensorFlow's
+  /// ResourceHandle.device): where the state is used from. Not part of its
+  /// identity: the container actor names state by (container, name).
+  std::string device;
   std::string container;      // never empty: "" means kDefaultContainer
   std::string name;           // the shared name
   DataType dtype = DT_INVALID;
@@ -32,11 +36,15 @@ struct ResourceHandle {
   std::string DebugName() const;
 };
 
-/// The handle a kernel declaring a resource (a queue, a reader) gives it:
-/// (container, shared_name), "" meaning the default container; with no
-/// shared_name, a name private to this kernel instance ("<node>/_private_<n>").
-ResourceHandle DeclaredResourceHandle(const std::string& container, const std::string& shared_name,
-                                      const std::string& node_name);
+/// The handle a kernel declaring a resource (a queue, a reader) on `device`
+/// gives it: (container, shared_name), "" meaning the default container; with
+/// no shared_name, a name private to this kernel instance ("<node>/_private_<n>").
+ResourceHandle DeclaredResourceHandle(const std::string& device, const std::string& container,
+                                      const std::string& shared_name, const std::string& node_name);
+
+/// What names the state of an encoded handle, whatever device declared it:
+/// "container\nname" (the encoded text itself when it does not decode).
+std::string ResourceIdentity(const std::string& encoded);
 
 /// The tensor a ref output carries: a DT_STRING scalar holding handle.Encode().
 Tensor MakeRefTensor(const ResourceHandle& handle);

@@ -2,7 +2,7 @@
 // NodeExecStats in StepStats), collected by the executor when
 // RunOptions::trace_level asks for it, carried back to the client in the
 // step's answer and drawn by the timeline. Plain data: the protocol
-// (actors/messages.hpp) serializes it without knowing the executor.
+// (net/worker_service.hpp) serializes it without knowing the executor.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Device: a place where kernels run (a CPU, a GPU), with its allocator and the
 // compute pool its expensive kernels use. A Device is passive; the device
-// actor (actors/device_actor.hpp) is what executes graph partitions on it.
+// actor (actors/device/device_actor.hpp) is what executes graph partitions on it.
 #pragma once
 
 #include <string>

@@ -15,11 +15,11 @@ void RegisterDeviceFactory(const std::string& device_type, DeviceFactory factory
   Factories()[device_type] = std::move(factory);
 }
 
-std::vector<std::unique_ptr<Device>> CreateDevices(const std::string& device_type, int max_devices,
-                                                   ComputePool* pool) {
+std::vector<std::unique_ptr<Device>> CreateDevices(const std::string& device_type, const std::string& task_name,
+                                                   int max_devices, ComputePool* pool) {
   auto it = Factories().find(device_type);
   if (it == Factories().end() || max_devices == 0) return {};
-  return it->second(max_devices, pool);
+  return it->second(task_name, max_devices, pool);
 }
 
 }  // namespace actorflow

@@ -21,15 +21,17 @@
 namespace actorflow {
 
 /// Creates up to `max_devices` devices (-1: every one present) whose expensive
-/// kernels use `pool`, named "/job:localhost/replica:0/task:0/device:TYPE:N".
-using DeviceFactory = std::function<std::vector<std::unique_ptr<Device>>(int max_devices, ComputePool* pool)>;
+/// kernels use `pool`, named `task_name` + "/device:TYPE:N" (the task's name,
+/// e.g. "/job:localhost/replica:0/task:0").
+using DeviceFactory = std::function<std::vector<std::unique_ptr<Device>>(const std::string& task_name,
+                                                                         int max_devices, ComputePool* pool)>;
 
 /// Registers the factory of `device_type` ("GPU"); a second registration replaces the first.
 void RegisterDeviceFactory(const std::string& device_type, DeviceFactory factory);
 
 /// The devices the factory of `device_type` creates; none when no factory is registered.
-std::vector<std::unique_ptr<Device>> CreateDevices(const std::string& device_type, int max_devices,
-                                                   ComputePool* pool);
+std::vector<std::unique_ptr<Device>> CreateDevices(const std::string& device_type, const std::string& task_name,
+                                                   int max_devices, ComputePool* pool);
 
 namespace detail {
 struct DeviceFactoryRegistrar {

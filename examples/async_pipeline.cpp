@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
 #include "devices/device.hpp"
-#include "graph/cc_ops.hpp"
 
 using namespace actorflow;
 

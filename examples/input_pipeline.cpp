@@ -30,18 +30,18 @@
 #include <thread>
 #include <vector>
 
-#include "actors/coordinator.hpp"
-#include "actors/queue_runner.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/parsing_ops.hpp"
+#include "client/ops/reader_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/coordinator.hpp"
+#include "client/train/input_batching.hpp"
+#include "client/train/input_producers.hpp"
+#include "client/train/queue_runner.hpp"
+#include "client/train/variables.hpp"
 #include "core/io/record_writer.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/input_batching.hpp"
-#include "graph/input_producers.hpp"
-#include "graph/parsing_ops.hpp"
-#include "graph/reader_ops.hpp"
-#include "graph/variables.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;

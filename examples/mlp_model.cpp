@@ -1,7 +1,7 @@
 #include "examples/mlp_model.hpp"
 
-#include "graph/cc_ops.hpp"
-#include "graph/optimizers.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/train/optimizers.hpp"
 
 namespace actorflow {
 namespace examples {

@@ -3,8 +3,8 @@
 // settle instead of bouncing around the minimum).
 #pragma once
 
-#include "graph/builder.hpp"
-#include "graph/variables.hpp"
+#include "client/builder.hpp"
+#include "client/train/variables.hpp"
 
 namespace actorflow {
 namespace examples {

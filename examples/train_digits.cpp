@@ -16,11 +16,11 @@
 #include <random>
 #include <string>
 
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
 #include "examples/datasets.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/optimizers.hpp"
-#include "graph/variables.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;

@@ -21,13 +21,13 @@
 #include <random>
 #include <string>
 
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/saver.hpp"
+#include "client/train/variables.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/optimizers.hpp"
-#include "graph/saver.hpp"
-#include "graph/variables.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;

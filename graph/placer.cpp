@@ -10,10 +10,10 @@
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
 #include "devices/device_name.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
 #include "graph/cost_estimate.hpp"
 #include "graph/static_shapes.hpp"
+#include "ops/op_kernel.hpp"
+#include "ops/op_registry.hpp"
 
 namespace actorflow {
 

@@ -1,7 +1,6 @@
 // _Arg and _Retval: how a step's fed tensors enter a partition and its fetched
 // tensors leave it (see graph/subgraph.hpp). They read and write the step's
 // CallFrame; both are cheap and always run inline.
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"

@@ -240,4 +240,19 @@ std::vector<std::string> OpRegistry::ListOpNames() const {
   return out;
 }
 
+void OpRegistry::MarkNotDifferentiable(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  not_differentiable_.insert(name);
+}
+
+bool OpRegistry::IsNotDifferentiable(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return not_differentiable_.count(name) > 0;
+}
+
+std::vector<std::string> OpRegistry::ListNotDifferentiable() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::vector<std::string>(not_differentiable_.begin(), not_differentiable_.end());
+}
+
 }  // namespace actorflow

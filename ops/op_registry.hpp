@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,14 +66,26 @@ class OpRegistry {
   Status LookUp(const std::string& name, const OpRegistration** out) const;
   std::vector<std::string> ListOpNames() const;
 
+  /// Declares op `name` not differentiable (AF_REGISTER_NO_GRADIENT, next to
+  /// the op): the gradient builder (client/gradients/) sends no gradient
+  /// through it instead of refusing it for want of a gradient function.
+  void MarkNotDifferentiable(const std::string& name);
+  bool IsNotDifferentiable(const std::string& name) const;
+  /// Every op declared not differentiable, sorted.
+  std::vector<std::string> ListNotDifferentiable() const;
+
  private:
   mutable std::mutex mu_;  // registration runs at static-init time, lookups later
   std::map<std::string, std::unique_ptr<OpRegistration>> ops_;
+  std::set<std::string> not_differentiable_;
 };
 
 namespace detail {
 struct OpRegistrar {
   OpRegistrar(const OpDefBuilder& b) { OpRegistry::Global()->Register(b); }  // NOLINT(implicit)
+};
+struct NoGradientRegistrar {
+  explicit NoGradientRegistrar(const char* op) { OpRegistry::Global()->MarkNotDifferentiable(op); }
 };
 }  // namespace detail
 
@@ -82,3 +95,10 @@ struct OpRegistrar {
 #define AF_REGISTER_OP_UNIQ(ctr, name) AF_REGISTER_OP_UNIQ2(ctr, name)
 #define AF_REGISTER_OP_UNIQ2(ctr, name) \
   static ::actorflow::detail::OpRegistrar af_op_registrar_##ctr = ::actorflow::OpDefBuilder(name)
+
+// Declares an op not differentiable (integer, boolean, shape and stateful ops):
+//   AF_REGISTER_NO_GRADIENT("Shape");
+#define AF_REGISTER_NO_GRADIENT(name) AF_REGISTER_NO_GRADIENT_UNIQ(__COUNTER__, name)
+#define AF_REGISTER_NO_GRADIENT_UNIQ(ctr, name) AF_REGISTER_NO_GRADIENT_UNIQ2(ctr, name)
+#define AF_REGISTER_NO_GRADIENT_UNIQ2(ctr, name) \
+  static ::actorflow::detail::NoGradientRegistrar af_no_gradient_registrar_##ctr(name)

@@ -3,7 +3,7 @@
 // the stack ops (ops/stack/stack.hpp), which while-loop gradients use to keep
 // per-iteration values.
 //
-// The StepState of a step owns one (actors/step_state.hpp); kernels reach it
+// The StepState of a step owns one (actors/device/step_state.hpp); kernels reach it
 // through OpKernelContext::step_resources(). A resource is named by a
 // ResourceHandle whose container is private to the step ("_step_<n>", unique
 // in the process), so a handle that outlives its step, or that reaches

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
 #include "core/allocator.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/queue_ops.hpp"
-#include "graph/state_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/session.hpp"
 #include "core/proto/attr_value.pb.h"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -62,6 +62,7 @@ void operator delete[](void* p, size_t) noexcept { std::free(p); }
 #endif
 
 using namespace actorflow;
+using test::OnRuntime;
 using test::ToDef;
 
 namespace {
@@ -123,12 +124,6 @@ AF_REGISTER_KERNEL(KernelDefBuilder("TestDoneWithoutMemory").Device(DEVICE_CPU),
   for (const auto& [k, v] : ints) m[k].set_i(v);
   for (const auto& [k, v] : bools) m[k].set_b(v);
   return m;
-}
-
-[[maybe_unused]] SessionOptions OnRuntime(Runtime* rt) {
-  SessionOptions o;
-  o.runtime = rt;
-  return o;
 }
 
 [[maybe_unused]] RunOptions Bounded() {

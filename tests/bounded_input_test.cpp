@@ -33,6 +33,7 @@
 using namespace actorflow;
 using namespace actorflow::io;
 using Catch::Matchers::Contains;
+using test::Frame;
 
 namespace {
 
@@ -57,13 +58,6 @@ std::string Header(uint64_t length) {
   std::string out;
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(length >> (8 * i)));
   PutFixed32(&out, crc32c::Mask(crc32c::Value(out.data(), 8)));
-  return out;
-}
-
-/// One whole TFRecord of `data`.
-std::string Frame(const std::string& data) {
-  std::string out = Header(data.size()) + data;
-  PutFixed32(&out, crc32c::Mask(crc32c::Value(data.data(), data.size())));
   return out;
 }
 

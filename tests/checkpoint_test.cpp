@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <functional>
 #include <thread>
 
 #include "checkpoint/atomic_file.hpp"
@@ -18,28 +16,18 @@
 #include "checkpoint/bundle_reader.hpp"
 #include "checkpoint/bundle_writer.hpp"
 #include "checkpoint/checkpoint_state.hpp"
+#include "client/ops/io_ops.hpp"
 #include "core/io/crc32c.hpp"
-#include "graph/io_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using Catch::Matchers::Contains;
+using test::ReadBytes;
+using test::Strings;
+using test::WriteBytes;
 namespace fs = std::filesystem;
 
 namespace {
-
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
 
 // Deterministic element values: negative, fractional, binary strings.
 template <class T>
@@ -75,12 +63,6 @@ Tensor Filled(DataType dtype, const TensorShape& shape, int seed = 0) {
   Tensor t(dtype, shape);
   AF_SWITCH_ALL(dtype, FAIL("unsupported dtype"), for (int64_t i = 0; i < t.NumElements(); ++i)
                                                        t.data<T>()[i] = ValueAt<T>(i, seed));
-  return t;
-}
-
-Tensor Strings(const std::vector<std::string>& v) {
-  Tensor t(DT_STRING, TensorShape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<std::string>()[i] = v[i];
   return t;
 }
 

@@ -15,6 +15,10 @@
 #include <vector>
 
 #include "core/io/crc32c.hpp"
+#include "test_util.hpp"
+
+using actorflow::test::kCpu0;
+using actorflow::test::kCpu1;
 
 namespace {
 struct Result {
@@ -74,8 +78,6 @@ Result ShErr(const std::string& args, std::string* err) {
 }
 
 const std::string kTwoCpus = std::string(AF_TEST_DATA_DIR) + "/two_cpus.pbtxt";
-const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
 
 // What a DOT file written by `actorflow graph` holds, read line by line (it
 // writes one statement per line).

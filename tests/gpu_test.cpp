@@ -16,13 +16,15 @@
 #include <random>
 
 #include "actors/runtime.hpp"
+#include "client/ops/control_flow.hpp"
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
 #include "devices/pool_allocator.hpp"
-#include "graph/control_flow.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::kCpu;
+using test::kGpu;
 using test::MakeTensor;
 using test::ToDef;
 using test::Values;
@@ -30,8 +32,6 @@ using test::Values;
 namespace {
 
 Runtime* g_runtime = nullptr;  // one for all cases: a CUDA context per process is enough
-constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
-constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 
 // Uniform in [lo, hi], in steps of 1/64: sums and products of such values
 // (MatMul, BiasAddGrad, Sum) are exact in float32 at these sizes, so the GPU's

@@ -11,18 +11,14 @@
 
 using namespace actorflow;
 using test::MakeTensor;
+using test::Run1;
 using test::RunOk;
 using test::RunStatus;
+using test::ShapeOf;
 using test::Values;
 using Catch::Matchers::Contains;
 
 namespace {
-template <class T>
-std::vector<T> Run1(const Scope& root, const Output& o, const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
-  return Values<T>(RunOk(root, {o}, feeds)[0]);
-}
-std::vector<int64_t> ShapeOf(const Scope& root, const Output& o) { return RunOk(root, {o})[0].shape().dim_sizes(); }
-
 /// The error of running `o` with `feeds`; REQUIREs InvalidArgument.
 std::string ErrorOf(const Scope& root, const Output& o, const std::vector<std::pair<std::string, Tensor>>& feeds) {
   const Status s = RunStatus(root, {o}, feeds);

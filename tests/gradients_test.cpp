@@ -9,11 +9,11 @@
 #include <deque>
 #include <set>
 
+#include "client/gradients/grad_helpers.hpp"
+#include "client/gradients/gradients.hpp"
+#include "client/ops/state_ops.hpp"
 #include "gradient_checker.hpp"
-#include "graph/grad_helpers.hpp"
 #include "graph/control_flow_info.hpp"
-#include "graph/gradients.hpp"
-#include "graph/state_ops.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"

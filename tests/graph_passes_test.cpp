@@ -8,21 +8,19 @@
 #include <set>
 
 #include "actors/runtime.hpp"
-#include "graph/cc_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/state_ops.hpp"
+#include "core/tensor_proto.hpp"
 #include "graph/constant_folding.hpp"
 #include "graph/cse.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/optimize.hpp"
-#include "graph/state_ops.hpp"
-#include "core/tensor_proto.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::test;
 
 namespace {
-
-Device* Cpu() { return Runtime::Default()->devices()[0]; }
 
 GraphOptions NoPasses() {
   GraphOptions o;
@@ -79,12 +77,6 @@ int CountOp(const Graph& g, const std::string& op) {
 bool SameBits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.TotalBytes() == b.TotalBytes() &&
          (a.TotalBytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0);
-}
-
-Status Import(const std::string& text, Graph* g) {
-  proto::GraphDef def;
-  AF_RETURN_IF_ERROR(ParseGraphDefText(text, &def));
-  return ImportGraphDef(def, g);
 }
 
 // The value of the Const node `n`.

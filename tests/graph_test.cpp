@@ -6,21 +6,17 @@
 #include <cstdio>
 #include <fstream>
 
+#include "client/ops/cc_ops.hpp"
 #include "core/allocator.hpp"
-#include "graph/cc_ops.hpp"
 #include "graph/graph_def_io.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::Import;
 
 namespace {
-Status Import(const std::string& text, Graph* g) {
-  proto::GraphDef def;
-  AF_RETURN_IF_ERROR(ParseGraphDefText(text, &def));
-  return ImportGraphDef(def, g);
-}
 const char* kConst = R"(attr { key: "dtype" value { type: DT_FLOAT } }
   attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } })";
 std::string ConstNode(const std::string& name) { return "node { name: '" + name + "' op: 'Const' " + kConst + " }\n"; }

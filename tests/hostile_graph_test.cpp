@@ -19,10 +19,10 @@
 #include <memory>
 #include <string>
 
-#include "actors/executor_plan.hpp"
-#include "actors/propagation.hpp"
+#include "actors/device/executor_plan.hpp"
+#include "actors/device/propagation.hpp"
+#include "client/ops/control_flow.hpp"
 #include "core/allocator.hpp"
-#include "graph/control_flow.hpp"
 #include "graph/control_flow_info.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/static_shapes.hpp"

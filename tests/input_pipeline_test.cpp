@@ -1,5 +1,5 @@
-// Queue runners, the coordinator and batching (actors/queue_runner.hpp,
-// actors/coordinator.hpp, graph/input_batching.hpp): the pipeline ends
+// Queue runners, the coordinator and batching (client/train/queue_runner.hpp,
+// client/train/coordinator.hpp, client/train/input_batching.hpp): the pipeline ends
 // cleanly at the end of input, on an error and on a stop request, never
 // hanging; batches hold every element once.
 #include <catch2/catch.hpp>
@@ -13,24 +13,24 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <thread>
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
-#include "actors/coordinator.hpp"
-#include "actors/queue_runner.hpp"
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/input_batching.hpp"
-#include "graph/queue_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/coordinator.hpp"
+#include "client/train/input_batching.hpp"
+#include "client/train/queue_runner.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using test::TwoThreads;
 using test::MakeTensor;
-using test::ToDef;
+using test::Open;
 using test::Values;
 
 namespace {
@@ -46,14 +46,6 @@ Output Source(const Scope& root, int n) {
   ops::QueueEnqueueMany(root.WithOpName("fill"), src, {ops::Const(root, MakeTensor<float>(values, {n}))});
   ops::QueueClose(root.WithOpName("src_close"), src);
   return ops::QueueDequeue(root, src, {DT_FLOAT})[0];
-}
-
-std::unique_ptr<Session> Open(Runtime* rt, const Scope& root) {
-  SessionOptions so;
-  so.runtime = rt;
-  auto s = std::make_unique<Session>(so);
-  REQUIRE(s->Create(ToDef(root)).ok());
-  return s;
 }
 
 RunOptions Bounded() {

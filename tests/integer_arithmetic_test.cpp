@@ -12,12 +12,13 @@
 #include <string>
 
 #include "actors/runtime.hpp"
+#include "client/ops/state_ops.hpp"
 #include "core/tensor_proto.hpp"
 #include "graph/constant_folding.hpp"
-#include "graph/state_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::Cpu;
 using test::MakeTensor;
 using test::RunOk;
 using test::RunStatus;
@@ -30,8 +31,6 @@ constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMin32 = std::numeric_limits<int32_t>::lowest();
 constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin64 = std::numeric_limits<int64_t>::lowest();
-
-Device* Cpu() { return Runtime::Default()->devices()[0]; }
 
 using Build = std::function<Output(const Scope&, const std::vector<Output>&)>;
 

@@ -8,19 +8,12 @@
 
 using namespace actorflow;
 using test::MakeTensor;
+using test::Run1;
 using test::RunOk;
 using test::RunStatus;
+using test::ShapeOf;
 using test::Values;
 using Catch::Matchers::Contains;
-
-namespace {
-template <class T>
-std::vector<T> Run1(const Scope& root, const Output& o) {
-  auto out = RunOk(root, {o});
-  return Values<T>(out[0]);
-}
-std::vector<int64_t> ShapeOf(const Scope& root, const Output& o) { return RunOk(root, {o})[0].shape().dim_sizes(); }
-}  // namespace
 
 TEST_CASE("binary arithmetic with numpy broadcasting") {
   Scope root = Scope::NewRootScope();

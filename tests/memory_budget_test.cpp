@@ -9,12 +9,13 @@
 #include <thread>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/session.hpp"
 #include "core/allocator.hpp"
 #include "devices/device.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::OnRuntime;
 using test::ToDef;
 
 namespace {
@@ -22,9 +23,7 @@ namespace {
 constexpr int64_t kBudget = int64_t{64} << 20;
 
 RuntimeOptions Budgeted(int cpu_devices = 1) {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  o.num_cpu_devices = cpu_devices;
+  RuntimeOptions o = test::TwoThreads(cpu_devices);
   o.device_memory_limit_bytes = kBudget;
   return o;
 }
@@ -39,12 +38,6 @@ proto::GraphDef FillGraph(DataType dtype = DT_FLOAT) {
   auto fill = ops::Fill(root.WithOpName("fill"), dims, value);
   ops::Size(root.WithOpName("size"), fill);
   return ToDef(root);
-}
-
-SessionOptions OnRuntime(Runtime* rt) {
-  SessionOptions o;
-  o.runtime = rt;
-  return o;
 }
 
 Tensor Dims(int64_t n) { return test::MakeTensor<int32_t>({static_cast<int32_t>(n)}, TensorShape{1}); }

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "client/ops/parsing_ops.hpp"
 #include "core/io/record_writer.hpp"
 #include "core/io/text_line_reader.hpp"
 #include "core/io/tfrecord_file_reader.hpp"
-#include "graph/parsing_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "test_util.hpp"
 
@@ -23,14 +23,11 @@ using namespace actorflow;
 using actorflow::test::MakeTensor;
 using actorflow::test::RunOk;
 using actorflow::test::RunStatus;
+using actorflow::test::Strings;
 using actorflow::test::Values;
 using Catch::Matchers::Contains;
 
 namespace {
-
-Tensor Strings(const std::vector<std::string>& v) {
-  return MakeTensor<std::string>(v, TensorShape{static_cast<int64_t>(v.size())});
-}
 
 /// An empty vector default: the field is required.
 template <class T>

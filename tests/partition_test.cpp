@@ -13,26 +13,24 @@
 #include <set>
 
 #include "actors/runtime.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
 #include "graph/graph_def_io.hpp"
-#include "graph/optimizers.hpp"
 #include "graph/partition.hpp"
-#include "graph/state_ops.hpp"
-#include "graph/variables.hpp"
 #include "ops/attrs.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::Cpus;
+using test::kCpu0;
+using test::kCpu1;
+using test::kCpu2;
 using test::MakeTensor;
 using test::ToDef;
 using test::Values;
 
 namespace {
-
-const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
-const std::string kCpu2 = "/job:localhost/replica:0/task:0/device:CPU:2";
-
-RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // Imports `def` and assigns every node the device it requests (full names), as the placer would.
 void ImportAssigned(const proto::GraphDef& def, Graph* g) {

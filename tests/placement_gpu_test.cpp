@@ -13,8 +13,11 @@
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
+#include "test_util.hpp"
 
 using namespace actorflow;
+using test::kCpu;
+using test::kGpu;
 
 namespace {
 
@@ -31,9 +34,6 @@ class PassThrough : public OpKernel {
 AF_REGISTER_KERNEL(KernelDefBuilder("PlacementTestOp").Device(DEVICE_CPU), PassThrough);
 AF_REGISTER_KERNEL(KernelDefBuilder("PlacementTestOp").Device(DEVICE_GPU), PassThrough);
 AF_REGISTER_KERNEL(KernelDefBuilder("PlacementTestCpuOnly").Device(DEVICE_CPU), PassThrough);
-
-constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
 
 struct Devices {
   Device cpu{kCpu, DEVICE_CPU, nullptr, nullptr};

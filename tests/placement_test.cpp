@@ -9,18 +9,22 @@
 #include <set>
 
 #include "actors/runtime.hpp"
+#include "client/gradients/gradients.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
 #include "devices/device_manager.hpp"
-#include "graph/gradients.hpp"
 #include "graph/graph_def_io.hpp"
-#include "graph/optimizers.hpp"
 #include "graph/placer.hpp"
-#include "graph/state_ops.hpp"
-#include "graph/variables.hpp"
 #include "ops/attrs.hpp"
 #include "ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::Cpus;
+using test::kCpu0;
+using test::kCpu1;
+using test::kCpu2;
 using test::MakeTensor;
 using test::ToDef;
 
@@ -29,12 +33,6 @@ namespace {
 // An op with no kernel at all: placing it must fail, naming it.
 AF_REGISTER_OP("TestNoKernel").Input("x: float").Output("y: float");
 AF_REGISTER_NO_GRADIENT("TestNoKernel");
-
-const std::string kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
-const std::string kCpu2 = "/job:localhost/replica:0/task:0/device:CPU:2";
-
-RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // Places `def` on the runtime's devices: node name -> assigned device.
 Status Place(const Runtime& rt, const proto::GraphDef& def, const PlacerOptions& options,

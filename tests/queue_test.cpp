@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/queue_ops.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/session.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -3,7 +3,7 @@
 // files from a filename queue, ReaderReadUpTo batches, OutOfRange once the
 // queue is closed and empty, damage reported and skipped, concurrent steps on
 // one reader, shared readers; then the filename producer
-// (graph/input_producers.hpp). Every wait is bounded: a test fails, never hangs.
+// (client/train/input_producers.hpp). Every wait is bounded: a test fails, never hangs.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -22,14 +22,14 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/ops/reader_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/input_producers.hpp"
 #include "core/io/file_output_stream.hpp"
 #include "core/io/record_writer.hpp"
 #include "core/io/zlib_output_stream.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/input_producers.hpp"
-#include "graph/queue_ops.hpp"
-#include "graph/reader_ops.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -38,6 +38,7 @@ using test::MakeTensor;
 using test::ToDef;
 using test::Finished;
 using test::StillWaiting;
+using test::Strings;
 using test::TwoThreads;
 namespace fs = std::filesystem;
 
@@ -73,12 +74,6 @@ std::vector<std::string> TFRecordKeys(const std::string& path, const std::vector
     offset += 16 + r.size();
   }
   return keys;
-}
-
-Tensor Strings(const std::vector<std::string>& v) {
-  Tensor t(DT_STRING, TensorShape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<std::string>()[i] = v[i];
-  return t;
 }
 
 std::vector<std::string> StringValues(const Tensor& t) {

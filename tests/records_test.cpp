@@ -9,9 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,23 +25,12 @@
 using namespace actorflow;
 using namespace actorflow::io;
 using Catch::Matchers::Contains;
+using test::Frame;
+using test::ReadBytes;
+using test::WriteBytes;
 namespace fs = std::filesystem;
 
 namespace {
-
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// `data` deflated as one gzip (or zlib) stream by zlib itself.
 std::string Deflate(const std::string& data, bool gzip) {
@@ -78,19 +65,6 @@ std::string Inflate(const std::string& data, bool gzip) {
     out.append(buf, sizeof(buf) - zs.avail_out);
   }
   inflateEnd(&zs);
-  return out;
-}
-
-/// The framing of one record, built here from the format (not by RecordWriter).
-std::string Frame(const std::string& data) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(static_cast<uint64_t>(data.size()) >> (8 * i));
-  auto put32 = [&out](uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-  };
-  put32(crc32c::Mask(crc32c::Value(out.data(), 8)));
-  out += data;
-  put32(crc32c::Mask(crc32c::Value(data.data(), data.size())));
   return out;
 }
 

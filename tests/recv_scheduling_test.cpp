@@ -17,11 +17,10 @@
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::kCpu0;
+using test::kCpu1;
 
 namespace {
-
-constexpr char kCpu0[] = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
 
 // One partition on CPU:0, node by node.
 struct PartitionBuilder {
@@ -247,12 +246,7 @@ TEST_CASE("random partitions stay acyclic and are never gated by a _Recv") {
 namespace {
 
 struct TwoDevices {
-  TwoDevices() : rt([] {
-    RuntimeOptions ro;
-    ro.num_threads = 2;
-    ro.num_cpu_devices = 2;
-    return ro;
-  }()) {}
+  TwoDevices() : rt(test::TwoThreads(2)) {}
   SessionOptions Options(bool late) {
     SessionOptions so;
     so.runtime = &rt;

@@ -7,13 +7,13 @@
 #include <caf/io/all.hpp>
 
 #include "actors/container_actor.hpp"
-#include "actors/device_actor.hpp"
-#include "actors/messages.hpp"
+#include "actors/device/device_actor.hpp"
 #include "core/allocator.hpp"
 #include "core/resource_handle.hpp"
 #include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "graph/subgraph.hpp"
+#include "net/protocol.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

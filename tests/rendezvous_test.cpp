@@ -11,10 +11,10 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/messages.hpp"
 #include "actors/rendezvous_actor.hpp"
 #include "actors/runtime.hpp"
-#include "graph/gradients.hpp"
+#include "client/gradients/gradients.hpp"
+#include "net/protocol.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/sendrecv/rendezvous_access.hpp"
@@ -22,6 +22,7 @@
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::Cpus;
 using test::MakeTensor;
 using test::ToDef;
 using test::Values;
@@ -29,8 +30,6 @@ using test::Values;
 namespace {
 
 constexpr auto kAnswerWithin = std::chrono::seconds(30);  // a bound, never reached when things work
-
-RuntimeOptions Cpus(int n) { return test::TwoThreads(n); }
 
 // A rendezvous actor of its own on the runtime's system, stopped at the end.
 struct Rendezvous {

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "actors/session.hpp"
 #include "checkpoint/checkpoint_state.hpp"
-#include "graph/saver.hpp"
-#include "graph/state_ops.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/saver.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -9,14 +9,14 @@
 #include <map>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/control_flow_ops.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/ops/stack_ops.hpp"
+#include "client/session.hpp"
 #include "devices/device_manager.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/control_flow_ops.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/placer.hpp"
-#include "graph/queue_ops.hpp"
-#include "graph/stack_ops.hpp"
 #include "ops/stack/stack.hpp"
 #include "test_util.hpp"
 
@@ -25,7 +25,7 @@ using namespace actorflow::test;
 
 namespace {
 
-constexpr int64_t kStepBoundMs = 20000;  // a step that should finish does, long before
+constexpr int64_t kStepBoundMs = StepClient::kStepBoundMs;  // a step that should finish does, long before
 
 Status Run(Session* session, const std::vector<Output>& fetches, std::vector<Tensor>* out,
            const std::vector<std::pair<std::string, Tensor>>& feeds = {}, RunMetadata* metadata = nullptr) {

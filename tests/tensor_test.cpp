@@ -6,12 +6,12 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
-#include "actors/messages.hpp"
 #include "core/allocator.hpp"
 #include "core/proto/tensor.pb.h"
 #include "core/tensor.hpp"
 #include "core/tensor_eigen.hpp"
 #include "core/tensor_proto.hpp"
+#include "net/protocol.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -1,4 +1,5 @@
-// Helpers shared by the tests: tensors from values, and running a built graph.
+// Helpers shared by the tests: tensors from values, running a built graph,
+// runtimes and sessions, the local devices' names, and files.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -6,21 +7,35 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "core/io/crc32c.hpp"
 #include "core/tensor.hpp"
-#include "graph/cc_ops.hpp"
+#include "graph/graph_def_io.hpp"
 
 namespace actorflow {
 namespace test {
+
+/// Full names of a local runtime's devices, as placement assigns them.
+/// kCpu and kGpu are C strings (a Device is named with them); kCpu0..2 are
+/// std::strings (the tests build other names and messages from them).
+inline constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+inline constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
+inline const std::string kCpu0 = kCpu;
+inline const std::string kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+inline const std::string kCpu2 = "/job:localhost/replica:0/task:0/device:CPU:2";
 
 template <class T>
 Tensor MakeTensor(const std::vector<T>& values, const TensorShape& shape) {
@@ -36,6 +51,11 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.NumElements());
 }
 
+/// A vector (1-D tensor) of strings.
+inline Tensor Strings(const std::vector<std::string>& v) {
+  return MakeTensor<std::string>(v, TensorShape{static_cast<int64_t>(v.size())});
+}
+
 /// The scope's graph; REQUIREs that building it succeeded.
 inline proto::GraphDef ToDef(const Scope& root) {
   proto::GraphDef def;
@@ -43,6 +63,13 @@ inline proto::GraphDef ToDef(const Scope& root) {
   INFO(s.ToString());
   REQUIRE(s.ok());
   return def;
+}
+
+/// Imports the text-format GraphDef `text` into `g`.
+inline Status Import(const std::string& text, Graph* g) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ParseGraphDefText(text, &def));
+  return ImportGraphDef(def, g);
 }
 
 /// A chain of `depth` n x n MatMuls: far more than a millisecond of work
@@ -85,6 +112,17 @@ inline Status RunStatus(const Scope& root, const std::vector<Output>& fetches,
   return session.Run(feeds, names, {}, &out);
 }
 
+/// The values of `o`, from one run of the scope's graph (RunOk).
+template <class T>
+std::vector<T> Run1(const Scope& root, const Output& o, const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
+  return Values<T>(RunOk(root, {o}, feeds)[0]);
+}
+
+/// The shape of `o`, from one run of the scope's graph (RunOk).
+inline std::vector<int64_t> ShapeOf(const Scope& root, const Output& o) {
+  return RunOk(root, {o})[0].shape().dim_sizes();
+}
+
 /// Runs the shell command `cmd` (stderr too, bounded by `timeout 600`);
 /// returns its exit status (pclose's) and puts its output in `output`.
 inline int RunProgram(const std::string& cmd, std::string* output) {
@@ -102,6 +140,64 @@ inline RuntimeOptions TwoThreads(int cpu_devices = 1) {
   o.num_threads = 2;
   o.num_cpu_devices = cpu_devices;
   return o;
+}
+
+/// A runtime of `n` CPU devices (and two worker threads).
+inline RuntimeOptions Cpus(int n) { return TwoThreads(n); }
+
+/// The default runtime's first device (its CPU).
+inline Device* Cpu() { return Runtime::Default()->devices()[0]; }
+
+/// Options for a session on `rt`.
+inline SessionOptions OnRuntime(Runtime* rt) {
+  SessionOptions o;
+  o.runtime = rt;
+  return o;
+}
+
+/// A session on `rt` over the scope's graph; REQUIREs that it loads.
+inline std::unique_ptr<Session> Open(Runtime* rt, const Scope& root) {
+  SessionOptions so;
+  so.runtime = rt;
+  auto s = std::make_unique<Session>(so);
+  REQUIRE(s->Create(ToDef(root)).ok());
+  return s;
+}
+
+/// A session on the default runtime over the scope's graph; REQUIREs that it loads.
+inline std::unique_ptr<Session> Open(const Scope& root) {
+  auto s = std::make_unique<Session>();
+  REQUIRE(s->Create(ToDef(root)).ok());
+  return s;
+}
+
+/// The bytes of the file at `path`; REQUIREs that it opens.
+inline std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Writes `bytes` to `path`, replacing what it held; REQUIREs success.
+inline void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+/// One whole TFRecord of `data`, framed here from the format (not by
+/// RecordWriter): the length as uint64 LE, the masked CRC32C of those 8 bytes,
+/// the data, the masked CRC32C of the data.
+inline std::string Frame(const std::string& data) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(static_cast<uint64_t>(data.size()) >> (8 * i));
+  auto put32 = [&out](uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  put32(crc32c::Mask(crc32c::Value(out.data(), 8)));
+  out += data;
+  put32(crc32c::Mask(crc32c::Value(data.data(), data.size())));
+  return out;
 }
 
 /// A fresh directory under the system's temp directory, removed afterwards.

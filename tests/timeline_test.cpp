@@ -1,4 +1,4 @@
-// Step statistics (RunOptions::trace_level) and their Chrome trace (actors/timeline.hpp).
+// Step statistics (RunOptions::trace_level) and their Chrome trace (client/timeline.hpp).
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/device/step_state.hpp"
 #include "actors/runtime.hpp"
-#include "actors/step_state.hpp"
-#include "actors/timeline.hpp"
+#include "client/timeline.hpp"
 #include "devices/device.hpp"
 #include "test_util.hpp"
 

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <regex>
 
-#include "actors/session.hpp"
-#include "graph/optimizers.hpp"
-#include "graph/state_ops.hpp"
-#include "graph/variables.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

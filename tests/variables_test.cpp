@@ -9,24 +9,17 @@
 #include <thread>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
-#include "graph/state_ops.hpp"
-#include "graph/variables.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using test::MakeTensor;
-using test::ToDef;
+using test::Open;
 using test::Values;
 
 namespace {
-
-// A session over the scope's graph; REQUIREs that it loads.
-std::unique_ptr<Session> Open(const Scope& root) {
-  auto s = std::make_unique<Session>();
-  REQUIRE(s->Create(ToDef(root)).ok());
-  return s;
-}
 
 std::vector<Tensor> Run(Session& s, const std::vector<std::string>& fetches,
                         const std::vector<std::string>& targets = {},

@@ -52,7 +52,7 @@
 //
 // With --trace FILE every step runs with TraceLevel::kFullTrace and, once all
 // have run, the stats of all of them (failed ones included) are written to
-// FILE as one Chrome trace (actors/timeline.hpp); stderr says where. FILE is
+// FILE as one Chrome trace (client/timeline.hpp); stderr says where. FILE is
 // opened before the first step: one that cannot be is a usage error (2), a
 // write that fails at the end is 1.
 //
@@ -86,8 +86,8 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/runtime.hpp"
-#include "actors/session.hpp"
-#include "actors/timeline.hpp"
+#include "client/session.hpp"
+#include "client/timeline.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"

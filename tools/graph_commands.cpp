@@ -9,15 +9,13 @@
 #include <set>
 
 #include "actors/runtime.hpp"
+#include "client/builder.hpp"
+#include "client/gradients/gradients.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
-#include "graph/builder.hpp"
-#include "graph/gradients.hpp"
 #include "graph/graph.hpp"
 #include "graph/graph_def_io.hpp"
-#include "graph/partition.hpp"
-#include "graph/placer.hpp"
-#include "graph/subgraph.hpp"
+#include "graph/preparation.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "tools/cli_common.hpp"
@@ -90,24 +88,26 @@ Status BuildDot(const GraphArgs& args, const RuntimeOptions& runtime_options, st
   AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
-  if (!args.fetches.empty() || !args.targets.empty()) {
-    FeedFetchInfo info;
-    AF_RETURN_IF_ERROR(RewriteGraphForExecution(&g, args.feeds, args.fetches, args.targets, &info));
-  }
+  // The session's pipeline (graph/preparation.hpp), without optimization,
+  // up to the stage asked for.
+  PreparationOptions prep;
+  PreparedGraph prepared;
   if (!args.placed && !args.partitioned) {
+    prep.last_stage = PreparationStage::kPrune;
+    AF_RETURN_IF_ERROR(PrepareGraph(&g, args.feeds, args.fetches, args.targets, prep, &prepared));
     *dot = GraphToDot(g, DotGrouping::kNone);
     return Status::OK();
   }
   Runtime runtime(runtime_options);  // for its devices only: nothing runs
   AF_RETURN_IF_ERROR(CheckGpus(runtime, args.devices));
-  AF_RETURN_IF_ERROR(PlaceGraph(&g, runtime.device_manager(), PlacerOptions()));
+  prep.devices = &runtime.device_manager();
+  prep.last_stage = args.partitioned ? PreparationStage::kPartition : PreparationStage::kPlace;
+  AF_RETURN_IF_ERROR(PrepareGraph(&g, args.feeds, args.fetches, args.targets, prep, &prepared));
   if (!args.partitioned) {
     *dot = GraphToDot(g, DotGrouping::kByDevice);
     return Status::OK();
   }
-  std::vector<GraphPartition> partitions;
-  AF_RETURN_IF_ERROR(PartitionGraph(g, PartitionOptions(), &partitions));
-  return PartitionsToDot(partitions, dot);
+  return PartitionsToDot(prepared.partitions, dot);
 }
 
 // Writes `text` to `path` ("-": stdout).

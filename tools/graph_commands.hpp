@@ -15,7 +15,7 @@
 //
 // `gradients` loads a GraphDef as `run` does, adds the nodes computing the
 // gradient of the sum of the ys (every element of each) with respect to each x
-// (graph/gradients.hpp), writes the graph to the --out file (text for .pbtxt
+// (client/gradients/gradients.hpp), writes the graph to the --out file (text for .pbtxt
 // or .txt, binary otherwise) and prints the gradients' tensor names, one per
 // line in --x order, ready for `run --fetch`. Exit status: 0 done, 1 the
 // output could not be written, 2 a usage error, a graph that does not load or

@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/session.hpp"
+#include "client/session.hpp"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 #include "tools/json_tensor.hpp"

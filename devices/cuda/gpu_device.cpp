@@ -29,13 +29,14 @@ int GpuCount() {
   return count;
 }
 
-GpuDevice::GpuDevice(int ordinal, ComputePool* pool)
-    : Device("/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(ordinal), DEVICE_GPU,
+GpuDevice::GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool)
+    : Device(task_name + "/device:GPU:" + std::to_string(ordinal), DEVICE_GPU,
              gpu_allocator(ordinal), pool),
       ordinal_(ordinal), short_name_("GPU:" + std::to_string(ordinal)), host_allocator_(gpu_host_allocator()) {}
 
-Status GpuDevice::Create(int ordinal, ComputePool* pool, std::unique_ptr<GpuDevice>* out) {
-  std::unique_ptr<GpuDevice> d(new GpuDevice(ordinal, pool));
+Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool* pool,
+                         std::unique_ptr<GpuDevice>* out) {
+  std::unique_ptr<GpuDevice> d(new GpuDevice(task_name, ordinal, pool));
   AF_RETURN_IF_ERROR(d->Activate());
   AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking),
                                 d->short_name_ + ": creating the compute stream"));
@@ -118,13 +119,14 @@ void GpuDevice::ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept 
 
 namespace {
 
-std::vector<std::unique_ptr<Device>> CreateGpuDevices(int max_devices, ComputePool* pool) {
+std::vector<std::unique_ptr<Device>> CreateGpuDevices(const std::string& task_name, int max_devices,
+                                                      ComputePool* pool) {
   std::vector<std::unique_ptr<Device>> out;
   const int n = GpuCount();
   const int want = max_devices < 0 ? n : std::min(n, max_devices);
   for (int i = 0; i < want; ++i) {
     std::unique_ptr<GpuDevice> d;
-    Status s = GpuDevice::Create(i, pool, &d);
+    Status s = GpuDevice::Create(task_name, i, pool, &d);
     if (!s.ok()) {
       std::fprintf(stderr, "actorflow: GPU:%d is not used: %s\n", i, s.ToString().c_str());
       continue;

@@ -1,14 +1,15 @@
 // GpuDevice: one CUDA GPU as a Device, executed by an ordinary device actor
-// (actors/device_actor.hpp).
+// (actors/device/device_actor.hpp).
 //
 // The Runtime creates one per GPU found at start (cudaGetDeviceCount; no
 // driver or no GPU means none, silently), up to RuntimeOptions::num_gpu_devices,
-// named "/job:localhost/replica:0/task:0/device:GPU:N" with N the CUDA ordinal.
+// named "<task>/device:GPU:N" (the Runtime's task, by default
+// "/job:localhost/replica:0/task:0") with N the CUDA ordinal.
 // Each has one compute stream, where its kernels enqueue work in node order,
 // and one copy stream for host<->device transfers (_Send and _Recv); both are
 // non-blocking streams, so nothing synchronizes with CUDA's legacy default stream.
 //
-// Execution: every GPU kernel is an AsyncOpKernel (devices/cuda/gpu_kernel.hpp)
+// Execution: every GPU kernel is an AsyncOpKernel (ops/gpu/gpu_kernel.hpp)
 // that enqueues its work and returns; ThenRun has `done` called on the compute
 // pool once that work has run (a cudaLaunchHostFunc callback, which may not
 // call CUDA, only hands it over). The device actor's thread never waits for
@@ -56,7 +57,7 @@ int GpuCount();
 class GpuDevice final : public Device {
  public:
   /// The device of GPU `ordinal`, with its streams; Internal naming the GPU when CUDA refuses.
-  static Status Create(int ordinal, ComputePool* pool, std::unique_ptr<GpuDevice>* out);
+  static Status Create(const std::string& task_name, int ordinal, ComputePool* pool, std::unique_ptr<GpuDevice>* out);
   /// Waits for both streams, then destroys them and the cuBLAS handle.
   ~GpuDevice() override;
 
@@ -80,7 +81,7 @@ class GpuDevice final : public Device {
   void ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept;
 
  private:
-  GpuDevice(int ordinal, ComputePool* pool);
+  GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool);
 
   const int ordinal_;
   const std::string short_name_;

@@ -6,7 +6,7 @@
 // convention for non-float tensors (devices/cuda/gpu_device.hpp). Identity
 // forwards its input, wherever it lives; NoOp (a target of control edges)
 // does nothing, as on the CPU.
-#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/op_kernel.hpp"
 
 namespace actorflow {

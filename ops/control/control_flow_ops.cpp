@@ -3,15 +3,12 @@
 // variants, which pass a variable's handle along).
 //
 // The kernels only move tensors. What makes them control flow is the executor
-// (actors/device_actor.cpp, actors/frame_state.hpp): an output a kernel leaves
+// (actors/device/executor.cpp, actors/device/propagation.hpp): an output a kernel leaves
 // unset is dead; a node with a dead input is dead and does not run, except
 // Merge, which fires on its first live input; Enter moves its input into a
 // child frame, Exit back into the parent, NextIteration into the next
 // iteration of its frame.
 #include "devices/device.hpp"
-#include "graph/cc_ops.hpp"
-#include "graph/control_flow_ops.hpp"
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -240,47 +237,10 @@ AF_REGISTER_KERNEL(KernelDefBuilder("RefNextIteration").Device(DEVICE_GPU), Forw
 AF_REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(DEVICE_GPU), LoopCondOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(DEVICE_GPU), ControlTriggerOp);
 
-// ---- Gradients --------------------------------------------------------------
-// LoopCond and ControlTrigger carry no differentiable value. Enter, Exit and
-// NextIteration are differentiated with the while loop they belong to (the
-// gradient builder treats a loop as a whole, graph/while_gradients.cpp); on
-// their own they refuse, saying so.
-
+// LoopCond and ControlTrigger carry no differentiable value; the gradients
+// of the other primitives are in client/gradients/control_flow_grad.cpp.
 AF_REGISTER_NO_GRADIENT("LoopCond");
 AF_REGISTER_NO_GRADIENT("ControlTrigger");
-
-Status ControlFlowPrimitiveGrad(const Scope&, const Operation& op, const std::vector<Output>&, std::vector<Output>*) {
-  return errors::Unimplemented("no gradient for '", op.node()->name(), "' (op '", op.node()->type_string(),
-                               "'): gradients of control flow are taken through Cond and WhileLoop");
-}
-
-// A cond's Switch: the gradient of its data is that of whichever output was
-// taken (the other's is dead), merged; the predicate gets none. (A loop's
-// Switches are differentiated with their loop, graph/while_gradients.cpp.)
-Status SwitchGrad(const Scope& scope, const Operation& op, const std::vector<Output>& dy, std::vector<Output>* dx) {
-  dx->push_back(ops::Merge(scope, {dy[0], dy[1]}).output);
-  dx->push_back(Output());
-  return scope.status();
-}
-AF_REGISTER_GRADIENT("Switch", SwitchGrad);
-AF_REGISTER_GRADIENT("RefSwitch", SwitchGrad);
-
-// A cond's Merge: the gradient goes back to the input that was taken
-// (value_index), dead to the others.
-Status MergeGrad(const Scope& scope, const Operation& op, const std::vector<Output>& dy, std::vector<Output>* dx) {
-  const Output index = op.output(1);
-  for (int i = 0; i < op.num_inputs(); ++i)
-    dx->push_back(ops::Switch(scope, dy[0], ops::Equal(scope, index, i)).output_true);
-  return scope.status();
-}
-AF_REGISTER_GRADIENT("Merge", MergeGrad);
-AF_REGISTER_GRADIENT("RefMerge", MergeGrad);
-AF_REGISTER_GRADIENT("Enter", ControlFlowPrimitiveGrad);
-AF_REGISTER_GRADIENT("RefEnter", ControlFlowPrimitiveGrad);
-AF_REGISTER_GRADIENT("Exit", ControlFlowPrimitiveGrad);
-AF_REGISTER_GRADIENT("RefExit", ControlFlowPrimitiveGrad);
-AF_REGISTER_GRADIENT("NextIteration", ControlFlowPrimitiveGrad);
-AF_REGISTER_GRADIENT("RefNextIteration", ControlFlowPrimitiveGrad);
 
 }  // namespace
 }  // namespace actorflow

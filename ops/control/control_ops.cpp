@@ -1,5 +1,4 @@
 // NoOp (a node that only orders others through control edges) and Assert.
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"

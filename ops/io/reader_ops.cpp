@@ -26,7 +26,7 @@
 #include "core/io/text_line_reader.hpp"
 #include "core/io/tfrecord_file_reader.hpp"
 #include "core/resource_handle.hpp"
-#include "graph/gradients.hpp"
+#include "devices/device.hpp"
 #include "ops/io/reader_resource.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -102,7 +102,7 @@ class ReaderDeclOp : public OpKernel {
     std::string container, shared_name;
     c->SetStatus(c->GetAttr("container", &container));
     c->SetStatus(c->GetAttr("shared_name", &shared_name));
-    encoded_ = DeclaredResourceHandle(container, shared_name, name()).Encode();
+    encoded_ = DeclaredResourceHandle(c->device() ? c->device()->name() : "", container, shared_name, name()).Encode();
     handle_ = Tensor(DT_RESOURCE, TensorShape{});
     handle_.scalar<std::string>() = encoded_;
   }

@@ -241,8 +241,9 @@ ReaderRegistry* ReaderRegistry::Global() {
 Status ReaderRegistry::LookupOrCreate(const std::string& handle, const std::string& signature,
                                       const std::function<Status(std::shared_ptr<ReaderResource>*)>& make,
                                       std::shared_ptr<ReaderResource>* out) {
+  const std::string key = ResourceIdentity(handle);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = readers_.find(handle);
+  auto it = readers_.find(key);
   if (it != readers_.end()) {
     if (auto existing = it->second.reader.lock()) {
       if (it->second.signature != signature) {
@@ -262,14 +263,15 @@ Status ReaderRegistry::LookupOrCreate(const std::string& handle, const std::stri
     if (e->second.reader.expired()) e = readers_.erase(e);
     else ++e;
   }
-  readers_[handle] = Entry{made, signature};
+  readers_[key] = Entry{made, signature};
   *out = std::move(made);
   return Status::OK();
 }
 
 Status ReaderRegistry::Lookup(const std::string& handle, std::shared_ptr<ReaderResource>* out) {
+  const std::string key = ResourceIdentity(handle);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = readers_.find(handle);
+  auto it = readers_.find(key);
   if (it != readers_.end()) {
     if (auto r = it->second.reader.lock()) {
       *out = std::move(r);

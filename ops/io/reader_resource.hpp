@@ -119,7 +119,7 @@ class ReaderRegistry {
     std::string signature;
   };
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> readers_;  // guarded by mu_
+  std::unordered_map<std::string, Entry> readers_;  // by ResourceIdentity; guarded by mu_
 };
 
 }  // namespace actorflow

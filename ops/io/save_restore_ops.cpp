@@ -23,7 +23,6 @@
 #include "core/cancellation.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/op_kernel.hpp"
-#include "graph/gradients.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 

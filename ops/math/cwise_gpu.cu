@@ -7,7 +7,7 @@
 // broadcast dim). Same-shape inputs take a plain loop. An output may reuse the
 // buffer of an input of its size that nothing else holds (each element is read
 // before it is written, by the same thread).
-#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/math/bcast.hpp"
 #include "ops/op_kernel.hpp"
 

@@ -6,7 +6,7 @@
 // swapped, and each operand's transpose flag kept. cuBLAS's default math mode
 // is used (full float32; no TF32 tensor cores).
 #include "devices/cuda/cublas_api.hpp"
-#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 

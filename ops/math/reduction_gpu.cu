@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "devices/cuda/block_reduce.cuh"
-#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/shape_inference.hpp"

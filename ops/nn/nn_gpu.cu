@@ -7,7 +7,7 @@
 // device's convention): they are checked there, as on the CPU, and copied to
 // the device through pinned staging.
 #include "devices/cuda/block_reduce.cuh"
-#include "devices/cuda/gpu_kernel.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/shape_inference.hpp"
 

@@ -18,7 +18,6 @@
 #include <string_view>
 #include <vector>
 
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/parsing/number_parsing.hpp"

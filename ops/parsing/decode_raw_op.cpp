@@ -10,7 +10,6 @@
 #include <cstring>
 #include <string>
 
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"

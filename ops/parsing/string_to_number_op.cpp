@@ -4,7 +4,6 @@
 // InvalidArgument quoting it.
 #include <string>
 
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/parsing/number_parsing.hpp"

@@ -1,89 +1,15 @@
-// How queue kernels reach queue actors, and the messages between them.
-//
-// A queue (FIFOQueueV2, RandomShuffleQueueV2, PaddingFIFOQueueV2,
-// PriorityQueueV2) is an actor (actors/queue_actor.hpp) holding its elements
-// and the operations waiting on it. The op that declares a queue outputs a
-// DT_RESOURCE scalar holding its encoded ResourceHandle (container, shared
-// name); the process's container actor (actors/container_actor.hpp) keeps the
-// directory from handles to queue actors, so queues are shared by name across
-// the sessions of a process.
-//
-// Kernels never wait: they send a QueueRequest through QueueAccess (the device
-// actor implements it) and finish when the queue actor answers. A full queue
-// keeps an enqueue waiting inside the queue actor, an empty one a dequeue;
-// no thread is held. A failing step (error, deadline, closed session) cancels
-// its waiting requests (QueueCancelStep), and the queue stays usable.
+// QueueAccess: how queue kernels reach queue actors (actors/queue_actor.hpp)
+// with the messages of net/queue_service.hpp. The device actor implements it;
+// a kernel never waits: it finishes when the queue actor answers.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
+#include "net/queue_service.hpp"
 
 namespace actorflow {
-
-enum class QueueKind : int32_t { kFifo = 0, kRandomShuffle = 1, kPaddingFifo = 2, kPriority = 3 };
-const char* QueueKindName(QueueKind kind);
-
-/// What a queue op declares. For kPriority, component_types and shapes
-/// include the int64 scalar priority as component 0.
-struct QueueSpec {
-  int32_t kind = 0;                          // a QueueKind
-  std::vector<int32_t> component_types;      // DataTypes
-  std::vector<PartialTensorShape> shapes;    // empty, or one per component
-  int64_t capacity = -1;                     // -1: unbounded
-  int64_t min_after_dequeue = 0;             // shuffle queue
-  int64_t seed = 0, seed2 = 0;               // shuffle queue; both 0: nondeterministic
-};
-
-/// Why two declarations of one shared queue disagree ("" when they agree).
-std::string QueueSpecMismatch(const QueueSpec& existing, const QueueSpec& requested);
-
-enum class QueueOp : int32_t {
-  kEnqueue = 0,       // components: one element
-  kEnqueueMany = 1,   // components: a batch along dimension 0
-  kDequeue = 2,       // answer: one element
-  kDequeueMany = 3,   // num elements, batched along a new dimension 0
-  kDequeueUpTo = 4,   // as kDequeueMany, fewer once closed
-  kClose = 5,         // flag: cancel pending enqueues
-  kSize = 6,          // answer: value
-  kIsClosed = 7,      // answer: value (0/1)
-};
-
-/// To a queue actor; answered with a QueueResponse when done.
-struct QueueRequest {
-  int32_t op = 0;        // a QueueOp
-  int64_t step_id = 0;   // the client's step: QueueCancelStep names it
-  std::vector<Tensor> components;
-  int64_t num = 0;       // kDequeueMany / kDequeueUpTo
-  bool flag = false;     // kClose: cancel_pending_enqueues
-};
-
-struct QueueResponse {
-  Status status;
-  std::vector<Tensor> components;
-  int64_t value = 0;
-};
-
-/// From a device actor to a queue actor: fail the waiting requests it sent
-/// for step `step_id` with `status`; no answer.
-struct QueueCancelStep {
-  int64_t step_id = 0;
-  Status status;
-};
-
-/// To the container actor: the queue of `handle` (an encoded ResourceHandle),
-/// created with `spec` if it does not exist yet (`create`), else checked
-/// against it. Answered with a QueueOpenResponse.
-struct QueueOpenRequest {
-  std::string handle;
-  QueueSpec spec;
-  bool create = false;  // false: look the queue up only (NotFound if absent)
-};
 
 class QueueAccess {
  public:

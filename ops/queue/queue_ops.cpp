@@ -7,7 +7,7 @@
 
 #include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
-#include "graph/gradients.hpp"
+#include "devices/device.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/queue/queue_access.hpp"
@@ -72,7 +72,7 @@ class QueueDeclOp : public AsyncOpKernel {
     if (!shapes.empty() && shapes.size() != types.size())
       c->SetStatus(errors::InvalidArgument(name(), ": ", types.size(), " component types but ", shapes.size(),
                                            " shapes"));
-    encoded_ = DeclaredResourceHandle(container, shared_name, name()).Encode();
+    encoded_ = DeclaredResourceHandle(c->device() ? c->device()->name() : "", container, shared_name, name()).Encode();
     handle_ = Tensor(DT_RESOURCE, TensorShape{});  // every run outputs this one (shared, never copied)
     handle_.scalar<std::string>() = encoded_;
   }

@@ -12,7 +12,6 @@
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
-#include "graph/gradients.hpp"
 #include "ops/array/array_util.hpp"
 #include "ops/array/copy_util.hpp"
 #include "ops/op_kernel.hpp"

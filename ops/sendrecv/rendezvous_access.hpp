@@ -9,7 +9,7 @@
 // step is aborted. The device actor implements RendezvousAccess by messages,
 // so a waiting Recv holds no thread.
 //
-// Keys: ops/sendrecv/rendezvous_key.hpp.
+// Keys: net/rendezvous_key.hpp.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 #include "core/status.hpp"
 #include "core/tensor.hpp"
-#include "ops/sendrecv/rendezvous_key.hpp"
+#include "net/rendezvous_key.hpp"
 
 namespace actorflow {
 

@@ -8,7 +8,7 @@
 
 #include "core/status.hpp"
 #include "core/tensor.hpp"
-#include "ops/sendrecv/rendezvous_key.hpp"
+#include "net/rendezvous_key.hpp"
 
 namespace actorflow {
 

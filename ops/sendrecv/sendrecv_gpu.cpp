@@ -11,8 +11,8 @@
 // both are asynchronous kernels finished by GpuDevice::ThenRun.
 #include <cstring>
 
-#include "devices/cuda/gpu_kernel.hpp"
 #include "devices/pool_allocator.hpp"
+#include "ops/gpu/gpu_kernel.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/sendrecv/rendezvous_access.hpp"
 #include "ops/sendrecv/sendrecv_common.hpp"

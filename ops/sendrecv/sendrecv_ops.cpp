@@ -2,7 +2,6 @@
 // devices (graph/partition.hpp). They meet in the rendezvous actor under the
 // key made of their shared attrs (ops/sendrecv/rendezvous_access.hpp). The GPU
 // kernels, which copy between host and device memory, are in sendrecv_gpu.cpp.
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/sendrecv/rendezvous_access.hpp"

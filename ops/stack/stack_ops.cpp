@@ -8,7 +8,6 @@
 // two pushes or pops of one stack must never be merged as common
 // subexpressions. None has a gradient.
 #include "core/resource_handle.hpp"
-#include "graph/gradients.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"

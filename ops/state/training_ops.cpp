@@ -3,7 +3,6 @@
 // formula in place (ops/state/variable_updates.cpp). The output is the
 // variable's reference, after the update.
 #include "ops/op_kernel.hpp"
-#include "graph/gradients.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 #include "ops/state/variable_ops.hpp"

@@ -6,12 +6,12 @@
 // counter variable up to a limit (the epoch counter of input producers).
 #include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
-#include "graph/gradients.hpp"
+#include "devices/device.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 #include "ops/state/variable_ops.hpp"
-#include "ops/state/variable_requests.hpp"
+#include "ops/state/variable_access.hpp"
 
 namespace actorflow {
 
@@ -62,6 +62,7 @@ class VariableV2Op : public OpKernel {
  public:
   explicit VariableV2Op(OpKernelConstruction* c) : OpKernel(c) {
     ResourceHandle h;
+    if (c->device()) h.device = c->device()->name();
     c->SetStatus(c->GetAttr("container", &h.container));
     c->SetStatus(c->GetAttr("shared_name", &h.name));
     c->SetStatus(c->GetAttr("dtype", &h.dtype));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ops/op_kernel.hpp"
-#include "ops/state/variable_requests.hpp"
+#include "ops/state/variable_access.hpp"
 
 namespace actorflow {
 

@@ -9,7 +9,7 @@
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 #include "core/tensor_shape.hpp"
-#include "ops/state/variable_requests.hpp"
+#include "ops/state/variable_access.hpp"
 
 namespace actorflow {
 

@@ -1,0 +1,243 @@
+#include "actors/device/actor_access.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+
+#include "devices/device.hpp"
+#include "net/queue_service.hpp"
+#include "net/variable_service.hpp"
+
+namespace actorflow {
+
+namespace {
+
+// Runs `fn`, the handling of an answer from another actor, as part of the
+// executor's loop on the device actor's thread.
+template <class Fn>
+void Answered(caf::event_based_actor* self, Executor* executor, Fn&& fn) {
+  Executor::RunningScope running(executor, self->context());
+  executor->RunCallback(std::forward<Fn>(fn));
+}
+
+// The one round trip to another actor: `done` gets the answer on the
+// executor's thread, or, when none comes, a Response whose status is
+// `unanswered(error)`.
+template <class Response, class Request, class Done, class Unanswered>
+void Ask(caf::event_based_actor* self, Executor* executor, const caf::actor& dest, Request req, Done done,
+         Unanswered unanswered) {
+  self->request(dest, caf::infinite, std::move(req))
+      .then([self, executor, done](Response& r) mutable { Answered(self, executor, [&] { done(r); }); },
+            [self, executor, done, unanswered](caf::error& e) mutable {
+              Answered(self, executor, [&] {
+                Response r;
+                r.status = unanswered(e);
+                done(r);
+              });
+            });
+}
+
+Status ContainerDidNotAnswer(const caf::error& e) {
+  return errors::Unavailable("the container actor did not answer: ", caf::to_string(e));
+}
+
+}  // namespace
+
+// ---- Variables ---------------------------------------------------------------
+
+void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
+  if (!container_) {
+    VarReadResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", device_->name());
+    done(r);
+    return;
+  }
+  Ask<VarReadResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+}
+
+void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
+  UpdateAndAnswer(std::move(req), [done = std::move(done)](VarUpdateResponse& r) { done(r.status); });
+}
+
+void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) {
+  if (!container_) {
+    VarUpdateResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", device_->name());
+    done(r);
+    return;
+  }
+  Ask<VarUpdateResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+}
+
+// ---- Queues ------------------------------------------------------------------
+
+void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,
+                             std::function<void(const Status&)> done) {
+  if (!container_) {
+    done(errors::Unavailable("no container actor holds queues on ", device_->name()));
+    return;
+  }
+  Ask<QueueOpenResponse>(
+      self_, executor_, container_, QueueOpenRequest{handle, spec, true},
+      [this, handle, done](QueueOpenResponse& r) {
+        if (r.status.ok()) actors_[handle] = r.queue;
+        done(r.status);
+      },
+      ContainerDidNotAnswer);
+}
+
+void DeviceQueueAccess::Request(const std::string& handle, QueueRequest request, Done done) {
+  if (!executor_->OnThisThread()) {  // from a pool thread: the actor sends it on
+    bool signal = false;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      inbox_.push_back(Posted{handle, std::move(request), std::move(done)});
+      signal = !inbox_signalled_;
+      inbox_signalled_ = true;
+    }
+    if (signal) {
+      // The actor is alive: the step of the kernel asking is still running on it.
+      caf::actor me = caf::actor_cast<caf::actor>(self_);
+      device_->compute_pool()->Deliver(me, me, caf::make_message(queue_inbox_atom::value));
+    }
+    return;
+  }
+  auto it = actors_.find(handle);
+  if (it != actors_.end()) {
+    Send(it->second, std::move(request), std::move(done));
+    return;
+  }
+  if (!container_) {
+    QueueResponse r;
+    r.status = errors::Unavailable("no container actor holds queues on ", device_->name());
+    done(r);
+    return;
+  }
+  // Opened by another session or device: look it up, then send.
+  Ask<QueueOpenResponse>(
+      self_, executor_, container_, QueueOpenRequest{handle, QueueSpec(), false},
+      [this, handle, request, done](QueueOpenResponse& r) mutable {
+        if (!r.status.ok()) {
+          QueueResponse failed;
+          failed.status = r.status;
+          done(failed);
+          return;
+        }
+        actors_[handle] = r.queue;
+        Send(r.queue, std::move(request), std::move(done));
+      },
+      ContainerDidNotAnswer);
+}
+
+void DeviceQueueAccess::Send(const caf::actor& queue, QueueRequest request, Done done) {
+  auto cancelled = cancelled_.find(request.step_id);
+  if (cancelled != cancelled_.end()) {
+    QueueResponse failed;
+    failed.status = cancelled->second;
+    done(failed);
+    return;
+  }
+  auto& used = step_queues_[request.step_id];
+  if (std::find(used.begin(), used.end(), queue) == used.end()) used.push_back(queue);
+  Ask<QueueResponse>(self_, executor_, queue, std::move(request), std::move(done),
+                     [](const caf::error& e) { return errors::Cancelled("the queue is gone: ", caf::to_string(e)); });
+}
+
+void DeviceQueueAccess::DrainInbox() {
+  std::vector<Posted> posted;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    posted.swap(inbox_);
+    inbox_signalled_ = false;
+  }
+  for (Posted& p : posted) Request(p.handle, std::move(p.request), std::move(p.done));
+}
+
+void DeviceQueueAccess::CancelStep(int64_t client_step_id, const Status& s) {
+  cancelled_.emplace(client_step_id, s);
+  auto it = step_queues_.find(client_step_id);
+  if (it == step_queues_.end()) return;
+  for (const caf::actor& q : it->second) self_->send(q, QueueCancelStep{client_step_id, s});
+}
+
+// ---- Rendezvous --------------------------------------------------------------
+
+// On the actor's thread a Send joins the next batch; from elsewhere (a GPU
+// _Send hands its tensor over from a pool thread once the device-to-host copy
+// is done) it goes at once as its own message (RendezvousAccess::Send is
+// thread-safe).
+void DeviceRendezvousAccess::Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
+  if (!executor_->OnThisThread()) {  // a GPU _Send finishing on a pool thread
+    if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+    return;
+  }
+  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
+  out_.sends.push_back({step_id, key, value, is_dead});
+}
+
+uint64_t DeviceRendezvousAccess::Want(int64_t client_step_id, const RendezvousKey& key, Slot slot) {
+  uint64_t ticket;
+  if (!free_slots_.empty()) {
+    ticket = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    ticket = slots_.size();
+    slots_.emplace_back();
+  }
+  slot.used = true;
+  slots_[ticket] = std::move(slot);
+  if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
+  out_.recvs.push_back({client_step_id, key, ticket});
+  return ticket;
+}
+
+void DeviceRendezvousAccess::Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) {
+  if (!rendezvous_) {
+    done(errors::Unavailable("no rendezvous actor on ", device_->name()), Tensor(), false);
+    return;
+  }
+  Slot slot;
+  slot.callback = std::move(done);
+  Want(step_id, key, std::move(slot));
+}
+
+void DeviceRendezvousAccess::RecvForNode(int64_t step, int64_t client_step_id, IterationState* iter, int32_t node,
+                                         int64_t start_ns, const RendezvousKey& key) {
+  if (!rendezvous_) {
+    executor_->RecvNodeDone(step, iter, node, start_ns, errors::Unavailable("no rendezvous actor on ", device_->name()),
+                            Tensor(), false);
+    return;
+  }
+  Slot slot;
+  slot.step_id = step;
+  slot.iter = iter;
+  slot.node = node;
+  slot.start_ns = start_ns;
+  Want(client_step_id, key, std::move(slot));
+}
+
+void DeviceRendezvousAccess::Flush() {
+  if (first_buffered_ns_ == 0) return;
+  if (rendezvous_) self_->send(rendezvous_, std::move(out_));
+  out_ = RendezvousBatch();
+  first_buffered_ns_ = 0;
+}
+
+void DeviceRendezvousAccess::Deliver(RendezvousDeliver& d) {
+  for (auto& item : d.items) {
+    if (item.ticket >= slots_.size() || !slots_[item.ticket].used) continue;  // not ours (or answered already)
+    Slot slot = std::move(slots_[item.ticket]);
+    slots_[item.ticket] = Slot();
+    free_slots_.push_back(item.ticket);
+    if (slot.callback) slot.callback(item.status, std::move(item.value), item.is_dead);
+    else executor_->RecvNodeDone(slot.step_id, slot.iter, slot.node, slot.start_ns, item.status,
+                                 std::move(item.value), item.is_dead);
+  }
+}
+
+void DeviceRendezvousAccess::Abort(int64_t client_step_id, const Status& s) {
+  Flush();  // what the step sent so far goes first
+  if (rendezvous_) self_->send(rendezvous_, RendezvousAbort{client_step_id, s});
+}
+
+}  // namespace actorflow

@@ -1,0 +1,128 @@
+// How kernels of a device actor reach other actors: the container actor
+// (variables, the directory of queues), queue actors and the rendezvous
+// actor. Each access sends requests from the device actor and is answered
+// into its mailbox, so a kernel waiting for an answer holds no thread; the
+// answer runs on the executor's thread (Executor::RunCallback).
+//
+// Owned by the device actor (actors/device/device_actor.cpp), given to its
+// Executor as ExecutorServices; called on the actor's thread unless a
+// comment says otherwise.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/device/executor.hpp"
+#include "net/rendezvous_service.hpp"
+
+namespace actorflow {
+
+/// To the device actor itself: queue requests made off its thread wait in
+/// DeviceQueueAccess's inbox (handled by DrainInbox).
+using queue_inbox_atom = caf::atom_constant<caf::atom("af_qinbox")>;
+
+/// Variables, through the container actor.
+class DeviceVariableAccess final : public VariableAccess {
+ public:
+  DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container)
+      : self_(self), executor_(executor), device_(device), container_(std::move(container)) {}
+  void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
+  void Update(VarUpdateRequest req, std::function<void(const Status&)> done) override;
+  void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
+
+ private:
+  caf::event_based_actor* self_;
+  Executor* executor_;
+  Device* device_;
+  caf::actor container_;
+};
+
+/// Tensors between partitions (_Send, _Recv). The Sends and Recvs of one
+/// drained ready queue go out as one RendezvousBatch (Flush); tensors for the
+/// Recvs come back in RendezvousDeliver messages, handled on the actor's
+/// thread. No message per transfer. A Recv waits under a ticket (an index
+/// into slots_, echoed by the rendezvous): a _Recv node the executor serves
+/// itself as (step, node), other kernels with a callback.
+class DeviceRendezvousAccess final : public ExecutorRendezvous {
+ public:
+  DeviceRendezvousAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor rendezvous)
+      : self_(self), executor_(executor), device_(device), rendezvous_(std::move(rendezvous)) {}
+  void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) override;
+  void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) override;
+  void RecvForNode(int64_t step, int64_t client_step_id, IterationState* iter, int32_t node, int64_t start_ns,
+                   const RendezvousKey& key) override;
+  void Abort(int64_t client_step_id, const Status& s) override;
+  void Flush() override;
+  /// Hands delivered tensors (or errors) to the Recvs waiting for them.
+  void Deliver(RendezvousDeliver& d);
+
+ private:
+  struct Slot {
+    RecvCallback callback;  // a kernel's Recv; empty for a node served directly
+    int64_t step_id = 0;    // the executor's step of a node served directly
+    IterationState* iter = nullptr;
+    int32_t node = -1;
+    int64_t start_ns = 0;   // when it began waiting, for step stats
+    bool used = false;
+  };
+  uint64_t Want(int64_t client_step_id, const RendezvousKey& key, Slot slot);
+
+  caf::event_based_actor* self_;
+  Executor* executor_;
+  Device* device_;
+  caf::actor rendezvous_;
+  RendezvousBatch out_;
+  std::vector<Slot> slots_;  // by ticket
+  std::vector<uint64_t> free_slots_;
+};
+
+/// Queue actors. Handles resolve through the container actor, once (then
+/// cached); requests go to the queue actor. A step that fails cancels what it
+/// waits for in queues (QueueCancelStep). A request made off the actor's
+/// thread (a reader op that finished a file on a pool thread) waits in an
+/// inbox that the actor empties (queue_inbox_atom).
+class DeviceQueueAccess final : public ExecutorQueues {
+ public:
+  DeviceQueueAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container)
+      : self_(self), executor_(executor), device_(device), container_(std::move(container)) {}
+  void Open(const std::string& handle, const QueueSpec& spec, std::function<void(const Status&)> done) override;
+  /// Any thread (see QueueAccess::Request).
+  void Request(const std::string& handle, QueueRequest request, Done done) override;
+  void CancelStep(int64_t client_step_id, const Status& s) override;
+  void StepEnded(int64_t client_step_id) override {
+    if (step_queues_.empty() && cancelled_.empty()) return;  // the common step: no queue touched
+    step_queues_.erase(client_step_id);
+    cancelled_.erase(client_step_id);
+  }
+  /// Sends on the requests made off the actor's thread.
+  void DrainInbox();
+
+ private:
+  void Send(const caf::actor& queue, QueueRequest request, Done done);
+
+  caf::event_based_actor* self_;
+  Executor* executor_;
+  Device* device_;
+  caf::actor container_;
+  std::unordered_map<std::string, caf::actor> actors_;                // by encoded handle
+  std::unordered_map<int64_t, std::vector<caf::actor>> step_queues_;  // queues a running step has asked
+  std::unordered_map<int64_t, Status> cancelled_;  // failed steps: a request they still make fails at once
+  struct Posted {
+    std::string handle;
+    QueueRequest request;
+    Done done;
+  };
+  std::mutex inbox_mu_;
+  std::vector<Posted> inbox_;     // guarded by inbox_mu_
+  bool inbox_signalled_ = false;  // guarded by inbox_mu_: a queue_inbox_atom is on its way
+};
+
+}  // namespace actorflow

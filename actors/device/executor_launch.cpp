@@ -1,0 +1,118 @@
+// Kernel launch: the one place a kernel context is filled (MakeParams), the
+// one wrapper turning a kernel's exception into its Status (ComputeSafely),
+// and the launch of nodes that run off the executor's thread.
+#include <caf/mailbox_element.hpp>
+
+#include "actors/device/executor.hpp"
+#include "core/exception_status.hpp"
+#include "devices/device.hpp"
+
+namespace actorflow {
+
+// A node running off the host's thread: its context lives until it completes.
+struct Executor::OffHostRun {
+  int64_t start_ns = 0;  // for step stats
+  IterationState* iter = nullptr;
+  bool dead = false;
+  OpKernelContext::Params params;
+  std::vector<Tensor> outputs;
+  std::unique_ptr<OpKernelContext> ctx;
+  // The completion, made when the node starts (where failing to allocate it
+  // fails only the node): the kernel's end fills and delivers it without
+  // allocating, so it cannot fail and leave the step waiting.
+  caf::mailbox_element_ptr done_msg;
+};
+
+void Executor::ComputeSafely(OpKernel* kernel, OpKernelContext* ctx, bool async_inline) noexcept {
+  try {
+    if (async_inline) kernel->AsAsync()->ComputeInline(ctx);
+    else kernel->Compute(ctx);
+  } catch (const std::bad_alloc&) {  // what() names the bytes when a tensor did not fit
+    ctx->SetStatus(CurrentExceptionStatus());
+  } catch (...) {
+    ctx->SetStatus(CurrentExceptionStatus("kernel threw"));
+  }
+}
+
+void Executor::MakeParams(StepState* step, IterationState* iter, const NodeItem& item, Tensor* inputs,
+                          Tensor* outputs, bool dead, OpKernelContext::Params* p) const {
+  p->step_id = step->client_step_id;
+  p->frame_id = iter->frame->id;
+  p->iteration = iter->iter;
+  p->parent_iterations = &iter->frame->parent_iterations;
+  p->is_input_dead = dead;
+  p->device = services_.device;
+  p->op_kernel = item.kernel;
+  p->inputs = inputs;  // stable: the step lives while this node is outstanding
+  p->num_inputs = item.num_inputs;
+  p->outputs = outputs;
+  p->num_outputs = item.num_outputs;
+  p->call_frame = step->call_frame();
+  p->cancellation = step->cancellation();
+  p->variables = services_.variables;
+  p->rendezvous = services_.rendezvous;
+  p->queues = services_.queues;
+  p->step_resources = step->resources();
+}
+
+void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node, const NodeItem& item,
+                             Tensor* inputs, bool dead) {
+  // Freed here if anything below throws (ExecuteNode then fails the node);
+  // from the kernel's start on, `done` frees it.
+  std::unique_ptr<OffHostRun> owned(new OffHostRun());
+  OffHostRun* run = owned.get();
+  run->outputs.resize(item.num_outputs);
+  run->iter = iter;
+  run->dead = dead;
+  MakeParams(step, iter, item, inputs, run->outputs.data(), dead, &run->params);
+  run->ctx = std::make_unique<OpKernelContext>(&run->params);
+  const int64_t step_id = step->step_id();
+  run->start_ns = step->collect_stats ? NowNanos() : 0;
+  run->done_msg = services_.host->MakeCompletion();
+  // Called exactly once; `run` is freed only after the completion is filled.
+  auto done = [this, run, step_id, node]() noexcept {
+    const bool timed = run->start_ns != 0;
+    caf::mailbox_element_ptr msg = std::move(run->done_msg);
+    KernelDone& d = msg->content().get_mutable_as<KernelDone>(0);
+    d.step_id = step_id;
+    d.node_id = node;
+    d.status = run->ctx->status();  // shares the message: no allocation
+    d.outputs = std::move(run->outputs);
+    d.start_ns = run->start_ns;
+    d.end_ns = timed ? NowNanos() : 0;
+    d.thread = timed ? ThisThreadId() : 0;
+    d.iteration = run->iter;
+    d.is_dead = run->dead;
+    delete run;
+    // On the executor's own thread (inside its host's handler) the result
+    // goes straight to its queue of completions when that queue has room to
+    // grow; otherwise, and from anywhere else, by the message made at the start.
+    if (OnThisThread()) {
+      try {
+        completed_.push_back(std::move(d));
+        return;
+      } catch (...) {  // no memory to grow the queue: `d` was not moved from
+      }
+    }
+    services_.host->DeliverCompletion(std::move(msg));
+  };
+  if (item.is_async) {
+    owned.release();
+    try {
+      item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), done);
+    } catch (...) {  // by the AsyncOpKernel contract, one that throws has not called done
+      run->ctx->SetStatus(CurrentExceptionStatus("starting the kernel"));
+      done();
+    }
+  } else {
+    OpKernel* kernel = item.kernel;
+    services_.device->compute_pool()->Schedule([kernel, run, done = std::move(done)]() mutable {
+      if (run->start_ns != 0) run->start_ns = NowNanos();  // when the pool started it
+      ComputeSafely(kernel, run->ctx.get());
+      done();
+    });
+    owned.release();  // scheduled: the job owns it now
+  }
+}
+
+}  // namespace actorflow

@@ -1,0 +1,103 @@
+// Variable reads. A ready node with inputs taken by value from ref edges
+// (deref inputs) first reads those variables from the container actor, so it
+// sees their values as of now, after everything it depends on. Such nodes
+// wait in `read_wait_` until the ready queue is drained; then each step's
+// waiting nodes read in one request: one container round trip per batch
+// rather than one per node.
+#include "actors/device/executor.hpp"
+#include "core/resource_handle.hpp"
+
+namespace actorflow {
+
+// Sends one read for `nodes` (ready, of one live step). A node whose handle
+// is malformed fails alone; nodes of a step that failed meanwhile are skipped.
+void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nodes) {
+  const ExecutorPlan& plan = step->plan();
+  struct Fill {
+    IterationState* iter;  // alive while its reading node is outstanding
+    int32_t slot;          // input slot in the iteration
+    int32_t deref;         // index into the iteration's deref flags
+  };
+  VarReadRequest req;
+  std::vector<Fill> fills;  // per handle of the request
+  std::vector<TaggedNode> reading;
+  for (const TaggedNode& t : nodes) {
+    if (step->failed()) {
+      ExecuteNode(step, t.iter, t.node, t.dead);  // skips it; `step` may end with the last one
+      continue;
+    }
+    const NodeItem& item = plan.item(t.node);
+    IterationState& iter = *t.iter;
+    Status bad;
+    const size_t first = req.handles.size();
+    for (int32_t k = 0; k < item.num_deref && bad.ok(); ++k) {
+      if (iter.derefed[item.deref_local + k]) continue;
+      const std::string* handle = nullptr;
+      const int32_t slot = item.input_start + plan.deref_inputs(item)[k];
+      if (item.kind == NodeKind::kMerge && !iter.inputs[slot].IsInitialized()) {
+        iter.derefed[item.deref_local + k] = 1;  // a merge input that did not come: nothing to read
+        continue;
+      }
+      bad = RefTensorHandle(iter.inputs[slot], &handle);
+      if (bad.ok()) {
+        req.handles.push_back(*handle);
+        fills.push_back({t.iter, slot, item.deref_local + k});
+      }
+    }
+    if (!bad.ok()) {
+      req.handles.resize(first);
+      fills.resize(first);
+      Propagate(step, t.iter, t.node, bad, inline_outputs_.data());
+      continue;
+    }
+    reading.push_back(t);
+  }
+  if (reading.empty()) return;  // `step` may be gone
+  const int64_t step_id = step->step_id();
+  auto answered = [this, step_id, fills = std::move(fills), reading = std::move(reading)](VarReadResponse& r) {
+    auto it = steps_.find(step_id);
+    if (it == steps_.end()) return;  // cannot happen: the reading nodes keep their step
+    StepState* step = it->second.state.get();
+    if (r.status.ok() && r.values.size() != fills.size())
+      r.status = errors::Internal("container answered ", r.values.size(), " values for ", fills.size());
+    if (!r.status.ok()) {
+      // The first fails the step; the others, still outstanding, are skipped.
+      Propagate(step, reading[0].iter, reading[0].node, r.status, inline_outputs_.data());
+      for (size_t i = 1; i < reading.size(); ++i) ready_.push_back(reading[i]);
+      return;
+    }
+    for (size_t i = 0; i < fills.size(); ++i) {
+      fills[i].iter->inputs[fills[i].slot] = std::move(r.values[i]);
+      fills[i].iter->derefed[fills[i].deref] = 1;
+    }
+    // Still outstanding, they run (or are skipped) from the queue.
+    for (const TaggedNode& t : reading) ready_.push_back(t);
+  };
+  if (!services_.variables) {
+    VarReadResponse r;
+    r.status = errors::Unavailable("no container actor holds variables on ", services_.device->name());
+    answered(r);
+    return;
+  }
+  services_.variables->Read(std::move(req), std::move(answered));
+}
+
+// Sends the reads of every node in `read_wait_`, one request per step.
+void Executor::SendReads() {
+  std::vector<TaggedNode> waiting;
+  waiting.swap(read_wait_);
+  std::vector<TaggedNode> nodes;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    StepState* step = waiting[i].step;
+    if (!step) continue;  // taken with an earlier step's batch
+    nodes.clear();
+    for (size_t j = i; j < waiting.size(); ++j) {
+      if (waiting[j].step != step) continue;
+      nodes.push_back(waiting[j]);
+      waiting[j].step = nullptr;
+    }
+    SendStepReads(step, nodes);
+  }
+}
+
+}  // namespace actorflow

@@ -1,0 +1,37 @@
+// Building blocks of gradient functions (ops/*/*_grad.cpp): constants of an
+// op's dtype, full reductions, and the reduction of a broadcasting op's
+// gradient back to the shapes of its inputs.
+#pragma once
+
+#include <vector>
+
+#include "client/ops/cc_ops.hpp"
+
+namespace actorflow {
+namespace grad {
+
+/// A scalar Const of `dtype` (float, double, int32 or int64) holding `value`;
+/// records an error in the scope for other dtypes.
+Output ScalarOf(const Scope& scope, double value, DataType dtype);
+
+/// The sum of all elements of `x`: a scalar.
+Output SumAll(const Scope& scope, const Output& x);
+
+/// For a binary op that broadcasts x = op.input(0) and y = op.input(1): sums
+/// gx and gy (gradients of the output's shape; invalid: none) over the axes
+/// along which x and y were broadcast, reshapes them to x's and y's shapes and
+/// appends them to `grad_outputs`. Skips the reduction when both shapes are
+/// statically known and equal.
+Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const Output& gx, const Output& gy,
+                                std::vector<Output>* grad_outputs);
+
+/// `grad` (the gradient of a reduction over `axes` of `x`, with or without
+/// keep_dims) broadcast back to x's shape: every element of x gets the
+/// gradient of the output element it was reduced into.
+/// True when `axes` is a constant naming every axis of `x`, whose rank is known.
+bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes);
+
+Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes);
+
+}  // namespace grad
+}  // namespace actorflow

@@ -1,0 +1,194 @@
+#include "client/ops/cc_ops.hpp"
+
+namespace actorflow {
+namespace ops {
+
+namespace {
+Output First(const Operation& op) { return op.node() ? Output(op.node(), 0) : Output(); }
+Output Unary(const Scope& s, const char* op, const Input& x) { return First(s.AddOp(op, {{s.AsOutput(x)}})); }
+Output Binary(const Scope& s, const char* op, const Input& x, const Input& y) {
+  return First(s.AddOp(op, {{s.AsOutput(x)}, {s.AsOutput(y)}}));
+}
+Output Reduce(const Scope& s, const char* op, const Input& x, const Input& axis, bool keep_dims) {
+  return First(s.AddOp(op, {{s.AsOutput(x)}, {s.AsOutput(axis)}}, {{"keep_dims", AttrBool(keep_dims)}}));
+}
+std::vector<Output> AllOutputs(const Operation& op) {
+  std::vector<Output> out;
+  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
+  return out;
+}
+OutputList AsOutputs(const Scope& s, const std::vector<Input>& in) {
+  OutputList out;
+  for (const auto& i : in) out.push_back(s.AsOutput(i));
+  return out;
+}
+}  // namespace
+
+Output Const(const Scope& s, const Input::Initializer& value) {
+  if (!value.status.ok()) {
+    s.UpdateStatus(value.status);
+    return Output();
+  }
+  return First(s.AddOp("Const", {}, {{"value", AttrTensor(value.tensor)}, {"dtype", AttrType(value.tensor.dtype())}}));
+}
+
+Output Placeholder(const Scope& s, DataType dtype, const PartialTensorShape& shape) {
+  return First(s.AddOp("Placeholder", {}, {{"dtype", AttrType(dtype)}, {"shape", AttrShape(shape)}}));
+}
+Output PlaceholderWithDefault(const Scope& s, Input input, const PartialTensorShape& shape) {
+  return First(s.AddOp("PlaceholderWithDefault", {{s.AsOutput(input)}}, {{"shape", AttrShape(shape)}}));
+}
+Output Identity(const Scope& s, Input x) { return Unary(s, "Identity", x); }
+Output StopGradient(const Scope& s, Input x) { return Unary(s, "StopGradient", x); }
+Operation NoOp(const Scope& s) { return s.AddOp("NoOp", {}); }
+Operation Assert(const Scope& s, Input condition, const std::vector<Output>& data, int64_t summarize) {
+  return s.AddOp("Assert", {{s.AsOutput(condition)}, data}, {{"summarize", AttrInt(summarize)}});
+}
+
+Output Add(const Scope& s, Input x, Input y) { return Binary(s, "Add", x, y); }
+Output AddV2(const Scope& s, Input x, Input y) { return Binary(s, "AddV2", x, y); }
+Output Sub(const Scope& s, Input x, Input y) { return Binary(s, "Sub", x, y); }
+Output Mul(const Scope& s, Input x, Input y) { return Binary(s, "Mul", x, y); }
+Output RealDiv(const Scope& s, Input x, Input y) { return Binary(s, "RealDiv", x, y); }
+Output Div(const Scope& s, Input x, Input y) { return Binary(s, "RealDiv", x, y); }
+Output FloorDiv(const Scope& s, Input x, Input y) { return Binary(s, "FloorDiv", x, y); }
+Output FloorMod(const Scope& s, Input x, Input y) { return Binary(s, "FloorMod", x, y); }
+Output Maximum(const Scope& s, Input x, Input y) { return Binary(s, "Maximum", x, y); }
+Output Minimum(const Scope& s, Input x, Input y) { return Binary(s, "Minimum", x, y); }
+Output Pow(const Scope& s, Input x, Input y) { return Binary(s, "Pow", x, y); }
+Output Neg(const Scope& s, Input x) { return Unary(s, "Neg", x); }
+Output Abs(const Scope& s, Input x) { return Unary(s, "Abs", x); }
+Output Sign(const Scope& s, Input x) { return Unary(s, "Sign", x); }
+Output Exp(const Scope& s, Input x) { return Unary(s, "Exp", x); }
+Output Log(const Scope& s, Input x) { return Unary(s, "Log", x); }
+Output Square(const Scope& s, Input x) { return Unary(s, "Square", x); }
+Output Sqrt(const Scope& s, Input x) { return Unary(s, "Sqrt", x); }
+Output Rsqrt(const Scope& s, Input x) { return Unary(s, "Rsqrt", x); }
+Output Reciprocal(const Scope& s, Input x) { return Unary(s, "Reciprocal", x); }
+Output Tanh(const Scope& s, Input x) { return Unary(s, "Tanh", x); }
+Output Sigmoid(const Scope& s, Input x) { return Unary(s, "Sigmoid", x); }
+Output Cast(const Scope& s, Input x, DataType dst) {
+  return First(s.AddOp("Cast", {{s.AsOutput(x)}}, {{"DstT", AttrType(dst)}}));
+}
+Output AddN(const Scope& s, const std::vector<Input>& inputs) { return First(s.AddOp("AddN", {AsOutputs(s, inputs)})); }
+Output Cumsum(const Scope& s, Input x, Input axis, bool exclusive, bool reverse) {
+  return First(s.AddOp("Cumsum", {{s.AsOutput(x)}, {s.AsOutput(axis)}},
+                       {{"exclusive", AttrBool(exclusive)}, {"reverse", AttrBool(reverse)}}));
+}
+Output Cumprod(const Scope& s, Input x, Input axis, bool exclusive, bool reverse) {
+  return First(s.AddOp("Cumprod", {{s.AsOutput(x)}, {s.AsOutput(axis)}},
+                       {{"exclusive", AttrBool(exclusive)}, {"reverse", AttrBool(reverse)}}));
+}
+
+Output Equal(const Scope& s, Input x, Input y) { return Binary(s, "Equal", x, y); }
+Output NotEqual(const Scope& s, Input x, Input y) { return Binary(s, "NotEqual", x, y); }
+Output Less(const Scope& s, Input x, Input y) { return Binary(s, "Less", x, y); }
+Output LessEqual(const Scope& s, Input x, Input y) { return Binary(s, "LessEqual", x, y); }
+Output Greater(const Scope& s, Input x, Input y) { return Binary(s, "Greater", x, y); }
+Output GreaterEqual(const Scope& s, Input x, Input y) { return Binary(s, "GreaterEqual", x, y); }
+Output LogicalAnd(const Scope& s, Input x, Input y) { return Binary(s, "LogicalAnd", x, y); }
+Output LogicalOr(const Scope& s, Input x, Input y) { return Binary(s, "LogicalOr", x, y); }
+Output LogicalNot(const Scope& s, Input x) { return Unary(s, "LogicalNot", x); }
+Output Select(const Scope& s, Input condition, Input t, Input e) {
+  return First(s.AddOp("Select", {{s.AsOutput(condition)}, {s.AsOutput(t)}, {s.AsOutput(e)}}));
+}
+
+Output MatMul(const Scope& s, Input a, Input b, bool transpose_a, bool transpose_b) {
+  return First(s.AddOp("MatMul", {{s.AsOutput(a)}, {s.AsOutput(b)}},
+                       {{"transpose_a", AttrBool(transpose_a)}, {"transpose_b", AttrBool(transpose_b)}}));
+}
+Output BiasAdd(const Scope& s, Input value, Input bias, const std::string& data_format) {
+  return First(s.AddOp("BiasAdd", {{s.AsOutput(value)}, {s.AsOutput(bias)}}, {{"data_format", AttrString(data_format)}}));
+}
+Output Relu(const Scope& s, Input x) { return Unary(s, "Relu", x); }
+Output ReluGrad(const Scope& s, Input gradients, Input features) {
+  return Binary(s, "ReluGrad", gradients, features);
+}
+Output SigmoidGrad(const Scope& s, Input y, Input dy) { return Binary(s, "SigmoidGrad", y, dy); }
+Output TanhGrad(const Scope& s, Input y, Input dy) { return Binary(s, "TanhGrad", y, dy); }
+Output SqrtGrad(const Scope& s, Input y, Input dy) { return Binary(s, "SqrtGrad", y, dy); }
+Output RsqrtGrad(const Scope& s, Input y, Input dy) { return Binary(s, "RsqrtGrad", y, dy); }
+Output ReciprocalGrad(const Scope& s, Input y, Input dy) { return Binary(s, "ReciprocalGrad", y, dy); }
+Output BiasAddGrad(const Scope& s, Input out_backprop, const std::string& data_format) {
+  return First(s.AddOp("BiasAddGrad", {{s.AsOutput(out_backprop)}}, {{"data_format", AttrString(data_format)}}));
+}
+Output Softmax(const Scope& s, Input logits) { return Unary(s, "Softmax", logits); }
+Output LogSoftmax(const Scope& s, Input logits) { return Unary(s, "LogSoftmax", logits); }
+XentOutputs SoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels) {
+  Operation op = s.AddOp("SoftmaxCrossEntropyWithLogits", {{s.AsOutput(features)}, {s.AsOutput(labels)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+XentOutputs SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels) {
+  Operation op = s.AddOp("SparseSoftmaxCrossEntropyWithLogits", {{s.AsOutput(features)}, {s.AsOutput(labels)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+
+Output Sum(const Scope& s, Input x, Input axis, bool keep_dims) { return Reduce(s, "Sum", x, axis, keep_dims); }
+Output Mean(const Scope& s, Input x, Input axis, bool keep_dims) { return Reduce(s, "Mean", x, axis, keep_dims); }
+Output Max(const Scope& s, Input x, Input axis, bool keep_dims) { return Reduce(s, "Max", x, axis, keep_dims); }
+Output Min(const Scope& s, Input x, Input axis, bool keep_dims) { return Reduce(s, "Min", x, axis, keep_dims); }
+Output Prod(const Scope& s, Input x, Input axis, bool keep_dims) { return Reduce(s, "Prod", x, axis, keep_dims); }
+Output ArgMax(const Scope& s, Input x, Input dimension, DataType output_type) {
+  return First(s.AddOp("ArgMax", {{s.AsOutput(x)}, {s.AsOutput(dimension)}}, {{"output_type", AttrType(output_type)}}));
+}
+Output ArgMin(const Scope& s, Input x, Input dimension, DataType output_type) {
+  return First(s.AddOp("ArgMin", {{s.AsOutput(x)}, {s.AsOutput(dimension)}}, {{"output_type", AttrType(output_type)}}));
+}
+
+Output Reshape(const Scope& s, Input x, Input shape) { return Binary(s, "Reshape", x, shape); }
+Output Shape(const Scope& s, Input x, DataType out_type) {
+  return First(s.AddOp("Shape", {{s.AsOutput(x)}}, {{"out_type", AttrType(out_type)}}));
+}
+Output Size(const Scope& s, Input x, DataType out_type) {
+  return First(s.AddOp("Size", {{s.AsOutput(x)}}, {{"out_type", AttrType(out_type)}}));
+}
+Output Rank(const Scope& s, Input x) { return Unary(s, "Rank", x); }
+Output ExpandDims(const Scope& s, Input x, Input dim) { return Binary(s, "ExpandDims", x, dim); }
+Output Squeeze(const Scope& s, Input x, const std::vector<int64_t>& axis) {
+  return First(s.AddOp("Squeeze", {{s.AsOutput(x)}}, {{"squeeze_dims", AttrIntList(axis)}}));
+}
+Output Fill(const Scope& s, Input dims, Input value) { return Binary(s, "Fill", dims, value); }
+Output ZerosLike(const Scope& s, Input x) { return Unary(s, "ZerosLike", x); }
+Output OnesLike(const Scope& s, Input x) { return Unary(s, "OnesLike", x); }
+Output Range(const Scope& s, Input start, Input limit, Input delta) {
+  return First(s.AddOp("Range", {{s.AsOutput(start)}, {s.AsOutput(limit)}, {s.AsOutput(delta)}}));
+}
+Output Concat(const Scope& s, const std::vector<Input>& values, Input axis) {
+  return First(s.AddOp("ConcatV2", {AsOutputs(s, values), {s.AsOutput(axis)}}));
+}
+std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_split) {
+  return AllOutputs(s.AddOp("Split", {{s.AsOutput(axis)}, {s.AsOutput(value)}}, {{"num_split", AttrInt(num_split)}}));
+}
+Output Stack(const Scope& s, const std::vector<Input>& values, int64_t axis) {
+  return First(s.AddOp("Pack", {AsOutputs(s, values)}, {{"axis", AttrInt(axis)}}));
+}
+std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t axis) {
+  return AllOutputs(s.AddOp("Unpack", {{s.AsOutput(value)}}, {{"num", AttrInt(num)}, {"axis", AttrInt(axis)}}));
+}
+Output Slice(const Scope& s, Input x, Input begin, Input size) {
+  return First(s.AddOp("Slice", {{s.AsOutput(x)}, {s.AsOutput(begin)}, {s.AsOutput(size)}}));
+}
+Output Transpose(const Scope& s, Input x, Input perm) { return Binary(s, "Transpose", x, perm); }
+Output Tile(const Scope& s, Input x, Input multiples) { return Binary(s, "Tile", x, multiples); }
+Output Pad(const Scope& s, Input x, Input paddings) { return Binary(s, "Pad", x, paddings); }
+
+BroadcastGradientArgsOutputs BroadcastGradientArgs(const Scope& s, Input s0, Input s1) {
+  Operation op = s.AddOp("BroadcastGradientArgs", {{s.AsOutput(s0)}, {s.AsOutput(s1)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+Output ReducedShape(const Scope& s, Input input_shape, Input axes) { return Binary(s, "ReducedShape", input_shape, axes); }
+Output InvertPermutation(const Scope& s, Input x) { return Unary(s, "InvertPermutation", x); }
+std::vector<Output> ConcatOffset(const Scope& s, Input concat_dim, const std::vector<Input>& shapes) {
+  return AllOutputs(s.AddOp("ConcatOffset", {{s.AsOutput(concat_dim)}, AsOutputs(s, shapes)}));
+}
+ListDiffOutputs ListDiff(const Scope& s, Input x, Input y, DataType out_idx) {
+  Operation op = s.AddOp("ListDiff", {{s.AsOutput(x)}, {s.AsOutput(y)}}, {{"out_idx", AttrType(out_idx)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+
+}  // namespace ops
+}  // namespace actorflow

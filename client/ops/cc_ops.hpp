@@ -1,0 +1,133 @@
+// Typed builder functions for actorflow's ops: ops::MatMul(scope, a, b), ...
+// Each adds one node to the scope's graph and returns its Output(s); constants
+// may be passed wherever an Input is taken. See client/builder.hpp.
+#pragma once
+
+#include "client/builder.hpp"
+
+namespace actorflow {
+namespace ops {
+
+Output Const(const Scope& s, const Input::Initializer& value);
+Output Placeholder(const Scope& s, DataType dtype, const PartialTensorShape& shape = PartialTensorShape());
+Output PlaceholderWithDefault(const Scope& s, Input input, const PartialTensorShape& shape);
+Output Identity(const Scope& s, Input x);
+/// Identity whose output gradients treat as a constant: no gradient flows through it.
+Output StopGradient(const Scope& s, Input x);
+Operation NoOp(const Scope& s);
+/// Fails the step with InvalidArgument when `condition` is false.
+Operation Assert(const Scope& s, Input condition, const std::vector<Output>& data, int64_t summarize = 3);
+
+// Element-wise math (numpy broadcasting for binary ops).
+Output Add(const Scope& s, Input x, Input y);
+Output AddV2(const Scope& s, Input x, Input y);
+Output Sub(const Scope& s, Input x, Input y);
+Output Mul(const Scope& s, Input x, Input y);
+Output RealDiv(const Scope& s, Input x, Input y);
+Output Div(const Scope& s, Input x, Input y);  // RealDiv
+Output FloorDiv(const Scope& s, Input x, Input y);
+Output FloorMod(const Scope& s, Input x, Input y);
+Output Maximum(const Scope& s, Input x, Input y);
+Output Minimum(const Scope& s, Input x, Input y);
+Output Pow(const Scope& s, Input x, Input y);
+Output Neg(const Scope& s, Input x);
+Output Abs(const Scope& s, Input x);
+Output Sign(const Scope& s, Input x);
+Output Exp(const Scope& s, Input x);
+Output Log(const Scope& s, Input x);
+Output Square(const Scope& s, Input x);
+Output Sqrt(const Scope& s, Input x);
+Output Rsqrt(const Scope& s, Input x);
+Output Reciprocal(const Scope& s, Input x);
+Output Tanh(const Scope& s, Input x);
+Output Sigmoid(const Scope& s, Input x);
+Output Cast(const Scope& s, Input x, DataType dst);
+/// Element-wise sum of tensors of one shape.
+Output AddN(const Scope& s, const std::vector<Input>& inputs);
+/// Running sum / product along `axis`; `exclusive` leaves each element out of its own result.
+Output Cumsum(const Scope& s, Input x, Input axis, bool exclusive = false, bool reverse = false);
+Output Cumprod(const Scope& s, Input x, Input axis, bool exclusive = false, bool reverse = false);
+
+// Comparison and logic.
+Output Equal(const Scope& s, Input x, Input y);
+Output NotEqual(const Scope& s, Input x, Input y);
+Output Less(const Scope& s, Input x, Input y);
+Output LessEqual(const Scope& s, Input x, Input y);
+Output Greater(const Scope& s, Input x, Input y);
+Output GreaterEqual(const Scope& s, Input x, Input y);
+Output LogicalAnd(const Scope& s, Input x, Input y);
+Output LogicalOr(const Scope& s, Input x, Input y);
+Output LogicalNot(const Scope& s, Input x);
+Output Select(const Scope& s, Input condition, Input t, Input e);
+
+// Linear algebra and neural-network ops.
+Output MatMul(const Scope& s, Input a, Input b, bool transpose_a = false, bool transpose_b = false);
+Output BiasAdd(const Scope& s, Input value, Input bias, const std::string& data_format = "NHWC");
+Output Relu(const Scope& s, Input x);
+Output Softmax(const Scope& s, Input logits);
+Output LogSoftmax(const Scope& s, Input logits);
+struct XentOutputs {
+  Output loss;
+  Output backprop;
+};
+XentOutputs SoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels);
+XentOutputs SparseSoftmaxCrossEntropyWithLogits(const Scope& s, Input features, Input labels);
+
+// Reductions over `axis` (a scalar or a vector of axes).
+Output Sum(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output Mean(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output Max(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output Min(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output Prod(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output ArgMax(const Scope& s, Input x, Input dimension, DataType output_type = DT_INT64);
+Output ArgMin(const Scope& s, Input x, Input dimension, DataType output_type = DT_INT64);
+
+// Backprops of element-wise functions from their output y (features for
+// Relu) and the incoming gradient dy, and of BiasAdd's bias.
+Output ReluGrad(const Scope& s, Input gradients, Input features);
+Output SigmoidGrad(const Scope& s, Input y, Input dy);
+Output TanhGrad(const Scope& s, Input y, Input dy);
+Output SqrtGrad(const Scope& s, Input y, Input dy);
+Output RsqrtGrad(const Scope& s, Input y, Input dy);
+Output ReciprocalGrad(const Scope& s, Input y, Input dy);
+Output BiasAddGrad(const Scope& s, Input out_backprop, const std::string& data_format = "NHWC");
+
+// Shapes and arrays.
+Output Reshape(const Scope& s, Input x, Input shape);
+Output Shape(const Scope& s, Input x, DataType out_type = DT_INT32);
+Output Size(const Scope& s, Input x, DataType out_type = DT_INT32);
+Output Rank(const Scope& s, Input x);
+Output ExpandDims(const Scope& s, Input x, Input dim);
+Output Squeeze(const Scope& s, Input x, const std::vector<int64_t>& axis = {});
+Output Fill(const Scope& s, Input dims, Input value);
+Output ZerosLike(const Scope& s, Input x);
+Output OnesLike(const Scope& s, Input x);
+Output Range(const Scope& s, Input start, Input limit, Input delta);
+Output Concat(const Scope& s, const std::vector<Input>& values, Input axis);  // ConcatV2
+std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_split);
+Output Stack(const Scope& s, const std::vector<Input>& values, int64_t axis = 0);  // Pack
+std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t axis = 0);  // Unpack
+Output Slice(const Scope& s, Input x, Input begin, Input size);
+Output Transpose(const Scope& s, Input x, Input perm);
+Output Tile(const Scope& s, Input x, Input multiples);
+/// Zero padding: paddings is [rank, 2], (before, after) per dimension.
+Output Pad(const Scope& s, Input x, Input paddings);
+
+// Index math on shapes, axes and permutations (what gradients are built from).
+struct BroadcastGradientArgsOutputs {
+  Output r0;
+  Output r1;
+};
+BroadcastGradientArgsOutputs BroadcastGradientArgs(const Scope& s, Input s0, Input s1);
+/// input_shape with the dims in `axes` set to 1 (a keep_dims reduction's shape).
+Output ReducedShape(const Scope& s, Input input_shape, Input axes);
+Output InvertPermutation(const Scope& s, Input x);
+std::vector<Output> ConcatOffset(const Scope& s, Input concat_dim, const std::vector<Input>& shapes);
+struct ListDiffOutputs {
+  Output out;
+  Output idx;
+};
+ListDiffOutputs ListDiff(const Scope& s, Input x, Input y, DataType out_idx = DT_INT32);
+
+}  // namespace ops
+}  // namespace actorflow

@@ -1,0 +1,22 @@
+#include "client/ops/io_ops.hpp"
+
+namespace actorflow {
+namespace ops {
+
+Operation SaveV2(const Scope& s, Input prefix, Input tensor_names, Input shape_and_slices,
+                 const std::vector<Output>& tensors) {
+  return s.AddOp("SaveV2",
+                 {{s.AsOutput(prefix)}, {s.AsOutput(tensor_names)}, {s.AsOutput(shape_and_slices)}, tensors});
+}
+
+std::vector<Output> RestoreV2(const Scope& s, Input prefix, Input tensor_names, Input shape_and_slices,
+                              const DataTypeVector& dtypes) {
+  Operation op = s.AddOp("RestoreV2", {{s.AsOutput(prefix)}, {s.AsOutput(tensor_names)}, {s.AsOutput(shape_and_slices)}},
+                         {{"dtypes", AttrTypeList(dtypes)}});
+  std::vector<Output> out;
+  for (int i = 0; i < op.num_outputs(); ++i) out.push_back(op.output(i));
+  return out;
+}
+
+}  // namespace ops
+}  // namespace actorflow

@@ -1,0 +1,38 @@
+// Builder functions for queues (ops/queue/queue_ops.cpp): declarations, which
+// give a queue handle, and the operations on a handle. Queue semantics:
+// actors/queue_actor.hpp.
+#pragma once
+
+#include "client/builder.hpp"
+
+namespace actorflow {
+namespace ops {
+
+/// How a queue is declared. `shapes` is empty or one per component;
+/// `shared_name` "" makes the queue private to the session.
+struct QueueOptions {
+  std::vector<PartialTensorShape> shapes;
+  int64_t capacity = -1;  // -1: unbounded
+  std::string container;
+  std::string shared_name;
+};
+
+Output FIFOQueue(const Scope& s, const DataTypeVector& types, const QueueOptions& o = {});
+Output PaddingFIFOQueue(const Scope& s, const DataTypeVector& types, const QueueOptions& o = {});
+/// Elements are (int64 priority, types...); lowest priority first. `o.shapes`, when given, exclude the priority.
+Output PriorityQueue(const Scope& s, const DataTypeVector& types, const QueueOptions& o = {});
+/// `seed` is the op's seed (-1: none); with the scope's graph seed it gives TensorFlow's (seed, seed2).
+Output RandomShuffleQueue(const Scope& s, const DataTypeVector& types, int64_t min_after_dequeue,
+                          const QueueOptions& o = {}, int64_t seed = -1);
+
+Operation QueueEnqueue(const Scope& s, Input handle, const OutputList& components);
+Operation QueueEnqueueMany(const Scope& s, Input handle, const OutputList& components);
+OutputList QueueDequeue(const Scope& s, Input handle, const DataTypeVector& types);
+OutputList QueueDequeueMany(const Scope& s, Input handle, Input n, const DataTypeVector& types);
+OutputList QueueDequeueUpTo(const Scope& s, Input handle, Input n, const DataTypeVector& types);
+Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues = false);
+Output QueueSize(const Scope& s, Input handle);
+Output QueueIsClosed(const Scope& s, Input handle);
+
+}  // namespace ops
+}  // namespace actorflow

@@ -1,0 +1,43 @@
+// Builder functions for state: variables, their updates (Assign*, the
+// optimizers' Apply* ops) and random values. See client/train/variables.hpp for
+// variables with initializers, and client/train/optimizers.hpp for training.
+#pragma once
+
+#include "client/builder.hpp"
+
+namespace actorflow {
+namespace ops {
+
+/// VariableV2: a reference to the variable (container, shared_name); "" means
+/// the default container and the node's own name.
+Output Variable(const Scope& s, const PartialTensorShape& shape, DataType dtype, const std::string& container = "",
+                const std::string& shared_name = "");
+Output Assign(const Scope& s, Input ref, Input value, bool validate_shape = true, bool use_locking = true);
+Output AssignAdd(const Scope& s, Input ref, Input value, bool use_locking = false);
+Output AssignSub(const Scope& s, Input ref, Input value, bool use_locking = false);
+Output IsVariableInitialized(const Scope& s, Input ref);
+/// Increments the int32/int64 scalar variable `ref` below `limit`; outputs the
+/// value before. OutOfRange once the limit is reached.
+Output CountUpTo(const Scope& s, Input ref, int64_t limit);
+
+Output ApplyGradientDescent(const Scope& s, Input var, Input alpha, Input delta, bool use_locking = false);
+Output ApplyMomentum(const Scope& s, Input var, Input accum, Input lr, Input grad, Input momentum,
+                     bool use_nesterov = false, bool use_locking = false);
+Output ApplyAdam(const Scope& s, Input var, Input m, Input v, Input beta1_power, Input beta2_power, Input lr,
+                 Input beta1, Input beta2, Input epsilon, Input grad, bool use_nesterov = false,
+                 bool use_locking = false);
+Output ApplyAdagrad(const Scope& s, Input var, Input accum, Input lr, Input grad, bool use_locking = false);
+Output ApplyRMSProp(const Scope& s, Input var, Input ms, Input mom, Input lr, Input rho, Input momentum,
+                    Input epsilon, Input grad, bool use_locking = false);
+
+/// Random values of `shape` (an int32/int64 vector). `seed` is the op's seed
+/// (-1: none); with the scope's graph seed it gives TensorFlow's (seed, seed2).
+Output RandomUniform(const Scope& s, Input shape, DataType dtype, int64_t seed = -1);
+Output RandomStandardNormal(const Scope& s, Input shape, DataType dtype, int64_t seed = -1);
+Output TruncatedNormal(const Scope& s, Input shape, DataType dtype, int64_t seed = -1);
+Output RandomUniformInt(const Scope& s, Input shape, Input minval, Input maxval, int64_t seed = -1);
+/// `value` with its rows (dimension 0) in a random order, a new one each run.
+Output RandomShuffle(const Scope& s, Input value, int64_t seed = -1);
+
+}  // namespace ops
+}  // namespace actorflow

@@ -1,0 +1,76 @@
+// Variables for graph builders: a VariableV2 node with its initializer and
+// read, kept in the scope's collections so that an initializer op, a Saver and
+// the optimizers can find them (TensorFlow's tf.Variable and
+// tf.global_variables_initializer, with the same node names: "w", "w/Assign",
+// "w/read", "w/Initializer/...").
+//
+//   Scope root = Scope::NewRootScope();
+//   root.SetGraphSeed(42);
+//   Variable w = NewVariable(root, "w", {784, 256}, DT_FLOAT, init::GlorotUniform());
+//   Variable b = NewVariable(root, "b", {256}, DT_FLOAT, init::Zeros());
+//   auto h = ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w.value), b.value));
+//   Operation init = GlobalVariablesInitializer(root);   // run once, then train
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "client/builder.hpp"
+
+namespace actorflow {
+
+/// Builds a variable's initial value: (scope under "<name>/Initializer",
+/// shape, dtype) -> the value.
+using VariableInitializer = std::function<Output(const Scope&, const TensorShape&, DataType)>;
+
+namespace init {
+VariableInitializer Zeros();
+VariableInitializer Ones();
+/// A scalar, broadcast to the shape, or a tensor of exactly that shape.
+VariableInitializer Constant(const Tensor& value);
+VariableInitializer Constant(double value);
+/// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010).
+VariableInitializer GlorotUniform(int64_t seed = -1);
+VariableInitializer RandomUniform(double minval, double maxval, int64_t seed = -1);
+VariableInitializer RandomNormal(double mean, double stddev, int64_t seed = -1);
+VariableInitializer TruncatedNormal(double mean, double stddev, int64_t seed = -1);
+}  // namespace init
+
+struct Variable {
+  std::string name;
+  DataType dtype = DT_INVALID;
+  TensorShape shape;
+  Output ref;          // the VariableV2 output: for Assign*, Apply* and as a gradient's x
+  Output value;        // "<name>/read": its value in a step
+  Output initializer;  // "<name>/Assign": sets the initial value
+  bool valid() const { return ref.valid(); }
+};
+
+/// Adds a variable named `name` under the scope's name scope. Trainable
+/// variables are what optimizers update by default. container/shared_name:
+/// see VariableV2 ("" = default container and the variable's own name).
+Variable NewVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                     const VariableInitializer& initializer, bool trainable = true, const std::string& container = "",
+                     const std::string& shared_name = "");
+
+/// A local variable (TensorFlow's tf.local_variables: the epoch counter of an
+/// input producer): kept out of GlobalVariables, so neither trained nor saved
+/// by a Saver; LocalVariablesInitializer sets it.
+Variable NewLocalVariable(const Scope& scope, const std::string& name, const TensorShape& shape, DataType dtype,
+                          const VariableInitializer& initializer);
+
+/// Every variable added to the scope's graph, and the trainable ones.
+std::vector<Variable> GlobalVariables(const Scope& scope);
+std::vector<Variable> TrainableVariables(const Scope& scope);
+/// A NoOp ("init" unless the scope names it) depending on every variable's
+/// initializer: run it once before training.
+Operation GlobalVariablesInitializer(const Scope& scope);
+/// The local variables, and a NoOp ("init_local" unless the scope names it)
+/// depending on their initializers.
+std::vector<Variable> LocalVariables(const Scope& scope);
+Operation LocalVariablesInitializer(const Scope& scope);
+/// The int64 scalar "global_step" variable, created on first use.
+Variable GetOrCreateGlobalStep(const Scope& scope);
+
+}  // namespace actorflow

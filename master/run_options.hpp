@@ -1,0 +1,64 @@
+// What a client passes with its graph and its steps (TensorFlow's
+// SessionOptions, RunOptions and RunMetadata), shared by the client's Session
+// (client/session.hpp) and the masters behind it (master/master_interface.hpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/step_stats.hpp"
+#include "graph/optimize.hpp"
+#include "graph/partition.hpp"
+#include "graph/placer.hpp"
+
+namespace actorflow {
+
+class Runtime;
+
+struct SessionOptions {
+  Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+  /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
+  GraphOptions graph_options;
+  /// How nodes are put on the runtime's devices (graph/placer.hpp): the
+  /// strategy and TensorFlow's allow_soft_placement. The session's measured
+  /// node costs (from traced steps) feed the cost model.
+  PlacementStrategy placement = PlacementStrategy::kCostModel;
+  bool allow_soft_placement = false;
+  /// How placed graphs are split by device (graph/partition.hpp);
+  /// `partitioning.schedule_recvs_late = false` lets every _Recv start with the step.
+  PartitionOptions partitioning;
+};
+
+/// How much a step records about itself (TensorFlow's RunOptions.TraceLevel).
+/// Every level above kNoTrace fills RunMetadata::step_stats with the same
+/// per-node stats: this runtime has no hardware counters to add at the
+/// higher levels.
+enum class TraceLevel {
+  kNoTrace = 0,
+  kSoftwareTrace = 1,
+  kHardwareTrace = 2,
+  kFullTrace = 3,
+};
+
+struct RunOptions {
+  /// > 0: the step ends with DeadlineExceeded after this long (at most
+  /// kMaxTimeoutMs, about 24 days).
+  int64_t timeout_in_ms = 0;
+  static constexpr int64_t kMaxTimeoutMs = (int64_t{1} << 31) - 1;
+  /// Above kNoTrace: record how each node ran into RunMetadata::step_stats
+  /// (client/timeline.hpp turns them into a Chrome trace).
+  TraceLevel trace_level = TraceLevel::kNoTrace;
+  /// Deprecated: true means trace_level kSoftwareTrace.
+  bool collect_step_stats = false;
+
+  bool collects_step_stats() const { return trace_level > TraceLevel::kNoTrace || collect_step_stats; }
+};
+
+/// What a step reports besides its results.
+struct RunMetadata {
+  /// One per node that ran, in completion order (empty unless traced). A
+  /// failed step reports the nodes that finished before it was answered.
+  std::vector<NodeExecStats> step_stats;
+};
+
+}  // namespace actorflow

@@ -1,0 +1,50 @@
+// StepBarrier: joins the partitions of one step (TensorFlow's
+// ExecutorBarrier). It counts the partitions' answers, keeps the error that
+// caused the others (not the Cancelled or _Recv failures it led to), aborts
+// the step at every participant's rendezvous once, at the first failure, and
+// tells every participant when the step is over so it drops what the step
+// left. Used by one thread (the master's caller of Run).
+#pragma once
+
+#include <caf/actor.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace actorflow {
+
+class StepBarrier {
+ public:
+  /// `participants`: the rendezvous actors of the processes the step runs in
+  /// (duplicates are dropped).
+  StepBarrier(int64_t step_id, std::vector<caf::actor> participants);
+  StepBarrier(const StepBarrier&) = delete;
+  StepBarrier& operator=(const StepBarrier&) = delete;
+
+  /// A partition could not be started: the step fails with `s`, and the
+  /// partitions started already stop waiting for it.
+  void FailedToStart(const Status& s);
+  /// One partition answered with `s`.
+  void PartitionDone(const Status& s);
+  /// Every partition has answered: each participant drops what the step left.
+  void Finish();
+  /// The step's status: OK, or the root cause of its failure.
+  const Status& status() const { return status_; }
+
+ private:
+  void Abort(const Status& s);
+
+  int64_t step_id_;
+  std::vector<caf::actor> participants_;
+  Status status_;
+  bool aborted_ = false;
+};
+
+/// Whether partition error `a` was caused by error `b` of another partition:
+/// `a` is Cancelled and `b` is not, or `a` is a _Recv failing with the step's
+/// abort status, which the executor wraps as "node '...' (op '_Recv'): " + b.
+bool DerivedFrom(const Status& a, const Status& b);
+
+}  // namespace actorflow

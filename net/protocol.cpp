@@ -1,0 +1,36 @@
+#include "net/protocol.hpp"
+
+namespace actorflow {
+
+void RegisterMessageTypes(caf::actor_system_config& cfg) {
+  cfg.add_message_type<Tensor>("actorflow::Tensor");
+  cfg.add_message_type<Status>("actorflow::Status");
+  cfg.add_message_type<std::vector<Tensor>>("std::vector<actorflow::Tensor>");
+  cfg.add_message_type<NodeExecStats>("actorflow::NodeExecStats");
+  cfg.add_message_type<RegisterGraphRequest>("actorflow::RegisterGraphRequest");
+  cfg.add_message_type<RegisterGraphResponse>("actorflow::RegisterGraphResponse");
+  cfg.add_message_type<RunStepRequest>("actorflow::RunStepRequest");
+  cfg.add_message_type<RunStepResponse>("actorflow::RunStepResponse");
+  cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
+  cfg.add_message_type<CloseSession>("actorflow::CloseSession");
+  cfg.add_message_type<VarReadRequest>("actorflow::VarReadRequest");
+  cfg.add_message_type<VarReadResponse>("actorflow::VarReadResponse");
+  cfg.add_message_type<VarUpdateRequest>("actorflow::VarUpdateRequest");
+  cfg.add_message_type<VarUpdateResponse>("actorflow::VarUpdateResponse");
+  cfg.add_message_type<ResetContainersRequest>("actorflow::ResetContainersRequest");
+  cfg.add_message_type<ResetContainersResponse>("actorflow::ResetContainersResponse");
+  cfg.add_message_type<RendezvousSend>("actorflow::RendezvousSend");
+  cfg.add_message_type<RendezvousRecv>("actorflow::RendezvousRecv");
+  cfg.add_message_type<RendezvousRecvResponse>("actorflow::RendezvousRecvResponse");
+  cfg.add_message_type<RendezvousBatch>("actorflow::RendezvousBatch");
+  cfg.add_message_type<RendezvousDeliver>("actorflow::RendezvousDeliver");
+  cfg.add_message_type<RendezvousAbort>("actorflow::RendezvousAbort");
+  cfg.add_message_type<RendezvousStepDone>("actorflow::RendezvousStepDone");
+  cfg.add_message_type<QueueRequest>("actorflow::QueueRequest");
+  cfg.add_message_type<QueueResponse>("actorflow::QueueResponse");
+  cfg.add_message_type<QueueCancelStep>("actorflow::QueueCancelStep");
+  cfg.add_message_type<QueueOpenRequest>("actorflow::QueueOpenRequest");
+  cfg.add_message_type<QueueOpenResponse>("actorflow::QueueOpenResponse");
+}
+
+}  // namespace actorflow

@@ -1,0 +1,109 @@
+// The worker service: how a client (or master) drives a device actor, in
+// TensorFlow's terms the WorkerService of a task.
+//
+//   RegisterGraphRequest -> RegisterGraphResponse   compile a partition once
+//   RunStepRequest       -> RunStepResponse         run one step of it
+//   DeregisterGraph                                 drop it, cancelling its steps
+//   CloseSession                                    drop the session's shared kernels
+//
+// Every message may cross a process: registered in net/protocol.cpp and
+// round-tripped through a real connection by tests/protocol_test.cpp.
+#pragma once
+
+#include <caf/deserializer.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/step_stats.hpp"
+#include "net/wire_format.hpp"
+
+namespace actorflow {
+
+struct RegisterGraphRequest {
+  std::string graph_def;       // serialized proto::GraphDef of the partition
+  std::string session_handle;  // plans of one session share their stateful kernels
+};
+
+struct RegisterGraphResponse {
+  Status status;
+  uint64_t graph_handle = 0;
+};
+
+struct RunStepRequest {
+  uint64_t graph_handle = 0;
+  int64_t step_id = 0;       // the client's: shared by all partitions of a step (rendezvous keys)
+  std::vector<Tensor> args;  // values for the partition's _Arg nodes, by index
+  int64_t timeout_ms = 0;    // 0: no deadline
+  bool collect_stats = false;  // fill RunStepResponse::stats
+  bool multi_partition = false;  // other partitions run this step too: a failure aborts it at the rendezvous
+};
+
+struct RunStepResponse {
+  Status status;
+  std::vector<Tensor> retvals;  // values of the partition's _Retval nodes, by index
+  std::vector<NodeExecStats> stats;
+};
+
+struct DeregisterGraph {
+  uint64_t graph_handle = 0;
+};
+
+struct CloseSession {
+  std::string session_handle;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeOutputStats& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    int32_t dtype = 0;
+    if (auto err = f(caf::meta::type_name("NodeOutputStats"), dtype, x.shape, x.bytes)) return err;
+    x.dtype = static_cast<DataType>(dtype);
+    return caf::error{};
+  } else {
+    int32_t dtype = x.dtype;
+    return f(caf::meta::type_name("NodeOutputStats"), dtype, x.shape, x.bytes);
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
+  return f(caf::meta::type_name("NodeExecStats"), x.node, x.op, x.where, x.thread, x.start_us, x.end_us, x.device,
+           x.all_start_us, x.outputs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterGraphRequest& x) {
+  return f(caf::meta::type_name("RegisterGraphRequest"), x.graph_def, x.session_handle);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) {
+  return f(caf::meta::type_name("RegisterGraphResponse"), x.status, x.graph_handle);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {
+  return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms, x.collect_stats,
+           x.multi_partition);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunStepResponse& x) {
+  return f(caf::meta::type_name("RunStepResponse"), x.status, x.retvals, x.stats);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
+  return f(caf::meta::type_name("DeregisterGraph"), x.graph_handle);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CloseSession& x) {
+  return f(caf::meta::type_name("CloseSession"), x.session_handle);
+}
+
+}  // namespace actorflow
