@@ -2,9 +2,13 @@
 # Runs every actorflow benchmark beside its peers and prints one JSON line per
 # figure; all figures of one invocation come from the same run (these shared
 # machines are noisy: compare within a run, by ratio).
-#   bench/run_all.sh            # builds (Release) into build/ first
+#   bench/run_all.sh                 # builds (Release) into build/ first
+#   bench/run_all.sh --against REV   # then the runtime's own figures here beside
+#                                    # those at REV (bench/compare_rev.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+against=""
+if [ "${1:-}" = "--against" ]; then against=${2:?--against needs a revision}; fi
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
@@ -58,3 +62,4 @@ for round in 1 2 3; do
     /usr/bin/python3 bench/peer_torch_train.py $figure
   done
 done | /usr/bin/python3 bench/train_ratio.py
+if [ -n "$against" ]; then bench/compare_rev.sh "$against"; fi

@@ -1,6 +1,6 @@
 // Graph preparation: the one pipeline that turns a client's graph into what
 // one Run signature executes, used by the master (master/local_master.cpp)
-// and the CLI's `graph` command (tools/graph_commands.cpp).
+// and the CLI's `graph` command (tools/graph_command.cpp).
 //
 //   prune      feeds become _Arg nodes, fetches get _Retval nodes, what no
 //              fetch or target needs is removed (graph/subgraph.hpp)

@@ -1,5 +1,5 @@
 // What the actorflow command's subcommands share (tools/actorflow.cpp,
-// tools/run_steps.hpp, tools/graph_commands.hpp): exit statuses, the way an
+// tools/*_command.hpp, tools/run_steps.hpp): exit statuses, the way an
 // error is printed, flag parsing, tensor names and the --devices flag.
 //
 // Contract: every function here reports failure as a Status (InvalidArgument

@@ -1,18 +1,17 @@
 // The device actor: executes registered graph partitions on one Device.
 //
-// It owns its registered plans and the state of every step in flight; nothing
-// else touches them. A step starts from the plan's root nodes; ready nodes go
-// on the actor's own ready queue and run in a loop inside the handler: cheap
-// kernels inline, expensive kernels with large inputs on the compute pool,
-// asynchronous kernels started and left to call back (every kernel computing
-// on a GPU is one: devices/cuda/gpu_device.hpp). Both kinds of
-// completion come back as a KernelDone message. There is no message per node.
-// A node taking a variable's value through a ref edge first reads it from the
-// container actor (one request for all such inputs), then runs.
+// A thin shell around an Executor (actors/device/executor.hpp), which owns
+// the state of every step in flight and runs their ready nodes in a loop
+// inside the actor's handlers: there is no message per node. The actor keeps
+// the registered plans (built on the compute pool, so steps of other graphs
+// go on meanwhile), hosts the executor (resumes, deadline timers, kernels
+// finishing off its thread come back as messages to itself) and owns the
+// accesses through which kernels reach the container, queue and rendezvous
+// actors (actors/device/actor_access.hpp).
 //
-// Many steps (of one or several graphs) run at once, interleaved. A kernel
-// error or a deadline ends only its own step: the client gets the Status at
-// once, and the step's state is dropped when its last running kernel returns.
+// Protocol: net/worker_service.hpp (register, run, deregister, close session)
+// and RendezvousDeliver. A kernel error or a deadline ends only its own step;
+// the client gets the Status at once.
 #pragma once
 
 #include <caf/actor.hpp>

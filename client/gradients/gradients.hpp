@@ -15,8 +15,8 @@
 // dtype (integer, bool, string). Where several consumers send a tensor a
 // gradient, they are summed with AddN.
 //
-// Every op says how its gradient is computed by registering a GradFunc next to
-// its kernels (client/gradients/math_grad.cpp, client/gradients/nn_grad.cpp,
+// Every op says how its gradient is computed by registering a GradFunc, by
+// family (client/gradients/math_grad.cpp, client/gradients/nn_grad.cpp,
 // client/gradients/array_grad.cpp), or says that it has none:
 //
 //   Status SquareGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
@@ -26,7 +26,7 @@
 //     return scope.status();
 //   }
 //   AF_REGISTER_GRADIENT("Square", SquareGrad);
-//   AF_REGISTER_NO_GRADIENT("Shape");
+//   AF_REGISTER_NO_GRADIENT("Shape");  // ops/op_registry.hpp: next to the op, in ops/
 //
 // (client/gradients/grad_helpers.hpp has the shared building blocks.) A node on a path
 // from xs to ys whose op registered neither is an error naming the node and

@@ -1,31 +1,22 @@
-// The actorflow commands that read a graph without running it: see
-// tools/graph_commands.hpp.
-#include "tools/graph_commands.hpp"
+#include "tools/graph_command.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 
 #include "actors/runtime.hpp"
-#include "client/builder.hpp"
-#include "client/gradients/gradients.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "graph/graph.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/preparation.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/graph_dot.hpp"
 
 namespace actorflow {
 namespace cli {
 
-// ---------------------------------------------------------------------------
-// `actorflow graph`.
 
 namespace {
 
@@ -145,124 +136,6 @@ int GraphCommand(const std::vector<std::string>& argv) {
   if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
   const Status written = CatchOutOfMemory("writing the DOT text", [&] { return WriteText(args.dot_path, dot); });
   if (!written.ok()) return CommandError(written, kExitStepFailed);
-  return kExitOk;
-}
-
-// ---------------------------------------------------------------------------
-// `actorflow gradients`.
-
-namespace {
-
-struct GradientsArgs {
-  bool help = false;
-  std::string graph_path;
-  std::string out_path;
-  std::vector<std::string> ys, xs;  // tensor names as given
-};
-
-Status ParseGradientsArgs(const std::vector<std::string>& argv, GradientsArgs* args) {
-  static const std::set<std::string> kFlags = {"--graph", "--out", "--y", "--x"};
-  AF_RETURN_IF_ERROR(ParseFlags(argv, kFlags, &args->help, [&](const std::string& flag, const std::string& value) {
-    if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
-    if (flag == "--out") return SetOnce(flag, value, &args->out_path);
-    if (value.empty()) return errors::InvalidArgument(flag, " needs a tensor name");
-    (flag == "--y" ? args->ys : args->xs).push_back(value);
-    return Status::OK();
-  }));
-  if (args->help) return Status::OK();
-  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
-  if (args->out_path.empty()) return errors::InvalidArgument("--out is required");
-  if (args->ys.empty()) return errors::InvalidArgument("at least one --y is required");
-  if (args->xs.empty()) return errors::InvalidArgument("at least one --x is required");
-  return Status::OK();
-}
-
-// The Output named `name` ("node" or "node:port") in the scope's graph.
-Status FindTensor(const Scope& scope, const std::string& flag, const std::string& name, Output* out) {
-  std::string node_name;
-  int port = 0;
-  if (!ParseTensorName(name, &node_name, &port) || port < 0)
-    return errors::InvalidArgument(flag, " '", name, "' is not a tensor name (expected NAME or NAME:PORT)");
-  Node* node = scope.graph()->FindNode(node_name);
-  if (node == nullptr) return errors::NotFound(flag, " '", name, "': the graph has no node named '", node_name, "'");
-  if (port >= node->num_outputs())
-    return errors::InvalidArgument(flag, " '", name, "': node '", node_name, "' (op '", node->type_string(),
-                                   "') has ", node->num_outputs(), " outputs");
-  *out = Output(node, port);
-  return Status::OK();
-}
-
-// Loads the graph, adds the gradients, returns the graph and their names.
-Status BuildGradients(const GradientsArgs& args, proto::GraphDef* out, std::vector<std::string>* names) {
-  proto::GraphDef def;
-  AF_RETURN_IF_ERROR(ReadGraphDefFile(args.graph_path, &def));
-  const Scope root = Scope::NewRootScope();
-  AF_RETURN_IF_ERROR(root.ImportGraphDef(def));
-  OutputList ys(args.ys.size()), xs(args.xs.size()), grads;
-  for (size_t i = 0; i < ys.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--y", args.ys[i], &ys[i]));
-  for (size_t i = 0; i < xs.size(); ++i) AF_RETURN_IF_ERROR(FindTensor(root, "--x", args.xs[i], &xs[i]));
-  AF_RETURN_IF_ERROR(AddSymbolicGradients(root, ys, xs, &grads));
-  AF_RETURN_IF_ERROR(root.ToGraphDef(out));
-  names->clear();
-  for (const Output& g : grads) names->push_back(g.name());
-  return Status::OK();
-}
-
-}  // namespace
-
-int GradientsCommand(const std::vector<std::string>& argv) {
-  GradientsArgs args;
-  const Status parsed = ParseGradientsArgs(argv, &args);
-  if (args.help) {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (!parsed.ok()) return UsageError(parsed);
-  proto::GraphDef def;
-  std::vector<std::string> names;
-  const Status built = CatchOutOfMemory("building the gradients", [&] { return BuildGradients(args, &def, &names); });
-  if (!built.ok()) return CommandError(built, errors::IsResourceExhausted(built) ? kExitStepFailed : kExitUsage);
-  const Status written = CatchOutOfMemory("writing the graph to '" + args.out_path + "'",
-                                          [&] { return WriteGraphDefFile(args.out_path, def); });
-  if (!written.ok()) return CommandError(written, kExitStepFailed);
-  for (const std::string& name : names) std::cout << name << '\n';
-  return kExitOk;
-}
-
-// ---------------------------------------------------------------------------
-// `actorflow ops`.
-
-namespace {
-
-// "CPU[T=float,double;Tidx=int32,int64]", or "CPU" without type constraints.
-std::string FormatKernel(const KernelDef& kernel) {
-  std::string out = kernel.device_type;
-  if (kernel.type_constraints.empty()) return out;
-  out += '[';
-  bool first_attr = true;
-  for (const auto& [attr, types] : kernel.type_constraints) {
-    if (!first_attr) out += ';';
-    first_attr = false;
-    out += attr + "=";
-    for (size_t i = 0; i < types.size(); ++i) out += (i ? "," : "") + DataTypeString(types[i]);
-  }
-  out += ']';
-  return out;
-}
-
-}  // namespace
-
-int OpsCommand(const std::vector<std::string>& argv) {
-  if (!argv.empty()) return UsageError(errors::InvalidArgument("ops takes no arguments, got '", argv[0], "'"));
-  std::vector<std::string> names = OpRegistry::Global()->ListOpNames();
-  std::sort(names.begin(), names.end());
-  for (const auto& name : names) {
-    std::string line = name + "  kernels:";
-    const std::vector<KernelDef> kernels = KernelRegistry::Global()->KernelsForOp(name);
-    if (kernels.empty()) line += " none";
-    for (const auto& kernel : kernels) line += " " + FormatKernel(kernel);
-    std::cout << line << '\n';
-  }
   return kExitOk;
 }
 

@@ -1,0 +1,256 @@
+#include "tools/run_command.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <new>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/runtime.hpp"
+#include "client/session.hpp"
+#include "client/timeline.hpp"
+#include "core/proto/graph.pb.h"
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "graph/graph_def_io.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/cli_memory.hpp"
+#include "tools/json_tensor.hpp"
+#include "tools/run_steps.hpp"
+
+namespace actorflow {
+namespace cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+Status ParseTimeoutMs(const std::string& text, int64_t* out) {
+  size_t used = 0;
+  try {
+    *out = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || *out < 0 || *out > kMaxTimeoutMs)
+    return errors::InvalidArgument("expected an integer from 0 to ", kMaxTimeoutMs, ", got '", text, "'");
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// `actorflow run`.
+
+struct RunArgs {
+  bool help = false;
+  std::string graph_path;
+  std::string steps_path;  // empty: one step from the flags
+  std::string trace_path;  // empty: no tracing
+  bool has_timeout = false;
+  bool optimize = true;  // --no-optimize: false
+  bool has_devices = false;
+  DeviceCounts devices;
+  bool show_placement = false;
+  bool has_summarize = false;
+  TensorJsonOptions json_options;  // --summarize, --full-values
+  uint64_t memory_limit = 0;       // --memory-limit; 0: none given
+  StepSpec defaults;
+};
+
+// --feed NAME[:PORT]=VALUE
+Status ParseFeedFlag(const std::string& spec, std::map<std::string, Tensor>* feeds) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return errors::InvalidArgument("--feed expects NAME[:PORT]=VALUE, got '", spec, "'");
+  const std::string name = spec.substr(0, eq);
+  std::string tensor_name;
+  AF_RETURN_IF_ERROR(NormalizeTensorName(name, &tensor_name));
+  if (feeds->count(tensor_name)) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
+  json value;
+  AF_RETURN_IF_ERROR(ParseJson(spec.substr(eq + 1), &value));
+  return AddFeed(name, value, feeds);
+}
+
+Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* args) {
+  StepSpec& step = args->defaults;
+  if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+  if (flag == "--steps") return SetOnce(flag, value, &args->steps_path);
+  if (flag == "--trace") return SetOnce(flag, value, &args->trace_path);
+  if (flag == "--no-optimize") {
+    args->optimize = false;
+    return Status::OK();
+  }
+  if (flag == "--show-placement") {
+    args->show_placement = true;
+    return Status::OK();
+  }
+  if (flag == "--devices") {
+    if (args->has_devices) return errors::InvalidArgument(flag, " is given twice");
+    args->has_devices = true;
+    return ParseDevices(value, &args->devices);
+  }
+  if (flag == "--full-values" || flag == "--summarize") {
+    if (args->has_summarize) return errors::InvalidArgument("--full-values and --summarize are given together or twice");
+    args->has_summarize = true;
+    if (flag == "--full-values") {
+      args->json_options.summarize_threshold = -1;
+      return Status::OK();
+    }
+    if (value.empty() || value.size() > 7 || value.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(value) < 1)
+      return errors::InvalidArgument("--summarize expects a count of values from 1 to 9999999, got '", value, "'");
+    args->json_options.edge_items = std::stoi(value);
+    return Status::OK();
+  }
+  if (flag == "--memory-limit") {
+    if (args->memory_limit != 0) return errors::InvalidArgument(flag, " is given twice");
+    const Status s = ParseByteSize(value, &args->memory_limit);
+    return s.ok() ? s : errors::InvalidArgument("--memory-limit: ", s.message());
+  }
+  if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
+  if (flag == "--fetch") {
+    std::string tensor_name;
+    AF_RETURN_IF_ERROR(NormalizeTensorName(value, &tensor_name));
+    step.fetches.push_back(tensor_name);
+    return Status::OK();
+  }
+  if (flag == "--target") {
+    if (value.empty()) return errors::InvalidArgument("--target needs a node name");
+    step.targets.push_back(value);
+    return Status::OK();
+  }
+  if (flag == "--timeout-ms") {
+    if (args->has_timeout) return errors::InvalidArgument(flag, " is given twice");
+    args->has_timeout = true;
+    Status s = ParseTimeoutMs(value, &step.timeout_ms);
+    return s.ok() ? s : errors::InvalidArgument("--timeout-ms: ", s.message());
+  }
+  return errors::InvalidArgument("unknown flag '", flag, "'");
+}
+
+Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
+  static const std::set<std::string> kFlags = {"--graph",   "--feed",    "--fetch",     "--target",
+                                               "--timeout-ms", "--steps", "--trace", "--devices",
+                                               "--summarize",  "--memory-limit"};
+  AF_RETURN_IF_ERROR(ParseFlags(
+      argv, kFlags, &args->help,
+      [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
+      {"--no-optimize", "--show-placement", "--full-values"}));
+  if (args->help) return Status::OK();
+  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  return Status::OK();
+}
+
+Status LoadGraph(const std::string& path, Session* session) {
+  proto::GraphDef def;
+  AF_RETURN_IF_ERROR(ReadGraphDefFile(path, &def));
+  return session->Create(def);
+}
+
+// Opens the --steps file ("-": stdin) into `*in`.
+Status OpenSteps(const std::string& path, std::ifstream* file, std::istream** in) {
+  if (path == "-") {
+    *in = &std::cin;
+    return Status::OK();
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--steps '", path, "' is a directory");
+  file->open(path);
+  if (!*file) return errors::NotFound("cannot read --steps file '", path, "'");
+  *in = file;
+  return Status::OK();
+}
+
+// Opens the --trace file for writing into `*file`.
+Status OpenTrace(const std::string& path, std::ofstream* file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return errors::InvalidArgument("--trace '", path, "' is a directory");
+  file->open(path, std::ios::out | std::ios::trunc);
+  if (!*file) return errors::NotFound("cannot open --trace file '", path, "' for writing");
+  return Status::OK();
+}
+
+// Writes the Chrome trace of `trace` to the open `file` and says where on stderr.
+Status WriteTrace(const RunMetadata& trace, const std::string& path, std::ofstream* file) {
+  try {
+    *file << ChromeTraceJson(trace) << '\n';
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory("writing the trace to '" + path + "'", e);
+  } catch (const std::length_error& e) {
+    return OutOfMemory("writing the trace to '" + path + "'", e);
+  }
+  file->close();
+  if (!*file) return errors::DataLoss("failed writing the trace to '", path, "'");
+  std::cerr << "actorflow: trace of " << trace.step_stats.size() << " node runs written to " << path << "\n";
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv) {
+  RunArgs args;
+  const Status parsed = ParseRunArgs(argv, &args);
+  if (args.help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(parsed);
+  RuntimeOptions runtime_options;
+  const Status devices = RuntimeOptionsFor(args.devices, &runtime_options);
+  if (!devices.ok()) return UsageError(devices);
+  // Each device's tensors get the budget too, so a step whose tensors do not fit fails as well.
+  runtime_options.device_memory_limit_bytes =
+      static_cast<int64_t>(std::min<uint64_t>(args.memory_limit, std::numeric_limits<int64_t>::max()));
+
+  std::ifstream steps_file;
+  std::istream* steps = nullptr;
+  if (!args.steps_path.empty()) {
+    const Status opened = OpenSteps(args.steps_path, &steps_file, &steps);
+    if (!opened.ok()) return UsageError(opened);
+  }
+
+  // Opened now, so that a path that cannot be written fails before any step runs.
+  std::ofstream trace_file;
+  if (!args.trace_path.empty()) {
+    const Status opened = OpenTrace(args.trace_path, &trace_file);
+    if (!opened.ok()) return UsageError(opened);
+  }
+
+  Runtime runtime(runtime_options);  // declared before the session, which must end first
+  const Status gpus = CheckGpus(runtime, args.devices);
+  if (!gpus.ok()) return UsageError(gpus);
+  SessionOptions options;
+  options.runtime = &runtime;
+  options.graph_options.do_common_subexpression_elimination = args.optimize;
+  options.graph_options.do_constant_folding = args.optimize;
+  Session session(options);
+  const Status loaded =
+      CatchOutOfMemory("loading the graph '" + args.graph_path + "'", [&] { return LoadGraph(args.graph_path, &session); });
+  if (!loaded.ok()) return CommandError(loaded, errors::IsResourceExhausted(loaded) ? kExitStepFailed : kExitUsage);
+  RunMetadata trace;
+  RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
+  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit};
+  const bool all_ok = steps ? RunStepLines(&runner, *steps, args.defaults) : RunAndReport(&runner, 0, args.defaults);
+  session.Close();
+  if (tracing) {
+    const Status written = WriteTrace(trace, args.trace_path, &trace_file);
+    if (!written.ok()) {
+      std::cerr << "actorflow: " << written.ToString() << "\n";
+      return kExitStepFailed;
+    }
+  }
+  return all_ok ? kExitOk : kExitStepFailed;
+}
+
+}  // namespace cli
+}  // namespace actorflow
