@@ -103,7 +103,7 @@ Status LocalMaster::Extend(const proto::GraphDef& graph) try {
 }
 
 Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-                        const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
+                            const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out) {
   auto exe = std::make_shared<Executable>();
   exe->feed_names = feeds;
   PreparationOptions prep;
@@ -172,8 +172,8 @@ std::map<std::string, std::string> LocalMaster::LastPlacement() const {
 }
 
 Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                              std::shared_ptr<const Executable>* out) {
+                                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                                  std::shared_ptr<const Executable>* out) {
   std::string key;
   for (const auto& f : feeds) {
     key += f.first;
@@ -243,8 +243,8 @@ Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tenso
 }
 
 Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
-                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                    std::vector<Tensor>* outputs, RunMetadata* metadata) try {
+                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                        std::vector<Tensor>* outputs, RunMetadata* metadata) try {
   if (outputs) outputs->clear();  // feeds hold their own references: safe even if they came from it
   if (fetches.empty() && targets.empty()) return errors::InvalidArgument("Run needs at least one fetch or target");
   if (options.timeout_in_ms < 0 || options.timeout_in_ms > RunOptions::kMaxTimeoutMs)
@@ -297,7 +297,7 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
 }
 
 Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
-                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                                  std::vector<Tensor>* outputs, RunMetadata* metadata) {
   const int64_t step_id = NewStepId();
   std::chrono::milliseconds wait{0};
   if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
@@ -321,6 +321,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
       break;
     }
     started.push_back(std::move(ch));
+    barrier.Started();
   }
   // Every started partition answers (a failed one aborts the step at the
   // rendezvous, so the others' Recvs fail rather than wait).
@@ -343,8 +344,9 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
     for (size_t r = 0; s.ok() && r < resp.retvals.size() && r < part.retval_indices.size(); ++r)
       results[part.retval_indices[r]] = std::move(resp.retvals[r]);
   }
-  barrier.Finish();
+  const Status finished = barrier.Finish();
   if (!barrier.status().ok()) status = barrier.status();
+  if (status.ok()) status = finished;
   if (!stats.empty()) RecordCosts(stats, &cost_model_);
   if (metadata) metadata->step_stats = std::move(stats);
   AF_RETURN_IF_ERROR(status);

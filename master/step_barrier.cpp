@@ -23,8 +23,10 @@ StepBarrier::StepBarrier(int64_t step_id, std::vector<caf::actor> participants)
   participants_.erase(std::unique(participants_.begin(), participants_.end()), participants_.end());
 }
 
-void StepBarrier::Finish() {
+Status StepBarrier::Finish() {
+  if (pending_ != 0) return errors::Internal("step ", step_id_, " finished with ", pending_, " partitions unanswered");
   for (const caf::actor& p : participants_) caf::anon_send(p, RendezvousStepDone{step_id_});
+  return Status::OK();
 }
 
 void StepBarrier::Abort(const Status& s) {
@@ -39,6 +41,7 @@ void StepBarrier::FailedToStart(const Status& s) {
 }
 
 void StepBarrier::PartitionDone(const Status& s) {
+  --pending_;
   if (s.ok()) return;
   // The root cause wins over what it caused elsewhere, whichever partition
   // answers first: the Cancelled, and the _Recv errors that carry it.

@@ -1,5 +1,5 @@
 // StepBarrier: joins the partitions of one step (TensorFlow's
-// ExecutorBarrier). It counts the partitions' answers, keeps the error that
+// ExecutorBarrier). It counts the partitions started and answered, keeps the error that
 // caused the others (not the Cancelled or _Recv failures it led to), aborts
 // the step at every participant's rendezvous once, at the first failure, and
 // tells every participant when the step is over so it drops what the step
@@ -23,13 +23,18 @@ class StepBarrier {
   StepBarrier(const StepBarrier&) = delete;
   StepBarrier& operator=(const StepBarrier&) = delete;
 
+  /// A partition was started: its answer is awaited.
+  void Started() { ++pending_; }
   /// A partition could not be started: the step fails with `s`, and the
   /// partitions started already stop waiting for it.
   void FailedToStart(const Status& s);
-  /// One partition answered with `s`.
+  /// One started partition answered with `s`.
   void PartitionDone(const Status& s);
-  /// Every partition has answered: each participant drops what the step left.
-  void Finish();
+  /// Partitions started and not answered yet.
+  int pending() const { return pending_; }
+  /// Every started partition has answered: each participant drops what the
+  /// step left. Internal if some have not (a bug in the caller).
+  Status Finish();
   /// The step's status: OK, or the root cause of its failure.
   const Status& status() const { return status_; }
 
@@ -39,6 +44,7 @@ class StepBarrier {
   int64_t step_id_;
   std::vector<caf::actor> participants_;
   Status status_;
+  int pending_ = 0;
   bool aborted_ = false;
 };
 

@@ -87,7 +87,9 @@ const char* DeviceActorState::name = "device_actor";
 
 void DeviceHost::ScheduleResume() { self_->send(self_, resume_atom::value); }
 
-void DeviceHost::ArmDeadline(std::chrono::nanoseconds delay) { self_->delayed_send(self_, delay, deadline_atom::value); }
+void DeviceHost::ArmDeadline(std::chrono::nanoseconds delay) {
+  self_->delayed_send(self_, delay, deadline_atom::value);
+}
 
 caf::mailbox_element_ptr DeviceHost::MakeCompletion() {
   // Sent as from the actor itself: KernelDone is accepted from no one else.
@@ -112,7 +114,8 @@ void DeviceHost::Drained() { self_->quit(exit_reason); }
 Status BuildPlanOrThrow(const std::string& graph_def, Device* device, KernelSegment* segment,
                         std::unique_ptr<ExecutorPlan>* plan) {
   proto::GraphDef def;
-  if (!def.ParseFromString(graph_def)) return errors::InvalidArgument("cannot parse the GraphDef sent to ", device->name());
+  if (!def.ParseFromString(graph_def))
+    return errors::InvalidArgument("cannot parse the GraphDef sent to ", device->name());
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(def, &g));
   return ExecutorPlan::Build(g, device, plan, segment);

@@ -142,7 +142,8 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
       PropagateOutputs(step, iter, node, outputs, is_dead, &ready_);
       if (plan.has_transfers()) {
         bool transfer = false;
-        for (size_t i = first_new; i < ready_.size() && !transfer; ++i) transfer = plan.item(ready_[i].node).is_transfer;
+        for (size_t i = first_new; i < ready_.size() && !transfer; ++i)
+          transfer = plan.item(ready_[i].node).is_transfer;
         if (transfer) TransfersFirst(plan, &ready_, first_new);
       }
     }
