@@ -303,6 +303,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
   if (options.timeout_in_ms > 0) wait = std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
   ChannelPool* channels = runtime_->channels();
   std::vector<std::unique_ptr<ClientChannel>> started;
+  started.reserve(exe.parts.size());  // a started partition is always waited for
   // Every process the step runs in takes part in its rendezvous.
   StepBarrier barrier(step_id, {runtime_->rendezvous_actor()});
   for (const auto& part : exe.parts) {

@@ -39,12 +39,8 @@ class TestHost final : public ExecutorHost {
     ++completions_made;
     return caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, KernelDone{});
   }
-  void DeliverCompletion(caf::mailbox_element_ptr done) noexcept override {
-    std::lock_guard<std::mutex> lock(mu_);
-    delivered_.push_back(std::move(done));
-    cv_.notify_one();
-  }
-  void Drained() override { drained = true; }
+  CompletionSink completion_sink() override { return {&Deliver, this}; }
+  void Drained() noexcept override { drained = true; }
 
   /// Hands back one completion, waiting up to 10 ms for it; false if none came.
   bool HandBack(Executor* executor) {
@@ -70,6 +66,14 @@ class TestHost final : public ExecutorHost {
   std::vector<std::chrono::nanoseconds> deadlines;
 
  private:
+  // From a pool thread: queued for the test's loop (the test outlives every kernel).
+  static void Deliver(void* context, caf::mailbox_element_ptr done) noexcept {
+    auto* host = static_cast<TestHost*>(context);
+    std::lock_guard<std::mutex> lock(host->mu_);
+    host->delivered_.push_back(std::move(done));
+    host->cv_.notify_one();
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<caf::mailbox_element_ptr> delivered_;

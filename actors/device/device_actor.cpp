@@ -47,6 +47,21 @@ struct PendingGraph {
 
 using DeviceActor = caf::stateful_actor<struct DeviceActorState>;
 
+// To the actor that made the message (its sender), on the compute pool
+// `context`: needs nothing of the actor's state, which may be gone.
+void DeliverCompletion(void* context, caf::mailbox_element_ptr msg) noexcept {
+  const caf::strong_actor_ptr keep = msg->sender;  // the actor lives until this returns
+  caf::abstract_actor* dest = caf::actor_cast<caf::abstract_actor*>(keep);
+  ComputePool* pool = static_cast<ComputePool*>(context);
+  try {
+    dest->enqueue(std::move(msg), pool->delivery_unit());
+  } catch (...) {
+    // In the mailbox already (pushing allocates nothing); making the actor
+    // runnable threw for memory: it must still run.
+    pool->RescheduleAfterFailure(dynamic_cast<caf::resumable*>(dest));
+  }
+}
+
 // The executor's host: the actor's mailbox brings resumes, deadlines and
 // completions back to its thread.
 class DeviceHost final : public ExecutorHost {
@@ -55,8 +70,8 @@ class DeviceHost final : public ExecutorHost {
   void ScheduleResume() override;
   void ArmDeadline(std::chrono::nanoseconds delay) override;
   caf::mailbox_element_ptr MakeCompletion() override;
-  void DeliverCompletion(caf::mailbox_element_ptr msg) noexcept override;
-  void Drained() override;
+  CompletionSink completion_sink() override { return {&DeliverCompletion, device_->compute_pool()}; }
+  void Drained() noexcept override;
   caf::error exit_reason;
 
  private:
@@ -96,20 +111,14 @@ caf::mailbox_element_ptr DeviceHost::MakeCompletion() {
   return caf::make_mailbox_element(caf::strong_actor_ptr(self_->ctrl()), caf::make_message_id(), {}, KernelDone{});
 }
 
-void DeviceHost::DeliverCompletion(caf::mailbox_element_ptr msg) noexcept {
-  const caf::strong_actor_ptr keep = msg->sender;  // the actor lives until this returns
-  caf::abstract_actor* dest = caf::actor_cast<caf::abstract_actor*>(keep);
-  ComputePool* pool = device_->compute_pool();
+
+void DeviceHost::Drained() noexcept {
   try {
-    dest->enqueue(std::move(msg), pool->delivery_unit());
-  } catch (...) {
-    // In the mailbox already (pushing allocates nothing); making the actor
-    // runnable threw for memory: it must still run.
-    pool->RescheduleAfterFailure(dynamic_cast<caf::resumable*>(dest));
+    self_->quit(exit_reason);
+  } catch (...) {  // no memory to copy the reason: quit all the same
+    self_->quit();
   }
 }
-
-void DeviceHost::Drained() { self_->quit(exit_reason); }
 
 Status BuildPlanOrThrow(const std::string& graph_def, Device* device, KernelSegment* segment,
                         std::unique_ptr<ExecutorPlan>* plan) {
@@ -258,9 +267,10 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
   self->set_exit_handler([self](const caf::exit_msg& msg) {
     auto& st = self->state;
     st.shutting_down = true;
-    st.host->exit_reason = msg.reason;
-    const Status down = errors::Cancelled("device ", st.device->name(), " shut down");
+    Status down = OutOfMemoryStatus();
     try {
+      st.host->exit_reason = msg.reason;
+      down = errors::Cancelled("device ", st.device->name(), " shut down");
       for (auto& [handle, reg] : st.registrations) reg.promise.deliver(RegisterGraphResponse{down, 0});
     } catch (...) {  // out of memory while shutting down: what was not answered ends by its client's deadline
     }

@@ -277,8 +277,8 @@ void Executor::RunReady() {
     }
     if (n % kNodesPerClockCheck == 0 && std::chrono::steady_clock::now() > batch_end) {
       if (!resume_pending_) {
-        resume_pending_ = true;
         services_.host->ScheduleResume();
+        resume_pending_ = true;
       }
       if (!read_wait_.empty()) SendReads();
       if (services_.rendezvous) services_.rendezvous->Flush();
@@ -404,13 +404,14 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
   active.state = std::make_unique<StepState>(id, &plan, std::move(req.args));
   active.plan = std::move(plan_ptr);
   active.graph_handle = graph_handle;
-  active.reply = std::move(*reply);
   StepState* step = active.state.get();
   step->collect_stats = req.collect_stats;
   step->client_step_id = req.step_id;
   step->multi_partition = req.multi_partition;
   if (req.collect_stats) step->start_ns = NowNanos();
-  steps_.emplace(id, std::move(active));
+  // The reply moves in once the step is in place: a failed emplace leaves it
+  // with the caller, who answers.
+  steps_.emplace(id, std::move(active)).first->second.reply = std::move(*reply);
   *started_id = id;
   if (req.timeout_ms > 0) {
     const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);

@@ -78,11 +78,19 @@ class ExecutorHost {
   /// A message holding a KernelDone, made before a kernel starts off the
   /// host's thread, so that delivering its completion cannot fail for memory.
   virtual caf::mailbox_element_ptr MakeCompletion() = 0;
-  /// Hands a completion made by MakeCompletion to the host's thread, which
-  /// calls Executor::KernelFinished with it. Any thread; never throws.
-  virtual void DeliverCompletion(caf::mailbox_element_ptr done) noexcept = 0;
+  /// How a completion made by MakeCompletion reaches the host's thread, which
+  /// calls Executor::KernelFinished with it: `deliver(context, message)`, from
+  /// any thread, never throwing. Taken when a kernel starts and used when it
+  /// ends, without touching the host or the executor then: `context` must
+  /// outlive every kernel (the device actor's is its compute pool; the
+  /// message's sender keeps the actor itself alive).
+  struct CompletionSink {
+    void (*deliver)(void* context, caf::mailbox_element_ptr done) noexcept = nullptr;
+    void* context = nullptr;
+  };
+  virtual CompletionSink completion_sink() = 0;
   /// The last step ended after Executor::Shutdown.
-  virtual void Drained() = 0;
+  virtual void Drained() noexcept = 0;
 };
 
 /// Rendezvous access as the executor uses it: Sends and Recvs are batched

@@ -69,8 +69,11 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
   const int64_t step_id = step->step_id();
   run->start_ns = step->collect_stats ? NowNanos() : 0;
   run->done_msg = services_.host->MakeCompletion();
+  const ExecutorHost::CompletionSink sink = services_.host->completion_sink();
   // Called exactly once; `run` is freed only after the completion is filled.
-  auto done = [this, run, step_id, node]() noexcept {
+  // Off the executor's thread it touches neither the executor nor its host
+  // (either may be gone if the host was killed): only `sink`.
+  auto done = [this, run, step_id, node, sink]() noexcept {
     const bool timed = run->start_ns != 0;
     caf::mailbox_element_ptr msg = std::move(run->done_msg);
     KernelDone& d = msg->content().get_mutable_as<KernelDone>(0);
@@ -94,7 +97,7 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
       } catch (...) {  // no memory to grow the queue: `d` was not moved from
       }
     }
-    services_.host->DeliverCompletion(std::move(msg));
+    sink.deliver(sink.context, std::move(msg));
   };
   if (item.is_async) {
     owned.release();
