@@ -1,0 +1,227 @@
+#include "core/cluster_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <set>
+
+namespace actorflow {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kChief = "chief";
+constexpr const char* kEvaluator = "evaluator";
+
+bool ValidJobName(const std::string& name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// A task index written as a JSON object key: decimal digits only.
+bool ParseIndex(const std::string& key, int* out) {
+  if (key.empty() || key.size() > 9) return false;
+  for (char c : key)
+    if (c < '0' || c > '9') return false;
+  *out = std::atoi(key.c_str());
+  return true;
+}
+
+Status ParseJob(const std::string& job, const json& tasks, std::vector<std::string>* out) {
+  if (tasks.is_array()) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!tasks[i].is_string())
+        return errors::InvalidArgument("cluster: task ", i, " of job '", job, "' is not a \"host:port\" string");
+      out->push_back(tasks[i].get<std::string>());
+    }
+  } else if (tasks.is_object()) {
+    // JobDef's map from task index to address: only dense ids from 0.
+    std::map<int, std::string> by_index;
+    for (auto it = tasks.begin(); it != tasks.end(); ++it) {
+      int index = -1;
+      if (!ParseIndex(it.key(), &index))
+        return errors::InvalidArgument("cluster: job '", job, "' has task id '", it.key(),
+                                       "': task ids are non-negative integers");
+      if (!it.value().is_string())
+        return errors::InvalidArgument("cluster: task ", index, " of job '", job,
+                                       "' is not a \"host:port\" string");
+      by_index[index] = it.value().get<std::string>();
+    }
+    int expected = 0;
+    for (const auto& [index, address] : by_index) {
+      if (index != expected)
+        return errors::InvalidArgument("cluster: job '", job, "' has no task ", expected,
+                                       ": task ids must be dense from 0 (rule: dense task ids)");
+      out->push_back(address);
+      ++expected;
+    }
+  } else {
+    return errors::InvalidArgument("cluster: job '", job,
+                                   "' must be a list of \"host:port\" addresses or an object from task id to address");
+  }
+  if (out->empty()) return errors::InvalidArgument("cluster: job '", job, "' has no tasks");
+  for (size_t i = 0; i < out->size(); ++i) {
+    const Status s = CheckHostPort((*out)[i]);
+    if (!s.ok()) return errors::InvalidArgument("cluster: task ", i, " of job '", job, "': ", s.message());
+  }
+  return Status::OK();
+}
+
+Status ParseTask(const json& t, TaskId* task) {
+  if (!t.is_object())
+    return errors::InvalidArgument("TF_CONFIG: \"task\" must be an object {\"type\": ..., \"index\": ...}");
+  auto type = t.find("type");
+  if (type == t.end() || !type->is_string() || type->get<std::string>().empty())
+    return errors::InvalidArgument("TF_CONFIG: the task's \"type\" must be set (rule: task type present)");
+  auto index = t.find("index");
+  if (index == t.end())
+    return errors::InvalidArgument("TF_CONFIG: the task's \"index\" must be set (rule: task index present)");
+  if (!index->is_number_integer())
+    return errors::InvalidArgument("TF_CONFIG: the task's \"index\" must be an integer");
+  const int64_t i = index->get<int64_t>();
+  if (i < 0 || i > (int64_t{1} << 30))
+    return errors::InvalidArgument("TF_CONFIG: task index ", i, " is out of range (rule: index non-negative)");
+  task->job = type->get<std::string>();
+  task->index = static_cast<int>(i);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string TaskId::name() const { return "/job:" + job + "/replica:0/task:" + std::to_string(index); }
+
+Status CheckHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
+    return errors::InvalidArgument("address '", address, "' is not \"host:port\"");
+  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.back() != ']' || host.size() < 3)
+      return errors::InvalidArgument("address '", address,
+                                     "': an IPv6 host is written in brackets, \"[::1]:2222\"");
+  } else {
+    if (host.find(':') != std::string::npos)
+      return errors::InvalidArgument("address '", address, "': an IPv6 host is written in brackets, \"[::1]:2222\"");
+    for (char c : host)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+            c == '_'))
+        return errors::InvalidArgument("address '", address, "': host '", host, "' is not a host name or address");
+  }
+  if (port.size() > 5) return errors::InvalidArgument("address '", address, "': port '", port, "' is not in 1..65535");
+  for (char c : port)
+    if (c < '0' || c > '9')
+      return errors::InvalidArgument("address '", address, "': port '", port, "' is not a number");
+  const int p = std::atoi(port.c_str());
+  if (p < 1 || p > 65535) return errors::InvalidArgument("address '", address, "': port ", p, " is not in 1..65535");
+  return Status::OK();
+}
+
+Status ClusterSpec::Parse(const std::string& text, ClusterSpec* out, TaskId* task) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return errors::InvalidArgument("cluster: not valid JSON");
+  if (!doc.is_object()) return errors::InvalidArgument("cluster: expected a JSON object of jobs");
+  const json* cluster = &doc;
+  const bool tf_config = doc.contains("cluster") || doc.contains("task");
+  if (tf_config) {
+    auto c = doc.find("cluster");
+    if (c == doc.end() || !c->is_object())
+      return errors::InvalidArgument("TF_CONFIG: \"cluster\" must be an object of jobs");
+    cluster = &*c;
+  }
+  ClusterSpec spec;
+  std::map<std::string, std::string> owner;  // address -> "job:index", for duplicates
+  for (auto it = cluster->begin(); it != cluster->end(); ++it) {
+    const std::string& job = it.key();
+    if (!ValidJobName(job))
+      return errors::InvalidArgument("cluster: job name '", job, "' is not [a-z][a-z0-9_]*");
+    std::vector<std::string> addresses;
+    AF_RETURN_IF_ERROR(ParseJob(job, it.value(), &addresses));
+    if (job == kEvaluator) continue;  // beside the cluster, not in it
+    if (job == kChief && addresses.size() > 1)
+      return errors::InvalidArgument("cluster: job 'chief' has ", addresses.size(),
+                                     " tasks: a cluster has at most one chief (rule: one chief)");
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      const std::string me = job + ":" + std::to_string(i);
+      auto [seen, fresh] = owner.emplace(addresses[i], me);
+      if (!fresh)
+        return errors::InvalidArgument("cluster: address '", addresses[i], "' is given to both ", seen->second,
+                                       " and ", me, " (rule: no duplicate address)");
+    }
+    spec.jobs_[job] = std::move(addresses);
+  }
+  if (spec.jobs_.empty()) return errors::InvalidArgument("cluster: no jobs");
+  TaskId parsed;
+  if (tf_config && doc.contains("task")) {
+    AF_RETURN_IF_ERROR(ParseTask(doc["task"], &parsed));
+    AF_RETURN_IF_ERROR(spec.CheckTask(parsed));
+  }
+  *out = std::move(spec);
+  if (task) *task = parsed;
+  return Status::OK();
+}
+
+Status ClusterSpec::FromEnvironment(ClusterSpec* out, TaskId* task, bool* found) {
+  const char* v = std::getenv("TF_CONFIG");
+  *found = v != nullptr && *v != '\0';
+  if (!*found) return Status::OK();
+  const Status s = Parse(v, out, task);
+  if (!s.ok()) return Status(s.code(), "TF_CONFIG environment variable: " + s.message());
+  return Status::OK();
+}
+
+std::vector<std::string> ClusterSpec::jobs() const {
+  std::vector<std::string> out;
+  for (const auto& [job, tasks] : jobs_) out.push_back(job);
+  return out;
+}
+
+int ClusterSpec::num_tasks(const std::string& job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+Status ClusterSpec::Address(const TaskId& task, std::string* address) const {
+  auto it = jobs_.find(task.job);
+  if (it == jobs_.end() || task.index < 0 || task.index >= static_cast<int>(it->second.size()))
+    return errors::NotFound("the cluster has no task ", task.job, ":", task.index);
+  *address = it->second[static_cast<size_t>(task.index)];
+  return Status::OK();
+}
+
+std::vector<TaskId> ClusterSpec::tasks() const {
+  std::vector<TaskId> out;
+  for (const auto& [job, tasks] : jobs_)
+    for (size_t i = 0; i < tasks.size(); ++i) out.push_back({job, static_cast<int>(i)});
+  return out;
+}
+
+TaskId ClusterSpec::chief() const {
+  if (num_tasks(kChief) > 0) return {kChief, 0};
+  if (num_tasks("worker") > 0) return {"worker", 0};
+  return {};
+}
+
+Status ClusterSpec::CheckTask(const TaskId& task) const {
+  if (task.job.empty()) return errors::InvalidArgument("task: a job name is needed (rule: task type present)");
+  if (task.index < 0)
+    return errors::InvalidArgument("task: index ", task.index, " is negative (rule: index non-negative)");
+  if (task.job == kEvaluator) return Status::OK();  // runs beside the cluster
+  const int n = num_tasks(task.job);
+  if (n == 0)
+    return errors::InvalidArgument("task: the cluster has no job '", task.job, "' (rule: task type in the cluster)");
+  if (task.index >= n)
+    return errors::InvalidArgument("task: job '", task.job, "' has ", n, " tasks, so index ", task.index,
+                                   " is out of range (rule: index in range)");
+  return Status::OK();
+}
+
+std::string ClusterSpec::ToJson() const {
+  json j = json::object();
+  for (const auto& [job, tasks] : jobs_) j[job] = tasks;
+  return j.dump();
+}
+
+}  // namespace actorflow
