@@ -13,7 +13,7 @@ std::atomic<uint64_t> g_next_session{1};
 Session::Session(SessionOptions options)
     : master_(std::make_unique<LocalMaster>(options, "session_" + std::to_string(g_next_session.fetch_add(1)))) {}
 
-Session::~Session() { master_->Close(); }
+Session::~Session() = default;  // the master closes itself
 
 Status Session::Create(const proto::GraphDef& graph) { return master_->Create(graph); }
 

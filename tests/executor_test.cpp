@@ -83,7 +83,7 @@ struct Fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys = std::make_unique<caf::actor_system>(cfg);
   ComputePool pool{sys.get(), 2};
-  Device device{"/job:localhost/replica:0/task:0/device:CPU:0", DEVICE_CPU, cpu_allocator(), &pool};
+  Device device{test::kCpu0, DEVICE_CPU, cpu_allocator(), &pool};
   TestHost host;
   Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
   // The scheduler's workers (the pool's threads) are joined before the pool

@@ -3,16 +3,20 @@
 // ResourceHandles that record their device.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "actors/runtime.hpp"
 #include "client/ops/cc_ops.hpp"
+#include "client/ops/reader_ops.hpp"
 #include "client/ops/state_ops.hpp"
 #include "client/session.hpp"
 #include "core/ids.hpp"
 #include "core/resource_handle.hpp"
 #include "devices/device.hpp"
+#include "ops/io/reader_resource.hpp"
 #include "ops/op_kernel.hpp"
 #include "test_util.hpp"
 
@@ -117,4 +121,39 @@ TEST_CASE("identities: a ResourceHandle records its device; its identity is cont
   REQUIRE(ResourceHandle::Decode(*encoded, &v).ok());
   CHECK(v.device == "/job:ps/replica:0/task:1/device:CPU:0");
   CHECK(v.name == "v");
+}
+
+TEST_CASE("identities: one shared reader, whichever device's kernel declares it") {
+  RuntimeOptions o;
+  o.num_threads = 1;
+  o.num_cpu_devices = 2;
+  o.num_gpu_devices = 0;
+  Runtime rt(o);
+  Scope root = Scope::NewRootScope();
+  ops::TextLineReaderOptions opts;
+  opts.shared_name = "identities_test_shared_reader";
+  ops::TextLineReader(root.WithOpName("r"), opts);
+  const proto::GraphDef def = test::ToDef(root);
+  REQUIRE(def.node_size() == 1);
+  // The same declaration on CPU:0 and CPU:1: handles that name different devices.
+  std::unique_ptr<OpKernel> k0, k1;
+  REQUIRE(CreateOpKernel(rt.devices()[0], def.node(0), &k0).ok());
+  REQUIRE(CreateOpKernel(rt.devices()[1], def.node(0), &k1).ok());
+  Tensor h0, h1;
+  for (auto [kernel, out, device] : {std::make_tuple(k0.get(), &h0, rt.devices()[0]),
+                                     std::make_tuple(k1.get(), &h1, rt.devices()[1])}) {
+    OpKernelContext::Params params;
+    params.device = device;
+    params.op_kernel = kernel;
+    params.outputs = out;
+    params.num_outputs = 1;
+    OpKernelContext ctx(&params);
+    kernel->Compute(&ctx);
+    REQUIRE(ctx.status().ok());
+  }
+  REQUIRE(h0.scalar<std::string>() != h1.scalar<std::string>());
+  std::shared_ptr<ReaderResource> r0, r1;
+  REQUIRE(ReaderRegistry::Global()->Lookup(h0.scalar<std::string>(), &r0).ok());
+  REQUIRE(ReaderRegistry::Global()->Lookup(h1.scalar<std::string>(), &r1).ok());
+  CHECK(r0 == r1);
 }

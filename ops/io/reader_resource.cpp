@@ -238,11 +238,17 @@ ReaderRegistry* ReaderRegistry::Global() {
   return registry;
 }
 
+const std::string& ReaderRegistry::IdentityLocked(const std::string& handle) {
+  auto it = identity_.find(handle);
+  if (it == identity_.end()) it = identity_.emplace(handle, ResourceIdentity(handle)).first;
+  return it->second;
+}
+
 Status ReaderRegistry::LookupOrCreate(const std::string& handle, const std::string& signature,
                                       const std::function<Status(std::shared_ptr<ReaderResource>*)>& make,
                                       std::shared_ptr<ReaderResource>* out) {
-  const std::string key = ResourceIdentity(handle);
   std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = IdentityLocked(handle);
   auto it = readers_.find(key);
   if (it != readers_.end()) {
     if (auto existing = it->second.reader.lock()) {
@@ -263,15 +269,18 @@ Status ReaderRegistry::LookupOrCreate(const std::string& handle, const std::stri
     if (e->second.reader.expired()) e = readers_.erase(e);
     else ++e;
   }
+  for (auto e = identity_.begin(); e != identity_.end();) {
+    if (e->second != key && !readers_.count(e->second)) e = identity_.erase(e);
+    else ++e;
+  }
   readers_[key] = Entry{made, signature};
   *out = std::move(made);
   return Status::OK();
 }
 
 Status ReaderRegistry::Lookup(const std::string& handle, std::shared_ptr<ReaderResource>* out) {
-  const std::string key = ResourceIdentity(handle);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = readers_.find(key);
+  auto it = readers_.find(IdentityLocked(handle));
   if (it != readers_.end()) {
     if (auto r = it->second.reader.lock()) {
       *out = std::move(r);

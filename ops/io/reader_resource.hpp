@@ -98,7 +98,8 @@ class ReaderResource : public std::enable_shared_from_this<ReaderResource> {
   std::atomic<int64_t> work_finished_{0};
 };
 
-/// The process's readers by encoded handle (container, shared name). A
+/// The process's readers by (container, shared name), whichever device's
+/// kernel declared them (ResourceIdentity of the encoded handle). A
 /// reader lives while its declaring kernels hold it (the sessions that run
 /// it); the registry only finds it.
 class ReaderRegistry {
@@ -118,8 +119,13 @@ class ReaderRegistry {
     std::weak_ptr<ReaderResource> reader;
     std::string signature;
   };
+  /// The identity of an encoded handle, decoded once per handle (a read op
+  /// looks its reader up on every run). Called with mu_ held.
+  const std::string& IdentityLocked(const std::string& handle);
+
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> readers_;  // by ResourceIdentity; guarded by mu_
+  std::unordered_map<std::string, Entry> readers_;         // by ResourceIdentity; guarded by mu_
+  std::unordered_map<std::string, std::string> identity_;  // encoded handle -> its identity; guarded by mu_
 };
 
 }  // namespace actorflow
