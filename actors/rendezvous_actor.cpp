@@ -12,6 +12,7 @@
 #include "core/exception_status.hpp"
 #include "devices/compute_pool.hpp"
 #include "net/protocol.hpp"
+#include "net/tensor_transport.hpp"
 
 namespace actorflow {
 
@@ -63,6 +64,8 @@ struct RendezvousState {
   std::map<caf::actor, RendezvousDeliver> outgoing;
   bool retry_scheduled = false;  // a retry_flush_atom is on its way
   ComputePool* pool = nullptr;
+  TensorTransport* transport = nullptr;  // null in a process that is not a cluster task
+  std::string task;                      // this process's, when transport is set
   static const char* name;
 };
 const char* RendezvousState::name = "rendezvous_actor";
@@ -266,11 +269,51 @@ void WantSafely(RendezvousActor* self, int64_t step_id, const RendezvousKey& key
 }
 
 
+// A Send for a device of another task goes there (false: it stays here).
+bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value,
+                 bool is_dead) noexcept {
+  auto& st = self->state;
+  if (!st.transport) return false;
+  try {
+    std::string recv_device;
+    if (!SplitRendezvousKey(key.str(), nullptr, &recv_device)) return false;
+    const std::string task = TaskOfDevice(recv_device);
+    if (task.empty() || task == st.task) return false;
+    const Status s = st.transport->Send(task, step_id, key, value, is_dead);
+    if (!s.ok())
+      if (StepTable* table = Table(self, step_id)) Abort(self, step_id, *table, s);
+  } catch (...) {
+    FailForMemory(self, step_id, key, "Send", nullptr);
+  }
+  return true;
+}
+
+// Every step waiting for a tensor from `task` fails with `s`.
+void PeerFailed(RendezvousActor* self, const std::string& task, const Status& s) noexcept {
+  try {
+    for (auto& [id, table] : self->state.steps) {
+      bool waits = false;
+      for (auto& [key, e] : table.entries) {
+        std::string send_device;
+        if (e.waiting && SplitRendezvousKey(key.str(), &send_device, nullptr) && TaskOfDevice(send_device) == task) {
+          waits = true;
+          break;
+        }
+      }
+      if (waits) Abort(self, id, table, s);
+    }
+  } catch (...) {  // no memory to parse keys: the steps end by their master's abort or deadline
+  }
+}
+
 }  // namespace
 
-caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
-  return sys.spawn([pool](RendezvousActor* self) -> caf::behavior {
+caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool, TensorTransport* transport,
+                                std::string task) {
+  return sys.spawn([pool, transport, task](RendezvousActor* self) -> caf::behavior {
     self->state.pool = pool;
+    self->state.transport = transport;
+    self->state.task = task;
     // On exit, answer every waiting Recv: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       const Status gone = Safely([] { return errors::Cancelled("the rendezvous actor is shutting down"); });
@@ -281,7 +324,8 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
     });
     return {
         [self](const RendezvousSend& s) {
-          OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
+          if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead))
+            OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
           Flush(self);
         },
         [self](const RendezvousRecv& r) {
@@ -296,7 +340,9 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
         },
         [self](const RendezvousBatch& b) {
           caf::actor requester = caf::actor_cast<caf::actor>(self->current_sender());
-          for (const auto& s : b.sends) OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
+          for (const auto& s : b.sends)
+            if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead))
+              OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
           for (const auto& r : b.recvs) {
             Waiter w;
             w.requester = requester;
@@ -339,6 +385,10 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool) {
           // Nothing should wait now; if something does, it must not hang.
           FailWaiters(self, d.step_id, it->second, StepOver(d.step_id));
           st.steps.erase(it);
+          Flush(self);
+        },
+        [self](const RendezvousPeerFailed& f) {
+          PeerFailed(self, f.task, f.status);
           Flush(self);
         },
         [self](retry_flush_atom) {

@@ -19,6 +19,10 @@
 // when all partitions of a step have answered, which drops whatever the step
 // left.
 //
+// Across processes (a task of a cluster), a Send for a device of another task
+// leaves through the tensor transport; the receiving process's rendezvous
+// takes it as a local Send. A key's step and text are the same on both sides.
+//
 // Memory: no exception escapes a handler. A Send or Recv the actor has no
 // memory to record aborts its step with ResourceExhausted naming the key; an
 // answer it has no memory to build carries OutOfMemoryStatus(); a delivery
@@ -28,11 +32,31 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <string>
+
+#include "core/status.hpp"
+
 namespace actorflow {
 
 class ComputePool;
+class TensorTransport;
 
 /// `pool` (optional) picks the worker that runs a device actor a delivery wakes.
-caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool = nullptr);
+/// `transport` (optional; a process that is a task of a cluster): a Send whose
+/// receiving device is on another task than `task` goes there through it
+/// (net/tensor_transport.hpp); tensors it brings arrive as RendezvousSend,
+/// tensors it could not take as RendezvousAbort, and a peer it lost as
+/// RendezvousPeerFailed, which fails every step waiting for a tensor from
+/// that task with the given status.
+caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool = nullptr,
+                                TensorTransport* transport = nullptr, std::string task = std::string());
+
+/// From this process's transport only (never crosses a process).
+struct RendezvousPeerFailed {
+  std::string task;
+  Status status;
+};
 
 }  // namespace actorflow
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::RendezvousPeerFailed)

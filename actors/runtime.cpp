@@ -1,9 +1,11 @@
 #include "actors/runtime.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "actors/client_channel.hpp"
@@ -17,6 +19,7 @@
 #include "devices/device_factory.hpp"
 #include "devices/device_manager.hpp"
 #include "net/protocol.hpp"
+#include "net/tensor_transport.hpp"
 
 namespace actorflow {
 
@@ -32,8 +35,13 @@ int ResolveThreads(int requested) {
 }
 
 struct Config : caf::actor_system_config {
-  explicit Config(int threads) {
+  Config(int threads, const RuntimeOptions& o) {
     RegisterMessageTypes(*this);
+    if (o.network) {
+      load<caf::io::middleman>();
+      set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(std::max(1, o.heartbeat_ms))});
+      set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(std::max(1, o.peer_timeout_ms))});
+    }
     set("scheduler.max-threads", static_cast<size_t>(threads));
     // An idle worker polls for a few hundred microseconds (the next step or
     // shard usually arrives by then; waking a sleeping thread costs ~50-100 us
@@ -54,13 +62,38 @@ struct Runtime::Impl {
       : threads(ResolveThreads(o.num_threads)),
         task_name("/job:" + o.job + "/replica:" + std::to_string(o.replica) + "/task:" + std::to_string(o.task)),
         incarnation(NewIncarnation()),
-        cfg(threads),
+        cfg(threads, o),
         system(std::make_unique<caf::actor_system>(cfg)) {
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
     pool = std::make_unique<ComputePool>(system.get(), threads, std::min(intra > 0 ? intra : threads, threads));
     channels = std::make_unique<ChannelPool>(*system, pool.get());
+    if (o.network) {
+      TransportOptions to;
+      to.task = task_name;
+      to.incarnation = incarnation;
+      to.bind_host = o.bind_host;
+      TransportCallbacks cb;
+      // Frames may arrive before the rendezvous actor is set (they cannot:
+      // no peer knows the port yet); the lock makes that harmless anyway.
+      auto target = [this] {
+        std::lock_guard<std::mutex> lock(transport_mu);
+        return rendezvous;
+      };
+      cb.deliver = [target](int64_t step, RendezvousKey key, Tensor value, bool dead) {
+        caf::anon_send(target(), RendezvousSend{step, std::move(key), std::move(value), dead});
+      };
+      cb.reject = [target](int64_t step, Status s) { caf::anon_send(target(), RendezvousAbort{step, std::move(s)}); };
+      cb.peer_failed = [target](const std::string& task, Status s) {
+        caf::anon_send(target(), RendezvousPeerFailed{task, std::move(s)});
+      };
+      const Status s = TensorTransport::Start(std::move(to), std::move(cb), &transport);
+      if (!s.ok()) throw std::runtime_error(s.ToString());
+    }
     container = SpawnContainerActor(*system, pool.get());
-    rendezvous = SpawnRendezvousActor(*system, pool.get());
+    {
+      std::lock_guard<std::mutex> lock(transport_mu);
+      rendezvous = SpawnRendezvousActor(*system, pool.get(), transport.get(), task_name);
+    }
     const int n = std::max(1, o.num_cpu_devices);
     for (int i = 0; i < n; ++i) {
       ComputePool* device_pool = pool.get();
@@ -88,9 +121,14 @@ struct Runtime::Impl {
     caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
     caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
-    rendezvous = caf::actor();
+    if (transport) transport->Stop();  // no callback after this; Sends are dropped
+    {
+      std::lock_guard<std::mutex> lock(transport_mu);
+      rendezvous = caf::actor();
+    }
     channels.reset();
     system.reset();  // joins the workers while the devices and the pool still exist
+    transport.reset();
   }
   int threads;
   std::string task_name;
@@ -106,6 +144,8 @@ struct Runtime::Impl {
   std::vector<caf::actor> actors;
   caf::actor container;   // the variables of every session of this runtime
   caf::actor rendezvous;  // where partitions of a step hand tensors over
+  std::mutex transport_mu;  // guards `rendezvous` for the transport's callbacks
+  std::unique_ptr<TensorTransport> transport;
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -132,6 +172,7 @@ const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; 
 const caf::actor& Runtime::container_actor() const { return impl_->container; }
 
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
+TensorTransport* Runtime::transport() const { return impl_->transport.get(); }
 const DeviceManager& Runtime::device_manager() const { return *impl_->device_manager; }
 int Runtime::device_index(const Device* d) const { return impl_->device_manager->IndexOf(d); }
 

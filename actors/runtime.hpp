@@ -28,6 +28,7 @@ class ChannelPool;
 class ComputePool;
 class Device;
 class DeviceManager;
+class TensorTransport;
 
 struct RuntimeOptions {
   /// The task this process is in a cluster (TensorFlow's job, replica and
@@ -55,6 +56,14 @@ struct RuntimeOptions {
   /// shares the process's, DefaultMemoryLimit() (physical memory or the
   /// cgroup's limit; core/allocator.hpp).
   int64_t device_memory_limit_bytes = 0;
+  /// A task of a cluster: the actor system loads CAF's network layer (with
+  /// heartbeats, which CAF leaves off, so that a hung peer is detected) and a
+  /// tensor transport listens on `bind_host` (net/tensor_transport.hpp) for
+  /// tensors from other tasks.
+  bool network = false;
+  std::string bind_host = "127.0.0.1";
+  int heartbeat_ms = 500;      // CAF's middleman.heartbeat-interval
+  int peer_timeout_ms = 3000;  // CAF's middleman.connection-timeout: a silent peer is down after this
 };
 
 class Runtime {
@@ -89,6 +98,8 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
+  /// The tensor transport of a cluster task (RuntimeOptions::network), else null.
+  TensorTransport* transport() const;
   /// Index of the device named `name` (full name or any spec naming exactly one device, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 

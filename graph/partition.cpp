@@ -168,7 +168,8 @@ class Partitioner {
       auto& attr = *d->mutable_attr();
       attr["tensor_name"] = AttrString(tensor_name);
       attr["send_device"] = AttrString(src_device);
-      attr["send_device_incarnation"] = AttrInt(static_cast<int64_t>(options_.device_incarnation));
+      attr["send_device_incarnation"] = AttrInt(static_cast<int64_t>(
+          options_.incarnation_of ? options_.incarnation_of(src_device) : options_.device_incarnation));
       attr["recv_device"] = AttrString(dst_device);
       attr["client_terminated"] = AttrBool(false);
     };

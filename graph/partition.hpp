@@ -19,6 +19,7 @@
 // are near (graph/recv_scheduling.hpp, the whitepaper's section 5.2).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct PartitionOptions {
   /// The incarnation of the sending device, part of every rendezvous key
   /// (distinguishes a restarted process's device from its former self).
   uint64_t device_incarnation = 1;
+  /// Per sending device, when set (a cluster: each task has its own); else device_incarnation.
+  std::function<uint64_t(const std::string& device)> incarnation_of;
   /// Add control edges so each _Recv starts late (ScheduleRecvsLate on every
   /// partition); false leaves every _Recv free to start with the step.
   bool schedule_recvs_late = true;

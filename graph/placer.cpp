@@ -136,6 +136,21 @@ class Placer {
         }
       }
     }
+    if (!o_.default_task.empty()) {
+      DeviceName task;
+      AF_RETURN_IF_ERROR(ParseDeviceName(o_.default_task, &task));
+      for (auto& [root, group] : groups_) {
+        if (group.spec.has_job || group.spec.has_task) continue;
+        group.spec.has_job = task.has_job;
+        group.spec.job = task.job;
+        if (!group.spec.has_replica && task.has_replica) {
+          group.spec.has_replica = true;
+          group.spec.replica = task.replica;
+        }
+        group.spec.has_task = task.has_task;
+        group.spec.task = task.task;
+      }
+    }
     return Status::OK();
   }
 

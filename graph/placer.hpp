@@ -66,6 +66,10 @@ struct PlacerOptions {
   /// it is feasible, whatever the strategy, so that the node keeps its kernel
   /// and the state in it (TensorFlow's stateful placements). nullptr: none.
   const std::map<std::string, std::string>* stateful_placements = nullptr;
+  /// A task ("/job:worker/replica:0/task:0") whose devices take every group
+  /// that names no job, replica or task (TensorFlow's default: a cluster's
+  /// unpinned nodes run on the client's own task). Empty: any device.
+  std::string default_task;
   /// Microseconds to move a tensor between devices: fixed + per byte.
   double transfer_fixed_us = 2.0;
   double transfer_us_per_byte = 1.0 / 5000.0;  // 5 GB/s

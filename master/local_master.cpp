@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 
@@ -13,8 +14,10 @@
 #include "devices/device_manager.hpp"
 #include "graph/graph_def_io.hpp"
 #include "graph/preparation.hpp"
+#include "master/cluster_view.hpp"
 #include "master/step_barrier.hpp"
 #include "net/protocol.hpp"
+#include "net/tensor_transport.hpp"
 
 namespace actorflow {
 
@@ -28,14 +31,16 @@ struct LocalMaster::Executable {
   // One partition per device the signature runs on; the first is the only
   // one when everything runs on one device.
   struct Part {
-    int device = 0;
+    std::string device;  // full name
+    caf::actor actor;    // its device actor (a proxy when remote)
     uint64_t graph_handle = 0;
     std::vector<int> arg_indices;     // per argument of the partition: the step's argument index
     std::vector<int> retval_indices;  // per result of the partition: the fetch index
   };
   std::vector<Part> parts;
-  int device = 0;             // parts[0]'s, for the one-partition fast path
+  caf::actor device;          // parts[0]'s, for the one-partition fast path
   uint64_t graph_handle = 0;  // parts[0]'s
+  std::vector<caf::actor> participants;  // the rendezvous actors of the tasks the parts run in
   FeedFetchInfo info;
   std::vector<std::string> feed_names;
   // A moving average of this signature's step latency (ns): short steps are
@@ -66,7 +71,50 @@ LocalMaster::LocalMaster(SessionOptions options, std::string handle)
       options_(options),
       handle_(std::move(handle)) {}
 
-LocalMaster::~LocalMaster() { Close(); }
+LocalMaster::LocalMaster(SessionOptions options, std::string handle, ClusterSpec cluster, TaskId task)
+    : LocalMaster(std::move(options), std::move(handle)) {
+  in_cluster_ = true;
+  cluster_ = std::move(cluster);
+  task_ = std::move(task);
+}
+
+LocalMaster::~LocalMaster() {
+  Close();
+  if (presence_) caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
+}
+
+Status LocalMaster::ConnectCluster() {
+  AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, options_.device_filters,
+                                       std::chrono::milliseconds(options_.device_find_timeout_ms), &view_));
+  // An actor that stands for this master: workers monitor it.
+  presence_ = runtime_->system().spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  const std::vector<TaskPeer> peers = view_->Peers();
+  if (TensorTransport* transport = runtime_->transport())
+    for (const auto& p : peers)
+      if (p.task != runtime_->task_name()) transport->SetPeer(p.task, p.host, p.port, p.incarnation);
+  // Every other task opens the worker session, in parallel.
+  const auto deadline = std::chrono::milliseconds(options_.device_find_timeout_ms);
+  std::vector<std::unique_ptr<ClientChannel>> started;
+  std::vector<const ClusterTask*> asked;
+  Status status;
+  for (const auto& t : view_->tasks()) {
+    if (t.local) continue;
+    auto ch = runtime_->channels()->Acquire();
+    AF_RETURN_IF_ERROR(ch->Start(t.task_actor, caf::make_message(CreateWorkerSessionRequest{handle_, presence_, peers})));
+    started.push_back(std::move(ch));
+    asked.push_back(&t);
+  }
+  for (size_t i = 0; i < started.size(); ++i) {
+    caf::message reply;
+    Status s = started[i]->Wait(deadline, &reply);
+    StatusResponse resp;
+    if (s.ok()) s = ReplyAs(reply, &resp);
+    if (s.ok()) s = resp.status;
+    if (!s.ok() && status.ok())
+      status = Status(s.code(), "opening a worker session on task " + asked[i]->name + ": " + s.message());
+  }
+  return status;
+}
 
 Status LocalMaster::Create(const proto::GraphDef& graph) try {
   std::lock_guard<std::mutex> lock(mu_);
@@ -74,6 +122,7 @@ Status LocalMaster::Create(const proto::GraphDef& graph) try {
   if (created_) return errors::AlreadyExists("Session already has a graph; use Extend to add nodes");
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(graph, &g));
+  if (in_cluster_ && !view_) AF_RETURN_IF_ERROR(ConnectCluster());
   AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
   created_ = true;
   return Status::OK();
@@ -109,7 +158,8 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
   PreparationOptions prep;
   prep.fold_device = runtime_->devices()[0];  // constants fold on the CPU device
   prep.graph_options = options_.graph_options;
-  prep.devices = &runtime_->device_manager();
+  prep.devices = view_ ? &view_->devices() : &runtime_->device_manager();
+  if (view_) prep.placer.default_task = runtime_->task_name();
   prep.placer.strategy = options_.placement;
   prep.placer.allow_soft_placement = options_.allow_soft_placement;
   prep.placer.cost_model = &cost_model_;
@@ -130,6 +180,7 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
   prep.partitioning = options_.partitioning;
   // Rendezvous keys name the sending device's incarnation: this process's.
   prep.partitioning.device_incarnation = runtime_->incarnation();
+  if (view_) prep.partitioning.incarnation_of = [this](const std::string& d) { return view_->IncarnationOf(d); };
   PreparedGraph prepared;
   AF_RETURN_IF_ERROR(PrepareGraph(g, feeds, fetches, targets, prep, &prepared));
   exe->info = std::move(prepared.info);
@@ -137,8 +188,18 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
   // Register every partition; on an error, release those registered.
   for (auto& part : partitions) {
     Executable::Part p;
-    p.device = runtime_->FindDevice(part.device);
-    if (p.device < 0) return errors::Internal("placed on unknown device ", part.device);
+    p.device = part.device;
+    if (view_) {
+      p.actor = view_->DeviceActor(part.device);
+    } else {
+      const int index = runtime_->FindDevice(part.device);
+      if (index >= 0) p.actor = runtime_->device_actor(index);
+    }
+    if (!p.actor) return errors::Internal("placed on unknown device ", part.device);
+    caf::actor rendezvous = runtime_->rendezvous_actor();
+    if (view_) rendezvous = view_->TaskOf(part.device)->status.rendezvous;
+    if (std::find(exe->participants.begin(), exe->participants.end(), rendezvous) == exe->participants.end())
+      exe->participants.push_back(rendezvous);
     p.arg_indices = part.arg_indices;
     p.retval_indices = part.retval_indices;
     RegisterGraphRequest req;
@@ -146,8 +207,8 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
     if (!part.graph.SerializeToString(&req.graph_def))
       return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
     RegisterGraphResponse resp;
-    Status s = runtime_->channels()->Ask(runtime_->device_actor(p.device), std::move(req), std::chrono::minutes(5),
-                                         &resp);
+    Status s = runtime_->channels()->Ask(p.actor, std::move(req), std::chrono::minutes(5), &resp);
+    if (!s.ok() && view_) s = Status(s.code(), "registering a partition on " + p.device + ": " + s.message());
     if (s.ok()) s = resp.status;
     if (!s.ok()) {
       Deregister(*exe);
@@ -156,14 +217,14 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
     p.graph_handle = resp.graph_handle;
     exe->parts.push_back(std::move(p));
   }
-  exe->device = exe->parts[0].device;
+  exe->device = exe->parts[0].actor;
   exe->graph_handle = exe->parts[0].graph_handle;
   *out = exe;
   return Status::OK();
 }
 
 void LocalMaster::Deregister(const Executable& exe) {
-  for (const auto& p : exe.parts) caf::anon_send(runtime_->device_actor(p.device), DeregisterGraph{p.graph_handle});
+  for (const auto& p : exe.parts) caf::anon_send(p.actor, DeregisterGraph{p.graph_handle});
 }
 
 std::map<std::string, std::string> LocalMaster::LastPlacement() const {
@@ -276,7 +337,7 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
   RunStepResponse resp;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point answered;
-  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->device_actor(exe->device), std::move(req), wait, &resp,
+  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(exe->device, std::move(req), wait, &resp,
                                                SpinBudget(exe->typical_ns.load(std::memory_order_relaxed)),
                                                &answered));
   // The step's own latency, up to its answer: were it measured after a sleeping
@@ -305,7 +366,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
   std::vector<std::unique_ptr<ClientChannel>> started;
   started.reserve(exe.parts.size());  // a started partition is always waited for
   // Every process the step runs in takes part in its rendezvous.
-  StepBarrier barrier(step_id, {runtime_->rendezvous_actor()});
+  StepBarrier barrier(step_id, exe.participants);
   for (const auto& part : exe.parts) {
     RunStepRequest req;
     req.graph_handle = part.graph_handle;
@@ -316,7 +377,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
     req.args.reserve(part.arg_indices.size());
     for (int a : part.arg_indices) req.args.push_back(args[a]);
     auto ch = channels->Acquire();
-    const Status s = ch->Start(runtime_->device_actor(part.device), caf::make_message(std::move(req)));
+    const Status s = ch->Start(part.actor, caf::make_message(std::move(req)));
     if (!s.ok()) {
       barrier.FailedToStart(s);
       break;
@@ -340,7 +401,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
     for (auto& st : resp.stats) stats.push_back(std::move(st));
     const auto& part = exe.parts[i];
     if (s.ok() && resp.retvals.size() != part.retval_indices.size())
-      status = errors::Internal("partition on ", runtime_->devices()[part.device]->name(), " returned ",
+      status = errors::Internal("partition on ", part.device, " returned ",
                                 resp.retvals.size(), " tensors for ", part.retval_indices.size(), " results");
     for (size_t r = 0; s.ok() && r < resp.retvals.size() && r < part.retval_indices.size(); ++r)
       results[part.retval_indices[r]] = std::move(resp.retvals[r]);
@@ -370,12 +431,29 @@ Status LocalMaster::Close() {
     const auto& result = future.get();
     if (result.ok()) Deregister(*result.value());
   }
+  if (view_) {
+    for (const auto& t : view_->tasks()) {
+      for (const auto& d : t.status.devices) caf::anon_send(d.actor, CloseSession{handle_});
+      if (!t.local) caf::anon_send(t.task_actor, DeleteWorkerSessionRequest{handle_});
+    }
+    return Status::OK();
+  }
   for (size_t d = 0; d < runtime_->devices().size(); ++d)
     caf::anon_send(runtime_->device_actor(static_cast<int>(d)), CloseSession{handle_});
   return Status::OK();
 }
 
 Status LocalMaster::ResetContainers(const std::vector<std::string>& containers) {
+  if (view_) {  // every task's variables
+    for (const auto& t : view_->tasks()) {
+      ResetContainersResponse resp;
+      Status s = runtime_->channels()->Ask(t.status.container, ResetContainersRequest{containers},
+                                           std::chrono::milliseconds(options_.device_find_timeout_ms), &resp);
+      if (s.ok()) s = resp.status;
+      if (!s.ok()) return Status(s.code(), "resetting containers on " + t.name + ": " + s.message());
+    }
+    return Status::OK();
+  }
   ResetContainersResponse resp;
   AF_RETURN_IF_ERROR(runtime_->channels()->Ask(runtime_->container_actor(), ResetContainersRequest{containers},
                                                std::chrono::milliseconds(0), &resp));

@@ -19,6 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include <caf/actor.hpp>
+
+#include "core/cluster_spec.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
@@ -29,12 +32,18 @@
 
 namespace actorflow {
 
+class ClusterView;
 class Runtime;
 
 class LocalMaster final : public MasterInterface {
  public:
   /// `handle` names the session to device actors (its shared stateful kernels).
   LocalMaster(SessionOptions options, std::string handle);
+  /// A master of a cluster, in task `task` (this process, `options.runtime`):
+  /// Create finds the devices of every task (master/cluster_view.hpp, within
+  /// options.device_find_timeout_ms), opens a worker session on each and
+  /// places over all of them; nodes that name no task go to `task`.
+  LocalMaster(SessionOptions options, std::string handle, ClusterSpec cluster, TaskId task);
   ~LocalMaster() override;
   LocalMaster(const LocalMaster&) = delete;
   LocalMaster& operator=(const LocalMaster&) = delete;
@@ -80,6 +89,8 @@ class LocalMaster final : public MasterInterface {
   Status RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
                        std::vector<Tensor>* outputs, RunMetadata* metadata);
   void Deregister(const Executable& exe);
+  // Finds the cluster's devices and opens a worker session on every task.
+  Status ConnectCluster();
 
  public:
   /// The placement of the last signature prepared: node name -> device
@@ -91,6 +102,13 @@ class LocalMaster final : public MasterInterface {
  private:
   Runtime* runtime_;
   SessionOptions options_;
+  // A cluster master: its cluster, its own task, what it found, and the actor
+  // the workers monitor as this master (when it goes, they drop the session).
+  bool in_cluster_ = false;
+  ClusterSpec cluster_;
+  TaskId task_;
+  std::unique_ptr<ClusterView> view_;  // set by Create
+  caf::actor presence_;
   CostModel cost_model_;
   std::map<std::string, std::string> last_placement_;  // guarded by mu_
   // Where each stateful node was placed, kept for later signatures (their

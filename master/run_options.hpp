@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/step_stats.hpp"
@@ -16,7 +17,18 @@ namespace actorflow {
 class Runtime;
 
 struct SessionOptions {
-  Runtime* runtime = nullptr;  // nullptr: Runtime::Default()
+  /// Where the session runs (TensorFlow's target): "" this process's runtime;
+  /// a Server's target() (master/server.hpp) a master in this process over
+  /// the devices of the server's whole cluster; "actorflow://host:port" (or
+  /// "grpc://host:port") the master of the server there.
+  std::string target;
+  Runtime* runtime = nullptr;  // nullptr: Runtime::Default() (or the target's server's)
+  /// Cluster sessions: the tasks the session may use (TensorFlow's
+  /// device_filters: "/job:ps", "/job:worker/task:1"); empty, every task.
+  std::vector<std::string> device_filters;
+  /// Cluster sessions: how long finding the tasks' devices (and opening
+  /// their worker sessions) may take; the error names the silent tasks.
+  int64_t device_find_timeout_ms = 30000;
   /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
   GraphOptions graph_options;
   /// How nodes are put on the runtime's devices (graph/placer.hpp): the

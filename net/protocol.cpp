@@ -31,6 +31,23 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<QueueCancelStep>("actorflow::QueueCancelStep");
   cfg.add_message_type<QueueOpenRequest>("actorflow::QueueOpenRequest");
   cfg.add_message_type<QueueOpenResponse>("actorflow::QueueOpenResponse");
+  cfg.add_message_type<StatusResponse>("actorflow::StatusResponse");
+  cfg.add_message_type<GetStatusRequest>("actorflow::GetStatusRequest");
+  cfg.add_message_type<RemoteDeviceInfo>("actorflow::RemoteDeviceInfo");
+  cfg.add_message_type<GetStatusResponse>("actorflow::GetStatusResponse");
+  cfg.add_message_type<TaskPeer>("actorflow::TaskPeer");
+  cfg.add_message_type<CreateWorkerSessionRequest>("actorflow::CreateWorkerSessionRequest");
+  cfg.add_message_type<DeleteWorkerSessionRequest>("actorflow::DeleteWorkerSessionRequest");
+  cfg.add_message_type<PingRequest>("actorflow::PingRequest");
+  cfg.add_message_type<PingResponse>("actorflow::PingResponse");
+  cfg.add_message_type<ShutdownRequest>("actorflow::ShutdownRequest");
+  cfg.add_message_type<MasterCreateSessionRequest>("actorflow::MasterCreateSessionRequest");
+  cfg.add_message_type<MasterCreateSessionResponse>("actorflow::MasterCreateSessionResponse");
+  cfg.add_message_type<MasterExtendRequest>("actorflow::MasterExtendRequest");
+  cfg.add_message_type<MasterRunRequest>("actorflow::MasterRunRequest");
+  cfg.add_message_type<MasterRunResponse>("actorflow::MasterRunResponse");
+  cfg.add_message_type<MasterCloseRequest>("actorflow::MasterCloseRequest");
+  cfg.add_message_type<MasterResetRequest>("actorflow::MasterResetRequest");
 }
 
 }  // namespace actorflow

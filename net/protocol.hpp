@@ -1,5 +1,6 @@
 // The protocol: every message that may cross a process, grouped by service.
 //
+//   net/cluster_service.hpp     master -> tasks (status, worker sessions), client -> remote master
 //   net/worker_service.hpp      client/master -> device actor (register, run, deregister graphs)
 //   net/variable_service.hpp    kernels -> container actor (variable reads and updates)
 //   net/queue_service.hpp       kernels -> queue actors, and the container's directory of queues
@@ -14,6 +15,7 @@
 
 #include <caf/actor_system_config.hpp>
 
+#include "net/cluster_service.hpp"
 #include "net/queue_service.hpp"
 #include "net/rendezvous_service.hpp"
 #include "net/variable_service.hpp"

@@ -30,6 +30,7 @@
 #include "tools/ops_command.hpp"
 #include "tools/records_command.hpp"
 #include "tools/run_command.hpp"
+#include "tools/server_command.hpp"
 
 namespace actorflow {
 namespace cli {
@@ -53,6 +54,9 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             or {"dtype":"float64","shape":[2],"values":[1,2]}
       --fetch NAME          fetches a tensor ("node" or "node:port")
       --target NAME         runs a node without fetching anything
+      --target actorflow://HOST:PORT
+                            runs the steps through the master of that server, over its
+                            cluster's devices (grpc://HOST:PORT is read the same way)
       --timeout-ms N        fails a step that runs longer than N ms (0: no limit,
                             at most 2147483647)
       --steps FILE          runs the JSON object on each line of FILE ("-": stdin),
@@ -109,6 +113,10 @@ records
       Converts IDX (MNIST, Fashion-MNIST) and CSV files to TFRecord files, counts
       and prints the records of TFRecord files: see 'actorflow records help'.
 ops   Lists the registered ops and the type constraints of their kernels.
+server
+      Runs one task of a cluster (actorflow://host:port) until SIGINT or SIGTERM:
+      see 'actorflow server --help'. 'actorflow run --target actorflow://host:port'
+      runs graphs on the cluster through that server's master.
 )";
 
 namespace {
@@ -132,6 +140,7 @@ int Main(std::vector<std::string> argv) {
   if (command == "gradients") return GradientsCommand(argv);
   if (command == "records") return RecordsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
+  if (command == "server") return ServerCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
 }
 

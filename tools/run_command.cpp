@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,7 @@ struct RunArgs {
   std::string graph_path;
   std::string steps_path;  // empty: one step from the flags
   std::string trace_path;  // empty: no tracing
+  std::string session_target;  // --target actorflow://host:port: a master elsewhere
   bool has_timeout = false;
   bool optimize = true;  // --no-optimize: false
   bool has_devices = false;
@@ -123,6 +125,10 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
     AF_RETURN_IF_ERROR(NormalizeTensorName(value, &tensor_name));
     step.fetches.push_back(tensor_name);
     return Status::OK();
+  }
+  if (flag == "--target" && value.find("://") != std::string::npos) {
+    // A session target (no node name has "://"): where the steps run.
+    return SetOnce("--target", value, &args->session_target);
   }
   if (flag == "--target") {
     if (value.empty()) return errors::InvalidArgument("--target needs a node name");
@@ -226,11 +232,17 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (!opened.ok()) return UsageError(opened);
   }
 
-  Runtime runtime(runtime_options);  // declared before the session, which must end first
-  const Status gpus = CheckGpus(runtime, args.devices);
-  if (!gpus.ok()) return UsageError(gpus);
+  // Declared before the session, which must end first; none when the master is elsewhere.
+  std::optional<Runtime> runtime;
   SessionOptions options;
-  options.runtime = &runtime;
+  if (args.session_target.empty()) {
+    runtime.emplace(runtime_options);
+    const Status gpus = CheckGpus(*runtime, args.devices);
+    if (!gpus.ok()) return UsageError(gpus);
+    options.runtime = &*runtime;
+  } else {
+    options.target = args.session_target;
+  }
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;
   Session session(options);

@@ -90,10 +90,12 @@ struct DeviceActorState {
   struct Registration {
     std::shared_ptr<PendingGraph> pending;
     caf::response_promise promise;
+    std::string session;
   };
   std::unordered_map<uint64_t, Registration> registrations;  // by the handle they will get
   std::unordered_map<uint64_t, std::shared_ptr<const ExecutorPlan>> graphs;
   std::unordered_map<std::string, std::shared_ptr<KernelSegment>> segments;  // by session handle
+  std::unordered_map<std::string, std::vector<uint64_t>> session_graphs;    // graphs registered by each session
   std::unordered_set<std::string> closed_sessions;  // a late registration must not recreate their segment
   bool shutting_down = false;  // exit received: draining running kernels, then quit
   static const char* name;
@@ -174,7 +176,7 @@ void Register(DeviceActor* self, RegisterGraphRequest& req) {
       }
     });
     // Its GraphBuilt is handled after this handler returns.
-    st.registrations.emplace(handle, DeviceActorState::Registration{pending, rp});
+    st.registrations.emplace(handle, DeviceActorState::Registration{pending, rp, req.session_handle});
   } catch (...) {
     st.registrations.erase(handle);
     try {
@@ -200,6 +202,7 @@ void GraphReady(DeviceActor* self, GraphBuilt& built) {
     auto& plan = reg.pending->plan;
     st.executor->ReserveOutputs(plan->max_outputs());
     st.graphs.emplace(built.graph_handle, std::shared_ptr<const ExecutorPlan>(std::move(plan)));
+    if (!reg.session.empty()) st.session_graphs[reg.session].push_back(built.graph_handle);
     reg.promise.deliver(RegisterGraphResponse{Status::OK(), built.graph_handle});
   } catch (...) {
     st.graphs.erase(built.graph_handle);
@@ -314,6 +317,15 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         self->state.executor->RunCallback([&] { self->state.rendezvous->Deliver(d); });
       },
       [self](const CloseSession& c) {
+        // A session's end (its client closed it, or its master died) drops its graphs and cancels their steps.
+        auto graphs = self->state.session_graphs.find(c.session_handle);
+        if (graphs != self->state.session_graphs.end()) {
+          for (uint64_t h : graphs->second) {
+            self->state.executor->CancelSteps(h);
+            self->state.graphs.erase(h);
+          }
+          self->state.session_graphs.erase(graphs);
+        }
         self->state.segments.erase(c.session_handle);
         try {
           self->state.closed_sessions.insert(c.session_handle);

@@ -1,0 +1,48 @@
+// The task actor: the worker service of one task of a cluster (TensorFlow's
+// WorkerService), the actor a server publishes (master/server.hpp).
+//
+// Protocol (net/cluster_service.hpp):
+//   GetStatusRequest           -> GetStatusResponse   the task, its incarnation, its device actors,
+//                                                     rendezvous, container, master service, transport
+//   CreateWorkerSessionRequest -> StatusResponse      remembers the session, monitors its master and
+//                                                     gives the transport the session's peers
+//   DeleteWorkerSessionRequest -> StatusResponse      the session's graphs are dropped on every device
+//   PingRequest                -> PingResponse        proves this actor system runs handlers
+//   ShutdownRequest            -> StatusResponse      calls the server's shutdown hook
+//
+// When the master of a worker session goes down (its process died or lost
+// its connection), the session ends as if deleted: every device actor drops
+// its graphs and cancels their steps (CloseSession), where TensorFlow's
+// workers needed a TTL.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "net/cluster_service.hpp"
+
+namespace actorflow {
+
+class TensorTransport;
+
+struct TaskActorConfig {
+  std::string task;  // "/job:ps/replica:0/task:0"
+  uint64_t incarnation = 0;
+  std::vector<RemoteDeviceInfo> devices;
+  caf::actor rendezvous;
+  caf::actor container;
+  caf::actor master;  // the server's master service (may be null)
+  TensorTransport* transport = nullptr;
+  std::string transport_host;  // as peers reach it
+  /// Called (on an actor thread; must not block) for an accepted ShutdownRequest.
+  std::function<void(const std::string& reason)> on_shutdown;
+};
+
+caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config);
+
+}  // namespace actorflow

@@ -1,0 +1,206 @@
+#include "master/cluster_view.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <future>
+
+#include "actors/runtime.hpp"
+#include "devices/device_name.hpp"
+#include "net/protocol.hpp"
+#include "net/tensor_transport.hpp"
+
+namespace actorflow {
+
+namespace {
+
+bool SplitAddress(const std::string& address, std::string* host, uint16_t* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = address.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  const int p = std::atoi(address.c_str() + colon + 1);
+  if (p <= 0 || p > 65535) return false;
+  *port = static_cast<uint16_t>(p);
+  return true;
+}
+
+bool Unspecified(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+
+// Whether any of `filters` matches task `name` (empty filters: every task).
+bool Matches(const std::vector<std::string>& filters, const std::string& name) {
+  if (filters.empty()) return true;
+  DeviceName task;
+  if (!ParseDeviceName(name, &task).ok()) return false;
+  for (const auto& f : filters) {
+    DeviceName spec;
+    if (!ParseDeviceName(f, &spec).ok()) continue;
+    if ((!spec.has_job || spec.job == task.job) && (!spec.has_replica || spec.replica == task.replica) &&
+        (!spec.has_task || spec.task == task.task))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::chrono::milliseconds timeout,
+                     caf::actor* out) {
+  std::string host;
+  uint16_t port = 0;
+  if (!SplitAddress(address, &host, &port)) return errors::InvalidArgument("bad task address '", address, "'");
+  caf::scoped_actor self{sys};
+  Status status = errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms");
+  self->request(sys.middleman().actor_handle(), timeout, caf::connect_atom::value, host, port)
+      .receive(
+          [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+            if (!ptr) {
+              status = errors::Unavailable("nothing is published at ", address);
+              return;
+            }
+            *out = caf::actor_cast<caf::actor>(ptr);
+            status = Status::OK();
+          },
+          [&](caf::error& err) {
+            status = err == caf::sec::request_timeout
+                         ? errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms")
+                         : errors::Unavailable("cannot connect to ", address, ": ", sys.render(err));
+          });
+  return status;
+}
+
+Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const TaskId& local,
+                         const std::vector<std::string>& filters, std::chrono::milliseconds deadline,
+                         std::unique_ptr<ClusterView>* out) {
+  auto view = std::unique_ptr<ClusterView>(new ClusterView);
+  view->local_task_ = runtime->task_name();
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  // This process first.
+  ClusterTask self;
+  self.name = runtime->task_name();
+  self.local = true;
+  (void)cluster.Address(local, &self.address);
+  self.status.task = self.name;
+  self.status.incarnation = runtime->incarnation();
+  for (size_t i = 0; i < runtime->devices().size(); ++i)
+    self.status.devices.push_back({runtime->devices()[i]->name(), runtime->devices()[i]->device_type(),
+                                   runtime->device_actor(static_cast<int>(i))});
+  self.status.rendezvous = runtime->rendezvous_actor();
+  self.status.container = runtime->container_actor();
+  if (runtime->transport()) {
+    self.status.transport_host = runtime->transport()->host();
+    self.status.transport_port = runtime->transport()->port();
+  }
+  view->tasks_.push_back(std::move(self));
+
+  // Every other task, in parallel.
+  struct Ask {
+    ClusterTask task;
+    std::future<Status> done;
+  };
+  std::vector<Ask> asks;
+  for (const TaskId& t : cluster.tasks()) {
+    const std::string name = t.name();
+    if (name == view->local_task_ || !Matches(filters, name)) continue;
+    Ask a;
+    a.task.name = name;
+    AF_RETURN_IF_ERROR(cluster.Address(t, &a.task.address));
+    asks.push_back(std::move(a));
+  }
+  caf::actor_system& sys = runtime->system();
+  const std::string from = view->local_task_;
+  for (auto& a : asks) {
+    ClusterTask* task = &a.task;
+    a.done = std::async(std::launch::async, [&sys, task, until, from]() -> Status {
+      auto left = [&] {
+        return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          until - std::chrono::steady_clock::now()));
+      };
+      AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
+      caf::scoped_actor self{sys};
+      Status status = errors::DeadlineExceeded("no status within the deadline");
+      self->request(task->task_actor, left(), GetStatusRequest{from})
+          .receive([&](GetStatusResponse& r) {
+                     task->status = std::move(r);
+                     status = Status::OK();
+                   },
+                   [&](caf::error& err) {
+                     status = err == caf::sec::request_timeout
+                                  ? errors::DeadlineExceeded("no status within the deadline")
+                                  : errors::Unavailable(sys.render(err));
+                   });
+      AF_RETURN_IF_ERROR(status);
+      if (task->status.task != task->name)
+        return errors::InvalidArgument("the server at ", task->address, " is task ", task->status.task, ", not ",
+                                       task->name, " (check the cluster description)");
+      return Status::OK();
+    });
+  }
+  std::string failed;
+  Code code = Code::kOk;
+  for (auto& a : asks) {
+    const Status s = a.done.get();
+    if (!s.ok()) {
+      if (code == Code::kOk || s.code() == Code::kInvalidArgument) code = s.code();
+      failed += (failed.empty() ? "" : "; ") + a.task.name + " at " + a.task.address + ": " + s.message();
+    }
+  }
+  if (!failed.empty())
+    return Status(code == Code::kInvalidArgument ? code : Code::kUnavailable,
+                  "finding the cluster's devices: no answer from " + failed);
+  for (auto& a : asks) view->tasks_.push_back(std::move(a.task));
+
+  std::vector<Device*> all;
+  for (size_t i = 0; i < view->tasks_.size(); ++i) {
+    const ClusterTask& t = view->tasks_[i];
+    for (const auto& d : t.status.devices) {
+      if (TaskOfDevice(d.name) != t.name)
+        return errors::InvalidArgument("task ", t.name, " reports device ", d.name, " of another task");
+      if (t.local) {
+        all.push_back(runtime->devices()[all.size()]);
+      } else {
+        view->placeholders_.push_back(std::make_unique<Device>(d.name, d.type, nullptr, nullptr));
+        all.push_back(view->placeholders_.back().get());
+      }
+      view->device_actors_[d.name] = d.actor;
+      view->task_of_device_[d.name] = i;
+    }
+  }
+  view->manager_ = std::make_unique<DeviceManager>(all);
+  *out = std::move(view);
+  return Status::OK();
+}
+
+const ClusterTask* ClusterView::TaskOf(const std::string& device) const {
+  auto it = task_of_device_.find(device);
+  return it == task_of_device_.end() ? nullptr : &tasks_[it->second];
+}
+
+caf::actor ClusterView::DeviceActor(const std::string& device) const {
+  auto it = device_actors_.find(device);
+  return it == device_actors_.end() ? caf::actor() : it->second;
+}
+
+uint64_t ClusterView::IncarnationOf(const std::string& device) const {
+  const ClusterTask* t = TaskOf(device);
+  return t ? t->status.incarnation : 0;
+}
+
+std::vector<TaskPeer> ClusterView::Peers() const {
+  std::vector<TaskPeer> peers;
+  for (const auto& t : tasks_) {
+    TaskPeer p;
+    p.task = t.name;
+    p.incarnation = t.status.incarnation;
+    p.host = t.status.transport_host;
+    p.port = t.status.transport_port;
+    if (Unspecified(p.host)) {  // bound to every interface: reach it where the cluster says it is
+      uint16_t ignored;
+      if (!SplitAddress(t.address, &p.host, &ignored)) p.host = "127.0.0.1";
+    }
+    peers.push_back(std::move(p));
+  }
+  return peers;
+}
+
+}  // namespace actorflow

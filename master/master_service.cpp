@@ -1,0 +1,110 @@
+#include "master/master_service.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+
+#include "core/ids.hpp"
+#include "core/proto/graph.pb.h"
+#include "master/local_master.hpp"
+#include "net/protocol.hpp"
+
+namespace actorflow {
+
+namespace {
+
+struct SessionState {
+  std::unique_ptr<LocalMaster> master;
+  caf::actor_addr client;
+  static const char* name;
+};
+const char* SessionState::name = "master_session";
+using SessionActor = caf::stateful_actor<SessionState>;
+
+std::atomic<uint64_t> g_next{1};
+
+Status ParseGraph(const std::string& bytes, proto::GraphDef* def) {
+  if (!def->ParseFromString(bytes)) return errors::InvalidArgument("the client's GraphDef does not parse");
+  return Status::OK();
+}
+
+}  // namespace
+
+caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has_cluster, ClusterSpec cluster,
+                              TaskId task) {
+  return sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    return {
+        [=](const MasterCreateSessionRequest& req) {
+          SessionOptions options;
+          options.runtime = runtime;
+          options.placement = static_cast<PlacementStrategy>(req.placement);
+          options.allow_soft_placement = req.allow_soft_placement;
+          const std::string handle = "remote_session_" + std::to_string(NewIncarnation()) + "_" +
+                                     std::to_string(g_next.fetch_add(1));
+          caf::actor_addr client = self->current_sender() ? self->current_sender()->address() : caf::actor_addr();
+          // The session's calls block (they wait for device actors): it gets a thread of its own.
+          caf::actor session = self->spawn<caf::detached + caf::linked>([=](SessionActor* s) -> caf::behavior {
+            s->state.master = has_cluster ? std::make_unique<LocalMaster>(options, handle, cluster, task)
+                                          : std::make_unique<LocalMaster>(options, handle);
+            s->state.client = client;
+            if (client) {
+              s->monitor(caf::actor_cast<caf::actor>(client));
+              s->set_down_handler([s](const caf::down_msg& down) {
+                if (down.source != s->state.client) return;
+                std::cerr << "actorflow: the client of a remote session went down; the session is closed\n";
+                s->state.master->Close();
+                s->quit();
+              });
+            }
+            return {
+                [s](const MasterExtendRequest& r) {
+                  proto::GraphDef def;
+                  Status st = ParseGraph(r.graph_def, &def);
+                  if (st.ok()) st = s->state.master->Extend(def);
+                  return StatusResponse{st};
+                },
+                [s](const MasterCreateSessionRequest& r) {  // the graph, once connected
+                  proto::GraphDef def;
+                  Status st = ParseGraph(r.graph_def, &def);
+                  if (st.ok()) st = s->state.master->Create(def);
+                  return StatusResponse{st};
+                },
+                [s](MasterRunRequest& r) {
+                  MasterRunResponse resp;
+                  std::vector<std::pair<std::string, Tensor>> feeds;
+                  if (r.feed_names.size() != r.feed_values.size()) {
+                    resp.status = errors::InvalidArgument("feed names and values differ in number");
+                    return resp;
+                  }
+                  for (size_t i = 0; i < r.feed_names.size(); ++i)
+                    feeds.emplace_back(r.feed_names[i], std::move(r.feed_values[i]));
+                  RunOptions ro;
+                  ro.timeout_in_ms = r.timeout_ms;
+                  ro.trace_level = static_cast<TraceLevel>(r.trace_level);
+                  RunMetadata md;
+                  resp.status = s->state.master->Run(ro, feeds, r.fetches, r.targets, &resp.outputs, &md);
+                  resp.stats = std::move(md.step_stats);
+                  resp.num_cached = s->state.master->num_cached_executables();
+                  for (auto& [node, device] : s->state.master->LastPlacement()) {
+                    resp.placement.push_back(node);
+                    resp.placement.push_back(device);
+                  }
+                  return resp;
+                },
+                [s](const MasterResetRequest& r) { return StatusResponse{s->state.master->ResetContainers(r.containers)}; },
+                [s](const MasterCloseRequest&) {
+                  const Status st = s->state.master->Close();
+                  s->quit();
+                  return StatusResponse{st};
+                },
+            };
+          });
+          return MasterCreateSessionResponse{Status::OK(), session};
+        },
+    };
+  });
+}
+
+}  // namespace actorflow

@@ -1,0 +1,157 @@
+#include "master/server.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <map>
+
+#include "actors/runtime.hpp"
+#include "actors/task_actor.hpp"
+#include "devices/device.hpp"
+#include "master/master_service.hpp"
+#include "net/tensor_transport.hpp"
+
+namespace actorflow {
+
+namespace {
+std::mutex g_servers_mu;
+std::map<std::string, Server*> g_servers;  // by target; guarded by g_servers_mu
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = address.substr(0, colon);
+  *port = std::atoi(address.c_str() + colon + 1);
+  return true;
+}
+}  // namespace
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+struct Server::Actors {
+  caf::actor task;
+  caf::actor master;
+};
+
+Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
+  if (!options.task.valid())
+    return errors::InvalidArgument("a server needs its task: a job name and a task index (--job, --task or TF_CONFIG)");
+  if (options.has_cluster) AF_RETURN_IF_ERROR(options.cluster.CheckTask(options.task));
+  if (options.port < 0) {
+    if (!options.has_cluster)
+      return errors::InvalidArgument("no port: give --port, or a cluster naming task ", options.task.name());
+    std::string address, host;
+    AF_RETURN_IF_ERROR(options.cluster.Address(options.task, &address));
+    if (!SplitHostPort(address, &host, &options.port))
+      return errors::InvalidArgument("bad address ", address, " of task ", options.task.name());
+  }
+  if (options.port > 65535) return errors::InvalidArgument("--port must be in 0..65535, got ", options.port);
+  if (!IsLoopback(options.bind) && !options.insecure)
+    return errors::InvalidArgument(
+        "refusing to bind ", options.bind,
+        " without mutual TLS: a server runs any graph a peer sends it (graphs read and write files). Bind to "
+        "127.0.0.1, or pass --insecure on a network you trust");
+  if (options.num_cpu_devices < 1) return errors::InvalidArgument("a server needs at least one CPU device");
+  auto server = std::unique_ptr<Server>(new Server);
+  server->options_ = options;
+  RuntimeOptions ro;
+  ro.job = options.task.job;
+  ro.task = options.task.index;
+  ro.num_threads = options.num_threads;
+  ro.num_cpu_devices = options.num_cpu_devices;
+  ro.num_gpu_devices = options.num_gpu_devices;
+  ro.network = true;
+  ro.bind_host = options.bind;
+  ro.heartbeat_ms = options.heartbeat_ms;
+  ro.peer_timeout_ms = options.peer_timeout_ms;
+  try {
+    server->runtime_ = std::make_unique<Runtime>(ro);
+  } catch (const std::exception& e) {
+    return errors::Unavailable("starting task ", options.task.name(), ": ", e.what());
+  }
+  Runtime* rt = server->runtime_.get();
+  server->actors_ = std::make_unique<Actors>();
+  server->actors_->master =
+      SpawnMasterService(rt->system(), rt, options.has_cluster, options.cluster, options.task);
+  TaskActorConfig tc;
+  tc.task = rt->task_name();
+  tc.incarnation = rt->incarnation();
+  for (size_t i = 0; i < rt->devices().size(); ++i)
+    tc.devices.push_back({rt->devices()[i]->name(), rt->devices()[i]->device_type(),
+                          rt->device_actor(static_cast<int>(i))});
+  tc.rendezvous = rt->rendezvous_actor();
+  tc.container = rt->container_actor();
+  tc.master = server->actors_->master;
+  tc.transport = rt->transport();
+  tc.transport_host = options.bind;
+  Server* raw = server.get();
+  tc.on_shutdown = [raw](const std::string& reason) { raw->RequestStop("shutdown requested: " + reason); };
+  server->actors_->task = SpawnTaskActor(rt->system(), std::move(tc));
+  auto port = rt->system().middleman().publish(server->actors_->task, static_cast<uint16_t>(options.port),
+                                               options.bind.c_str(), true);
+  if (!port) {
+    const std::string why = rt->system().render(port.error());
+    caf::anon_send_exit(server->actors_->task, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(server->actors_->master, caf::exit_reason::user_shutdown);
+    return errors::Unavailable("cannot listen on ", options.bind, ":", options.port, ": ", why);
+  }
+  server->port_ = *port;
+  {
+    std::lock_guard<std::mutex> lock(g_servers_mu);
+    g_servers[server->target()] = server.get();
+  }
+  *out = std::move(server);
+  return Status::OK();
+}
+
+Server::~Server() {
+  {
+    std::lock_guard<std::mutex> lock(g_servers_mu);
+    g_servers.erase(target());
+  }
+  if (actors_) {
+    auto& mm = runtime_->system().middleman();
+    (void)mm.unpublish(actors_->task, port_);
+    caf::anon_send_exit(actors_->task, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(actors_->master, caf::exit_reason::user_shutdown);
+    actors_.reset();
+  }
+  runtime_.reset();
+}
+
+std::string Server::target() const {
+  const std::string host = options_.bind.find(':') != std::string::npos && options_.bind.front() != '['
+                               ? "[" + options_.bind + "]"
+                               : options_.bind;
+  return "actorflow://" + host + ":" + std::to_string(port_);
+}
+
+uint16_t Server::transport_port() const { return runtime_->transport() ? runtime_->transport()->port() : 0; }
+
+const std::string& Server::task_name() const { return runtime_->task_name(); }
+
+std::string Server::Join() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return stop_; });
+  return stop_reason_;
+}
+
+void Server::RequestStop(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+    stop_reason_ = reason;
+  }
+  cv_.notify_all();
+}
+
+Server* Server::FindInProcess(const std::string& target) {
+  std::lock_guard<std::mutex> lock(g_servers_mu);
+  auto it = g_servers.find(target);
+  return it == g_servers.end() ? nullptr : it->second;
+}
+
+}  // namespace actorflow

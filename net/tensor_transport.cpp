@@ -1,0 +1,650 @@
+#include "net/tensor_transport.hpp"
+
+#include <boost/asio.hpp>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor_shape.hpp"
+
+namespace actorflow {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr uint32_t kMagic = 0x31544641;  // "AFT1" little endian
+constexpr size_t kHeaderBytes = 16;
+constexpr uint8_t kHello = 1, kBegin = 2, kData = 3;
+constexpr uint8_t kFlagDead = 1, kFlagTruncate16 = 2;
+constexpr uint32_t kMaxBodyBytes = 64 << 10;  // hello and begin bodies
+constexpr uint32_t kMaxKeyBytes = 8 << 10;
+constexpr uint32_t kMaxTaskBytes = 1024;
+constexpr uint32_t kMaxDims = 64;
+constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
+constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
+
+template <class T>
+void Put(std::string* out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
+  out->append(b, sizeof(T));
+}
+template <class T>
+T Get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::string Header(uint8_t kind, uint8_t flags, uint32_t stream, uint32_t body_len) {
+  std::string h;
+  h.reserve(kHeaderBytes);
+  Put<uint32_t>(&h, kMagic);
+  Put<uint8_t>(&h, kind);
+  Put<uint8_t>(&h, flags);
+  Put<uint16_t>(&h, 0);
+  Put<uint32_t>(&h, stream);
+  Put<uint32_t>(&h, body_len);
+  return h;
+}
+
+// One tensor on its way out.
+struct OutStream {
+  uint32_t id = 0;
+  std::string begin;  // header + begin body
+  Tensor tensor;      // keeps the payload alive while it is written
+  std::shared_ptr<std::string> encoded;  // the payload, when not the tensor's own bytes
+  const char* payload = nullptr;
+  uint64_t payload_len = 0;
+  uint64_t offset = 0;
+  bool begun = false;
+};
+
+}  // namespace
+
+struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Impl> {
+  TransportOptions options;
+  TransportCallbacks callbacks;
+  asio::io_context io;
+  std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+  uint16_t port = 0;
+  std::atomic<uint64_t> data_loss{0};
+  std::atomic<bool> stopped{false};
+
+  struct Peer {
+    std::string host;
+    uint16_t port = 0;
+    uint64_t incarnation = 0;
+  };
+  mutable std::mutex mu;                // guards peers (read by the io thread, written by callers)
+  std::map<std::string, Peer> peers;
+
+  // --- outgoing: io thread only -------------------------------------------
+  struct Out : std::enable_shared_from_this<Out> {
+    explicit Out(asio::io_context& io) : socket(io) {}
+    std::string task;
+    Peer peer;
+    tcp::socket socket;
+    bool connected = false, writing = false, dead = false;
+    std::deque<std::shared_ptr<OutStream>> queue;
+    std::string hello;
+    char probe = 0;
+    uint32_t next_stream = 1;
+    std::vector<asio::const_buffer> buffers;
+    std::string chunk_header;
+  };
+  std::unordered_map<std::string, std::shared_ptr<Out>> outs;
+
+  // --- incoming: io thread only -------------------------------------------
+  struct InStream {
+    int64_t step_id = 0;
+    RendezvousKey key;
+    DataType dtype = DT_INVALID;
+    TensorShape shape;
+    uint8_t flags = 0;
+    uint64_t payload_len = 0, received = 0;
+    Tensor tensor;        // numeric, read into directly
+    std::string staging;  // strings and truncated floats
+    bool discard = false;  // read and thrown away (rejected)
+  };
+  struct In : std::enable_shared_from_this<In> {
+    explicit In(asio::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    char header[kHeaderBytes];
+    std::vector<char> body;
+    std::vector<char> scratch;
+    std::string task;  // from the hello
+    uint64_t incarnation = 0;
+    bool hello = false;
+    std::unordered_map<uint32_t, InStream> streams;
+    uint64_t inflight = 0;
+    bool closed = false;
+  };
+  std::vector<std::shared_ptr<In>> ins;
+
+  // ---------------------------------------------------------------------
+  void Accept() {
+    auto in = std::make_shared<In>(io);
+    acceptor.async_accept(in->socket, [self = shared_from_this(), in](const boost::system::error_code& ec) {
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+      if (!ec) {
+        boost::system::error_code ignore;
+        in->socket.set_option(tcp::no_delay(true), ignore);
+        self->ins.push_back(in);
+        self->ReadHeader(in);
+      }
+      self->Accept();
+    });
+  }
+
+  void CloseIn(const std::shared_ptr<In>& in, const Status& s, bool is_data_loss) {
+    if (in->closed) return;
+    in->closed = true;
+    if (is_data_loss) data_loss.fetch_add(1);
+    boost::system::error_code ignore;
+    in->socket.shutdown(tcp::socket::shutdown_both, ignore);
+    in->socket.close(ignore);
+    for (auto it = ins.begin(); it != ins.end(); ++it)
+      if (*it == in) {
+        ins.erase(it);
+        break;
+      }
+    // Tensors begun on this connection will never complete: their steps fail.
+    for (auto& [id, st] : in->streams)
+      if (!st.discard && callbacks.reject) callbacks.reject(st.step_id, s);
+    in->streams.clear();
+    if (!in->task.empty() && callbacks.peer_failed) callbacks.peer_failed(in->task, s);
+  }
+
+  void Bad(const std::shared_ptr<In>& in, const std::string& why) {
+    CloseIn(in, errors::DataLoss("tensor transport: bad frame from ", in->task.empty() ? "an unknown peer" : in->task,
+                                 ": ", why, "; connection closed"),
+            true);
+  }
+
+  void ReadHeader(const std::shared_ptr<In>& in) {
+    asio::async_read(in->socket, asio::buffer(in->header, kHeaderBytes),
+                     [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
+                       if (in->closed) return;
+                       if (ec) {
+                         // EOF between frames is a peer going away; mid-stream it loses tensors.
+                         self->CloseIn(in, errors::Unavailable("tensor transport: connection from ",
+                                                               in->task.empty() ? "a peer" : in->task,
+                                                               " lost: ", ec.message()),
+                                       false);
+                         return;
+                       }
+                       self->OnHeader(in);
+                     });
+  }
+
+  void OnHeader(const std::shared_ptr<In>& in) {
+    const char* h = in->header;
+    if (Get<uint32_t>(h) != kMagic) return Bad(in, "bad magic");
+    const uint8_t kind = Get<uint8_t>(h + 4), flags = Get<uint8_t>(h + 5);
+    const uint32_t stream = Get<uint32_t>(h + 8), body_len = Get<uint32_t>(h + 12);
+    if (Get<uint16_t>(h + 6) != 0 || (flags & ~(kFlagDead | kFlagTruncate16))) return Bad(in, "unknown flags");
+    if (!in->hello && kind != kHello) return Bad(in, "a frame before the hello");
+    if (kind == kHello || kind == kBegin) {
+      if (in->hello && kind == kHello) return Bad(in, "a second hello");
+      if (body_len > kMaxBodyBytes) return Bad(in, "header body too long");
+      in->body.resize(body_len);
+      asio::async_read(in->socket, asio::buffer(in->body),
+                       [self = shared_from_this(), in, kind, flags, stream](const boost::system::error_code& ec,
+                                                                            size_t) {
+                         if (in->closed) return;
+                         if (ec) return self->Bad(in, "truncated frame: " + ec.message());
+                         if (kind == kHello) self->OnHello(in);
+                         else self->OnBegin(in, flags, stream);
+                       });
+      return;
+    }
+    if (kind != kData) return Bad(in, "unknown frame kind " + std::to_string(kind));
+    auto it = in->streams.find(stream);
+    if (it == in->streams.end()) return Bad(in, "data for unknown stream " + std::to_string(stream));
+    InStream& st = it->second;
+    if (body_len == 0 || body_len > kMaxDataBody || body_len > st.payload_len - st.received)
+      return Bad(in, "chunk of " + std::to_string(body_len) + " bytes does not fit its tensor");
+    char* dest;
+    if (st.discard) {
+      in->scratch.resize(std::min<size_t>(body_len, size_t{1} << 20));
+      // Read and dropped in scratch-sized pieces.
+      const size_t n = std::min<size_t>(body_len, in->scratch.size());
+      ReadDiscard(in, stream, body_len, n);
+      return;
+    }
+    if (!st.staging.empty() || DataTypeIsStringLike(st.dtype) || (st.flags & kFlagTruncate16))
+      dest = st.staging.data() + st.received;
+    else
+      dest = static_cast<char*>(st.tensor.raw_data()) + st.received;
+    asio::async_read(in->socket, asio::buffer(dest, body_len),
+                     [self = shared_from_this(), in, stream, body_len](const boost::system::error_code& ec, size_t) {
+                       if (in->closed) return;
+                       if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
+                       auto it = in->streams.find(stream);
+                       if (it == in->streams.end()) return self->ReadHeader(in);
+                       it->second.received += body_len;
+                       if (it->second.received == it->second.payload_len) self->Complete(in, it);
+                       self->ReadHeader(in);
+                     });
+  }
+
+  void ReadDiscard(const std::shared_ptr<In>& in, uint32_t stream, uint64_t left, size_t n) {
+    asio::async_read(in->socket, asio::buffer(in->scratch.data(), n),
+                     [self = shared_from_this(), in, stream, left, n](const boost::system::error_code& ec, size_t) {
+                       if (in->closed) return;
+                       if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
+                       auto it = in->streams.find(stream);
+                       if (it != in->streams.end()) it->second.received += n;
+                       if (left > n) return self->ReadDiscard(in, stream, left - n, std::min<size_t>(left - n, n));
+                       if (it != in->streams.end() && it->second.received == it->second.payload_len) {
+                         in->inflight -= it->second.payload_len;
+                         in->streams.erase(it);
+                       }
+                       self->ReadHeader(in);
+                     });
+  }
+
+  void OnHello(const std::shared_ptr<In>& in) {
+    const auto& b = in->body;
+    if (b.size() < 12) return Bad(in, "short hello");
+    const uint64_t incarnation = Get<uint64_t>(b.data());
+    const uint32_t len = Get<uint32_t>(b.data() + 8);
+    if (len == 0 || len > kMaxTaskBytes || b.size() != 12 + len) return Bad(in, "bad hello");
+    in->task.assign(b.data() + 12, len);
+    in->incarnation = incarnation;
+    in->hello = true;
+    ReadHeader(in);
+  }
+
+  void OnBegin(const std::shared_ptr<In>& in, uint8_t flags, uint32_t stream) {
+    const auto& b = in->body;
+    if (b.size() < kBeginFixed) return Bad(in, "short begin frame");
+    const char* p = b.data();
+    InStream st;
+    st.step_id = Get<int64_t>(p);
+    st.dtype = static_cast<DataType>(Get<int32_t>(p + 8));
+    const uint32_t ndims = Get<uint32_t>(p + 12);
+    st.payload_len = Get<uint64_t>(p + 16);
+    const uint32_t key_len = Get<uint32_t>(p + 24);
+    st.flags = flags;
+    if (ndims > kMaxDims || key_len == 0 || key_len > kMaxKeyBytes ||
+        b.size() != kBeginFixed + key_len + size_t{8} * ndims)
+      return Bad(in, "begin frame lengths disagree");
+    if (in->streams.count(stream)) return Bad(in, "stream " + std::to_string(stream) + " begun twice");
+    if (!DataTypeIsSupported(st.dtype)) return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
+    std::vector<int64_t> dims(ndims);
+    std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
+    if (!TensorShape::FromDims(dims, &st.shape).ok()) return Bad(in, "invalid dims");
+    if (st.payload_len > options.max_payload_bytes) return Bad(in, "payload over the cap");
+    const bool is_string = DataTypeIsStringLike(st.dtype);
+    const bool truncated = flags & kFlagTruncate16;
+    if (truncated && st.dtype != DT_FLOAT) return Bad(in, "16-bit truncation of a non-float32 tensor");
+    const uint64_t n = static_cast<uint64_t>(st.shape.num_elements());
+    if (is_string) {
+      if (st.payload_len < n * 8 && n != 0) return Bad(in, "string payload shorter than its lengths");
+    } else {
+      const uint64_t elem = truncated ? 2 : DataTypeSize(st.dtype);
+      if (elem == 0 || (n != 0 && n > st.payload_len / elem) || n * elem != st.payload_len)
+        return Bad(in, "dims x element size != payload length");
+    }
+    if (in->inflight + st.payload_len > options.max_inflight_bytes) return Bad(in, "too many bytes in flight");
+    st.key = RendezvousKey(std::string(p + kBeginFixed, key_len));
+    // The sender must be the incarnation this process knows for its task.
+    uint64_t known = 0;
+    bool found;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = peers.find(in->task);
+      found = it != peers.end();
+      if (found) known = it->second.incarnation;
+    }
+    Status reject;
+    if (!found || known != in->incarnation)
+      reject = errors::Aborted("tensor from task ", in->task, " with incarnation ", in->incarnation,
+                               found ? " after the task restarted (this session knows incarnation " +
+                                           std::to_string(known) + ")"
+                                     : " that this process does not know as a peer",
+                               "; key ", st.key.str());
+    if (reject.ok()) {
+      try {
+        if (is_string || truncated) {
+          st.staging.resize(st.payload_len);
+          if (is_string) st.tensor = Tensor(st.dtype, st.shape);
+          else reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
+        } else {
+          reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
+        }
+      } catch (...) {
+        reject = errors::ResourceExhausted("no memory for a tensor of ", st.payload_len, " bytes from ", in->task,
+                                           "; key ", st.key.str());
+      }
+    }
+    if (!reject.ok()) {
+      st.discard = true;
+      st.tensor = Tensor();
+      std::string().swap(st.staging);
+      if (callbacks.reject) callbacks.reject(st.step_id, reject);
+    }
+    in->inflight += st.payload_len;
+    auto it = in->streams.emplace(stream, std::move(st)).first;
+    if (it->second.payload_len == 0) {
+      if (it->second.discard) {
+        in->streams.erase(it);
+      } else {
+        Complete(in, it);
+      }
+    }
+    ReadHeader(in);
+  }
+
+  void Complete(const std::shared_ptr<In>& in, std::unordered_map<uint32_t, InStream>::iterator it) {
+    InStream st = std::move(it->second);
+    in->inflight -= st.payload_len;
+    in->streams.erase(it);
+    if (st.discard) return;
+    if (DataTypeIsStringLike(st.dtype)) {
+      const char* p = st.staging.data();
+      uint64_t left = st.payload_len;
+      std::string* out = st.tensor.data<std::string>();
+      for (int64_t i = 0; i < st.shape.num_elements(); ++i) {
+        if (left < 8) return Bad(in, "string payload truncated");
+        const uint64_t len = Get<uint64_t>(p);
+        p += 8;
+        left -= 8;
+        if (len > left) return Bad(in, "string element longer than its payload");
+        out[i].assign(p, len);
+        p += len;
+        left -= len;
+      }
+      if (left != 0) return Bad(in, "string payload longer than its elements");
+    } else if (st.flags & kFlagTruncate16) {
+      const char* p = st.staging.data();
+      uint32_t* out = static_cast<uint32_t*>(st.tensor.raw_data());
+      const int64_t n = st.shape.num_elements();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(Get<uint16_t>(p + 2 * i)) << 16;
+    }
+    if (callbacks.deliver) callbacks.deliver(st.step_id, std::move(st.key), std::move(st.tensor), st.flags & kFlagDead);
+  }
+
+  // --- outgoing -----------------------------------------------------------
+  void FailOut(const std::shared_ptr<Out>& out, const Status& s) {
+    if (out->dead) return;
+    out->dead = true;
+    boost::system::error_code ignore;
+    out->socket.close(ignore);
+    auto it = outs.find(out->task);
+    if (it != outs.end() && it->second == out) outs.erase(it);
+    for (auto& st : out->queue)
+      if (callbacks.reject) callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes), s);
+    out->queue.clear();
+    if (callbacks.peer_failed) callbacks.peer_failed(out->task, s);
+  }
+
+  std::shared_ptr<Out> OutFor(const std::string& task, const Peer& peer) {
+    auto it = outs.find(task);
+    if (it != outs.end()) {
+      auto& o = it->second;
+      if (o->peer.host == peer.host && o->peer.port == peer.port && o->peer.incarnation == peer.incarnation) return o;
+      // The task moved or restarted: the old connection goes.
+      auto old = o;
+      outs.erase(it);
+      old->dead = true;
+      boost::system::error_code ignore;
+      old->socket.close(ignore);
+    }
+    auto out = std::make_shared<Out>(io);
+    out->task = task;
+    out->peer = peer;
+    out->hello = Header(kHello, 0, 0, static_cast<uint32_t>(12 + options.task.size()));
+    Put<uint64_t>(&out->hello, options.incarnation);
+    Put<uint32_t>(&out->hello, static_cast<uint32_t>(options.task.size()));
+    out->hello += options.task;
+    outs[task] = out;
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(peer.host, ec);
+    if (ec) {
+      // A host name: resolve it (rare; clusters name addresses).
+      tcp::resolver resolver(io);
+      auto results = resolver.resolve(peer.host, std::to_string(peer.port), ec);
+      if (ec || results.empty()) {
+        FailOut(out, errors::Unavailable("tensor transport: cannot resolve ", peer.host, " of task ", task, ": ",
+                                         ec.message()));
+        return nullptr;
+      }
+      addr = results.begin()->endpoint().address();
+    }
+    out->socket.async_connect(tcp::endpoint(addr, peer.port), [self = shared_from_this(), out](
+                                                                  const boost::system::error_code& ec) {
+      if (out->dead) return;
+      if (ec)
+        return self->FailOut(out, errors::Unavailable("tensor transport: cannot connect to task ", out->task, " at ",
+                                                      out->peer.host, ":", out->peer.port, ": ", ec.message()));
+      boost::system::error_code ignore;
+      out->socket.set_option(tcp::no_delay(true), ignore);
+      out->connected = true;
+      // The peer never writes on this connection: a read completing means it closed (or died).
+      out->socket.async_read_some(asio::buffer(&out->probe, 1), [self, out](const boost::system::error_code& ec,
+                                                                             size_t) {
+        if (out->dead) return;
+        self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection",
+                                               ec ? ": " + ec.message() : std::string()));
+      });
+      out->writing = true;
+      asio::async_write(out->socket, asio::buffer(out->hello),
+                        [self, out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
+    });
+    return out;
+  }
+
+  void Wrote(const std::shared_ptr<Out>& out, const boost::system::error_code& ec) {
+    out->writing = false;
+    if (out->dead) return;
+    if (ec)
+      return FailOut(out, errors::Unavailable("tensor transport: writing to task ", out->task, " failed: ",
+                                              ec.message()));
+    WriteNext(out);
+  }
+
+  void WriteNext(const std::shared_ptr<Out>& out) {
+    if (out->writing || !out->connected || out->queue.empty()) return;
+    std::shared_ptr<OutStream> st = out->queue.front();
+    out->queue.pop_front();
+    out->buffers.clear();
+    if (!st->begun) {
+      out->buffers.push_back(asio::buffer(st->begin));
+      st->begun = true;
+    }
+    const uint64_t n = std::min<uint64_t>(options.chunk_bytes, st->payload_len - st->offset);
+    if (n > 0) {
+      out->chunk_header = Header(kData, 0, st->id, static_cast<uint32_t>(n));
+      out->buffers.push_back(asio::buffer(out->chunk_header));
+      out->buffers.push_back(asio::buffer(st->payload + st->offset, n));
+      st->offset += n;
+    }
+    // Taken in turn: a stream with more to send goes behind the others.
+    if (st->offset < st->payload_len) out->queue.push_back(st);
+    out->writing = true;
+    asio::async_write(out->socket, out->buffers,
+                      [self = shared_from_this(), out, st](const boost::system::error_code& ec, size_t) {
+                        self->Wrote(out, ec);
+                      });
+  }
+
+  void Enqueue(const std::string& task, std::shared_ptr<OutStream> st) {
+    Peer peer;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = peers.find(task);
+      if (it == peers.end()) {
+        if (callbacks.reject)
+          callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
+                           errors::Unavailable("tensor transport: no address for task ", task));
+        return;
+      }
+      peer = it->second;
+    }
+    auto out = OutFor(task, peer);
+    if (!out) {
+      if (callbacks.reject)
+        callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
+                         errors::Unavailable("tensor transport: task ", task, " unreachable"));
+      return;
+    }
+    st->id = out->next_stream++;
+    std::memcpy(st->begin.data() + 8, &st->id, 4);
+    out->queue.push_back(std::move(st));
+    WriteNext(out);
+  }
+};
+
+TensorTransport::TensorTransport(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Status TensorTransport::Start(TransportOptions options, TransportCallbacks callbacks,
+                              std::unique_ptr<TensorTransport>* out) {
+  auto impl = std::make_shared<Impl>();
+  impl->options = std::move(options);
+  impl->callbacks = std::move(callbacks);
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(impl->options.bind_host, ec);
+  if (ec) return errors::InvalidArgument("tensor transport: bad bind address '", impl->options.bind_host, "'");
+  tcp::endpoint ep(addr, impl->options.port);
+  impl->acceptor.open(ep.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(ep, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return errors::Unavailable("tensor transport: cannot listen on ", impl->options.bind_host, ":",
+                               impl->options.port, ": ", ec.message());
+  impl->port = impl->acceptor.local_endpoint().port();
+  impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
+  impl->Accept();
+  impl->thread = std::thread([impl] { impl->io.run(); });
+  out->reset(new TensorTransport(std::move(impl)));
+  return Status::OK();
+}
+
+TensorTransport::~TensorTransport() { Stop(); }
+
+void TensorTransport::Stop() {
+  auto impl = impl_;
+  if (impl->stopped.exchange(true)) return;
+  asio::post(impl->io, [impl] {
+    boost::system::error_code ignore;
+    impl->acceptor.close(ignore);
+    for (auto& [task, out] : impl->outs) {
+      out->dead = true;
+      out->socket.close(ignore);
+    }
+    impl->outs.clear();
+    for (auto& in : impl->ins) {
+      in->closed = true;
+      in->socket.close(ignore);
+    }
+    impl->ins.clear();
+    impl->work.reset();
+  });
+  impl->thread.join();
+  impl->io.stop();
+}
+
+const std::string& TensorTransport::host() const { return impl_->options.bind_host; }
+uint16_t TensorTransport::port() const { return impl_->port; }
+const std::string& TensorTransport::task() const { return impl_->options.task; }
+uint64_t TensorTransport::incarnation() const { return impl_->options.incarnation; }
+uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
+
+void TensorTransport::SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->peers[task] = Impl::Peer{host, port, incarnation};
+}
+
+bool TensorTransport::HasPeer(const std::string& task) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->peers.count(task) > 0;
+}
+
+Status TensorTransport::Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value,
+                             bool is_dead, bool truncate16) {
+  if (!HasPeer(task)) return errors::NotFound("tensor transport: task ", task, " is not a peer of ", impl_->options.task);
+  auto st = std::make_shared<OutStream>();
+  const DataType dtype = value.IsInitialized() ? value.dtype() : DT_FLOAT;
+  const TensorShape shape = value.IsInitialized() ? value.shape() : TensorShape({0});
+  truncate16 = truncate16 && dtype == DT_FLOAT && value.IsInitialized();
+  if (!value.IsInitialized()) {
+    // A dead tensor may have no value: an empty float32 stands for it.
+    st->payload_len = 0;
+  } else if (DataTypeIsStringLike(dtype)) {
+    auto enc = std::make_shared<std::string>();
+    const std::string* e = value.data<std::string>();
+    size_t total = 0;
+    for (int64_t i = 0; i < value.NumElements(); ++i) total += 8 + e[i].size();
+    enc->reserve(total);
+    for (int64_t i = 0; i < value.NumElements(); ++i) {
+      Put<uint64_t>(enc.get(), e[i].size());
+      enc->append(e[i]);
+    }
+    st->encoded = enc;
+    st->payload = enc->data();
+    st->payload_len = enc->size();
+  } else if (truncate16) {
+    auto enc = std::make_shared<std::string>();
+    const int64_t n = value.NumElements();
+    enc->resize(static_cast<size_t>(n) * 2);
+    const uint32_t* in = static_cast<const uint32_t*>(value.raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t hi = static_cast<uint16_t>(in[i] >> 16);
+      std::memcpy(&(*enc)[2 * i], &hi, 2);
+    }
+    st->encoded = enc;
+    st->payload = enc->data();
+    st->payload_len = enc->size();
+  } else {
+    st->tensor = value;
+    st->payload = static_cast<const char*>(value.raw_data());
+    st->payload_len = value.TotalBytes();
+  }
+  const std::string& k = key.str();
+  const uint32_t ndims = static_cast<uint32_t>(shape.dims());
+  const uint32_t body = static_cast<uint32_t>(kBeginFixed + k.size() + size_t{8} * ndims);
+  uint8_t flags = (is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
+  st->begin = Header(kBegin, flags, 0, body);
+  Put<int64_t>(&st->begin, step_id);
+  Put<int32_t>(&st->begin, static_cast<int32_t>(dtype));
+  Put<uint32_t>(&st->begin, ndims);
+  Put<uint64_t>(&st->begin, st->payload_len);
+  Put<uint32_t>(&st->begin, static_cast<uint32_t>(k.size()));
+  st->begin += k;
+  for (uint32_t d = 0; d < ndims; ++d) Put<int64_t>(&st->begin, shape.dim_size(static_cast<int>(d)));
+  asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
+  return Status::OK();
+}
+
+std::string TaskOfDevice(const std::string& device) {
+  const size_t d = device.find("/device:");
+  if (d == std::string::npos || d == 0) return std::string();
+  return device.substr(0, d);
+}
+
+bool SplitRendezvousKey(const std::string& key, std::string* send_device, std::string* recv_device) {
+  const size_t a = key.find(';');
+  if (a == std::string::npos) return false;
+  const size_t b = key.find(';', a + 1);
+  if (b == std::string::npos) return false;
+  const size_t c = key.find(';', b + 1);
+  if (c == std::string::npos) return false;
+  if (send_device) send_device->assign(key, 0, a);
+  if (recv_device) recv_device->assign(key, b + 1, c - b - 1);
+  return true;
+}
+
+}  // namespace actorflow

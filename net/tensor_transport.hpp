@@ -1,0 +1,109 @@
+// TensorTransport: the data path for tensor bytes between processes (never
+// CAF's remote protocol, whose one multiplexer thread, extra copies and
+// missing flow control halve the bandwidth; ../shared/docs/distributed-design.md
+// section 4).
+//
+// One Boost.Asio thread per process. A process opens one TCP connection to
+// each peer task it sends to (TCP_NODELAY), introduces itself with a hello
+// frame (task name, incarnation), then writes frames:
+//
+//   header  u32 magic "AFT1" | u8 kind | u8 flags | u16 zero | u32 stream | u32 body_len   (16 bytes, LE)
+//   kind 1  hello: u64 incarnation | u32 task_len | task
+//   kind 2  begin: i64 step_id | i32 dtype | u32 ndims | u64 payload_len | u32 key_len | key | i64 dims[ndims]
+//   kind 3  data:  body_len bytes of the stream's payload, at the next offset
+//   flags   1 = dead tensor (control flow), 2 = float32 sent as its upper 16 bits
+//
+// A tensor is one stream: a begin frame, then its payload in chunks (4 MiB by
+// default). The writer takes queued tensors in turn, one chunk each, so a
+// small tensor waits at most one chunk behind a huge one. A numeric payload
+// is written straight from the tensor's buffer (the frame holds a reference
+// until written) and read straight into the new tensor; strings travel as
+// u64 length + bytes per element.
+//
+// The receiver validates every frame before allocating: magic, kind, a hello
+// first, body and key lengths under caps, a supported dtype, dims that make a
+// shape, dims x element size = payload length, payload under the cap, chunks
+// that fit their stream. A bad frame closes the connection with DataLoss and
+// reports the peer failed; a tensor whose sender is not the incarnation this
+// process knows for that task (a restarted task) is discarded and its step
+// rejected with Aborted ("task restarted"); a tensor that does not fit in
+// memory rejects its step with ResourceExhausted. Nothing crashes, nothing
+// allocates what the peer merely claims.
+//
+// Callbacks run on the transport's thread and must not block.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "net/rendezvous_key.hpp"
+
+namespace actorflow {
+
+struct TransportOptions {
+  std::string task;  // this process's task ("/job:worker/replica:0/task:0")
+  uint64_t incarnation = 0;
+  std::string bind_host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  size_t chunk_bytes = size_t{4} << 20;
+  uint64_t max_payload_bytes = uint64_t{16} << 30;  // one tensor
+  uint64_t max_inflight_bytes = uint64_t{32} << 30;  // tensors begun and not complete, per connection
+};
+
+struct TransportCallbacks {
+  /// A tensor arrived whole.
+  std::function<void(int64_t step_id, RendezvousKey key, Tensor value, bool is_dead)> deliver;
+  /// A tensor of `step_id` could not be taken (its sender restarted, no memory).
+  std::function<void(int64_t step_id, Status status)> reject;
+  /// A connection with `task` failed (a dead peer, a bad frame); its queued tensors are dropped.
+  std::function<void(const std::string& task, Status status)> peer_failed;
+};
+
+class TensorTransport {
+ public:
+  /// Binds and starts the thread; InvalidArgument/Unavailable naming the address when it cannot bind.
+  static Status Start(TransportOptions options, TransportCallbacks callbacks, std::unique_ptr<TensorTransport>* out);
+  /// Stops the thread and closes every connection; later Sends are dropped. Idempotent.
+  void Stop();
+  ~TensorTransport();
+  TensorTransport(const TensorTransport&) = delete;
+  TensorTransport& operator=(const TensorTransport&) = delete;
+
+  const std::string& host() const;
+  uint16_t port() const;
+  const std::string& task() const;
+  uint64_t incarnation() const;
+
+  /// Where `task` takes tensors, and the incarnation its tensors must carry.
+  /// A changed address or incarnation drops the old connection.
+  void SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation);
+  /// Whether `task` is a known peer.
+  bool HasPeer(const std::string& task) const;
+
+  /// Queues a tensor for `task` (never blocks; the bytes are written from the
+  /// tensor's buffer later). NotFound when the task is not a known peer.
+  /// `truncate16`: a float32 tensor travels as its upper 16 bits.
+  Status Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead,
+              bool truncate16 = false);
+
+  /// Connections closed because of a bad frame (for tests).
+  uint64_t data_loss_count() const;
+
+  struct Impl;
+
+ private:
+  explicit TensorTransport(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;  // shared with the handlers in flight
+};
+
+/// The task part ("/job:J/replica:R/task:T") of a full device name, or "" when it has none.
+std::string TaskOfDevice(const std::string& device);
+/// The send and receive device names of a rendezvous key's text.
+bool SplitRendezvousKey(const std::string& key, std::string* send_device, std::string* recv_device);
+
+}  // namespace actorflow
