@@ -47,6 +47,9 @@ struct Entry {
 
 struct StepTable {
   Status aborted;  // OK while the step runs
+  // Tasks lost while this step ran (RendezvousPeerFailed): a later Recv of a
+  // tensor from one of them fails at once instead of waiting for ever.
+  std::vector<std::pair<std::string, Status>> lost_peers;
   std::unordered_map<RendezvousKey, Entry, RendezvousKeyHash> entries;
 };
 
@@ -224,6 +227,17 @@ void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Wait
     table.entries.erase(it);
     return;
   }
+  if (!table.lost_peers.empty()) {
+    std::string send_device;
+    if (SplitRendezvousKey(key.str(), &send_device, nullptr)) {
+      const std::string task = TaskOfDevice(send_device);
+      for (const auto& [lost, why] : table.lost_peers)
+        if (lost == task) {
+          Answer(self, w, step_id, why, Tensor(), false);
+          return;
+        }
+    }
+  }
   Entry& e = table.entries[key];
   if (e.waiting) {
     Answer(self, w, step_id, Safely([&] {
@@ -288,7 +302,8 @@ bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& ke
   return true;
 }
 
-// Every step waiting for a tensor from `task` fails with `s`.
+// Every step waiting for a tensor from `task` fails with `s`; the other steps
+// running now fail so if they later wait for one.
 void PeerFailed(RendezvousActor* self, const std::string& task, const Status& s) noexcept {
   try {
     for (auto& [id, table] : self->state.steps) {
@@ -301,6 +316,7 @@ void PeerFailed(RendezvousActor* self, const std::string& task, const Status& s)
         }
       }
       if (waits) Abort(self, id, table, s);
+      else table.lost_peers.emplace_back(task, s);
     }
   } catch (...) {  // no memory to parse keys: the steps end by their master's abort or deadline
   }

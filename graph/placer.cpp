@@ -136,6 +136,28 @@ class Placer {
         }
       }
     }
+    // A resource (a queue, a reader, a resource variable) lives in the
+    // container of its task's process: whoever takes its handle runs in that
+    // task too (on any of its devices), unless it names a task itself.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Node* n : g_->nodes()) {
+        for (const Edge* e : n->in_edges()) {
+          if (e->IsControlEdge() || e->src->output_type(e->src_output) != DT_RESOURCE) continue;
+          const Group& from = groups_[uf_->Find(e->src->id())];
+          Group& to = groups_[uf_->Find(n->id())];
+          if (&from == &to || !(from.spec.has_job || from.spec.has_task) || to.spec.has_job || to.spec.has_task) continue;
+          to.spec.has_job = from.spec.has_job;
+          to.spec.job = from.spec.job;
+          to.spec.has_replica = from.spec.has_replica;
+          to.spec.replica = from.spec.replica;
+          to.spec.has_task = from.spec.has_task;
+          to.spec.task = from.spec.task;
+          if (!to.spec_source) to.spec_source = to.members.front();
+          changed = true;
+        }
+      }
+    }
     if (!o_.default_task.empty()) {
       DeviceName task;
       AF_RETURN_IF_ERROR(ParseDeviceName(o_.default_task, &task));
@@ -149,6 +171,7 @@ class Placer {
         }
         group.spec.has_task = task.has_task;
         group.spec.task = task.task;
+        if (!group.spec_source) group.spec_source = group.members.front();
       }
     }
     return Status::OK();

@@ -84,7 +84,13 @@ LocalMaster::~LocalMaster() {
 }
 
 Status LocalMaster::ConnectCluster() {
-  AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, options_.device_filters,
+  // By default a session of a cluster with parameter servers uses them and
+  // its own task, not the other workers (TensorFlow users had to learn to set
+  // device_filters so; TF#13337): a worker that is down or busy elsewhere
+  // does not hold this one up.
+  std::vector<std::string> filters = options_.device_filters;
+  if (filters.empty() && cluster_.num_tasks("ps") > 0) filters = {"/job:ps", task_.name()};
+  AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, filters,
                                        std::chrono::milliseconds(options_.device_find_timeout_ms), &view_));
   // An actor that stands for this master: workers monitor it.
   presence_ = runtime_->system().spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
@@ -337,9 +343,10 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
   RunStepResponse resp;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point answered;
-  AF_RETURN_IF_ERROR(runtime_->channels()->Ask(exe->device, std::move(req), wait, &resp,
-                                               SpinBudget(exe->typical_ns.load(std::memory_order_relaxed)),
-                                               &answered));
+  const Status asked = runtime_->channels()->Ask(exe->device, std::move(req), wait, &resp,
+                                                 SpinBudget(exe->typical_ns.load(std::memory_order_relaxed)),
+                                                 &answered);
+  if (!asked.ok()) return Status(asked.code(), "partition on " + exe->parts[0].device + ": " + asked.message());
   // The step's own latency, up to its answer: were it measured after a sleeping
   // caller woke, one sleep would add a wake-up to the average, push it past the
   // spin limit, and every later step would sleep and pay a wake-up too.
@@ -396,6 +403,8 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
     RunStepResponse resp;
     if (s.ok()) s = ReplyAs(reply, &resp);
     if (!errors::IsDeadlineExceeded(s)) channels->Release(std::move(started[i]));
+    // No answer at all (its process died, or went silent): say where.
+    if (!s.ok()) s = Status(s.code(), "partition on " + exe.parts[i].device + ": " + s.message());
     if (s.ok()) s = resp.status;
     barrier.PartitionDone(s);
     for (auto& st : resp.stats) stats.push_back(std::move(st));

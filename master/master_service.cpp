@@ -5,6 +5,7 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "core/ids.hpp"
 #include "core/proto/graph.pb.h"
@@ -35,15 +36,26 @@ Status ParseGraph(const std::string& bytes, proto::GraphDef* def) {
 caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has_cluster, ClusterSpec cluster,
                               TaskId task) {
   return sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    // Sessions are linked to the service: when it ends (the server stops),
+    // they end; when one of them ends, however abnormally, only it is gone.
+    auto sessions = std::make_shared<std::set<caf::actor_addr>>();
+    self->set_exit_handler([self, sessions](const caf::exit_msg& msg) {
+      if (sessions->erase(msg.source)) {
+        if (msg.reason) std::cerr << "actorflow: a remote session failed: " << to_string(msg.reason) << "\n";
+        return;
+      }
+      self->quit(msg.reason);
+    });
     return {
         [=](const MasterCreateSessionRequest& req) {
+          (void)sessions;
           SessionOptions options;
           options.runtime = runtime;
           options.placement = static_cast<PlacementStrategy>(req.placement);
           options.allow_soft_placement = req.allow_soft_placement;
           const std::string handle = "remote_session_" + std::to_string(NewIncarnation()) + "_" +
                                      std::to_string(g_next.fetch_add(1));
-          caf::actor_addr client = self->current_sender() ? self->current_sender()->address() : caf::actor_addr();
+          caf::actor_addr client = req.client ? req.client.address() : caf::actor_addr();
           // The session's calls block (they wait for device actors): it gets a thread of its own.
           caf::actor session = self->spawn<caf::detached + caf::linked>([=](SessionActor* s) -> caf::behavior {
             s->state.master = has_cluster ? std::make_unique<LocalMaster>(options, handle, cluster, task)
@@ -101,6 +113,7 @@ caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has
                 },
             };
           });
+          sessions->insert(session.address());
           return MasterCreateSessionResponse{Status::OK(), session};
         },
     };

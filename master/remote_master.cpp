@@ -3,6 +3,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <utility>
+
 #include "actors/client_channel.hpp"
 #include "core/exception_status.hpp"
 #include "master/cluster_view.hpp"
@@ -70,14 +72,22 @@ Status RemoteMaster::Connect() {
   if (!s.ok()) return Status(s.code(), "asking the server at " + address_ + " for its master: " + s.message());
   if (!status.master) return errors::Unavailable("the server at ", address_, " has no master service");
   MasterCreateSessionRequest req;
+  // An actor of this client's own (not a pooled channel, which another
+  // session may drop): its end ends the remote session.
+  caf::actor client = Net().system.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  req.client = client;
   req.placement = static_cast<int32_t>(options_.placement);
   req.allow_soft_placement = options_.allow_soft_placement;
   MasterCreateSessionResponse resp;
   s = Net().channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;
-  if (!s.ok()) return Status(s.code(), "opening a session on the master at " + address_ + ": " + s.message());
+  if (!s.ok()) {
+    caf::anon_send_exit(client, caf::exit_reason::user_shutdown);
+    return Status(s.code(), "opening a session on the master at " + address_ + ": " + s.message());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   session_ = resp.session;
+  client_ = client;
   return Status::OK();
 }
 
@@ -91,10 +101,21 @@ Status RemoteMaster::Create(const proto::GraphDef& graph) try {
   MasterCreateSessionRequest req;
   if (!graph.SerializeToString(&req.graph_def)) return errors::InvalidArgument("the graph cannot be serialized");
   caf::message reply;
-  AF_RETURN_IF_ERROR(Call(caf::make_message(std::move(req)), std::chrono::milliseconds(0), &reply));
+  Status s = Call(caf::make_message(std::move(req)), std::chrono::milliseconds(0), &reply);
   StatusResponse resp;
-  AF_RETURN_IF_ERROR(ReplyAs(reply, &resp));
-  return resp.status;
+  if (s.ok()) s = ReplyAs(reply, &resp);
+  if (s.ok()) s = resp.status;
+  if (!s.ok()) {  // a later Create may try again
+    caf::actor session, client;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session = std::exchange(session_, caf::actor());
+      client = std::exchange(client_, caf::actor());
+    }
+    if (session) caf::anon_send(session, MasterCloseRequest{});
+    if (client) caf::anon_send_exit(client, caf::exit_reason::user_shutdown);
+  }
+  return s;
 } catch (...) {
   return CurrentExceptionStatus("Session::Create");
 }
@@ -167,6 +188,8 @@ Status RemoteMaster::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   session_ = caf::actor();
+  if (client_) caf::anon_send_exit(client_, caf::exit_reason::user_shutdown);
+  client_ = caf::actor();
   return s;
 }
 

@@ -46,6 +46,7 @@ class RemoteMaster final : public MasterInterface {
   CostModel cost_model_;  // stays empty: the remote master keeps the costs
   mutable std::mutex mu_;
   caf::actor session_;
+  caf::actor client_;  // stands for this client: the session watches it
   bool closed_ = false;
   size_t num_cached_ = 0;
   std::map<std::string, std::string> placement_;

@@ -53,6 +53,8 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
         "refusing to bind ", options.bind,
         " without mutual TLS: a server runs any graph a peer sends it (graphs read and write files). Bind to "
         "127.0.0.1, or pass --insecure on a network you trust");
+  if (options.bind == "localhost") options.bind = "127.0.0.1";
+  if (options.bind == "[::1]") options.bind = "::1";
   if (options.num_cpu_devices < 1) return errors::InvalidArgument("a server needs at least one CPU device");
   auto server = std::unique_ptr<Server>(new Server);
   server->options_ = options;

@@ -87,6 +87,7 @@ struct ShutdownRequest {
 
 struct MasterCreateSessionRequest {
   std::string graph_def;  // serialized proto::GraphDef (may be empty: Extend later)
+  caf::actor client;      // monitored by the session: when it goes down, the session is closed
   int32_t placement = 0;  // PlacementStrategy
   bool allow_soft_placement = false;
 };
@@ -166,7 +167,8 @@ typename Inspector::result_type inspect(Inspector& f, ShutdownRequest& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionRequest& x) {
-  return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.placement, x.allow_soft_placement);
+  return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.client, x.placement,
+           x.allow_soft_placement);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionResponse& x) {

@@ -2,6 +2,7 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -29,6 +30,7 @@ constexpr uint32_t kMaxTaskBytes = 1024;
 constexpr uint32_t kMaxDims = 64;
 constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
 constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
+constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensors begun and not finished
 
 template <class T>
 void Put(std::string* out, T v) {
@@ -99,6 +101,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::string hello;
     char probe = 0;
     uint32_t next_stream = 1;
+    uint64_t begun_bytes = 0;  // of streams begun and not finished
     std::vector<asio::const_buffer> buffers;
     std::string chunk_header;
   };
@@ -115,6 +118,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     Tensor tensor;        // numeric, read into directly
     std::string staging;  // strings and truncated floats
     bool discard = false;  // read and thrown away (rejected)
+    uint64_t extra = 0;    // bytes beyond the payload it holds (string objects), counted in flight
   };
   struct In : std::enable_shared_from_this<In> {
     explicit In(asio::io_context& io) : socket(io) {}
@@ -162,7 +166,15 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     for (auto& [id, st] : in->streams)
       if (!st.discard && callbacks.reject) callbacks.reject(st.step_id, s);
     in->streams.clear();
-    if (!in->task.empty() && callbacks.peer_failed) callbacks.peer_failed(in->task, s);
+    if (!in->task.empty() && callbacks.peer_failed) {
+      bool current;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = peers.find(in->task);
+        current = it != peers.end() && it->second.incarnation == in->incarnation;
+      }
+      if (current) callbacks.peer_failed(in->task, s);  // not for a stale incarnation or a stranger
+    }
   }
 
   void Bad(const std::shared_ptr<In>& in, const std::string& why) {
@@ -247,7 +259,6 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
                        if (it != in->streams.end()) it->second.received += n;
                        if (left > n) return self->ReadDiscard(in, stream, left - n, std::min<size_t>(left - n, n));
                        if (it != in->streams.end() && it->second.received == it->second.payload_len) {
-                         in->inflight -= it->second.payload_len;
                          in->streams.erase(it);
                        }
                        self->ReadHeader(in);
@@ -281,7 +292,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         b.size() != kBeginFixed + key_len + size_t{8} * ndims)
       return Bad(in, "begin frame lengths disagree");
     if (in->streams.count(stream)) return Bad(in, "stream " + std::to_string(stream) + " begun twice");
-    if (!DataTypeIsSupported(st.dtype)) return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
+    if (static_cast<int32_t>(st.dtype) <= 0 || static_cast<int32_t>(st.dtype) >= 100 || !DataTypeIsSupported(st.dtype))
+      return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
     std::vector<int64_t> dims(ndims);
     std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
     if (!TensorShape::FromDims(dims, &st.shape).ok()) return Bad(in, "invalid dims");
@@ -291,14 +303,19 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     if (truncated && st.dtype != DT_FLOAT) return Bad(in, "16-bit truncation of a non-float32 tensor");
     const uint64_t n = static_cast<uint64_t>(st.shape.num_elements());
     if (is_string) {
-      if (st.payload_len < n * 8 && n != 0) return Bad(in, "string payload shorter than its lengths");
+      if (n > st.payload_len / 8) return Bad(in, "string payload shorter than its lengths");
+      st.extra = n * sizeof(std::string);
     } else {
       const uint64_t elem = truncated ? 2 : DataTypeSize(st.dtype);
       if (elem == 0 || (n != 0 && n > st.payload_len / elem) || n * elem != st.payload_len)
         return Bad(in, "dims x element size != payload length");
     }
-    if (in->inflight + st.payload_len > options.max_inflight_bytes) return Bad(in, "too many bytes in flight");
     st.key = RendezvousKey(std::string(p + kBeginFixed, key_len));
+    {  // A tensor for another task is not this process's to take (never forwarded).
+      std::string recv_device;
+      if (!SplitRendezvousKey(st.key.str(), nullptr, &recv_device) || TaskOfDevice(recv_device) != options.task)
+        return Bad(in, "a tensor for another task (key " + st.key.str() + ")");
+    }
     // The sender must be the incarnation this process knows for its task.
     uint64_t known = 0;
     bool found;
@@ -309,7 +326,10 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       if (found) known = it->second.incarnation;
     }
     Status reject;
-    if (!found || known != in->incarnation)
+    if (in->inflight + st.payload_len + st.extra > options.max_inflight_bytes)
+      reject = errors::ResourceExhausted("tensor transport: more than ", options.max_inflight_bytes,
+                                         " bytes in flight from ", in->task, "; key ", st.key.str());
+    else if (!found || known != in->incarnation)
       reject = errors::Aborted("tensor from task ", in->task, " with incarnation ", in->incarnation,
                                found ? " after the task restarted (this session knows incarnation " +
                                            std::to_string(known) + ")"
@@ -335,7 +355,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       std::string().swap(st.staging);
       if (callbacks.reject) callbacks.reject(st.step_id, reject);
     }
-    in->inflight += st.payload_len;
+    if (!st.discard) in->inflight += st.payload_len + st.extra;
     auto it = in->streams.emplace(stream, std::move(st)).first;
     if (it->second.payload_len == 0) {
       if (it->second.discard) {
@@ -349,24 +369,30 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
 
   void Complete(const std::shared_ptr<In>& in, std::unordered_map<uint32_t, InStream>::iterator it) {
     InStream st = std::move(it->second);
-    in->inflight -= st.payload_len;
+    if (!st.discard) in->inflight -= st.payload_len + st.extra;
     in->streams.erase(it);
     if (st.discard) return;
+    // A bad string payload fails its step as well as the connection.
+    auto bad = [&](const std::string& why) {
+      if (callbacks.reject)
+        callbacks.reject(st.step_id, errors::DataLoss("tensor transport: bad string tensor from ", in->task, ": ", why));
+      Bad(in, why);
+    };
     if (DataTypeIsStringLike(st.dtype)) {
       const char* p = st.staging.data();
       uint64_t left = st.payload_len;
       std::string* out = st.tensor.data<std::string>();
       for (int64_t i = 0; i < st.shape.num_elements(); ++i) {
-        if (left < 8) return Bad(in, "string payload truncated");
+        if (left < 8) return bad("string payload truncated");
         const uint64_t len = Get<uint64_t>(p);
         p += 8;
         left -= 8;
-        if (len > left) return Bad(in, "string element longer than its payload");
+        if (len > left) return bad("string element longer than its payload");
         out[i].assign(p, len);
         p += len;
         left -= len;
       }
-      if (left != 0) return Bad(in, "string payload longer than its elements");
+      if (left != 0) return bad("string payload longer than its elements");
     } else if (st.flags & kFlagTruncate16) {
       const char* p = st.staging.data();
       uint32_t* out = static_cast<uint32_t*>(st.tensor.raw_data());
@@ -401,6 +427,11 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       old->dead = true;
       boost::system::error_code ignore;
       old->socket.close(ignore);
+      for (auto& st : old->queue)
+        if (callbacks.reject)
+          callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
+                           errors::Aborted("tensor transport: task ", task, " moved or restarted"));
+      old->queue.clear();
     }
     auto out = std::make_shared<Out>(io);
     out->task = task;
@@ -457,8 +488,16 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
 
   void WriteNext(const std::shared_ptr<Out>& out) {
     if (out->writing || !out->connected || out->queue.empty()) return;
-    std::shared_ptr<OutStream> st = out->queue.front();
-    out->queue.pop_front();
+    // The next stream in turn; a new one begins only while the tensors begun
+    // and not finished stay under a budget (the receiver holds them whole).
+    auto pick = out->queue.begin();
+    if (!(*pick)->begun && out->begun_bytes > 0 && out->begun_bytes + (*pick)->payload_len > kBegunBudget) {
+      auto begun = std::find_if(out->queue.begin(), out->queue.end(), [](const auto& s) { return s->begun; });
+      if (begun != out->queue.end()) pick = begun;
+    }
+    std::shared_ptr<OutStream> st = *pick;
+    out->queue.erase(pick);
+    if (!st->begun) out->begun_bytes += st->payload_len;
     out->buffers.clear();
     if (!st->begun) {
       out->buffers.push_back(asio::buffer(st->begin));
@@ -473,6 +512,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     }
     // Taken in turn: a stream with more to send goes behind the others.
     if (st->offset < st->payload_len) out->queue.push_back(st);
+    else out->begun_bytes -= st->payload_len;
     out->writing = true;
     asio::async_write(out->socket, out->buffers,
                       [self = shared_from_this(), out, st](const boost::system::error_code& ec, size_t) {
@@ -481,6 +521,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   }
 
   void Enqueue(const std::string& task, std::shared_ptr<OutStream> st) {
+    if (stopped.load()) return;
     Peer peer;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -526,9 +567,18 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
     return errors::Unavailable("tensor transport: cannot listen on ", impl->options.bind_host, ":",
                                impl->options.port, ": ", ec.message());
   impl->port = impl->acceptor.local_endpoint().port();
+  impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, kMaxDataBody));
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
-  impl->thread = std::thread([impl] { impl->io.run(); });
+  impl->thread = std::thread([impl] {
+    for (;;) {
+      try {
+        impl->io.run();
+        return;
+      } catch (...) {  // out of memory in a handler: that connection is lost, the transport goes on
+      }
+    }
+  });
   out->reset(new TensorTransport(std::move(impl)));
   return Status::OK();
 }
@@ -575,6 +625,7 @@ bool TensorTransport::HasPeer(const std::string& task) const {
 
 Status TensorTransport::Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value,
                              bool is_dead, bool truncate16) {
+  if (impl_->stopped.load()) return errors::Cancelled("tensor transport of ", impl_->options.task, " is stopped");
   if (!HasPeer(task)) return errors::NotFound("tensor transport: task ", task, " is not a peer of ", impl_->options.task);
   auto st = std::make_shared<OutStream>();
   const DataType dtype = value.IsInitialized() ? value.dtype() : DT_FLOAT;
@@ -615,6 +666,10 @@ Status TensorTransport::Send(const std::string& task, int64_t step_id, const Ren
   }
   const std::string& k = key.str();
   const uint32_t ndims = static_cast<uint32_t>(shape.dims());
+  if (k.empty() || k.size() > kMaxKeyBytes || ndims > kMaxDims || st->payload_len > impl_->options.max_payload_bytes)
+    return errors::InvalidArgument("tensor transport: cannot send ", key.str(), ": ", ndims, " dims, ",
+                                   st->payload_len, " bytes (the most are ", kMaxDims, " dims and ",
+                                   impl_->options.max_payload_bytes, " bytes, keys of ", kMaxKeyBytes, " bytes)");
   const uint32_t body = static_cast<uint32_t>(kBeginFixed + k.size() + size_t{8} * ndims);
   uint8_t flags = (is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
   st->begin = Header(kBegin, flags, 0, body);

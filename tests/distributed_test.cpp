@@ -1,0 +1,270 @@
+// The actor topology across processes: graphs whose partitions run in real
+// `actorflow server` processes (tests/local_cluster.hpp) and in this one (a
+// Server of its own, the client's task), exchanging tensors through the
+// tensor transport. Loops, conds (dead tensors), strings, large tensors,
+// variables and queues on other tasks give exactly the single-process
+// results; a killed, hung or restarted task fails the steps that need it, in
+// bounded time, with the error naming it. All on 127.0.0.1.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "actors/runtime.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/control_flow.hpp"
+#include "client/ops/queue_ops.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
+#include "control_flow_util.hpp"
+#include "local_cluster.hpp"
+#include "master/server.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::LocalCluster;
+using test::ToDef;
+
+namespace {
+
+constexpr char kWorker[] = "/job:worker/task:0";
+constexpr char kPs0[] = "/job:ps/task:0";
+constexpr char kPs1[] = "/job:ps/task:1";
+
+// Two ps processes and this process as worker 0 (its own Server).
+struct Cluster {
+  LocalCluster processes;
+  std::unique_ptr<Server> server;
+  Cluster() {
+    processes.Start("ps", 0);
+    processes.Start("ps", 1);
+    ServerOptions o;
+    // This task's own address is never dialled (it is this process): a placeholder.
+    REQUIRE(ClusterSpec::Parse(processes.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
+    o.has_cluster = true;
+    o.task = TaskId{"worker", 0};
+    o.port = 0;
+    o.num_threads = 2;
+    o.heartbeat_ms = 100;
+    o.peer_timeout_ms = 1000;
+    Status s = Server::Create(o, &server);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  SessionOptions Options() const {
+    SessionOptions so;
+    so.target = server->target();
+    so.device_find_timeout_ms = 10000;
+    return so;
+  }
+};
+
+std::vector<Tensor> RunOk(Session* session, const std::vector<Output>& fetches,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds = {},
+                          const std::vector<std::string>& targets = {}) {
+  std::vector<std::string> names;
+  for (const auto& f : fetches) names.push_back(f.name());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;  // a lost tensor fails the test here, never hangs it
+  std::vector<Tensor> out;
+  Status s = session->Run(ro, feeds, names, targets, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("distributed: a loop whose body runs in another process, for any parallel_iterations", "[distributed]") {
+  Cluster c;
+  for (int64_t parallel : {1, 10}) {
+    Scope root = Scope::NewRootScope().WithDevice(kWorker);
+    auto n = ops::Placeholder(root.WithOpName("n"), DT_INT32);
+    OutputList out;
+    ops::WhileOptions o;
+    o.parallel_iterations = parallel;
+    REQUIRE(ops::WhileLoop(
+                root, {ops::Const(root, 0), ops::Const(root, 1.f)},
+                [n](const Scope& s, const OutputList& v, Output* pred) {
+                  *pred = ops::Less(s, v[0], n);
+                  return s.status();
+                },
+                [](const Scope& s, const OutputList& v, OutputList* next) {
+                  *next = {ops::Add(s, v[0], 1), ops::Mul(s.WithDevice(kPs0), v[1], 2.f)};
+                  return s.status();
+                },
+                &out, o)
+                .ok());
+    Session session(c.Options());
+    REQUIRE(session.Create(ToDef(root)).ok());
+    for (int iterations : {0, 1, 10}) {
+      auto v = RunOk(&session, out, {{"n", Tensor::Scalar<int32_t>(iterations)}});
+      INFO("parallel " << parallel << ", " << iterations << " iterations");
+      CHECK(v[0].scalar<int32_t>() == iterations);
+      CHECK(v[1].scalar<float>() == static_cast<float>(1 << iterations));
+    }
+    const auto placement = session.LastPlacement();
+    bool on_ps = false;
+    for (const auto& [node, device] : placement) on_ps = on_ps || device.rfind("/job:ps/replica:0/task:0/", 0) == 0;
+    CHECK(on_ps);
+  }
+}
+
+TEST_CASE("distributed: a nested loop over three processes and a cond whose branch is elsewhere, either way",
+          "[distributed]") {
+  Cluster c;
+  {
+    Scope root = Scope::NewRootScope().WithDevice(kWorker);
+    OutputList out = test::NestedLoopWithCond(root, ops::Placeholder(root.WithOpName("n"), DT_INT32), kPs1);
+    Session session(c.Options());
+    REQUIRE(session.Create(ToDef(root)).ok());
+    for (int iterations : {0, 3, 6}) {
+      auto v = RunOk(&session, out, {{"n", Tensor::Scalar<int32_t>(iterations)}});
+      CHECK(v[1].scalar<float>() == test::NestedLoopWithCondValue(iterations));
+    }
+  }
+  for (bool taken : {false, true}) {
+    Scope root = Scope::NewRootScope().WithDevice(kWorker);
+    auto pred = ops::Placeholder(root.WithOpName("pred"), DT_BOOL);
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    OutputList out;
+    REQUIRE(ops::Cond(
+                root, pred,
+                [&](const Scope& s, OutputList* r) {
+                  *r = {ops::Mul(s.WithDevice(kPs0), x, 2.f)};  // dead in ps 0 when not taken
+                  return s.status();
+                },
+                [&](const Scope& s, OutputList* r) {
+                  *r = {ops::Neg(s.WithDevice(kPs1), x)};
+                  return s.status();
+                },
+                &out)
+                .ok());
+    Session session(c.Options());
+    REQUIRE(session.Create(ToDef(root)).ok());
+    auto v = RunOk(&session, out, {{"pred", test::Bool(taken)}, {"x", Tensor::Scalar<float>(3.f)}});
+    CHECK(v[0].scalar<float>() == (taken ? 6.f : -3.f));
+  }
+}
+
+TEST_CASE("distributed: strings and a tensor larger than a transport chunk cross bit for bit", "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope().WithDevice(kWorker);
+  auto s = ops::Placeholder(root.WithOpName("s"), DT_STRING);
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto s_there = ops::Identity(root.WithOpName("s_there").WithDevice(kPs0), s);
+  auto x_there = ops::Identity(root.WithOpName("x_there").WithDevice(kPs1), x);
+  auto s_back = ops::Identity(root.WithOpName("s_back"), s_there);
+  auto x_back = ops::Identity(root.WithOpName("x_back"), x_there);
+  Session session(c.Options());
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor strings = test::Strings({"", "a", std::string(100000, 'z'), std::string("nul\0byte", 8)});
+  const int64_t n = (int64_t{9} << 20) / 4 + 3;  // 9 MiB and a bit: three chunks
+  Tensor big(DT_FLOAT, TensorShape{n});
+  for (int64_t i = 0; i < n; ++i) big.data<float>()[i] = static_cast<float>(i) * 0.37f - 5.f;
+  auto v = RunOk(&session, {s_back, x_back}, {{"s", strings}, {"x", big}});
+  CHECK(test::Values<std::string>(v[0]) == test::Values<std::string>(strings));
+  REQUIRE(v[1].NumElements() == n);
+  CHECK(std::memcmp(v[1].raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+}
+
+TEST_CASE("distributed: a variable on a ps task is initialized, updated from another process and outlives sessions",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();  // unpinned nodes run on this task (worker 0)
+  auto v = ops::Variable(root.WithOpName("v").WithDevice(kPs0), PartialTensorShape(std::vector<int64_t>{2}), DT_FLOAT);
+  ops::Assign(root.WithOpName("init"), v, ops::Const(root, {1.f, 2.f}));
+  ops::AssignAdd(root.WithOpName("bump"), v, ops::Mul(root, ops::Const(root, {1.f, 1.f}), 0.5f));
+  auto read = ops::Identity(root.WithOpName("read"), v);
+  {
+    Session session(c.Options());
+    REQUIRE(session.Create(ToDef(root)).ok());
+    RunOk(&session, {}, {}, {"init"});
+    RunOk(&session, {}, {}, {"bump"});
+    RunOk(&session, {}, {}, {"bump"});
+    CHECK(test::Values<float>(RunOk(&session, {read})[0]) == std::vector<float>{2.f, 3.f});
+  }
+  // A new session (a new client, as it were) sees the ps's variable.
+  Session again(c.Options());
+  REQUIRE(again.Create(ToDef(root)).ok());
+  CHECK(test::Values<float>(RunOk(&again, {read})[0]) == std::vector<float>{2.f, 3.f});
+}
+
+TEST_CASE("distributed: a FIFO queue on a ps task filled by one worker process and drained by another",
+          "[distributed]") {
+  Cluster c;
+  // Worker 1 is a process of its own; its master serves a client here (actorflow://).
+  auto& w1 = c.processes.Start(
+      "worker", 1, {"--cluster", c.processes.ClusterJson({{"worker", {"127.0.0.1:1", "127.0.0.1:2"}}})});
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions qo;
+  qo.shared_name = "shared_q";
+  qo.capacity = 10;
+  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs0), {DT_FLOAT}, qo);
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::QueueEnqueue(root.WithOpName("enq"), q, {x});
+  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
+  auto doubled = ops::Mul(root.WithOpName("doubled"), deq[0], 2.f);
+
+  Session filler(c.Options());  // its master is in this process (worker 0)
+  REQUIRE(filler.Create(ToDef(root)).ok());
+  for (float f : {1.f, 2.f, 3.f}) RunOk(&filler, {}, {{"x", Tensor::Scalar<float>(f)}}, {"enq"});
+  CHECK(filler.LastPlacement().at("enq").rfind("/job:ps/replica:0/task:0/", 0) == 0);
+
+  SessionOptions remote;
+  remote.target = "grpc://127.0.0.1:" + std::to_string(w1.port);  // TensorFlow's scheme works too
+  remote.device_find_timeout_ms = 10000;
+  Session drainer(remote);
+  Status s = drainer.Create(ToDef(root));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  for (float f : {1.f, 2.f, 3.f}) CHECK(RunOk(&drainer, {doubled})[0].scalar<float>() == 2.f * f);
+  const auto placement = drainer.LastPlacement();
+  CHECK(placement.at("deq").rfind("/job:ps/replica:0/task:0/", 0) == 0);
+  INFO("doubled on " << placement.at("doubled"));
+  CHECK(placement.at("doubled").rfind("/job:worker/replica:0/task:1/", 0) == 0);
+  CHECK(drainer.Close().ok());
+  CHECK(LocalCluster::Stop(&w1, false) == 0);  // SIGTERM: a clean exit
+}
+
+TEST_CASE("distributed: a killed task fails the steps that need it with Unavailable naming it, at once",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  // The step waits in ps 1 (a dequeue from an empty queue) while ps 1 is killed.
+  ops::QueueOptions qo;
+  qo.shared_name = "never_filled";
+  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs1), {DT_FLOAT}, qo);
+  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
+  ops::Add(root.WithOpName("y"), ops::Mul(root.WithDevice(kPs0), x, 2.f), deq[0]);
+  auto local = ops::Mul(root.WithOpName("local").WithDevice(kPs0), x, 3.f);
+  Session session(c.Options());
+  REQUIRE(session.Create(ToDef(root)).ok());
+  CHECK(RunOk(&session, {local}, {{"x", Tensor::Scalar<float>(2.f)}})[0].scalar<float>() == 6.f);
+  auto step = std::async(std::launch::async, [&] {
+    std::vector<Tensor> out;
+    RunOptions ro;
+    ro.timeout_in_ms = 60000;
+    return session.Run(ro, {{"x", Tensor::Scalar<float>(1.f)}}, {"y:0"}, {}, &out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the step is waiting in ps 1
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(c.processes.pid_of("ps", 1), SIGKILL) == 0);
+  REQUIRE(step.wait_for(std::chrono::seconds(10)) == std::future_status::ready);  // bounded: never a hang
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  const Status s = step.get();
+  INFO(s.ToString() << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(errors::IsUnavailable(s));
+  CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
+  // Steps that do not need the dead task still run.
+  Scope other = Scope::NewRootScope().WithDevice(kWorker);
+  auto z = ops::Mul(other.WithOpName("z").WithDevice(kPs0), ops::Const(other, 4.f), 2.f);
+  SessionOptions so = c.Options();
+  so.device_filters = {"/job:ps/task:0"};
+  Session survivor(so);
+  REQUIRE(survivor.Create(ToDef(other)).ok());
+  CHECK(RunOk(&survivor, {z})[0].scalar<float>() == 8.f);
+}

@@ -1,0 +1,186 @@
+// LocalCluster: real `actorflow server` processes on 127.0.0.1 for the
+// distributed tests. Each starts with --port 0 --port-file (no port races),
+// one compute thread, short heartbeats; the fixture keeps every child's PID,
+// and ends each by PID (SIGTERM, then SIGKILL after a grace period), checking
+// it was reaped. Every wait is bounded: a server that does not come up fails
+// the test.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace actorflow {
+namespace test {
+
+class LocalCluster {
+ public:
+  struct Task {
+    std::string job;
+    int index = 0;
+    pid_t pid = -1;
+    int port = 0;
+    int transport_port = 0;
+    std::string port_file;
+    std::vector<std::string> extra;
+  };
+
+  LocalCluster() {
+    char tmpl[] = "/tmp/af_cluster_XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir_ = tmpl;
+    tasks_.reserve(16);  // Start returns references into it
+  }
+  ~LocalCluster() {
+    for (auto& t : tasks_) Stop(&t, false);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  /// Starts `job`:`index` and waits (at most 10 s) for its port file.
+  Task& Start(const std::string& job, int index, std::vector<std::string> extra = {}) {
+    REQUIRE(tasks_.size() < 16);
+    Task fresh;
+    fresh.job = job;
+    fresh.index = index;
+    tasks_.push_back(std::move(fresh));
+    Task& t = tasks_.back();
+    t.extra = std::move(extra);
+    Launch(&t);
+    return t;
+  }
+
+  /// Restarts a task (stopped or killed) on the port it had.
+  void Restart(Task* t) {
+    std::vector<std::string> extra = t->extra;
+    extra.push_back("--port=" + std::to_string(t->port));
+    t->extra = extra;
+    Launch(t);
+  }
+
+  /// The cluster JSON naming every started task (and `more` jobs, e.g. the test process's own).
+  std::string ClusterJson(const std::map<std::string, std::vector<std::string>>& more = {}) const {
+    std::map<std::string, std::map<int, std::string>> jobs;
+    for (const auto& t : tasks_) jobs[t.job][t.index] = "127.0.0.1:" + std::to_string(t.port);
+    std::string json = "{";
+    bool first = true;
+    for (const auto& [job, tasks] : jobs) {
+      json += (first ? "\"" : ",\"") + job + "\":[";
+      first = false;
+      bool f = true;
+      for (const auto& [i, a] : tasks) {
+        json += (f ? "\"" : ",\"") + a + "\"";
+        f = false;
+      }
+      json += "]";
+    }
+    for (const auto& [job, addrs] : more) {
+      json += (first ? "\"" : ",\"") + job + "\":[";
+      first = false;
+      for (size_t i = 0; i < addrs.size(); ++i) json += (i ? ",\"" : "\"") + addrs[i] + "\"";
+      json += "]";
+    }
+    return json + "}";
+  }
+
+  /// Sends `sig` to the task (kill -9, SIGSTOP, SIGCONT).
+  static void Signal(const Task& t, int sig) { REQUIRE(::kill(t.pid, sig) == 0); }
+
+  /// SIGTERM (or SIGKILL when `hard`), then waits up to 10 s for it to end;
+  /// SIGKILL after that. Returns its exit status (-signal when killed).
+  static int Stop(Task* t, bool hard) {
+    if (t->pid <= 0) return 0;
+    ::kill(t->pid, SIGCONT);  // a stopped task cannot handle SIGTERM
+    ::kill(t->pid, hard ? SIGKILL : SIGTERM);
+    int status = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    pid_t got = 0;
+    while ((got = ::waitpid(t->pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (got == 0) {
+      ::kill(t->pid, SIGKILL);
+      ::waitpid(t->pid, &status, 0);
+    }
+    t->pid = -1;
+    if (got == 0) return -1000;  // hung on SIGTERM
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+
+  const std::string& dir() const { return dir_; }
+  /// The PID of a started task (REQUIREs it exists and runs).
+  pid_t pid_of(const std::string& job, int index) const {
+    for (const auto& t : tasks_)
+      if (t.job == job && t.index == index && t.pid > 0) return t.pid;
+    FAIL("no running task " << job << ":" << index);
+    return -1;
+  }
+
+ private:
+  void Launch(Task* t) {
+    t->port_file = dir_ + "/" + t->job + "_" + std::to_string(t->index) + ".port";
+    std::error_code ec;
+    std::filesystem::remove(t->port_file, ec);
+    std::vector<std::string> args = {AF_CLI_PATH, "server", "--job", t->job, "--task", std::to_string(t->index),
+                                     "--port-file", t->port_file, "--heartbeat-ms", "100", "--peer-timeout-ms", "1000"};
+    bool has_port = false;
+    for (const auto& e : t->extra) has_port = has_port || e.rfind("--port=", 0) == 0;
+    if (!has_port) args.push_back("--port=0");
+    for (const auto& e : t->extra) args.push_back(e);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_store;
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("ACTORFLOW_NUM_THREADS=", 0) != 0 && std::string(*e).rfind("TF_CONFIG=", 0) != 0)
+        env_store.push_back(*e);
+    env_store.push_back("ACTORFLOW_NUM_THREADS=1");
+    std::vector<char*> envp;
+    for (auto& e : env_store) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = dir_ + "/" + t->job + "_" + std::to_string(t->index) + ".log";
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(rc == 0);
+    t->pid = pid;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!std::filesystem::exists(t->port_file)) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        t->pid = -1;
+        std::ifstream l(log);
+        std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+        FAIL("server " << t->job << ":" << t->index << " exited at start: " << text);
+      }
+      REQUIRE(std::chrono::steady_clock::now() < until);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::ifstream f(t->port_file);
+    f >> t->port >> t->transport_port;
+    REQUIRE(t->port > 0);
+  }
+
+  std::string dir_;
+  std::vector<Task> tasks_;  // at most 16: references stay valid
+};
+
+}  // namespace test
+}  // namespace actorflow

@@ -1,0 +1,294 @@
+// The tensor transport (net/tensor_transport.hpp) between two endpoints in
+// this process: tensors of every kind cross intact (numbers, strings, dead
+// ones, 16-bit truncated floats, loop keys); a small tensor is not held
+// behind a huge one; a tensor from an incarnation the receiver does not know
+// is rejected with Aborted; and hostile bytes (random, truncated, huge dims,
+// bad dtype, lengths that disagree) close the connection with DataLoss
+// without a crash, while the endpoint goes on serving its peers.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "net/tensor_transport.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+
+namespace {
+
+constexpr char kA[] = "/job:a/replica:0/task:0";
+constexpr char kB[] = "/job:b/replica:0/task:0";
+
+struct Inbox {
+  struct Item {
+    int64_t step;
+    std::string key;
+    Tensor value;
+    bool dead;
+    Status status;  // not OK: a reject
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Item> items;
+  std::deque<std::pair<std::string, Status>> failures;
+
+  TransportCallbacks Callbacks() {
+    TransportCallbacks cb;
+    cb.deliver = [this](int64_t step, RendezvousKey key, Tensor v, bool dead) {
+      std::lock_guard<std::mutex> l(mu);
+      items.push_back({step, key.str(), std::move(v), dead, Status::OK()});
+      cv.notify_all();
+    };
+    cb.reject = [this](int64_t step, Status s) {
+      std::lock_guard<std::mutex> l(mu);
+      items.push_back({step, "", Tensor(), false, std::move(s)});
+      cv.notify_all();
+    };
+    cb.peer_failed = [this](const std::string& task, Status s) {
+      std::lock_guard<std::mutex> l(mu);
+      failures.emplace_back(task, std::move(s));
+      cv.notify_all();
+    };
+    return cb;
+  }
+  Item Next() {
+    std::unique_lock<std::mutex> l(mu);
+    REQUIRE(cv.wait_for(l, std::chrono::seconds(20), [&] { return !items.empty(); }));
+    Item i = std::move(items.front());
+    items.pop_front();
+    return i;
+  }
+};
+
+struct Pair {
+  Inbox in_a, in_b;
+  std::unique_ptr<TensorTransport> a, b;
+  explicit Pair(size_t chunk = size_t{4} << 20) {
+    TransportOptions oa, ob;
+    oa.task = kA;
+    oa.incarnation = 111;
+    ob.task = kB;
+    ob.incarnation = 222;
+    oa.chunk_bytes = ob.chunk_bytes = chunk;
+    REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
+    REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(), &b).ok());
+    a->SetPeer(kB, "127.0.0.1", b->port(), 222);
+    b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+  }
+};
+
+RendezvousKey Key(const std::string& name, int64_t frame = 0, int64_t iter = 0) {
+  return MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 111, std::string(kB) + "/device:CPU:0", name, frame,
+                           iter);
+}
+
+// A raw connection to `port` for writing hostile bytes.
+int Dial(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+template <class T>
+void Put(std::string* s, T v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+std::string Frame(uint8_t kind, uint32_t stream, const std::string& body, uint8_t flags = 0) {
+  std::string f;
+  Put<uint32_t>(&f, 0x31544641);
+  Put<uint8_t>(&f, kind);
+  Put<uint8_t>(&f, flags);
+  Put<uint16_t>(&f, 0);
+  Put<uint32_t>(&f, stream);
+  Put<uint32_t>(&f, static_cast<uint32_t>(body.size()));
+  return f + body;
+}
+
+std::string Hello(const std::string& task, uint64_t incarnation) {
+  std::string b;
+  Put<uint64_t>(&b, incarnation);
+  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
+  return Frame(1, 0, b + task);
+}
+
+std::string Begin(uint32_t stream, int32_t dtype, const std::vector<int64_t>& dims, uint64_t payload,
+                  const std::string& key = Key("k").str()) {
+  std::string b;
+  Put<int64_t>(&b, 7);
+  Put<int32_t>(&b, dtype);
+  Put<uint32_t>(&b, static_cast<uint32_t>(dims.size()));
+  Put<uint64_t>(&b, payload);
+  Put<uint32_t>(&b, static_cast<uint32_t>(key.size()));
+  b += key;
+  for (int64_t d : dims) Put<int64_t>(&b, d);
+  return Frame(2, stream, b);
+}
+
+// Writes `bytes`, closes the writing half, and waits (bounded) for the endpoint to close the connection.
+void SendHostile(uint16_t port, const std::string& bytes) {
+  int fd = Dial(port);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // closed by the endpoint already
+    off += static_cast<size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char c;
+  const ssize_t got = ::recv(fd, &c, 1, 0);
+  CHECK(got <= 0);  // closed (0) or reset (-1), never data, and not a timeout hang
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("transport: tensors of every kind cross intact") {
+  Pair p;
+  Tensor floats = test::MakeTensor<float>({1.5f, -2.f, 3.25f}, TensorShape{3});
+  Tensor ints = test::MakeTensor<int64_t>({1, -2, int64_t{1} << 40, 4}, TensorShape{2, 2});
+  Tensor strings = test::Strings({"", "x", std::string(70000, 'q'), std::string("a\0b", 3)});
+  Tensor empty(DT_INT32, TensorShape{0, 5});
+  REQUIRE(p.a->Send(kB, 1, Key("f"), floats, false).ok());
+  REQUIRE(p.a->Send(kB, 1, Key("i"), ints, false).ok());
+  REQUIRE(p.a->Send(kB, 2, Key("s", 3, 4), strings, false).ok());
+  REQUIRE(p.a->Send(kB, 2, Key("dead"), Tensor(), true).ok());
+  REQUIRE(p.a->Send(kB, 2, Key("empty"), empty, false).ok());
+  auto f = p.in_b.Next();
+  CHECK(f.step == 1);
+  CHECK(f.key == Key("f").str());
+  CHECK(test::Values<float>(f.value) == test::Values<float>(floats));
+  auto i = p.in_b.Next();
+  CHECK(i.value.shape() == ints.shape());
+  CHECK(test::Values<int64_t>(i.value) == test::Values<int64_t>(ints));
+  auto s = p.in_b.Next();
+  CHECK(s.key == Key("s", 3, 4).str());
+  CHECK(test::Values<std::string>(s.value) == test::Values<std::string>(strings));
+  auto d = p.in_b.Next();
+  CHECK(d.dead);
+  auto e = p.in_b.Next();
+  CHECK(e.value.shape() == empty.shape());
+  CHECK(e.value.dtype() == DT_INT32);
+  // And the other way.
+  const RendezvousKey back = MakeRendezvousKey(std::string(kB) + "/device:CPU:0", 222, std::string(kA) + "/device:CPU:0",
+                                               "back", 0, 0);
+  REQUIRE(p.b->Send(kA, 9, back, floats, false).ok());
+  CHECK(test::Values<float>(p.in_a.Next().value) == test::Values<float>(floats));
+  CHECK(p.a->data_loss_count() == 0);
+  CHECK(p.b->data_loss_count() == 0);
+}
+
+TEST_CASE("transport: float32 truncated to 16 bits keeps the upper half of each value, dtype and shape") {
+  Pair p;
+  Tensor x = test::MakeTensor<float>({1.f, 3.14159265f, -1e-20f, 65504.f, 1e30f, 0.1f}, TensorShape{2, 3});
+  REQUIRE(p.a->Send(kB, 1, Key("t"), x, false, /*truncate16=*/true).ok());
+  auto got = p.in_b.Next();
+  REQUIRE(got.value.dtype() == DT_FLOAT);
+  CHECK(got.value.shape() == x.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x.data<float>()[i], 4);
+    bits &= 0xffff0000u;
+    float expect;
+    std::memcpy(&expect, &bits, 4);
+    CHECK(got.value.data<float>()[i] == expect);
+  }
+}
+
+TEST_CASE("transport: a small tensor is not held behind a huge one") {
+  Pair p(size_t{1} << 20);  // 1 MiB chunks
+  Tensor big(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
+  std::memset(big.raw_data(), 7, big.TotalBytes());
+  REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
+  REQUIRE(p.a->Send(kB, 1, Key("small"), Tensor::Scalar<float>(1.f), false).ok());
+  CHECK(p.in_b.Next().key == Key("small").str());  // 64 chunks of the big one were queued first
+  auto b = p.in_b.Next();
+  CHECK(b.key == Key("big").str());
+  CHECK(std::memcmp(b.value.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+}
+
+TEST_CASE("transport: a tensor from an incarnation the receiver does not know is rejected: Aborted, task restarted") {
+  Pair p;
+  p.b->SetPeer(kA, "127.0.0.1", p.a->port(), 999);  // B knows another incarnation of A
+  REQUIRE(p.a->Send(kB, 5, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+  auto r = p.in_b.Next();
+  CHECK(r.step == 5);
+  CHECK(errors::IsAborted(r.status));
+  CHECK(r.status.message().find("restarted") != std::string::npos);
+  CHECK(p.a->Send("/job:nobody/replica:0/task:0", 5, Key("x"), Tensor::Scalar<float>(1.f), false).code() ==
+        Code::kNotFound);
+}
+
+TEST_CASE("transport: hostile bytes close the connection with DataLoss, never crash, and the endpoint goes on") {
+  Pair p;
+  const uint16_t port = p.b->port();
+  const std::string hello = Hello(kA, 111);
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"bad magic", std::string(16, '\x55')},
+      {"a frame before the hello", Begin(1, DT_FLOAT, {1}, 4)},
+      {"a hello with a huge task name", Frame(1, 0, std::string(8, '\0') + std::string("\xff\xff\xff\x0f", 4))},
+      {"huge dims", hello + Begin(1, DT_FLOAT, {int64_t{1} << 40, int64_t{1} << 40}, 16)},
+      {"dims that disagree with the payload", hello + Begin(1, DT_FLOAT, {1000}, 16)},
+      {"a bad dtype", hello + Begin(1, 12345, {1}, 4)},
+      {"negative dims", hello + Begin(1, DT_FLOAT, {-5}, 0)},
+      {"a header body over the cap", hello + Frame(2, 1, std::string(100000, 'x'))},
+      {"data for an unknown stream", hello + Frame(3, 42, "abcd")},
+      {"a chunk longer than its tensor", hello + Begin(1, DT_FLOAT, {1}, 4) + Frame(3, 1, "abcdefgh")},
+      {"a payload over the cap", hello + Begin(1, DT_INT8, {int64_t{1} << 40}, uint64_t{1} << 40)},
+      {"a truncated frame", hello + Begin(1, DT_FLOAT, {4}, 16) + Frame(3, 1, "abcdefghijklmnop").substr(0, 20)},
+      {"string lengths past the payload",
+       hello + Begin(1, DT_STRING, {1}, 9) + Frame(3, 1, std::string("\xff\0\0\0\0\0\0\0x", 9))},
+      {"unknown flags", hello + Frame(2, 1, "", 0x80)},
+      {"a tensor for another task",
+       hello + Begin(1, DT_FLOAT, {1}, 4,
+                     MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 111, "/job:c/replica:0/task:0/device:CPU:0",
+                                       "x", 0, 0)
+                         .str())},
+  };
+  std::mt19937 rng(42);
+  for (int r = 0; r < 20; ++r) {
+    std::string junk(1 + rng() % 300, '\0');
+    for (auto& ch : junk) ch = static_cast<char>(rng());
+    if (r % 2) junk = hello + junk;
+    cases.push_back({"random bytes " + std::to_string(r), junk});
+  }
+  uint64_t expected = 0;
+  for (const auto& [name, bytes] : cases) {
+    INFO(name);
+    SendHostile(port, bytes);
+    // Random bytes may also end cleanly between frames: count only what must be data loss.
+    if (name.rfind("random", 0) != 0) {
+      ++expected;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (p.b->data_loss_count() < expected && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      CHECK(p.b->data_loss_count() == expected);
+    } else {
+      expected = p.b->data_loss_count();
+    }
+  }
+  // B still takes tensors from its real peer.
+  REQUIRE(p.a->Send(kB, 3, Key("after"), Tensor::Scalar<float>(2.f), false).ok());
+  Inbox::Item got = p.in_b.Next();
+  while (!got.status.ok()) got = p.in_b.Next();  // rejects of the hostile tensors' steps come first
+  CHECK(got.key == Key("after").str());
+}
