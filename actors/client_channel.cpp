@@ -47,13 +47,26 @@ struct ClientChannel::Slot {
   std::mutex mu;
   std::condition_variable cv;
   bool sleeping = false;  // guarded by mu
+  // Set by Start before the request leaves; read by the delivery before it
+  // sets `ready` (after which the caller may Start again and replace it).
+  std::shared_ptr<ReplyNotifier> notifier;
 
   void Deliver(caf::message m) {
+    std::shared_ptr<ReplyNotifier> n = notifier;
     reply = std::move(m);
     answered = std::chrono::steady_clock::now();
     ready.store(true, std::memory_order_release);
-    std::lock_guard<std::mutex> l(mu);
-    if (sleeping) cv.notify_one();
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (sleeping) cv.notify_one();
+    }
+    if (n) {
+      {
+        std::lock_guard<std::mutex> l(n->mu);
+        ++n->replies;
+      }
+      n->cv.notify_all();
+    }
   }
 };
 
@@ -85,9 +98,12 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
   return Wait(timeout, reply, spin);
 }
 
-Status ClientChannel::Start(const caf::actor& dest, caf::message msg) {
+bool ClientChannel::Ready() const { return slot_->ready.load(std::memory_order_acquire); }
+
+Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
   if (!dest) return errors::Unavailable("no actor to ask");
   Slot& s = *slot_;
+  s.notifier = std::move(notifier);
   s.ready.store(false, std::memory_order_relaxed);
   s.claimed.store(false, std::memory_order_release);
   auto* companion = Companion(companion_);

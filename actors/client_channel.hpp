@@ -14,6 +14,7 @@
 #include <caf/message.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -28,6 +29,14 @@ class execution_unit;
 namespace actorflow {
 
 class ComputePool;
+
+/// Told of every reply to the channels started with it, so one thread can
+/// wait for whichever of several requests answers first.
+struct ReplyNotifier {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t replies = 0;  // guarded by mu
+};
 
 class ClientChannel {
  public:
@@ -48,7 +57,10 @@ class ClientChannel {
              std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
   /// Ask in two halves, so one thread can have requests to several actors in
   /// flight: Start sends, Wait collects the answer (as Ask's second half).
-  Status Start(const caf::actor& dest, caf::message msg);
+  /// `notifier`, when given, is told when the reply is there.
+  Status Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
+  /// Whether the reply to the request in flight is there (Wait returns at once).
+  bool Ready() const;
   Status Wait(std::chrono::milliseconds timeout, caf::message* reply,
               std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
   /// When the last reply reached the channel: the callee's answer time, not

@@ -171,6 +171,23 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
   return Status::OK();
 }
 
+Status ClusterView::Probe(caf::actor_system& sys, const ClusterTask& task, std::chrono::milliseconds timeout,
+                          uint64_t* incarnation) {
+  caf::actor actor;
+  AF_RETURN_IF_ERROR(ConnectToTask(sys, task.address, timeout, &actor));
+  caf::scoped_actor self{sys};
+  Status status = errors::DeadlineExceeded("no status from ", task.name, " within ", timeout.count(), " ms");
+  self->request(actor, timeout, GetStatusRequest{"probe"})
+      .receive(
+          [&](GetStatusResponse& r) {
+            *incarnation = r.incarnation;
+            status = r.task == task.name ? Status::OK()
+                                         : errors::InvalidArgument(task.address, " is now task ", r.task);
+          },
+          [&](caf::error& err) { status = errors::Unavailable(sys.render(err)); });
+  return status;
+}
+
 const ClusterTask* ClusterView::TaskOf(const std::string& device) const {
   auto it = task_of_device_.find(device);
   return it == task_of_device_.end() ? nullptr : &tasks_[it->second];

@@ -57,6 +57,10 @@ class ClusterView {
   /// Every task's transport address and incarnation (for worker sessions).
   std::vector<TaskPeer> Peers() const;
   const std::string& local_task() const { return local_task_; }
+  /// Asks `task` (a remote one) for its incarnation anew, within `timeout`:
+  /// how a master tells a restarted task from a dead one.
+  static Status Probe(caf::actor_system& sys, const ClusterTask& task, std::chrono::milliseconds timeout,
+                      uint64_t* incarnation);
 
  private:
   std::string local_task_;

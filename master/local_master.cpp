@@ -346,7 +346,10 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
   const Status asked = runtime_->channels()->Ask(exe->device, std::move(req), wait, &resp,
                                                  SpinBudget(exe->typical_ns.load(std::memory_order_relaxed)),
                                                  &answered);
-  if (!asked.ok()) return Status(asked.code(), "partition on " + exe->parts[0].device + ": " + asked.message());
+  if (!asked.ok()) {
+    const Status s = Status(asked.code(), "partition on " + exe->parts[0].device + ": " + asked.message());
+    return errors::IsUnavailable(s) ? ExplainUnavailable(s, *exe) : s;
+  }
   // The step's own latency, up to its answer: were it measured after a sleeping
   // caller woke, one sleep would add a wake-up to the average, push it past the
   // spin limit, and every later step would sleep and pay a wake-up too.
@@ -372,6 +375,9 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
   ChannelPool* channels = runtime_->channels();
   std::vector<std::unique_ptr<ClientChannel>> started;
   started.reserve(exe.parts.size());  // a started partition is always waited for
+  // Answers are taken as they come: the first failure aborts the others at
+  // once, even while an earlier partition waits for a tensor from it.
+  auto notifier = std::make_shared<ReplyNotifier>();
   // Every process the step runs in takes part in its rendezvous.
   StepBarrier barrier(step_id, exe.participants);
   for (const auto& part : exe.parts) {
@@ -384,7 +390,7 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
     req.args.reserve(part.arg_indices.size());
     for (int a : part.arg_indices) req.args.push_back(args[a]);
     auto ch = channels->Acquire();
-    const Status s = ch->Start(part.actor, caf::make_message(std::move(req)));
+    const Status s = ch->Start(part.actor, caf::make_message(std::move(req)), notifier);
     if (!s.ok()) {
       barrier.FailedToStart(s);
       break;
@@ -397,9 +403,9 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
   std::vector<Tensor> results(exe.info.fetch_types.size());
   std::vector<NodeExecStats> stats;
   Status status;
-  for (size_t i = 0; i < started.size(); ++i) {
+  auto take = [&](size_t i, std::chrono::milliseconds timeout) {
     caf::message reply;
-    Status s = started[i]->Wait(wait, &reply);
+    Status s = started[i]->Wait(timeout, &reply);
     RunStepResponse resp;
     if (s.ok()) s = ReplyAs(reply, &resp);
     if (!errors::IsDeadlineExceeded(s)) channels->Release(std::move(started[i]));
@@ -414,15 +420,64 @@ Status LocalMaster::RunPartitions(const Executable& exe, const RunOptions& optio
                                 resp.retvals.size(), " tensors for ", part.retval_indices.size(), " results");
     for (size_t r = 0; s.ok() && r < resp.retvals.size() && r < part.retval_indices.size(); ++r)
       results[part.retval_indices[r]] = std::move(resp.retvals[r]);
+  };
+  std::vector<bool> taken(started.size(), false);
+  size_t remaining = started.size();
+  const auto until = wait.count() > 0 ? std::chrono::steady_clock::now() + wait
+                                      : std::chrono::steady_clock::time_point::max();
+  while (remaining > 0) {
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> l(notifier->mu);
+      seen = notifier->replies;
+    }
+    bool progressed = false;
+    for (size_t i = 0; i < started.size(); ++i) {
+      if (taken[i] || !started[i]->Ready()) continue;
+      take(i, std::chrono::milliseconds(0));
+      taken[i] = true;
+      --remaining;
+      progressed = true;
+    }
+    if (remaining == 0 || progressed) continue;
+    std::unique_lock<std::mutex> l(notifier->mu);
+    const bool woke = notifier->cv.wait_until(l, until, [&] { return notifier->replies != seen; });
+    l.unlock();
+    if (!woke) {  // past the step's deadline and grace: whoever has not answered times out
+      for (size_t i = 0; i < started.size(); ++i)
+        if (!taken[i]) {
+          take(i, std::chrono::milliseconds(1));
+          taken[i] = true;
+        }
+      remaining = 0;
+    }
   }
   const Status finished = barrier.Finish();
   if (!barrier.status().ok()) status = barrier.status();
   if (status.ok()) status = finished;
+  if (errors::IsUnavailable(status)) status = ExplainUnavailable(status, exe);
   if (!stats.empty()) RecordCosts(stats, &cost_model_);
   if (metadata) metadata->step_stats = std::move(stats);
   AF_RETURN_IF_ERROR(status);
   if (outputs) *outputs = std::move(results);
   return Status::OK();
+}
+
+Status LocalMaster::ExplainUnavailable(Status s, const Executable& exe) {
+  if (!view_) return s;
+  std::vector<const ClusterTask*> tasks;
+  for (const auto& p : exe.parts) {
+    const ClusterTask* t = view_->TaskOf(p.device);
+    if (t && !t->local && std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
+  }
+  for (const ClusterTask* t : tasks) {
+    uint64_t now = 0;
+    if (!ClusterView::Probe(runtime_->system(), *t, std::chrono::milliseconds(2000), &now).ok()) continue;
+    if (now != t->status.incarnation)
+      return errors::Aborted("task ", t->name, " restarted (incarnation ", now, ", this session knew ",
+                             t->status.incarnation, "): its state is gone; open a new session. ", s.message());
+  }
+  return s;
 }
 
 Status LocalMaster::Close() {

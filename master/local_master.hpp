@@ -89,6 +89,9 @@ class LocalMaster final : public MasterInterface {
   Status RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
                        std::vector<Tensor>* outputs, RunMetadata* metadata);
   void Deregister(const Executable& exe);
+  // A step that failed with Unavailable in a cluster: a task it ran in that
+  // answers again with a new incarnation has restarted (Aborted, naming it).
+  Status ExplainUnavailable(Status s, const Executable& exe);
   // Finds the cluster's devices and opens a worker session on every task.
   Status ConnectCluster();
 

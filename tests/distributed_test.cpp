@@ -268,3 +268,59 @@ TEST_CASE("distributed: a killed task fails the steps that need it with Unavaila
   REQUIRE(survivor.Create(ToDef(other)).ok());
   CHECK(RunOk(&survivor, {z})[0].scalar<float>() == 8.f);
 }
+
+TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it after the peer timeout, never a hang",
+          "[distributed]") {
+  Cluster c;  // heartbeats every 100 ms; a peer silent for 1 s is down
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto there = ops::Mul(root.WithOpName("there").WithDevice(kPs1), x, 2.f);
+  auto y = ops::Add(root.WithOpName("y"), there, 1.f);
+  Session session(c.Options());
+  REQUIRE(session.Create(ToDef(root)).ok());
+  CHECK(RunOk(&session, {y}, {{"x", Tensor::Scalar<float>(1.f)}})[0].scalar<float>() == 3.f);
+  LocalCluster::Signal(c.processes.task("ps", 1), SIGSTOP);
+  auto step = std::async(std::launch::async, [&] {
+    std::vector<Tensor> out;
+    RunOptions ro;
+    ro.timeout_in_ms = 120000;  // far beyond the peer timeout: the failure must come from detection
+    return session.Run(ro, {{"x", Tensor::Scalar<float>(1.f)}}, {"y:0"}, {}, &out);
+  });
+  const bool ended = step.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  LocalCluster::Signal(c.processes.task("ps", 1), SIGCONT);
+  REQUIRE(ended);
+  const Status s = step.get();
+  INFO(s.ToString());
+  CHECK(errors::IsUnavailable(s));
+  CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
+}
+
+TEST_CASE("distributed: a task restarted on its address is told by its new incarnation; a new session works with it",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();
+  auto v = ops::Variable(root.WithOpName("v").WithDevice(kPs0), PartialTensorShape(std::vector<int64_t>{}), DT_FLOAT);
+  ops::Assign(root.WithOpName("init"), v, 5.f);
+  auto read = ops::Add(root.WithOpName("read"), v, 0.f);
+  Session old_session(c.Options());
+  REQUIRE(old_session.Create(ToDef(root)).ok());
+  RunOk(&old_session, {}, {}, {"init"});
+  CHECK(RunOk(&old_session, {read})[0].scalar<float>() == 5.f);
+
+  LocalCluster::Task& ps0 = c.processes.task("ps", 0);
+  CHECK(LocalCluster::Stop(&ps0, /*hard=*/true) == -SIGKILL);
+  c.processes.Restart(&ps0);
+
+  std::vector<Tensor> out;
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  const Status s = old_session.Run(ro, {}, {"read:0"}, {}, &out);
+  INFO(s.ToString());
+  CHECK(errors::IsAborted(s));
+  CHECK(s.message().find("/job:ps/replica:0/task:0 restarted") != std::string::npos);
+
+  Session fresh(c.Options());
+  REQUIRE(fresh.Create(ToDef(root)).ok());
+  RunOk(&fresh, {}, {}, {"init"});  // the restarted task's variables are new: initialized again
+  CHECK(RunOk(&fresh, {read})[0].scalar<float>() == 5.f);
+}

@@ -121,6 +121,13 @@ class LocalCluster {
   }
 
   const std::string& dir() const { return dir_; }
+  /// A started task.
+  Task& task(const std::string& job, int index) {
+    for (auto& t : tasks_)
+      if (t.job == job && t.index == index) return t;
+    FAIL("no task " << job << ":" << index);
+    return tasks_.front();
+  }
   /// The PID of a started task (REQUIREs it exists and runs).
   pid_t pid_of(const std::string& job, int index) const {
     for (const auto& t : tasks_)

@@ -85,7 +85,7 @@ int ServerCommand(const std::vector<std::string>& argv) {
   std::string cluster_arg, job, port_file, security = "none";
   int task = -1, port = -2, threads = 0, heartbeat = 500, peer_timeout = 3000;
   bool has_task = false, insecure = false, has_devices = false;
-  std::string bind = "127.0.0.1";
+  std::string bind;  // default 127.0.0.1
   DeviceCounts devices;
   const std::set<std::string> known = {"--cluster", "--job",     "--task",         "--port",
                                        "--bind",    "--port-file", "--devices",    "--threads",
@@ -166,7 +166,7 @@ int ServerCommand(const std::vector<std::string>& argv) {
   if (has_task) options.task.index = task;
   if (!job.empty() != has_task && !from_config.valid())
     return UsageError(errors::InvalidArgument("--job and --task go together"));
-  options.bind = bind;
+  options.bind = bind.empty() ? "127.0.0.1" : bind;
   options.port = port == -2 ? -1 : port;
   options.num_cpu_devices = devices.cpu;
   options.num_gpu_devices = has_devices ? devices.gpu : -1;
