@@ -285,7 +285,7 @@ void WantSafely(RendezvousActor* self, int64_t step_id, const RendezvousKey& key
 
 // A Send for a device of another task goes there (false: it stays here).
 bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, const Tensor& value,
-                 bool is_dead) noexcept {
+                 bool is_dead, bool truncate16) noexcept {
   auto& st = self->state;
   if (!st.transport) return false;
   try {
@@ -293,7 +293,7 @@ bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& ke
     if (!SplitRendezvousKey(key.str(), nullptr, &recv_device)) return false;
     const std::string task = TaskOfDevice(recv_device);
     if (task.empty() || task == st.task) return false;
-    const Status s = st.transport->Send(task, step_id, key, value, is_dead);
+    const Status s = st.transport->Send(task, step_id, key, value, is_dead, truncate16);
     if (!s.ok())
       if (StepTable* table = Table(self, step_id)) Abort(self, step_id, *table, s);
   } catch (...) {
@@ -340,7 +340,7 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool, Tenso
     });
     return {
         [self](const RendezvousSend& s) {
-          if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead))
+          if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead, s.truncate16))
             OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
           Flush(self);
         },
@@ -357,7 +357,7 @@ caf::actor SpawnRendezvousActor(caf::actor_system& sys, ComputePool* pool, Tenso
         [self](const RendezvousBatch& b) {
           caf::actor requester = caf::actor_cast<caf::actor>(self->current_sender());
           for (const auto& s : b.sends)
-            if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead))
+            if (!RouteRemote(self, s.step_id, s.key, s.value, s.is_dead, s.truncate16))
               OfferSafely(self, s.step_id, s.key, s.value, s.is_dead);
           for (const auto& r : b.recvs) {
             Waiter w;

@@ -12,6 +12,13 @@ namespace actorflow {
 
 namespace {
 
+// "/job:J/replica:R/task:T" of a full device name ("" when it names none).
+std::string TaskPart(const std::string& device) {
+  const size_t d = device.find("/device:");
+  return d == std::string::npos ? std::string() : device.substr(0, d);
+}
+
+
 class Partitioner {
  public:
   Partitioner(const Graph& g, const PartitionOptions& o) : g_(g), options_(o) {
@@ -180,6 +187,11 @@ class Partitioner {
     send.add_input(send_input);
     (*send.mutable_attr())["T"] = AttrType(dtype);
     common(&send);
+    if (!control && dtype == DT_FLOAT && TaskPart(src_device) != TaskPart(dst_device)) {
+      std::string asked;
+      const bool per_edge = GetNodeAttr(src->def(), "_wire_compression", &asked).ok() && asked == "truncate16";
+      if (options_.truncate_float32_on_wire || per_edge) (*send.mutable_attr())["_wire_truncate16"] = AttrBool(true);
+    }
     *from.graph.add_node() = std::move(send);
     ++from.num_sends;
 

@@ -49,6 +49,12 @@ struct PartitionOptions {
   /// Add control edges so each _Recv starts late (ScheduleRecvsLate on every
   /// partition); false leaves every _Recv free to start with the step.
   bool schedule_recvs_late = true;
+  /// Lossy compression on the wire (the whitepaper's section 5.5): a float32
+  /// tensor sent to another task travels as the upper 16 bits of each value
+  /// (TensorFlow's truncation; zero-filled on receipt), half the bytes. Also
+  /// per edge: a node with attr `_wire_compression: "truncate16"` has its
+  /// float32 outputs to other tasks sent so. Transfers inside a task never are.
+  bool truncate_float32_on_wire = false;
   RecvSchedulingOptions recv_scheduling;
 };
 

@@ -78,6 +78,7 @@ Status RemoteMaster::Connect() {
   req.client = client;
   req.placement = static_cast<int32_t>(options_.placement);
   req.allow_soft_placement = options_.allow_soft_placement;
+  req.truncate_float32_on_wire = options_.partitioning.truncate_float32_on_wire;
   MasterCreateSessionResponse resp;
   s = Net().channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;

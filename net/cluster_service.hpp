@@ -90,6 +90,7 @@ struct MasterCreateSessionRequest {
   caf::actor client;      // monitored by the session: when it goes down, the session is closed
   int32_t placement = 0;  // PlacementStrategy
   bool allow_soft_placement = false;
+  bool truncate_float32_on_wire = false;  // PartitionOptions'
 };
 
 struct MasterCreateSessionResponse {
@@ -168,7 +169,7 @@ typename Inspector::result_type inspect(Inspector& f, ShutdownRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionRequest& x) {
   return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.client, x.placement,
-           x.allow_soft_placement);
+           x.allow_soft_placement, x.truncate_float32_on_wire);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionResponse& x) {

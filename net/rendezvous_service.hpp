@@ -29,6 +29,7 @@ struct RendezvousSend {
   RendezvousKey key;
   Tensor value;
   bool is_dead = false;  // sent from an untaken branch (control flow)
+  bool truncate16 = false;  // to another task: float32 as 16 bits on the wire
 };
 
 struct RendezvousRecv {
@@ -48,6 +49,7 @@ struct RendezvousBatch {
     RendezvousKey key;
     Tensor value;
     bool is_dead = false;
+    bool truncate16 = false;
   };
   struct Wanted {
     int64_t step_id = 0;
@@ -93,7 +95,7 @@ typename Inspector::result_type inspect(Inspector& f, RendezvousKey& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousSend& x) {
-  return f(caf::meta::type_name("RendezvousSend"), x.step_id, x.key, x.value, x.is_dead);
+  return f(caf::meta::type_name("RendezvousSend"), x.step_id, x.key, x.value, x.is_dead, x.truncate16);
 }
 
 template <class Inspector>
@@ -108,7 +110,7 @@ typename Inspector::result_type inspect(Inspector& f, RendezvousRecvResponse& x)
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousBatch::Sent& x) {
-  return f(caf::meta::type_name("RendezvousBatch::Sent"), x.step_id, x.key, x.value, x.is_dead);
+  return f(caf::meta::type_name("RendezvousBatch::Sent"), x.step_id, x.key, x.value, x.is_dead, x.truncate16);
 }
 
 template <class Inspector>

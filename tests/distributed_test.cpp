@@ -324,3 +324,45 @@ TEST_CASE("distributed: a task restarted on its address is told by its new incar
   RunOk(&fresh, {}, {}, {"init"});  // the restarted task's variables are new: initialized again
   CHECK(RunOk(&fresh, {read})[0].scalar<float>() == 5.f);
 }
+
+TEST_CASE("distributed: float32 sent to another task as 16 bits, per session or per edge; dtype and shape kept",
+          "[distributed]") {
+  Cluster c;
+  Tensor x = test::MakeTensor<float>({1.f, 3.14159265f, -1e-20f, 65504.f, 0.1f, -7.7f}, TensorShape{2, 3});
+  auto truncated = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits &= 0xffff0000u;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  for (int mode = 0; mode < 3; ++mode) {  // off, per session, per edge
+    Scope root = Scope::NewRootScope();
+    auto in = ops::Placeholder(root.WithOpName("in"), DT_FLOAT);
+    auto there = ops::Identity(root.WithOpName("there").WithDevice(kPs0), in);  // worker -> ps: the same rule
+    auto ints = ops::Cast(root.WithOpName("ints").WithDevice(kPs0), there, DT_INT32);
+    ops::Identity(root.WithOpName("back"), there);
+    ops::Identity(root.WithOpName("ints_back"), ints);
+    proto::GraphDef def = ToDef(root);
+    SessionOptions so = c.Options();
+    if (mode == 1) so.partitioning.truncate_float32_on_wire = true;
+    if (mode == 2)
+      for (auto& n : *def.mutable_node())
+        if (n.name() == "there") (*n.mutable_attr())["_wire_compression"].set_s("truncate16");
+    Session session(so);
+    REQUIRE(session.Create(def).ok());
+    std::vector<Tensor> out;
+    RunOptions ro;
+    ro.timeout_in_ms = 30000;
+    REQUIRE(session.Run(ro, {{"in", x}}, {"back:0", "ints_back:0"}, {}, &out).ok());
+    INFO("mode " << mode);
+    REQUIRE(out[0].dtype() == DT_FLOAT);
+    CHECK(out[0].shape() == x.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) {
+      // Per session both hops truncate (once changes nothing more); per edge, only there -> back does.
+      const float expect = mode == 0 ? x.data<float>()[i] : truncated(x.data<float>()[i]);
+      CHECK(out[0].data<float>()[i] == expect);
+    }
+    CHECK(out[1].dtype() == DT_INT32);  // only float32 is compressed
+  }
+}

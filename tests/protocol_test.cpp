@@ -148,11 +148,11 @@ TEST_CASE("every registered message type round-trips through a real connection")
   // Rendezvous service.
   const RendezvousKey key = MakeRendezvousKey("/job:localhost/replica:0/task:0/device:CPU:0", 17,
                                               "/job:localhost/replica:0/task:0/device:CPU:1", "x:0", 3, 4);
-  echo.RoundTrip("actorflow::RendezvousSend", RendezvousSend{9, key, Floats(), true});
+  echo.RoundTrip("actorflow::RendezvousSend", RendezvousSend{9, key, Floats(), true, true});
   echo.RoundTrip("actorflow::RendezvousRecv", RendezvousRecv{9, key});
   echo.RoundTrip("actorflow::RendezvousRecvResponse", RendezvousRecvResponse{Error(), Strings(), false});
   RendezvousBatch batch;
-  batch.sends.push_back({9, key, Floats(), false});
+  batch.sends.push_back({9, key, Floats(), false, true});
   batch.recvs.push_back({9, key, 123});
   echo.RoundTrip("actorflow::RendezvousBatch", batch);
   RendezvousDeliver deliver;
@@ -212,7 +212,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   echo.RoundTrip("actorflow::PingRequest", PingRequest{});
   echo.RoundTrip("actorflow::PingResponse", PingResponse{99});
   echo.RoundTrip("actorflow::ShutdownRequest", ShutdownRequest{"done"});
-  echo.RoundTrip("actorflow::MasterCreateSessionRequest", MasterCreateSessionRequest{"\x0a\x03node", anyone, 2, true});
+  echo.RoundTrip("actorflow::MasterCreateSessionRequest", MasterCreateSessionRequest{"\x0a\x03node", anyone, 2, true, true});
   echo.RoundTrip("actorflow::MasterCreateSessionResponse", MasterCreateSessionResponse{Error(), anyone});
   echo.RoundTrip("actorflow::MasterExtendRequest", MasterExtendRequest{"\x0a\x03more"});
   MasterRunRequest mrun;

@@ -166,13 +166,14 @@ void DeviceQueueAccess::CancelStep(int64_t client_step_id, const Status& s) {
 // _Send hands its tensor over from a pool thread once the device-to-host copy
 // is done) it goes at once as its own message (RendezvousAccess::Send is
 // thread-safe).
-void DeviceRendezvousAccess::Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) {
+void DeviceRendezvousAccess::Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead,
+                                  bool truncate16) {
   if (!executor_->OnThisThread()) {  // a GPU _Send finishing on a pool thread
-    if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead});
+    if (rendezvous_) caf::anon_send(rendezvous_, RendezvousSend{step_id, key, value, is_dead, truncate16});
     return;
   }
   if (first_buffered_ns_ == 0) first_buffered_ns_ = NowNanos();
-  out_.sends.push_back({step_id, key, value, is_dead});
+  out_.sends.push_back({step_id, key, value, is_dead, truncate16});
 }
 
 uint64_t DeviceRendezvousAccess::Want(int64_t client_step_id, const RendezvousKey& key, Slot slot) {

@@ -55,7 +55,8 @@ class DeviceRendezvousAccess final : public ExecutorRendezvous {
  public:
   DeviceRendezvousAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor rendezvous)
       : self_(self), executor_(executor), device_(device), rendezvous_(std::move(rendezvous)) {}
-  void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) override;
+  void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead,
+            bool truncate16 = false) override;
   void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) override;
   void RecvForNode(int64_t step, int64_t client_step_id, IterationState* iter, int32_t node, int64_t start_ns,
                    const RendezvousKey& key) override;

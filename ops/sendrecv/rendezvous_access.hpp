@@ -28,7 +28,9 @@ class RendezvousAccess {
   virtual ~RendezvousAccess() = default;
   /// Hands `value` over for the Recv of `key` in step `step_id`; never waits.
   /// Thread-safe: a kernel may call it from any thread while its node runs.
-  virtual void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead) = 0;
+  /// `truncate16`: a float32 tensor crossing to another task travels as 16 bits (graph/partition.hpp).
+  virtual void Send(int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead,
+                    bool truncate16 = false) = 0;
   /// Calls `done` (on the device actor's thread) when the tensor of `key` in
   /// step `step_id` has been sent, or with an error when the step is aborted.
   virtual void Recv(int64_t step_id, const RendezvousKey& key, RecvCallback done) = 0;

@@ -34,16 +34,19 @@ AF_REGISTER_OP("_Recv")
 
 class SendOp : public OpKernel {
  public:
-  explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(c) {}
+  explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(c) {
+    if (c->HasAttr("_wire_truncate16") && !c->GetAttr("_wire_truncate16", &truncate16_).ok()) truncate16_ = false;
+  }
   void Compute(OpKernelContext* ctx) override {
     AF_REQUIRES(ctx, ctx->rendezvous() != nullptr, NoRendezvous(*this));
     // A dead input is sent as dead: the _Recv's output is dead too.
     ctx->rendezvous()->Send(ctx->step_id(), key_.For(*ctx), ctx->is_input_dead() ? Tensor() : ctx->input(0),
-                            ctx->is_input_dead());
+                            ctx->is_input_dead(), truncate16_);
   }
 
  private:
   const TransferKey key_;
+  bool truncate16_ = false;  // to another task: float32 as 16 bits (graph/partition.hpp)
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Send").Device(DEVICE_CPU), SendOp);
 
