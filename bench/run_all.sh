@@ -12,7 +12,7 @@ if [ "${1:-}" = "--against" ]; then against=${2:?--against needs a revision}; fi
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
-  bench_records bench_queue bench_control_flow peer_tbb_flow >/dev/null
+  bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -62,4 +62,9 @@ for round in 1 2 3; do
     /usr/bin/python3 bench/peer_torch_train.py $figure
   done
 done | /usr/bin/python3 bench/train_ratio.py
+# Tensors between two processes: throughput 4 KiB..64 MiB beside raw Boost.Asio and
+# CAF remote messages, 16-bit compression, a 4-byte round trip; then a 2-partition
+# step across processes beside the same partitions on two devices of one process.
+ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport
+ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport steps ./build/actorflow
 if [ -n "$against" ]; then bench/compare_rev.sh "$against"; fi

@@ -67,7 +67,16 @@ struct OutStream {
   uint64_t payload_len = 0;
   uint64_t offset = 0;
   bool begun = false;
+  bool truncate16 = false;  // payload: the upper halves of `tensor`'s float32s, made chunk by chunk
 };
+
+// The upper 16 bits of each float32 (TensorFlow's truncation), and back.
+void Truncate16(const uint32_t* in, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>(in[i] >> 16);
+}
+void Expand16(const uint16_t* in, size_t n, uint32_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(in[i]) << 16;
+}
 
 }  // namespace
 
@@ -104,6 +113,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     uint64_t begun_bytes = 0;  // of streams begun and not finished
     std::vector<asio::const_buffer> buffers;
     std::string chunk_header;
+    std::vector<uint16_t> encoded;  // the chunk being written of a truncated stream (one write at a time)
   };
   std::unordered_map<std::string, std::shared_ptr<Out>> outs;
 
@@ -116,7 +126,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     uint8_t flags = 0;
     uint64_t payload_len = 0, received = 0;
     Tensor tensor;        // numeric, read into directly
-    std::string staging;  // strings and truncated floats
+    std::string staging;  // a string tensor's payload, decoded once whole
     bool discard = false;  // read and thrown away (rejected)
     uint64_t extra = 0;    // bytes beyond the payload it holds (string objects), counted in flight
   };
@@ -126,6 +136,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     char header[kHeaderBytes];
     std::vector<char> body;
     std::vector<char> scratch;
+    std::vector<uint16_t> halves;  // a chunk of a truncated stream, expanded into its tensor once read
     std::string task;  // from the hello
     uint64_t incarnation = 0;
     bool hello = false;
@@ -234,16 +245,26 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       ReadDiscard(in, stream, body_len, n);
       return;
     }
-    if (!st.staging.empty() || DataTypeIsStringLike(st.dtype) || (st.flags & kFlagTruncate16))
+    const bool halves = st.flags & kFlagTruncate16;
+    if (halves) {
+      if (body_len % 2 != 0 || st.received % 2 != 0) return Bad(in, "a chunk of 16-bit values of odd length");
+      in->halves.resize(body_len / 2);
+      dest = reinterpret_cast<char*>(in->halves.data());
+    } else if (DataTypeIsStringLike(st.dtype)) {
       dest = st.staging.data() + st.received;
-    else
+    } else {
       dest = static_cast<char*>(st.tensor.raw_data()) + st.received;
+    }
     asio::async_read(in->socket, asio::buffer(dest, body_len),
-                     [self = shared_from_this(), in, stream, body_len](const boost::system::error_code& ec, size_t) {
+                     [self = shared_from_this(), in, stream, body_len, halves](const boost::system::error_code& ec,
+                                                                               size_t) {
                        if (in->closed) return;
                        if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
                        auto it = in->streams.find(stream);
                        if (it == in->streams.end()) return self->ReadHeader(in);
+                       if (halves)
+                         Expand16(in->halves.data(), body_len / 2,
+                                  static_cast<uint32_t*>(it->second.tensor.raw_data()) + it->second.received / 2);
                        it->second.received += body_len;
                        if (it->second.received == it->second.payload_len) self->Complete(in, it);
                        self->ReadHeader(in);
@@ -337,10 +358,9 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
                                "; key ", st.key.str());
     if (reject.ok()) {
       try {
-        if (is_string || truncated) {
+        if (is_string) {
           st.staging.resize(st.payload_len);
-          if (is_string) st.tensor = Tensor(st.dtype, st.shape);
-          else reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
+          st.tensor = Tensor(st.dtype, st.shape);
         } else {
           reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
         }
@@ -393,11 +413,6 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         left -= len;
       }
       if (left != 0) return bad("string payload longer than its elements");
-    } else if (st.flags & kFlagTruncate16) {
-      const char* p = st.staging.data();
-      uint32_t* out = static_cast<uint32_t*>(st.tensor.raw_data());
-      const int64_t n = st.shape.num_elements();
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(Get<uint16_t>(p + 2 * i)) << 16;
     }
     if (callbacks.deliver) callbacks.deliver(st.step_id, std::move(st.key), std::move(st.tensor), st.flags & kFlagDead);
   }
@@ -507,7 +522,13 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     if (n > 0) {
       out->chunk_header = Header(kData, 0, st->id, static_cast<uint32_t>(n));
       out->buffers.push_back(asio::buffer(out->chunk_header));
-      out->buffers.push_back(asio::buffer(st->payload + st->offset, n));
+      if (st->truncate16) {
+        out->encoded.resize(n / 2);
+        Truncate16(static_cast<const uint32_t*>(st->tensor.raw_data()) + st->offset / 2, n / 2, out->encoded.data());
+        out->buffers.push_back(asio::buffer(out->encoded.data(), n));
+      } else {
+        out->buffers.push_back(asio::buffer(st->payload + st->offset, n));
+      }
       st->offset += n;
     }
     // Taken in turn: a stream with more to send goes behind the others.
@@ -567,7 +588,7 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
     return errors::Unavailable("tensor transport: cannot listen on ", impl->options.bind_host, ":",
                                impl->options.port, ": ", ec.message());
   impl->port = impl->acceptor.local_endpoint().port();
-  impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, kMaxDataBody));
+  impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, kMaxDataBody)) & ~size_t{7};
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
   impl->thread = std::thread([impl] {
@@ -647,18 +668,10 @@ Status TensorTransport::Send(const std::string& task, int64_t step_id, const Ren
     st->encoded = enc;
     st->payload = enc->data();
     st->payload_len = enc->size();
-  } else if (truncate16) {
-    auto enc = std::make_shared<std::string>();
-    const int64_t n = value.NumElements();
-    enc->resize(static_cast<size_t>(n) * 2);
-    const uint32_t* in = static_cast<const uint32_t*>(value.raw_data());
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t hi = static_cast<uint16_t>(in[i] >> 16);
-      std::memcpy(&(*enc)[2 * i], &hi, 2);
-    }
-    st->encoded = enc;
-    st->payload = enc->data();
-    st->payload_len = enc->size();
+  } else if (truncate16) {  // encoded chunk by chunk as it is written
+    st->tensor = value;
+    st->truncate16 = true;
+    st->payload_len = static_cast<uint64_t>(value.NumElements()) * 2;
   } else {
     st->tensor = value;
     st->payload = static_cast<const char*>(value.raw_data());

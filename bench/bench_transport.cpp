@@ -1,0 +1,380 @@
+// Tensors between two processes on this machine (issue 15's figures).
+//
+//   bench_transport               the driver: starts `bench_transport receiver` as a child process
+//   bench_transport receiver      (internal) the receiving process
+//   bench_transport steps CLI     a step across processes (an `actorflow server` started from CLI)
+//                                 beside the same partitions on two devices of one process
+//
+// Throughput, one way, 4 KiB to 64 MiB, each size measured in interleaved rounds:
+//   transport  actorflow's tensor transport (net/tensor_transport.hpp): the tensor's own bytes,
+//              framed and chunked, read into a new tensor on the other side
+//   raw_asio   the peer: a plain Boost.Asio socket pair writing the same bytes (a 16-byte header
+//              and the payload) and reading them into a reused buffer
+//   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
+// The receiver acknowledges the last tensor of a batch; the sender times from its first send
+// to that acknowledgement. Latency: a 4-byte tensor there and back, one at a time (p50 of the
+// round trip / 2 is the one-way hop). Compression: 64 MiB of float32 sent as 16 bits (effective
+// bytes/s: the float32 bytes over the time).
+#include <boost/asio.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "actors/runtime.hpp"
+#include "bench_util.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "core/cluster_spec.hpp"
+#include "master/server.hpp"
+#include "net/protocol.hpp"
+#include "net/tensor_transport.hpp"
+
+extern char** environ;
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace actorflow;
+
+namespace {
+
+constexpr char kSender[] = "/job:sender/replica:0/task:0";
+constexpr char kReceiver[] = "/job:receiver/replica:0/task:0";
+using last_atom = caf::atom_constant<caf::atom("last")>;
+using ack_atom = caf::atom_constant<caf::atom("ack")>;
+
+RendezvousKey Key(const std::string& name, bool to_receiver) {
+  const std::string s = std::string(to_receiver ? kSender : kReceiver) + "/device:CPU:0";
+  const std::string r = std::string(to_receiver ? kReceiver : kSender) + "/device:CPU:0";
+  return MakeRendezvousKey(s, 1, r, name, 0, 0);
+}
+
+struct NetConfig : caf::actor_system_config {
+  NetConfig() {
+    RegisterMessageTypes(*this);
+    load<caf::io::middleman>();
+    set("scheduler.max-threads", size_t{1});
+  }
+};
+
+// ---- receiver ---------------------------------------------------------------
+
+void RawReceive(tcp::socket sock) {
+  std::vector<char> buf;
+  char header[16];
+  boost::system::error_code ec;
+  for (;;) {
+    asio::read(sock, asio::buffer(header), ec);
+    if (ec) return;
+    uint32_t len;
+    std::memcpy(&len, header + 12, 4);
+    if (buf.size() < len) buf.resize(len);
+    asio::read(sock, asio::buffer(buf.data(), len), ec);
+    if (ec) return;
+    if (header[5] & 1) {  // last of a batch: acknowledge
+      char ack = 1;
+      asio::write(sock, asio::buffer(&ack, 1), ec);
+      if (ec) return;
+    }
+  }
+}
+
+int Receiver() {
+  // Raw Asio.
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::thread raw([&] {
+    for (;;) {
+      tcp::socket s(io);
+      boost::system::error_code ec;
+      acceptor.accept(s, ec);
+      if (ec) return;
+      s.set_option(tcp::no_delay(true));
+      std::thread(RawReceive, std::move(s)).detach();
+    }
+  });
+  // The tensor transport: acknowledges a tensor named "last..." with a 4-byte tensor back.
+  std::unique_ptr<TensorTransport> transport;
+  TensorTransport* tp = nullptr;
+  TransportOptions to;
+  to.task = kReceiver;
+  to.incarnation = 2;
+  TransportCallbacks cb;
+  cb.deliver = [&tp](int64_t step, RendezvousKey key, Tensor, bool) {
+    if (key.str().find(";last") != std::string::npos)
+      (void)tp->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
+  };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
+  tp = transport.get();
+  // CAF remote messages.
+  NetConfig cfg;
+  caf::actor_system sys(cfg);
+  auto counter = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](const Tensor&) {}, [](const Tensor&, last_atom) { return ack_atom::value; }};
+  });
+  auto caf_port = sys.middleman().publish(counter, 0, "127.0.0.1");
+  if (!caf_port) return 1;
+  std::cout << acceptor.local_endpoint().port() << " " << transport->port() << " " << *caf_port << std::endl;
+  // The driver's transport port, then wait for the end of input.
+  int sender_port = 0;
+  std::cin >> sender_port;
+  transport->SetPeer(kSender, "127.0.0.1", static_cast<uint16_t>(sender_port), 1);
+  std::cout << "ready" << std::endl;
+  std::string line;
+  while (std::cin >> line) {
+  }
+  caf::anon_send_exit(counter, caf::exit_reason::user_shutdown);
+  sys.middleman().unpublish(counter, *caf_port);
+  acceptor.close();
+  transport.reset();
+  std::_Exit(0);  // detached reader threads: leave without unwinding them
+}
+
+// ---- driver ---------------------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  FILE* to = nullptr;
+  FILE* from = nullptr;
+};
+
+Child SpawnSelf(const char* self, const std::vector<std::string>& args) {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
+  posix_spawn_file_actions_t a;
+  posix_spawn_file_actions_init(&a);
+  posix_spawn_file_actions_adddup2(&a, in[0], 0);
+  posix_spawn_file_actions_adddup2(&a, out[1], 1);
+  posix_spawn_file_actions_addclose(&a, in[1]);
+  posix_spawn_file_actions_addclose(&a, out[0]);
+  std::vector<std::string> store = {self};
+  for (const auto& s : args) store.push_back(s);
+  std::vector<char*> argv;
+  for (auto& s : store) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  Child c;
+  if (posix_spawn(&c.pid, self, &a, nullptr, argv.data(), environ) != 0) std::exit(1);
+  posix_spawn_file_actions_destroy(&a);
+  close(in[0]);
+  close(out[1]);
+  c.to = fdopen(in[1], "w");
+  c.from = fdopen(out[0], "r");
+  return c;
+}
+
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t acks = 0;
+  void Ack() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      ++acks;
+    }
+    cv.notify_all();
+  }
+  void WaitFor(uint64_t n) {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return acks >= n; });
+  }
+};
+
+int Driver(const char* self) {
+  Child child = SpawnSelf(self, {"receiver"});
+  int raw_port = 0, tp_port = 0, caf_port = 0;
+  if (std::fscanf(child.from, "%d %d %d", &raw_port, &tp_port, &caf_port) != 3) return 1;
+
+  Waiter waiter;
+  std::unique_ptr<TensorTransport> transport;
+  TransportOptions to;
+  to.task = kSender;
+  to.incarnation = 1;
+  TransportCallbacks cb;
+  cb.deliver = [&](int64_t, RendezvousKey, Tensor, bool) { waiter.Ack(); };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
+  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(tp_port), 2);
+  std::fprintf(child.to, "%d\n", transport->port());
+  std::fflush(child.to);
+  char ready[16] = {};
+  if (std::fscanf(child.from, "%15s", ready) != 1 || std::string(ready) != "ready") return 1;
+
+  asio::io_context io;
+  tcp::socket raw(io);
+  raw.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(raw_port)));
+  raw.set_option(tcp::no_delay(true));
+
+  NetConfig cfg;
+  caf::actor_system sys(cfg);
+  auto remote = sys.middleman().remote_actor("127.0.0.1", static_cast<uint16_t>(caf_port));
+  if (!remote) return 1;
+  caf::scoped_actor me{sys};
+  uint64_t sent_acks = 0;
+
+  auto send_raw = [&](const Tensor& t, int n) {
+    const uint32_t len = static_cast<uint32_t>(t.TotalBytes());
+    char header[16] = {};
+    std::memcpy(header + 12, &len, 4);
+    for (int i = 0; i < n; ++i) {
+      header[5] = i + 1 == n ? 1 : 0;
+      std::array<asio::const_buffer, 2> b = {asio::buffer(header), asio::buffer(t.raw_data(), len)};
+      asio::write(raw, b);
+    }
+    char ack;
+    asio::read(raw, asio::buffer(&ack, 1));
+  };
+  auto send_transport = [&](const Tensor& t, int n, bool truncate) {
+    static int64_t step = 0;
+    ++step;
+    for (int i = 0; i < n; ++i)
+      (void)transport->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true), t, false,
+                            truncate);
+    waiter.WaitFor(++sent_acks);
+  };
+  auto send_caf = [&](const Tensor& t, int n) {
+    for (int i = 0; i + 1 < n; ++i) me->send(*remote, t);
+    me->request(*remote, caf::infinite, t, last_atom::value).receive([](ack_atom) {}, [](caf::error&) {});
+  };
+
+  // Throughput.
+  for (int64_t size : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20,
+                       int64_t{64} << 20}) {
+    Tensor t(DT_FLOAT, TensorShape{size / 4});
+    std::memset(t.raw_data(), 1, t.TotalBytes());
+    const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
+    auto stats = bench::MeasureInterleaved(
+        5, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }});
+    const char* impls[] = {"transport", "raw_asio", "caf"};
+    for (int i = 0; i < 3; ++i)
+      bench::Print("transport_throughput",
+                   "\"bytes\":" + std::to_string(size) + ",\"impl\":\"" + impls[i] + "\"", "one_way", "GB/s",
+                   stats[i], static_cast<double>(size) * n / 1e9, true);
+    std::printf("{\"bench\":\"transport_throughput\",\"params\":{\"bytes\":%lld},\"ratio_vs_raw\":%.3f,"
+                "\"ratio_vs_caf\":%.3f}\n",
+                static_cast<long long>(size), stats[1].median / stats[0].median, stats[2].median / stats[0].median);
+  }
+  // 16-bit compression of float32: effective bandwidth, 64 MiB.
+  {
+    Tensor t(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
+    for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = static_cast<float>(i);
+    const int n = 4;
+    auto stats = bench::MeasureInterleaved(5, 1, {[&] { send_transport(t, n, true); },
+                                                  [&] { send_transport(t, n, false); }});
+    const double bytes = static_cast<double>(t.TotalBytes()) * n / 1e9;
+    bench::Print("transport_compression", "\"bytes\":67108864,\"impl\":\"truncate16\"", "effective", "GB/s",
+                 stats[0], bytes, true);
+    bench::Print("transport_compression", "\"bytes\":67108864,\"impl\":\"float32\"", "effective", "GB/s", stats[1],
+                 bytes, true);
+    std::printf("{\"bench\":\"transport_compression\",\"ratio_truncate16_vs_float32\":%.3f}\n",
+                stats[1].median / stats[0].median);
+  }
+  // Latency: a 4-byte tensor there and back, one at a time.
+  {
+    Tensor t = Tensor::Scalar<float>(1.f);
+    auto stats = bench::MeasureInterleaved(
+        2000, 1, {[&] { send_transport(t, 1, false); }, [&] { send_raw(t, 1); }, [&] { send_caf(t, 1); }});
+    const char* impls[] = {"transport", "raw_asio", "caf"};
+    for (int i = 0; i < 3; ++i)
+      bench::Print("transport_latency", std::string("\"bytes\":4,\"impl\":\"") + impls[i] + "\"", "round_trip_p50",
+                   "us", stats[i], 1e6);
+  }
+  fclose(child.to);  // the receiver ends on end of input
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  raw.close();
+  transport.reset();
+  return 0;
+}
+
+// ---- a step across processes -------------------------------------------------
+
+int Steps(const std::string& cli) {
+  char tmpl[] = "/tmp/af_bench_XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  const std::string port_file = std::string(tmpl) + "/ps.port";
+  std::vector<std::string> args = {cli, "server", "--job", "ps", "--task", "0", "--port", "0", "--port-file", port_file};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, cli.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 1;
+  for (int i = 0; i < 1000 && !std::filesystem::exists(port_file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int port = 0;
+  std::ifstream(port_file) >> port;
+  if (port == 0) return 1;
+
+  auto graph = [](const std::string& there, const std::string& here) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x").WithDevice(here), DT_FLOAT);
+    auto a = ops::Identity(root.WithOpName("a").WithDevice(there), x);
+    ops::Identity(root.WithOpName("y").WithDevice(here), a);
+    proto::GraphDef def;
+    if (!root.ToGraphDef(&def).ok()) std::exit(1);
+    return def;
+  };
+  ServerOptions so;
+  if (!ClusterSpec::Parse("{\"worker\":[\"127.0.0.1:1\"],\"ps\":[\"127.0.0.1:" + std::to_string(port) + "\"]}",
+                          &so.cluster)
+           .ok())
+    return 1;
+  so.has_cluster = true;
+  so.task = TaskId{"worker", 0};
+  so.port = 0;
+  std::unique_ptr<Server> server;
+  if (!Server::Create(so, &server).ok()) return 1;
+  SessionOptions cross;
+  cross.target = server->target();
+  Session distributed(cross);
+  if (!distributed.Create(graph("/job:ps/task:0", "/job:worker/task:0")).ok()) return 1;
+  RuntimeOptions ro;
+  ro.num_cpu_devices = 2;
+  Runtime local_rt(ro);
+  SessionOptions lo;
+  lo.runtime = &local_rt;
+  Session local(lo);
+  if (!local.Create(graph("/device:CPU:1", "/device:CPU:0")).ok()) return 1;
+  const Tensor x = Tensor::Scalar<float>(1.f);
+  std::vector<Tensor> out;
+  auto stats = bench::MeasureInterleaved(
+      2000, 1,
+      {[&] {
+         if (!distributed.Run({{"x", x}}, {"y:0"}, {}, &out).ok()) std::exit(1);
+       },
+       [&] {
+         if (!local.Run({{"x", x}}, {"y:0"}, {}, &out).ok()) std::exit(1);
+       }});
+  bench::Print("step_two_partitions", "\"hops\":2,\"bytes\":4,\"impl\":\"two_processes\"", "step_p50", "us", stats[0],
+               1e6);
+  bench::Print("step_two_partitions", "\"hops\":2,\"bytes\":4,\"impl\":\"two_devices_one_process\"", "step_p50",
+               "us", stats[1], 1e6);
+  std::printf("{\"bench\":\"step_two_partitions\",\"ratio_processes_vs_devices\":%.3f,\"hop_estimate_us\":%.1f}\n",
+              stats[0].median / stats[1].median, (stats[0].median - stats[1].median) / 2 * 1e6);
+  distributed.Close();
+  server.reset();
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::filesystem::remove_all(tmpl);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  if (argc > 1 && std::string(argv[1]) == "receiver") return Receiver();
+  if (argc > 2 && std::string(argv[1]) == "steps") return Steps(argv[2]);
+  return Driver("/proc/self/exe");
+}
