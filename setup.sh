@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ccache pkg-config
-  libcaf-dev libeigen3-dev libboost-dev
+  libcaf-dev libeigen3-dev libboost-dev libssl-dev openssl
   libprotobuf-dev protobuf-compiler
   catch2 nlohmann-json3-dev
   libopenblas-dev zlib1g-dev

@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <cstdlib>
 #include <mutex>
@@ -41,6 +42,13 @@ struct Config : caf::actor_system_config {
       load<caf::io::middleman>();
       set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(std::max(1, o.heartbeat_ms))});
       set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(std::max(1, o.peer_timeout_ms))});
+      if (o.tls.enabled()) {
+        load<caf::openssl::manager>();
+        set("openssl.certificate", o.tls.cert);
+        set("openssl.key", o.tls.key);
+        set("openssl.cafile", o.tls.ca);
+        if (!o.tls.key_passphrase.empty()) set("openssl.passphrase", o.tls.key_passphrase);
+      }
     }
     set("scheduler.max-threads", static_cast<size_t>(threads));
     // An idle worker polls for a few hundred microseconds (the next step or
@@ -57,9 +65,19 @@ struct Config : caf::actor_system_config {
 };
 }  // namespace
 
+// Checked before the actor system exists: CAF accepts a wrong path at start
+// and aborts the process at the first connection.
+const RuntimeOptions& CheckedTls(const RuntimeOptions& o) {
+  if (o.network && o.tls.enabled()) {
+    const Status s = CheckTlsFiles(o.tls);
+    if (!s.ok()) throw std::invalid_argument(s.message());
+  }
+  return o;
+}
+
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
-      : threads(ResolveThreads(o.num_threads)),
+      : threads(ResolveThreads(CheckedTls(o).num_threads)),
         task_name("/job:" + o.job + "/replica:" + std::to_string(o.replica) + "/task:" + std::to_string(o.task)),
         incarnation(NewIncarnation()),
         cfg(threads, o),
@@ -72,6 +90,7 @@ struct Runtime::Impl {
       to.task = task_name;
       to.incarnation = incarnation;
       to.bind_host = o.bind_host;
+      to.tls = o.tls;
       TransportCallbacks cb;
       // Frames may arrive before the rendezvous actor is set (they cannot:
       // no peer knows the port yet); the lock makes that harmless anyway.

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "net/tls.hpp"
+
 namespace caf {
 class actor;
 class actor_system;
@@ -64,6 +66,9 @@ struct RuntimeOptions {
   std::string bind_host = "127.0.0.1";
   int heartbeat_ms = 500;      // CAF's middleman.heartbeat-interval
   int peer_timeout_ms = 3000;  // CAF's middleman.connection-timeout: a silent peer is down after this
+  /// Mutual TLS on both paths (net/tls.hpp): CAF's openssl module for control
+  /// messages, TLS 1.3 for the tensor transport. Files checked at start.
+  TlsOptions tls;
 };
 
 class Runtime {

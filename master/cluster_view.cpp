@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <future>
 
@@ -51,7 +52,10 @@ Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::ch
   if (!SplitAddress(address, &host, &port)) return errors::InvalidArgument("bad task address '", address, "'");
   caf::scoped_actor self{sys};
   Status status = errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms");
-  self->request(sys.middleman().actor_handle(), timeout, caf::connect_atom::value, host, port)
+  // Through CAF's openssl module in a secured process (mutual TLS), else plain.
+  const caf::io::middleman_actor& connector =
+      sys.has_openssl_manager() ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
+  self->request(connector, timeout, caf::connect_atom::value, host, port)
       .receive(
           [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
             if (!ptr) {

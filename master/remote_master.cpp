@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <utility>
 
@@ -12,30 +13,44 @@
 
 namespace actorflow {
 
-namespace {
-
 // The actor system a client process reaches remote masters with: CAF's
 // network layer with heartbeats (a hung server is detected), one thread.
 struct ClientNet {
   struct Config : caf::actor_system_config {
-    Config() {
+    explicit Config(const TlsOptions& tls) {
       RegisterMessageTypes(*this);
       load<caf::io::middleman>();
+      if (tls.enabled()) {
+        load<caf::openssl::manager>();
+        set("openssl.certificate", tls.cert);
+        set("openssl.key", tls.key);
+        set("openssl.cafile", tls.ca);
+        if (!tls.key_passphrase.empty()) set("openssl.passphrase", tls.key_passphrase);
+      }
       set("scheduler.max-threads", size_t{1});
       set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
       set("middleman.connection-timeout", caf::timespan{std::chrono::milliseconds(3000)});
     }
   };
+  explicit ClientNet(const TlsOptions& tls) : cfg(tls) {}
   Config cfg;
   caf::actor_system system{cfg};
   ChannelPool channels{system};
 };
 
-ClientNet& Net() {
-  // Never destroyed, as Runtime::Default(): tearing CAF down from an exit handler is unsafe.
-  static ClientNet* net = new ClientNet;
+// One plain and one secured network per process, made on first use and never
+// destroyed (as Runtime::Default(): tearing CAF down from an exit handler is unsafe).
+ClientNet& NetFor(const TlsOptions& tls) {
+  static std::mutex mu;
+  static ClientNet* plain = nullptr;
+  static ClientNet* secured = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  ClientNet*& net = tls.enabled() ? secured : plain;
+  if (!net) net = new ClientNet(tls);
   return *net;
 }
+
+namespace {
 
 // Waits this much longer than a step's own deadline for the master's answer.
 constexpr auto kReplyGrace = std::chrono::seconds(30);
@@ -44,6 +59,17 @@ constexpr auto kReplyGrace = std::chrono::seconds(30);
 
 RemoteMaster::RemoteMaster(SessionOptions options, std::string address)
     : options_(std::move(options)), address_(std::move(address)) {}
+
+Status RemoteMaster::Network() {
+  if (net_) return Status::OK();
+  if (options_.tls.enabled()) AF_RETURN_IF_ERROR(CheckTlsFiles(options_.tls));
+  try {
+    net_ = &NetFor(options_.tls);
+  } catch (const std::exception& e) {
+    return errors::Unavailable("starting the client's network: ", e.what());
+  }
+  return Status::OK();
+}
 
 RemoteMaster::~RemoteMaster() { Close(); }
 
@@ -55,32 +81,33 @@ Status RemoteMaster::Call(caf::message msg, std::chrono::milliseconds timeout, c
     session = session_;
   }
   if (!session) return errors::FailedPrecondition("Session has no graph: call Create first");
-  auto ch = Net().channels.Acquire();
+  auto ch = net_->channels.Acquire();
   Status s = ch->Ask(session, std::move(msg), timeout, reply);
   if (errors::IsDeadlineExceeded(s)) return errors::DeadlineExceeded("no answer from the master at ", address_);
-  Net().channels.Release(std::move(ch));
+  net_->channels.Release(std::move(ch));
   if (!s.ok()) return Status(s.code(), "the master at " + address_ + ": " + s.message());
   return Status::OK();
 }
 
 Status RemoteMaster::Connect() {
+  AF_RETURN_IF_ERROR(Network());
   const auto timeout = std::chrono::milliseconds(options_.device_find_timeout_ms);
   caf::actor task;
-  AF_RETURN_IF_ERROR(ConnectToTask(Net().system, address_, timeout, &task));
+  AF_RETURN_IF_ERROR(ConnectToTask(net_->system, address_, timeout, &task));
   GetStatusResponse status;
-  Status s = Net().channels.Ask(task, GetStatusRequest{"client"}, timeout, &status);
+  Status s = net_->channels.Ask(task, GetStatusRequest{"client"}, timeout, &status);
   if (!s.ok()) return Status(s.code(), "asking the server at " + address_ + " for its master: " + s.message());
   if (!status.master) return errors::Unavailable("the server at ", address_, " has no master service");
   MasterCreateSessionRequest req;
   // An actor of this client's own (not a pooled channel, which another
   // session may drop): its end ends the remote session.
-  caf::actor client = Net().system.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  caf::actor client = net_->system.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
   req.client = client;
   req.placement = static_cast<int32_t>(options_.placement);
   req.allow_soft_placement = options_.allow_soft_placement;
   req.truncate_float32_on_wire = options_.partitioning.truncate_float32_on_wire;
   MasterCreateSessionResponse resp;
-  s = Net().channels.Ask(status.master, req, timeout, &resp);
+  s = net_->channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;
   if (!s.ok()) {
     caf::anon_send_exit(client, caf::exit_reason::user_shutdown);

@@ -19,6 +19,7 @@
 namespace actorflow {
 
 class ChannelPool;
+struct ClientNet;
 
 class RemoteMaster final : public MasterInterface {
  public:
@@ -39,10 +40,12 @@ class RemoteMaster final : public MasterInterface {
 
  private:
   Status Connect();
+  Status Network();  // the process's client network (secured when options_.tls is set)
   Status Call(caf::message msg, std::chrono::milliseconds timeout, caf::message* reply);
 
   SessionOptions options_;
   std::string address_;
+  ClientNet* net_ = nullptr;  // set by Connect
   CostModel cost_model_;  // stays empty: the remote master keeps the costs
   mutable std::mutex mu_;
   caf::actor session_;

@@ -11,6 +11,7 @@
 #include "graph/optimize.hpp"
 #include "graph/partition.hpp"
 #include "graph/placer.hpp"
+#include "net/tls.hpp"
 
 namespace actorflow {
 
@@ -29,6 +30,10 @@ struct SessionOptions {
   /// Cluster sessions: how long finding the tasks' devices (and opening
   /// their worker sessions) may take; the error names the silent tasks.
   int64_t device_find_timeout_ms = 30000;
+  /// A remote target ("actorflow://"): this client's certificate, key and the
+  /// cluster CA, for a server that requires mutual TLS (net/tls.hpp). The
+  /// first secured session of a process sets them for the process.
+  TlsOptions tls;
   /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
   GraphOptions graph_options;
   /// How nodes are put on the runtime's devices (graph/placer.hpp): the

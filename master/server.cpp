@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <map>
 
@@ -48,7 +50,8 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
       return errors::InvalidArgument("bad address ", address, " of task ", options.task.name());
   }
   if (options.port > 65535) return errors::InvalidArgument("--port must be in 0..65535, got ", options.port);
-  if (!IsLoopback(options.bind) && !options.insecure)
+  if (options.tls.enabled()) AF_RETURN_IF_ERROR(CheckTlsFiles(options.tls));
+  if (!IsLoopback(options.bind) && !options.insecure && !options.tls.enabled())
     return errors::InvalidArgument(
         "refusing to bind ", options.bind,
         " without mutual TLS: a server runs any graph a peer sends it (graphs read and write files). Bind to "
@@ -68,8 +71,11 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   ro.bind_host = options.bind;
   ro.heartbeat_ms = options.heartbeat_ms;
   ro.peer_timeout_ms = options.peer_timeout_ms;
+  ro.tls = options.tls;
   try {
     server->runtime_ = std::make_unique<Runtime>(ro);
+  } catch (const std::invalid_argument& e) {
+    return errors::InvalidArgument("starting task ", options.task.name(), ": ", e.what());
   } catch (const std::exception& e) {
     return errors::Unavailable("starting task ", options.task.name(), ": ", e.what());
   }
@@ -91,8 +97,11 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   Server* raw = server.get();
   tc.on_shutdown = [raw](const std::string& reason) { raw->RequestStop("shutdown requested: " + reason); };
   server->actors_->task = SpawnTaskActor(rt->system(), std::move(tc));
-  auto port = rt->system().middleman().publish(server->actors_->task, static_cast<uint16_t>(options.port),
-                                               options.bind.c_str(), true);
+  auto port = options.tls.enabled()
+                  ? caf::openssl::publish(server->actors_->task, static_cast<uint16_t>(options.port),
+                                          options.bind.c_str(), true)
+                  : rt->system().middleman().publish(server->actors_->task, static_cast<uint16_t>(options.port),
+                                                     options.bind.c_str(), true);
   if (!port) {
     const std::string why = rt->system().render(port.error());
     caf::anon_send_exit(server->actors_->task, caf::exit_reason::user_shutdown);
@@ -115,7 +124,11 @@ Server::~Server() {
   }
   if (actors_) {
     auto& mm = runtime_->system().middleman();
-    (void)mm.unpublish(actors_->task, port_);
+    if (options_.tls.enabled())  // (caf/openssl/unpublish.hpp does not compile in 0.17.6: ask its manager)
+      caf::anon_send(runtime_->system().openssl_manager().actor_handle(), caf::unpublish_atom::value,
+                     actors_->task.address(), port_);
+    else
+      (void)mm.unpublish(actors_->task, port_);
     caf::anon_send_exit(actors_->task, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(actors_->master, caf::exit_reason::user_shutdown);
     actors_.reset();

@@ -23,6 +23,7 @@
 
 #include "core/cluster_spec.hpp"
 #include "core/status.hpp"
+#include "net/tls.hpp"
 
 namespace actorflow {
 
@@ -40,6 +41,8 @@ struct ServerOptions {
   int heartbeat_ms = 500;
   int peer_timeout_ms = 3000;
   bool insecure = false;  // allow a non-loopback bind without mutual TLS
+  /// Mutual TLS on both paths (net/tls.hpp); any bind address is then allowed.
+  TlsOptions tls;
 };
 
 /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).

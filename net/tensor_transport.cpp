@@ -1,6 +1,8 @@
 #include "net/tensor_transport.hpp"
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -89,6 +91,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   std::thread thread;
   uint16_t port = 0;
   std::atomic<uint64_t> data_loss{0};
+  std::atomic<uint64_t> tls_refused{0};
+  std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (net/tls.hpp), when configured
   std::atomic<bool> stopped{false};
 
   struct Peer {
@@ -105,6 +109,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::string task;
     Peer peer;
     tcp::socket socket;
+    std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
     bool connected = false, writing = false, dead = false;
     std::deque<std::shared_ptr<OutStream>> queue;
     std::string hello;
@@ -133,6 +138,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   struct In : std::enable_shared_from_this<In> {
     explicit In(asio::io_context& io) : socket(io) {}
     tcp::socket socket;
+    std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
     char header[kHeaderBytes];
     std::vector<char> body;
     std::vector<char> scratch;
@@ -146,6 +152,18 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   };
   std::vector<std::shared_ptr<In>> ins;
 
+  // Reads and writes through TLS when the connection has it.
+  template <class C, class B, class H>
+  static void Read(C& c, const B& b, H&& h) {
+    if (c.tls) asio::async_read(*c.tls, b, std::forward<H>(h));
+    else asio::async_read(c.socket, b, std::forward<H>(h));
+  }
+  template <class C, class B, class H>
+  static void Write(C& c, const B& b, H&& h) {
+    if (c.tls) asio::async_write(*c.tls, b, std::forward<H>(h));
+    else asio::async_write(c.socket, b, std::forward<H>(h));
+  }
+
   // ---------------------------------------------------------------------
   void Accept() {
     auto in = std::make_shared<In>(io);
@@ -155,7 +173,24 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         boost::system::error_code ignore;
         in->socket.set_option(tcp::no_delay(true), ignore);
         self->ins.push_back(in);
-        self->ReadHeader(in);
+        if (self->ssl) {
+          // Mutual TLS: the peer's certificate must verify against the cluster CA.
+          in->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(in->socket, *self->ssl);
+          in->tls->async_handshake(asio::ssl::stream_base::server,
+                                   [self, in](const boost::system::error_code& ec) {
+                                     if (in->closed) return;
+                                     if (ec) {
+                                       self->tls_refused.fetch_add(1);
+                                       std::fprintf(stderr, "actorflow: %s: refused a tensor connection: %s\n",
+                                                    self->options.task.c_str(), ec.message().c_str());
+                                       return self->CloseIn(in, errors::Unauthenticated("TLS: ", ec.message()),
+                                                            false);
+                                     }
+                                     self->ReadHeader(in);
+                                   });
+        } else {
+          self->ReadHeader(in);
+        }
       }
       self->Accept();
     });
@@ -195,7 +230,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   }
 
   void ReadHeader(const std::shared_ptr<In>& in) {
-    asio::async_read(in->socket, asio::buffer(in->header, kHeaderBytes),
+    Read(*in, asio::buffer(in->header, kHeaderBytes),
                      [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
                        if (in->closed) return;
                        if (ec) {
@@ -221,7 +256,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       if (in->hello && kind == kHello) return Bad(in, "a second hello");
       if (body_len > kMaxBodyBytes) return Bad(in, "header body too long");
       in->body.resize(body_len);
-      asio::async_read(in->socket, asio::buffer(in->body),
+      Read(*in, asio::buffer(in->body),
                        [self = shared_from_this(), in, kind, flags, stream](const boost::system::error_code& ec,
                                                                             size_t) {
                          if (in->closed) return;
@@ -255,7 +290,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     } else {
       dest = static_cast<char*>(st.tensor.raw_data()) + st.received;
     }
-    asio::async_read(in->socket, asio::buffer(dest, body_len),
+    Read(*in, asio::buffer(dest, body_len),
                      [self = shared_from_this(), in, stream, body_len, halves](const boost::system::error_code& ec,
                                                                                size_t) {
                        if (in->closed) return;
@@ -272,7 +307,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   }
 
   void ReadDiscard(const std::shared_ptr<In>& in, uint32_t stream, uint64_t left, size_t n) {
-    asio::async_read(in->socket, asio::buffer(in->scratch.data(), n),
+    Read(*in, asio::buffer(in->scratch.data(), n),
                      [self = shared_from_this(), in, stream, left, n](const boost::system::error_code& ec, size_t) {
                        if (in->closed) return;
                        if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
@@ -477,19 +512,35 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
                                                       out->peer.host, ":", out->peer.port, ": ", ec.message()));
       boost::system::error_code ignore;
       out->socket.set_option(tcp::no_delay(true), ignore);
-      out->connected = true;
-      // The peer never writes on this connection: a read completing means it closed (or died).
-      out->socket.async_read_some(asio::buffer(&out->probe, 1), [self, out](const boost::system::error_code& ec,
-                                                                             size_t) {
+      if (!self->ssl) return self->Connected(out);
+      out->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(out->socket, *self->ssl);
+      out->tls->async_handshake(asio::ssl::stream_base::client, [self, out](const boost::system::error_code& ec) {
         if (out->dead) return;
-        self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection",
-                                               ec ? ": " + ec.message() : std::string()));
+        if (ec) {
+          self->tls_refused.fetch_add(1);
+          return self->FailOut(out, errors::Unauthenticated("tensor transport: TLS with task ", out->task, " at ",
+                                                            out->peer.host, ":", out->peer.port,
+                                                            " failed: ", ec.message()));
+        }
+        self->Connected(out);
       });
-      out->writing = true;
-      asio::async_write(out->socket, asio::buffer(out->hello),
-                        [self, out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
     });
     return out;
+  }
+
+  void Connected(const std::shared_ptr<Out>& out) {
+    out->connected = true;
+    // The peer never writes on this connection: a read completing means it closed (or died).
+    auto probe = [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) {
+      if (out->dead) return;
+      self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection",
+                                             ec ? ": " + ec.message() : std::string()));
+    };
+    if (out->tls) out->tls->async_read_some(asio::buffer(&out->probe, 1), probe);
+    else out->socket.async_read_some(asio::buffer(&out->probe, 1), probe);
+    out->writing = true;
+    Write(*out, asio::buffer(out->hello),
+          [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
   }
 
   void Wrote(const std::shared_ptr<Out>& out, const boost::system::error_code& ec) {
@@ -535,7 +586,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     if (st->offset < st->payload_len) out->queue.push_back(st);
     else out->begun_bytes -= st->payload_len;
     out->writing = true;
-    asio::async_write(out->socket, out->buffers,
+    Write(*out, out->buffers,
                       [self = shared_from_this(), out, st](const boost::system::error_code& ec, size_t) {
                         self->Wrote(out, ec);
                       });
@@ -588,6 +639,21 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
     return errors::Unavailable("tensor transport: cannot listen on ", impl->options.bind_host, ":",
                                impl->options.port, ": ", ec.message());
   impl->port = impl->acceptor.local_endpoint().port();
+  if (impl->options.tls.enabled()) {
+    AF_RETURN_IF_ERROR(CheckTlsFiles(impl->options.tls));
+    try {
+      impl->ssl = std::make_unique<asio::ssl::context>(asio::ssl::context::tls);
+      SSL_CTX_set_min_proto_version(impl->ssl->native_handle(), TLS1_3_VERSION);
+      impl->ssl->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+      const std::string pass = impl->options.tls.key_passphrase;
+      impl->ssl->set_password_callback([pass](size_t, asio::ssl::context::password_purpose) { return pass; });
+      impl->ssl->use_certificate_chain_file(impl->options.tls.cert);
+      impl->ssl->use_private_key_file(impl->options.tls.key, asio::ssl::context::pem);
+      impl->ssl->load_verify_file(impl->options.tls.ca);
+    } catch (const std::exception& e) {
+      return errors::InvalidArgument("tensor transport: TLS files: ", e.what());
+    }
+  }
   impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, kMaxDataBody)) & ~size_t{7};
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
@@ -633,6 +699,7 @@ uint16_t TensorTransport::port() const { return impl_->port; }
 const std::string& TensorTransport::task() const { return impl_->options.task; }
 uint64_t TensorTransport::incarnation() const { return impl_->options.incarnation; }
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
+uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
 
 void TensorTransport::SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation) {
   std::lock_guard<std::mutex> lock(impl_->mu);

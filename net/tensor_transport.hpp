@@ -30,6 +30,10 @@
 // memory rejects its step with ResourceExhausted. Nothing crashes, nothing
 // allocates what the peer merely claims.
 //
+// With TlsOptions, every connection is TLS 1.3 with certificates on both
+// sides, verified against the cluster CA (net/tls.hpp); a plaintext peer or
+// one the CA did not sign fails the handshake and is refused.
+//
 // Callbacks run on the transport's thread and must not block.
 #pragma once
 
@@ -42,6 +46,7 @@
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 #include "net/rendezvous_key.hpp"
+#include "net/tls.hpp"
 
 namespace actorflow {
 
@@ -53,6 +58,9 @@ struct TransportOptions {
   size_t chunk_bytes = size_t{4} << 20;
   uint64_t max_payload_bytes = uint64_t{16} << 30;  // one tensor
   uint64_t max_inflight_bytes = uint64_t{32} << 30;  // tensors begun and not complete, per connection
+  /// Mutual TLS 1.3 on every connection (both ends present certificates the
+  /// cluster CA signed), when set; the files are checked at Start.
+  TlsOptions tls;
 };
 
 struct TransportCallbacks {
@@ -93,6 +101,8 @@ class TensorTransport {
 
   /// Connections closed because of a bad frame (for tests).
   uint64_t data_loss_count() const;
+  /// Connections refused or failed in the TLS handshake (for tests).
+  uint64_t tls_refused_count() const;
 
   struct Impl;
 

@@ -57,6 +57,9 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
       --target actorflow://HOST:PORT
                             runs the steps through the master of that server, over its
                             cluster's devices (grpc://HOST:PORT is read the same way)
+      --cert F --key F --ca F
+                            this client's certificate and key and the cluster CA, for a
+                            server started with --security mtls
       --timeout-ms N        fails a step that runs longer than N ms (0: no limit,
                             at most 2147483647)
       --steps FILE          runs the JSON object on each line of FILE ("-": stdin),

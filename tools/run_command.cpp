@@ -25,6 +25,7 @@
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph_def_io.hpp"
+#include "net/tls.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/cli_memory.hpp"
 #include "tools/json_tensor.hpp"
@@ -58,6 +59,7 @@ struct RunArgs {
   std::string steps_path;  // empty: one step from the flags
   std::string trace_path;  // empty: no tracing
   std::string session_target;  // --target actorflow://host:port: a master elsewhere
+  TlsOptions tls;              // --cert, --key, --ca: for a server requiring mutual TLS
   bool has_timeout = false;
   bool optimize = true;  // --no-optimize: false
   bool has_devices = false;
@@ -126,6 +128,9 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
     step.fetches.push_back(tensor_name);
     return Status::OK();
   }
+  if (flag == "--cert") return SetOnce(flag, value, &args->tls.cert);
+  if (flag == "--key") return SetOnce(flag, value, &args->tls.key);
+  if (flag == "--ca") return SetOnce(flag, value, &args->tls.ca);
   if (flag == "--target" && value.find("://") != std::string::npos) {
     // A session target (no node name has "://"): where the steps run.
     return SetOnce("--target", value, &args->session_target);
@@ -147,13 +152,19 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
   static const std::set<std::string> kFlags = {"--graph",   "--feed",    "--fetch",     "--target",
                                                "--timeout-ms", "--steps", "--trace", "--devices",
-                                               "--summarize",  "--memory-limit"};
+                                               "--summarize",  "--memory-limit", "--cert", "--key", "--ca"};
   AF_RETURN_IF_ERROR(ParseFlags(
       argv, kFlags, &args->help,
       [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
       {"--no-optimize", "--show-placement", "--full-values"}));
   if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->tls.enabled()) {
+    if (args->session_target.empty())
+      return errors::InvalidArgument("--cert, --key and --ca go with --target actorflow://HOST:PORT");
+    const Status checked = CheckTlsFiles(args->tls);
+    if (!checked.ok()) return errors::InvalidArgument("--cert/--key/--ca: ", checked.message());
+  }
   return Status::OK();
 }
 
@@ -242,6 +253,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     options.runtime = &*runtime;
   } else {
     options.target = args.session_target;
+    options.tls = args.tls;
   }
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;

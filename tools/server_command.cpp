@@ -13,6 +13,7 @@
 #include "actors/runtime.hpp"
 #include "core/cluster_spec.hpp"
 #include "master/server.hpp"
+#include "net/tls.hpp"
 #include "tools/cli_common.hpp"
 
 namespace actorflow {
@@ -22,7 +23,8 @@ namespace {
 
 extern const char kServerUsage[] = R"(usage: actorflow server [--cluster FILE|JSON] [--job NAME --task N] [--port P]
                         [--bind ADDR] [--port-file FILE] [--devices cpu:N[,gpu:M]] [--threads N]
-                        [--heartbeat-ms N] [--peer-timeout-ms N] [--security none] [--insecure]
+                        [--heartbeat-ms N] [--peer-timeout-ms N] [--insecure]
+                        [--security none|mtls --cert F --key F --ca F [--key-passphrase-file F]]
 Runs one task of a cluster until SIGINT, SIGTERM or a shutdown request.
   --cluster FILE|JSON   the cluster ({"worker": ["127.0.0.1:2223"], "ps": [...]}, or TF_CONFIG's
                         form); default: the TF_CONFIG environment variable
@@ -34,7 +36,9 @@ Runs one task of a cluster until SIGINT, SIGTERM or a shutdown request.
   --threads N           compute threads (default: ACTORFLOW_NUM_THREADS or the cores)
   --heartbeat-ms N      heartbeat interval to peers (default 500)
   --peer-timeout-ms N   a peer silent this long is down (default 3000)
-  --security none       plaintext (the only mode this build has; mutual TLS is not built yet)
+  --security none|mtls  plaintext (default; loopback only unless --insecure), or mutual TLS on
+                        control messages and tensors: --cert and --key (PEM, signed by the
+                        cluster CA) and --ca (the cluster CA), checked before the server starts
   --insecure            allow a non-loopback --bind in plaintext
 Exit status: 0 stopped cleanly, 1 failed while running, 2 usage or configuration error.
 )";
@@ -90,8 +94,8 @@ int ServerCommand(const std::vector<std::string>& argv) {
   const std::set<std::string> known = {"--cluster", "--job",     "--task",         "--port",
                                        "--bind",    "--port-file", "--devices",    "--threads",
                                        "--heartbeat-ms", "--peer-timeout-ms", "--security", "--cert",
-                                       "--key",     "--ca"};
-  std::string cert, key, ca;
+                                       "--key",     "--ca",      "--key-passphrase-file"};
+  std::string cert, key, ca, passphrase_file;
   Status parsed = ParseFlags(
       argv, known, &help,
       [&](const std::string& flag, const std::string& value) -> Status {
@@ -120,6 +124,7 @@ int ServerCommand(const std::vector<std::string>& argv) {
         if (flag == "--cert") return SetOnce(flag, value, &cert);
         if (flag == "--key") return SetOnce(flag, value, &key);
         if (flag == "--ca") return SetOnce(flag, value, &ca);
+        if (flag == "--key-passphrase-file") return SetOnce(flag, value, &passphrase_file);
         if (flag == "--insecure") {
           insecure = true;
           return Status::OK();
@@ -132,11 +137,24 @@ int ServerCommand(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (!parsed.ok()) return UsageError(parsed);
-  if (security == "mtls")
-    return UsageError(errors::Unimplemented("--security mtls: mutual TLS is not built yet; use --security none on "
-                                            "127.0.0.1"));
-  if (!cert.empty() || !key.empty() || !ca.empty())
-    return UsageError(errors::InvalidArgument("--cert, --key and --ca go with --security mtls"));
+  if (security == "none" && (!cert.empty() || !key.empty() || !ca.empty() || !passphrase_file.empty()))
+    return UsageError(errors::InvalidArgument("--cert, --key, --ca and --key-passphrase-file go with --security mtls"));
+  TlsOptions tls;
+  if (security == "mtls") {
+    if (cert.empty() || key.empty() || ca.empty())
+      return UsageError(errors::InvalidArgument("--security mtls needs --cert, --key and --ca"));
+    tls.cert = cert;
+    tls.key = key;
+    tls.ca = ca;
+    if (!passphrase_file.empty()) {
+      std::ifstream f(passphrase_file);
+      if (!f) return UsageError(errors::InvalidArgument("--key-passphrase-file: cannot read '", passphrase_file, "'"));
+      std::getline(f, tls.key_passphrase);
+    }
+    // Every file is checked now: a wrong one is a usage error naming it, never an abort at the first connection.
+    const Status checked = CheckTlsFiles(tls);
+    if (!checked.ok()) return UsageError(errors::InvalidArgument("--security mtls: ", checked.message()));
+  }
 
   ServerOptions options;
   TaskId from_config;
@@ -174,6 +192,7 @@ int ServerCommand(const std::vector<std::string>& argv) {
   options.heartbeat_ms = heartbeat;
   options.peer_timeout_ms = peer_timeout;
   options.insecure = insecure;
+  options.tls = tls;
   if (peer_timeout <= heartbeat)
     return UsageError(errors::InvalidArgument("--peer-timeout-ms must exceed --heartbeat-ms"));
 

@@ -3,7 +3,8 @@
 //
 //   actorflow server [--cluster FILE|JSON] [--job NAME --task N] [--port P] [--bind ADDR]
 //                    [--port-file FILE] [--devices cpu:N[,gpu:M]] [--threads N]
-//                    [--heartbeat-ms N] [--peer-timeout-ms N] [--security none] [--insecure]
+//                    [--heartbeat-ms N] [--peer-timeout-ms N] [--insecure]
+//                    [--security none|mtls --cert F --key F --ca F [--key-passphrase-file F]]
 //
 // The cluster and task come from --cluster/--job/--task, else from TF_CONFIG.
 // --port 0 takes a free port; --port-file then receives "PORT TRANSPORT_PORT"

@@ -1,0 +1,229 @@
+// Mutual TLS (net/tls.hpp): files are checked before anything starts, each
+// wrong one named; the tensor transport speaks TLS 1.3 with certificates on
+// both sides and refuses a plaintext peer, a certificate from another CA and
+// an expired one; a --security mtls cluster runs a step end to end, and a
+// plaintext client is refused. All on 127.0.0.1.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "local_cluster.hpp"
+#include "master/server.hpp"
+#include "net/tensor_transport.hpp"
+#include "test_util.hpp"
+#include "tls_util.hpp"
+
+using namespace actorflow;
+using test::LocalCluster;
+using test::TestPki;
+
+namespace {
+
+struct Dir {
+  std::string path;
+  Dir() {
+    char tmpl[] = "/tmp/af_tls_XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    path = tmpl;
+  }
+  ~Dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+constexpr char kA[] = "/job:a/replica:0/task:0";
+constexpr char kB[] = "/job:b/replica:0/task:0";
+
+struct Received {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<bool, Status>> events;  // (delivered, reject/peer failure status)
+  TransportCallbacks Callbacks() {
+    TransportCallbacks cb;
+    cb.deliver = [this](int64_t, RendezvousKey, Tensor, bool) { Push(true, Status::OK()); };
+    cb.reject = [this](int64_t, Status s) { Push(false, s); };
+    cb.peer_failed = [this](const std::string&, Status s) { Push(false, s); };
+    return cb;
+  }
+  void Push(bool ok, Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    events.emplace_back(ok, std::move(s));
+    cv.notify_all();
+  }
+  std::pair<bool, Status> Next() {
+    std::unique_lock<std::mutex> l(mu);
+    REQUIRE(cv.wait_for(l, std::chrono::seconds(20), [&] { return !events.empty(); }));
+    auto e = events.front();
+    events.pop_front();
+    return e;
+  }
+};
+
+std::unique_ptr<TensorTransport> Endpoint(const char* task, uint64_t inc, const TlsOptions& tls, Received* r) {
+  TransportOptions o;
+  o.task = task;
+  o.incarnation = inc;
+  o.tls = tls;
+  std::unique_ptr<TensorTransport> t;
+  const Status s = TensorTransport::Start(o, r->Callbacks(), &t);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return t;
+}
+
+RendezvousKey KeyAB() {
+  return MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 1, std::string(kB) + "/device:CPU:0", "x", 0, 0);
+}
+
+}  // namespace
+
+TEST_CASE("TLS files are checked before anything starts, each wrong one named") {
+  Dir dir;
+  TestPki pki(dir.path);
+  const TlsOptions good = pki.Issue("good");
+  CHECK(CheckTlsFiles(good).ok());
+  TlsOptions t = good;
+  t.key = pki.Issue("someone").key;  // a key of another certificate
+  Status s = CheckTlsFiles(t);
+  CHECK(errors::IsInvalidArgument(s));
+  CHECK(s.message().find("does not belong") != std::string::npos);
+  s = CheckTlsFiles(pki.Issue("stranger", /*other_ca=*/true));
+  CHECK(s.message().find("does not verify against CA") != std::string::npos);
+  s = CheckTlsFiles(pki.Issue("old", false, /*expired=*/true));
+  CHECK(s.message().find("expired") != std::string::npos);
+  t = good;
+  t.cert = dir.path + "/missing.pem";
+  CHECK(CheckTlsFiles(t).message().find("missing.pem") != std::string::npos);
+  t = good;
+  t.ca = good.key;  // not a certificate
+  CHECK(CheckTlsFiles(t).message().find(good.key) != std::string::npos);
+  t = good;
+  t.ca.clear();
+  CHECK(errors::IsInvalidArgument(CheckTlsFiles(t)));
+}
+
+TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, another CA and expired are refused") {
+  Dir dir;
+  TestPki pki(dir.path);
+  Received ra, rb;
+  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb);
+  {
+    auto a = Endpoint(kA, 1, pki.Issue("a"), &ra);
+    a->SetPeer(kB, "127.0.0.1", b->port(), 2);
+    b->SetPeer(kA, "127.0.0.1", a->port(), 1);
+    Tensor big(DT_FLOAT, TensorShape{int64_t{3} << 20});  // 12 MiB: several chunks through TLS
+    for (int64_t i = 0; i < big.NumElements(); ++i) big.data<float>()[i] = static_cast<float>(i);
+    REQUIRE(a->Send(kB, 1, KeyAB(), big, false).ok());
+    CHECK(rb.Next().first);
+    CHECK(b->tls_refused_count() == 0);
+  }
+  struct Bad {
+    const char* what;
+    TlsOptions tls;
+  };
+  for (const Bad& bad : {Bad{"plaintext", TlsOptions()}, Bad{"another CA", [&] {
+                           TlsOptions t = pki.Issue("stranger", true);
+                           t.ca = pki.other_ca_path();  // consistent on its own side
+                           return t;
+                         }()}}) {
+    INFO(bad.what);
+    const uint64_t refused = b->tls_refused_count();
+    Received rx;
+    auto x = Endpoint(kA, 1, bad.tls, &rx);
+    x->SetPeer(kB, "127.0.0.1", b->port(), 2);
+    REQUIRE(x->Send(kB, 1, KeyAB(), Tensor::Scalar<float>(1.f), false).ok());
+    auto e = rx.Next();  // the sender learns its tensor did not go
+    CHECK(!e.first);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (b->tls_refused_count() == refused && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(b->tls_refused_count() > refused);
+  }
+  // An expired certificate does not even start (checked at Start).
+  TransportOptions o;
+  o.task = kA;
+  o.tls = pki.Issue("old", false, true);
+  std::unique_ptr<TensorTransport> x;
+  const Status s = TensorTransport::Start(o, ra.Callbacks(), &x);
+  CHECK(errors::IsInvalidArgument(s));
+  CHECK(s.message().find("expired") != std::string::npos);
+}
+
+TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients and bad files are refused",
+          "[distributed]") {
+  LocalCluster cluster;
+  TestPki pki(cluster.dir());
+  const TlsOptions ps_tls = pki.Issue("ps0");
+  auto& ps = cluster.Start("ps", 0, {"--security", "mtls", "--cert", ps_tls.cert, "--key", ps_tls.key, "--ca",
+                                     ps_tls.ca});
+  ServerOptions o;
+  REQUIRE(ClusterSpec::Parse(cluster.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
+  o.has_cluster = true;
+  o.task = TaskId{"worker", 0};
+  o.port = 0;
+  o.num_threads = 2;
+  o.tls = pki.Issue("worker0");
+  std::unique_ptr<Server> server;
+  Status s = Server::Create(o, &server);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto there = ops::Mul(root.WithOpName("there").WithDevice("/job:ps/task:0"), x, 2.f);
+  ops::Add(root.WithOpName("y"), there, 1.f);
+  SessionOptions so;
+  so.target = server->target();
+  so.device_find_timeout_ms = 10000;
+  Session session(so);
+  REQUIRE(session.Create(test::ToDef(root)).ok());
+  std::vector<Tensor> out;
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  s = session.Run(ro, {{"x", test::MakeTensor<float>({1.f, 2.f}, TensorShape{2})}}, {"y:0"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(test::Values<float>(out[0]) == std::vector<float>{3.f, 5.f});
+
+  // A client with its own certificate reaches the ps's master; one without is refused.
+  SessionOptions secured;
+  secured.target = "actorflow://127.0.0.1:" + std::to_string(ps.port);
+  secured.device_find_timeout_ms = 10000;
+  secured.tls = pki.Issue("client");
+  Session remote(secured);
+  Scope local = Scope::NewRootScope();
+  ops::Mul(local.WithOpName("z"), ops::Const(local, 4.f), 2.f);
+  s = remote.Create(test::ToDef(local));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  s = remote.Run(ro, {}, {"z:0"}, {}, &out);
+  REQUIRE(s.ok());
+  CHECK(out[0].scalar<float>() == 8.f);
+  SessionOptions plain = secured;
+  plain.tls = TlsOptions();
+  Session refused(plain);
+  s = refused.Create(test::ToDef(local));
+  CHECK(!s.ok());
+  CHECK(s.message().find("127.0.0.1:" + std::to_string(ps.port)) != std::string::npos);
+
+  // actorflow server refuses bad files before it starts: exit 2 naming the file.
+  const TlsOptions old = pki.Issue("old", false, true);
+  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH +
+                          " server --job ps --task 1 --port 0 --security mtls --cert " + old.cert + " --key " +
+                          old.key + " --ca " + old.ca + " > " + cluster.dir() + "/old.log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  CHECK(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 2);
+  std::ifstream log(cluster.dir() + "/old.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  INFO(text);
+  CHECK(text.find(old.cert) != std::string::npos);
+  CHECK(text.find("expired") != std::string::npos);
+}
