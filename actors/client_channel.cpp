@@ -105,11 +105,12 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
   Slot& s = *slot_;
   s.notifier = std::move(notifier);
   s.ready.store(false, std::memory_order_relaxed);
-  s.claimed.store(false, std::memory_order_release);
   auto* companion = Companion(companion_);
   auto mid = companion->new_request_id(caf::message_priority::normal);
   s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
   s.callee.store(dest.id(), std::memory_order_release);
+  // Last: until now a late down_msg of the previous callee could not be claimed, and now it no longer matches.
+  s.claimed.store(false, std::memory_order_release);
   callee_ = dest;
   companion->monitor(dest);  // a callee that dies answers with a down_msg
   // A remote callee's proxy forwards the message itself: no activation there.

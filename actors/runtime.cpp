@@ -108,38 +108,46 @@ struct Runtime::Impl {
       const Status s = TensorTransport::Start(std::move(to), std::move(cb), &transport);
       if (!s.ok()) throw std::runtime_error(s.ToString());
     }
-    container = SpawnContainerActor(*system, pool.get());
-    {
-      std::lock_guard<std::mutex> lock(transport_mu);
-      rendezvous = SpawnRendezvousActor(*system, pool.get(), transport.get(), task_name);
-    }
-    const int n = std::max(1, o.num_cpu_devices);
-    for (int i = 0; i < n; ++i) {
-      ComputePool* device_pool = pool.get();
-      if (o.cpu_device_threads > 0) {
-        device_pools.push_back(std::make_unique<ComputePool>(pool.get(), o.cpu_device_threads));
-        device_pool = device_pools.back().get();
+    try {
+      container = SpawnContainerActor(*system, pool.get());
+      {
+        std::lock_guard<std::mutex> lock(transport_mu);
+        rendezvous = SpawnRendezvousActor(*system, pool.get(), transport.get(), task_name);
       }
-      Allocator* allocator = cpu_allocator();
-      if (o.device_memory_limit_bytes > 0) allocator = MakeBudgetAllocator(allocator, o.device_memory_limit_bytes);
-      owned.push_back(std::make_unique<Device>(task_name + "/device:CPU:" + std::to_string(i),
-                                               DEVICE_CPU, allocator, device_pool));
-      devices.push_back(owned.back().get());
-      actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+      const int n = std::max(1, o.num_cpu_devices);
+      for (int i = 0; i < n; ++i) {
+        ComputePool* device_pool = pool.get();
+        if (o.cpu_device_threads > 0) {
+          device_pools.push_back(std::make_unique<ComputePool>(pool.get(), o.cpu_device_threads));
+          device_pool = device_pools.back().get();
+        }
+        Allocator* allocator = cpu_allocator();
+        if (o.device_memory_limit_bytes > 0) allocator = MakeBudgetAllocator(allocator, o.device_memory_limit_bytes);
+        owned.push_back(std::make_unique<Device>(task_name + "/device:CPU:" + std::to_string(i),
+                                                 DEVICE_CPU, allocator, device_pool));
+        devices.push_back(owned.back().get());
+        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+      }
+      for (auto& gpu : CreateDevices(DEVICE_GPU, task_name, o.num_gpu_devices, pool.get())) {
+        owned.push_back(std::move(gpu));
+        devices.push_back(owned.back().get());
+        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+      }
+      device_manager = std::make_unique<DeviceManager>(devices);
+    } catch (...) {
+      // No destructor runs for a half-built Impl: stop what was started, or
+      // ~actor_system would wait for its actors for ever.
+      Shutdown();
+      throw;
     }
-    for (auto& gpu : CreateDevices(DEVICE_GPU, task_name, o.num_gpu_devices, pool.get())) {
-      owned.push_back(std::move(gpu));
-      devices.push_back(owned.back().get());
-      actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
-    }
-    device_manager = std::make_unique<DeviceManager>(devices);
   }
-  ~Impl() {
+  ~Impl() { Shutdown(); }
+  void Shutdown() {
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors.clear();
-    caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
+    if (container) caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
-    caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
+    if (rendezvous) caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
     if (transport) transport->Stop();  // no callback after this; Sends are dropped
     {
       std::lock_guard<std::mutex> lock(transport_mu);

@@ -2,6 +2,8 @@
 //
 //   bench_transport               the driver: starts `bench_transport receiver` as a child process
 //   bench_transport receiver      (internal) the receiving process
+//   bench_transport tls           the transport with mutual TLS beside raw Boost.Asio TLS 1.3
+//                                 (the same certificates, made with the openssl command)
 //   bench_transport steps CLI     a step across processes (an `actorflow server` started from CLI)
 //                                 beside the same partitions on two devices of one process
 //
@@ -16,6 +18,8 @@
 // round trip / 2 is the one-way hop). Compression: 64 MiB of float32 sent as 16 bits (effective
 // bytes/s: the float32 bytes over the time).
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -71,7 +75,8 @@ struct NetConfig : caf::actor_system_config {
 
 // ---- receiver ---------------------------------------------------------------
 
-void RawReceive(tcp::socket sock) {
+template <class Stream>
+void RawReceiveOn(Stream& sock) {
   std::vector<char> buf;
   char header[16];
   boost::system::error_code ec;
@@ -90,6 +95,7 @@ void RawReceive(tcp::socket sock) {
     }
   }
 }
+void RawReceive(tcp::socket sock) { RawReceiveOn(sock); }
 
 int Receiver() {
   // Raw Asio.
@@ -297,6 +303,153 @@ int Driver(const char* self) {
   return 0;
 }
 
+
+// ---- mutual TLS: the transport beside raw Asio TLS ---------------------------
+
+std::unique_ptr<asio::ssl::context> TlsContext(const std::string& dir, const std::string& name) {
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_3_VERSION);
+  ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+  ctx->use_certificate_chain_file(dir + "/" + name + ".pem");
+  ctx->use_private_key_file(dir + "/" + name + ".key", asio::ssl::context::pem);
+  ctx->load_verify_file(dir + "/ca.pem");
+  return ctx;
+}
+
+TlsOptions TlsFiles(const std::string& dir, const std::string& name) {
+  TlsOptions t;
+  t.cert = dir + "/" + name + ".pem";
+  t.key = dir + "/" + name + ".key";
+  t.ca = dir + "/ca.pem";
+  return t;
+}
+
+int TlsReceiver(const std::string& dir) {
+  asio::io_context io;
+  auto ctx = TlsContext(dir, "receiver");
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::thread raw([&] {
+    for (;;) {
+      tcp::socket s(io);
+      boost::system::error_code ec;
+      acceptor.accept(s, ec);
+      if (ec) return;
+      s.set_option(tcp::no_delay(true));
+      std::thread([sock = std::move(s), &ctx]() mutable {
+        asio::ssl::stream<tcp::socket> tls(std::move(sock), *ctx);
+        boost::system::error_code hec;
+        tls.handshake(asio::ssl::stream_base::server, hec);
+        if (!hec) RawReceiveOn(tls);
+      }).detach();
+    }
+  });
+  std::unique_ptr<TensorTransport> transport;
+  TensorTransport* tp = nullptr;
+  TransportOptions to;
+  to.task = kReceiver;
+  to.incarnation = 2;
+  to.tls = TlsFiles(dir, "receiver");
+  TransportCallbacks cb;
+  cb.deliver = [&tp](int64_t step, RendezvousKey key, Tensor, bool) {
+    if (key.str().find(";last") != std::string::npos)
+      (void)tp->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
+  };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
+  tp = transport.get();
+  std::cout << acceptor.local_endpoint().port() << " " << transport->port() << std::endl;
+  int sender_port = 0;
+  std::cin >> sender_port;
+  transport->SetPeer(kSender, "127.0.0.1", static_cast<uint16_t>(sender_port), 1);
+  std::cout << "ready" << std::endl;
+  std::string line;
+  while (std::cin >> line) {
+  }
+  acceptor.close();
+  transport.reset();
+  std::_Exit(0);
+}
+
+int TlsDriver(const char* self) {
+  char tmpl[] = "/tmp/af_bench_tls_XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  const std::string dir = tmpl;
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  std::string cmd = "cd " + dir + " && openssl req -x509 " + ec + " -days 2 -keyout ca.key -out ca.pem -subj /CN=ca";
+  for (const char* n : {"sender", "receiver"})
+    cmd += std::string(" && openssl req ") + ec + " -keyout " + n + ".key -out " + n + ".csr -subj /CN=" + n +
+           " && openssl x509 -req -in " + n + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out " + n +
+           ".pem";
+  if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) {
+    std::fprintf(stderr, "bench_transport tls: the openssl command failed\n");
+    return 1;
+  }
+  Child child = SpawnSelf(self, {"tls-receiver", dir});
+  int raw_port = 0, tp_port = 0;
+  if (std::fscanf(child.from, "%d %d", &raw_port, &tp_port) != 2) return 1;
+  Waiter waiter;
+  std::unique_ptr<TensorTransport> transport;
+  TransportOptions to;
+  to.task = kSender;
+  to.incarnation = 1;
+  to.tls = TlsFiles(dir, "sender");
+  TransportCallbacks cb;
+  cb.deliver = [&](int64_t, RendezvousKey, Tensor, bool) { waiter.Ack(); };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
+  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(tp_port), 2);
+  std::fprintf(child.to, "%d\n", transport->port());
+  std::fflush(child.to);
+  char ready[16] = {};
+  if (std::fscanf(child.from, "%15s", ready) != 1) return 1;
+
+  asio::io_context io;
+  auto ctx = TlsContext(dir, "sender");
+  asio::ssl::stream<tcp::socket> raw(io, *ctx);
+  raw.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(raw_port)));
+  raw.next_layer().set_option(tcp::no_delay(true));
+  raw.handshake(asio::ssl::stream_base::client);
+  uint64_t sent_acks = 0;
+  for (int64_t size : {int64_t{4} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
+    Tensor t(DT_FLOAT, TensorShape{size / 4});
+    std::memset(t.raw_data(), 1, t.TotalBytes());
+    const int n = static_cast<int>(std::max<int64_t>(4, (int64_t{256} << 20) / size));
+    auto stats = bench::MeasureInterleaved(
+        5, 1,
+        {[&] {
+           static int64_t step = 0;
+           ++step;
+           for (int i = 0; i < n; ++i)
+             (void)transport->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true), t,
+                                   false);
+           waiter.WaitFor(++sent_acks);
+         },
+         [&] {
+           const uint32_t len = static_cast<uint32_t>(t.TotalBytes());
+           char header[16] = {};
+           std::memcpy(header + 12, &len, 4);
+           for (int i = 0; i < n; ++i) {
+             header[5] = i + 1 == n ? 1 : 0;
+             asio::write(raw, asio::buffer(header));
+             asio::write(raw, asio::buffer(t.raw_data(), len));
+           }
+           char ack;
+           asio::read(raw, asio::buffer(&ack, 1));
+         }});
+    const char* impls[] = {"transport_mtls", "raw_asio_mtls"};
+    for (int i = 0; i < 2; ++i)
+      bench::Print("transport_throughput_mtls",
+                   "\"bytes\":" + std::to_string(size) + ",\"impl\":\"" + impls[i] + "\"", "one_way", "GB/s",
+                   stats[i], static_cast<double>(size) * n / 1e9, true);
+    std::printf("{\"bench\":\"transport_throughput_mtls\",\"params\":{\"bytes\":%lld},\"ratio_vs_raw_tls\":%.3f}\n",
+                static_cast<long long>(size), stats[1].median / stats[0].median);
+  }
+  fclose(child.to);
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  transport.reset();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
 // ---- a step across processes -------------------------------------------------
 
 int Steps(const std::string& cli) {
@@ -376,5 +529,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   if (argc > 1 && std::string(argv[1]) == "receiver") return Receiver();
   if (argc > 2 && std::string(argv[1]) == "steps") return Steps(argv[2]);
+  if (argc > 2 && std::string(argv[1]) == "tls-receiver") return TlsReceiver(argv[2]);
+  if (argc > 1 && std::string(argv[1]) == "tls") return TlsDriver("/proc/self/exe");
   return Driver("/proc/self/exe");
 }

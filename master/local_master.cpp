@@ -358,6 +358,7 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
   exe->typical_ns.store(typical == 0 ? took : (7 * typical + took) / 8, std::memory_order_relaxed);
   if (!resp.stats.empty()) RecordCosts(resp.stats, &cost_model_);
   if (metadata) metadata->step_stats = std::move(resp.stats);
+  if (errors::IsUnavailable(resp.status)) return ExplainUnavailable(resp.status, *exe);
   AF_RETURN_IF_ERROR(resp.status);
   if (resp.retvals.size() != fetches.size())
     return errors::Internal("step returned ", resp.retvals.size(), " tensors for ", fetches.size(), " fetches");

@@ -54,6 +54,8 @@ caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has
           options.placement = static_cast<PlacementStrategy>(req.placement);
           options.allow_soft_placement = req.allow_soft_placement;
           options.partitioning.truncate_float32_on_wire = req.truncate_float32_on_wire;
+          options.graph_options.do_common_subexpression_elimination = req.do_cse;
+          options.graph_options.do_constant_folding = req.do_constant_folding;
           const std::string handle = "remote_session_" + std::to_string(NewIncarnation()) + "_" +
                                      std::to_string(g_next.fetch_add(1));
           caf::actor_addr client = req.client ? req.client.address() : caf::actor_addr();

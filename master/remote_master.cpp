@@ -4,6 +4,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/manager.hpp>
 
+#include <map>
 #include <utility>
 
 #include "actors/client_channel.hpp"
@@ -40,12 +41,13 @@ struct ClientNet {
 
 // One plain and one secured network per process, made on first use and never
 // destroyed (as Runtime::Default(): tearing CAF down from an exit handler is unsafe).
+// One per set of credentials (a client presenting two identities has two).
 ClientNet& NetFor(const TlsOptions& tls) {
   static std::mutex mu;
-  static ClientNet* plain = nullptr;
-  static ClientNet* secured = nullptr;
+  static auto* nets = new std::map<std::string, ClientNet*>;
+  const std::string key = tls.cert + '\n' + tls.key + '\n' + tls.ca + '\n' + tls.key_passphrase;
   std::lock_guard<std::mutex> lock(mu);
-  ClientNet*& net = tls.enabled() ? secured : plain;
+  ClientNet*& net = (*nets)[key];
   if (!net) net = new ClientNet(tls);
   return *net;
 }
@@ -106,6 +108,8 @@ Status RemoteMaster::Connect() {
   req.placement = static_cast<int32_t>(options_.placement);
   req.allow_soft_placement = options_.allow_soft_placement;
   req.truncate_float32_on_wire = options_.partitioning.truncate_float32_on_wire;
+  req.do_cse = options_.graph_options.do_common_subexpression_elimination;
+  req.do_constant_folding = options_.graph_options.do_constant_folding;
   MasterCreateSessionResponse resp;
   s = net_->channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;

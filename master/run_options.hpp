@@ -31,8 +31,7 @@ struct SessionOptions {
   /// their worker sessions) may take; the error names the silent tasks.
   int64_t device_find_timeout_ms = 30000;
   /// A remote target ("actorflow://"): this client's certificate, key and the
-  /// cluster CA, for a server that requires mutual TLS (net/tls.hpp). The
-  /// first secured session of a process sets them for the process.
+  /// cluster CA, for a server that requires mutual TLS (net/tls.hpp).
   TlsOptions tls;
   /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
   GraphOptions graph_options;

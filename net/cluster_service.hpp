@@ -91,6 +91,8 @@ struct MasterCreateSessionRequest {
   int32_t placement = 0;  // PlacementStrategy
   bool allow_soft_placement = false;
   bool truncate_float32_on_wire = false;  // PartitionOptions'
+  bool do_cse = true;                     // GraphOptions'
+  bool do_constant_folding = true;
 };
 
 struct MasterCreateSessionResponse {
@@ -169,7 +171,7 @@ typename Inspector::result_type inspect(Inspector& f, ShutdownRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionRequest& x) {
   return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.client, x.placement,
-           x.allow_soft_placement, x.truncate_float32_on_wire);
+           x.allow_soft_placement, x.truncate_float32_on_wire, x.do_cse, x.do_constant_folding);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionResponse& x) {

@@ -32,6 +32,7 @@ constexpr uint32_t kMaxTaskBytes = 1024;
 constexpr uint32_t kMaxDims = 64;
 constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
 constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
+constexpr auto kHelloTimeout = std::chrono::seconds(10);  // a connection that never introduces itself is closed
 constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensors begun and not finished
 
 template <class T>
@@ -149,6 +150,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::unordered_map<uint32_t, InStream> streams;
     uint64_t inflight = 0;
     bool closed = false;
+    std::unique_ptr<asio::steady_timer> hello_deadline;  // a connection says who it is within kHelloTimeout
   };
   std::vector<std::shared_ptr<In>> ins;
 
@@ -173,6 +175,11 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         boost::system::error_code ignore;
         in->socket.set_option(tcp::no_delay(true), ignore);
         self->ins.push_back(in);
+        in->hello_deadline = std::make_unique<asio::steady_timer>(self->io, kHelloTimeout);
+        in->hello_deadline->async_wait([self, in](const boost::system::error_code& ec) {
+          if (ec || in->closed || in->hello) return;
+          self->CloseIn(in, errors::DeadlineExceeded("tensor transport: no hello within the deadline"), false);
+        });
         if (self->ssl) {
           // Mutual TLS: the peer's certificate must verify against the cluster CA.
           in->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(in->socket, *self->ssl);
@@ -191,14 +198,21 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         } else {
           self->ReadHeader(in);
         }
+        self->Accept();
+        return;
       }
-      self->Accept();
+      // Out of descriptors (or memory): try again shortly rather than spin.
+      auto timer = std::make_shared<asio::steady_timer>(self->io, std::chrono::milliseconds(100));
+      timer->async_wait([self, timer](const boost::system::error_code&) {
+        if (self->acceptor.is_open()) self->Accept();
+      });
     });
   }
 
   void CloseIn(const std::shared_ptr<In>& in, const Status& s, bool is_data_loss) {
     if (in->closed) return;
     in->closed = true;
+    if (in->hello_deadline) in->hello_deadline->cancel();
     if (is_data_loss) data_loss.fetch_add(1);
     boost::system::error_code ignore;
     in->socket.shutdown(tcp::socket::shutdown_both, ignore);
@@ -330,6 +344,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     in->task.assign(b.data() + 12, len);
     in->incarnation = incarnation;
     in->hello = true;
+    if (in->hello_deadline) in->hello_deadline->cancel();
     ReadHeader(in);
   }
 
@@ -533,6 +548,12 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     // The peer never writes on this connection: a read completing means it closed (or died).
     auto probe = [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) {
       if (out->dead) return;
+      // In TLS 1.3 the server judges the client's certificate after the client's handshake: a refusal comes here.
+      if (ec && ec.category() == asio::error::get_ssl_category()) {
+        self->tls_refused.fetch_add(1);
+        return self->FailOut(out, errors::Unauthenticated("tensor transport: task ", out->task,
+                                                          " refused this task's certificate: ", ec.message()));
+      }
       self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection",
                                              ec ? ": " + ec.message() : std::string()));
     };
@@ -685,6 +706,7 @@ void TensorTransport::Stop() {
     impl->outs.clear();
     for (auto& in : impl->ins) {
       in->closed = true;
+      if (in->hello_deadline) in->hello_deadline->cancel();
       in->socket.close(ignore);
     }
     impl->ins.clear();

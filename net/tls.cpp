@@ -38,6 +38,7 @@ int Passphrase(char* buf, int size, int, void* user) {
 }  // namespace
 
 Status CheckTlsFiles(const TlsOptions& tls) {
+  ERR_clear_error();  // what this thread left there is not about these files
   if (tls.cert.empty() || tls.key.empty() || tls.ca.empty())
     return errors::InvalidArgument("mutual TLS needs a certificate, its key and the cluster CA (--cert, --key, --ca)");
   File cf(std::fopen(tls.cert.c_str(), "r"));

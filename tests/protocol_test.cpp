@@ -212,7 +212,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   echo.RoundTrip("actorflow::PingRequest", PingRequest{});
   echo.RoundTrip("actorflow::PingResponse", PingResponse{99});
   echo.RoundTrip("actorflow::ShutdownRequest", ShutdownRequest{"done"});
-  echo.RoundTrip("actorflow::MasterCreateSessionRequest", MasterCreateSessionRequest{"\x0a\x03node", anyone, 2, true, true});
+  echo.RoundTrip("actorflow::MasterCreateSessionRequest", MasterCreateSessionRequest{"\x0a\x03node", anyone, 2, true, true, false, false});
   echo.RoundTrip("actorflow::MasterCreateSessionResponse", MasterCreateSessionResponse{Error(), anyone});
   echo.RoundTrip("actorflow::MasterExtendRequest", MasterExtendRequest{"\x0a\x03more"});
   MasterRunRequest mrun;
