@@ -366,7 +366,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     if (static_cast<int32_t>(st.dtype) <= 0 || static_cast<int32_t>(st.dtype) >= 100 || !DataTypeIsSupported(st.dtype))
       return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
     std::vector<int64_t> dims(ndims);
-    std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
+    if (ndims > 0) std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
     if (!TensorShape::FromDims(dims, &st.shape).ok()) return Bad(in, "invalid dims");
     if (st.payload_len > options.max_payload_bytes) return Bad(in, "payload over the cap");
     const bool is_string = DataTypeIsStringLike(st.dtype);

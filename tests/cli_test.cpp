@@ -21,23 +21,8 @@ using actorflow::test::kCpu0;
 using actorflow::test::kCpu1;
 
 namespace {
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-// Runs a shell command line; its stdout and exit code.
-Result Shell(const std::string& cmd) {
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = actorflow::test::ShellResult;
+using actorflow::test::Shell;
 
 // Runs the CLI with `args`, its stderr going to `err_path`.
 Result Sh(const std::string& args, const std::string& err_path = "/dev/null") {

@@ -64,23 +64,8 @@ TEST_CASE("loops across devices: a body on another device than its loop, for any
   for (int64_t parallel : {1, 10}) {
     TwoCpus cpus;
     Scope root = Scope::NewRootScope().WithDevice("/device:CPU:0");
-    auto n = ops::Placeholder(root.WithOpName("n"), DT_INT32);
-    OutputList out;
-    ops::WhileOptions o;
-    o.parallel_iterations = parallel;
-    REQUIRE(ops::WhileLoop(
-                root, {ops::Const(root, 0), ops::Const(root, 1.f)},
-                [n](const Scope& s, const OutputList& v, Output* pred) {
-                  *pred = ops::Less(s, v[0], n);
-                  return s.status();
-                },
-                [](const Scope& s, const OutputList& v, OutputList* next) {
-                  // The float work runs on CPU:1, the counter on CPU:0.
-                  *next = {ops::Add(s, v[0], 1), ops::Mul(s.WithDevice(kCpu1), v[1], 2.f)};
-                  return s.status();
-                },
-                &out, o)
-                .ok());
+    // The float work runs on CPU:1, the counter on CPU:0.
+    OutputList out = test::DoublingLoop(root, ops::Placeholder(root.WithOpName("n"), DT_INT32), kCpu1, parallel);
     for (int iterations : {0, 1, 10}) {
       auto v = cpus.Run(root, out, {{"n", Tensor::Scalar<int32_t>(iterations)}});
       INFO("parallel " << parallel << ", " << iterations << " iterations");

@@ -16,6 +16,27 @@ namespace test {
 
 inline Tensor Bool(bool b) { return Tensor::Scalar<bool>(b); }
 
+// (i, x) = (0, 1); while (i < n) { i += 1; x *= 2 }, the doubling on
+// `other` and the counter on the scope's device. Outputs (n, 2^n).
+inline OutputList DoublingLoop(const Scope& root, Output n, const std::string& other, int64_t parallel_iterations) {
+  OutputList out;
+  ops::WhileOptions o;
+  o.parallel_iterations = parallel_iterations;
+  Status st = ops::WhileLoop(
+      root, {ops::Const(root, 0), ops::Const(root, 1.f)},
+      [n](const Scope& s, const OutputList& v, Output* pred) {
+        *pred = ops::Less(s, v[0], n);
+        return s.status();
+      },
+      [other](const Scope& s, const OutputList& v, OutputList* next) {
+        *next = {ops::Add(s, v[0], 1), ops::Mul(s.WithDevice(other), v[1], 2.f)};
+        return s.status();
+      },
+      &out, o);
+  REQUIRE(st.ok());
+  return out;
+}
+
 // for i in [0, n): { for j in [0, i): total += 1;  if (i is odd) total += 100 }
 // The inner loop's add and the cond's true branch run on `other` ("": the
 // scope's device). Returns the outer loop's outputs (i, total).

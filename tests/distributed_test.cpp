@@ -81,22 +81,7 @@ TEST_CASE("distributed: a loop whose body runs in another process, for any paral
   Cluster c;
   for (int64_t parallel : {1, 10}) {
     Scope root = Scope::NewRootScope().WithDevice(kWorker);
-    auto n = ops::Placeholder(root.WithOpName("n"), DT_INT32);
-    OutputList out;
-    ops::WhileOptions o;
-    o.parallel_iterations = parallel;
-    REQUIRE(ops::WhileLoop(
-                root, {ops::Const(root, 0), ops::Const(root, 1.f)},
-                [n](const Scope& s, const OutputList& v, Output* pred) {
-                  *pred = ops::Less(s, v[0], n);
-                  return s.status();
-                },
-                [](const Scope& s, const OutputList& v, OutputList* next) {
-                  *next = {ops::Add(s, v[0], 1), ops::Mul(s.WithDevice(kPs0), v[1], 2.f)};
-                  return s.status();
-                },
-                &out, o)
-                .ok());
+    OutputList out = test::DoublingLoop(root, ops::Placeholder(root.WithOpName("n"), DT_INT32), kPs0, parallel);
     Session session(c.Options());
     REQUIRE(session.Create(ToDef(root)).ok());
     for (int iterations : {0, 1, 10}) {

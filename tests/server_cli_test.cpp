@@ -14,6 +14,7 @@
 #include "actors/client_channel.hpp"
 #include "actors/runtime.hpp"
 #include "local_cluster.hpp"
+#include "test_util.hpp"
 #include "master/cluster_view.hpp"
 #include "master/server.hpp"
 #include "net/protocol.hpp"
@@ -23,22 +24,8 @@ using test::LocalCluster;
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-Result Shell(const std::string& cmd) {
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = actorflow::test::ShellResult;
+using actorflow::test::Shell;
 
 // The server's stderr goes to stdout here, to be checked.
 Result ServerCli(const std::string& args) {

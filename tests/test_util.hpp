@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>  // mkdtemp
+#include <sys/wait.h>  // WEXITSTATUS
 
 #include <chrono>
 #include <cstdint>
@@ -27,6 +28,23 @@
 
 namespace actorflow {
 namespace test {
+
+/// A shell command line's stdout and exit code (-1 when it did not exit normally).
+struct ShellResult {
+  int exit_code;
+  std::string out;
+};
+inline ShellResult Shell(const std::string& cmd) {
+  ShellResult r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 /// Full names of a local runtime's devices, as placement assigns them.
 /// kCpu and kGpu are C strings (a Device is named with them); kCpu0..2 are

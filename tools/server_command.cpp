@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -208,17 +209,19 @@ int ServerCommand(const std::vector<std::string>& argv) {
             << " (tensor transport port " << server->transport_port() << ")" << std::endl;
 
   Server* raw = server.get();
-  std::thread waiter([raw, signals] {
+  std::atomic<bool> stopping{false};
+  std::thread waiter([raw, signals, &stopping] {
     int sig = 0;
     sigwait(&signals, &sig);
-    if (sig != 0) raw->RequestStop(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal");
+    if (!stopping.load()) raw->RequestStop(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal");
   });
   const std::string reason = server->Join();
   std::cout << "actorflow server: task " << server->task_name() << " stopping (" << reason << ")" << std::endl;
-  server.reset();
-  // The waiter may still wait for a signal: send it one it takes and ends on.
+  // The waiter may still wait for a signal: send it one it takes and ends on, while the server still exists.
+  stopping.store(true);
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  server.reset();
   return kExitOk;
 }
 
