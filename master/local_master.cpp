@@ -191,7 +191,12 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
   AF_RETURN_IF_ERROR(PrepareGraph(g, feeds, fetches, targets, prep, &prepared));
   exe->info = std::move(prepared.info);
   std::vector<GraphPartition>& partitions = prepared.partitions;
-  // Register every partition; on an error, release those registered.
+  // Register every partition, all at once (each device actor builds its
+  // kernels in parallel, in this process or another); on an error, release
+  // those registered.
+  ChannelPool* channels = runtime_->channels();
+  std::vector<std::unique_ptr<ClientChannel>> asked;
+  Status status;
   for (auto& part : partitions) {
     Executable::Part p;
     p.device = part.device;
@@ -201,7 +206,10 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
       const int index = runtime_->FindDevice(part.device);
       if (index >= 0) p.actor = runtime_->device_actor(index);
     }
-    if (!p.actor) return errors::Internal("placed on unknown device ", part.device);
+    if (!p.actor) {
+      status = errors::Internal("placed on unknown device ", part.device);
+      break;
+    }
     caf::actor rendezvous = runtime_->rendezvous_actor();
     if (view_) rendezvous = view_->TaskOf(part.device)->status.rendezvous;
     if (std::find(exe->participants.begin(), exe->participants.end(), rendezvous) == exe->participants.end())
@@ -210,18 +218,37 @@ Status LocalMaster::Prepare(Graph* g, const std::vector<std::string>& feeds, con
     p.retval_indices = part.retval_indices;
     RegisterGraphRequest req;
     req.session_handle = handle_;
-    if (!part.graph.SerializeToString(&req.graph_def))
-      return errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
-    RegisterGraphResponse resp;
-    Status s = runtime_->channels()->Ask(p.actor, std::move(req), std::chrono::minutes(5), &resp);
-    if (!s.ok() && view_) s = Status(s.code(), "registering a partition on " + p.device + ": " + s.message());
-    if (s.ok()) s = resp.status;
-    if (!s.ok()) {
-      Deregister(*exe);
-      return s;
+    if (!part.graph.SerializeToString(&req.graph_def)) {
+      status = errors::InvalidArgument("the pruned graph cannot be serialized (over 2 GB?)");
+      break;
     }
-    p.graph_handle = resp.graph_handle;
+    auto ch = channels->Acquire();
+    status = ch->Start(p.actor, caf::make_message(std::move(req)));
+    if (!status.ok()) break;
+    asked.push_back(std::move(ch));
     exe->parts.push_back(std::move(p));
+  }
+  // Every request sent is answered (or times out) before the outcome is known.
+  std::vector<bool> registered(asked.size(), false);
+  for (size_t i = 0; i < asked.size(); ++i) {
+    caf::message reply;
+    Status s = asked[i]->Wait(std::chrono::minutes(5), &reply);
+    RegisterGraphResponse resp;
+    if (s.ok()) s = ReplyAs(reply, &resp);
+    if (!errors::IsDeadlineExceeded(s)) channels->Release(std::move(asked[i]));
+    if (!s.ok() && view_) s = Status(s.code(), "registering a partition on " + exe->parts[i].device + ": " + s.message());
+    if (s.ok()) s = resp.status;
+    if (s.ok()) {
+      exe->parts[i].graph_handle = resp.graph_handle;
+      registered[i] = true;
+    } else if (status.ok()) {
+      status = s;
+    }
+  }
+  if (!status.ok()) {
+    for (size_t i = 0; i < registered.size(); ++i)
+      if (registered[i]) caf::anon_send(exe->parts[i].actor, DeregisterGraph{exe->parts[i].graph_handle});
+    return status;
   }
   exe->device = exe->parts[0].actor;
   exe->graph_handle = exe->parts[0].graph_handle;
