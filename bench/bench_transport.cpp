@@ -15,7 +15,8 @@
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
 // The receiver acknowledges the last tensor of a batch; the sender times from its first send
 // to that acknowledgement. Latency: a 4-byte tensor there and back, one at a time (p50 of the
-// round trip / 2 is the one-way hop). Compression: 64 MiB of float32 sent as 16 bits (effective
+// round trip / 2 is the one-way hop). AF_BENCH_CHUNK_MB sets the sender's transport chunk size
+// (default 4 MiB), for experiments. Compression: 64 MiB of float32 sent as 16 bits (effective
 // bytes/s: the float32 bytes over the time).
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -207,6 +208,7 @@ int Driver(const char* self) {
   TransportOptions to;
   to.task = kSender;
   to.incarnation = 1;
+  if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
   TransportCallbacks cb;
   cb.deliver = [&](int64_t, RendezvousKey, Tensor, bool) { waiter.Ack(); };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
