@@ -351,3 +351,46 @@ TEST_CASE("distributed: float32 sent to another task as 16 bits, per session or 
     CHECK(out[1].dtype() == DT_INT32);  // only float32 is compressed
   }
 }
+
+TEST_CASE("distributed: when a master dies, its workers drop its graphs and cancel their steps", "[distributed]") {
+  LocalCluster cluster;
+  auto& ps = cluster.Start("ps", 0);
+  // The master is in worker 1, a process of its own, serving a client here.
+  auto& w1 = cluster.Start("worker", 1, {"--cluster", cluster.ClusterJson({{"worker", {"127.0.0.1:1", "127.0.0.1:2"}}})});
+  (void)ps;
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions qo;
+  qo.shared_name = "never_filled";
+  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs0), {DT_FLOAT}, qo);
+  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
+  ops::Mul(root.WithOpName("y"), deq[0], 2.f);
+  SessionOptions so;
+  so.target = "actorflow://127.0.0.1:" + std::to_string(w1.port);
+  so.device_find_timeout_ms = 10000;
+  Session session(so);
+  REQUIRE(session.Create(ToDef(root)).ok());
+  auto step = std::async(std::launch::async, [&] {
+    std::vector<Tensor> out;
+    RunOptions ro;
+    ro.timeout_in_ms = 60000;
+    return session.Run(ro, {}, {"y:0"}, {}, &out);  // waits in ps 0's dequeue
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);  // the master dies mid-step
+  REQUIRE(step.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const Status s = step.get();
+  INFO(s.ToString());
+  CHECK(errors::IsUnavailable(s));
+  // Ps 0 saw its worker session's master go and dropped the session's graphs.
+  const std::string log_path = cluster.dir() + "/ps_0.log";
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (text.find("its graphs are dropped") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream log(log_path);
+    text.assign((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  }
+  INFO(text);
+  CHECK(text.find("went down") != std::string::npos);
+  CHECK(text.find("its graphs are dropped") != std::string::npos);
+}
