@@ -228,15 +228,12 @@ void Want(RendezvousActor* self, int64_t step_id, const RendezvousKey& key, Wait
     return;
   }
   if (!table.lost_peers.empty()) {
-    std::string send_device;
-    if (SplitRendezvousKey(key.str(), &send_device, nullptr)) {
-      const std::string task = TaskOfDevice(send_device);
-      for (const auto& [lost, why] : table.lost_peers)
-        if (lost == task) {
-          Answer(self, w, step_id, why, Tensor(), false);
-          return;
-        }
-    }
+    const std::string_view task = SendTaskOfKey(key.str());
+    for (const auto& [lost, why] : table.lost_peers)
+      if (lost == task) {
+        Answer(self, w, step_id, why, Tensor(), false);
+        return;
+      }
   }
   Entry& e = table.entries[key];
   if (e.waiting) {
@@ -289,11 +286,10 @@ bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& ke
   auto& st = self->state;
   if (!st.transport) return false;
   try {
-    std::string recv_device;
-    if (!SplitRendezvousKey(key.str(), nullptr, &recv_device)) return false;
-    const std::string task = TaskOfDevice(recv_device);
+    // No allocation for a tensor that stays in this task.
+    const std::string_view task = RecvTaskOfKey(key.str());
     if (task.empty() || task == st.task) return false;
-    const Status s = st.transport->Send(task, step_id, key, value, is_dead, truncate16);
+    const Status s = st.transport->Send(std::string(task), step_id, key, value, is_dead, truncate16);
     if (!s.ok())
       if (StepTable* table = Table(self, step_id)) Abort(self, step_id, *table, s);
   } catch (...) {
@@ -309,8 +305,7 @@ void PeerFailed(RendezvousActor* self, const std::string& task, const Status& s)
     for (auto& [id, table] : self->state.steps) {
       bool waits = false;
       for (auto& [key, e] : table.entries) {
-        std::string send_device;
-        if (e.waiting && SplitRendezvousKey(key.str(), &send_device, nullptr) && TaskOfDevice(send_device) == task) {
+        if (e.waiting && SendTaskOfKey(key.str()) == task) {
           waits = true;
           break;
         }

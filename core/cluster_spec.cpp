@@ -119,6 +119,15 @@ Status CheckHostPort(const std::string& address) {
   return Status::OK();
 }
 
+Status SplitHostPort(const std::string& address, std::string* host, uint16_t* port) {
+  AF_RETURN_IF_ERROR(CheckHostPort(address));
+  const size_t colon = address.rfind(':');
+  *host = address.substr(0, colon);
+  if (host->front() == '[') *host = host->substr(1, host->size() - 2);
+  *port = static_cast<uint16_t>(std::atoi(address.c_str() + colon + 1));
+  return Status::OK();
+}
+
 Status ClusterSpec::Parse(const std::string& text, ClusterSpec* out, TaskId* task) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return errors::InvalidArgument("cluster: not valid JSON");

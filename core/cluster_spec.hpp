@@ -17,6 +17,7 @@
 // "/job:worker/replica:0/task:1/device:CPU:0".
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,5 +66,7 @@ class ClusterSpec {
 
 /// Whether `address` is "host:port" as a cluster accepts it; if not, why.
 Status CheckHostPort(const std::string& address);
+/// A checked "host:port" split in two; an IPv6 host loses its brackets ("[::1]:2222" -> "::1", 2222).
+Status SplitHostPort(const std::string& address, std::string* host, uint16_t* port);
 
 }  // namespace actorflow

@@ -229,4 +229,9 @@ Status MergeDeviceNames(DeviceName* target, const DeviceName& other) {
   return Status::OK();
 }
 
+std::string_view TaskOfDevice(std::string_view device) {
+  const size_t d = device.find("/device:");
+  return d == std::string_view::npos ? std::string_view() : device.substr(0, d);
+}
+
 }  // namespace actorflow

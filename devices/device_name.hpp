@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/status.hpp"
 
@@ -40,6 +41,10 @@ struct DeviceName {
 /// only the id. Job names are [a-z][a-z0-9_]*, types [A-Za-z][A-Za-z0-9_]*, numbers non-negative ints.
 /// `out` is written only on success.
 Status ParseDeviceName(const std::string& spec, DeviceName* out);
+
+/// The task part of a full device name ("/job:J/replica:R/task:T" of
+/// "/job:J/replica:R/task:T/device:CPU:0"); empty when it names none. A view into `device`.
+std::string_view TaskOfDevice(std::string_view device);
 
 /// "/job:J/replica:R/task:T/device:TYPE:N" for the components present (partial names print partially:
 /// "/device:CPU:*" for a type without an id, "/device:*:N" for an id without a type, "" for nothing).

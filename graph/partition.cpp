@@ -5,18 +5,13 @@
 #include <unordered_set>
 
 #include "core/tensor.hpp"
+#include "devices/device_name.hpp"
 #include "graph/control_flow_info.hpp"
 #include "ops/attrs.hpp"
 
 namespace actorflow {
 
 namespace {
-
-// "/job:J/replica:R/task:T" of a full device name ("" when it names none).
-std::string TaskPart(const std::string& device) {
-  const size_t d = device.find("/device:");
-  return d == std::string::npos ? std::string() : device.substr(0, d);
-}
 
 
 class Partitioner {
@@ -187,7 +182,7 @@ class Partitioner {
     send.add_input(send_input);
     (*send.mutable_attr())["T"] = AttrType(dtype);
     common(&send);
-    if (!control && dtype == DT_FLOAT && TaskPart(src_device) != TaskPart(dst_device)) {
+    if (!control && dtype == DT_FLOAT && TaskOfDevice(src_device) != TaskOfDevice(dst_device)) {
       std::string asked;
       const bool per_edge = GetNodeAttr(src->def(), "_wire_compression", &asked).ok() && asked == "truncate16";
       if (options_.truncate_float32_on_wire || per_edge) (*send.mutable_attr())["_wire_truncate16"] = AttrBool(true);

@@ -15,17 +15,6 @@ namespace actorflow {
 
 namespace {
 
-bool SplitAddress(const std::string& address, std::string* host, uint16_t* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = address.substr(0, colon);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  const int p = std::atoi(address.c_str() + colon + 1);
-  if (p <= 0 || p > 65535) return false;
-  *port = static_cast<uint16_t>(p);
-  return true;
-}
-
 bool Unspecified(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
 
 // Whether any of `filters` matches task `name` (empty filters: every task).
@@ -49,7 +38,7 @@ Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::ch
                      caf::actor* out) {
   std::string host;
   uint16_t port = 0;
-  if (!SplitAddress(address, &host, &port)) return errors::InvalidArgument("bad task address '", address, "'");
+  AF_RETURN_IF_ERROR(SplitHostPort(address, &host, &port));
   caf::scoped_actor self{sys};
   Status status = errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms");
   // Through CAF's openssl module in a secured process (mutual TLS), else plain.
@@ -217,7 +206,7 @@ std::vector<TaskPeer> ClusterView::Peers() const {
     p.port = t.status.transport_port;
     if (Unspecified(p.host)) {  // bound to every interface: reach it where the cluster says it is
       uint16_t ignored;
-      if (!SplitAddress(t.address, &p.host, &ignored)) p.host = "127.0.0.1";
+      if (!SplitHostPort(t.address, &p.host, &ignored).ok()) p.host = "127.0.0.1";
     }
     peers.push_back(std::move(p));
   }

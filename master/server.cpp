@@ -18,14 +18,6 @@ namespace actorflow {
 namespace {
 std::mutex g_servers_mu;
 std::map<std::string, Server*> g_servers;  // by target; guarded by g_servers_mu
-
-bool SplitHostPort(const std::string& address, std::string* host, int* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = address.substr(0, colon);
-  *port = std::atoi(address.c_str() + colon + 1);
-  return true;
-}
 }  // namespace
 
 bool IsLoopback(const std::string& host) {
@@ -45,9 +37,10 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
     if (!options.has_cluster)
       return errors::InvalidArgument("no port: give --port, or a cluster naming task ", options.task.name());
     std::string address, host;
+    uint16_t port = 0;
     AF_RETURN_IF_ERROR(options.cluster.Address(options.task, &address));
-    if (!SplitHostPort(address, &host, &options.port))
-      return errors::InvalidArgument("bad address ", address, " of task ", options.task.name());
+    AF_RETURN_IF_ERROR(SplitHostPort(address, &host, &port));
+    options.port = port;
   }
   if (options.port > 65535) return errors::InvalidArgument("--port must be in 0..65535, got ", options.port);
   if (options.tls.enabled()) AF_RETURN_IF_ERROR(CheckTlsFiles(options.tls));

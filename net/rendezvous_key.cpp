@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "devices/device_name.hpp"
+
 namespace actorflow {
 
 RendezvousKey::RendezvousKey(std::string text) {
@@ -14,6 +16,19 @@ RendezvousKey::RendezvousKey(std::string text) {
 const std::string& RendezvousKey::str() const {
   static const std::string* empty = new std::string();  // never destroyed: keys may outlive statics
   return rep_ ? rep_->text : *empty;
+}
+
+std::string_view SendTaskOfKey(const std::string& key) {
+  const size_t a = key.find(';');
+  return a == std::string::npos ? std::string_view() : TaskOfDevice(std::string_view(key).substr(0, a));
+}
+
+std::string_view RecvTaskOfKey(const std::string& key) {
+  const size_t a = key.find(';');
+  const size_t b = a == std::string::npos ? a : key.find(';', a + 1);
+  const size_t c = b == std::string::npos ? b : key.find(';', b + 1);
+  if (c == std::string::npos) return std::string_view();
+  return TaskOfDevice(std::string_view(key).substr(b + 1, c - b - 1));
 }
 
 RendezvousKey MakeRendezvousKey(const std::string& send_device, uint64_t send_device_incarnation,

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace actorflow {
 
@@ -44,6 +45,11 @@ class RendezvousKey {
 struct RendezvousKeyHash {
   size_t operator()(const RendezvousKey& k) const { return k.hash(); }
 };
+
+/// The tasks of a key's sending and receiving devices ("/job:J/replica:R/task:T"), as views into
+/// `key`'s text, without allocating; empty when the text does not have that layout.
+std::string_view SendTaskOfKey(const std::string& key);
+std::string_view RecvTaskOfKey(const std::string& key);
 
 /// The key of one transfer (see the file comment).
 RendezvousKey MakeRendezvousKey(const std::string& send_device, uint64_t send_device_incarnation,

@@ -382,11 +382,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         return Bad(in, "dims x element size != payload length");
     }
     st.key = RendezvousKey(std::string(p + kBeginFixed, key_len));
-    {  // A tensor for another task is not this process's to take (never forwarded).
-      std::string recv_device;
-      if (!SplitRendezvousKey(st.key.str(), nullptr, &recv_device) || TaskOfDevice(recv_device) != options.task)
-        return Bad(in, "a tensor for another task (key " + st.key.str() + ")");
-    }
+    // A tensor for another task is not this process's to take (never forwarded).
+    if (RecvTaskOfKey(st.key.str()) != options.task) return Bad(in, "a tensor for another task (key " + st.key.str() + ")");
     // The sender must be the incarnation this process knows for its task.
     uint64_t known = 0;
     bool found;
@@ -784,24 +781,6 @@ Status TensorTransport::Send(const std::string& task, int64_t step_id, const Ren
   for (uint32_t d = 0; d < ndims; ++d) Put<int64_t>(&st->begin, shape.dim_size(static_cast<int>(d)));
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();
-}
-
-std::string TaskOfDevice(const std::string& device) {
-  const size_t d = device.find("/device:");
-  if (d == std::string::npos || d == 0) return std::string();
-  return device.substr(0, d);
-}
-
-bool SplitRendezvousKey(const std::string& key, std::string* send_device, std::string* recv_device) {
-  const size_t a = key.find(';');
-  if (a == std::string::npos) return false;
-  const size_t b = key.find(';', a + 1);
-  if (b == std::string::npos) return false;
-  const size_t c = key.find(';', b + 1);
-  if (c == std::string::npos) return false;
-  if (send_device) send_device->assign(key, 0, a);
-  if (recv_device) recv_device->assign(key, b + 1, c - b - 1);
-  return true;
 }
 
 }  // namespace actorflow

@@ -111,9 +111,5 @@ class TensorTransport {
   std::shared_ptr<Impl> impl_;  // shared with the handlers in flight
 };
 
-/// The task part ("/job:J/replica:R/task:T") of a full device name, or "" when it has none.
-std::string TaskOfDevice(const std::string& device);
-/// The send and receive device names of a rendezvous key's text.
-bool SplitRendezvousKey(const std::string& key, std::string* send_device, std::string* recv_device);
 
 }  // namespace actorflow

@@ -90,21 +90,7 @@ TEST_CASE("across devices: a cond in the root frame whose branch runs on another
   for (bool taken : {false, true}) {
     TwoCpus cpus;
     Scope root = Scope::NewRootScope().WithDevice("/device:CPU:0");
-    auto pred = ops::Placeholder(root.WithOpName("pred"), DT_BOOL);
-    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
-    OutputList out;
-    REQUIRE(ops::Cond(
-                root, pred,
-                [&](const Scope& s, OutputList* r) {
-                  *r = {ops::Mul(s.WithDevice(kCpu1), x, 2.f)};  // dead on CPU:1 when not taken
-                  return s.status();
-                },
-                [&](const Scope& s, OutputList* r) {
-                  *r = {ops::Neg(s, x)};
-                  return s.status();
-                },
-                &out)
-                .ok());
+    OutputList out = test::DoubleOrNegate(root, kCpu1, "");  // dead on CPU:1 when not taken
     auto v = cpus.Run(root, out, {{"pred", Bool(taken)}, {"x", Tensor::Scalar<float>(3.f)}});
     CHECK(v[0].scalar<float>() == (taken ? 6.f : -3.f));
   }

@@ -16,6 +16,29 @@ namespace test {
 
 inline Tensor Bool(bool b) { return Tensor::Scalar<bool>(b); }
 
+// pred ? x * 2 : -x, the true branch on `taken_on` and the false one on
+// `other_on` ("": the scope's device); placeholders "pred" (bool) and "x"
+// (float). The untaken branch's tensors are dead where it runs.
+inline OutputList DoubleOrNegate(const Scope& root, const std::string& taken_on, const std::string& other_on) {
+  auto on = [](const Scope& s, const std::string& d) { return d.empty() ? s : s.WithDevice(d); };
+  auto pred = ops::Placeholder(root.WithOpName("pred"), DT_BOOL);
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  OutputList out;
+  Status st = ops::Cond(
+      root, pred,
+      [&](const Scope& s, OutputList* r) {
+        *r = {ops::Mul(on(s, taken_on), x, 2.f)};
+        return s.status();
+      },
+      [&](const Scope& s, OutputList* r) {
+        *r = {ops::Neg(on(s, other_on), x)};
+        return s.status();
+      },
+      &out);
+  REQUIRE(st.ok());
+  return out;
+}
+
 // (i, x) = (0, 1); while (i < n) { i += 1; x *= 2 }, the doubling on
 // `other` and the counter on the scope's device. Outputs (n, 2^n).
 inline OutputList DoublingLoop(const Scope& root, Output n, const std::string& other, int64_t parallel_iterations) {

@@ -112,21 +112,7 @@ TEST_CASE("distributed: a nested loop over three processes and a cond whose bran
   }
   for (bool taken : {false, true}) {
     Scope root = Scope::NewRootScope().WithDevice(kWorker);
-    auto pred = ops::Placeholder(root.WithOpName("pred"), DT_BOOL);
-    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
-    OutputList out;
-    REQUIRE(ops::Cond(
-                root, pred,
-                [&](const Scope& s, OutputList* r) {
-                  *r = {ops::Mul(s.WithDevice(kPs0), x, 2.f)};  // dead in ps 0 when not taken
-                  return s.status();
-                },
-                [&](const Scope& s, OutputList* r) {
-                  *r = {ops::Neg(s.WithDevice(kPs1), x)};
-                  return s.status();
-                },
-                &out)
-                .ok());
+    OutputList out = test::DoubleOrNegate(root, kPs0, kPs1);  // the untaken branch's tensors are dead in its task
     Session session(c.Options());
     REQUIRE(session.Create(ToDef(root)).ok());
     auto v = RunOk(&session, out, {{"pred", test::Bool(taken)}, {"x", Tensor::Scalar<float>(3.f)}});
