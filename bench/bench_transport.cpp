@@ -98,6 +98,25 @@ void RawReceiveOn(Stream& sock) {
 }
 void RawReceive(tcp::socket sock) { RawReceiveOn(sock); }
 
+// The receiving process's transport: it acknowledges each batch's last tensor
+// with a 4-byte tensor back to the sender. Null when it cannot start.
+std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
+  std::unique_ptr<TensorTransport> transport;
+  auto tp = std::make_shared<TensorTransport*>(nullptr);
+  TransportOptions to;
+  to.task = kReceiver;
+  to.incarnation = 2;
+  to.tls = tls;
+  TransportCallbacks cb;
+  cb.deliver = [tp](int64_t step, RendezvousKey key, Tensor, bool) {
+    if (key.str().find(";last") != std::string::npos)
+      (void)(*tp)->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
+  };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
+  *tp = transport.get();
+  return transport;
+}
+
 int Receiver() {
   // Raw Asio.
   asio::io_context io;
@@ -113,18 +132,8 @@ int Receiver() {
     }
   });
   // The tensor transport: acknowledges a tensor named "last..." with a 4-byte tensor back.
-  std::unique_ptr<TensorTransport> transport;
-  TensorTransport* tp = nullptr;
-  TransportOptions to;
-  to.task = kReceiver;
-  to.incarnation = 2;
-  TransportCallbacks cb;
-  cb.deliver = [&tp](int64_t step, RendezvousKey key, Tensor, bool) {
-    if (key.str().find(";last") != std::string::npos)
-      (void)tp->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
-  };
-  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
-  tp = transport.get();
+  std::unique_ptr<TensorTransport> transport = ReceivingEndpoint(TlsOptions());
+  if (!transport) return 1;
   // CAF remote messages.
   NetConfig cfg;
   caf::actor_system sys(cfg);
@@ -198,25 +207,36 @@ struct Waiter {
   }
 };
 
+// The driver's transport, introduced to the receiver (whose transport port is
+// `peer_port`) through the child's pipes; counts acknowledgements in `waiter`.
+// AF_BENCH_CHUNK_MB sets its chunk size. Null when it cannot start.
+std::unique_ptr<TensorTransport> SendingEndpoint(const TlsOptions& tls, Waiter* waiter, const Child& child,
+                                                 int peer_port) {
+  std::unique_ptr<TensorTransport> transport;
+  TransportOptions to;
+  to.task = kSender;
+  to.incarnation = 1;
+  to.tls = tls;
+  if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
+  TransportCallbacks cb;
+  cb.deliver = [waiter](int64_t, RendezvousKey, Tensor, bool) { waiter->Ack(); };
+  if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
+  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(peer_port), 2);
+  std::fprintf(child.to, "%d\n", transport->port());
+  std::fflush(child.to);
+  char ready[16] = {};
+  if (std::fscanf(child.from, "%15s", ready) != 1 || std::string(ready) != "ready") return nullptr;
+  return transport;
+}
+
 int Driver(const char* self) {
   Child child = SpawnSelf(self, {"receiver"});
   int raw_port = 0, tp_port = 0, caf_port = 0;
   if (std::fscanf(child.from, "%d %d %d", &raw_port, &tp_port, &caf_port) != 3) return 1;
 
   Waiter waiter;
-  std::unique_ptr<TensorTransport> transport;
-  TransportOptions to;
-  to.task = kSender;
-  to.incarnation = 1;
-  if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
-  TransportCallbacks cb;
-  cb.deliver = [&](int64_t, RendezvousKey, Tensor, bool) { waiter.Ack(); };
-  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
-  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(tp_port), 2);
-  std::fprintf(child.to, "%d\n", transport->port());
-  std::fflush(child.to);
-  char ready[16] = {};
-  if (std::fscanf(child.from, "%15s", ready) != 1 || std::string(ready) != "ready") return 1;
+  std::unique_ptr<TensorTransport> transport = SendingEndpoint(TlsOptions(), &waiter, child, tp_port);
+  if (!transport) return 1;
 
   asio::io_context io;
   tcp::socket raw(io);
@@ -345,19 +365,8 @@ int TlsReceiver(const std::string& dir) {
       }).detach();
     }
   });
-  std::unique_ptr<TensorTransport> transport;
-  TensorTransport* tp = nullptr;
-  TransportOptions to;
-  to.task = kReceiver;
-  to.incarnation = 2;
-  to.tls = TlsFiles(dir, "receiver");
-  TransportCallbacks cb;
-  cb.deliver = [&tp](int64_t step, RendezvousKey key, Tensor, bool) {
-    if (key.str().find(";last") != std::string::npos)
-      (void)tp->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
-  };
-  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
-  tp = transport.get();
+  std::unique_ptr<TensorTransport> transport = ReceivingEndpoint(TlsFiles(dir, "receiver"));
+  if (!transport) return 1;
   std::cout << acceptor.local_endpoint().port() << " " << transport->port() << std::endl;
   int sender_port = 0;
   std::cin >> sender_port;
@@ -389,19 +398,8 @@ int TlsDriver(const char* self) {
   int raw_port = 0, tp_port = 0;
   if (std::fscanf(child.from, "%d %d", &raw_port, &tp_port) != 2) return 1;
   Waiter waiter;
-  std::unique_ptr<TensorTransport> transport;
-  TransportOptions to;
-  to.task = kSender;
-  to.incarnation = 1;
-  to.tls = TlsFiles(dir, "sender");
-  TransportCallbacks cb;
-  cb.deliver = [&](int64_t, RendezvousKey, Tensor, bool) { waiter.Ack(); };
-  if (!TensorTransport::Start(to, cb, &transport).ok()) return 1;
-  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(tp_port), 2);
-  std::fprintf(child.to, "%d\n", transport->port());
-  std::fflush(child.to);
-  char ready[16] = {};
-  if (std::fscanf(child.from, "%15s", ready) != 1) return 1;
+  std::unique_ptr<TensorTransport> transport = SendingEndpoint(TlsFiles(dir, "sender"), &waiter, child, tp_port);
+  if (!transport) return 1;
 
   asio::io_context io;
   auto ctx = TlsContext(dir, "sender");
