@@ -4,7 +4,9 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/manager.hpp>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "actors/runtime.hpp"
 #include "devices/device_name.hpp"
@@ -40,26 +42,38 @@ Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::ch
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(SplitHostPort(address, &host, &port));
   caf::scoped_actor self{sys};
-  Status status = errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms");
   // Through CAF's openssl module in a secured process (mutual TLS), else plain.
   const caf::io::middleman_actor& connector =
       sys.has_openssl_manager() ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
-  self->request(connector, timeout, caf::connect_atom::value, host, port)
-      .receive(
-          [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
-            if (!ptr) {
-              status = errors::Unavailable("nothing is published at ", address);
-              return;
-            }
-            *out = caf::actor_cast<caf::actor>(ptr);
-            status = Status::OK();
-          },
-          [&](caf::error& err) {
-            status = err == caf::sec::request_timeout
-                         ? errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms")
-                         : errors::Unavailable("cannot connect to ", address, ": ", sys.render(err));
-          });
-  return status;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  const auto no_answer = [&] { return errors::DeadlineExceeded("no answer from ", address, " within ", timeout.count(), " ms"); };
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return no_answer();
+    Status status = no_answer();
+    bool transient = false;
+    self->request(connector, left, caf::connect_atom::value, host, port)
+        .receive(
+            [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+              if (!ptr) {
+                status = errors::Unavailable("nothing is published at ", address);
+                return;
+              }
+              *out = caf::actor_cast<caf::actor>(ptr);
+              status = Status::OK();
+            },
+            [&](caf::error& err) {
+              if (err == caf::sec::request_timeout) return;  // no_answer()
+              status = errors::Unavailable("cannot connect to ", address, ": ", sys.render(err));
+              // The peer accepted but its handshake did not complete within the
+              // connection timeout, or the connection closed during it: a busy
+              // peer, worth another try while the deadline allows.
+              transient = err == caf::sec::connection_timeout || err == caf::sec::disconnect_during_handshake;
+            });
+    if (!transient) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= until) return status;
+  }
 }
 
 Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const TaskId& local,

@@ -72,6 +72,8 @@ class ClusterView {
 };
 
 /// Connects to the actor published at `host:port` (CAF's middleman), within `timeout`.
+/// A handshake that times out or breaks off (a busy peer) is tried again while
+/// the timeout allows; a refused connection fails at once (Unavailable).
 Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::chrono::milliseconds timeout,
                      caf::actor* out);
 

@@ -47,8 +47,8 @@ struct Cluster {
     o.task = TaskId{"worker", 0};
     o.port = 0;
     o.num_threads = 2;
-    o.heartbeat_ms = 100;
-    o.peer_timeout_ms = 1000;
+    o.heartbeat_ms = test::kTestHeartbeatMs;
+    o.peer_timeout_ms = test::kTestPeerTimeoutMs;
     Status s = Server::Create(o, &server);
     INFO(s.ToString());
     REQUIRE(s.ok());
@@ -242,7 +242,7 @@ TEST_CASE("distributed: a killed task fails the steps that need it with Unavaila
 
 TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it after the peer timeout, never a hang",
           "[distributed]") {
-  Cluster c;  // heartbeats every 100 ms; a peer silent for 1 s is down
+  Cluster c;  // heartbeats every 100 ms; a peer silent for 1 s is down (4x in sanitized builds)
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   auto there = ops::Mul(root.WithOpName("there").WithDevice(kPs1), x, 2.f);

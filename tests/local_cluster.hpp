@@ -24,8 +24,18 @@
 
 extern char** environ;
 
+#ifndef AF_TEST_SLOWDOWN
+#define AF_TEST_SLOWDOWN 1
+#endif
+
 namespace actorflow {
 namespace test {
+
+/// The heartbeat interval and peer timeout of every test task: short, so a
+/// hung peer is detected quickly, and scaled in sanitized builds (several
+/// times slower), where a 1 s silence under load is not yet a failure.
+constexpr int kTestHeartbeatMs = 100 * AF_TEST_SLOWDOWN;
+constexpr int kTestPeerTimeoutMs = 1000 * AF_TEST_SLOWDOWN;
 
 class LocalCluster {
  public:
@@ -142,7 +152,8 @@ class LocalCluster {
     std::error_code ec;
     std::filesystem::remove(t->port_file, ec);
     std::vector<std::string> args = {AF_CLI_PATH, "server", "--job", t->job, "--task", std::to_string(t->index),
-                                     "--port-file", t->port_file, "--heartbeat-ms", "100", "--peer-timeout-ms", "1000"};
+                                     "--port-file", t->port_file, "--heartbeat-ms", std::to_string(kTestHeartbeatMs),
+                                     "--peer-timeout-ms", std::to_string(kTestPeerTimeoutMs)};
     bool has_port = false;
     for (const auto& e : t->extra) has_port = has_port || e.rfind("--port=", 0) == 0;
     if (!has_port) args.push_back("--port=0");
