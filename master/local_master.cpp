@@ -78,10 +78,7 @@ LocalMaster::LocalMaster(SessionOptions options, std::string handle, ClusterSpec
   task_ = std::move(task);
 }
 
-LocalMaster::~LocalMaster() {
-  Close();
-  if (presence_) caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
-}
+LocalMaster::~LocalMaster() { Close(); }
 
 Status LocalMaster::ConnectCluster() {
   // By default a session of a cluster with parameter servers uses them and
@@ -528,6 +525,11 @@ Status LocalMaster::Close() {
       for (const auto& d : t.status.devices) caf::anon_send(d.actor, CloseSession{handle_});
       if (!t.local) caf::anon_send(t.task_actor, DeleteWorkerSessionRequest{handle_});
     }
+    // The actor standing for this master ends with the session, not with the
+    // Session object: a Server destroyed while a closed Session still exists
+    // would otherwise wait for it forever (~actor_system).
+    if (presence_) caf::anon_send_exit(presence_, caf::exit_reason::user_shutdown);
+    presence_ = caf::actor();
     return Status::OK();
   }
   for (size_t d = 0; d < runtime_->devices().size(); ++d)

@@ -7,6 +7,7 @@
 // bounded time, with the error naming it. All on 127.0.0.1.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -379,4 +380,33 @@ TEST_CASE("distributed: when a master dies, its workers drop its graphs and canc
   INFO(text);
   CHECK(text.find("went down") != std::string::npos);
   CHECK(text.find("its graphs are dropped") != std::string::npos);
+}
+
+TEST_CASE("distributed: a Server destroyed after its sessions are closed, the Session objects still alive, ends",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Add(root.WithOpName("y"), ops::Mul(root.WithDevice(kPs0), x, 2.f), 1.f);
+  Session first(c.Options()), second(c.Options());
+  for (Session* s : {&first, &second}) {
+    REQUIRE(s->Create(ToDef(root)).ok());
+    CHECK(RunOk(s, {y}, {{"x", Tensor::Scalar<float>(1.f)}})[0].scalar<float>() == 3.f);
+    REQUIRE(s->Close().ok());
+  }
+  // Bounded: a Server whose actor system waits for an actor of a closed
+  // session never returns; a watchdog then ends the process rather than let
+  // the test hang. (On this thread: CAF 0.17 pins an actor system's logger to
+  // the threads that spawned in it, so ~actor_system must run on one of them.)
+  std::atomic<bool> ended{false};
+  std::thread watchdog([&ended] {
+    for (int i = 0; i < 3000 && !ended.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!ended.load()) {
+      std::fprintf(stderr, "FAILED: ~Server did not return within 30 s after its sessions were closed\n");
+      std::_Exit(1);
+    }
+  });
+  c.server.reset();
+  ended = true;
+  watchdog.join();
 }
