@@ -5,7 +5,8 @@
 //   bench_transport tls           the transport with mutual TLS beside raw Boost.Asio TLS 1.3
 //                                 (the same certificates, made with the openssl command)
 //   bench_transport steps CLI     a step across processes (an `actorflow server` started from CLI)
-//                                 beside the same partitions on two devices of one process
+//                                 beside the same partitions on two devices of one process; steps
+//                                 of 2 and 12 hops give one hop's cost inside a step
 //
 // Throughput, one way, 4 KiB to 64 MiB, each size measured in interleaved rounds:
 //   transport  actorflow's tensor transport (net/tensor_transport.hpp): the tensor's own bytes,
@@ -15,7 +16,8 @@
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
 // The receiver acknowledges the last tensor of a batch; the sender times from its first send
 // to that acknowledgement. Latency: a 4-byte tensor there and back, one at a time (p50 of the
-// round trip / 2 is the one-way hop). AF_BENCH_CHUNK_MB sets the sender's transport chunk size
+// round trip / 2 is the one-way hop), in blocks of 100 per implementation (CAF's workers poll
+// for a while after a message: alternating single calls would charge that to the others). AF_BENCH_CHUNK_MB sets the sender's transport chunk size
 // (default 4 MiB), for experiments. Compression: 64 MiB of float32 sent as 16 bits (effective
 // bytes/s: the float32 bytes over the time).
 #include <boost/asio.hpp>
@@ -282,7 +284,7 @@ int Driver(const char* self) {
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
     auto stats = bench::MeasureInterleaved(
-        5, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }});
+        5, 1, {[&] { if (!std::getenv("ONLY") || std::string(std::getenv("ONLY")) == "t") send_transport(t, n, false); }, [&] { if (!std::getenv("ONLY") || std::string(std::getenv("ONLY")) == "r") send_raw(t, n); }, [&] { if (!std::getenv("ONLY")) send_caf(t, n); }});
     const char* impls[] = {"transport", "raw_asio", "caf"};
     for (int i = 0; i < 3; ++i)
       bench::Print("transport_throughput",
@@ -310,8 +312,8 @@ int Driver(const char* self) {
   // Latency: a 4-byte tensor there and back, one at a time.
   {
     Tensor t = Tensor::Scalar<float>(1.f);
-    auto stats = bench::MeasureInterleaved(
-        2000, 1, {[&] { send_transport(t, 1, false); }, [&] { send_raw(t, 1); }, [&] { send_caf(t, 1); }});
+    auto stats = bench::MeasureInterleavedCalls(
+        20, 100, {[&] { send_transport(t, 1, false); }, [&] { send_raw(t, 1); }, [&] { send_caf(t, 1); }});
     const char* impls[] = {"transport", "raw_asio", "caf"};
     for (int i = 0; i < 3; ++i)
       bench::Print("transport_latency", std::string("\"bytes\":4,\"impl\":\"") + impls[i] + "\"", "round_trip_p50",
@@ -468,11 +470,13 @@ int Steps(const std::string& cli) {
   std::ifstream(port_file) >> port;
   if (port == 0) return 1;
 
-  auto graph = [](const std::string& there, const std::string& here) {
+  // x (here) -> there -> here -> ... -> y (here): `hops` 4-byte tensors cross, one after another.
+  auto graph = [](const std::string& there, const std::string& here, int hops) {
     Scope root = Scope::NewRootScope();
-    auto x = ops::Placeholder(root.WithOpName("x").WithDevice(here), DT_FLOAT);
-    auto a = ops::Identity(root.WithOpName("a").WithDevice(there), x);
-    ops::Identity(root.WithOpName("y").WithDevice(here), a);
+    Output cur = ops::Placeholder(root.WithOpName("x").WithDevice(here), DT_FLOAT);
+    for (int i = 1; i <= hops; ++i)
+      cur = ops::Identity(root.WithOpName(i == hops ? "y" : "a" + std::to_string(i)).WithDevice(i % 2 ? there : here),
+                          cur);
     proto::GraphDef def;
     if (!root.ToGraphDef(&def).ok()) std::exit(1);
     return def;
@@ -489,32 +493,45 @@ int Steps(const std::string& cli) {
   if (!Server::Create(so, &server).ok()) return 1;
   SessionOptions cross;
   cross.target = server->target();
-  Session distributed(cross);
-  if (!distributed.Create(graph("/job:ps/task:0", "/job:worker/task:0")).ok()) return 1;
+  // Steps of 2 and of 12 hops, across processes and across two devices of one
+  // process: the step (2 hops: there and back) and, from the difference, the
+  // cost of one hop inside a step (its step's start and answer excluded).
+  constexpr int kShort = 2, kLong = 12;
+  Session distributed(cross), distributed_long(cross);
+  if (!distributed.Create(graph("/job:ps/task:0", "/job:worker/task:0", kShort)).ok()) return 1;
+  if (!distributed_long.Create(graph("/job:ps/task:0", "/job:worker/task:0", kLong)).ok()) return 1;
   RuntimeOptions ro;
   ro.num_cpu_devices = 2;
   Runtime local_rt(ro);
   SessionOptions lo;
   lo.runtime = &local_rt;
-  Session local(lo);
-  if (!local.Create(graph("/device:CPU:1", "/device:CPU:0")).ok()) return 1;
+  Session local(lo), local_long(lo);
+  if (!local.Create(graph("/device:CPU:1", "/device:CPU:0", kShort)).ok()) return 1;
+  if (!local_long.Create(graph("/device:CPU:1", "/device:CPU:0", kLong)).ok()) return 1;
   const Tensor x = Tensor::Scalar<float>(1.f);
   std::vector<Tensor> out;
-  auto stats = bench::MeasureInterleaved(
-      2000, 1,
-      {[&] {
-         if (!distributed.Run({{"x", x}}, {"y:0"}, {}, &out).ok()) std::exit(1);
-       },
-       [&] {
-         if (!local.Run({{"x", x}}, {"y:0"}, {}, &out).ok()) std::exit(1);
-       }});
+  auto run = [&](Session* s) {
+    return [s, &x, &out] {
+      if (!s->Run({{"x", x}}, {"y:0"}, {}, &out).ok()) std::exit(1);
+    };
+  };
+  auto stats = bench::MeasureInterleavedCalls(
+      20, 100, {run(&distributed), run(&local), run(&distributed_long), run(&local_long)});
   bench::Print("step_two_partitions", "\"hops\":2,\"bytes\":4,\"impl\":\"two_processes\"", "step_p50", "us", stats[0],
                1e6);
   bench::Print("step_two_partitions", "\"hops\":2,\"bytes\":4,\"impl\":\"two_devices_one_process\"", "step_p50",
                "us", stats[1], 1e6);
-  std::printf("{\"bench\":\"step_two_partitions\",\"ratio_processes_vs_devices\":%.3f,\"hop_estimate_us\":%.1f}\n",
-              stats[0].median / stats[1].median, (stats[0].median - stats[1].median) / 2 * 1e6);
+  bench::Print("step_two_partitions", "\"hops\":12,\"bytes\":4,\"impl\":\"two_processes\"", "step_p50", "us",
+               stats[2], 1e6);
+  bench::Print("step_two_partitions", "\"hops\":12,\"bytes\":4,\"impl\":\"two_devices_one_process\"", "step_p50",
+               "us", stats[3], 1e6);
+  const double hop_processes = (stats[2].median - stats[0].median) / (kLong - kShort) * 1e6;
+  const double hop_devices = (stats[3].median - stats[1].median) / (kLong - kShort) * 1e6;
+  std::printf("{\"bench\":\"step_two_partitions\",\"ratio_processes_vs_devices\":%.3f,"
+              "\"hop_in_step_us\":{\"two_processes\":%.1f,\"two_devices_one_process\":%.1f}}\n",
+              stats[0].median / stats[1].median, hop_processes, hop_devices);
   distributed.Close();
+  distributed_long.Close();
   server.reset();
   kill(pid, SIGTERM);
   int status = 0;

@@ -64,6 +64,16 @@ inline Stats Measure(int warmup, int reps, const std::function<void()>& fn) {
   return {t[t.size() / 2], t.front(), t.back(), reps};
 }
 
+/// Median, min and max of each implementation's samples (sorts them).
+inline std::vector<Stats> SortedStats(std::vector<std::vector<double>>* samples) {
+  std::vector<Stats> out;
+  for (auto& v : *samples) {
+    std::sort(v.begin(), v.end());
+    out.push_back({v[v.size() / 2], v.front(), v.back(), static_cast<int>(v.size())});
+  }
+  return out;
+}
+
 /// Runs each of fns `block` times in turn per round, `rounds` rounds after a
 /// warm-up round; one figure per round and fn (seconds per call). A slow
 /// spell of a shared machine then hits every implementation alike, so their
@@ -80,12 +90,28 @@ inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::v
       t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / block);
     }
   }
-  std::vector<Stats> out;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    out.push_back({v[v.size() / 2], v.front(), v.back(), rounds});
+  return SortedStats(&t);
+}
+
+/// As MeasureInterleaved, but every call is one sample (latency percentiles):
+/// `rounds` rounds of `block` calls of each fn in turn, after a warm-up block.
+/// Blocks rather than single calls alternate, so what one implementation
+/// leaves running after a call (a runtime's threads polling for more work)
+/// does not land on the next implementation's every call.
+inline std::vector<Stats> MeasureInterleavedCalls(int rounds, int block, const std::vector<std::function<void()>>& fns) {
+  for (auto& fn : fns)
+    for (int i = 0; i < block; ++i) fn();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t f = 0; f < fns.size(); ++f) {
+      for (int i = 0; i < block; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        fns[f]();
+        t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
   }
-  return out;
+  return SortedStats(&t);
 }
 
 /// Prints {"bench":..,"params":{..,"impl":..},"metric":..,"unit":..,"median":..,"min":..,"max":..,"reps":..}.

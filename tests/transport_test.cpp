@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -224,6 +225,110 @@ TEST_CASE("transport: a small tensor is not held behind a huge one") {
   auto b = p.in_b.Next();
   CHECK(b.key == Key("big").str());
   CHECK(std::memcmp(b.value.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+}
+
+TEST_CASE("transport: small tensors written by their callers' threads interleave with queued large ones, all intact") {
+  // Senders on four threads (small tensors go out on the caller's thread when
+  // the connection is idle; what the socket does not take, the transport's
+  // thread finishes) beside large tensors queued behind and between them.
+  Pair p(size_t{1} << 20);
+  constexpr int kThreads = 4, kPerThread = 300, kBig = 6;
+  auto value = [](int t, int i) {
+    const int64_t n = 1 + (t * 7919 + i * 104729) % (16 << 10);  // 4 B .. 64 KiB of int32
+    Tensor v(DT_INT32, TensorShape{n});
+    for (int64_t k = 0; k < n; ++k) v.data<int32_t>()[k] = static_cast<int32_t>(t * 1000003 + i * 31 + k);
+    return v;
+  };
+  Tensor big(DT_FLOAT, TensorShape{(int64_t{8} << 20) / 4});
+  for (int64_t k = 0; k < big.NumElements(); ++k) big.data<float>()[k] = static_cast<float>(k % 65521);
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t)
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i)
+        CHECK(p.a->Send(kB, 1, Key("s" + std::to_string(t) + "_" + std::to_string(i)), value(t, i), false).ok());
+    });
+  for (int b = 0; b < kBig; ++b) REQUIRE(p.a->Send(kB, 1, Key("big" + std::to_string(b)), big, false).ok());
+  for (auto& s : senders) s.join();
+  std::map<std::string, Tensor> got;
+  for (int n = 0; n < kThreads * kPerThread + kBig; ++n) {
+    auto item = p.in_b.Next();
+    REQUIRE(item.status.ok());
+    CHECK(got.emplace(item.key, item.value).second);  // each once
+  }
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kPerThread; ++i) {
+      auto it = got.find(Key("s" + std::to_string(t) + "_" + std::to_string(i)).str());
+      REQUIRE(it != got.end());
+      const Tensor want = value(t, i);
+      REQUIRE(it->second.shape() == want.shape());
+      CHECK(std::memcmp(it->second.raw_data(), want.raw_data(), want.TotalBytes()) == 0);
+    }
+  for (int b = 0; b < kBig; ++b) {
+    auto it = got.find(Key("big" + std::to_string(b)).str());
+    REQUIRE(it != got.end());
+    CHECK(std::memcmp(it->second.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+  }
+  CHECK(p.b->data_loss_count() == 0);
+}
+
+TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, writes cut short) arrive whole") {
+  // The receiver's thread stalls in its first delivery while the sender
+  // writes 64 KiB tensors until the socket buffers are full: direct writes
+  // then fall short or find no room, and the transport's thread must finish
+  // each one before anything else goes on the connection.
+  Inbox in_b;
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool open = false;
+  TransportCallbacks cb = in_b.Callbacks();
+  auto deliver = cb.deliver;
+  cb.deliver = [&](int64_t step, RendezvousKey key, Tensor v, bool dead) {
+    if (key.str() == Key("gate").str()) {
+      std::unique_lock<std::mutex> l(gate_mu);
+      gate_cv.wait_for(l, std::chrono::seconds(10), [&] { return open; });  // bounded
+    }
+    deliver(step, std::move(key), std::move(v), dead);
+  };
+  Inbox in_a;
+  std::unique_ptr<TensorTransport> a, b;
+  TransportOptions oa, ob;
+  oa.task = kA;
+  oa.incarnation = 111;
+  ob.task = kB;
+  ob.incarnation = 222;
+  REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
+  REQUIRE(TensorTransport::Start(ob, cb, &b).ok());
+  a->SetPeer(kB, "127.0.0.1", b->port(), 222);
+  b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+  REQUIRE(a->Send(kB, 1, Key("gate"), Tensor::Scalar<int32_t>(0), false).ok());
+  constexpr int kCount = 600;  // 600 x 64 KiB: far more than the sockets hold
+  auto value = [](int i) {
+    Tensor v(DT_INT32, TensorShape{(int64_t{64} << 10) / 4 - (i % 3)});
+    for (int64_t k = 0; k < v.NumElements(); ++k) v.data<int32_t>()[k] = static_cast<int32_t>(i * 65537 + k);
+    return v;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the gate is delivered and stalls
+  for (int i = 0; i < kCount; ++i) REQUIRE(a->Send(kB, 1, Key("t" + std::to_string(i)), value(i), false).ok());
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    open = true;
+  }
+  gate_cv.notify_all();
+  CHECK(in_b.Next().key == Key("gate").str());
+  std::map<std::string, Tensor> got;
+  for (int n = 0; n < kCount; ++n) {
+    auto item = in_b.Next();
+    REQUIRE(item.status.ok());
+    got.emplace(item.key, item.value);
+  }
+  for (int i = 0; i < kCount; ++i) {
+    auto it = got.find(Key("t" + std::to_string(i)).str());
+    REQUIRE(it != got.end());
+    const Tensor want = value(i);
+    REQUIRE(it->second.shape() == want.shape());
+    CHECK(std::memcmp(it->second.raw_data(), want.raw_data(), want.TotalBytes()) == 0);
+  }
+  CHECK(b->data_loss_count() == 0);
 }
 
 TEST_CASE("transport: a tensor from an incarnation the receiver does not know is rejected: Aborted, task restarted") {
