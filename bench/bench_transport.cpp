@@ -2,6 +2,7 @@
 //
 //   bench_transport               the driver: starts `bench_transport receiver` as a child process
 //   bench_transport receiver      (internal) the receiving process
+//   bench_transport latency       the latency figures alone
 //   bench_transport tls           the transport with mutual TLS beside raw Boost.Asio TLS 1.3
 //                                 (the same certificates, made with the openssl command)
 //   bench_transport steps CLI     a step across processes (an `actorflow server` started from CLI)
@@ -15,11 +16,13 @@
 //              and the payload) and reading them into a reused buffer
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
 // The receiver acknowledges the last tensor of a batch; the sender times from its first send
-// to that acknowledgement. Latency: a 4-byte tensor there and back, one at a time (p50 of the
-// round trip / 2 is the one-way hop), in blocks of 100 per implementation (CAF's workers poll
-// for a while after a message: alternating single calls would charge that to the others). AF_BENCH_CHUNK_MB sets the sender's transport chunk size
-// (default 4 MiB), for experiments. Compression: 64 MiB of float32 sent as 16 bits (effective
-// bytes/s: the float32 bytes over the time).
+// to that acknowledgement; 11 interleaved rounds per size (medians of 5 swung by a third here).
+// Latency: a 4-byte tensor there and back, one at a time (p50 of the round trip / 2 is the
+// one-way hop), in blocks of 100 per implementation with a pause after each (CAF's workers
+// poll for a while after a message: alternating single calls would charge that to the others).
+// AF_BENCH_CHUNK_MB sets the sender's transport chunk size (default 4 MiB), for experiments.
+// Compression: 64 MiB of float32 sent as 16 bits (effective bytes/s: the float32 bytes over
+// the time).
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <openssl/ssl.h>
@@ -231,7 +234,7 @@ std::unique_ptr<TensorTransport> SendingEndpoint(const TlsOptions& tls, Waiter* 
   return transport;
 }
 
-int Driver(const char* self) {
+int Driver(const char* self, bool latency_only) {
   Child child = SpawnSelf(self, {"receiver"});
   int raw_port = 0, tp_port = 0, caf_port = 0;
   if (std::fscanf(child.from, "%d %d %d", &raw_port, &tp_port, &caf_port) != 3) return 1;
@@ -278,13 +281,14 @@ int Driver(const char* self) {
   };
 
   // Throughput.
-  for (int64_t size : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20,
-                       int64_t{64} << 20}) {
+  const std::vector<int64_t> sizes = {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20,
+                                     int64_t{4} << 20,  int64_t{16} << 20, int64_t{64} << 20};
+  for (int64_t size : latency_only ? std::vector<int64_t>() : sizes) {
     Tensor t(DT_FLOAT, TensorShape{size / 4});
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
     auto stats = bench::MeasureInterleaved(
-        5, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }});
+        11, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }});
     const char* impls[] = {"transport", "raw_asio", "caf"};
     for (int i = 0; i < 3; ++i)
       bench::Print("transport_throughput",
@@ -295,7 +299,7 @@ int Driver(const char* self) {
                 static_cast<long long>(size), stats[1].median / stats[0].median, stats[2].median / stats[0].median);
   }
   // 16-bit compression of float32: effective bandwidth, 64 MiB.
-  {
+  if (!latency_only) {
     Tensor t(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
     for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = static_cast<float>(i);
     const int n = 4;
@@ -548,5 +552,5 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "steps") return Steps(argv[2]);
   if (argc > 2 && std::string(argv[1]) == "tls-receiver") return TlsReceiver(argv[2]);
   if (argc > 1 && std::string(argv[1]) == "tls") return TlsDriver("/proc/self/exe");
-  return Driver("/proc/self/exe");
+  return Driver("/proc/self/exe", argc > 1 && std::string(argv[1]) == "latency");
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <stdlib.h>  // mkdtemp
@@ -95,10 +96,12 @@ inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::v
 
 /// As MeasureInterleaved, but every call is one sample (latency percentiles):
 /// `rounds` rounds of `block` calls of each fn in turn, after a warm-up block.
-/// Blocks rather than single calls alternate, so what one implementation
-/// leaves running after a call (a runtime's threads polling for more work)
-/// does not land on the next implementation's every call.
-inline std::vector<Stats> MeasureInterleavedCalls(int rounds, int block, const std::vector<std::function<void()>>& fns) {
+/// Blocks rather than single calls alternate, with a pause of `settle_ms`
+/// after each block, so what one implementation leaves running after its
+/// calls (CAF's workers poll for tens of milliseconds after a message) does
+/// not land on the next implementation's calls.
+inline std::vector<Stats> MeasureInterleavedCalls(int rounds, int block, const std::vector<std::function<void()>>& fns,
+                                                  int settle_ms = 50) {
   for (auto& fn : fns)
     for (int i = 0; i < block; ++i) fn();
   std::vector<std::vector<double>> t(fns.size());
@@ -109,6 +112,7 @@ inline std::vector<Stats> MeasureInterleavedCalls(int rounds, int block, const s
         fns[f]();
         t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
     }
   }
   return SortedStats(&t);
