@@ -40,6 +40,7 @@ constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensor
 constexpr uint64_t kDirectMaxBytes = 64 << 10;  // payloads Send may write from the caller's thread
 constexpr size_t kBulkBytes = 256 << 10;  // plaintext chunks at least this long are read by ReadBulk
 constexpr size_t kBulkWake = 1 << 20;     // ... which wakes when this much (or the rest) has arrived
+constexpr size_t kReadBuffer = 128 << 10;  // per plaintext connection: frames up to the longest begin body
 
 template <class T>
 void Put(std::string* out, T v) {
@@ -176,6 +177,9 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     bool closed = false;
     std::unique_ptr<asio::steady_timer> hello_deadline;  // a connection says who it is within kHelloTimeout
     int low_water = 1;  // SO_RCVLOWAT (ReadBulk)
+    std::unique_ptr<char[]> rbuf;  // plaintext: bytes received and not yet parsed, [rpos, rend)
+    size_t rpos = 0, rend = 0;
+    int depth = 0;  // frames handled in one chain of calls (Continue)
   };
   std::vector<std::shared_ptr<In>> ins;
 
@@ -269,7 +273,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   }
 
   void ReadHeader(const std::shared_ptr<In>& in) {
-    Read(*in, asio::buffer(in->header, kHeaderBytes),
+    ReadIn(in, in->header, kHeaderBytes,
                      [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
                        if (in->closed) return;
                        if (ec) {
@@ -295,7 +299,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       if (in->hello && kind == kHello) return Bad(in, "a second hello");
       if (body_len > kMaxBodyBytes) return Bad(in, "header body too long");
       in->body.resize(body_len);
-      Read(*in, asio::buffer(in->body),
+      ReadIn(in, in->body.data(), body_len,
                        [self = shared_from_this(), in, kind, flags, stream](const boost::system::error_code& ec,
                                                                             size_t) {
                          if (in->closed) return;
@@ -342,8 +346,78 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
                        if (it->second.received == it->second.payload_len) self->Complete(in, it);
                        self->ReadHeader(in);
                      };
-    if (!in->tls && body_len >= kBulkBytes) return ReadBulk(in, dest, body_len, std::move(on_read));
-    Read(*in, asio::buffer(dest, body_len), std::move(on_read));
+    ReadIn(in, dest, body_len, std::move(on_read));
+  }
+
+  // Reads exactly `n` bytes into `dest` from connection `in`, then calls
+  // h(ec, size). A plaintext connection reads through its buffer: one recv
+  // takes all the frames of a small tensor (header, begin, data, payload)
+  // rather than one recv (and one reactor round) each; what is left of a
+  // long payload is read straight into its place (ReadBulk from 256 KiB).
+  template <class H>
+  void ReadIn(const std::shared_ptr<In>& in, char* dest, size_t n, H h) {
+    if (in->tls) return Read(*in, asio::buffer(dest, n), std::move(h));
+    const size_t have = std::min(n, in->rend - in->rpos);
+    if (have > 0) std::memcpy(dest, in->rbuf.get() + in->rpos, have);
+    in->rpos += have;
+    if (have == n) return Continue(in, [h = std::move(h), n]() mutable { h(boost::system::error_code(), n); });
+    dest += have;
+    n -= have;
+    in->rpos = in->rend = 0;  // drained
+    if (n >= kBulkBytes) return ReadBulk(in, dest, n, std::move(h));
+    if (n >= kReadBuffer / 2) return asio::async_read(in->socket, asio::buffer(dest, n), std::move(h));
+    Fill(in, n, [in, dest, n, h = std::move(h)](const boost::system::error_code& ec) mutable {
+      if (ec) return h(ec, 0);
+      std::memcpy(dest, in->rbuf.get() + in->rpos, n);
+      in->rpos += n;
+      h(ec, n);
+    });
+  }
+
+  // Calls cont(ec) once `need` bytes (at most kReadBuffer) are buffered.
+  template <class Cont>
+  void Fill(const std::shared_ptr<In>& in, size_t need, Cont cont) {
+    if (!in->rbuf) in->rbuf.reset(new char[kReadBuffer]);
+    for (;;) {
+      if (in->rend - in->rpos >= need) return Continue(in, [cont = std::move(cont)]() mutable { cont({}); });
+      if (in->rpos > 0) {
+        std::memmove(in->rbuf.get(), in->rbuf.get() + in->rpos, in->rend - in->rpos);
+        in->rend -= in->rpos;
+        in->rpos = 0;
+      }
+      const ssize_t got = ::recv(in->socket.native_handle(), in->rbuf.get() + in->rend, kReadBuffer - in->rend,
+                                 MSG_DONTWAIT);
+      if (got > 0) {
+        in->rend += static_cast<size_t>(got);
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        return cont(got == 0 ? boost::system::error_code(asio::error::eof)
+                             : boost::system::error_code(errno, boost::system::system_category()));
+      in->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), in, need, cont = std::move(cont)](
+                                                        const boost::system::error_code& ec) mutable {
+        if (in->closed) return;
+        if (ec) return cont(ec);
+        self->Fill(in, need, std::move(cont));
+      });
+      return;
+    }
+  }
+
+  // Runs `f` now, unless a chain of frames already buffered has nested this
+  // deep: then from the io loop (the stack stays bounded whatever the peer sends).
+  template <class F>
+  void Continue(const std::shared_ptr<In>& in, F f) {
+    if (in->depth < 16) {
+      ++in->depth;
+      f();
+      --in->depth;
+      return;
+    }
+    asio::post(io, [in, f = std::move(f)]() mutable {
+      if (!in->closed) f();
+    });
   }
 
   // Reads `len` bytes into `dest` from a plaintext connection, the thread
@@ -390,7 +464,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   }
 
   void ReadDiscard(const std::shared_ptr<In>& in, uint32_t stream, uint64_t left, size_t n) {
-    Read(*in, asio::buffer(in->scratch.data(), n),
+    ReadIn(in, in->scratch.data(), n,
                      [self = shared_from_this(), in, stream, left, n](const boost::system::error_code& ec, size_t) {
                        if (in->closed) return;
                        if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
