@@ -45,6 +45,20 @@ Status CheckTlsFiles(const TlsOptions& tls) {
   if (!cf) return errors::InvalidArgument("certificate '", tls.cert, "' cannot be read");
   std::unique_ptr<X509, decltype(&X509_free)> cert(PEM_read_X509(cf.get(), nullptr, nullptr, nullptr), X509_free);
   if (!cert) return errors::InvalidArgument("certificate '", tls.cert, "' is not a PEM certificate: ", OpenSslError());
+  // Certificates after the first are its chain (intermediate CAs), sent to
+  // peers with it and used here, untrusted, to reach the cluster CA.
+  struct ChainFree {
+    void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
+  };
+  std::unique_ptr<STACK_OF(X509), ChainFree> chain(sk_X509_new_null());
+  if (!chain) return errors::ResourceExhausted("no memory to read certificate '", tls.cert, "'");
+  while (X509* next = PEM_read_X509(cf.get(), nullptr, nullptr, nullptr)) {
+    if (sk_X509_push(chain.get(), next) <= 0) {
+      X509_free(next);
+      return errors::ResourceExhausted("no memory to read certificate '", tls.cert, "'");
+    }
+  }
+  ERR_clear_error();  // the end of the file reads as "no start line"
   File kf(std::fopen(tls.key.c_str(), "r"));
   if (!kf) return errors::InvalidArgument("key '", tls.key, "' cannot be read");
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
@@ -61,7 +75,7 @@ Status CheckTlsFiles(const TlsOptions& tls) {
   if (!store || X509_STORE_load_file(store.get(), tls.ca.c_str()) != 1)
     return errors::InvalidArgument("CA '", tls.ca, "' is not a PEM certificate: ", OpenSslError());
   std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(), X509_STORE_CTX_free);
-  if (!ctx || X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1)
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), chain.get()) != 1)
     return errors::ResourceExhausted("no memory to verify certificate '", tls.cert, "'");
   if (X509_verify_cert(ctx.get()) != 1) {
     const int err = X509_STORE_CTX_get_error(ctx.get());

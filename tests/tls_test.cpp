@@ -8,6 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -154,6 +156,34 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
   const Status s = TensorTransport::Start(o, ra.Callbacks(), &x);
   CHECK(errors::IsInvalidArgument(s));
   CHECK(s.message().find("expired") != std::string::npos);
+}
+
+TEST_CASE("a certificate issued by an intermediate CA, its file holding the chain, is accepted both ways") {
+  Dir dir;
+  TestPki pki(dir.path);
+  const TlsOptions chained = pki.IssueViaIntermediate("a");
+  CHECK(CheckTlsFiles(chained).ok());
+  TlsOptions leaf_only = chained;  // without the intermediate the CA cannot be reached
+  {
+    std::ifstream in(chained.cert);
+    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    leaf_only.cert = dir.path + "/leaf_only.pem";
+    std::ofstream(leaf_only.cert) << pem.substr(0, pem.find("-----END CERTIFICATE-----") + 26);
+  }
+  CHECK(errors::IsInvalidArgument(CheckTlsFiles(leaf_only)));
+  Received ra, rb;
+  auto a = Endpoint(kA, 1, chained, &ra);
+  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb);
+  a->SetPeer(kB, "127.0.0.1", b->port(), 2);
+  b->SetPeer(kA, "127.0.0.1", a->port(), 1);
+  REQUIRE(a->Send(kB, 1, KeyAB(), Tensor::Scalar<float>(1.f), false).ok());  // a presents its chain as a client
+  CHECK(rb.Next().first);
+  const RendezvousKey back = MakeRendezvousKey(std::string(kB) + "/device:CPU:0", 2, std::string(kA) + "/device:CPU:0",
+                                               "back", 0, 0);
+  REQUIRE(b->Send(kA, 1, back, Tensor::Scalar<float>(2.f), false).ok());  // ... and as a server
+  CHECK(ra.Next().first);
+  CHECK(a->tls_refused_count() == 0);
+  CHECK(b->tls_refused_count() == 0);
 }
 
 TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients and bad files are refused",

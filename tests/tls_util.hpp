@@ -54,6 +54,32 @@ class TestPki {
     EVP_PKEY_free(key);
     return t;
   }
+  /// As Issue, but signed by an intermediate CA the cluster CA signed; the
+  /// certificate file holds the certificate and then the intermediate.
+  TlsOptions IssueViaIntermediate(const std::string& name) {
+    EVP_PKEY* mid_key = NewKey();
+    X509* mid = MakeCert(name + " intermediate CA", mid_key, ca_, ca_key_, 0, 30 * 24 * 3600, true);
+    EVP_PKEY* key = NewKey();
+    X509* cert = MakeCert(name, key, mid, mid_key, 0, 30 * 24 * 3600, false);
+    TlsOptions t;
+    t.cert = dir_ + "/" + name + ".pem";
+    t.key = dir_ + "/" + name + ".key";
+    t.ca = dir_ + "/ca.pem";
+    FILE* f = std::fopen(t.cert.c_str(), "w");
+    REQUIRE(f);
+    REQUIRE(PEM_write_X509(f, cert) == 1);
+    REQUIRE(PEM_write_X509(f, mid) == 1);
+    std::fclose(f);
+    f = std::fopen(t.key.c_str(), "w");
+    REQUIRE(f);
+    REQUIRE(PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1);
+    std::fclose(f);
+    X509_free(cert);
+    X509_free(mid);
+    EVP_PKEY_free(key);
+    EVP_PKEY_free(mid_key);
+    return t;
+  }
   std::string other_ca_path() const { return dir_ + "/other_ca.pem"; }
 
  private:
