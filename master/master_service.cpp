@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "core/ids.hpp"
 #include "core/proto/graph.pb.h"
@@ -17,12 +18,46 @@ namespace actorflow {
 namespace {
 
 struct SessionState {
-  std::unique_ptr<LocalMaster> master;
+  std::shared_ptr<LocalMaster> master;  // shared with the runners, which may finish a step after the session ends
   caf::actor_addr client;
+  std::vector<caf::actor> idle;  // runners waiting for a step
   static const char* name;
 };
 const char* SessionState::name = "master_session";
 using SessionActor = caf::stateful_actor<SessionState>;
+
+// Runners idle beyond this many end; a client running more steps at once gets more.
+constexpr size_t kMaxIdleRunners = 4;
+
+// Runs one step at a time, blocking on its own thread (a step waits for the
+// device actors). A session hands each MasterRunRequest to an idle runner, so
+// a client's concurrent Runs run concurrently, as in one process: a dequeue
+// waiting for another call's enqueue does not hold that call up.
+caf::behavior Runner(caf::event_based_actor*, std::shared_ptr<LocalMaster> master) {
+  return {
+      [master](MasterRunRequest& r) {
+        MasterRunResponse resp;
+        std::vector<std::pair<std::string, Tensor>> feeds;
+        if (r.feed_names.size() != r.feed_values.size()) {
+          resp.status = errors::InvalidArgument("feed names and values differ in number");
+          return resp;
+        }
+        for (size_t i = 0; i < r.feed_names.size(); ++i) feeds.emplace_back(r.feed_names[i], std::move(r.feed_values[i]));
+        RunOptions ro;
+        ro.timeout_in_ms = r.timeout_ms;
+        ro.trace_level = static_cast<TraceLevel>(r.trace_level);
+        RunMetadata md;
+        resp.status = master->Run(ro, feeds, r.fetches, r.targets, &resp.outputs, &md);
+        resp.stats = std::move(md.step_stats);
+        resp.num_cached = master->num_cached_executables();
+        for (auto& [node, device] : master->LastPlacement()) {
+          resp.placement.push_back(node);
+          resp.placement.push_back(device);
+        }
+        return resp;
+      },
+  };
+}
 
 std::atomic<uint64_t> g_next{1};
 
@@ -61,8 +96,8 @@ caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has
           caf::actor_addr client = req.client ? req.client.address() : caf::actor_addr();
           // The session's calls block (they wait for device actors): it gets a thread of its own.
           caf::actor session = self->spawn<caf::detached + caf::linked>([=](SessionActor* s) -> caf::behavior {
-            s->state.master = has_cluster ? std::make_unique<LocalMaster>(options, handle, cluster, task)
-                                          : std::make_unique<LocalMaster>(options, handle);
+            s->state.master = has_cluster ? std::make_shared<LocalMaster>(options, handle, cluster, task)
+                                          : std::make_shared<LocalMaster>(options, handle);
             s->state.client = client;
             if (client) {
               s->monitor(caf::actor_cast<caf::actor>(client));
@@ -86,27 +121,28 @@ caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has
                   if (st.ok()) st = s->state.master->Create(def);
                   return StatusResponse{st};
                 },
-                [s](MasterRunRequest& r) {
-                  MasterRunResponse resp;
-                  std::vector<std::pair<std::string, Tensor>> feeds;
-                  if (r.feed_names.size() != r.feed_values.size()) {
-                    resp.status = errors::InvalidArgument("feed names and values differ in number");
-                    return resp;
+                [s](MasterRunRequest& r) -> caf::result<MasterRunResponse> {
+                  caf::actor runner;
+                  if (!s->state.idle.empty()) {
+                    runner = std::move(s->state.idle.back());
+                    s->state.idle.pop_back();
+                  } else {
+                    runner = s->spawn<caf::detached + caf::linked>(Runner, s->state.master);
                   }
-                  for (size_t i = 0; i < r.feed_names.size(); ++i)
-                    feeds.emplace_back(r.feed_names[i], std::move(r.feed_values[i]));
-                  RunOptions ro;
-                  ro.timeout_in_ms = r.timeout_ms;
-                  ro.trace_level = static_cast<TraceLevel>(r.trace_level);
-                  RunMetadata md;
-                  resp.status = s->state.master->Run(ro, feeds, r.fetches, r.targets, &resp.outputs, &md);
-                  resp.stats = std::move(md.step_stats);
-                  resp.num_cached = s->state.master->num_cached_executables();
-                  for (auto& [node, device] : s->state.master->LastPlacement()) {
-                    resp.placement.push_back(node);
-                    resp.placement.push_back(device);
-                  }
-                  return resp;
+                  auto rp = s->make_response_promise<MasterRunResponse>();
+                  s->request(runner, caf::infinite, std::move(r))
+                      .then(
+                          [s, runner, rp](MasterRunResponse& resp) mutable {
+                            if (s->state.idle.size() < kMaxIdleRunners) s->state.idle.push_back(runner);
+                            else s->send_exit(runner, caf::exit_reason::user_shutdown);
+                            rp.deliver(std::move(resp));
+                          },
+                          [s, rp](caf::error& err) mutable {
+                            MasterRunResponse resp;
+                            resp.status = errors::Internal("the step's runner failed: ", s->system().render(err));
+                            rp.deliver(std::move(resp));
+                          });
+                  return rp;
                 },
                 [s](const MasterResetRequest& r) { return StatusResponse{s->state.master->ResetContainers(r.containers)}; },
                 [s](const MasterCloseRequest&) {

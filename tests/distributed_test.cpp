@@ -201,6 +201,46 @@ TEST_CASE("distributed: a FIFO queue on a ps task filled by one worker process a
   CHECK(LocalCluster::Stop(&w1, false) == 0);  // SIGTERM: a clean exit
 }
 
+TEST_CASE("distributed: a remote session runs a client's concurrent steps concurrently (a dequeue waits for an enqueue)",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions qo;
+  qo.shared_name = "handoff";
+  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs0), {DT_FLOAT}, qo);
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::QueueEnqueue(root.WithOpName("enq"), q, {x});
+  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
+  SessionOptions remote;
+  remote.target = "grpc://127.0.0.1:" + std::to_string(c.processes.task("ps", 0).port);  // ps 0's master
+  remote.device_find_timeout_ms = 10000;
+  Session session(remote);
+  REQUIRE(session.Create(ToDef(root)).ok());
+  // The dequeue waits in the queue; the enqueue, a second call of the same
+  // client, must not wait behind it (served one at a time, the dequeue would
+  // only end at its deadline, empty-handed). Each call is bounded.
+  auto taker = std::async(std::launch::async, [&] {
+    RunOptions ro;
+    ro.timeout_in_ms = 15000;
+    std::vector<Tensor> out;
+    Status s = session.Run(ro, {}, {deq[0].name()}, {}, &out);
+    return std::make_pair(s, s.ok() ? out[0].scalar<float>() : 0.f);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the dequeue is waiting
+  RunOptions ro;
+  ro.timeout_in_ms = 15000;
+  std::vector<Tensor> none;
+  Status put = session.Run(ro, {{"x", Tensor::Scalar<float>(7.f)}}, {}, {"enq"}, &none);
+  INFO(put.ToString());
+  CHECK(put.ok());
+  REQUIRE(taker.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const auto [s, value] = taker.get();
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(value == 7.f);
+  CHECK(session.Close().ok());
+}
+
 TEST_CASE("distributed: a killed task fails the steps that need it with Unavailable naming it, at once",
           "[distributed]") {
   Cluster c;
