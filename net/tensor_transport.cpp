@@ -37,6 +37,7 @@ constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
 constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
 constexpr auto kHelloTimeout = std::chrono::seconds(10);  // a connection that never introduces itself is closed
 constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensors begun and not finished
+constexpr size_t kMaxGather = 64;  // streams' chunks in one gather write (IOV_MAX is 1024)
 constexpr uint64_t kDirectMaxBytes = 64 << 10;  // payloads Send may write from the caller's thread
 constexpr size_t kBulkBytes = 256 << 10;  // plaintext chunks at least this long are read by ReadBulk
 constexpr size_t kBulkWake = 1 << 20;     // ... which wakes when this much (or the rest) has arrived
@@ -135,7 +136,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     uint32_t next_stream = 1;  // (w)
     uint64_t begun_bytes = 0;  // of streams begun and not finished
     std::vector<asio::const_buffer> buffers;
-    std::string chunk_header;
+    std::deque<std::string> chunk_headers;  // of the write in progress (a deque: buffers point into it)
+    std::vector<std::shared_ptr<OutStream>> in_write;  // the streams the write in progress carries
     std::vector<uint16_t> encoded;  // the chunk being written of a truncated stream (one write at a time)
   };
   std::unordered_map<std::string, std::shared_ptr<Out>> outs;
@@ -714,6 +716,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       const bool hello = !out->hello_sent;
       out->hello_sent = true;
       out->writing = false;
+      out->in_write.clear();  // their tensors are written: let them go
       if (out->writing_pending) out->pending.clear();
       out->writing_pending = false;
       if (out->dead) return;
@@ -735,42 +738,56 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       return;
     }
     if (out->queue.empty()) return;
-    // The next stream in turn; a new one begins only while the tensors begun
-    // and not finished stay under a budget (the receiver holds them whole).
-    auto pick = out->queue.begin();
-    if (!(*pick)->begun && out->begun_bytes > 0 && out->begun_bytes + (*pick)->payload_len > kBegunBudget) {
-      auto begun = std::find_if(out->queue.begin(), out->queue.end(), [](const auto& s) { return s->begun; });
-      if (begun != out->queue.end()) pick = begun;
-    }
-    std::shared_ptr<OutStream> st = *pick;
-    out->queue.erase(pick);
-    if (!st->begun) out->begun_bytes += st->payload_len;
     out->buffers.clear();
-    if (!st->begun) {
-      out->buffers.push_back(asio::buffer(st->begin));
-      st->begun = true;
-    }
-    const uint64_t n = std::min<uint64_t>(options.chunk_bytes, st->payload_len - st->offset);
-    if (n > 0) {
-      out->chunk_header = Header(kData, 0, st->id, static_cast<uint32_t>(n));
-      out->buffers.push_back(asio::buffer(out->chunk_header));
-      if (st->truncate16) {
-        out->encoded.resize(n / 2);
-        Truncate16(static_cast<const uint32_t*>(st->tensor.raw_data()) + st->offset / 2, n / 2, out->encoded.data());
-        out->buffers.push_back(asio::buffer(out->encoded.data(), n));
-      } else {
-        out->buffers.push_back(asio::buffer(st->payload + st->offset, n));
+    out->chunk_headers.clear();
+    out->in_write.clear();
+    // Chunks of streams in turn, one gather write: while what is gathered is
+    // small (small tensors queued behind each other go in one sendmsg, not
+    // one write and one reactor round each), up to one chunk's worth.
+    uint64_t gathered = 0;
+    while (!out->queue.empty() && out->in_write.size() < kMaxGather && gathered < options.chunk_bytes) {
+      // The next stream in turn; a new one begins only while the tensors begun
+      // and not finished stay under a budget (the receiver holds them whole).
+      auto pick = out->queue.begin();
+      if (!(*pick)->begun && out->begun_bytes > 0 && out->begun_bytes + (*pick)->payload_len > kBegunBudget) {
+        auto begun = std::find_if(out->queue.begin(), out->queue.end(), [](const auto& s) { return s->begun; });
+        if (begun == out->queue.end()) break;
+        pick = begun;
       }
-      st->offset += n;
+      std::shared_ptr<OutStream> st = *pick;
+      if (st->truncate16 && !out->in_write.empty()) break;  // its encoded chunk goes in a write of its own
+      out->queue.erase(pick);
+      if (!st->begun) {
+        out->begun_bytes += st->payload_len;
+        out->buffers.push_back(asio::buffer(st->begin));
+        gathered += st->begin.size();
+        st->begun = true;
+      }
+      const uint64_t n = std::min<uint64_t>(options.chunk_bytes, st->payload_len - st->offset);
+      if (n > 0) {
+        out->chunk_headers.push_back(Header(kData, 0, st->id, static_cast<uint32_t>(n)));
+        out->buffers.push_back(asio::buffer(out->chunk_headers.back()));
+        if (st->truncate16) {
+          out->encoded.resize(n / 2);
+          Truncate16(static_cast<const uint32_t*>(st->tensor.raw_data()) + st->offset / 2, n / 2,
+                     out->encoded.data());
+          out->buffers.push_back(asio::buffer(out->encoded.data(), n));
+        } else {
+          out->buffers.push_back(asio::buffer(st->payload + st->offset, n));
+        }
+        st->offset += n;
+        gathered += n;
+      }
+      out->in_write.push_back(st);  // alive until written
+      // Taken in turn: a stream with more to send goes behind the others.
+      if (st->offset < st->payload_len) out->queue.push_back(st);
+      else out->begun_bytes -= st->payload_len;
+      if (st->truncate16) break;
     }
-    // Taken in turn: a stream with more to send goes behind the others.
-    if (st->offset < st->payload_len) out->queue.push_back(st);
-    else out->begun_bytes -= st->payload_len;
+    if (out->buffers.empty()) return;
     out->writing = true;
     Write(*out, out->buffers,
-                      [self = shared_from_this(), out, st](const boost::system::error_code& ec, size_t) {
-                        self->Wrote(out, ec);
-                      });
+          [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
   }
 
   // Writes `st` now, from the caller's thread, when its task's connection is
