@@ -439,10 +439,11 @@ TEST_CASE("distributed: a Server destroyed after its sessions are closed, the Se
   // the test hang. (On this thread: CAF 0.17 pins an actor system's logger to
   // the threads that spawned in it, so ~actor_system must run on one of them.)
   std::atomic<bool> ended{false};
-  std::thread watchdog([&ended] {
+  std::thread watchdog([&ended, &c] {
     for (int i = 0; i < 3000 && !ended.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!ended.load()) {
       std::fprintf(stderr, "FAILED: ~Server did not return within 30 s after its sessions were closed\n");
+      c.processes.KillAllNow();  // _Exit runs no destructors: end the servers this test started
       std::_Exit(1);
     }
   });

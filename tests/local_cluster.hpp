@@ -110,6 +110,13 @@ class LocalCluster {
   /// Sends `sig` to the task (kill -9, SIGSTOP, SIGCONT).
   static void Signal(const Task& t, int sig) { REQUIRE(::kill(t.pid, sig) == 0); }
 
+  /// SIGKILL to every task still running, without waiting or reaping: for a
+  /// test about to end its process abruptly (a watchdog), so no server outlives it.
+  void KillAllNow() const {
+    for (const auto& t : tasks_)
+      if (t.pid > 0) ::kill(t.pid, SIGKILL);
+  }
+
   /// SIGTERM (or SIGKILL when `hard`), then waits up to 10 s for it to end;
   /// SIGKILL after that. Returns its exit status (-signal when killed).
   static int Stop(Task* t, bool hard) {
