@@ -16,7 +16,9 @@
 //              and the payload) and reading them into a reused buffer
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
 // The receiver acknowledges the last tensor of a batch; the sender times from its first send
-// to that acknowledgement; 11 interleaved rounds per size (medians of 5 swung by a third here).
+// to that acknowledgement; 11 interleaved rounds per size (medians of 5 swung by a third here),
+// with a 50 ms pause after each batch: CAF's workers poll for tens of milliseconds after the
+// CAF peer's batch, and took the CPU from whichever implementation came next.
 // Latency: a 4-byte tensor there and back, one at a time (p50 of the round trip / 2 is the
 // one-way hop), in blocks of 100 per implementation with a pause after each (CAF's workers
 // poll for a while after a message: alternating single calls would charge that to the others).
@@ -288,7 +290,7 @@ int Driver(const char* self, bool latency_only) {
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
     auto stats = bench::MeasureInterleaved(
-        11, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }});
+        11, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }}, 50);
     const char* impls[] = {"transport", "raw_asio", "caf"};
     for (int i = 0; i < 3; ++i)
       bench::Print("transport_throughput",

@@ -80,7 +80,10 @@ inline std::vector<Stats> SortedStats(std::vector<std::vector<double>>* samples)
 /// spell of a shared machine then hits every implementation alike, so their
 /// ratio holds even when absolute figures drift; within a block the calls run
 /// back to back, as a loop of steps would.
-inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::vector<std::function<void()>>& fns) {
+/// `settle_ms`: an untimed pause after each block, for implementations that
+/// leave threads busy after their calls (see MeasureInterleavedCalls).
+inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::vector<std::function<void()>>& fns,
+                                             int settle_ms = 0) {
   for (auto& fn : fns)
     for (int i = 0; i < block; ++i) fn();
   std::vector<std::vector<double>> t(fns.size());
@@ -89,6 +92,7 @@ inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::v
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < block; ++i) fns[f]();
       t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / block);
+      if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
     }
   }
   return SortedStats(&t);
