@@ -37,6 +37,11 @@ constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
 constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
 constexpr auto kHelloTimeout = std::chrono::seconds(10);  // a connection that never introduces itself is closed
 constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensors begun and not finished
+// A float32 stream sent as 16 bits goes in chunks of this many wire bytes
+// (twice as many float32 bytes): each is encoded and then written while it is
+// still in the cache. Measured here, 64 MiB effective: 6.4-6.7 GB/s with
+// 512 KiB on the wire, 5.2-5.3 with 256 KiB, 4.5 with 4 MiB.
+constexpr uint64_t kTruncatedChunk = 512 << 10;
 constexpr size_t kMaxGather = 64;  // streams' chunks in one gather write (IOV_MAX is 1024)
 constexpr uint64_t kDirectMaxBytes = 64 << 10;  // payloads Send may write from the caller's thread
 constexpr size_t kBulkBytes = 256 << 10;  // plaintext chunks at least this long are read by ReadBulk
@@ -764,7 +769,9 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         gathered += st->begin.size();
         st->begun = true;
       }
-      const uint64_t n = std::min<uint64_t>(options.chunk_bytes, st->payload_len - st->offset);
+      const uint64_t n = std::min<uint64_t>(st->truncate16 ? std::min<uint64_t>(options.chunk_bytes, kTruncatedChunk)
+                                                           : options.chunk_bytes,
+                                            st->payload_len - st->offset);
       if (n > 0) {
         out->chunk_headers.push_back(Header(kData, 0, st->id, static_cast<uint32_t>(n)));
         out->buffers.push_back(asio::buffer(out->chunk_headers.back()));
