@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/control_flow.hpp"
 #include "client/ops/queue_ops.hpp"
+#include "client/ops/reader_ops.hpp"
 #include "client/ops/state_ops.hpp"
 #include "client/session.hpp"
 #include "control_flow_util.hpp"
@@ -239,6 +241,47 @@ TEST_CASE("distributed: a remote session runs a client's concurrent steps concur
   CHECK(s.ok());
   CHECK(value == 7.f);
   CHECK(session.Close().ok());
+}
+
+TEST_CASE("distributed: a reader and its filename queue on a ps task are read from another process, records intact",
+          "[distributed]") {
+  Cluster c;
+  const std::string file = c.processes.dir() + "/lines.txt";
+  std::ofstream(file) << "first line\n\nthird, after an empty one\n";
+  Scope root = Scope::NewRootScope();
+  ops::QueueOptions qo;
+  qo.shapes = {PartialTensorShape::Scalar()};
+  qo.shared_name = "files";
+  Output files = ops::FIFOQueue(root.WithOpName("files").WithDevice(kPs0), {DT_STRING}, qo);
+  auto names = ops::Placeholder(root.WithOpName("names"), DT_STRING);
+  ops::QueueEnqueueMany(root.WithOpName("enq"), files, {names});
+  ops::QueueClose(root.WithOpName("close"), files);
+  ops::TextLineReaderOptions ro;
+  ro.shared_name = "lines";
+  Output reader = ops::TextLineReader(root.WithOpName("reader").WithDevice(kPs0), ro);
+  auto kv = ops::ReaderRead(root.WithOpName("read"), reader, files);
+  auto key = ops::Identity(root.WithOpName("key"), kv.key);
+  auto value = ops::Identity(root.WithOpName("value"), kv.value);
+  Session session(c.Options());  // its master is this process (worker 0)
+  REQUIRE(session.Create(ToDef(root)).ok());
+  RunOk(&session, {}, {{"names", test::Strings({file})}}, {"enq"});
+  RunOk(&session, {}, {}, {"close"});
+  const std::vector<std::string> want = {"first line", "", "third, after an empty one"};
+  for (size_t i = 0; i < want.size(); ++i) {
+    auto out = RunOk(&session, {key, value});
+    CHECK(out[0].scalar<std::string>() == file + ":" + std::to_string(i + 1));
+    CHECK(out[1].scalar<std::string>() == want[i]);
+  }
+  const auto placement = session.LastPlacement();
+  CHECK(placement.at("read").rfind("/job:ps/replica:0/task:0/", 0) == 0);  // the reader's consumer follows it
+  CHECK(placement.at("value").rfind("/job:worker/replica:0/task:0/", 0) == 0);
+  // The file is read through: the next read finds the closed queue empty.
+  std::vector<Tensor> out;
+  RunOptions bounded;
+  bounded.timeout_in_ms = 30000;
+  const Status end = session.Run(bounded, {}, {"value:0"}, {}, &out);
+  INFO(end.ToString());
+  CHECK(errors::IsOutOfRange(end));
 }
 
 TEST_CASE("distributed: a killed task fails the steps that need it with Unavailable naming it, at once",
