@@ -381,6 +381,19 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     });
   }
 
+  // What one non-blocking recv on a plaintext connection takes: the bytes
+  // read, 0 when none are there yet; the end of the stream or a failure in *ec.
+  static size_t RecvNow(In& in, char* buf, size_t len, boost::system::error_code* ec) {
+    for (;;) {
+      const ssize_t n = ::recv(in.socket.native_handle(), buf, len, MSG_DONTWAIT);
+      if (n > 0) return static_cast<size_t>(n);
+      if (n == 0) *ec = asio::error::eof;
+      else if (errno == EINTR) continue;
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) *ec = boost::system::error_code(errno, boost::system::system_category());
+      return 0;
+    }
+  }
+
   // Calls cont(ec) once `need` bytes (at most kReadBuffer) are buffered.
   template <class Cont>
   void Fill(const std::shared_ptr<In>& in, size_t need, Cont cont) {
@@ -392,16 +405,13 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
         in->rend -= in->rpos;
         in->rpos = 0;
       }
-      const ssize_t got = ::recv(in->socket.native_handle(), in->rbuf.get() + in->rend, kReadBuffer - in->rend,
-                                 MSG_DONTWAIT);
+      boost::system::error_code ec;
+      const size_t got = RecvNow(*in, in->rbuf.get() + in->rend, kReadBuffer - in->rend, &ec);
+      if (ec) return cont(ec);
       if (got > 0) {
-        in->rend += static_cast<size_t>(got);
+        in->rend += got;
         continue;
       }
-      if (got < 0 && errno == EINTR) continue;
-      if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-        return cont(got == 0 ? boost::system::error_code(asio::error::eof)
-                             : boost::system::error_code(errno, boost::system::system_category()));
       in->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), in, need, cont = std::move(cont)](
                                                         const boost::system::error_code& ec) mutable {
         if (in->closed) return;
@@ -437,20 +447,14 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   // as 256. The low mark is back at 1 byte before any header is awaited.
   template <class Done>
   void ReadBulk(const std::shared_ptr<In>& in, char* dest, size_t len, Done done) {
-    const int fd = in->socket.native_handle();
     while (len > 0) {
-      const ssize_t n = ::recv(fd, dest, len, MSG_DONTWAIT);
+      boost::system::error_code ec;
+      const size_t n = RecvNow(*in, dest, len, &ec);
+      if (ec) return done(ec, 0);
       if (n > 0) {
         dest += n;
-        len -= static_cast<size_t>(n);
+        len -= n;
         continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-        const boost::system::error_code ec =
-            n == 0 ? boost::system::error_code(asio::error::eof)
-                   : boost::system::error_code(errno, boost::system::system_category());
-        return done(ec, 0);
       }
       SetLowWater(in, std::min(len, kBulkWake));
       in->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), in, dest, len,
