@@ -124,20 +124,26 @@ std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
   return transport;
 }
 
-int Receiver() {
-  // Raw Asio.
-  asio::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  std::thread raw([&] {
+// The raw peer's accepting thread: each connection (TCP_NODELAY) is served
+// by `serve` on a thread of its own, until the acceptor closes.
+std::thread AcceptEach(asio::io_context& io, tcp::acceptor& acceptor, std::function<void(tcp::socket)> serve) {
+  return std::thread([&io, &acceptor, serve] {
     for (;;) {
       tcp::socket s(io);
       boost::system::error_code ec;
       acceptor.accept(s, ec);
       if (ec) return;
       s.set_option(tcp::no_delay(true));
-      std::thread(RawReceive, std::move(s)).detach();
+      std::thread(serve, std::move(s)).detach();
     }
   });
+}
+
+int Receiver() {
+  // Raw Asio.
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::thread raw = AcceptEach(io, acceptor, RawReceive);
   // The tensor transport: acknowledges a tensor named "last..." with a 4-byte tensor back.
   std::unique_ptr<TensorTransport> transport = ReceivingEndpoint(TlsOptions());
   if (!transport) return 1;
@@ -358,20 +364,11 @@ int TlsReceiver(const std::string& dir) {
   asio::io_context io;
   auto ctx = TlsContext(dir, "receiver");
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  std::thread raw([&] {
-    for (;;) {
-      tcp::socket s(io);
-      boost::system::error_code ec;
-      acceptor.accept(s, ec);
-      if (ec) return;
-      s.set_option(tcp::no_delay(true));
-      std::thread([sock = std::move(s), &ctx]() mutable {
-        asio::ssl::stream<tcp::socket> tls(std::move(sock), *ctx);
-        boost::system::error_code hec;
-        tls.handshake(asio::ssl::stream_base::server, hec);
-        if (!hec) RawReceiveOn(tls);
-      }).detach();
-    }
+  std::thread raw = AcceptEach(io, acceptor, [&ctx](tcp::socket sock) {
+    asio::ssl::stream<tcp::socket> tls(std::move(sock), *ctx);
+    boost::system::error_code hec;
+    tls.handshake(asio::ssl::stream_base::server, hec);
+    if (!hec) RawReceiveOn(tls);
   });
   std::unique_ptr<TensorTransport> transport = ReceivingEndpoint(TlsFiles(dir, "receiver"));
   if (!transport) return 1;
