@@ -10,8 +10,11 @@
 //                                 of 2 and 12 hops give one hop's cost inside a step
 //
 // Throughput, one way, 4 KiB to 64 MiB, each size measured in interleaved rounds:
-//   transport  actorflow's tensor transport (net/tensor_transport.hpp): the tensor's own bytes,
-//              framed and chunked, read into a new tensor on the other side
+//   transport      actorflow's tensor transport (net/tensor_transport.hpp) as it runs between two
+//                  processes of one host: from 256 KiB, the receiver copies the tensor straight from
+//                  the sender's memory (net/same_host.hpp); smaller ones over TCP
+//   transport_tcp  the same with the same-host path off, as between machines: the tensor's own
+//                  bytes, framed and chunked over TCP, read into a new tensor on the other side
 //   raw_asio   the peer: a plain Boost.Asio socket pair writing the same bytes (a 16-byte header
 //              and the payload) and reading them into a reused buffer
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
@@ -23,8 +26,8 @@
 // one-way hop), in blocks of 100 per implementation with a pause after each (CAF's workers
 // poll for a while after a message: alternating single calls would charge that to the others).
 // AF_BENCH_CHUNK_MB sets the sender's transport chunk size (default 4 MiB), for experiments.
-// Compression: 64 MiB of float32 sent as 16 bits (effective bytes/s: the float32 bytes over
-// the time).
+// Compression: 64 MiB of float32 sent as 16 bits over TCP (effective bytes/s: the float32
+// bytes over the time), beside the same float32 over TCP.
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <openssl/ssl.h>
@@ -63,13 +66,15 @@ using namespace actorflow;
 namespace {
 
 constexpr char kSender[] = "/job:sender/replica:0/task:0";
+constexpr char kSenderTcp[] = "/job:sender/replica:0/task:1";  // the same, its same-host path off
 constexpr char kReceiver[] = "/job:receiver/replica:0/task:0";
 using last_atom = caf::atom_constant<caf::atom("last")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 
-RendezvousKey Key(const std::string& name, bool to_receiver) {
-  const std::string s = std::string(to_receiver ? kSender : kReceiver) + "/device:CPU:0";
-  const std::string r = std::string(to_receiver ? kReceiver : kSender) + "/device:CPU:0";
+// A key from `sender` to the receiver, or back (to_receiver false).
+RendezvousKey Key(const std::string& name, bool to_receiver, const std::string& sender = kSender) {
+  const std::string s = (to_receiver ? sender : std::string(kReceiver)) + "/device:CPU:0";
+  const std::string r = (to_receiver ? std::string(kReceiver) : sender) + "/device:CPU:0";
   return MakeRendezvousKey(s, 1, r, name, 0, 0);
 }
 
@@ -116,12 +121,24 @@ std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
   to.tls = tls;
   TransportCallbacks cb;
   cb.deliver = [tp](int64_t step, RendezvousKey key, Tensor, bool) {
-    if (key.str().find(";last") != std::string::npos)
-      (void)(*tp)->Send(kSender, step, Key("ack", false), Tensor::Scalar<float>(1.f), false);
+    if (key.str().find(";last") != std::string::npos) {
+      const std::string sender(SendTaskOfKey(key.str()));
+      (void)(*tp)->Send(sender, step, Key("ack", false, sender), Tensor::Scalar<float>(1.f), false);
+    }
   };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
   *tp = transport.get();
   return transport;
+}
+
+// Reads "task port" lines from the driver until "go", makes each a peer of
+// `transport` (incarnation 1), then answers "ready".
+void TakeSenders(TensorTransport* transport) {
+  std::string task;
+  int port = 0;
+  while (std::cin >> task && task != "go" && std::cin >> port)
+    transport->SetPeer(task, "127.0.0.1", static_cast<uint16_t>(port), 1);
+  std::cout << "ready" << std::endl;
 }
 
 // The raw peer's accepting thread: each connection (TCP_NODELAY) is served
@@ -156,11 +173,8 @@ int Receiver() {
   auto caf_port = sys.middleman().publish(counter, 0, "127.0.0.1");
   if (!caf_port) return 1;
   std::cout << acceptor.local_endpoint().port() << " " << transport->port() << " " << *caf_port << std::endl;
-  // The driver's transport port, then wait for the end of input.
-  int sender_port = 0;
-  std::cin >> sender_port;
-  transport->SetPeer(kSender, "127.0.0.1", static_cast<uint16_t>(sender_port), 1);
-  std::cout << "ready" << std::endl;
+  // The driver's transports, then wait for the end of input.
+  TakeSenders(transport.get());
   std::string line;
   while (std::cin >> line) {
   }
@@ -220,26 +234,33 @@ struct Waiter {
   }
 };
 
-// The driver's transport, introduced to the receiver (whose transport port is
-// `peer_port`) through the child's pipes; counts acknowledgements in `waiter`.
-// AF_BENCH_CHUNK_MB sets its chunk size. Null when it cannot start.
-std::unique_ptr<TensorTransport> SendingEndpoint(const TlsOptions& tls, Waiter* waiter, const Child& child,
-                                                 int peer_port) {
+// A transport of the driver's, task `task`, sending to the receiver (whose
+// transport port is `peer_port`); counts acknowledgements in `waiter`.
+// `same_host` off: every byte over TCP. AF_BENCH_CHUNK_MB sets its chunk
+// size. Null when it cannot start.
+std::unique_ptr<TensorTransport> SendingEndpoint(const std::string& task, bool same_host, const TlsOptions& tls,
+                                                 Waiter* waiter, int peer_port) {
   std::unique_ptr<TensorTransport> transport;
   TransportOptions to;
-  to.task = kSender;
+  to.task = task;
   to.incarnation = 1;
   to.tls = tls;
+  to.same_host = same_host;
   if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
   TransportCallbacks cb;
   cb.deliver = [waiter](int64_t, RendezvousKey, Tensor, bool) { waiter->Ack(); };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
   transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(peer_port), 2);
-  std::fprintf(child.to, "%d\n", transport->port());
+  return transport;
+}
+
+// Introduces the driver's transports to the receiver through its pipes.
+bool Introduce(const Child& child, const std::vector<const TensorTransport*>& transports) {
+  for (const TensorTransport* t : transports) std::fprintf(child.to, "%s %d\n", t->task().c_str(), t->port());
+  std::fprintf(child.to, "go\n");
   std::fflush(child.to);
   char ready[16] = {};
-  if (std::fscanf(child.from, "%15s", ready) != 1 || std::string(ready) != "ready") return nullptr;
-  return transport;
+  return std::fscanf(child.from, "%15s", ready) == 1 && std::string(ready) == "ready";
 }
 
 int Driver(const char* self, bool latency_only) {
@@ -247,9 +268,11 @@ int Driver(const char* self, bool latency_only) {
   int raw_port = 0, tp_port = 0, caf_port = 0;
   if (std::fscanf(child.from, "%d %d %d", &raw_port, &tp_port, &caf_port) != 3) return 1;
 
-  Waiter waiter;
-  std::unique_ptr<TensorTransport> transport = SendingEndpoint(TlsOptions(), &waiter, child, tp_port);
-  if (!transport) return 1;
+  Waiter waiter, waiter_tcp;
+  std::unique_ptr<TensorTransport> transport = SendingEndpoint(kSender, true, TlsOptions(), &waiter, tp_port);
+  std::unique_ptr<TensorTransport> transport_tcp =
+      SendingEndpoint(kSenderTcp, false, TlsOptions(), &waiter_tcp, tp_port);
+  if (!transport || !transport_tcp || !Introduce(child, {transport.get(), transport_tcp.get()})) return 1;
 
   asio::io_context io;
   tcp::socket raw(io);
@@ -261,7 +284,7 @@ int Driver(const char* self, bool latency_only) {
   auto remote = sys.middleman().remote_actor("127.0.0.1", static_cast<uint16_t>(caf_port));
   if (!remote) return 1;
   caf::scoped_actor me{sys};
-  uint64_t sent_acks = 0;
+  uint64_t sent_acks = 0, sent_acks_tcp = 0;
 
   auto send_raw = [&](const Tensor& t, int n) {
     const uint32_t len = static_cast<uint32_t>(t.TotalBytes());
@@ -275,13 +298,16 @@ int Driver(const char* self, bool latency_only) {
     char ack;
     asio::read(raw, asio::buffer(&ack, 1));
   };
-  auto send_transport = [&](const Tensor& t, int n, bool truncate) {
+  // Through the transport whose same-host path is on (`same_host`) or off.
+  auto send_transport = [&](const Tensor& t, int n, bool truncate, bool same_host = true) {
     static int64_t step = 0;
     ++step;
+    TensorTransport* tp = same_host ? transport.get() : transport_tcp.get();
     for (int i = 0; i < n; ++i)
-      (void)transport->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true), t, false,
-                            truncate);
-    waiter.WaitFor(++sent_acks);
+      (void)tp->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true, tp->task()), t, false,
+                     truncate);
+    if (same_host) waiter.WaitFor(++sent_acks);
+    else waiter_tcp.WaitFor(++sent_acks_tcp);
   };
   auto send_caf = [&](const Tensor& t, int n) {
     for (int i = 0; i + 1 < n; ++i) me->send(*remote, t);
@@ -295,24 +321,30 @@ int Driver(const char* self, bool latency_only) {
     Tensor t(DT_FLOAT, TensorShape{size / 4});
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
-    auto stats = bench::MeasureInterleaved(
-        11, 1, {[&] { send_transport(t, n, false); }, [&] { send_raw(t, n); }, [&] { send_caf(t, n); }}, 50);
-    const char* impls[] = {"transport", "raw_asio", "caf"};
-    for (int i = 0; i < 3; ++i)
+    auto stats = bench::MeasureInterleaved(11, 1,
+                                           {[&] { send_transport(t, n, false); },
+                                            [&] { send_transport(t, n, false, false); }, [&] { send_raw(t, n); },
+                                            [&] { send_caf(t, n); }},
+                                           50);
+    const char* impls[] = {"transport", "transport_tcp", "raw_asio", "caf"};
+    for (int i = 0; i < 4; ++i)
       bench::Print("transport_throughput",
                    "\"bytes\":" + std::to_string(size) + ",\"impl\":\"" + impls[i] + "\"", "one_way", "GB/s",
                    stats[i], static_cast<double>(size) * n / 1e9, true);
-    std::printf("{\"bench\":\"transport_throughput\",\"params\":{\"bytes\":%lld},\"ratio_vs_raw\":%.3f,"
-                "\"ratio_vs_caf\":%.3f}\n",
-                static_cast<long long>(size), stats[1].median / stats[0].median, stats[2].median / stats[0].median);
+    // Speed ratios (the others' time over this one's).
+    std::printf("{\"bench\":\"transport_throughput\",\"params\":{\"bytes\":%lld},\"ratio_vs_caf\":%.3f,"
+                "\"tcp_ratio_vs_raw\":%.3f,\"tcp_ratio_vs_caf\":%.3f}\n",
+                static_cast<long long>(size), stats[3].median / stats[0].median, stats[2].median / stats[1].median,
+                stats[3].median / stats[1].median);
   }
   // 16-bit compression of float32: effective bandwidth, 64 MiB.
   if (!latency_only) {
     Tensor t(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
     for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = static_cast<float>(i);
     const int n = 4;
-    auto stats = bench::MeasureInterleaved(5, 1, {[&] { send_transport(t, n, true); },
-                                                  [&] { send_transport(t, n, false); }});
+    // Over TCP: the bytes compression saves are the network's.
+    auto stats = bench::MeasureInterleaved(5, 1, {[&] { send_transport(t, n, true, false); },
+                                                  [&] { send_transport(t, n, false, false); }});
     const double bytes = static_cast<double>(t.TotalBytes()) * n / 1e9;
     bench::Print("transport_compression", "\"bytes\":67108864,\"impl\":\"truncate16\"", "effective", "GB/s",
                  stats[0], bytes, true);
@@ -336,6 +368,7 @@ int Driver(const char* self, bool latency_only) {
   waitpid(child.pid, &status, 0);
   raw.close();
   transport.reset();
+  transport_tcp.reset();
   return 0;
 }
 
@@ -373,10 +406,7 @@ int TlsReceiver(const std::string& dir) {
   std::unique_ptr<TensorTransport> transport = ReceivingEndpoint(TlsFiles(dir, "receiver"));
   if (!transport) return 1;
   std::cout << acceptor.local_endpoint().port() << " " << transport->port() << std::endl;
-  int sender_port = 0;
-  std::cin >> sender_port;
-  transport->SetPeer(kSender, "127.0.0.1", static_cast<uint16_t>(sender_port), 1);
-  std::cout << "ready" << std::endl;
+  TakeSenders(transport.get());
   std::string line;
   while (std::cin >> line) {
   }
@@ -403,8 +433,8 @@ int TlsDriver(const char* self) {
   int raw_port = 0, tp_port = 0;
   if (std::fscanf(child.from, "%d %d", &raw_port, &tp_port) != 2) return 1;
   Waiter waiter;
-  std::unique_ptr<TensorTransport> transport = SendingEndpoint(TlsFiles(dir, "sender"), &waiter, child, tp_port);
-  if (!transport) return 1;
+  std::unique_ptr<TensorTransport> transport = SendingEndpoint(kSender, true, TlsFiles(dir, "sender"), &waiter, tp_port);
+  if (!transport || !Introduce(child, {transport.get()})) return 1;
 
   asio::io_context io;
   auto ctx = TlsContext(dir, "sender");

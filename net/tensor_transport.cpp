@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/tensor_shape.hpp"
+#include "net/same_host.hpp"
 
 namespace actorflow {
 
@@ -27,7 +28,10 @@ namespace {
 
 constexpr uint32_t kMagic = 0x31544641;  // "AFT1" little endian
 constexpr size_t kHeaderBytes = 16;
-constexpr uint8_t kHello = 1, kBegin = 2, kData = 3;
+constexpr uint8_t kHello = 1, kBegin = 2, kData = 3, kLend = 4;
+constexpr uint8_t kSameHost = 5, kReturn = 6, kNotSameHost = 7;  // receiver to sender
+constexpr size_t kProofBytes = 4 + 8 + 16;      // the hello's optional tail: pid, address, cookie
+constexpr uint64_t kLendMinBytes = 256 << 10;   // same host: tensors lent rather than written
 constexpr uint8_t kFlagDead = 1, kFlagTruncate16 = 2;
 constexpr uint32_t kMaxBodyBytes = 64 << 10;  // hello and begin bodies
 constexpr uint32_t kMaxKeyBytes = 8 << 10;
@@ -106,6 +110,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   uint16_t port = 0;
   std::atomic<uint64_t> data_loss{0};
   std::atomic<uint64_t> tls_refused{0};
+  std::atomic<uint64_t> same_host_reads{0};
   std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (net/tls.hpp), when configured
   std::atomic<bool> stopped{false};
 
@@ -144,6 +149,14 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::deque<std::string> chunk_headers;  // of the write in progress (a deque: buffers point into it)
     std::vector<std::shared_ptr<OutStream>> in_write;  // the streams the write in progress carries
     std::vector<uint16_t> encoded;  // the chunk being written of a truncated stream (one write at a time)
+    // Same host (io thread only): the receiver reads lent tensors from this
+    // process's memory; each stays here, alive, until it is returned.
+    bool offered = false;   // the hello carried this process's proof
+    bool answered = false;  // the receiver said whether it can read this process's memory
+    bool same_host = false;  // ... and it can
+    std::unordered_map<uint32_t, std::shared_ptr<OutStream>> lent;
+    uint64_t lent_bytes = 0;
+    char control[kHeaderBytes];  // the receiver's frame being read
   };
   std::unordered_map<std::string, std::shared_ptr<Out>> outs;
   // Plaintext connections past their hello, for Send's direct writes (under mu).
@@ -167,6 +180,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::string staging;  // a string tensor's payload, decoded once whole
     bool discard = false;  // read and thrown away (rejected)
     uint64_t extra = 0;    // bytes beyond the payload it holds (string objects), counted in flight
+    bool lent = false;     // being read from the sender's memory
   };
   struct In : std::enable_shared_from_this<In> {
     explicit In(asio::io_context& io) : socket(io) {}
@@ -187,6 +201,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     std::unique_ptr<char[]> rbuf;  // plaintext: bytes received and not yet parsed, [rpos, rend)
     size_t rpos = 0, rend = 0;
     int depth = 0;  // frames handled in one chain of calls (Continue)
+    std::unique_ptr<PeerMemory> peer_memory;  // same host: the sender's memory, readable
+    std::string control_queue, control_writing;  // frames to the sender, and those being written
   };
   std::vector<std::shared_ptr<In>> ins;
 
@@ -316,10 +332,21 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
                        });
       return;
     }
+    if (kind == kLend) {
+      if (body_len != 8) return Bad(in, "a lend frame of " + std::to_string(body_len) + " bytes");
+      in->body.resize(8);
+      ReadIn(in, in->body.data(), 8, [self = shared_from_this(), in, stream](const boost::system::error_code& ec, size_t) {
+        if (in->closed) return;
+        if (ec) return self->Bad(in, "truncated frame: " + ec.message());
+        self->OnLend(in, stream, Get<uint64_t>(in->body.data()));
+      });
+      return;
+    }
     if (kind != kData) return Bad(in, "unknown frame kind " + std::to_string(kind));
     auto it = in->streams.find(stream);
     if (it == in->streams.end()) return Bad(in, "data for unknown stream " + std::to_string(stream));
     InStream& st = it->second;
+    if (st.lent) return Bad(in, "data for a lent stream");
     if (body_len == 0 || body_len > kMaxDataBody || body_len > st.payload_len - st.received)
       return Bad(in, "chunk of " + std::to_string(body_len) + " bytes does not fit its tensor");
     char* dest;
@@ -495,12 +522,99 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     if (b.size() < 12) return Bad(in, "short hello");
     const uint64_t incarnation = Get<uint64_t>(b.data());
     const uint32_t len = Get<uint32_t>(b.data() + 8);
-    if (len == 0 || len > kMaxTaskBytes || b.size() != 12 + len) return Bad(in, "bad hello");
+    if (len == 0 || len > kMaxTaskBytes || (b.size() != 12 + len && b.size() != 12 + len + kProofBytes))
+      return Bad(in, "bad hello");
     in->task.assign(b.data() + 12, len);
     in->incarnation = incarnation;
     in->hello = true;
     if (in->hello_deadline) in->hello_deadline->cancel();
+    if (b.size() > 12 + len && options.same_host && !in->tls) {
+      // The sender offers its memory: take it if this process can read the proof there.
+      const char* q = b.data() + 12 + len;
+      ProcessProof proof;
+      proof.pid = Get<uint32_t>(q);
+      proof.address = Get<uint64_t>(q + 4);
+      std::memcpy(proof.cookie.data(), q + 12, proof.cookie.size());
+      in->peer_memory = PeerMemory::Attach(proof);
+    }
+    if (b.size() > 12 + len && !in->tls) SendControl(in, in->peer_memory ? kSameHost : kNotSameHost, 0);
     ReadHeader(in);
+  }
+
+  // Queues a frame for the sender of `in` (same-host answers), written in order.
+  void SendControl(const std::shared_ptr<In>& in, uint8_t kind, uint32_t stream) {
+    in->control_queue += Header(kind, 0, stream, 0);
+    if (!in->control_writing.empty()) return;
+    WriteControl(in);
+  }
+  void WriteControl(const std::shared_ptr<In>& in) {
+    in->control_writing.swap(in->control_queue);
+    in->control_queue.clear();
+    if (in->control_writing.empty()) return;
+    asio::async_write(in->socket, asio::buffer(in->control_writing),
+                      [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
+                        in->control_writing.clear();
+                        if (in->closed || ec) return;  // a failed connection shows on the reading side
+                        self->WriteControl(in);
+                      });
+  }
+
+  // A lend frame: the payload of `stream` lies at `address` in the sender's memory.
+  void OnLend(const std::shared_ptr<In>& in, uint32_t stream, uint64_t address) {
+    if (!in->peer_memory) return Bad(in, "a lent tensor from a peer whose memory this process cannot read");
+    auto it = in->streams.find(stream);
+    if (it == in->streams.end()) return Bad(in, "a lend for unknown stream " + std::to_string(stream));
+    InStream& st = it->second;
+    if (st.lent || st.received != 0 || st.payload_len == 0 || DataTypeIsStringLike(st.dtype))
+      return Bad(in, "a lend for stream " + std::to_string(stream) + " that cannot take one");
+    if (st.discard) {  // rejected at its begin: nothing to read, the sender may let it go
+      in->streams.erase(it);
+      SendControl(in, kReturn, stream);
+      return ReadHeader(in);
+    }
+    st.lent = true;
+    // Read in pieces from the io loop, between this and other connections' frames.
+    asio::post(io, [self = shared_from_this(), in, stream, address] { self->ReadLent(in, stream, address, 0); });
+    ReadHeader(in);
+  }
+
+  void ReadLent(const std::shared_ptr<In>& in, uint32_t stream, uint64_t address, uint64_t offset) {
+    if (in->closed) return;
+    auto it = in->streams.find(stream);
+    if (it == in->streams.end()) return;
+    InStream& st = it->second;
+    // A truncated float32 is lent whole (4 bytes a value) and truncated here.
+    const bool halves = st.flags & kFlagTruncate16;
+    const uint64_t total = halves ? st.payload_len * 2 : st.payload_len;
+    const uint64_t n = std::min<uint64_t>(options.chunk_bytes, total - offset);
+    char* dest = static_cast<char*>(st.tensor.raw_data()) + offset;
+    Status s = in->peer_memory->Read(address + offset, dest, n);
+    if (!s.ok()) {
+      const bool bad = s.code() == Code::kDataLoss;
+      return CloseIn(in,
+                     Status(s.code(), "tensor transport: reading a tensor from the memory of " + in->task + ": " +
+                                          s.message() + (bad ? "; connection closed" : "")),
+                     bad);
+    }
+    if (halves) {
+      uint32_t* v = reinterpret_cast<uint32_t*>(dest);
+      for (uint64_t i = 0; i < n / 4; ++i) v[i] &= 0xffff0000u;
+    }
+    offset += n;
+    if (offset < total) {
+      asio::post(io, [self = shared_from_this(), in, stream, address, offset] {
+        self->ReadLent(in, stream, address, offset);
+      });
+      return;
+    }
+    // Read while the sender was alive: the bytes were its own (a pid can be reused after it exits).
+    if (in->peer_memory->Exited())
+      return CloseIn(in, errors::Unavailable("tensor transport: task ", in->task, " exited while its tensor was read"),
+                     false);
+    st.received = st.payload_len;
+    same_host_reads.fetch_add(1);
+    SendControl(in, kReturn, stream);
+    Complete(in, it);
   }
 
   void OnBegin(const std::shared_ptr<In>& in, uint8_t flags, uint32_t stream) {
@@ -628,6 +742,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     boost::system::error_code ignore;
     out->socket.close(ignore);
     out->pending.clear();
+    out->lent.clear();  // the receiver reads no more: their tensors go
+    out->lent_bytes = 0;
     return std::move(out->queue);
   }
 
@@ -656,10 +772,18 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     auto out = std::make_shared<Out>(io);
     out->task = task;
     out->peer = peer;
-    out->hello = Header(kHello, 0, 0, static_cast<uint32_t>(12 + options.task.size()));
+    const bool offer = options.same_host && !ssl;  // the same-host path: plaintext connections only
+    out->hello = Header(kHello, 0, 0, static_cast<uint32_t>(12 + options.task.size() + (offer ? kProofBytes : 0)));
     Put<uint64_t>(&out->hello, options.incarnation);
     Put<uint32_t>(&out->hello, static_cast<uint32_t>(options.task.size()));
     out->hello += options.task;
+    out->offered = offer;
+    if (offer) {
+      const ProcessProof& proof = ThisProcessProof();
+      Put<uint32_t>(&out->hello, proof.pid);
+      Put<uint64_t>(&out->hello, proof.address);
+      out->hello.append(reinterpret_cast<const char*>(proof.cookie.data()), proof.cookie.size());
+    }
     outs[task] = out;
     boost::system::error_code ec;
     auto addr = asio::ip::make_address(peer.host, ec);
@@ -701,7 +825,11 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   void Connected(const std::shared_ptr<Out>& out) {
     std::lock_guard<std::mutex> lock(out->wmu);
     out->connected = true;
-    // The peer never writes on this connection: a read completing means it closed (or died).
+    out->writing = true;
+    Write(*out, asio::buffer(out->hello),
+          [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
+    if (!out->tls) return ReadControl(out);
+    // Over TLS the peer never writes on this connection: a read completing means it closed (or died).
     auto probe = [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) {
       if (out->dead) return;
       // In TLS 1.3 the server judges the client's certificate after the client's handshake: a refusal comes here.
@@ -713,11 +841,41 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
       self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection",
                                              ec ? ": " + ec.message() : std::string()));
     };
-    if (out->tls) out->tls->async_read_some(asio::buffer(&out->probe, 1), probe);
-    else out->socket.async_read_some(asio::buffer(&out->probe, 1), probe);
-    out->writing = true;
-    Write(*out, asio::buffer(out->hello),
-          [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
+    out->tls->async_read_some(asio::buffer(&out->probe, 1), probe);
+  }
+
+  // A plaintext connection's answers from the receiver (same host, returns);
+  // the end of the stream means the receiver closed it (or died).
+  void ReadControl(const std::shared_ptr<Out>& out) {
+    asio::async_read(out->socket, asio::buffer(out->control), [self = shared_from_this(), out](
+                                                                  const boost::system::error_code& ec, size_t) {
+      if (out->dead) return;
+      if (ec)
+        return self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection: ",
+                                                      ec.message()));
+      const char* h = out->control;
+      const uint8_t kind = Get<uint8_t>(h + 4);
+      const uint32_t stream = Get<uint32_t>(h + 8);
+      if (Get<uint32_t>(h) != kMagic || Get<uint32_t>(h + 12) != 0 ||
+          (kind != kSameHost && kind != kNotSameHost && kind != kReturn)) {
+        self->data_loss.fetch_add(1);
+        return self->FailOut(out, errors::DataLoss("tensor transport: a bad answer from task ", out->task,
+                                                   "; connection closed"));
+      }
+      if (kind == kSameHost || kind == kNotSameHost) {
+        std::lock_guard<std::mutex> lock(out->wmu);
+        out->answered = true;
+        out->same_host = kind == kSameHost;
+        self->WriteNext(out);  // tensors held for the answer go now
+      } else {
+        auto it = out->lent.find(stream);
+        if (it != out->lent.end()) {
+          out->lent_bytes -= it->second->payload_len;
+          out->lent.erase(it);  // read: its tensor may go
+        }
+      }
+      self->ReadControl(out);
+    });
   }
 
   void Wrote(const std::shared_ptr<Out>& out, const boost::system::error_code& ec) {
@@ -756,17 +914,35 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     // one write and one reactor round each), up to one chunk's worth.
     uint64_t gathered = 0;
     while (!out->queue.empty() && out->in_write.size() < kMaxGather && gathered < options.chunk_bytes) {
-      // The next stream in turn; a new one begins only while the tensors begun
-      // and not finished stay under a budget (the receiver holds them whole).
-      auto pick = out->queue.begin();
-      if (!(*pick)->begun && out->begun_bytes > 0 && out->begun_bytes + (*pick)->payload_len > kBegunBudget) {
-        auto begun = std::find_if(out->queue.begin(), out->queue.end(), [](const auto& s) { return s->begun; });
-        if (begun == out->queue.end()) break;
-        pick = begun;
-      }
+      // The next stream in turn that may go: a new one begins only while the
+      // tensors begun and not finished stay under a budget (the receiver holds
+      // them whole), and one that could be lent waits for the receiver's
+      // answer to this process's same-host offer (one round trip, once).
+      auto pick = std::find_if(out->queue.begin(), out->queue.end(), [&](const std::shared_ptr<OutStream>& s) {
+        if (s->begun) return true;
+        if (out->offered && !out->answered && s->tensor.IsInitialized() && s->tensor.TotalBytes() >= kLendMinBytes)
+          return false;
+        return out->begun_bytes == 0 || out->begun_bytes + s->payload_len <= kBegunBudget;
+      });
+      if (pick == out->queue.end()) break;
       std::shared_ptr<OutStream> st = *pick;
-      if (st->truncate16 && !out->in_write.empty()) break;  // its encoded chunk goes in a write of its own
+      const bool lend = !st->begun && Lendable(*out, *st);
+      if (st->truncate16 && !lend && !out->in_write.empty()) break;  // its encoded chunk goes in a write of its own
       out->queue.erase(pick);
+      if (lend) {
+        // Same host: the receiver reads the payload from this process's memory.
+        out->buffers.push_back(asio::buffer(st->begin));
+        out->chunk_headers.push_back(Header(kLend, 0, st->id, 8));
+        Put<uint64_t>(&out->chunk_headers.back(), reinterpret_cast<uint64_t>(st->tensor.raw_data()));
+        out->buffers.push_back(asio::buffer(out->chunk_headers.back()));
+        gathered += st->begin.size() + kHeaderBytes + 8;
+        st->begun = true;
+        st->offset = st->payload_len;
+        out->lent_bytes += st->payload_len;
+        out->lent[st->id] = st;  // alive until the receiver returns it
+        out->in_write.push_back(st);
+        continue;
+      }
       if (!st->begun) {
         out->begun_bytes += st->payload_len;
         out->buffers.push_back(asio::buffer(st->begin));
@@ -800,6 +976,14 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     out->writing = true;
     Write(*out, out->buffers,
           [self = shared_from_this(), out](const boost::system::error_code& ec, size_t) { self->Wrote(out, ec); });
+  }
+
+  // Whether `st` may be lent to the receiver of `out` rather than written: a
+  // same-host receiver, a numeric payload of kLendMinBytes or more, and the
+  // tensors lent and not yet returned under the sender's budget.
+  static bool Lendable(const Out& out, const OutStream& st) {
+    return out.same_host && !st.encoded && st.tensor.IsInitialized() && st.tensor.TotalBytes() >= kLendMinBytes &&
+           out.lent_bytes + st.payload_len <= kBegunBudget;
   }
 
   // Writes `st` now, from the caller's thread, when its task's connection is
@@ -958,6 +1142,7 @@ const std::string& TensorTransport::task() const { return impl_->options.task; }
 uint64_t TensorTransport::incarnation() const { return impl_->options.incarnation; }
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
 uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
+uint64_t TensorTransport::same_host_count() const { return impl_->same_host_reads.load(); }
 
 void TensorTransport::SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation) {
   std::lock_guard<std::mutex> lock(impl_->mu);

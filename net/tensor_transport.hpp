@@ -8,10 +8,15 @@
 // frame (task name, incarnation), then writes frames:
 //
 //   header  u32 magic "AFT1" | u8 kind | u8 flags | u16 zero | u32 stream | u32 body_len   (16 bytes, LE)
-//   kind 1  hello: u64 incarnation | u32 task_len | task
+//   kind 1  hello: u64 incarnation | u32 task_len | task [| u32 pid | u64 address | 16 bytes cookie]
 //   kind 2  begin: i64 step_id | i32 dtype | u32 ndims | u64 payload_len | u32 key_len | key | i64 dims[ndims]
 //   kind 3  data:  body_len bytes of the stream's payload, at the next offset
+//   kind 4  lend:  u64 address: the whole payload lies there in the sender's memory (same host)
 //   flags   1 = dead tensor (control flow), 2 = float32 sent as its upper 16 bits
+// and the receiver answers on the same connection (empty bodies):
+//   kind 5  same host: "I can read your memory" (the hello's proof checked out)
+//   kind 7  not the same host: the answer when it did not (every byte then goes over TCP)
+//   kind 6  return: the receiver has read lent stream `stream`; the sender lets its tensor go
 //
 // A tensor is one stream: a begin frame, then its payload in chunks (4 MiB by
 // default). The writer takes queued tensors in turn, one chunk each, so a
@@ -19,6 +24,18 @@
 // is written straight from the tensor's buffer (the frame holds a reference
 // until written) and read straight into the new tensor; strings travel as
 // u64 length + bytes per element.
+//
+// Same host (plaintext only): a hello may carry the sender's process proof
+// (net/same_host.hpp); the receiver answers whether it can read the proof's
+// bytes from the sender's memory (tensors that could be lent wait for that
+// answer; smaller ones do not). When it can, the sender lends numeric
+// tensors of 256 KiB and more instead of writing them: a lend frame gives
+// the payload's address, the receiver copies it straight into the new tensor
+// (one copy, in 4 MiB pieces between its other work, so a small tensor still
+// never waits behind a huge one) and returns the stream, and only then does
+// the sender drop its reference. Truncated float32 tensors are lent whole and
+// truncated on receipt (the same values as on the wire). A peer on another
+// host, or one whose memory cannot be read, gets every byte over TCP.
 //
 // The receiver validates every frame before allocating: magic, kind, a hello
 // first, body and key lengths under caps, a supported dtype, dims that make a
@@ -58,6 +75,9 @@ struct TransportOptions {
   size_t chunk_bytes = size_t{4} << 20;
   uint64_t max_payload_bytes = uint64_t{16} << 30;  // one tensor
   uint64_t max_inflight_bytes = uint64_t{32} << 30;  // tensors begun and not complete, per connection
+  /// Offer and accept the same-host path (cross-memory reads) on plaintext
+  /// connections; off, every byte goes over TCP.
+  bool same_host = true;
   /// Mutual TLS 1.3 on every connection (both ends present certificates the
   /// cluster CA signed), when set; the files are checked at Start.
   TlsOptions tls;
@@ -103,6 +123,8 @@ class TensorTransport {
   uint64_t data_loss_count() const;
   /// Connections refused or failed in the TLS handshake (for tests).
   uint64_t tls_refused_count() const;
+  /// Tensors this endpoint received by reading the sender's memory (for tests).
+  uint64_t same_host_count() const;
 
   struct Impl;
 

@@ -24,144 +24,11 @@
 
 #include "net/tensor_transport.hpp"
 #include "test_util.hpp"
+#include "transport_util.hpp"
 
 using namespace actorflow;
 
-namespace {
-
-constexpr char kA[] = "/job:a/replica:0/task:0";
-constexpr char kB[] = "/job:b/replica:0/task:0";
-
-struct Inbox {
-  struct Item {
-    int64_t step;
-    std::string key;
-    Tensor value;
-    bool dead;
-    Status status;  // not OK: a reject
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Item> items;
-  std::deque<std::pair<std::string, Status>> failures;
-
-  TransportCallbacks Callbacks() {
-    TransportCallbacks cb;
-    cb.deliver = [this](int64_t step, RendezvousKey key, Tensor v, bool dead) {
-      std::lock_guard<std::mutex> l(mu);
-      items.push_back({step, key.str(), std::move(v), dead, Status::OK()});
-      cv.notify_all();
-    };
-    cb.reject = [this](int64_t step, Status s) {
-      std::lock_guard<std::mutex> l(mu);
-      items.push_back({step, "", Tensor(), false, std::move(s)});
-      cv.notify_all();
-    };
-    cb.peer_failed = [this](const std::string& task, Status s) {
-      std::lock_guard<std::mutex> l(mu);
-      failures.emplace_back(task, std::move(s));
-      cv.notify_all();
-    };
-    return cb;
-  }
-  Item Next() {
-    std::unique_lock<std::mutex> l(mu);
-    REQUIRE(cv.wait_for(l, std::chrono::seconds(20), [&] { return !items.empty(); }));
-    Item i = std::move(items.front());
-    items.pop_front();
-    return i;
-  }
-};
-
-struct Pair {
-  Inbox in_a, in_b;
-  std::unique_ptr<TensorTransport> a, b;
-  explicit Pair(size_t chunk = size_t{4} << 20) {
-    TransportOptions oa, ob;
-    oa.task = kA;
-    oa.incarnation = 111;
-    ob.task = kB;
-    ob.incarnation = 222;
-    oa.chunk_bytes = ob.chunk_bytes = chunk;
-    REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
-    REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(), &b).ok());
-    a->SetPeer(kB, "127.0.0.1", b->port(), 222);
-    b->SetPeer(kA, "127.0.0.1", a->port(), 111);
-  }
-};
-
-RendezvousKey Key(const std::string& name, int64_t frame = 0, int64_t iter = 0) {
-  return MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 111, std::string(kB) + "/device:CPU:0", name, frame,
-                           iter);
-}
-
-// A raw connection to `port` for writing hostile bytes.
-int Dial(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  return fd;
-}
-
-template <class T>
-void Put(std::string* s, T v) {
-  s->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-std::string Frame(uint8_t kind, uint32_t stream, const std::string& body, uint8_t flags = 0) {
-  std::string f;
-  Put<uint32_t>(&f, 0x31544641);
-  Put<uint8_t>(&f, kind);
-  Put<uint8_t>(&f, flags);
-  Put<uint16_t>(&f, 0);
-  Put<uint32_t>(&f, stream);
-  Put<uint32_t>(&f, static_cast<uint32_t>(body.size()));
-  return f + body;
-}
-
-std::string Hello(const std::string& task, uint64_t incarnation) {
-  std::string b;
-  Put<uint64_t>(&b, incarnation);
-  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
-  return Frame(1, 0, b + task);
-}
-
-std::string Begin(uint32_t stream, int32_t dtype, const std::vector<int64_t>& dims, uint64_t payload,
-                  const std::string& key = Key("k").str()) {
-  std::string b;
-  Put<int64_t>(&b, 7);
-  Put<int32_t>(&b, dtype);
-  Put<uint32_t>(&b, static_cast<uint32_t>(dims.size()));
-  Put<uint64_t>(&b, payload);
-  Put<uint32_t>(&b, static_cast<uint32_t>(key.size()));
-  b += key;
-  for (int64_t d : dims) Put<int64_t>(&b, d);
-  return Frame(2, stream, b);
-}
-
-// Writes `bytes`, closes the writing half, and waits (bounded) for the endpoint to close the connection.
-void SendHostile(uint16_t port, const std::string& bytes) {
-  int fd = Dial(port);
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;  // closed by the endpoint already
-    off += static_cast<size_t>(n);
-  }
-  ::shutdown(fd, SHUT_WR);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char c;
-  const ssize_t got = ::recv(fd, &c, 1, 0);
-  CHECK(got <= 0);  // closed (0) or reset (-1), never data, and not a timeout hang
-  ::close(fd);
-}
-
-}  // namespace
+using namespace actorflow::test;
 
 TEST_CASE("transport: tensors of every kind cross intact") {
   Pair p;
@@ -215,8 +82,10 @@ TEST_CASE("transport: float32 truncated to 16 bits keeps the upper half of each 
   }
 }
 
-TEST_CASE("transport: a small tensor is not held behind a huge one") {
-  Pair p(size_t{1} << 20);  // 1 MiB chunks
+TEST_CASE("transport: a small tensor is not held behind a huge one, over TCP and read from the sender's memory") {
+  const bool same_host = GENERATE(false, true);
+  INFO("same host " << same_host);
+  Pair p(size_t{1} << 20, same_host);  // 1 MiB chunks (or pieces read from the sender)
   Tensor big(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
   std::memset(big.raw_data(), 7, big.TotalBytes());
   REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
@@ -225,13 +94,16 @@ TEST_CASE("transport: a small tensor is not held behind a huge one") {
   auto b = p.in_b.Next();
   CHECK(b.key == Key("big").str());
   CHECK(std::memcmp(b.value.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+  CHECK(p.b->same_host_count() == (same_host ? 1u : 0u));
 }
 
 TEST_CASE("transport: small tensors written by their callers' threads interleave with queued large ones, all intact") {
   // Senders on four threads (small tensors go out on the caller's thread when
   // the connection is idle; what the socket does not take, the transport's
   // thread finishes) beside large tensors queued behind and between them.
-  Pair p(size_t{1} << 20);
+  const bool same_host = GENERATE(false, true);
+  INFO("same host " << same_host);
+  Pair p(size_t{1} << 20, same_host);
   constexpr int kThreads = 4, kPerThread = 300, kBig = 6;
   auto value = [](int t, int i) {
     const int64_t n = 1 + (t * 7919 + i * 104729) % (16 << 10);  // 4 B .. 64 KiB of int32
@@ -269,6 +141,7 @@ TEST_CASE("transport: small tensors written by their callers' threads interleave
     CHECK(std::memcmp(it->second.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
   }
   CHECK(p.b->data_loss_count() == 0);
+  CHECK(p.b->same_host_count() == (same_host ? static_cast<uint64_t>(kBig) : 0u));
 }
 
 TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, writes cut short) arrive whole") {

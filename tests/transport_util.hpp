@@ -1,0 +1,187 @@
+// Helpers for the tensor transport's tests (transport_test, same_host_test):
+// an inbox of what an endpoint delivered, a connected pair of endpoints in
+// this process, and the wire frames written by hand for hostile peers.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net/tensor_transport.hpp"
+
+namespace actorflow {
+namespace test {
+
+constexpr char kA[] = "/job:a/replica:0/task:0";
+constexpr char kB[] = "/job:b/replica:0/task:0";
+
+struct Inbox {
+  struct Item {
+    int64_t step;
+    std::string key;
+    Tensor value;
+    bool dead;
+    Status status;  // not OK: a reject
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Item> items;
+  std::deque<std::pair<std::string, Status>> failures;
+
+  TransportCallbacks Callbacks() {
+    TransportCallbacks cb;
+    cb.deliver = [this](int64_t step, RendezvousKey key, Tensor v, bool dead) {
+      std::lock_guard<std::mutex> l(mu);
+      items.push_back({step, key.str(), std::move(v), dead, Status::OK()});
+      cv.notify_all();
+    };
+    cb.reject = [this](int64_t step, Status s) {
+      std::lock_guard<std::mutex> l(mu);
+      items.push_back({step, "", Tensor(), false, std::move(s)});
+      cv.notify_all();
+    };
+    cb.peer_failed = [this](const std::string& task, Status s) {
+      std::lock_guard<std::mutex> l(mu);
+      failures.emplace_back(task, std::move(s));
+      cv.notify_all();
+    };
+    return cb;
+  }
+  Item Next() {
+    std::unique_lock<std::mutex> l(mu);
+    REQUIRE(cv.wait_for(l, std::chrono::seconds(20), [&] { return !items.empty(); }));
+    Item i = std::move(items.front());
+    items.pop_front();
+    return i;
+  }
+};
+
+struct Pair {
+  Inbox in_a, in_b;
+  std::unique_ptr<TensorTransport> a, b;
+  // `same_host` off: every byte over TCP, as between machines.
+  explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false) {
+    TransportOptions oa, ob;
+    oa.same_host = ob.same_host = same_host;
+    oa.task = kA;
+    oa.incarnation = 111;
+    ob.task = kB;
+    ob.incarnation = 222;
+    oa.chunk_bytes = ob.chunk_bytes = chunk;
+    REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
+    REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(), &b).ok());
+    a->SetPeer(kB, "127.0.0.1", b->port(), 222);
+    b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+  }
+};
+
+inline RendezvousKey Key(const std::string& name, int64_t frame = 0, int64_t iter = 0) {
+  return MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 111, std::string(kB) + "/device:CPU:0", name, frame,
+                           iter);
+}
+
+// A raw connection to `port` for writing hostile bytes.
+inline int Dial(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+template <class T>
+void Put(std::string* s, T v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+inline std::string Frame(uint8_t kind, uint32_t stream, const std::string& body, uint8_t flags = 0) {
+  std::string f;
+  Put<uint32_t>(&f, 0x31544641);
+  Put<uint8_t>(&f, kind);
+  Put<uint8_t>(&f, flags);
+  Put<uint16_t>(&f, 0);
+  Put<uint32_t>(&f, stream);
+  Put<uint32_t>(&f, static_cast<uint32_t>(body.size()));
+  return f + body;
+}
+
+inline std::string Hello(const std::string& task, uint64_t incarnation) {
+  std::string b;
+  Put<uint64_t>(&b, incarnation);
+  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
+  return Frame(1, 0, b + task);
+}
+
+inline std::string Begin(uint32_t stream, int32_t dtype, const std::vector<int64_t>& dims, uint64_t payload,
+                  const std::string& key = Key("k").str()) {
+  std::string b;
+  Put<int64_t>(&b, 7);
+  Put<int32_t>(&b, dtype);
+  Put<uint32_t>(&b, static_cast<uint32_t>(dims.size()));
+  Put<uint64_t>(&b, payload);
+  Put<uint32_t>(&b, static_cast<uint32_t>(key.size()));
+  b += key;
+  for (int64_t d : dims) Put<int64_t>(&b, d);
+  return Frame(2, stream, b);
+}
+
+// A hello carrying a process proof (the same-host offer).
+inline std::string HelloWithProof(const std::string& task, uint64_t incarnation, uint32_t pid, uint64_t address,
+                                  const std::string& cookie) {
+  std::string b;
+  Put<uint64_t>(&b, incarnation);
+  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
+  b += task;
+  Put<uint32_t>(&b, pid);
+  Put<uint64_t>(&b, address);
+  return Frame(1, 0, b + cookie);
+}
+
+// A lend frame: stream `stream`'s payload lies at `address` of the sender.
+inline std::string Lend(uint32_t stream, uint64_t address) {
+  std::string b;
+  Put<uint64_t>(&b, address);
+  return Frame(4, stream, b);
+}
+
+// Writes `bytes`, closes the writing half (unless `half_close` is false: a
+// peer that stays), and waits (bounded) for the endpoint to close the
+// connection. The endpoint's answers to a same-host offer are skipped; the
+// connection must end, not time out.
+inline void SendHostile(uint16_t port, const std::string& bytes, bool half_close = true) {
+  int fd = Dial(port);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // closed by the endpoint already
+    off += static_cast<size_t>(n);
+  }
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[256];
+  ssize_t got;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  const int err = got < 0 ? errno : 0;
+  CHECK((got == 0 || (err != EAGAIN && err != EWOULDBLOCK)));  // closed or reset, not a timeout hang
+  ::close(fd);
+}
+
+}  // namespace test
+}  // namespace actorflow
