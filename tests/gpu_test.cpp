@@ -1,6 +1,7 @@
 // The CUDA device: every GPU kernel against its CPU kernel on random inputs,
 // an MLP layer (MatMul, BiasAdd, Relu, Softmax) placed on GPU:0 with feeds and
-// fetches on the host, the device allocator's reuse across steps, and errors.
+// fetches on the host, the device allocator's reuse across steps, errors, and
+// GPU tensors between processes (an `actorflow server` with a GPU).
 //
 // Needs a GPU: without one (or in a build without CUDA) the program prints why
 // and exits 77, which CTest reports as skipped (SKIP_RETURN_CODE), never as
@@ -17,9 +18,13 @@
 
 #include "actors/runtime.hpp"
 #include "client/ops/control_flow.hpp"
+#include "client/session.hpp"
+#include "core/cluster_spec.hpp"
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
 #include "devices/pool_allocator.hpp"
+#include "local_cluster.hpp"
+#include "master/server.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -348,4 +353,52 @@ TEST_CASE("a while loop whose body runs on GPU:0 (its control loop there) matche
   REQUIRE(r.status.ok());
   CHECK(r.placement["gpu_loop/MatMul"] == kGpu);
   ExpectClose(r.outputs[0], r.outputs[1], 1e-4f);
+}
+
+TEST_CASE("GPU tensors cross processes, staged through the host: from another task's GPU and to this task's GPU") {
+  // A ps process with a GPU, and this process as worker 0 with one.
+  test::LocalCluster processes;
+  processes.Start("ps", 0, {"--devices", "cpu:1,gpu:1"});
+  ServerOptions o;
+  REQUIRE(ClusterSpec::Parse(processes.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
+  o.has_cluster = true;
+  o.task = TaskId{"worker", 0};
+  o.port = 0;
+  o.num_threads = 2;
+  o.num_gpu_devices = 1;
+  o.heartbeat_ms = test::kTestHeartbeatMs;
+  o.peer_timeout_ms = test::kTestPeerTimeoutMs;
+  std::unique_ptr<Server> server;
+  Status created = Server::Create(o, &server);
+  INFO(created.ToString());
+  REQUIRE(created.ok());
+
+  Scope root = Scope::NewRootScope().WithDevice("/job:worker/task:0/device:CPU:0");
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  // worker CPU -> ps GPU -> worker GPU -> worker CPU, and ps GPU -> worker CPU; 3 MiB and a bit,
+  // so the host copies between processes are lent (same host) as well as written.
+  auto sq = ops::Square(root.WithOpName("sq").WithDevice("/job:ps/task:0/device:GPU:0"), x);
+  auto twice = ops::Add(root.WithOpName("twice").WithDevice("/job:worker/task:0/device:GPU:0"), sq, sq);
+  auto back = ops::Identity(root.WithOpName("back"), twice);
+  auto sq_back = ops::Identity(root.WithOpName("sq_back"), sq);
+  SessionOptions so;
+  so.target = server->target();
+  so.device_find_timeout_ms = 10000;
+  Session session(so);
+  REQUIRE(session.Create(ToDef(root)).ok());
+  Tensor in = Random({768, 1024 + 1}, 7);
+  std::vector<Tensor> out;
+  RunOptions ro;
+  ro.timeout_in_ms = 60000;  // a lost tensor fails here, never hangs
+  Status s = session.Run(ro, {{"x", in}}, {"back:0", "sq_back:0"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out.size() == 2);
+  REQUIRE(out[0].shape() == in.shape());
+  for (int64_t i = 0; i < in.NumElements(); ++i) {
+    const float v = in.data<float>()[i];
+    if (out[1].data<float>()[i] != v * v || out[0].data<float>()[i] != v * v + v * v)
+      FAIL("element " << i << ": " << out[1].data<float>()[i] << ", " << out[0].data<float>()[i] << " for " << v);
+  }
+  session.Close();
 }
