@@ -43,16 +43,7 @@ struct Cluster {
   Cluster() {
     processes.Start("ps", 0);
     processes.Start("ps", 1);
-    ServerOptions o;
-    // This task's own address is never dialled (it is this process): a placeholder.
-    REQUIRE(ClusterSpec::Parse(processes.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
-    o.has_cluster = true;
-    o.task = TaskId{"worker", 0};
-    o.port = 0;
-    o.num_threads = 2;
-    o.heartbeat_ms = test::kTestHeartbeatMs;
-    o.peer_timeout_ms = test::kTestPeerTimeoutMs;
-    Status s = Server::Create(o, &server);
+    Status s = Server::Create(processes.WorkerTaskOptions(), &server);
     INFO(s.ToString());
     REQUIRE(s.ok());
   }

@@ -359,15 +359,8 @@ TEST_CASE("GPU tensors cross processes, staged through the host: from another ta
   // A ps process with a GPU, and this process as worker 0 with one.
   test::LocalCluster processes;
   processes.Start("ps", 0, {"--devices", "cpu:1,gpu:1"});
-  ServerOptions o;
-  REQUIRE(ClusterSpec::Parse(processes.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
-  o.has_cluster = true;
-  o.task = TaskId{"worker", 0};
-  o.port = 0;
-  o.num_threads = 2;
+  ServerOptions o = processes.WorkerTaskOptions();
   o.num_gpu_devices = 1;
-  o.heartbeat_ms = test::kTestHeartbeatMs;
-  o.peer_timeout_ms = test::kTestPeerTimeoutMs;
   std::unique_ptr<Server> server;
   Status created = Server::Create(o, &server);
   INFO(created.ToString());

@@ -22,6 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/cluster_spec.hpp"
+#include "master/server.hpp"
+
 extern char** environ;
 
 #ifndef AF_TEST_SLOWDOWN
@@ -80,6 +83,21 @@ class LocalCluster {
     extra.push_back("--port=" + std::to_string(t->port));
     t->extra = extra;
     Launch(t);
+  }
+
+  /// Options for a Server in the test's own process as /job:worker/task:0 of
+  /// this cluster (its address a placeholder: nobody dials it), two threads,
+  /// the test tasks' heartbeat and peer timeout.
+  ServerOptions WorkerTaskOptions() const {
+    ServerOptions o;
+    REQUIRE(ClusterSpec::Parse(ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
+    o.has_cluster = true;
+    o.task = TaskId{"worker", 0};
+    o.port = 0;
+    o.num_threads = 2;
+    o.heartbeat_ms = kTestHeartbeatMs;
+    o.peer_timeout_ms = kTestPeerTimeoutMs;
+    return o;
   }
 
   /// The cluster JSON naming every started task (and `more` jobs, e.g. the test process's own).

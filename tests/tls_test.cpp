@@ -193,12 +193,7 @@ TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients an
   const TlsOptions ps_tls = pki.Issue("ps0");
   auto& ps = cluster.Start("ps", 0, {"--security", "mtls", "--cert", ps_tls.cert, "--key", ps_tls.key, "--ca",
                                      ps_tls.ca});
-  ServerOptions o;
-  REQUIRE(ClusterSpec::Parse(cluster.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster).ok());
-  o.has_cluster = true;
-  o.task = TaskId{"worker", 0};
-  o.port = 0;
-  o.num_threads = 2;
+  ServerOptions o = cluster.WorkerTaskOptions();
   o.tls = pki.Issue("worker0");
   std::unique_ptr<Server> server;
   Status s = Server::Create(o, &server);
