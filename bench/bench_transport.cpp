@@ -3,6 +3,9 @@
 //   bench_transport               the driver: starts `bench_transport receiver` as a child process
 //   bench_transport receiver      (internal) the receiving process
 //   bench_transport latency       the latency figures alone
+//   bench_transport compression   the 16-bit compression figure alone
+//   bench_transport link          the same on a 10 Gbit/s link (loopback of a network namespace
+//                                 of its own, shaped with tc's tbf), as between machines
 //   bench_transport tls           the transport with mutual TLS beside raw Boost.Asio TLS 1.3
 //                                 (the same certificates, made with the openssl command)
 //   bench_transport steps CLI     a step across processes (an `actorflow server` started from CLI)
@@ -263,7 +266,10 @@ bool Introduce(const Child& child, const std::vector<const TensorTransport*>& tr
   return std::fscanf(child.from, "%15s", ready) == 1 && std::string(ready) == "ready";
 }
 
-int Driver(const char* self, bool latency_only) {
+// What Driver measures: everything, or one part.
+enum class Part { kAll, kLatency, kCompression };
+
+int Driver(const char* self, Part part) {
   Child child = SpawnSelf(self, {"receiver"});
   int raw_port = 0, tp_port = 0, caf_port = 0;
   if (std::fscanf(child.from, "%d %d %d", &raw_port, &tp_port, &caf_port) != 3) return 1;
@@ -317,7 +323,7 @@ int Driver(const char* self, bool latency_only) {
   // Throughput.
   const std::vector<int64_t> sizes = {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20,
                                      int64_t{4} << 20,  int64_t{16} << 20, int64_t{64} << 20};
-  for (int64_t size : latency_only ? std::vector<int64_t>() : sizes) {
+  for (int64_t size : part == Part::kAll ? sizes : std::vector<int64_t>()) {
     Tensor t(DT_FLOAT, TensorShape{size / 4});
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
@@ -337,24 +343,30 @@ int Driver(const char* self, bool latency_only) {
                 static_cast<long long>(size), stats[3].median / stats[0].median, stats[2].median / stats[1].median,
                 stats[3].median / stats[1].median);
   }
-  // 16-bit compression of float32: effective bandwidth, 64 MiB.
-  if (!latency_only) {
+  // 16-bit compression of float32: effective bandwidth, 64 MiB, over TCP
+  // (the bytes compression saves are the network's), beside the same tensors
+  // whole and raw Asio writing them (what the link carries).
+  if (part != Part::kLatency) {
+    const char* link_env = std::getenv("AF_BENCH_LINK");
+    const std::string link = link_env ? link_env : "loopback";
     Tensor t(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
     for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = static_cast<float>(i);
     const int n = 4;
-    // Over TCP: the bytes compression saves are the network's.
     auto stats = bench::MeasureInterleaved(5, 1, {[&] { send_transport(t, n, true, false); },
-                                                  [&] { send_transport(t, n, false, false); }});
+                                                  [&] { send_transport(t, n, false, false); },
+                                                  [&] { send_raw(t, n); }});
     const double bytes = static_cast<double>(t.TotalBytes()) * n / 1e9;
-    bench::Print("transport_compression", "\"bytes\":67108864,\"impl\":\"truncate16\"", "effective", "GB/s",
-                 stats[0], bytes, true);
-    bench::Print("transport_compression", "\"bytes\":67108864,\"impl\":\"float32\"", "effective", "GB/s", stats[1],
-                 bytes, true);
-    std::printf("{\"bench\":\"transport_compression\",\"ratio_truncate16_vs_float32\":%.3f}\n",
-                stats[1].median / stats[0].median);
+    const char* impls[] = {"truncate16", "float32", "raw_asio_float32"};
+    for (int i = 0; i < 3; ++i)
+      bench::Print("transport_compression",
+                   "\"bytes\":67108864,\"link\":\"" + link + "\",\"impl\":\"" + impls[i] + "\"", "effective",
+                   "GB/s", stats[i], bytes, true);
+    std::printf("{\"bench\":\"transport_compression\",\"params\":{\"link\":\"%s\"},"
+                "\"ratio_truncate16_vs_float32\":%.3f}\n",
+                link.c_str(), stats[1].median / stats[0].median);
   }
   // Latency: a 4-byte tensor there and back, one at a time.
-  {
+  if (part != Part::kCompression) {
     Tensor t = Tensor::Scalar<float>(1.f);
     auto stats = bench::MeasureInterleavedCalls(
         20, 100, {[&] { send_transport(t, 1, false); }, [&] { send_raw(t, 1); }, [&] { send_caf(t, 1); }});
@@ -485,6 +497,25 @@ int TlsDriver(const char* self) {
   return 0;
 }
 
+// ---- compression on a link of a known rate ------------------------------------
+
+// The compression figure on a 10 Gbit/s link, as between machines: in a
+// network namespace of this process's own (a user namespace: no privileges
+// needed) whose loopback is shaped by a token bucket. Skipped, saying why,
+// where namespaces or tc's tbf are not available.
+int OnShapedLink() {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return 1;
+  self[len] = '\0';
+  const std::string cmd = std::string("unshare -rn sh -c 'ip link set lo up && ") +
+                          "tc qdisc add dev lo root tbf rate 10gbit burst 4mb latency 50ms && " +
+                          "AF_BENCH_LINK=10gbit exec \"$0\" compression' '" + self + "'";
+  if (std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "bench_transport link: skipped: cannot shape a link here (needs unshare -rn and tc tbf)\n");
+  return 0;
+}
+
 // ---- a step across processes -------------------------------------------------
 
 int Steps(const std::string& cli) {
@@ -581,5 +612,9 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "steps") return Steps(argv[2]);
   if (argc > 2 && std::string(argv[1]) == "tls-receiver") return TlsReceiver(argv[2]);
   if (argc > 1 && std::string(argv[1]) == "tls") return TlsDriver("/proc/self/exe");
-  return Driver("/proc/self/exe", argc > 1 && std::string(argv[1]) == "latency");
+  if (argc > 1 && std::string(argv[1]) == "link") return OnShapedLink();
+  const std::string mode = argc > 1 ? argv[1] : "";
+  return Driver("/proc/self/exe", mode == "latency" ? Part::kLatency
+                                  : mode == "compression" ? Part::kCompression
+                                                          : Part::kAll);
 }

@@ -67,5 +67,6 @@ done | /usr/bin/python3 bench/train_ratio.py
 # step across processes beside the same partitions on two devices of one process.
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport tls
+ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport link
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport steps ./build/actorflow
 if [ -n "$against" ]; then bench/compare_rev.sh "$against"; fi
