@@ -112,6 +112,12 @@ Scope Scope::WithDevice(const std::string& device) const {
   return s;
 }
 
+Scope Scope::WithDeviceFunction(DeviceFunction fn) const {
+  Scope s = *this;
+  s.device_fn_ = fn ? std::make_shared<const DeviceFunction>(std::move(fn)) : nullptr;
+  return s;
+}
+
 Scope Scope::WithControlDependencies(const std::vector<Operation>& deps) const {
   Scope s = *this;
   s.control_deps_.insert(s.control_deps_.end(), deps.begin(), deps.end());
@@ -207,6 +213,7 @@ Operation Scope::AddOp(const std::string& op_type, const std::vector<OutputList>
       amap[arg.type_list_attr()] = AttrTypeList(types);
     }
   }
+  if (device_fn_) def.set_device((*device_fn_)(def, op_def, args));
   Node* node;
   Status s = shared_->graph.AddNode(def, &node);
   if (!s.ok()) {

@@ -18,6 +18,7 @@
 // added, so a shape mismatch is reported here, naming the node.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -124,6 +125,13 @@ struct QueueRunnerDef {
 
 using AttrMap = std::map<std::string, proto::AttrValue>;
 
+/// TensorFlow's device functions (`with tf.device(fn)`): the device a new
+/// node requests, given its NodeDef (op, attrs, the device the scope gives it),
+/// its op's definition and its inputs. Set with Scope::WithDeviceFunction;
+/// client/train/replica_device_setter.hpp makes one.
+using DeviceFunction =
+    std::function<std::string(const proto::NodeDef& def, const proto::OpDef& op_def, const std::vector<OutputList>& args)>;
+
 class Scope {
  public:
   static Scope NewRootScope();
@@ -131,6 +139,9 @@ class Scope {
   Scope WithOpName(const std::string& name) const;
   Scope NewSubScope(const std::string& name) const;
   Scope WithDevice(const std::string& device) const;
+  /// Nodes built in the returned scope request the device `fn` gives them (it
+  /// sees the scope's device in the NodeDef and may keep or merge it).
+  Scope WithDeviceFunction(DeviceFunction fn) const;
   Scope WithControlDependencies(const std::vector<Operation>& deps) const;
   /// This graph's scope without name scope, device or control dependencies.
   Scope GraphRoot() const;
@@ -188,6 +199,7 @@ class Scope {
   std::string prefix_;
   std::string op_name_;
   std::string device_;
+  std::shared_ptr<const DeviceFunction> device_fn_;
   std::vector<Operation> control_deps_;
 };
 

@@ -372,8 +372,8 @@ TEST_CASE("GPU tensors cross processes, staged through the host: from another ta
   // so the host copies between processes are lent (same host) as well as written.
   auto sq = ops::Square(root.WithOpName("sq").WithDevice("/job:ps/task:0/device:GPU:0"), x);
   auto twice = ops::Add(root.WithOpName("twice").WithDevice("/job:worker/task:0/device:GPU:0"), sq, sq);
-  auto back = ops::Identity(root.WithOpName("back"), twice);
-  auto sq_back = ops::Identity(root.WithOpName("sq_back"), sq);
+  ops::Identity(root.WithOpName("back"), twice);
+  ops::Identity(root.WithOpName("sq_back"), sq);
   SessionOptions so;
   so.target = server->target();
   so.device_find_timeout_ms = 10000;

@@ -100,10 +100,20 @@ class LocalCluster {
     return o;
   }
 
-  /// The cluster JSON naming every started task (and `more` jobs, e.g. the test process's own).
+  /// The cluster JSON naming every started task, and `more` tasks (the test
+  /// process's own), which take each job's lowest free indices.
   std::string ClusterJson(const std::map<std::string, std::vector<std::string>>& more = {}) const {
     std::map<std::string, std::map<int, std::string>> jobs;
     for (const auto& t : tasks_) jobs[t.job][t.index] = "127.0.0.1:" + std::to_string(t.port);
+    // `more` fills each job's lowest free task indices.
+    for (const auto& [job, addrs] : more) {
+      auto& tasks = jobs[job];
+      int i = 0;
+      for (const auto& a : addrs) {
+        while (tasks.count(i)) ++i;
+        tasks[i] = a;
+      }
+    }
     std::string json = "{";
     bool first = true;
     for (const auto& [job, tasks] : jobs) {
@@ -114,12 +124,6 @@ class LocalCluster {
         json += (f ? "\"" : ",\"") + a + "\"";
         f = false;
       }
-      json += "]";
-    }
-    for (const auto& [job, addrs] : more) {
-      json += (first ? "\"" : ",\"") + job + "\":[";
-      first = false;
-      for (size_t i = 0; i < addrs.size(); ++i) json += (i ? ",\"" : "\"") + addrs[i] + "\"";
       json += "]";
     }
     return json + "}";

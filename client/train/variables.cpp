@@ -145,7 +145,9 @@ Variable AddVariable(const Scope& scope, const std::string& name, const TensorSh
   if (!v.initializer.valid() || !v.value.valid()) return Variable();
   // The read runs with the variable (TensorFlow colocates it so too): its
   // consumers elsewhere get the value from there, once per device.
+  // Colocation wins over the scope's device function (tf.colocate_with does too).
   (*v.value.node()->mutable_def()->mutable_attr())["_class"] = AttrStringList({"loc:@" + v.name});
+  v.value.node()->mutable_def()->set_device(v.ref.node()->requested_device());
   scope.AddToCollection(collections.refs, v.ref);
   scope.AddToCollection(collections.reads, v.value);
   scope.AddToCollection(collections.inits, v.initializer);

@@ -1,0 +1,139 @@
+// Data-parallel training across processes (issue 16): real `actorflow server`
+// processes (tests/local_cluster.hpp) as the ps task and a second worker, this
+// process as worker 0. Asynchronous training: each worker's steps read the
+// variables from the ps task, compute gradients on its own half of the data,
+// and the ps task applies them in its container actor.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/replica_device_setter.hpp"
+#include "client/train/variables.hpp"
+#include "local_cluster.hpp"
+#include "master/server.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::LocalCluster;
+using test::ToDef;
+
+namespace {
+
+// A ps process, a second worker process, and this process as worker 0.
+struct Cluster {
+  LocalCluster processes;
+  std::unique_ptr<Server> server;
+  ClusterSpec spec;
+  Cluster() {
+    processes.Start("ps", 0);
+    processes.Start("worker", 1);
+    ServerOptions o = processes.WorkerTaskOptions();
+    spec = o.cluster;
+    Status s = Server::Create(o, &server);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  // A session whose master (in this process) uses the ps task and worker `task`:
+  // worker 1's session stands for the client a worker 1 process would run.
+  SessionOptions Options(int task = 0) const {
+    SessionOptions so;
+    so.target = server->target();
+    so.device_find_timeout_ms = 10000;
+    so.device_filters = {"/job:ps", "/job:worker/task:" + std::to_string(task)};
+    return so;
+  }
+};
+
+// Softmax regression, 4 features -> 3 classes, placed by the replica device
+// setter for worker `task`: its variables on the ps task, its math on the worker.
+struct Model {
+  Scope root = Scope::NewRootScope();
+  Output x, y, loss;
+  Operation train, init;
+  Variable w, b, step;
+  Model(const ClusterSpec& cluster, int task) {
+    ReplicaDeviceSetterOptions o;
+    o.cluster = &cluster;
+    o.worker_device = "/job:worker/task:" + std::to_string(task);
+    Scope s = ReplicaDeviceSetter(root, o);
+    x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT);
+    y = ops::Placeholder(s.WithOpName("y"), DT_INT32);
+    w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::Zeros());
+    b = NewVariable(s, "b", {3}, DT_FLOAT, init::Zeros());
+    step = GetOrCreateGlobalStep(s);
+    auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
+    loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
+    GradientDescentOptimizer sgd(0.5);
+    train = sgd.Minimize(s.WithOpName("train"), loss, &step);
+    init = GlobalVariablesInitializer(s);
+  }
+};
+
+// Three well separated classes in 4 dimensions (fixed seed).
+void MakeData(int n, uint32_t seed, Tensor* x, Tensor* y) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> noise(0.f, 0.5f);
+  *x = Tensor(DT_FLOAT, TensorShape{n, 4});
+  *y = Tensor(DT_INT32, TensorShape{n});
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(gen() % 3);
+    y->data<int32_t>()[i] = c;
+    for (int j = 0; j < 4; ++j) x->data<float>()[i * 4 + j] = (j == c ? 2.f : 0.f) + noise(gen);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("distributed training: two workers train asynchronously against a ps task's variables", "[distributed]") {
+  Cluster c;
+  Model m0(c.spec, 0), m1(c.spec, 1);
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;  // a lost tensor fails the test here, never hangs it
+  std::vector<Tensor> out;
+  REQUIRE(s0.Run(ro, {}, {}, {m0.init.name()}, &out).ok());
+  Tensor x0, y0, x1, y1, xa, ya;
+  MakeData(64, 1, &x0, &y0);
+  MakeData(64, 2, &x1, &y1);
+  MakeData(256, 3, &xa, &ya);
+  Status first = s0.Run(ro, {{"x", xa}, {"y", ya}}, {m0.loss.name()}, {}, &out);
+  INFO(first.ToString());
+  REQUIRE(first.ok());
+  const float initial = out[0].scalar<float>();
+  CHECK(initial == Approx(std::log(3.f)));  // zero weights: uniform predictions
+  // Both workers step at once, each on its own data: updates land on the ps as they come.
+  constexpr int kSteps = 60;
+  auto work = [&](Session* s, const Model* m, const Tensor* x, const Tensor* y, Status* status) {
+    std::vector<Tensor> o;
+    for (int i = 0; i < kSteps && status->ok(); ++i) *status = s->Run(ro, {{"x", *x}, {"y", *y}}, {}, {m->train.name()}, &o);
+  };
+  Status st0, st1;
+  std::thread t1(work, &s1, &m1, &x1, &y1, &st1);
+  work(&s0, &m0, &x0, &y0, &st0);
+  t1.join();
+  INFO(st0.ToString() << " / " << st1.ToString());
+  REQUIRE(st0.ok());
+  REQUIRE(st1.ok());
+  // One shared model: every update was applied (the global step counts both
+  // workers' steps), and it fits data neither worker saw.
+  REQUIRE(s1.Run(ro, {{"x", xa}, {"y", ya}}, {m1.loss.name(), m1.step.value.name()}, {}, &out).ok());
+  CHECK(out[1].scalar<int64_t>() == 2 * kSteps);
+  CHECK(out[0].scalar<float>() < 0.25f * initial);
+  // The variables live on the ps task: a third session that only reads them there sees the same values.
+  Scope reader = Scope::NewRootScope().WithDevice("/job:ps/task:0");
+  NewVariable(reader, "w", {4, 3}, DT_FLOAT, init::Zeros());
+  Session s2(c.Options());
+  REQUIRE(s2.Create(ToDef(reader)).ok());
+  std::vector<Tensor> w_ps, w_worker;
+  REQUIRE(s2.Run(ro, {}, {"w/read:0"}, {}, &w_ps).ok());
+  REQUIRE(s0.Run(ro, {}, {m0.w.value.name()}, {}, &w_worker).ok());
+  CHECK(test::Values<float>(w_ps[0]) == test::Values<float>(w_worker[0]));
+  CHECK(w_ps[0].data<float>()[0] > 0.f);  // trained: class 0's feature weighs for class 0
+}
