@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "actors/accumulator_actor.hpp"
 #include "actors/queue_actor.hpp"
 #include "core/exception_status.hpp"
 #include "core/resource_handle.hpp"
@@ -278,7 +279,12 @@ void Drain(ContainerActor* self) noexcept {
   }
 }
 
-// The QueueOpenRequest handler's work: the queue of `req.handle`, created if asked.
+// "queue" or "accumulator", for messages.
+const char* WhatIs(const QueueSpec& spec) {
+  return spec.kind == static_cast<int32_t>(QueueKind::kAccumulator) ? "accumulator" : "queue";
+}
+
+// The QueueOpenRequest handler's work: the queue (or accumulator) of `req.handle`, created if asked.
 QueueOpenResponse OpenQueue(ContainerActor* self, const QueueOpenRequest& req) {
   ResourceHandle h;
   Status s = ResourceHandle::Decode(req.handle, &h);
@@ -290,15 +296,17 @@ QueueOpenResponse OpenQueue(ContainerActor* self, const QueueOpenRequest& req) {
     if (!req.create) return QueueOpenResponse{Status::OK(), it->second.actor};
     const std::string why = QueueSpecMismatch(it->second.spec, req.spec);
     if (!why.empty())
-      return QueueOpenResponse{errors::InvalidArgument("shared queue '", DisplayName(h),
+      return QueueOpenResponse{errors::InvalidArgument("shared ", WhatIs(it->second.spec), " '", DisplayName(h),
                                                        "' was opened with another declaration: ", why),
                                caf::actor()};
     return QueueOpenResponse{Status::OK(), it->second.actor};
   }
-  if (!req.create) return QueueOpenResponse{errors::NotFound("no queue '", DisplayName(h), "'"), caf::actor()};
-  s = CheckQueueSpec(req.spec, DisplayName(h));
+  if (!req.create) return QueueOpenResponse{errors::NotFound("no queue or accumulator '", DisplayName(h), "'"), caf::actor()};
+  const bool accumulator = req.spec.kind == static_cast<int32_t>(QueueKind::kAccumulator);
+  s = accumulator ? CheckAccumulatorSpec(req.spec, DisplayName(h)) : CheckQueueSpec(req.spec, DisplayName(h));
   if (!s.ok()) return QueueOpenResponse{s, caf::actor()};
-  caf::actor q = SpawnQueueActor(self->system(), req.spec, DisplayName(h));
+  caf::actor q = accumulator ? SpawnAccumulatorActor(self->system(), req.spec, DisplayName(h))
+                             : SpawnQueueActor(self->system(), req.spec, DisplayName(h));
   try {
     queues.emplace(key, ContainerState::Queue{q, req.spec});
   } catch (...) {  // not in the directory: nobody else would ever reach it

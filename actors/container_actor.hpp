@@ -8,6 +8,8 @@
 //   VarReadRequest        -> VarReadResponse        values (or whether initialized)
 //   VarUpdateRequest      -> VarUpdateResponse      Assign*, Apply*
 //   ResetContainersRequest -> ResetContainersResponse drop containers' variables
+//   QueueOpenRequest      -> QueueOpenResponse      the actor of a queue or gradient
+//                                                   accumulator, created on first use
 //
 // Requests on one variable are applied in arrival order, each whole before the
 // next begins, so every update is atomic with respect to other updates and

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/queue_elements.hpp"
+#include "actors/queue_reply.hpp"
 #include "core/exception_status.hpp"
 #include "net/protocol.hpp"
 
@@ -148,19 +149,7 @@ caf::actor_addr Sender(QueueActor* self) {
 
 bool Batched(QueueOp op) { return op == QueueOp::kDequeueMany || op == QueueOp::kDequeueUpTo; }
 
-// Answers `rp`; when there is no memory for the answer, with
-// OutOfMemoryStatus() (which needs none); never throws.
-void Reply(caf::response_promise& rp, QueueResponse r) noexcept {
-  try {
-    rp.deliver(std::move(r));
-    return;
-  } catch (...) {
-  }
-  try {
-    rp.deliver(QueueResponse{OutOfMemoryStatus(), {}, 0});
-  } catch (...) {  // nothing left to answer with
-  }
-}
+void Reply(caf::response_promise& rp, QueueResponse r) noexcept { ReplyQueueResponse(rp, std::move(r)); }
 
 void Answer(Pending& p, Status s, std::vector<Tensor> components = {}, int64_t value = 0) noexcept {
   QueueResponse r;
@@ -498,6 +487,7 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
             }
             case QueueOp::kSize: return Answer(p, Status::OK(), {}, static_cast<int64_t>(st.store->size()));
             case QueueOp::kIsClosed: return Answer(p, Status::OK(), {}, st.closed ? 1 : 0);
+            default: break;  // an accumulator's operation: not a queue's
           }
           Status unknown;
           try {

@@ -9,6 +9,7 @@ const char* QueueKindName(QueueKind kind) {
     case QueueKind::kRandomShuffle: return "RandomShuffleQueue";
     case QueueKind::kPaddingFifo: return "PaddingFIFOQueue";
     case QueueKind::kPriority: return "PriorityQueue";
+    case QueueKind::kAccumulator: return "ConditionalAccumulator";
   }
   return "Queue";
 }
@@ -43,6 +44,9 @@ std::string QueueSpecMismatch(const QueueSpec& a, const QueueSpec& b) {
   if (a.min_after_dequeue != b.min_after_dequeue)
     return "its min_after_dequeue is " + std::to_string(a.min_after_dequeue) + ", not " +
            std::to_string(b.min_after_dequeue);
+  if (a.reduction != b.reduction)
+    return std::string("its reduction_type is ") + (a.reduction ? "SUM" : "MEAN") + ", not " +
+           (b.reduction ? "SUM" : "MEAN");
   if (a.seed != b.seed || a.seed2 != b.seed2)
     return "its seeds are (" + std::to_string(a.seed) + ", " + std::to_string(a.seed2) + "), not (" +
            std::to_string(b.seed) + ", " + std::to_string(b.seed2) + ")";

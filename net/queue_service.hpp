@@ -1,5 +1,8 @@
 // The queue service: the messages between queue kernels, queue actors and
-// the container actor that keeps the directory of queues.
+// the container actor that keeps the directory of queues. Gradient
+// accumulators (TensorFlow's ConditionalAccumulator, actors/accumulator_actor.hpp)
+// are data-flow resources of the same shape and use the same service: a kind
+// of their own, operations of their own, the same directory and cancellation.
 //
 // A queue (FIFOQueueV2, RandomShuffleQueueV2, PaddingFIFOQueueV2,
 // PriorityQueueV2) is an actor (actors/queue_actor.hpp) holding its elements
@@ -33,11 +36,12 @@
 
 namespace actorflow {
 
-enum class QueueKind : int32_t { kFifo = 0, kRandomShuffle = 1, kPaddingFifo = 2, kPriority = 3 };
+enum class QueueKind : int32_t { kFifo = 0, kRandomShuffle = 1, kPaddingFifo = 2, kPriority = 3, kAccumulator = 4 };
 const char* QueueKindName(QueueKind kind);
 
 /// What a queue op declares. For kPriority, component_types and shapes
-/// include the int64 scalar priority as component 0.
+/// include the int64 scalar priority as component 0. For kAccumulator: one
+/// component (the gradient's dtype and shape) and a reduction.
 struct QueueSpec {
   int32_t kind = 0;                          // a QueueKind
   std::vector<int32_t> component_types;      // DataTypes
@@ -45,6 +49,7 @@ struct QueueSpec {
   int64_t capacity = -1;                     // -1: unbounded
   int64_t min_after_dequeue = 0;             // shuffle queue
   int64_t seed = 0, seed2 = 0;               // shuffle queue; both 0: nondeterministic
+  int32_t reduction = 0;                     // accumulator: 0 MEAN, 1 SUM
 };
 
 /// Why two declarations of one shared queue disagree ("" when they agree).
@@ -59,6 +64,11 @@ enum class QueueOp : int32_t {
   kClose = 5,         // flag: cancel pending enqueues
   kSize = 6,          // answer: value
   kIsClosed = 7,      // answer: value (0/1)
+  // Accumulators (TensorFlow's semantics):
+  kApplyGradient = 8,   // components: {gradient}; num: its local step (older than the global step: dropped)
+  kTakeGradient = 9,    // num: gradients required; answer: their mean (or sum); waits until there are that many
+  kNumAccumulated = 10, // answer: value
+  kSetGlobalStep = 11,  // num: the new global step
 };
 
 /// To a queue actor; answered with a QueueResponse when done.
@@ -66,7 +76,7 @@ struct QueueRequest {
   int32_t op = 0;        // a QueueOp
   int64_t step_id = 0;   // the client's step: QueueCancelStep names it
   std::vector<Tensor> components;
-  int64_t num = 0;       // kDequeueMany / kDequeueUpTo
+  int64_t num = 0;       // kDequeueMany / kDequeueUpTo; the accumulator operations' number
   bool flag = false;     // kClose: cancel_pending_enqueues
 };
 
@@ -115,7 +125,7 @@ typename Inspector::result_type inspect(Inspector& f, PartialTensorShape& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, QueueSpec& x) {
   return f(caf::meta::type_name("QueueSpec"), x.kind, x.component_types, x.shapes, x.capacity, x.min_after_dequeue,
-           x.seed, x.seed2);
+           x.seed, x.seed2, x.reduction);
 }
 
 template <class Inspector>

@@ -2,13 +2,17 @@
 // processes (tests/local_cluster.hpp) as the ps task and a second worker, this
 // process as worker 0. Asynchronous training: each worker's steps read the
 // variables from the ps task, compute gradients on its own half of the data,
-// and the ps task applies them in its container actor.
+// and the ps task applies them in its container actor. A gradient
+// accumulator on the ps task (the barrier of synchronous training) takes the
+// mean of both workers' gradients.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <future>
 #include <random>
 #include <thread>
 
+#include "client/ops/accumulator_ops.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
@@ -136,4 +140,52 @@ TEST_CASE("distributed training: two workers train asynchronously against a ps t
   REQUIRE(s0.Run(ro, {}, {m0.w.value.name()}, {}, &w_worker).ok());
   CHECK(test::Values<float>(w_ps[0]) == test::Values<float>(w_worker[0]));
   CHECK(w_ps[0].data<float>()[0] > 0.f);  // trained: class 0's feature weighs for class 0
+}
+
+TEST_CASE("distributed training: a gradient accumulator on the ps task takes the mean of both workers' gradients",
+          "[distributed]") {
+  Cluster c;
+  // One graph per worker: its gradient (its own input doubled) applied to the
+  // accumulator on the ps; the chief (worker 0) also takes.
+  auto build = [&](int task) {
+    Scope root = Scope::NewRootScope().WithDevice("/job:worker/task:" + std::to_string(task));
+    ops::AccumulatorOptions o;
+    o.shared_name = "w/grad_accum";
+    // The accumulator and the ops on it on the ps (as SyncReplicasOptimizer puts them, with the variable).
+    Scope ps = root.WithDevice("/job:ps/task:0");
+    Output acc = ops::ConditionalAccumulator(ps.WithOpName("acc"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{2}), o);
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    auto step = ops::Placeholder(root.WithOpName("step"), DT_INT64);
+    auto g = ops::Mul(root.WithOpName("g"), x, 2.f);
+    ops::AccumulatorApplyGradient(ps.WithOpName("apply"), acc, step, g);
+    ops::Identity(root.WithOpName("take"), ops::AccumulatorTakeGradient(ps, acc, 2, DT_FLOAT));
+    ops::Identity(root.WithOpName("num"), ops::AccumulatorNumAccumulated(ps, acc));
+    return ToDef(root);
+  };
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(build(0)).ok());
+  REQUIRE(s1.Create(build(1)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  std::vector<Tensor> out, taken;
+  auto take = std::async(std::launch::async, [&] { return s0.Run(ro, {}, {"take:0"}, {}, &taken); });
+  Status applied = s0.Run(ro, {{"x", test::MakeTensor<float>({1, 2}, {2})}, {"step", Tensor::Scalar<int64_t>(0)}}, {},
+                          {"apply"}, &out);
+  INFO(applied.ToString());
+  REQUIRE(applied.ok());
+  REQUIRE(take.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);  // one of two
+  REQUIRE(s1.Run(ro, {{"x", test::MakeTensor<float>({3, 4}, {2})}, {"step", Tensor::Scalar<int64_t>(0)}}, {}, {"apply"},
+                 &out)
+              .ok());
+  REQUIRE(take.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  Status st = take.get();
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  CHECK(test::Values<float>(taken[0]) == std::vector<float>{4, 6});  // mean of (2, 4) and (6, 8)
+  // The take advanced the global step: worker 1's gradient of step 0 is stale now.
+  REQUIRE(s1.Run(ro, {{"x", test::MakeTensor<float>({5, 5}, {2})}, {"step", Tensor::Scalar<int64_t>(0)}}, {}, {"apply"},
+                 &out)
+              .ok());
+  REQUIRE(s1.Run(ro, {}, {"num:0"}, {}, &out).ok());
+  CHECK(out[0].scalar<int32_t>() == 0);
 }

@@ -185,6 +185,18 @@ TEST_CASE("every registered message type round-trips through a real connection")
   spec.seed = 1;
   spec.seed2 = 2;
   echo.RoundTrip("actorflow::QueueOpenRequest", QueueOpenRequest{"queue-handle", spec, true});
+  QueueSpec accumulator;  // a gradient accumulator: one component, a reduction
+  accumulator.kind = static_cast<int32_t>(QueueKind::kAccumulator);
+  accumulator.component_types = {DT_DOUBLE};
+  accumulator.shapes = {PartialTensorShape(std::vector<int64_t>{784, 256})};
+  accumulator.reduction = 1;
+  echo.RoundTrip("actorflow::QueueOpenRequest", QueueOpenRequest{"accumulator-handle", accumulator, true});
+  QueueRequest apply;
+  apply.op = static_cast<int32_t>(QueueOp::kApplyGradient);
+  apply.step_id = 12;
+  apply.components = {Floats()};
+  apply.num = 7;  // the local step
+  echo.RoundTrip("actorflow::QueueRequest", apply);
   caf::scoped_actor someone{echo.client()};
   echo.RoundTrip("actorflow::QueueOpenResponse",
                  QueueOpenResponse{Status::OK(), caf::actor_cast<caf::actor>(someone)});
