@@ -4,10 +4,14 @@
 // variables from the ps task, compute gradients on its own half of the data,
 // and the ps task applies them in its container actor. A gradient
 // accumulator on the ps task (the barrier of synchronous training) takes the
-// mean of both workers' gradients.
+// mean of both workers' gradients. Synchronous training (SyncReplicasOptimizer)
+// with two workers gives the variables one process gets with their batches
+// together.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <future>
 #include <random>
 #include <thread>
@@ -17,6 +21,7 @@
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
 #include "client/train/replica_device_setter.hpp"
+#include "client/train/sync_replicas_optimizer.hpp"
 #include "client/train/variables.hpp"
 #include "local_cluster.hpp"
 #include "master/server.hpp"
@@ -188,4 +193,146 @@ TEST_CASE("distributed training: a gradient accumulator on the ps task takes the
               .ok());
   REQUIRE(s1.Run(ro, {}, {"num:0"}, {}, &out).ok());
   CHECK(out[0].scalar<int32_t>() == 0);
+}
+
+namespace {
+
+// Softmax regression with fixed initial weights, for the sync/reference comparison.
+struct SyncModel {
+  Scope root = Scope::NewRootScope();
+  Variable w, b, step;
+  Output loss;
+  Operation train, init, init_local;
+  std::unique_ptr<SyncReplicasOptimizer> sync;
+  std::unique_ptr<GradientDescentOptimizer> sgd;
+  // task < 0: one process, plain SGD; else worker `task` of a 2-replica sync cluster.
+  SyncModel(const ClusterSpec* cluster, int task) {
+    Scope s = root;
+    if (task >= 0) {
+      ReplicaDeviceSetterOptions o;
+      o.cluster = cluster;
+      o.worker_device = "/job:worker/task:" + std::to_string(task);
+      s = ReplicaDeviceSetter(root, o);
+    }
+    auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT);
+    auto y = ops::Placeholder(s.WithOpName("y"), DT_INT32);
+    Tensor w0(DT_FLOAT, TensorShape{4, 3});
+    for (int i = 0; i < 12; ++i) w0.data<float>()[i] = 0.05f * static_cast<float>((i * 7) % 5) - 0.1f;
+    w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::Constant(w0));
+    b = NewVariable(s, "b", {3}, DT_FLOAT, init::Zeros());
+    step = GetOrCreateGlobalStep(s);
+    auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
+    loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
+    sgd = std::make_unique<GradientDescentOptimizer>(0.5);
+    if (task < 0) {
+      train = sgd->Minimize(s.WithOpName("train"), loss, &step);
+    } else {
+      sync = std::make_unique<SyncReplicasOptimizer>(sgd.get(), 2, 2);
+      train = sync->Minimize(s, loss, step, "/job:worker/task:" + std::to_string(task));
+    }
+    init = GlobalVariablesInitializer(s);
+    init_local = LocalVariablesInitializer(s);
+  }
+};
+
+Tensor Rows(const Tensor& t, int64_t from, int64_t n) {
+  const int64_t cols = t.dims() == 2 ? t.dim_size(1) : 1;
+  Tensor out(t.dtype(), t.dims() == 2 ? TensorShape{n, cols} : TensorShape{n});
+  const size_t elem = t.dtype() == DT_FLOAT ? 4 : 4;
+  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + from * cols * elem,
+              static_cast<size_t>(n * cols) * elem);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give one process's batch-2b variables",
+          "[distributed]") {
+  Cluster c;
+  SyncModel m0(&c.spec, 0), m1(&c.spec, 1);
+  REQUIRE(m0.root.ok());
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  std::vector<Tensor> out;
+  auto run = [&](Session& s, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                 const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    Status st = s.Run(ro, feeds, fetches, targets, &out);
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+  };
+  // The chief initializes the model, its own local step and the accumulators' global steps; worker 1 its local step.
+  run(s0, {}, {}, {m0.init.name(), m0.init_local.name()});
+  run(s0, {}, {}, {m0.sync->chief_init_op().name()});
+  run(s1, {}, {}, {m1.init_local.name()});
+  run(s1, {}, {}, {m1.sync->local_step_init_op().name()});
+  Tensor x, y;
+  MakeData(64, 5, &x, &y);
+  const Tensor x0 = Rows(x, 0, 32), y0 = Rows(y, 0, 32), x1 = Rows(x, 32, 32), y1 = Rows(y, 32, 32);
+  const std::string sync_op = m0.sync->chief_queue_runner().enqueue_op_names.at(0);
+  // In lockstep: both replicas apply their gradients and wait for a token;
+  // the chief's sync op averages the two, applies them and hands out tokens.
+  constexpr int kSteps = 5;
+  for (int i = 0; i < kSteps; ++i) {
+    std::vector<Tensor> o0, o1;
+    auto w0 = std::async(std::launch::async, [&] { return s0.Run(ro, {{"x", x0}, {"y", y0}}, {}, {m0.train.name()}, &o0); });
+    auto w1 = std::async(std::launch::async, [&] { return s1.Run(ro, {{"x", x1}, {"y", y1}}, {}, {m1.train.name()}, &o1); });
+    run(s0, {}, {}, {sync_op});
+    Status st0 = w0.get(), st1 = w1.get();
+    INFO(st0.ToString() << " / " << st1.ToString());
+    REQUIRE(st0.ok());
+    REQUIRE(st1.ok());
+  }
+  run(s1, {}, {m1.w.value.name(), m1.b.value.name(), m1.step.value.name()}, {});
+  const std::vector<Tensor> synced = out;
+  CHECK(synced[2].scalar<int64_t>() == kSteps);
+  // One process, batch 2b, the same steps.
+  SyncModel ref(nullptr, -1);
+  Session local;
+  REQUIRE(local.Create(ToDef(ref.root)).ok());
+  REQUIRE(local.Run({}, {}, {ref.init.name()}, &out).ok());
+  for (int i = 0; i < kSteps; ++i) REQUIRE(local.Run({{"x", x}, {"y", y}}, {}, {ref.train.name()}, &out).ok());
+  REQUIRE(local.Run({}, {ref.w.value.name(), ref.b.value.name()}, {}, &out).ok());
+  for (int v = 0; v < 2; ++v)
+    for (int64_t i = 0; i < out[v].NumElements(); ++i) {
+      const float want = out[v].data<float>()[i], got = synced[v].data<float>()[i];
+      INFO("variable " << v << " element " << i);
+      CHECK(std::abs(got - want) <= 1e-5f * std::max(1.f, std::abs(want)));
+    }
+}
+
+TEST_CASE("sync replicas: tokens to start with, and too few of them with backup workers, are checked") {
+  Scope root = Scope::NewRootScope();
+  Variable w = NewVariable(root, "w", {2}, DT_FLOAT, init::Zeros());
+  Variable step = GetOrCreateGlobalStep(root);
+  auto loss = ops::Sum(root, ops::Square(root, w.value), {0});
+  GradientDescentOptimizer sgd(0.1);
+  SyncReplicasOptimizer backup(&sgd, /*replicas_to_aggregate=*/2, /*total_num_replicas=*/3);
+  backup.Minimize(root, loss, step);
+  REQUIRE(root.ok());
+  CHECK(backup.GetInitTokensOp(root, 0).node() != nullptr);  // backups: 0 tokens is enough
+  CHECK(root.ok());
+  Scope other = Scope::NewRootScope();
+  Variable w2 = NewVariable(other, "w", {2}, DT_FLOAT, init::Zeros());
+  Variable step2 = GetOrCreateGlobalStep(other);
+  SyncReplicasOptimizer fewer(&sgd, /*replicas_to_aggregate=*/3, /*total_num_replicas=*/2);
+  fewer.Minimize(other, ops::Sum(other, ops::Square(other, w2.value), {0}), step2);
+  REQUIRE(other.ok());
+  fewer.GetInitTokensOp(other, 0);
+  CHECK(other.status().code() == Code::kInvalidArgument);
+  // The graph has TensorFlow's pieces: an accumulator per variable sharing "<var>/grad_accum", the token queue.
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  int accumulators = 0, token_queues = 0;
+  for (const auto& n : def.node()) {
+    if (n.op() == "ConditionalAccumulator") {
+      ++accumulators;
+      CHECK(n.attr().at("shared_name").s() == "w/grad_accum");
+    }
+    if (n.op() == "FIFOQueueV2" && n.attr().at("shared_name").s() == "sync_token_q") ++token_queues;
+  }
+  CHECK(accumulators == 1);
+  CHECK(token_queues == 1);
 }
