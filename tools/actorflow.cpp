@@ -30,6 +30,7 @@
 #include "tools/ops_command.hpp"
 #include "tools/records_command.hpp"
 #include "tools/run_command.hpp"
+#include "tools/launch_command.hpp"
 #include "tools/server_command.hpp"
 
 namespace actorflow {
@@ -120,6 +121,9 @@ server
       Runs one task of a cluster (actorflow://host:port) until SIGINT or SIGTERM:
       see 'actorflow server --help'. 'actorflow run --target actorflow://host:port'
       runs graphs on the cluster through that server's master.
+launch
+      Runs every task of a cluster on this machine (ps tasks as servers, the others as
+      PROGRAM with TF_CONFIG set), restarting tasks that die: see 'actorflow launch --help'.
 )";
 
 namespace {
@@ -144,6 +148,7 @@ int Main(std::vector<std::string> argv) {
   if (command == "records") return RecordsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
   if (command == "server") return ServerCommand(argv);
+  if (command == "launch") return LaunchCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
 }
 

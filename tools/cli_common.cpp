@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
@@ -52,6 +54,36 @@ Status NormalizeTensorName(const std::string& name, std::string* out) {
   if (!ParseTensorName(name, &node, &port) || port < 0)
     return errors::InvalidArgument("malformed tensor name '", name, "' (expected NAME or NAME:PORT)");
   *out = node + ":" + std::to_string(port);
+  return Status::OK();
+}
+
+Status ParseInt(const std::string& flag, const std::string& text, int lo, int hi, int* out) {
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < lo || v > hi)
+    return errors::InvalidArgument(flag, " expects an integer from ", lo, " to ", hi, ", got '", text, "'");
+  *out = static_cast<int>(v);
+  return Status::OK();
+}
+
+Status ParseClusterArg(const std::string& arg, ClusterSpec* cluster, TaskId* task) {
+  std::string text = arg;
+  const size_t first = arg.find_first_not_of(" \t\n");
+  const bool inline_json = first != std::string::npos && arg[first] == '{';
+  if (!inline_json) {
+    std::ifstream f(arg);
+    if (!f) return errors::InvalidArgument("--cluster: cannot read '", arg, "'");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  const Status s = ClusterSpec::Parse(text, cluster, task);
+  if (!s.ok()) return errors::InvalidArgument("--cluster ", inline_json ? "" : "'" + arg + "' ", s.message());
   return Status::OK();
 }
 

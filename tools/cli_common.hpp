@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/runtime.hpp"
+#include "core/cluster_spec.hpp"
 #include "core/status.hpp"
 
 namespace actorflow {
@@ -68,6 +69,15 @@ Status ParseJson(const std::string& text, nlohmann::json* out);
 
 /// "name" or "name:port" -> "name:port"; InvalidArgument for anything else.
 Status NormalizeTensorName(const std::string& name, std::string* out);
+
+/// Parses `text` as an integer from lo to hi for `flag`; InvalidArgument naming the flag otherwise.
+Status ParseInt(const std::string& flag, const std::string& text, int lo, int hi, int* out);
+
+/// --cluster FILE|JSON: the JSON itself (it starts with '{') or the file
+/// holding it, parsed as ClusterSpec::Parse does (TF_CONFIG's form too: its
+/// task goes to `task`, which may be null). InvalidArgument naming the flag,
+/// the file and the rule broken.
+Status ParseClusterArg(const std::string& arg, ClusterSpec* cluster, TaskId* task);
 
 /// Sets `*field` to `value` for `flag`; InvalidArgument when it was set
 /// already or `value` is empty.

@@ -44,20 +44,6 @@ Runs one task of a cluster until SIGINT, SIGTERM or a shutdown request.
 Exit status: 0 stopped cleanly, 1 failed while running, 2 usage or configuration error.
 )";
 
-Status ParseInt(const std::string& flag, const std::string& text, int lo, int hi, int* out) {
-  size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || v < lo || v > hi)
-    return errors::InvalidArgument(flag, " expects an integer from ", lo, " to ", hi, ", got '", text, "'");
-  *out = static_cast<int>(v);
-  return Status::OK();
-}
-
 Status WritePortFile(const std::string& path, uint16_t port, uint16_t transport_port) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
@@ -160,19 +146,8 @@ int ServerCommand(const std::vector<std::string>& argv) {
   ServerOptions options;
   TaskId from_config;
   if (!cluster_arg.empty()) {
-    std::string text = cluster_arg;
-    const bool inline_json = !cluster_arg.empty() && cluster_arg.find_first_not_of(" \t\n") != std::string::npos &&
-                             cluster_arg[cluster_arg.find_first_not_of(" \t\n")] == '{';
-    if (!inline_json) {
-      std::ifstream f(cluster_arg);
-      if (!f) return UsageError(errors::InvalidArgument("--cluster: cannot read '", cluster_arg, "'"));
-      std::stringstream ss;
-      ss << f.rdbuf();
-      text = ss.str();
-    }
-    const Status s = ClusterSpec::Parse(text, &options.cluster, &from_config);
-    if (!s.ok()) return UsageError(errors::InvalidArgument("--cluster ", inline_json ? "" : "'" + cluster_arg + "' ",
-                                                           s.message()));
+    const Status s = ParseClusterArg(cluster_arg, &options.cluster, &from_config);
+    if (!s.ok()) return UsageError(s);
     options.has_cluster = true;
   } else {
     bool found = false;
