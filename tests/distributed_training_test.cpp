@@ -6,7 +6,8 @@
 // accumulator on the ps task (the barrier of synchronous training) takes the
 // mean of both workers' gradients. Synchronous training (SyncReplicasOptimizer)
 // with two workers gives the variables one process gets with their batches
-// together.
+// together. The supervisor restores a restarted ps task from the latest
+// checkpoint and goes on from its step; a worker waits for the chief.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
 #include "client/train/replica_device_setter.hpp"
+#include "client/train/supervisor.hpp"
 #include "client/train/sync_replicas_optimizer.hpp"
 #include "client/train/variables.hpp"
 #include "local_cluster.hpp"
@@ -82,6 +84,16 @@ struct Model {
     init = GlobalVariablesInitializer(s);
   }
 };
+
+// The chief's supervisor options for tests: worker 0's session, bounded steps, short backoff.
+SupervisorOptions ChiefOptions(const Cluster& c, int max_recoveries, int backoff_ms) {
+  SupervisorOptions o;
+  o.session = c.Options(0);
+  o.run.timeout_in_ms = 30000;
+  o.backoff = std::chrono::milliseconds(backoff_ms);
+  o.max_recoveries = max_recoveries;
+  return o;
+}
 
 // Three well separated classes in 4 dimensions (fixed seed).
 void MakeData(int n, uint32_t seed, Tensor* x, Tensor* y) {
@@ -335,4 +347,96 @@ TEST_CASE("sync replicas: tokens to start with, and too few of them with backup 
   }
   CHECK(accumulators == 1);
   CHECK(token_queues == 1);
+}
+
+TEST_CASE("supervisor: a ps task killed and restarted; the chief restores the checkpoint and training goes on from its "
+          "step, never from zero",
+          "[distributed]") {
+  Cluster c;
+  test::TempDir dir("af_ckpt");
+  Model m(c.spec, 0);
+  SaverOptions so;
+  so.dir = dir.path();
+  so.save_every_steps = 4;
+  TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(m.root, so, /*with_checkpoints=*/true);
+  REQUIRE(m.root.ok());
+  TrainingSupervisor sup(ToDef(m.root), g, ChiefOptions(c, 3, 50));
+  REQUIRE(sup.Start().ok());
+  REQUIRE(sup.global_step() == 0);  // nothing to restore: initialized
+  Tensor x, y;
+  MakeData(64, 9, &x, &y);
+  std::vector<Tensor> out;
+  for (int i = 0; i < 10; ++i) REQUIRE(sup.Run({{"x", x}, {"y", y}}, {}, {m.train.name()}, &out).ok());
+  REQUIRE(sup.global_step() == 10);
+  REQUIRE(sup.Run({{"x", x}, {"y", y}}, {m.loss.name()}, {}, &out).ok());
+  const float trained_loss = out[0].scalar<float>();
+  // The ps task dies and comes back empty.
+  LocalCluster::Task& ps0 = c.processes.task("ps", 0);
+  CHECK(LocalCluster::Stop(&ps0, /*hard=*/true) == -SIGKILL);
+  c.processes.Restart(&ps0);
+  Status s = sup.Run({{"x", x}, {"y", y}}, {}, {m.train.name()}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(sup.recoveries() >= 1);
+  // Restored from a checkpoint (saved every 4 steps from the first: steps 5 and 9), then one
+  // step: not from zero (1), and not as if nothing was lost (11).
+  CHECK(sup.global_step() >= 6);
+  CHECK(sup.global_step() <= 10);
+  REQUIRE(sup.Run({{"x", x}, {"y", y}}, {m.loss.name()}, {}, &out).ok());
+  CHECK(out[0].scalar<float>() < 0.5f * std::log(3.f));  // the trained model, not a fresh one
+  (void)trained_loss;
+  REQUIRE(sup.Finish().ok());
+  CHECK_FALSE(sup.Run({{"x", x}, {"y", y}}, {}, {m.train.name()}, &out).ok());  // finished: no more steps
+}
+
+TEST_CASE("supervisor: a ps task that stays dead ends training after max_recoveries, with the error",
+          "[distributed]") {
+  Cluster c;
+  Model m(c.spec, 0);
+  TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(m.root, SaverOptions(), /*with_checkpoints=*/false);
+  TrainingSupervisor sup(ToDef(m.root), g, ChiefOptions(c, 2, 20));
+  REQUIRE(sup.Start().ok());
+  Tensor x, y;
+  MakeData(16, 4, &x, &y);
+  std::vector<Tensor> out;
+  REQUIRE(sup.Run({{"x", x}, {"y", y}}, {}, {m.train.name()}, &out).ok());
+  LocalCluster::Task& ps0 = c.processes.task("ps", 0);
+  CHECK(LocalCluster::Stop(&ps0, /*hard=*/true) == -SIGKILL);
+  Status s = sup.Run({{"x", x}, {"y", y}}, {}, {m.train.name()}, &out);
+  INFO(s.ToString());
+  CHECK(s.code() == Code::kUnavailable);
+  CHECK(s.message().find("giving up after 2 recoveries") != std::string::npos);
+  CHECK(s.message().find("/job:ps/replica:0/task:0") != std::string::npos);
+}
+
+TEST_CASE("supervisor: a worker waits until the chief has initialized the model", "[distributed]") {
+  Cluster c;
+  Model chief_model(c.spec, 0), worker_model(c.spec, 1);
+  TrainingSupervisor::Graph gc = TrainingSupervisor::Prepare(chief_model.root, SaverOptions(), false);
+  TrainingSupervisor::Graph gw = TrainingSupervisor::Prepare(worker_model.root, SaverOptions(), false);
+  SupervisorOptions oc, ow;
+  oc.session = c.Options(0);
+  ow.session = c.Options(1);
+  ow.is_chief = false;
+  ow.ready_poll = std::chrono::milliseconds(20);
+  ow.ready_timeout = std::chrono::milliseconds(20000);
+  TrainingSupervisor worker(ToDef(worker_model.root), gw, ow);
+  auto started = std::async(std::launch::async, [&] { return worker.Start(); });
+  REQUIRE(started.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);  // not ready yet
+  TrainingSupervisor chief(ToDef(chief_model.root), gc, oc);
+  REQUIRE(chief.Start().ok());
+  REQUIRE(started.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  Status s = started.get();
+  INFO(s.ToString());
+  CHECK(s.ok());
+  // A worker that never sees a chief gives up at its deadline, saying why.
+  Cluster lonely;
+  Model lm(lonely.spec, 1);
+  TrainingSupervisor::Graph gl = TrainingSupervisor::Prepare(lm.root, SaverOptions(), false);
+  ow.session = lonely.Options(1);
+  ow.ready_timeout = std::chrono::milliseconds(300);
+  TrainingSupervisor waiting(ToDef(lm.root), gl, ow);
+  s = waiting.Start();
+  CHECK(s.code() == Code::kDeadlineExceeded);
+  CHECK(s.message().find("not ready") != std::string::npos);
 }

@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "test_util.hpp"
+
 extern char** environ;
 
 namespace {
@@ -47,42 +49,29 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/af_launch_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 const char kTwoWorkers[] = R"('{"worker": ["127.0.0.1:1", "127.0.0.1:2"]}')";
 const char kOneWorker[] = R"('{"worker": ["127.0.0.1:1"]}')";
 
 }  // namespace
 
 TEST_CASE("launch: every task runs with its TF_CONFIG, its lines prefixed and logged", "[distributed]") {
-  TempDir dir;
-  Result r = Launch(std::string("--cluster ") + kTwoWorkers + " --log-dir " + dir.path +
+  actorflow::test::TempDir dir("af_launch");
+  Result r = Launch(std::string("--cluster ") + kTwoWorkers + " --log-dir " + dir.path() +
                     R"( -- sh -c 'echo "config $TF_CONFIG"')");
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(Count(r.out, R"([worker:0] config {"cluster": {"worker":["127.0.0.1:1","127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})") == 1);
   CHECK(Count(r.out, R"([worker:1] config {"cluster": {"worker":["127.0.0.1:1","127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})") == 1);
-  std::ifstream log(dir.path + "/worker-1.log");
+  std::ifstream log(dir.path() + "/worker-1.log");
   std::stringstream text;
   text << log.rdbuf();
   CHECK(text.str().find(R"("index": 1)") != std::string::npos);
 }
 
 TEST_CASE("launch: a task that dies is restarted; after --max-restarts it is given up on, exit 1", "[distributed]") {
-  TempDir dir;
+  actorflow::test::TempDir dir("af_launch");
   // Fails the first time, succeeds the second.
-  const std::string marker = dir.path + "/ran";
+  const std::string marker = dir.path() + "/ran";
   Result once = Launch(std::string("--cluster ") + kOneWorker + " --max-restarts 1 -- sh -c 'if [ -f " + marker +
                        " ]; then echo second; else touch " + marker + "; echo first; exit 3; fi'");
   INFO(once.out);

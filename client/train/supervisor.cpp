@@ -1,0 +1,130 @@
+#include "client/train/supervisor.hpp"
+
+#include <thread>
+
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/state_ops.hpp"
+
+namespace actorflow {
+
+TrainingSupervisor::Graph TrainingSupervisor::Prepare(const Scope& scope, const SaverOptions& saver,
+                                                      bool with_checkpoints) {
+  Graph g;
+  g.init_op = GlobalVariablesInitializer(scope.WithOpName("supervisor/init")).node()->name();
+  g.local_init_op = LocalVariablesInitializer(scope.WithOpName("supervisor/init_local")).node()->name();
+  for (const Variable& v : GlobalVariables(scope)) {
+    Output ready = ops::IsVariableInitialized(scope.WithDevice(v.ref.node()->requested_device())
+                                                  .WithOpName("supervisor/ready/" + v.name),
+                                              v.ref);
+    if (ready.valid()) g.ready_checks.push_back(ready.name());
+  }
+  g.global_step = GetOrCreateGlobalStep(scope).value.name();
+  if (with_checkpoints) g.saver = std::make_shared<Saver>(scope, std::vector<Variable>{}, saver);
+  return g;
+}
+
+TrainingSupervisor::TrainingSupervisor(proto::GraphDef graph, Graph g, SupervisorOptions options)
+    : graph_(std::move(graph)), g_(std::move(g)), options_(std::move(options)) {}
+
+TrainingSupervisor::~TrainingSupervisor() {
+  if (session_) (void)session_->Close();
+}
+
+bool TrainingSupervisor::Recoverable(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kAborted;
+}
+
+Status TrainingSupervisor::ReadGlobalStep() {
+  std::vector<Tensor> out;
+  AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {g_.global_step}, {}, &out));
+  global_step_ = out[0].scalar<int64_t>();
+  return Status::OK();
+}
+
+Status TrainingSupervisor::WaitReady() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  Status last;
+  for (;;) {
+    std::vector<Tensor> out;
+    last = session_->Run(options_.run, {}, g_.ready_checks, {}, &out);
+    bool ready = last.ok();
+    for (size_t i = 0; ready && i < out.size(); ++i) ready = out[i].scalar<bool>();
+    if (ready) return Status::OK();
+    if (!last.ok() && !Recoverable(last)) return last;
+    if (std::chrono::steady_clock::now() + options_.ready_poll > deadline)
+      return errors::DeadlineExceeded("the model was not ready within ", options_.ready_timeout.count(),
+                                      " ms (the chief initializes or restores it)",
+                                      last.ok() ? std::string() : ": " + last.ToString());
+    std::this_thread::sleep_for(options_.ready_poll);
+  }
+}
+
+Status TrainingSupervisor::Prepare() {
+  if (session_) (void)session_->Close();
+  session_ = std::make_unique<Session>(options_.session);
+  AF_RETURN_IF_ERROR(session_->Create(graph_));
+  std::vector<Tensor> out;
+  if (options_.is_chief) {
+    bool restored = false;
+    if (g_.saver) AF_RETURN_IF_ERROR(g_.saver->RestoreLatest(session_.get(), &restored));
+    if (!restored) AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {g_.init_op}, &out));
+  } else {
+    AF_RETURN_IF_ERROR(WaitReady());
+  }
+  AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {g_.local_init_op}, &out));
+  for (const auto& op : options_.after_init) AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {op}, &out));
+  if (options_.is_chief)
+    for (const auto& op : options_.chief_after_init)
+      AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {op}, &out));
+  return ReadGlobalStep();
+}
+
+Status TrainingSupervisor::Start() {
+  Status s = Prepare();
+  // The cluster may still be coming up (or a task restarting): recover as from a failed step.
+  while (!s.ok() && Recoverable(s) && recoveries_ < options_.max_recoveries) {
+    ++recoveries_;
+    std::this_thread::sleep_for(options_.backoff);
+    s = Prepare();
+  }
+  return s;
+}
+
+Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                               const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                               std::vector<Tensor>* outputs) {
+  if (finished_) return errors::FailedPrecondition("training is finished: the supervisor runs no more steps");
+  if (!session_) return errors::FailedPrecondition("TrainingSupervisor::Start first");
+  for (;;) {
+    Status s = session_->Run(options_.run, feeds, fetches, targets, outputs);
+    if (s.ok()) s = ReadGlobalStep();
+    if (s.ok() && options_.is_chief && g_.saver) s = g_.saver->MaybeSave(session_.get(), global_step_);
+    if (s.ok() || !Recoverable(s)) return s;
+    // Recover: a new session, restored by the chief (or waited for), then the step again.
+    Status r = s;
+    while (Recoverable(r)) {
+      if (recoveries_ >= options_.max_recoveries)
+        return Status(r.code(), "giving up after " + std::to_string(recoveries_) + " recoveries: " + r.message());
+      ++recoveries_;
+      std::this_thread::sleep_for(options_.backoff);
+      r = Prepare();
+      if (r.ok()) break;
+    }
+    if (!r.ok()) return r;
+  }
+}
+
+Status TrainingSupervisor::Finish() {
+  if (finished_) return Status::OK();
+  finished_ = true;
+  if (!session_) return Status::OK();
+  Status s;
+  if (options_.is_chief && g_.saver) {
+    s = ReadGlobalStep();
+    if (s.ok()) s = g_.saver->Save(session_.get(), global_step_);
+  }
+  Status closed = session_->Close();
+  return s.ok() ? closed : s;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,95 @@
+// TrainingSupervisor: a training session that survives failures
+// (TensorFlow's MonitoredTrainingSession, with its known bugs removed; see
+// ../shared/docs/distributed-design.md section 6.2).
+//
+// Start(): the chief restores the latest checkpoint of its directory, or
+// runs the initializer when there is none; any other worker waits until the
+// model is ready (every global variable initialized), polling every
+// `ready_poll` (not TensorFlow's fixed 30 s), up to `ready_timeout`. Both then
+// run the local initializer and the `after_init` ops.
+//
+// Run(): one training step. When it fails with Unavailable or Aborted (a
+// task died, hung or restarted), the session is closed and created anew,
+// after `backoff`, and prepared as in Start (a ps task that restarted lost
+// its variables: the chief restores them from the latest checkpoint, and
+// training resumes from that checkpoint's global step, never from zero);
+// then the step is run again. At most `max_recoveries` times in the
+// supervisor's life: then the error is returned, naming the recoveries.
+// The chief saves every `save_every_steps` steps or `save_every_secs`.
+//
+// Finish(): the end of training, a state of its own: the chief saves, and
+// nothing is retried after it.
+//
+//   TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(root, saver_options);  // before ToGraphDef
+//   TrainingSupervisor sup(graph_def, g, options);
+//   AF_RETURN_IF_ERROR(sup.Start());
+//   while (sup.global_step() < steps) AF_RETURN_IF_ERROR(sup.Run(feeds, {}, {train.name()}, &out));
+//   AF_RETURN_IF_ERROR(sup.Finish());
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/builder.hpp"
+#include "client/session.hpp"
+#include "client/train/saver.hpp"
+#include "client/train/variables.hpp"
+
+namespace actorflow {
+
+struct SupervisorOptions {
+  bool is_chief = true;
+  SessionOptions session;        // where the session runs (a Server's target, "actorflow://...")
+  RunOptions run;                // every step's options (its deadline)
+  int max_recoveries = 5;
+  std::chrono::milliseconds backoff{500};
+  std::chrono::milliseconds ready_poll{250};
+  std::chrono::milliseconds ready_timeout{120000};
+  std::vector<std::string> after_init;  // ops every worker runs once ready (local step inits, tokens: chief only)
+  std::vector<std::string> chief_after_init;
+};
+
+class TrainingSupervisor {
+ public:
+  /// What the supervisor needs in the graph, added by Prepare.
+  struct Graph {
+    std::string init_op, local_init_op;
+    std::vector<std::string> ready_checks;  // one bool per global variable
+    std::string global_step;                // its value's tensor name
+    std::shared_ptr<Saver> saver;           // null without a checkpoint directory
+  };
+  /// Adds the init ops, the readiness checks and (with saver.dir set) a Saver
+  /// to `scope`'s graph, which must hold its variables and global step already.
+  static Graph Prepare(const Scope& scope, const SaverOptions& saver, bool with_checkpoints);
+
+  TrainingSupervisor(proto::GraphDef graph, Graph g, SupervisorOptions options);
+  ~TrainingSupervisor();
+
+  Status Start();
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
+  Status Finish();
+
+  /// The global step after the last step (read then).
+  int64_t global_step() const { return global_step_; }
+  int recoveries() const { return recoveries_; }
+  Session* session() { return session_.get(); }
+
+ private:
+  Status Prepare();     // a fresh session, made ready
+  Status WaitReady();
+  Status ReadGlobalStep();
+  static bool Recoverable(const Status& s);
+
+  proto::GraphDef graph_;
+  Graph g_;
+  SupervisorOptions options_;
+  std::unique_ptr<Session> session_;
+  int64_t global_step_ = 0;
+  int recoveries_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace actorflow
