@@ -7,6 +7,20 @@ namespace actorflow {
 namespace examples {
 
 Mlp BuildMlp(const Scope& root, Output x, Output y, double learning_rate, int64_t steps_per_epoch) {
+  Mlp m = BuildMlpLayers(root, x, y);
+  std::unique_ptr<Optimizer> adam = MlpOptimizer(root, learning_rate, m.step, steps_per_epoch);
+  m.train = adam->Minimize(root.WithOpName("train"), m.loss, &m.step);
+  return m;
+}
+
+std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate, const Variable& step,
+                                        int64_t steps_per_epoch) {
+  auto adam = std::make_unique<AdamOptimizer>(learning_rate);
+  adam->SetLearningRate(ExponentialDecay(root, learning_rate, step, steps_per_epoch, 0.8, /*staircase=*/true));
+  return adam;
+}
+
+Mlp BuildMlpLayers(const Scope& root, Output x, Output y) {
   Mlp m;
   Scope l1 = root.NewSubScope("hidden");
   Variable w1 = NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform());
@@ -20,9 +34,6 @@ Mlp BuildMlp(const Scope& root, Output x, Output y, double learning_rate, int64_
   auto correct = ops::Equal(root, ops::ArgMax(root, logits, 1, DT_INT32), y);
   m.accuracy = ops::Mean(root.WithOpName("accuracy"), ops::Cast(root, correct, DT_FLOAT), 0);
   m.step = GetOrCreateGlobalStep(root);
-  AdamOptimizer adam(learning_rate);
-  adam.SetLearningRate(ExponentialDecay(root, learning_rate, m.step, steps_per_epoch, 0.8, /*staircase=*/true));
-  m.train = adam.Minimize(root.WithOpName("train"), m.loss, &m.step);
   return m;
 }
 

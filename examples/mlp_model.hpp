@@ -3,7 +3,10 @@
 // settle instead of bouncing around the minimum).
 #pragma once
 
+#include <memory>
+
 #include "client/builder.hpp"
+#include "client/train/optimizers.hpp"
 #include "client/train/variables.hpp"
 
 namespace actorflow {
@@ -19,6 +22,13 @@ struct Mlp {
 /// The MLP on `images` (float [n, 784]) and `labels` (int32 [n]);
 /// `steps_per_epoch` sets the learning-rate decay.
 Mlp BuildMlp(const Scope& root, Output images, Output labels, double learning_rate, int64_t steps_per_epoch);
+
+/// The same layers, loss, accuracy and global step, without a train op: for
+/// a caller that wraps the optimizer (SyncReplicasOptimizer).
+Mlp BuildMlpLayers(const Scope& root, Output images, Output labels);
+/// The examples' Adam: `learning_rate` decayed by 0.8 every `steps_per_epoch` global steps.
+std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate, const Variable& step,
+                                        int64_t steps_per_epoch);
 
 }  // namespace examples
 }  // namespace actorflow

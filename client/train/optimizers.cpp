@@ -126,10 +126,13 @@ Output MomentumOptimizer::ApplyDense(const Scope& s, const Output& grad, const V
                             Hyper(s, "momentum", momentum_, var.dtype), nesterov_);
 }
 
-std::pair<Variable, Variable> AdamOptimizer::Powers(const Scope& s, DataType dtype) {
+std::pair<Variable, Variable> AdamOptimizer::Powers(const Scope& s, const Variable& first) {
+  const DataType dtype = first.dtype;
   auto it = powers_.find(dtype);
   if (it != powers_.end()) return it->second;
-  Scope root = s.GraphRoot();
+  // With the first variable they serve (TensorFlow colocates them so): on its
+  // ps task, shared by every worker, rather than one per worker.
+  Scope root = s.GraphRoot().WithDevice(first.ref.node()->requested_device());
   Variable b1 = NewVariable(root, "beta1_power", TensorShape{}, dtype, init::Constant(beta1_), false);
   Variable b2 = NewVariable(root, "beta2_power", TensorShape{}, dtype, init::Constant(beta2_), false);
   return powers_[dtype] = {b1, b2};
@@ -138,7 +141,7 @@ std::pair<Variable, Variable> AdamOptimizer::Powers(const Scope& s, DataType dty
 Output AdamOptimizer::ApplyDense(const Scope& s, const Output& grad, const Variable& var) {
   Variable m = Slot(s, var, "", 0.0);
   Variable v = Slot(s, var, "_1", 0.0);
-  auto [b1p, b2p] = Powers(s, var.dtype);
+  auto [b1p, b2p] = Powers(s, var);
   if (!m.valid() || !v.valid() || !b1p.valid() || !b2p.valid()) return Output();
   return ops::ApplyAdam(s, var.ref, m.ref, v.ref, b1p.value, b2p.value, Hyper(s, "learning_rate", lr_, var.dtype),
                         Hyper(s, "beta1", beta1_, var.dtype), Hyper(s, "beta2", beta2_, var.dtype),

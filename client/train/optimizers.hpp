@@ -106,7 +106,7 @@ class AdamOptimizer : public Optimizer {
 
  private:
   // beta1^t and beta2^t, one pair per dtype of the variables.
-  std::pair<Variable, Variable> Powers(const Scope& s, DataType dtype);
+  std::pair<Variable, Variable> Powers(const Scope& s, const Variable& first);
   double lr_, beta1_, beta2_, epsilon_;
   std::map<DataType, std::pair<Variable, Variable>> powers_;
 };

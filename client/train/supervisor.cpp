@@ -27,7 +27,9 @@ TrainingSupervisor::TrainingSupervisor(proto::GraphDef graph, Graph g, Superviso
     : graph_(std::move(graph)), g_(std::move(g)), options_(std::move(options)) {}
 
 TrainingSupervisor::~TrainingSupervisor() {
-  if (session_) (void)session_->Close();
+  if (!session_) return;
+  (void)session_->Close();
+  if (options_.on_session_closed) options_.on_session_closed();
 }
 
 bool TrainingSupervisor::Recoverable(const Status& s) {
@@ -47,20 +49,28 @@ Status TrainingSupervisor::WaitReady() {
   for (;;) {
     std::vector<Tensor> out;
     last = session_->Run(options_.run, {}, g_.ready_checks, {}, &out);
-    bool ready = last.ok();
-    for (size_t i = 0; ready && i < out.size(); ++i) ready = out[i].scalar<bool>();
-    if (ready) return Status::OK();
+    std::string missing;  // the first variables not initialized, for the message
+    int unready = 0;
+    for (size_t i = 0; last.ok() && i < out.size(); ++i)
+      if (!out[i].scalar<bool>() && ++unready <= 3) missing += (missing.empty() ? "" : ", ") + g_.ready_checks[i];
+    if (last.ok() && unready == 0) return Status::OK();
     if (!last.ok() && !Recoverable(last)) return last;
     if (std::chrono::steady_clock::now() + options_.ready_poll > deadline)
       return errors::DeadlineExceeded("the model was not ready within ", options_.ready_timeout.count(),
                                       " ms (the chief initializes or restores it)",
-                                      last.ok() ? std::string() : ": " + last.ToString());
+                                      last.ok() ? ": " + std::to_string(unready) + " variables uninitialized (" +
+                                                      missing + (unready > 3 ? ", ..." : "") + ")"
+                                                : ": " + last.ToString());
     std::this_thread::sleep_for(options_.ready_poll);
   }
 }
 
 Status TrainingSupervisor::Prepare() {
-  if (session_) (void)session_->Close();
+  if (session_) {
+    (void)session_->Close();  // its steps in flight end (Cancelled)
+    if (options_.on_session_closed) options_.on_session_closed();
+    session_.reset();
+  }
   session_ = std::make_unique<Session>(options_.session);
   AF_RETURN_IF_ERROR(session_->Create(graph_));
   std::vector<Tensor> out;
@@ -76,7 +86,8 @@ Status TrainingSupervisor::Prepare() {
   if (options_.is_chief)
     for (const auto& op : options_.chief_after_init)
       AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {op}, &out));
-  return ReadGlobalStep();
+  AF_RETURN_IF_ERROR(ReadGlobalStep());
+  return options_.on_session_ready ? options_.on_session_ready(session_.get()) : Status::OK();
 }
 
 Status TrainingSupervisor::Start() {
@@ -124,6 +135,7 @@ Status TrainingSupervisor::Finish() {
     if (s.ok()) s = g_.saver->Save(session_.get(), global_step_);
   }
   Status closed = session_->Close();
+  if (options_.on_session_closed) options_.on_session_closed();
   return s.ok() ? closed : s;
 }
 

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ struct SupervisorOptions {
   std::chrono::milliseconds ready_timeout{120000};
   std::vector<std::string> after_init;  // ops every worker runs once ready (local step inits, tokens: chief only)
   std::vector<std::string> chief_after_init;
+  /// Called when a session is ready (after Start and every recovery), and
+  /// when the current one has been closed and is about to be destroyed: for
+  /// threads that run steps in it (the chief's QueueRunner of the sync op).
+  std::function<Status(Session*)> on_session_ready;
+  std::function<void()> on_session_closed;
 };
 
 class TrainingSupervisor {

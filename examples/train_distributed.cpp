@@ -1,0 +1,239 @@
+// train_distributed: the Fashion-MNIST MLP 784-256-10 trained by several
+// worker processes against parameter servers, asynchronously or
+// synchronously, surviving the death of any task.
+//
+//   actorflow launch --cluster cluster.json --max-restarts 3 --
+//       build/examples/train_distributed --mode async|sync [--epochs N] [--batch B] [--lr R] [--dir DIR]
+//
+// Each worker is a task of the cluster TF_CONFIG describes (`actorflow launch`
+// sets it; ps tasks are `actorflow server`s): it serves its own task in this
+// process and trains through the master there. Variables live on the ps tasks
+// (ReplicaDeviceSetter, by bytes), every worker computes gradients on its own
+// shard of the training set:
+//   async  each worker's Adam update is applied on the ps tasks as it comes;
+//   sync   SyncReplicasOptimizer: the chief (worker 0) averages one gradient
+//          per worker per step, applies it, and hands out the next tokens.
+// A TrainingSupervisor keeps each worker going: the chief restores the latest
+// checkpoint of --dir (or initializes) and saves every --save-every steps;
+// the others wait for the model; a step that fails because a task died or
+// restarted re-creates the session and goes on from the last checkpoint.
+// Progress lines give this worker's and the whole cluster's examples/s; the
+// chief prints the test accuracy at the end.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/queue_runner.hpp"
+#include "client/train/replica_device_setter.hpp"
+#include "client/train/supervisor.hpp"
+#include "client/train/sync_replicas_optimizer.hpp"
+#include "core/cluster_spec.hpp"
+#include "examples/datasets.hpp"
+#include "examples/mlp_model.hpp"
+#include "master/server.hpp"
+
+using namespace actorflow;
+using namespace actorflow::examples;
+
+namespace {
+
+struct Options {
+  std::string mode;
+  int epochs = 12;
+  int batch = 100;
+  double lr = 0;  // 0: 0.001 (async), 0.001 x workers (sync: each step averages that many batches)
+  int save_every = 500;
+  std::string dir;
+};
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s --mode async|sync [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every STEPS]\n"
+               "  --lr: Adam's learning rate (default 0.001; sync: 0.001 x the number of workers)\n"
+               "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
+               argv0);
+  return 2;
+}
+
+int Fail(const std::string& task, const Status& s) {
+  std::fprintf(stderr, "train_distributed %s: %s\n", task.c_str(), s.ToString().c_str());
+  return 1;
+}
+
+struct TrainGraph {
+  proto::GraphDef def;
+  std::string loss, accuracy, train;
+  TrainingSupervisor::Graph sup;
+  std::unique_ptr<Optimizer> adam;
+  std::unique_ptr<SyncReplicasOptimizer> sync;  // its graph's nodes are gone after Build: names below
+  std::string init_tokens, local_step_init, chief_init;  // sync
+  QueueRunnerDef chief_runner;                           // sync: the chief's sync op
+};
+
+Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers, TrainGraph* g) {
+  Scope root = Scope::NewRootScope();
+  root.SetGraphSeed(2024);
+  ReplicaDeviceSetterOptions rd;
+  rd.cluster = &cluster;
+  const std::string worker_device = "/job:worker/task:" + std::to_string(task);
+  rd.worker_device = worker_device;
+  Scope s = ReplicaDeviceSetter(root, rd);
+  auto x = ops::Placeholder(s.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
+  auto y = ops::Placeholder(s.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
+  Mlp m = BuildMlpLayers(s, x, y);
+  const bool sync = o.mode == "sync";
+  // A global step is one batch (async) or one batch from every worker (sync).
+  const int64_t steps_per_epoch = 60000 / (o.batch * (sync ? workers : 1));
+  g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch);
+  Operation train;
+  if (sync) {
+    g->sync = std::make_unique<SyncReplicasOptimizer>(g->adam.get(), workers, workers);
+    train = g->sync->Minimize(s, m.loss, m.step, worker_device);
+    Operation tokens = g->sync->GetInitTokensOp(s);
+    AF_RETURN_IF_ERROR(root.status());
+    g->init_tokens = tokens.node()->name();
+    g->local_step_init = g->sync->local_step_init_op().node()->name();
+    g->chief_init = g->sync->chief_init_op().node()->name();
+    g->chief_runner = g->sync->chief_queue_runner();
+  } else {
+    train = g->adam->Minimize(s.WithOpName("train"), m.loss, &m.step);
+  }
+  AF_RETURN_IF_ERROR(root.status());
+  g->train = train.node()->name();
+  SaverOptions so;
+  so.dir = o.dir;
+  so.save_every_steps = o.save_every;
+  so.max_to_keep = 3;
+  g->sup = TrainingSupervisor::Prepare(s, so, /*with_checkpoints=*/task == 0);
+  AF_RETURN_IF_ERROR(root.ToGraphDef(&g->def));
+  g->loss = m.loss.name();
+  g->accuracy = m.accuracy.name();
+  return Status::OK();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* tmp = std::getenv("TMPDIR");
+  o.dir = std::string(tmp ? tmp : "/tmp") + "/actorflow-distributed";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--mode" && has) o.mode = argv[++i];
+    else if (a == "--epochs" && has) o.epochs = std::atoi(argv[++i]);
+    else if (a == "--batch" && has) o.batch = std::atoi(argv[++i]);
+    else if (a == "--lr" && has) o.lr = std::atof(argv[++i]);
+    else if (a == "--dir" && has) o.dir = argv[++i];
+    else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
+    else return Usage(argv[0]);
+  }
+  if ((o.mode != "async" && o.mode != "sync") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
+    return Usage(argv[0]);
+
+  // This worker: its task in the cluster TF_CONFIG describes, served in this process.
+  ServerOptions so;
+  bool found = false;
+  Status s = ClusterSpec::FromEnvironment(&so.cluster, &so.task, &found);
+  if (!s.ok() || !found || so.task.job != "worker")
+    return Fail("", s.ok() ? errors::InvalidArgument("TF_CONFIG must name a worker task (run me by `actorflow "
+                                                     "launch`)")
+                           : s);
+  const int task = so.task.index, workers = so.cluster.num_tasks("worker");
+  // The linear scaling rule (Goyal et al., 2017): a sync step's batch is `workers` batches.
+  if (o.lr == 0) o.lr = o.mode == "sync" ? 0.001 * workers : 0.001;
+  const std::string me = "worker:" + std::to_string(task);
+  so.has_cluster = true;
+  so.port = -1;  // this task's address in the cluster
+  std::unique_ptr<Server> server;
+  if (!(s = Server::Create(so, &server)).ok()) return Fail(me, s);
+
+  Dataset train, test;
+  if (!(s = LoadFashionMnist(&train, &test)).ok()) return Fail(me, s);
+  TrainGraph g;
+  if (!(s = Build(o, so.cluster, task, workers, &g)).ok()) return Fail(me, s);
+
+  SupervisorOptions sup_options;
+  sup_options.is_chief = task == 0;
+  sup_options.session.target = server->target();
+  sup_options.session.device_filters = {"/job:ps", "/job:worker/task:" + std::to_string(task)};
+  sup_options.run.timeout_in_ms = 120000;
+  sup_options.max_recoveries = 10;
+  sup_options.ready_timeout = std::chrono::seconds(60);
+  if (g.sync) {
+    sup_options.after_init = {g.local_step_init};
+    sup_options.chief_after_init = {g.chief_init, g.init_tokens};
+  }
+  // The chief's sync op runs on a thread of its own, in each session the
+  // supervisor makes: started when one is ready, joined when it is closed.
+  std::unique_ptr<QueueRunner> runner;
+  if (g.sync && task == 0) {
+    sup_options.on_session_ready = [&](Session* session) -> Status {
+      AF_RETURN_IF_ERROR(QueueRunner::New(g.chief_runner, &runner));
+      return runner->Start(session);
+    };
+    sup_options.on_session_closed = [&] { runner.reset(); };
+  }
+  TrainingSupervisor sup(g.def, g.sup, sup_options);
+  if (!(s = sup.Start()).ok()) return Fail(me, s);
+
+  const int64_t per_step = g.sync ? workers : 1;
+  const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
+  const int64_t total = o.epochs * steps_per_epoch;
+  std::printf("%s of %d: %s training, Fashion-MNIST MLP 784-256-10, Adam(%.4g), batch %d; %lld steps; from step %lld\n",
+              me.c_str(), workers, o.mode.c_str(), o.lr, o.batch, static_cast<long long>(total),
+              static_cast<long long>(sup.global_step()));
+  // This worker's shard: every workers-th image of a fixed order, reshuffled each pass.
+  std::vector<int64_t> shard;
+  for (int64_t i = task; i < train.size(); i += workers) shard.push_back(i);
+  std::vector<int64_t> order = shard;
+  int64_t next = static_cast<int64_t>(order.size()), pass = 0;
+  std::vector<Tensor> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last_print = t0;
+  const int64_t first_step = sup.global_step();
+  int64_t mine = 0;
+  double loss_avg = 0;
+  while (sup.global_step() < total) {
+    if (next + o.batch > static_cast<int64_t>(order.size())) {
+      order = shard;
+      std::mt19937_64 rng(1000 + static_cast<uint64_t>(task) * 7919 + static_cast<uint64_t>(pass++));
+      std::shuffle(order.begin(), order.end(), rng);
+      next = 0;
+    }
+    Tensor x, y;
+    Gather(train, order, next, o.batch, &x, &y);
+    next += o.batch;
+    if (!(s = sup.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out)).ok()) return Fail(me, s);
+    ++mine;
+    loss_avg = mine == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_print > std::chrono::seconds(2) || sup.global_step() >= total) {
+      last_print = now;
+      const double secs = std::chrono::duration<double>(now - t0).count();
+      const double cluster = static_cast<double>((sup.global_step() - first_step) * o.batch * per_step) / secs;
+      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster\n",
+                  static_cast<long long>(std::min<int64_t>(sup.global_step() / steps_per_epoch + 1, o.epochs)),
+                  o.epochs, static_cast<long long>(sup.global_step()), static_cast<long long>(total), loss_avg,
+                  static_cast<double>(mine * o.batch) / secs, cluster);
+      std::fflush(stdout);
+    }
+  }
+  if (task == 0) {
+    // Tokens for a worker still waiting for one (sync), then the test set.
+    if (g.sync && !(s = sup.session()->Run({}, {}, {g.init_tokens}, &out)).ok()) return Fail(me, s);
+    if (!(s = sup.session()->Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
+      return Fail(me, s);
+    std::printf("trained %lld steps: test accuracy %.2f%%\n", static_cast<long long>(sup.global_step()),
+                100.0 * out[0].scalar<float>());
+  }
+  if (!(s = sup.Finish()).ok()) return Fail(me, s);
+  return 0;
+}
