@@ -124,11 +124,15 @@ TEST_CASE("steps that fail for memory leave concurrent steps of the same session
       if (RunFill(session, int64_t{20} << 20).code() != Code::kResourceExhausted) ++wrong;  // 80 MiB
   });
   int ok = 0;
+  Status first_bad;
   for (int i = 0; i < 300; ++i) {
     int32_t size = 0;
-    if (RunFill(session, 4096, &size).ok() && size == 4096) ++ok;
+    Status s = RunFill(session, 4096, &size);
+    if (s.ok() && size == 4096) ++ok;
+    else if (first_bad.ok()) first_bad = s.ok() ? errors::Internal("size ", size) : s;
   }
   failing.join();
+  INFO(first_bad.ToString());
   REQUIRE(wrong == 0);
   REQUIRE(ok == 300);
 }
