@@ -18,7 +18,7 @@
 // the others wait for the model; a step that fails because a task died or
 // restarted re-creates the session and goes on from the last checkpoint.
 // Progress lines give this worker's and the whole cluster's examples/s; the
-// chief prints the test accuracy at the end.
+// chief prints the test accuracy at the end and tells the ps tasks to stop.
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +29,7 @@
 #include <string>
 
 #include "client/ops/cc_ops.hpp"
+#include "client/ops/queue_ops.hpp"
 #include "client/session.hpp"
 #include "client/train/queue_runner.hpp"
 #include "client/train/replica_device_setter.hpp"
@@ -75,6 +76,7 @@ struct TrainGraph {
   std::unique_ptr<SyncReplicasOptimizer> sync;  // its graph's nodes are gone after Build: names below
   std::string init_tokens, local_step_init, chief_init;  // sync
   QueueRunnerDef chief_runner;                           // sync: the chief's sync op
+  std::string done, wait_done;  // a worker says it is done; the chief waits for the others
 };
 
 Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers, TrainGraph* g) {
@@ -107,6 +109,20 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   }
   AF_RETURN_IF_ERROR(root.status());
   g->train = train.node()->name();
+  // The end of training: each other worker puts a token in a queue on ps 0; the
+  // chief takes them all before it tells the ps tasks to stop.
+  if (workers > 1) {
+    Scope ps = root.WithDevice("/job:ps/task:0");
+    ops::QueueOptions q;
+    q.shapes = {PartialTensorShape::Scalar()};
+    q.shared_name = "train_distributed_done";
+    Output done = ops::FIFOQueue(ps.WithOpName("done_queue"), {DT_INT32}, q);
+    g->done = ops::QueueEnqueue(ps.WithOpName("done"), done, {ops::Const(ps, task)}).node()->name();
+    g->wait_done =
+        ops::QueueDequeueMany(ps.WithOpName("wait_done"), done, ops::Const(ps, workers - 1), {DT_INT32})[0]
+            .node()
+            ->name();
+  }
   SaverOptions so;
   so.dir = o.dir;
   so.save_every_steps = o.save_every;
@@ -226,6 +242,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  if (task != 0 && !g.done.empty() && !(s = sup.session()->Run({}, {}, {g.done}, &out)).ok()) return Fail(me, s);
   if (task == 0) {
     // Tokens for a worker still waiting for one (sync), then the test set.
     if (g.sync && !(s = sup.session()->Run({}, {}, {g.init_tokens}, &out)).ok()) return Fail(me, s);
@@ -234,6 +251,15 @@ int main(int argc, char** argv) {
     std::printf("trained %lld steps: test accuracy %.2f%%\n", static_cast<long long>(sup.global_step()),
                 100.0 * out[0].scalar<float>());
   }
+  if (task == 0 && !g.wait_done.empty()) {
+    // Every other worker done (bounded: one that died for good is not waited for longer).
+    RunOptions wait;
+    wait.timeout_in_ms = 60000;
+    Status all_done = sup.session()->Run(wait, {}, {}, {g.wait_done}, &out);
+    if (!all_done.ok()) std::printf("not every worker said it was done (%s)\n", all_done.ToString().c_str());
+  }
   if (!(s = sup.Finish()).ok()) return Fail(me, s);
+  // The end of training: the chief tells the ps tasks to stop (they exit 0).
+  if (task == 0 && !(s = server->ShutdownTasks("ps", "training is over")).ok()) return Fail(me, s);
   return 0;
 }

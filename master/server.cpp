@@ -7,9 +7,11 @@
 
 #include <map>
 
+#include "actors/client_channel.hpp"
 #include "actors/runtime.hpp"
 #include "actors/task_actor.hpp"
 #include "devices/device.hpp"
+#include "master/cluster_view.hpp"
 #include "master/master_service.hpp"
 #include "net/tensor_transport.hpp"
 
@@ -154,6 +156,26 @@ void Server::RequestStop(const std::string& reason) {
     stop_reason_ = reason;
   }
   cv_.notify_all();
+}
+
+Status Server::ShutdownTasks(const std::string& job, const std::string& reason, std::chrono::milliseconds timeout) {
+  for (int i = 0; i < options_.cluster.num_tasks(job); ++i) {
+    const TaskId id{job, i};
+    std::string address;
+    AF_RETURN_IF_ERROR(options_.cluster.Address(id, &address));
+    caf::actor task;
+    Status s = ConnectToTask(runtime_->system(), address, timeout, &task);
+    if (errors::IsUnavailable(s)) continue;  // gone already: nothing to stop
+    if (s.ok()) {
+      StatusResponse r;
+      s = runtime_->channels()->Ask(task, ShutdownRequest{reason}, timeout, &r);
+      if (s.ok()) s = r.status;
+    }
+    if (!s.ok())
+      return Status(s.code(), "cannot stop /job:" + job + "/replica:0/task:" + std::to_string(i) + " at " + address +
+                                  ": " + s.message());
+  }
+  return Status::OK();
 }
 
 Server* Server::FindInProcess(const std::string& target) {

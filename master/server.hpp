@@ -15,6 +15,8 @@
 // other address unless `insecure` is set.
 #pragma once
 
+#include <chrono>
+
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -69,6 +71,13 @@ class Server {
   std::string Join();
   /// Ends Join(); the server stops serving when destroyed.
   void RequestStop(const std::string& reason);
+
+  /// Asks every task of `job` in this server's cluster to stop (a
+  /// ShutdownRequest, as from an authenticated cluster member): the end of
+  /// training, when the chief tells the ps tasks. A task that is already gone
+  /// counts as stopped; any other failure is returned, naming the task.
+  Status ShutdownTasks(const std::string& job, const std::string& reason,
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 
   /// The server of this process with this target, or null.
   static Server* FindInProcess(const std::string& target);

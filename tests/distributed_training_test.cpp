@@ -10,6 +10,8 @@
 // checkpoint and goes on from its step; a worker waits for the chief.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -439,4 +441,21 @@ TEST_CASE("supervisor: a worker waits until the chief has initialized the model"
   s = waiting.Start();
   CHECK(s.code() == Code::kDeadlineExceeded);
   CHECK(s.message().find("not ready") != std::string::npos);
+}
+
+TEST_CASE("end of training: the chief tells the ps tasks to stop, and they exit cleanly", "[distributed]") {
+  Cluster c;
+  REQUIRE(c.server->ShutdownTasks("ps", "training is over").ok());
+  LocalCluster::Task& ps0 = c.processes.task("ps", 0);
+  int status = 0;
+  pid_t got = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((got = ::waitpid(ps0.pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(got == ps0.pid);  // it ended by itself, no signal sent
+  ps0.pid = -1;
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // Asked again, a task already gone counts as stopped.
+  CHECK(c.server->ShutdownTasks("ps", "training is over").ok());
 }
