@@ -127,7 +127,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   so.dir = o.dir;
   so.save_every_steps = o.save_every;
   so.max_to_keep = 3;
-  g->sup = TrainingSupervisor::Prepare(s, so, /*with_checkpoints=*/task == 0);
+  g->sup = TrainingSupervisor::Prepare(s, so, /*with_checkpoints=*/task == 0, train);
   AF_RETURN_IF_ERROR(root.ToGraphDef(&g->def));
   g->loss = m.loss.name();
   g->accuracy = m.accuracy.name();

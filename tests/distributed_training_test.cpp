@@ -360,7 +360,8 @@ TEST_CASE("supervisor: a ps task killed and restarted; the chief restores the ch
   SaverOptions so;
   so.dir = dir.path();
   so.save_every_steps = 4;
-  TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(m.root, so, /*with_checkpoints=*/true);
+  // Given the train op: each training step fetches the global step after it, in the same Run.
+  TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(m.root, so, /*with_checkpoints=*/true, m.train);
   REQUIRE(m.root.ok());
   TrainingSupervisor sup(ToDef(m.root), g, ChiefOptions(c, 3, 50));
   REQUIRE(sup.Start().ok());

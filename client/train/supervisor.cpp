@@ -1,5 +1,6 @@
 #include "client/train/supervisor.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "client/ops/cc_ops.hpp"
@@ -8,7 +9,7 @@
 namespace actorflow {
 
 TrainingSupervisor::Graph TrainingSupervisor::Prepare(const Scope& scope, const SaverOptions& saver,
-                                                      bool with_checkpoints) {
+                                                      bool with_checkpoints, const Operation& train) {
   Graph g;
   g.init_op = GlobalVariablesInitializer(scope.WithOpName("supervisor/init")).node()->name();
   g.local_init_op = LocalVariablesInitializer(scope.WithOpName("supervisor/init_local")).node()->name();
@@ -18,7 +19,16 @@ TrainingSupervisor::Graph TrainingSupervisor::Prepare(const Scope& scope, const 
                                               v.ref);
     if (ready.valid()) g.ready_checks.push_back(ready.name());
   }
-  g.global_step = GetOrCreateGlobalStep(scope).value.name();
+  const Variable step = GetOrCreateGlobalStep(scope);
+  g.global_step = step.value.name();
+  if (train.node()) {
+    g.train = train.node()->name();
+    Output after = ReadVariableNow(
+        scope.WithDevice(step.ref.node()->requested_device()).WithOpName("supervisor/global_step_after_train")
+            .WithControlDependencies({train}),
+        step);
+    if (after.valid()) g.step_after_train = after.name();
+  }
   if (with_checkpoints) g.saver = std::make_shared<Saver>(scope, std::vector<Variable>{}, saver);
   return g;
 }
@@ -65,7 +75,7 @@ Status TrainingSupervisor::WaitReady() {
   }
 }
 
-Status TrainingSupervisor::Prepare() {
+Status TrainingSupervisor::NewSession() {
   if (session_) {
     (void)session_->Close();  // its steps in flight end (Cancelled)
     if (options_.on_session_closed) options_.on_session_closed();
@@ -91,12 +101,12 @@ Status TrainingSupervisor::Prepare() {
 }
 
 Status TrainingSupervisor::Start() {
-  Status s = Prepare();
+  Status s = NewSession();
   // The cluster may still be coming up (or a task restarting): recover as from a failed step.
   while (!s.ok() && Recoverable(s) && recoveries_ < options_.max_recoveries) {
     ++recoveries_;
     std::this_thread::sleep_for(options_.backoff);
-    s = Prepare();
+    s = NewSession();
   }
   return s;
 }
@@ -106,9 +116,19 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
                                std::vector<Tensor>* outputs) {
   if (finished_) return errors::FailedPrecondition("training is finished: the supervisor runs no more steps");
   if (!session_) return errors::FailedPrecondition("TrainingSupervisor::Start first");
+  // A step running the train op fetches the global step as it is after it.
+  const bool fused = !g_.step_after_train.empty() &&
+                     std::find(targets.begin(), targets.end(), g_.train) != targets.end();
+  std::vector<std::string> all_fetches = fetches;
+  if (fused) all_fetches.push_back(g_.step_after_train);
   for (;;) {
-    Status s = session_->Run(options_.run, feeds, fetches, targets, outputs);
-    if (s.ok()) s = ReadGlobalStep();
+    Status s = session_->Run(options_.run, feeds, all_fetches, targets, outputs);
+    if (s.ok() && fused) {
+      global_step_ = outputs->back().scalar<int64_t>();
+      outputs->pop_back();
+    } else if (s.ok()) {
+      s = ReadGlobalStep();
+    }
     if (s.ok() && options_.is_chief && g_.saver) s = g_.saver->MaybeSave(session_.get(), global_step_);
     if (s.ok() || !Recoverable(s)) return s;
     // Recover: a new session, restored by the chief (or waited for), then the step again.
@@ -118,7 +138,7 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
         return Status(r.code(), "giving up after " + std::to_string(recoveries_) + " recoveries: " + r.message());
       ++recoveries_;
       std::this_thread::sleep_for(options_.backoff);
-      r = Prepare();
+      r = NewSession();
       if (r.ok()) break;
     }
     if (!r.ok()) return r;

@@ -64,11 +64,16 @@ class TrainingSupervisor {
     std::string init_op, local_init_op;
     std::vector<std::string> ready_checks;  // one bool per global variable
     std::string global_step;                // its value's tensor name
+    std::string train;                      // the train op's name, when Prepare was given it
+    std::string step_after_train;           // the global step read after it, fetched with it
     std::shared_ptr<Saver> saver;           // null without a checkpoint directory
   };
-  /// Adds the init ops, the readiness checks and (with saver.dir set) a Saver
+  /// Adds the init ops, the readiness checks and (with_checkpoints) a Saver
   /// to `scope`'s graph, which must hold its variables and global step already.
-  static Graph Prepare(const Scope& scope, const SaverOptions& saver, bool with_checkpoints);
+  /// Given the train op, a step that runs it fetches the global step as it is
+  /// after it in the same Run; other steps read it with a Run of their own.
+  static Graph Prepare(const Scope& scope, const SaverOptions& saver, bool with_checkpoints,
+                       const Operation& train = Operation());
 
   TrainingSupervisor(proto::GraphDef graph, Graph g, SupervisorOptions options);
   ~TrainingSupervisor();
@@ -84,7 +89,7 @@ class TrainingSupervisor {
   Session* session() { return session_.get(); }
 
  private:
-  Status Prepare();     // a fresh session, made ready
+  Status NewSession();  // a fresh session, made ready
   Status WaitReady();
   Status ReadGlobalStep();
   static bool Recoverable(const Status& s);

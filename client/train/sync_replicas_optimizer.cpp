@@ -6,19 +6,10 @@
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/queue_ops.hpp"
 #include "client/ops/state_ops.hpp"
-#include "ops/attrs.hpp"
 
 namespace actorflow {
 
 namespace {
-Output First(const Operation& op) { return op.node() ? Output(op.node(), 0) : Output(); }
-
-// The value of `var` read when the node runs (its ref taken as a value: the
-// variable is read then, not through its "read" node, which may run earlier).
-Output ReadNow(const Scope& s, const Variable& var) {
-  return First(s.AddOp("Identity", {{var.ref}}, {{"T", AttrType(var.dtype)}}));
-}
-
 std::string DeviceOf(const Output& o) { return o.node() ? o.node()->requested_device() : std::string(); }
 }  // namespace
 
@@ -101,7 +92,7 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
   // The chief's sync op: after the update, one token per replica, valued the new global step.
   Scope after_update = at_step.WithControlDependencies({update});
   const int tokens_per_step = std::max(total_num_replicas_, replicas_to_aggregate_);
-  Output tokens = ops::Fill(after_update, {tokens_per_step}, ReadNow(after_update, global_step));
+  Output tokens = ops::Fill(after_update, {tokens_per_step}, ReadVariableNow(after_update, global_step));
   Operation sync = ops::QueueEnqueueMany(after_update.WithOpName("sync_op"), token_queue_, {tokens});
   Operation close = ops::QueueClose(at_step.WithOpName("dummy_queue_Close"), dummy);
   Operation cancel = ops::QueueClose(at_step.WithOpName("dummy_queue_Close_1"), dummy, true);

@@ -202,6 +202,11 @@ Operation GlobalVariablesInitializer(const Scope& scope) { return InitializerOf(
 
 Operation LocalVariablesInitializer(const Scope& scope) { return InitializerOf(scope, kLocal, "init_local"); }
 
+Output ReadVariableNow(const Scope& scope, const Variable& var) {
+  Operation op = scope.AddOp("Identity", {{var.ref}}, {{"T", AttrType(var.dtype)}});
+  return op.node() ? Output(op.node(), 0) : Output();
+}
+
 Variable GetOrCreateGlobalStep(const Scope& scope) {
   const auto existing = scope.GetCollection(kGlobalStep);
   if (!existing.empty()) {

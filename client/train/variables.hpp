@@ -73,4 +73,9 @@ Operation LocalVariablesInitializer(const Scope& scope);
 /// The int64 scalar "global_step" variable, created on first use.
 Variable GetOrCreateGlobalStep(const Scope& scope);
 
+/// The value of `var` when this node runs (its reference taken as a value),
+/// not through its "read" node, which may run earlier in a step: give the
+/// scope control dependencies to read it after an update.
+Output ReadVariableNow(const Scope& scope, const Variable& var);
+
 }  // namespace actorflow
