@@ -129,8 +129,20 @@ class LocalCluster {
     return json + "}";
   }
 
-  /// Sends `sig` to the task (kill -9, SIGSTOP, SIGCONT).
-  static void Signal(const Task& t, int sig) { REQUIRE(::kill(t.pid, sig) == 0); }
+  /// Sends `sig` to the task (kill -9, SIGSTOP, SIGCONT). SIGSTOP returns
+  /// once the task has stopped (kill only queues it: a task still running
+  /// could answer a step sent right after), bounded by 10 s.
+  static void Signal(const Task& t, int sig) {
+    REQUIRE(::kill(t.pid, sig) == 0);
+    if (sig != SIGSTOP) return;
+    int status = 0;
+    pid_t got = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((got = ::waitpid(t.pid, &status, WUNTRACED | WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(got == t.pid);
+    REQUIRE(WIFSTOPPED(status));
+  }
 
   /// SIGKILL to every task still running, without waiting or reaping: for a
   /// test about to end its process abruptly (a watchdog), so no server outlives it.
