@@ -19,6 +19,7 @@
 #include "devices/device.hpp"
 #include "devices/device_factory.hpp"
 #include "devices/device_manager.hpp"
+#include "net/collective_executor.hpp"
 #include "net/protocol.hpp"
 #include "net/tensor_transport.hpp"
 
@@ -98,15 +99,37 @@ struct Runtime::Impl {
         std::lock_guard<std::mutex> lock(transport_mu);
         return rendezvous;
       };
-      cb.deliver = [target](int64_t step, RendezvousKey key, Tensor value, bool dead) {
+      // Collective traffic (net/collective_executor.hpp) goes to the
+      // collective executor, the rest to the rendezvous actor.
+      auto coll = [this] {
+        std::lock_guard<std::mutex> lock(transport_mu);
+        return collectives.get();
+      };
+      cb.deliver = [target, coll](int64_t step, RendezvousKey key, Tensor value, bool dead) {
+        if (step == CollectiveExecutor::kStepId && CollectiveExecutor::IsCollectiveKey(key)) {
+          if (CollectiveExecutor* c = coll()) c->Deliver(std::move(key), std::move(value));
+          return;
+        }
         caf::anon_send(target(), RendezvousSend{step, std::move(key), std::move(value), dead});
       };
-      cb.reject = [target](int64_t step, Status s) { caf::anon_send(target(), RendezvousAbort{step, std::move(s)}); };
-      cb.peer_failed = [target](const std::string& task, Status s) {
+      cb.reject = [target, coll](int64_t step, Status s) {
+        if (step == CollectiveExecutor::kStepId) {
+          if (CollectiveExecutor* c = coll()) c->Rejected(std::move(s));
+          return;
+        }
+        caf::anon_send(target(), RendezvousAbort{step, std::move(s)});
+      };
+      cb.peer_failed = [target, coll](const std::string& task, Status s) {
+        if (CollectiveExecutor* c = coll()) c->PeerFailed(task, s);
         caf::anon_send(target(), RendezvousPeerFailed{task, std::move(s)});
       };
       const Status s = TensorTransport::Start(std::move(to), std::move(cb), &transport);
       if (!s.ok()) throw std::runtime_error(s.ToString());
+    }
+    {
+      auto c = std::make_unique<CollectiveExecutor>(transport.get(), task_name);
+      std::lock_guard<std::mutex> lock(transport_mu);
+      collectives = std::move(c);
     }
     try {
       container = SpawnContainerActor(*system, pool.get());
@@ -126,12 +149,12 @@ struct Runtime::Impl {
         owned.push_back(std::make_unique<Device>(task_name + "/device:CPU:" + std::to_string(i),
                                                  DEVICE_CPU, allocator, device_pool));
         devices.push_back(owned.back().get());
-        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous, collectives.get()));
       }
       for (auto& gpu : CreateDevices(DEVICE_GPU, task_name, o.num_gpu_devices, pool.get())) {
         owned.push_back(std::move(gpu));
         devices.push_back(owned.back().get());
-        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous));
+        actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous, collectives.get()));
       }
       device_manager = std::make_unique<DeviceManager>(devices);
     } catch (...) {
@@ -148,6 +171,7 @@ struct Runtime::Impl {
     if (container) caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
     if (rendezvous) caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
+    if (collectives) collectives->Stop();  // fails what waits (its kernels finish)
     if (transport) transport->Stop();  // no callback after this; Sends are dropped
     {
       std::lock_guard<std::mutex> lock(transport_mu);
@@ -173,6 +197,7 @@ struct Runtime::Impl {
   caf::actor rendezvous;  // where partitions of a step hand tensors over
   std::mutex transport_mu;  // guards `rendezvous` for the transport's callbacks
   std::unique_ptr<TensorTransport> transport;
+  std::unique_ptr<CollectiveExecutor> collectives;  // after `transport`: destroyed first
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -197,6 +222,7 @@ uint64_t Runtime::incarnation() const { return impl_->incarnation; }
 const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
 const caf::actor& Runtime::container_actor() const { return impl_->container; }
+CollectiveExecutor* Runtime::collectives() const { return impl_->collectives.get(); }
 
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
 TensorTransport* Runtime::transport() const { return impl_->transport.get(); }

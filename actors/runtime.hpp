@@ -27,6 +27,7 @@ class actor_system;
 namespace actorflow {
 
 class ChannelPool;
+class CollectiveExecutor;
 class ComputePool;
 class Device;
 class DeviceManager;
@@ -103,6 +104,9 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
+  /// The process's collective ops (net/collective_executor.hpp): groups of
+  /// one everywhere, larger ones over the transport of a cluster task.
+  CollectiveExecutor* collectives() const;
   /// The tensor transport of a cluster task (RuntimeOptions::network), else null.
   TensorTransport* transport() const;
   /// Index of the device named `name` (full name or any spec naming exactly one device, e.g. "CPU:0"), or -1.

@@ -1154,6 +1154,13 @@ bool TensorTransport::HasPeer(const std::string& task) const {
   return impl_->peers.count(task) > 0;
 }
 
+std::vector<std::string> TensorTransport::Peers() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> out;
+  for (const auto& [task, peer] : impl_->peers) out.push_back(task);
+  return out;
+}
+
 Status TensorTransport::Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value,
                              bool is_dead, bool truncate16) {
   if (impl_->stopped.load()) return errors::Cancelled("tensor transport of ", impl_->options.task, " is stopped");

@@ -59,6 +59,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.hpp"
 #include "core/tensor.hpp"
@@ -112,6 +113,8 @@ class TensorTransport {
   void SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation);
   /// Whether `task` is a known peer.
   bool HasPeer(const std::string& task) const;
+  /// Every known peer task, sorted.
+  std::vector<std::string> Peers() const;
 
   /// Queues a tensor for `task` (never blocks; the bytes are written from the
   /// tensor's buffer later). NotFound when the task is not a known peer.

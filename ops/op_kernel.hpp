@@ -36,6 +36,7 @@
 namespace actorflow {
 
 class CancellationManager;
+class CollectiveExecutor;
 class OpKernelContext;
 class QueueAccess;
 class RendezvousAccess;
@@ -159,6 +160,7 @@ class OpKernelContext {
     VariableAccess* variables = nullptr;  // the container actor's variables, through the device actor
     RendezvousAccess* rendezvous = nullptr;  // where _Send and _Recv meet, through the device actor
     QueueAccess* queues = nullptr;  // the process's queue actors, through the device actor
+    CollectiveExecutor* collectives = nullptr;  // the process's collective ops (net/collective_executor.hpp)
     StepResources* step_resources = nullptr;  // state that lives as long as the step (stacks)
   };
 
@@ -206,6 +208,8 @@ class OpKernelContext {
   RendezvousAccess* rendezvous() const { return p_->rendezvous; }
   /// Queue actors (ops/queue/queue_access.hpp); null where none is reachable.
   QueueAccess* queues() const { return p_->queues; }
+  /// The process's collective executor; null where there is none.
+  CollectiveExecutor* collectives() const { return p_->collectives; }
   /// This step's per-step state (ops/step_resources.hpp); null where the
   /// kernel runs outside a step (constant folding).
   StepResources* step_resources() const { return p_->step_resources; }

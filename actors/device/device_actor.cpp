@@ -249,7 +249,8 @@ void RunStep(DeviceActor* self, RunStepRequest& req) noexcept {
   }
 }
 
-caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container, caf::actor rendezvous) {
+caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container, caf::actor rendezvous,
+                                  CollectiveExecutor* collectives) {
   auto& st = self->state;
   st.device = device;
   st.host = std::make_unique<DeviceHost>(self, device);
@@ -264,6 +265,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
   services.variables = st.variables.get();
   services.rendezvous = st.rendezvous.get();
   services.queues = st.queues.get();
+  services.collectives = collectives;
   executor->set_services(services);
   // On exit: answer every step at once, then stay until kernels still running
   // on the pool have returned (they read the steps' state), then quit.
@@ -341,9 +343,10 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
 
 }  // namespace
 
-caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container, caf::actor rendezvous) {
-  return sys.spawn([device, container, rendezvous](DeviceActor* self) {
-    return DeviceActorBehavior(self, device, container, rendezvous);
+caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container, caf::actor rendezvous,
+                            CollectiveExecutor* collectives) {
+  return sys.spawn([device, container, rendezvous, collectives](DeviceActor* self) {
+    return DeviceActorBehavior(self, device, container, rendezvous, collectives);
   });
 }
 

@@ -19,12 +19,14 @@
 
 namespace actorflow {
 
+class CollectiveExecutor;
 class Device;
 
 /// Spawns the actor executing partitions on `device` (which must outlive it);
 /// its kernels reach variables through `container` and other partitions
-/// through `rendezvous` (none: an invalid actor).
+/// through `rendezvous` (none: an invalid actor), and run collectives on
+/// `collectives` (the process's; none: collective ops fail).
 caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor(),
-                            caf::actor rendezvous = caf::actor());
+                            caf::actor rendezvous = caf::actor(), CollectiveExecutor* collectives = nullptr);
 
 }  // namespace actorflow

@@ -49,6 +49,7 @@
 
 namespace actorflow {
 
+class CollectiveExecutor;
 class Device;
 class Executor;
 
@@ -131,6 +132,7 @@ struct ExecutorServices {
   VariableAccess* variables = nullptr;
   ExecutorRendezvous* rendezvous = nullptr;
   ExecutorQueues* queues = nullptr;
+  CollectiveExecutor* collectives = nullptr;  // the process's
 };
 
 class Executor {

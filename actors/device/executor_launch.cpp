@@ -52,6 +52,7 @@ void Executor::MakeParams(StepState* step, IterationState* iter, const NodeItem&
   p->variables = services_.variables;
   p->rendezvous = services_.rendezvous;
   p->queues = services_.queues;
+  p->collectives = services_.collectives;
   p->step_resources = step->resources();
 }
 

@@ -1,0 +1,33 @@
+// Builders of TensorFlow's collective ops (ops/collective/collective_ops.cpp):
+// all-reduce and broadcast across the tasks of a job. Every member runs the
+// same op with the same group and instance keys.
+//
+//   Output mean = ops::CollectiveReduce(s, grad, {.group_size = 2, .group_key = 1, .instance_key = 7});
+//   Output w0 = is_chief ? ops::CollectiveBcastSend(s, w, bcast) : ops::CollectiveBcastRecv(s, DT_FLOAT, {784, 256}, bcast);
+#pragma once
+
+#include <string>
+
+#include "client/builder.hpp"
+
+namespace actorflow {
+namespace ops {
+
+struct CollectiveOptions {
+  int64_t group_size = 1;
+  int64_t group_key = 1;
+  int64_t instance_key = 1;
+  std::string merge_op = "Add";  // Add, Mul, Min, Max (CollectiveReduce)
+  std::string final_op = "Id";   // Id or Div (CollectiveReduce)
+  float timeout_seconds = 0;     // 0: the executor's default (60 s)
+  std::string bucket_plan;       // the all-reduce helper's plan, checked across ranks
+};
+
+Output CollectiveReduce(const Scope& s, Input input, const CollectiveOptions& o);
+/// Sends `input` (of `shape`) to the group's other members; outputs it.
+Output CollectiveBcastSend(const Scope& s, Input input, const TensorShape& shape, const CollectiveOptions& o);
+/// The tensor the member running CollectiveBcastSend of the same instance sends.
+Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape, const CollectiveOptions& o);
+
+}  // namespace ops
+}  // namespace actorflow

@@ -1,0 +1,66 @@
+// All-reduce data parallelism (Horovod's and PyTorch DDP's model, with
+// TensorFlow's collective ops): every worker holds the whole model, computes
+// gradients on its own batch, and the gradients are averaged across the
+// workers by CollectiveReduce before each applies the same update, so the
+// replicas stay equal step after step.
+//
+//   auto grads = opt.ComputeGradients(s, loss);
+//   grads = AllReduceGradients(s, grads, {.group_size = workers});
+//   Operation train = opt.ApplyGradients(s, grads, global_step);
+//   Operation sync = BroadcastVariables(s, GlobalVariables(s), is_chief, {.group_size = workers});
+//   // after initializing or restoring: run `sync` once on every worker
+//
+// Buckets (DDP's): the gradients, in reverse order of their variables (the
+// order backpropagation produces them), are grouped into buckets of about
+// `bucket_bytes`; a bucket is flattened into one tensor, reduced by one
+// CollectiveReduce, and cut back. The plan is static: derived from the
+// variables alone, so every rank derives the same one, and its text rides on
+// each bucket's op (attr _bucket_plan) and is compared across ranks: ranks
+// whose models or options differ get InvalidArgument naming the first
+// differing line, never a hang. Each bucket is reduced as soon as its
+// gradients are computed, while backpropagation goes on (no order between
+// buckets is needed: net/collective_executor.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "client/builder.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
+
+namespace actorflow {
+
+struct AllReduceOptions {
+  int64_t group_size = 1;
+  int64_t group_key = 1;
+  int64_t first_instance_key = 1;  // bucket i is instance first_instance_key + i
+  /// Bytes per bucket (a bucket holds at least one gradient). Measured here
+  /// (bench/run_all.sh): one round trip of the ring costs less than the
+  /// copies of cutting a small model into pieces, so the default is large.
+  size_t bucket_bytes = size_t{4} << 20;
+  bool average = true;  // final_op Div (else the sum)
+  float timeout_seconds = 0;
+};
+
+/// The static bucket plan: indices into `grads_and_vars` per bucket, and its text.
+struct BucketPlan {
+  std::vector<std::vector<size_t>> buckets;
+  std::string text;
+};
+BucketPlan PlanBuckets(const std::vector<Optimizer::GradAndVar>& grads_and_vars, const AllReduceOptions& o);
+
+/// The gradients all-reduced (averaged by default) across the group; the
+/// variables unchanged. A null gradient stays null.
+std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
+                                                      const std::vector<Optimizer::GradAndVar>& grads_and_vars,
+                                                      const AllReduceOptions& o);
+
+/// Sets every member's variables to the source's (Horovod's
+/// BroadcastGlobalVariablesHook, DDP's constructor broadcast): the source
+/// sends, the others receive and assign. Instances first_instance_key,
+/// first_instance_key + 1, ... (keep them apart from the gradients').
+Operation BroadcastVariables(const Scope& scope, const std::vector<Variable>& vars, bool is_source,
+                             const AllReduceOptions& o);
+
+}  // namespace actorflow

@@ -1,0 +1,129 @@
+// CollectiveExecutor: one process's side of TensorFlow's collective ops
+// (CollectiveReduce, CollectiveBcastSend/Recv; ops/collective/), run over the
+// tensor transport (net/tensor_transport.hpp), so collectives get what every
+// tensor between tasks gets: the same-host path (cross-memory reads), TCP
+// with TCP_NODELAY between machines, and mutual TLS where the cluster has it.
+//
+// A group is every task of this task's job that the transport knows (a
+// session finds them; ../shared/docs/distributed-design.md section 5): with
+// `group_size` of them, ranked by task name. One member per task.
+//
+// All-reduce is a ring (reduce-scatter, then all-gather): the tensor is cut
+// into group_size chunks, each rank sends one chunk and receives one per
+// phase, 2 (group_size - 1) phases, so each process sends and receives about
+// 2 (n-1)/n of the tensor whatever n is (the bandwidth-optimal schedule gloo
+// and NCCL use). `final_op` Div divides each reduced chunk once, before it is
+// gathered, so every rank ends with the same bits. A broadcast is one send
+// from the source to every other member.
+//
+// No negotiation per step and no order between collectives: every message
+// names its (group, epoch, instance, execution, phase, sender), so instances
+// may run in any order and at once on different ranks (buckets reduced as
+// their gradients are ready), and a message that comes early waits in the
+// group's inbox. Each execution of an instance is numbered per rank; ranks
+// that run the same graph number them alike.
+//
+// Membership (epochs): before its first collective a group forms: every
+// member sends JOIN(epoch) to the others and waits for theirs. A member whose
+// collective was abandoned mid-way (cancelled, timed out) forms again at
+// epoch + 1 at once; a member that sees a higher epoch drops what it had in
+// flight (Aborted: "re-formed") and joins it. A peer that failed (connection
+// lost, restarted: a new incarnation) fails the group's collectives with
+// Unavailable, and the group forms again at its next collective. So a killed
+// peer is an error within milliseconds, a hung one at the collective's
+// timeout, and a restarted one meets the others at a fresh epoch.
+//
+// Checks: every data message carries its op's dtype, element count and
+// bucket-plan hash; a mismatch is InvalidArgument on both sides, naming the
+// instance and both values (and the first differing line of the two plans,
+// whose text goes to every peer once per epoch): never a wrong sum, never a
+// hang.
+//
+// Threading: one thread of its own (never a CAF worker: merging a 32 MiB
+// chunk is milliseconds of compute), fed by a queue; it owns all state.
+// Start, Cancel and the transport's callbacks only enqueue.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.hpp"
+#include "core/tensor.hpp"
+#include "net/rendezvous_key.hpp"
+
+namespace actorflow {
+
+class TensorTransport;
+
+enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv };
+enum class MergeOp : uint8_t { kAdd, kMul, kMin, kMax };
+
+struct CollectiveParams {
+  CollectiveKind kind = CollectiveKind::kReduce;
+  std::string node;  // the op's node name, for messages
+  int64_t group_size = 1;
+  int64_t group_key = 0;
+  int64_t instance_key = 0;
+  MergeOp merge = MergeOp::kAdd;
+  bool divide = false;  // final_op Div
+  /// The bucket plan this op belongs to (client/train/all_reduce.hpp), "" none.
+  std::string plan;
+  /// What a kBroadcastRecv expects (the sender's must match).
+  DataType dtype = DT_FLOAT;
+  TensorShape shape;
+  /// 0: the executor's default.
+  std::chrono::milliseconds timeout{0};
+};
+
+struct CollectiveExecutorOptions {
+  /// A collective with no timeout of its own fails with DeadlineExceeded
+  /// after this (a hung peer); TensorFlow's default waits for ever.
+  std::chrono::milliseconds default_timeout{60000};
+};
+
+class CollectiveExecutor {
+ public:
+  using Done = std::function<void(const Status& status, Tensor result)>;
+  /// `transport` null: only groups of one member (a process outside a cluster).
+  CollectiveExecutor(TensorTransport* transport, std::string task, CollectiveExecutorOptions options = {});
+  ~CollectiveExecutor();  // Stop()
+  CollectiveExecutor(const CollectiveExecutor&) = delete;
+  CollectiveExecutor& operator=(const CollectiveExecutor&) = delete;
+
+  /// Starts a collective; never blocks. `done` runs exactly once, on the
+  /// executor's thread (or the caller's for a group of one or invalid
+  /// parameters), with the result: for kReduce, `output` (allocated by the
+  /// caller: the input's dtype and shape) filled in; for kBroadcastSend the
+  /// input; for kBroadcastRecv the tensor received (`input` and `output` are
+  /// unused). `id` (from NewId) names it for Cancel.
+  void Start(uint64_t id, CollectiveParams params, Tensor input, Tensor output, Done done);
+  uint64_t NewId();
+  /// Ends collective `id` with `why` if it has not finished.
+  void Cancel(uint64_t id, Status why);
+  /// Fails what is pending with Cancelled and joins the thread. Idempotent.
+  void Stop();
+
+  // The transport's callbacks route collective traffic here.
+  static constexpr int64_t kStepId = INT64_MIN;  // the step id of every collective message
+  static bool IsCollectiveKey(const RendezvousKey& key);
+  void Deliver(RendezvousKey key, Tensor value);
+  void PeerFailed(const std::string& task, Status status);
+  void Rejected(Status status);
+
+  /// Collectives completed, and epochs formed (for tests).
+  uint64_t completed_count() const;
+  uint64_t formed_count() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The hash the executor compares for bucket plans (FNV-1a 64 of the text).
+uint64_t CollectivePlanHash(const std::string& plan);
+
+}  // namespace actorflow
