@@ -596,12 +596,6 @@ struct CollectiveExecutor::Impl {
       // The same collective on both sides?
       const DataType want_dtype = bcast ? op.p.dtype : op.input.dtype();
       const int64_t want_elements = bcast ? op.p.shape.num_elements() : op.input.NumElements();
-      if (msg.dtype != want_dtype || msg.elements != want_elements) {
-        return Fail(id, errors::InvalidArgument(Describe(op), ": this task (", task, ") has ",
-                                                DataTypeString(want_dtype), "[", want_elements, " elements], ",
-                                                g.members[from], " has ", DataTypeString(msg.dtype), "[",
-                                                msg.elements, " elements]: the ranks' graphs differ"));
-      }
       if (msg.plan != op.plan_hash && msg.plan != 0 && op.plan_hash != 0) {
         auto text = g.peer_plans.find({from, msg.plan});
         return Fail(id, errors::InvalidArgument(
@@ -609,6 +603,12 @@ struct CollectiveExecutor::Impl {
                             text == g.peer_plans.end() ? std::string("hashes differ")
                                                        : FirstDifference(op.p.plan, text->second, g.members[from]),
                             "): every rank must build the same model and bucket options"));
+      }
+      if (msg.dtype != want_dtype || msg.elements != want_elements) {
+        return Fail(id, errors::InvalidArgument(Describe(op), ": this task (", task, ") has ",
+                                                DataTypeString(want_dtype), "[", want_elements, " elements], ",
+                                                g.members[from], " has ", DataTypeString(msg.dtype), "[",
+                                                msg.elements, " elements]: the ranks' graphs differ"));
       }
       if (bcast) {
         Tensor out = msg.value.Reshaped(op.p.shape);

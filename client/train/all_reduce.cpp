@@ -51,8 +51,11 @@ std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
       out[members[0]].first = ops::CollectiveReduce(bs, grads_and_vars[members[0]].first, co);
       continue;
     }
+    Tensor minus_one(DT_INT64, TensorShape{1});
+    minus_one.data<int64_t>()[0] = -1;
+    const Output flat_shape = ops::Const(bs, minus_one);
     std::vector<Input> flat;
-    for (size_t k : members) flat.push_back(ops::Reshape(bs, grads_and_vars[k].first, ops::Const(bs, int64_t{-1})));
+    for (size_t k : members) flat.push_back(ops::Reshape(bs, grads_and_vars[k].first, flat_shape));
     Output fused = ops::Concat(bs, flat, ops::Const(bs, 0));
     Output reduced = ops::CollectiveReduce(bs, fused, co);
     int64_t offset = 0;

@@ -1,0 +1,208 @@
+// All-reduce data parallelism across processes (issue 16): an `actorflow
+// server` process as worker 1 (tests/local_cluster.hpp), this process as
+// worker 0; each worker's session holds the whole model on its own task. Two
+// workers with batch b give the variables one process gets with batch 2b
+// (DDP's and Horovod's guarantee), after the chief's variables were broadcast
+// over the other's different ones; workers whose bucket plans differ get
+// InvalidArgument naming the first difference; a worker killed while the
+// other waits in a collective is Unavailable there, not a hang.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <random>
+
+#include "client/ops/cc_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/all_reduce.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/variables.hpp"
+#include "local_cluster.hpp"
+#include "master/server.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::LocalCluster;
+using test::ToDef;
+
+namespace {
+
+struct Cluster {
+  LocalCluster processes;
+  std::unique_ptr<Server> server;
+  Cluster() {
+    processes.Start("worker", 1);
+    ServerOptions o = processes.WorkerTaskOptions();
+    Status s = Server::Create(o, &server);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  // A session (its master in this process) on worker `task` alone: worker
+  // 1's stands for the client a worker 1 process would run.
+  SessionOptions Options(int task) const {
+    SessionOptions so;
+    so.target = server->target();
+    so.device_find_timeout_ms = 10000;
+    so.device_filters = {"/job:worker/task:" + std::to_string(task)};
+    return so;
+  }
+};
+
+// Softmax regression, 4 features -> 3 classes, on worker `task` (task < 0:
+// one process alone, no all-reduce); initial values drawn with `seed`.
+struct Model {
+  Scope root = Scope::NewRootScope();
+  Output x, y, loss;
+  Operation train, init, broadcast;
+  Variable w, b;
+  Model(int task, int workers, uint32_t seed, size_t bucket_bytes = size_t{4} << 20) {
+    Scope s = task < 0 ? root : root.WithDevice("/job:worker/task:" + std::to_string(task));
+    x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT);
+    y = ops::Placeholder(s.WithOpName("y"), DT_INT32);
+    w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed));
+    b = NewVariable(s, "b", {3}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed + 1));
+    auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
+    loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
+    GradientDescentOptimizer sgd(0.5);
+    AllReduceOptions ar;
+    ar.group_size = task < 0 ? 1 : workers;
+    ar.bucket_bytes = bucket_bytes;
+    ar.timeout_seconds = 30;
+    auto grads = AllReduceGradients(s, sgd.ComputeGradients(s, loss), ar);
+    train = sgd.ApplyGradients(s.WithOpName("train"), grads);
+    init = GlobalVariablesInitializer(s);
+    AllReduceOptions bc = ar;
+    bc.first_instance_key = 1000;
+    broadcast = BroadcastVariables(s, {w, b}, task == 0, bc);
+  }
+};
+
+void MakeData(int n, uint32_t seed, Tensor* x, Tensor* y) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> noise(0.f, 0.5f);
+  *x = Tensor(DT_FLOAT, TensorShape{n, 4});
+  *y = Tensor(DT_INT32, TensorShape{n});
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(gen() % 3);
+    y->data<int32_t>()[i] = c;
+    for (int j = 0; j < 4; ++j) x->data<float>()[i * 4 + j] = (j == c ? 2.f : 0.f) + noise(gen);
+  }
+}
+
+Tensor Rows(const Tensor& t, int64_t from, int64_t n) {
+  const int64_t cols = t.dims() == 2 ? t.dim_size(1) : 1;
+  Tensor out(t.dtype(), t.dims() == 2 ? TensorShape{n, cols} : TensorShape{n});
+  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + from * cols * 4,
+              static_cast<size_t>(n * cols) * 4);
+  return out;
+}
+
+RunOptions Bounded() {
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  return ro;
+}
+
+}  // namespace
+
+TEST_CASE("all-reduce: 2 workers x batch b give one process's batch-2b variables, from the chief's broadcast",
+          "[distributed]") {
+  Cluster c;
+  Model m0(0, 2, 1), m1(1, 2, 2);  // different initial values: the broadcast makes them the chief's
+  REQUIRE(m0.root.ok());
+  REQUIRE(m1.root.ok());
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  std::vector<Tensor> out0, out1;
+  REQUIRE(s0.Run(Bounded(), {}, {}, {m0.init.name()}, &out0).ok());
+  REQUIRE(s1.Run(Bounded(), {}, {}, {m1.init.name()}, &out1).ok());
+  REQUIRE(s0.Run(Bounded(), {}, {m0.w.value.name()}, {}, &out0).ok());
+  REQUIRE(s1.Run(Bounded(), {}, {m1.w.value.name()}, {}, &out1).ok());
+  const Tensor chief_w = out0[0];
+  CHECK(out1[0].data<float>()[0] != chief_w.data<float>()[0]);
+  auto both = [&](const std::vector<std::pair<std::string, Tensor>>& f0,
+                  const std::vector<std::pair<std::string, Tensor>>& f1, const std::string& t0, const std::string& t1) {
+    auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), f0, {}, {t0}, &out0); });
+    Status sb = s1.Run(Bounded(), f1, {}, {t1}, &out1);
+    Status sa = a.get();
+    INFO(sa.ToString() << " / " << sb.ToString());
+    REQUIRE(sa.ok());
+    REQUIRE(sb.ok());
+  };
+  both({}, {}, m0.broadcast.name(), m1.broadcast.name());
+  REQUIRE(s1.Run(Bounded(), {}, {m1.w.value.name()}, {}, &out1).ok());
+  for (int i = 0; i < 12; ++i) CHECK(out1[0].data<float>()[i] == chief_w.data<float>()[i]);
+
+  Tensor x, y;
+  MakeData(64, 5, &x, &y);
+  const Tensor x0 = Rows(x, 0, 32), y0 = Rows(y, 0, 32), x1 = Rows(x, 32, 32), y1 = Rows(y, 32, 32);
+  constexpr int kSteps = 5;
+  for (int i = 0; i < kSteps; ++i) both({{"x", x0}, {"y", y0}}, {{"x", x1}, {"y", y1}}, m0.train.name(), m1.train.name());
+  REQUIRE(s0.Run(Bounded(), {}, {m0.w.value.name(), m0.b.value.name()}, {}, &out0).ok());
+  REQUIRE(s1.Run(Bounded(), {}, {m1.w.value.name(), m1.b.value.name()}, {}, &out1).ok());
+  // One process, batch 2b, from the chief's initial values.
+  Model ref(-1, 1, 1);
+  Session local;
+  std::vector<Tensor> out;
+  REQUIRE(local.Create(ToDef(ref.root)).ok());
+  REQUIRE(local.Run({}, {}, {ref.init.name()}, &out).ok());
+  for (int i = 0; i < kSteps; ++i) REQUIRE(local.Run({{"x", x}, {"y", y}}, {}, {ref.train.name()}, &out).ok());
+  REQUIRE(local.Run({}, {ref.w.value.name(), ref.b.value.name()}, {}, &out).ok());
+  for (int v = 0; v < 2; ++v)
+    for (int64_t i = 0; i < out[v].NumElements(); ++i) {
+      const float want = out[v].data<float>()[i];
+      INFO("variable " << v << " element " << i);
+      CHECK(out0[v].data<float>()[i] == out1[v].data<float>()[i]);  // the replicas are equal, bit for bit
+      CHECK(std::abs(out1[v].data<float>()[i] - want) <= 1e-5f * std::max(1.f, std::abs(want)));
+    }
+}
+
+TEST_CASE("all-reduce: workers whose bucket plans differ get InvalidArgument naming the difference", "[distributed]") {
+  Cluster c;
+  Model m0(0, 2, 1), m1(1, 2, 1, /*bucket_bytes=*/1);  // one bucket of both gradients vs one each
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  std::vector<Tensor> out0, out1;
+  REQUIRE(s0.Run(Bounded(), {}, {}, {m0.init.name()}, &out0).ok());
+  REQUIRE(s1.Run(Bounded(), {}, {}, {m1.init.name()}, &out1).ok());
+  Tensor x, y;
+  MakeData(8, 3, &x, &y);
+  auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
+  Status sb = s1.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m1.train.name()}, &out1);
+  Status sa = a.get();
+  for (const Status& s : {sa, sb}) {
+    INFO(s.ToString());
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK_THAT(s.message(), Catch::Contains("bucket plans") && Catch::Contains("first difference at line 1"));
+  }
+}
+
+TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce is Unavailable there", "[distributed]") {
+  Cluster c;
+  Model m0(0, 2, 1);
+  Session s0(c.Options(0));
+  // Worker 1 must be known to this process's transport: a session on it.
+  Session s1(c.Options(1));
+  Model m1(1, 2, 1);
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  std::vector<Tensor> out0;
+  REQUIRE(s0.Run(Bounded(), {}, {}, {m0.init.name()}, &out0).ok());
+  Tensor x, y;
+  MakeData(8, 3, &x, &y);
+  auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
+  // Worker 0's all-reduce has asked worker 1 to form the group (it never will).
+  REQUIRE(a.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  LocalCluster::Task& w1 = c.processes.task("worker", 1);
+  CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
+  REQUIRE(a.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const Status s = a.get();
+  INFO(s.ToString());
+  CHECK(s.code() == Code::kUnavailable);
+  CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
+}
