@@ -1,18 +1,24 @@
 // train_distributed: the Fashion-MNIST MLP 784-256-10 trained by several
-// worker processes against parameter servers, asynchronously or
-// synchronously, surviving the death of any task.
+// worker processes, against parameter servers (asynchronously or
+// synchronously) or by all-reduce, surviving the death of any task.
 //
 //   actorflow launch --cluster cluster.json --max-restarts 3 --
-//       build/examples/train_distributed --mode async|sync [--epochs N] [--batch B] [--lr R] [--dir DIR]
+//       build/examples/train_distributed --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR]
 //
 // Each worker is a task of the cluster TF_CONFIG describes (`actorflow launch`
 // sets it; ps tasks are `actorflow server`s): it serves its own task in this
-// process and trains through the master there. Variables live on the ps tasks
-// (ReplicaDeviceSetter, by bytes), every worker computes gradients on its own
-// shard of the training set:
-//   async  each worker's Adam update is applied on the ps tasks as it comes;
-//   sync   SyncReplicasOptimizer: the chief (worker 0) averages one gradient
-//          per worker per step, applies it, and hands out the next tokens.
+// process and trains through the master there. Every worker computes
+// gradients on its own shard of the training set:
+//   async      variables live on the ps tasks (ReplicaDeviceSetter, by
+//              bytes); each worker's Adam update is applied there as it comes;
+//   sync       SyncReplicasOptimizer: the chief (worker 0) averages one
+//              gradient per worker per step, applies it, and hands out the
+//              next tokens;
+//   allreduce  no ps: every worker holds the whole model; the gradients are
+//              averaged by CollectiveReduce (client/train/all_reduce.hpp) and
+//              every worker applies the same update; each session starts with
+//              the chief's variables, broadcast (restored by the chief after a
+//              failure, so every replica goes on from the checkpoint).
 // A TrainingSupervisor keeps each worker going: the chief restores the latest
 // checkpoint of --dir (or initializes) and saves every --save-every steps;
 // the others wait for the model; a step that fails because a task died or
@@ -31,6 +37,7 @@
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/queue_ops.hpp"
 #include "client/session.hpp"
+#include "client/train/all_reduce.hpp"
 #include "client/train/queue_runner.hpp"
 #include "client/train/replica_device_setter.hpp"
 #include "client/train/supervisor.hpp"
@@ -49,15 +56,16 @@ struct Options {
   std::string mode;
   int epochs = 12;
   int batch = 100;
-  double lr = 0;  // 0: 0.001 (async), 0.001 x workers (sync: each step averages that many batches)
+  double lr = 0;  // 0: 0.001 (async), 0.001 x workers (sync, allreduce: each step averages that many batches)
   int save_every = 500;
   std::string dir;
 };
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s --mode async|sync [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every STEPS]\n"
-               "  --lr: Adam's learning rate (default 0.001; sync: 0.001 x the number of workers)\n"
+               "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
+               "STEPS]\n"
+               "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
                argv0);
   return 2;
@@ -77,6 +85,7 @@ struct TrainGraph {
   std::string init_tokens, local_step_init, chief_init;  // sync
   QueueRunnerDef chief_runner;                           // sync: the chief's sync op
   std::string done, wait_done;  // a worker says it is done; the chief waits for the others
+  std::string broadcast;        // allreduce: every replica takes the chief's variables
 };
 
 Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers, TrainGraph* g) {
@@ -86,13 +95,14 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   rd.cluster = &cluster;
   const std::string worker_device = "/job:worker/task:" + std::to_string(task);
   rd.worker_device = worker_device;
-  Scope s = ReplicaDeviceSetter(root, rd);
+  const bool allreduce = o.mode == "allreduce";
+  Scope s = allreduce ? root.WithDevice(worker_device) : ReplicaDeviceSetter(root, rd);
   auto x = ops::Placeholder(s.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
   auto y = ops::Placeholder(s.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
   Mlp m = BuildMlpLayers(s, x, y);
   const bool sync = o.mode == "sync";
-  // A global step is one batch (async) or one batch from every worker (sync).
-  const int64_t steps_per_epoch = 60000 / (o.batch * (sync ? workers : 1));
+  // A global step is one batch (async) or one batch from every worker (sync, allreduce).
+  const int64_t steps_per_epoch = 60000 / (o.batch * (sync || allreduce ? workers : 1));
   g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch);
   Operation train;
   if (sync) {
@@ -104,6 +114,13 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     g->local_step_init = g->sync->local_step_init_op().node()->name();
     g->chief_init = g->sync->chief_init_op().node()->name();
     g->chief_runner = g->sync->chief_queue_runner();
+  } else if (allreduce) {
+    AllReduceOptions ar;
+    ar.group_size = workers;
+    std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
+    train = g->adam->ApplyGradients(s.WithOpName("train"), AllReduceGradients(s, grads, ar), &m.step);
+    ar.first_instance_key = 1000;  // apart from the gradients' buckets
+    g->broadcast = BroadcastVariables(s, GlobalVariables(s), task == 0, ar).node()->name();
   } else {
     train = g->adam->Minimize(s.WithOpName("train"), m.loss, &m.step);
   }
@@ -111,7 +128,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   g->train = train.node()->name();
   // The end of training: each other worker puts a token in a queue on ps 0; the
   // chief takes them all before it tells the ps tasks to stop.
-  if (workers > 1) {
+  if (workers > 1 && !allreduce) {
     Scope ps = root.WithDevice("/job:ps/task:0");
     ops::QueueOptions q;
     q.shapes = {PartialTensorShape::Scalar()};
@@ -151,7 +168,7 @@ int main(int argc, char** argv) {
     else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
     else return Usage(argv[0]);
   }
-  if ((o.mode != "async" && o.mode != "sync") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
+  if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
     return Usage(argv[0]);
 
   // This worker: its task in the cluster TF_CONFIG describes, served in this process.
@@ -164,7 +181,8 @@ int main(int argc, char** argv) {
                            : s);
   const int task = so.task.index, workers = so.cluster.num_tasks("worker");
   // The linear scaling rule (Goyal et al., 2017): a sync step's batch is `workers` batches.
-  if (o.lr == 0) o.lr = o.mode == "sync" ? 0.001 * workers : 0.001;
+  const bool allreduce = o.mode == "allreduce";
+  if (o.lr == 0) o.lr = o.mode == "async" ? 0.001 : 0.001 * workers;
   const std::string me = "worker:" + std::to_string(task);
   so.has_cluster = true;
   so.port = -1;  // this task's address in the cluster
@@ -177,9 +195,13 @@ int main(int argc, char** argv) {
   if (!(s = Build(o, so.cluster, task, workers, &g)).ok()) return Fail(me, s);
 
   SupervisorOptions sup_options;
-  sup_options.is_chief = task == 0;
+  // All-reduce: every worker initializes its own replica (the chief restores
+  // it), then takes the chief's variables; its session finds every worker
+  // (the members of the all-reduce).
+  sup_options.is_chief = task == 0 || allreduce;
   sup_options.session.target = server->target();
   sup_options.session.device_filters = {"/job:ps", "/job:worker/task:" + std::to_string(task)};
+  if (allreduce) sup_options.session.device_filters = {"/job:worker"};
   sup_options.run.timeout_in_ms = 120000;
   sup_options.max_recoveries = 10;
   sup_options.ready_timeout = std::chrono::seconds(60);
@@ -197,15 +219,26 @@ int main(int argc, char** argv) {
     };
     sup_options.on_session_closed = [&] { runner.reset(); };
   }
+  if (allreduce) {
+    sup_options.max_recoveries = 20;  // each worker's death costs every replica a recovery or two
+    sup_options.on_session_ready = [&](Session* session) -> Status {
+      std::vector<Tensor> none;
+      return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
+    };
+  }
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
 
-  const int64_t per_step = g.sync ? workers : 1;
+  const int64_t per_step = g.sync || allreduce ? workers : 1;
   const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
   const int64_t total = o.epochs * steps_per_epoch;
-  std::printf("%s of %d: %s training, Fashion-MNIST MLP 784-256-10, Adam(%.4g), batch %d; %lld steps; from step %lld\n",
+  std::printf("%s of %d: %s training, Fashion-MNIST MLP 784-256-10, Adam(%.4g), batch %d; %lld steps; from step %lld "
+              "[unix ms %lld]\n",
               me.c_str(), workers, o.mode.c_str(), o.lr, o.batch, static_cast<long long>(total),
-              static_cast<long long>(sup.global_step()));
+              static_cast<long long>(sup.global_step()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count()));
   // This worker's shard: every workers-th image of a fixed order, reshuffled each pass.
   std::vector<int64_t> shard;
   for (int64_t i = task; i < train.size(); i += workers) shard.push_back(i);
@@ -216,6 +249,7 @@ int main(int argc, char** argv) {
   auto last_print = t0;
   const int64_t first_step = sup.global_step();
   int64_t mine = 0;
+  int recoveries = sup.recoveries();
   double loss_avg = 0;
   while (sup.global_step() < total) {
     if (next + o.batch > static_cast<int64_t>(order.size())) {
@@ -228,6 +262,13 @@ int main(int argc, char** argv) {
     Gather(train, order, next, o.batch, &x, &y);
     next += o.batch;
     if (!(s = sup.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out)).ok()) return Fail(me, s);
+    if (sup.recoveries() != recoveries) {  // a step after a recovery went through (the time: for bench/recovery.sh)
+      recoveries = sup.recoveries();
+      const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+      std::printf("recovered (%d so far): training goes on at step %lld [unix ms %lld]\n", recoveries,
+                  static_cast<long long>(sup.global_step()), static_cast<long long>(wall));
+    }
     ++mine;
     loss_avg = mine == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
     const auto now = std::chrono::steady_clock::now();
@@ -260,6 +301,6 @@ int main(int argc, char** argv) {
   }
   if (!(s = sup.Finish()).ok()) return Fail(me, s);
   // The end of training: the chief tells the ps tasks to stop (they exit 0).
-  if (task == 0 && !(s = server->ShutdownTasks("ps", "training is over")).ok()) return Fail(me, s);
+  if (task == 0 && !allreduce && !(s = server->ShutdownTasks("ps", "training is over")).ok()) return Fail(me, s);
   return 0;
 }

@@ -122,7 +122,9 @@ class Launcher {
       bool done = true;
       for (auto& t : tasks_) done = done && (t->is_ps || t->finished);
       if (done) {
-        Say("every task finished: stopping the ps tasks");
+        bool any_ps = false;
+        for (auto& t : tasks_) any_ps = any_ps || (t->is_ps && !t->finished);
+        Say(any_ps ? "every worker finished: stopping the ps tasks" : "every worker finished");
         return EndAll(kExitOk);
       }
     }

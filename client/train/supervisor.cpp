@@ -96,8 +96,8 @@ Status TrainingSupervisor::NewSession() {
   if (options_.is_chief)
     for (const auto& op : options_.chief_after_init)
       AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {op}, &out));
-  AF_RETURN_IF_ERROR(ReadGlobalStep());
-  return options_.on_session_ready ? options_.on_session_ready(session_.get()) : Status::OK();
+  if (options_.on_session_ready) AF_RETURN_IF_ERROR(options_.on_session_ready(session_.get()));
+  return ReadGlobalStep();
 }
 
 Status TrainingSupervisor::Start() {

@@ -52,7 +52,10 @@ struct SupervisorOptions {
   std::vector<std::string> chief_after_init;
   /// Called when a session is ready (after Start and every recovery), and
   /// when the current one has been closed and is about to be destroyed: for
-  /// threads that run steps in it (the chief's QueueRunner of the sync op).
+  /// threads that run steps in it (the chief's QueueRunner of the sync op),
+  /// or steps every replica runs first (all-reduce's broadcast of the chief's
+  /// variables). The global step is read after it. A recoverable error from
+  /// it is recovered from as from a failed step.
   std::function<Status(Session*)> on_session_ready;
   std::function<void()> on_session_closed;
 };
