@@ -171,6 +171,7 @@ struct Runtime::Impl {
     if (container) caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
     if (rendezvous) caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
+    if (transport) transport->Drain(std::chrono::seconds(2));  // peers finish reading what this task sent
     if (collectives) collectives->Stop();  // fails what waits (its kernels finish)
     if (transport) transport->Stop();  // no callback after this; Sends are dropped
     {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -1134,6 +1135,29 @@ void TensorTransport::Stop() {
   });
   impl->thread.join();
   impl->io.stop();
+}
+
+bool TensorTransport::Drain(std::chrono::milliseconds bound) {
+  auto impl = impl_;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!impl->stopped.load()) {
+    auto idle = std::make_shared<std::promise<bool>>();
+    auto f = idle->get_future();
+    asio::post(impl->io, [impl, idle] {
+      bool all = true;
+      for (auto& [task, out] : impl->outs) {
+        std::lock_guard<std::mutex> lock(out->wmu);
+        if (out->dead) continue;
+        all = all && out->queue.empty() && !out->writing && out->pending.empty() && out->lent.empty();
+      }
+      idle->set_value(all);
+    });
+    if (f.wait_until(deadline) != std::future_status::ready) return false;
+    if (f.get()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 const std::string& TensorTransport::host() const { return impl_->options.bind_host; }

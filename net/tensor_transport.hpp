@@ -55,6 +55,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -99,6 +100,10 @@ class TensorTransport {
   static Status Start(TransportOptions options, TransportCallbacks callbacks, std::unique_ptr<TensorTransport>* out);
   /// Stops the thread and closes every connection; later Sends are dropped. Idempotent.
   void Stop();
+  /// Waits, at most `bound`, until every tensor queued has been written and
+  /// every lent one returned (a process about to end lets its peers finish
+  /// reading what it sent). True when all is out.
+  bool Drain(std::chrono::milliseconds bound);
   ~TensorTransport();
   TensorTransport(const TensorTransport&) = delete;
   TensorTransport& operator=(const TensorTransport&) = delete;

@@ -278,6 +278,24 @@ TEST_CASE("collective: a dead peer is Unavailable, a hung one DeadlineExceeded, 
   }
 }
 
+TEST_CASE("collective: a JOIN dropped because the peer did not know this task yet is answered when it resends") {
+  Ring ring(2);
+  // A new rank 0 that does not know rank 1 yet (as before its session found
+  // it): rank 1's JOIN is dropped there.
+  std::unique_ptr<Rank> fresh = std::make_unique<Rank>(0, 500, std::chrono::seconds(20), true);
+  ring.ranks[0]->Kill();
+  ring.ranks[0] = std::move(fresh);
+  ring[1].transport->SetPeer(Task(0), "127.0.0.1", ring[0].transport->port(), ring[0].transport->incarnation());
+  auto b = Start(ring[1], Reduce(2, 1), Input(1, 64));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its JOIN went and was dropped
+  ring[0].transport->SetPeer(Task(1), "127.0.0.1", ring[1].transport->port(), ring[1].transport->incarnation());
+  auto a = Start(ring[0], Reduce(2, 1), Input(0, 64));
+  Result ra = Wait(a), rb = Wait(b);
+  INFO(ra.first.ToString() << " / " << rb.first.ToString());
+  CHECK(ra.first.ok());
+  CHECK(rb.first.ok());
+}
+
 TEST_CASE("collective: a restarted rank (new incarnation) meets the others at a new epoch") {
   Ring ring(2);
   auto a = Start(ring[0], Reduce(2, 1), Input(0, 1000));
