@@ -15,7 +15,7 @@ packages=(
 # Peers measured by bench/run_all.sh (not needed to build or test). With
 # libopenblas0 installed, Debian's alternatives give PyTorch an optimized BLAS.
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch libtbb-dev libopenblas0)
+  packages+=(python3-torch libtbb-dev libopenblas0 libgloo-dev)
 fi
 
 missing=()

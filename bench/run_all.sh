@@ -12,7 +12,8 @@ if [ "${1:-}" = "--against" ]; then against=${2:?--against needs a revision}; fi
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
-  bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow >/dev/null
+  bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
+  train_distributed >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -69,4 +70,10 @@ ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport tls
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport link
 ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_transport steps ./build/actorflow
+# All-reduce between two processes, 4 KiB..64 MiB, beside gloo called directly and
+# torch.distributed.all_reduce (gloo).
+ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_allreduce /usr/bin/python3
+# Data-parallel training across processes (1 thread each): examples/s in every mode
+# beside PyTorch DDP (torchrun, gloo) and one actorflow process; recovery times.
+bench/bench_distributed_train.sh build
 if [ -n "$against" ]; then bench/compare_rev.sh "$against"; fi

@@ -59,12 +59,14 @@ struct Options {
   double lr = 0;  // 0: 0.001 (async), 0.001 x workers (sync, allreduce: each step averages that many batches)
   int save_every = 500;
   std::string dir;
+  int64_t steps = 0;    // 0: --epochs; else this many global steps
+  bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
 };
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS]\n"
+               "STEPS] [--steps N] [--report]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
                argv0);
@@ -166,6 +168,8 @@ int main(int argc, char** argv) {
     else if (a == "--lr" && has) o.lr = std::atof(argv[++i]);
     else if (a == "--dir" && has) o.dir = argv[++i];
     else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
+    else if (a == "--steps" && has) o.steps = std::atoll(argv[++i]);
+    else if (a == "--report") o.report = true;
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
@@ -231,7 +235,7 @@ int main(int argc, char** argv) {
 
   const int64_t per_step = g.sync || allreduce ? workers : 1;
   const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
-  const int64_t total = o.epochs * steps_per_epoch;
+  const int64_t total = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
   std::printf("%s of %d: %s training, Fashion-MNIST MLP 784-256-10, Adam(%.4g), batch %d; %lld steps; from step %lld "
               "[unix ms %lld]\n",
               me.c_str(), workers, o.mode.c_str(), o.lr, o.batch, static_cast<long long>(total),
@@ -249,6 +253,9 @@ int main(int argc, char** argv) {
   auto last_print = t0;
   const int64_t first_step = sup.global_step();
   int64_t mine = 0;
+  // For --report: the cluster's examples/s from this worker's 10th step (warm) to the last.
+  std::chrono::steady_clock::time_point warm;
+  int64_t warm_step = -1;
   int recoveries = sup.recoveries();
   double loss_avg = 0;
   while (sup.global_step() < total) {
@@ -270,6 +277,10 @@ int main(int argc, char** argv) {
                   static_cast<long long>(sup.global_step()), static_cast<long long>(wall));
     }
     ++mine;
+    if (mine == 10) {
+      warm = std::chrono::steady_clock::now();
+      warm_step = sup.global_step();
+    }
     loss_avg = mine == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
     const auto now = std::chrono::steady_clock::now();
     if (now - last_print > std::chrono::seconds(2) || sup.global_step() >= total) {
@@ -282,6 +293,14 @@ int main(int argc, char** argv) {
                   static_cast<double>(mine * o.batch) / secs, cluster);
       std::fflush(stdout);
     }
+  }
+  if (o.report && task == 0 && warm_step >= 0) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm).count();
+    const double cluster = static_cast<double>((sup.global_step() - warm_step) * o.batch * per_step) / secs;
+    std::printf("{\"bench\":\"train_distributed\",\"params\":{\"mode\":\"%s\",\"batch\":%d,\"workers\":%d},"
+                "\"metric\":\"throughput\",\"unit\":\"examples/s\",\"median\":%.1f}\n",
+                o.mode.c_str(), o.batch, workers, cluster);
+    std::fflush(stdout);
   }
   if (task != 0 && !g.done.empty() && !(s = sup.session()->Run({}, {}, {g.done}, &out)).ok()) return Fail(me, s);
   if (task == 0) {
