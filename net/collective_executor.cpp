@@ -514,8 +514,20 @@ struct CollectiveExecutor::Impl {
     }
   }
 
+  // A collective message this task's transport could not take: most often
+  // from a member that restarted, which this process does not know yet (its
+  // JOINs are dropped until a session finds the new incarnation). What was
+  // exchanging fails, and so does what waits for the group to form, with the
+  // transport's status (Aborted: a supervisor re-creates its session, which
+  // finds the task again, and the step runs again).
   void OnRejected(const Status& s) {
     for (auto& [key, g] : groups) {
+      if (g.state == Group::kForming) {
+        g.state = Group::kBroken;
+        FailGroup(g, Status(s.code(), "collective group " + std::to_string(key) + " on " + task + ": " + s.message()),
+                  false);
+        continue;
+      }
       if (g.state != Group::kFormed) continue;
       bool any = false;
       for (uint64_t id : g.ops) {

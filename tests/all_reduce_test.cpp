@@ -5,7 +5,9 @@
 // (DDP's and Horovod's guarantee), after the chief's variables were broadcast
 // over the other's different ones; workers whose bucket plans differ get
 // InvalidArgument naming the first difference; a worker killed while the
-// other waits in a collective is Unavailable there, not a hang.
+// other waits in a collective is Unavailable there, not a hang; supervised, a
+// worker killed and restarted costs both a recovery, and training goes on
+// from the chief's last checkpoint.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include "client/session.hpp"
 #include "client/train/all_reduce.hpp"
 #include "client/train/optimizers.hpp"
+#include "client/train/supervisor.hpp"
 #include "client/train/variables.hpp"
 #include "local_cluster.hpp"
 #include "master/server.hpp"
@@ -56,8 +59,8 @@ struct Cluster {
 struct Model {
   Scope root = Scope::NewRootScope();
   Output x, y, loss;
-  Operation train, init, broadcast;
-  Variable w, b;
+  Operation train, init, broadcast, broadcast_all;
+  Variable w, b, step;
   Model(int task, int workers, uint32_t seed, size_t bucket_bytes = size_t{4} << 20) {
     Scope s = task < 0 ? root : root.WithDevice("/job:worker/task:" + std::to_string(task));
     x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT);
@@ -66,17 +69,20 @@ struct Model {
     b = NewVariable(s, "b", {3}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed + 1));
     auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
     loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
+    step = GetOrCreateGlobalStep(s);
     GradientDescentOptimizer sgd(0.5);
     AllReduceOptions ar;
     ar.group_size = task < 0 ? 1 : workers;
     ar.bucket_bytes = bucket_bytes;
     ar.timeout_seconds = 30;
     auto grads = AllReduceGradients(s, sgd.ComputeGradients(s, loss), ar);
-    train = sgd.ApplyGradients(s.WithOpName("train"), grads);
+    train = sgd.ApplyGradients(s.WithOpName("train"), grads, &step);
     init = GlobalVariablesInitializer(s);
     AllReduceOptions bc = ar;
     bc.first_instance_key = 1000;
     broadcast = BroadcastVariables(s, {w, b}, task == 0, bc);
+    bc.first_instance_key = 2000;
+    broadcast_all = BroadcastVariables(s, GlobalVariables(s), task == 0, bc);
   }
 };
 
@@ -205,4 +211,86 @@ TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce i
   INFO(s.ToString());
   CHECK(s.code() == Code::kUnavailable);
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
+}
+
+TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover and go on from the chief's checkpoint",
+          "[distributed]") {
+  Cluster c;
+  test::TempDir dir("af_ar_ckpt");
+  Model m0(0, 2, 1), m1(1, 2, 2);
+  SaverOptions so;
+  so.dir = dir.path();
+  so.save_every_steps = 4;
+  TrainingSupervisor::Graph g0 = TrainingSupervisor::Prepare(m0.root, so, /*with_checkpoints=*/true, m0.train);
+  TrainingSupervisor::Graph g1 = TrainingSupervisor::Prepare(m1.root, so, /*with_checkpoints=*/false, m1.train);
+  REQUIRE(m0.root.ok());
+  REQUIRE(m1.root.ok());
+  auto options = [&](int task, const Model& m) {
+    SupervisorOptions o;
+    o.is_chief = true;  // all-reduce: each initializes its replica (the chief restores), then takes the chief's
+    o.session = c.Options(task);
+    o.run.timeout_in_ms = 30000;
+    o.backoff = std::chrono::milliseconds(100);
+    o.max_recoveries = 6;
+    const std::string bcast = m.broadcast_all.name();
+    const RunOptions run = o.run;
+    o.on_session_ready = [bcast, run](Session* s) {
+      std::vector<Tensor> none;
+      return s->Run(run, {}, {}, {bcast}, &none);
+    };
+    return o;
+  };
+  TrainingSupervisor sup0(ToDef(m0.root), g0, options(0, m0)), sup1(ToDef(m1.root), g1, options(1, m1));
+  {
+    auto a = std::async(std::launch::async, [&] { return sup0.Start(); });
+    Status s1 = sup1.Start(), s0 = a.get();
+    INFO(s0.ToString() << " / " << s1.ToString());
+    REQUIRE(s0.ok());
+    REQUIRE(s1.ok());
+  }
+  Tensor x, y;
+  MakeData(64, 9, &x, &y);
+  const Tensor x0 = Rows(x, 0, 32), y0 = Rows(y, 0, 32), x1 = Rows(x, 32, 32), y1 = Rows(y, 32, 32);
+  // Both train to `until`; the first global step each sees after a recovery.
+  auto train = [&](TrainingSupervisor& sup, const Model& m, const Tensor& bx, const Tensor& by, int64_t until) {
+    int64_t first_after = -1;
+    const int before = sup.recoveries();
+    std::vector<Tensor> out;
+    while (sup.global_step() < until) {
+      Status s = sup.Run({{"x", bx}, {"y", by}}, {}, {m.train.name()}, &out);
+      if (!s.ok()) return std::make_pair(s, first_after);
+      if (first_after < 0 && sup.recoveries() > before) first_after = sup.global_step();
+    }
+    return std::make_pair(Status::OK(), first_after);
+  };
+  {
+    auto a = std::async(std::launch::async, [&] { return train(sup0, m0, x0, y0, 8); });
+    auto r1 = train(sup1, m1, x1, y1, 8);
+    auto r0 = a.get();
+    INFO(r0.first.ToString() << " / " << r1.first.ToString());
+    REQUIRE(r0.first.ok());
+    REQUIRE(r1.first.ok());
+  }
+  // Checkpoints at steps 1 and 5. Worker 1's process dies and comes back empty.
+  LocalCluster::Task& w1 = c.processes.task("worker", 1);
+  CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
+  c.processes.Restart(&w1);
+  auto a = std::async(std::launch::async, [&] { return train(sup0, m0, x0, y0, 12); });
+  auto r1 = train(sup1, m1, x1, y1, 12);
+  auto r0 = a.get();
+  INFO(r0.first.ToString() << " / " << r1.first.ToString());
+  REQUIRE(r0.first.ok());
+  REQUIRE(r1.first.ok());
+  CHECK(sup0.recoveries() >= 1);
+  CHECK(sup1.recoveries() >= 1);
+  // The chief restored step 5 and both took it: the first step after is 6,
+  // not 1 (from zero) and not 9 (as if nothing was lost).
+  CHECK(r0.second == 6);
+  CHECK(r1.second == 6);
+  std::vector<Tensor> o0, o1;
+  REQUIRE(sup0.session()->Run({}, {m0.w.value.name()}, {}, &o0).ok());
+  REQUIRE(sup1.session()->Run({}, {m1.w.value.name()}, {}, &o1).ok());
+  for (int i = 0; i < 12; ++i) CHECK(o0[0].data<float>()[i] == o1[0].data<float>()[i]);
+  REQUIRE(sup0.Finish().ok());
+  REQUIRE(sup1.Finish().ok());
 }
