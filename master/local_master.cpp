@@ -16,6 +16,7 @@
 #include "graph/preparation.hpp"
 #include "master/cluster_view.hpp"
 #include "master/step_barrier.hpp"
+#include "net/collective_executor.hpp"
 #include "net/protocol.hpp"
 #include "net/tensor_transport.hpp"
 
@@ -89,8 +90,24 @@ Status LocalMaster::ConnectCluster() {
   if (filters.empty() && cluster_.num_tasks("ps") > 0) filters = {"/job:ps", task_.name()};
   AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, filters,
                                        std::chrono::milliseconds(options_.device_find_timeout_ms), &view_));
-  // An actor that stands for this master: workers monitor it.
-  presence_ = runtime_->system().spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  // An actor that stands for this master: workers monitor it. It monitors
+  // the other tasks in turn: one that dies, or hangs past CAF's heartbeat
+  // timeout, fails this process's collectives with it at once (the
+  // collectives' own timeout is the bound only where no session watches).
+  std::vector<std::pair<caf::actor, std::string>> watched;
+  for (const auto& t : view_->tasks())
+    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name);
+  CollectiveExecutor* collectives = runtime_->collectives();
+  presence_ = runtime_->system().spawn([watched, collectives](caf::event_based_actor* self) -> caf::behavior {
+    for (const auto& [actor, name] : watched) self->monitor(actor);
+    self->set_down_handler([watched, collectives](caf::down_msg& down) {
+      for (const auto& [actor, name] : watched)
+        if (actor.address() == down.source && collectives)
+          collectives->PeerFailed(name, errors::Unavailable("task ", name, " is down (", caf::to_string(down.reason),
+                                                            ")"));
+    });
+    return {[](int) {}};
+  });
   const std::vector<TaskPeer> peers = view_->Peers();
   if (TensorTransport* transport = runtime_->transport())
     for (const auto& p : peers)

@@ -294,3 +294,27 @@ TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover an
   REQUIRE(sup0.Finish().ok());
   REQUIRE(sup1.Finish().ok());
 }
+
+TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the heartbeat timeout, not the collective's",
+          "[distributed]") {
+  Cluster c;
+  Model m0(0, 2, 1), m1(1, 2, 1);  // their collectives time out after 30 s
+  Session s0(c.Options(0)), s1(c.Options(1));  // s1's master watches worker 1
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  std::vector<Tensor> out0;
+  REQUIRE(s0.Run(Bounded(), {}, {}, {m0.init.name()}, &out0).ok());
+  Tensor x, y;
+  MakeData(8, 3, &x, &y);
+  auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
+  REQUIRE(a.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  LocalCluster::Task& w1 = c.processes.task("worker", 1);
+  LocalCluster::Signal(w1, SIGSTOP);
+  const bool ended = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  LocalCluster::Signal(w1, SIGCONT);
+  REQUIRE(ended);
+  const Status s = a.get();
+  INFO(s.ToString());
+  CHECK(s.code() == Code::kUnavailable);
+  CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1") && Catch::Contains("down"));
+}
