@@ -1,0 +1,277 @@
+// The data of collectives (net/collective_executor_impl.hpp): a rank's
+// sends and what it does with what arrives, for an all-reduce of two ranks
+// (one exchange), of more (a ring), and a broadcast.
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include <Eigen/Core>
+
+#include "core/allocator.hpp"
+#include "net/collective_executor_impl.hpp"
+
+namespace actorflow {
+
+using namespace collective_internal;
+
+namespace {
+
+// out = a (+) b, elementwise; out may be a or b. Every merge op is
+// commutative, so two ranks merging each other's tensors get the same bits.
+// Eigen's maps: vectorized (a plain loop is not, at -O2: 2.5x slower here).
+template <class T>
+void MergeInto(MergeOp op, const T* a, const T* b, T* out, int64_t n) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<const Array> x(a, n), y(b, n);
+  Eigen::Map<Array> z(out, n);
+  switch (op) {
+    case MergeOp::kAdd: z = x + y; break;
+    case MergeOp::kMul: z = x * y; break;
+    case MergeOp::kMin: z = x.min(y); break;
+    case MergeOp::kMax: z = x.max(y); break;
+  }
+}
+
+template <class T>
+void DivideBy(T* x, int64_t n, int64_t by) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<Array> z(x, n);
+  z = z / static_cast<T>(by);
+}
+
+void Merge(MergeOp op, const Tensor& a, const Tensor& b, Tensor* out) {
+  const int64_t n = a.NumElements();
+  switch (a.dtype()) {
+    case DT_FLOAT: return MergeInto(op, a.data<float>(), b.data<float>(), out->data<float>(), n);
+    case DT_DOUBLE: return MergeInto(op, a.data<double>(), b.data<double>(), out->data<double>(), n);
+    case DT_INT32: return MergeInto(op, a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), n);
+    case DT_INT64: return MergeInto(op, a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), n);
+    default: return;
+  }
+}
+
+void Divide(Tensor* t, int64_t by) {
+  const int64_t n = t->NumElements();
+  switch (t->dtype()) {
+    case DT_FLOAT: return DivideBy(t->data<float>(), n, by);
+    case DT_DOUBLE: return DivideBy(t->data<double>(), n, by);
+    case DT_INT32: return DivideBy(t->data<int32_t>(), n, by);
+    case DT_INT64: return DivideBy(t->data<int64_t>(), n, by);
+    default: return;
+  }
+}
+
+// The first line where two plans differ, for the mismatch error.
+std::string FirstDifference(const std::string& mine, const std::string& theirs, const std::string& peer) {
+  std::istringstream a(mine), b(theirs);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool ha = static_cast<bool>(std::getline(a, la));
+    const bool hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "the plans hash differently";
+    if (!ha) la = "(nothing)";
+    if (!hb) lb = "(nothing)";
+    if (!ha || !hb || la != lb)
+      return "first difference at line " + std::to_string(line) + ": this task has '" + la + "', " + peer + " has '" +
+             lb + "'";
+  }
+}
+
+}  // namespace
+
+// --- data ----------------------------------------------------------------
+Status CollectiveExecutor::Impl::SendTo(const Group& g, int64_t rank, const Op& op, int64_t phase,
+                                        const Tensor& value) {
+  const std::string name = std::string(kPrefix) + "d|" + std::to_string(g.key) + "|" + std::to_string(g.epoch) +
+                           "|" + std::to_string(op.p.instance_key) + "|" + std::to_string(op.execution) + "|" +
+                           std::to_string(phase) + "|" + std::to_string(g.rank) + "|" +
+                           std::to_string(static_cast<int>(op.input.dtype())) + "|" +
+                           std::to_string(op.input.NumElements()) + "|" + std::to_string(op.plan_hash);
+  const std::string& to = g.members[rank];
+  return transport->Send(to, CollectiveExecutor::kStepId, Key(to, name), value, false);
+}
+
+void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
+  op.running = true;
+  op.execution = g.next_execution[op.p.instance_key]++;
+  const int64_t n = g.size, r = g.rank;
+  Status s;
+  if (op.plan_hash != 0 && g.plans_sent.insert(op.plan_hash).second) {
+    Tensor text(DT_STRING, TensorShape{});
+    text.scalar<std::string>() = op.p.plan;
+    const std::string name = std::string(kPrefix) + "p|" + std::to_string(g.key) + "|" + std::to_string(g.epoch) +
+                             "|" + std::to_string(op.plan_hash) + "|" + std::to_string(r);
+    for (int64_t m = 0; m < n && s.ok(); ++m)
+      if (m != r) s = transport->Send(g.members[m], CollectiveExecutor::kStepId, Key(g.members[m], name), text, false);
+  }
+  if (s.ok() && op.p.kind == CollectiveKind::kBroadcastSend) {
+    for (int64_t m = 0; m < n && s.ok(); ++m)
+      if (m != r) s = SendTo(g, m, op, -1, op.input);
+    if (s.ok()) return Finish(op.id, Status::OK(), op.input);
+  }
+  if (s.ok() && op.p.kind == CollectiveKind::kReduce && n == 2) {
+    // Two ranks: one exchange of the whole tensor (sent as it is, never
+    // changed), each merging into its output: the same bytes as a ring,
+    // half its round trips, and no copies.
+    s = SendTo(g, 1 - r, op, 0, op.input);
+  } else if (s.ok() && op.p.kind == CollectiveKind::kReduce) {
+    // The chunks: the input cut into n nearly equal pieces, copied (the
+    // input may be shared; lent chunks must not change until returned).
+    const int64_t total = op.input.NumElements();
+    const size_t elem = DataTypeSize(op.input.dtype());
+    int64_t offset = 0;
+    op.chunks.resize(n);
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t len = total / n + (c < total % n ? 1 : 0);
+      Tensor t;
+      s = Tensor::Create(cpu_allocator(), op.input.dtype(), TensorShape{len}, &t);
+      if (!s.ok()) break;
+      if (len > 0) std::memcpy(t.raw_data(), static_cast<const char*>(op.input.raw_data()) + offset * elem, len * elem);
+      op.chunks[c] = std::move(t);
+      offset += len;
+    }
+    if (s.ok()) s = SendTo(g, (r + 1) % n, op, 0, op.chunks[r]);
+  }
+  if (!s.ok()) return Fail(op.id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
+  Progress(g, op.id);
+}
+
+// Takes the messages that have come for `id`, in phase order.
+void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
+  for (;;) {
+    auto oit = ops.find(id);
+    if (oit == ops.end() || !oit->second.running) return;
+    Op& op = oit->second;
+    const int64_t n = g.size, r = g.rank;
+    const bool bcast = op.p.kind == CollectiveKind::kBroadcastRecv;
+    auto m = g.inbox.end();
+    if (bcast) {
+      m = g.inbox.lower_bound(InboxKey{op.p.instance_key, op.execution, -1, 0});
+      if (m != g.inbox.end() &&
+          (std::get<0>(m->first) != op.p.instance_key || std::get<1>(m->first) != op.execution ||
+           std::get<2>(m->first) != -1))
+        m = g.inbox.end();
+    } else {
+      m = g.inbox.find(InboxKey{op.p.instance_key, op.execution, op.phase, (r + n - 1) % n});
+    }
+    if (m == g.inbox.end()) return;
+    const int64_t from = std::get<3>(m->first);
+    Msg msg = std::move(m->second);
+    g.inbox.erase(m);
+    // The same collective on both sides?
+    const DataType want_dtype = bcast ? op.p.dtype : op.input.dtype();
+    const int64_t want_elements = bcast ? op.p.shape.num_elements() : op.input.NumElements();
+    if (msg.plan != op.plan_hash && msg.plan != 0 && op.plan_hash != 0) {
+      auto text = g.peer_plans.find({from, msg.plan});
+      return Fail(id, errors::InvalidArgument(
+                          Describe(op), ": the bucket plans of ", task, " and ", g.members[from], " differ (",
+                          text == g.peer_plans.end() ? std::string("hashes differ")
+                                                     : FirstDifference(op.p.plan, text->second, g.members[from]),
+                          "): every rank must build the same model and bucket options"));
+    }
+    if (msg.dtype != want_dtype || msg.elements != want_elements) {
+      return Fail(id, errors::InvalidArgument(Describe(op), ": this task (", task, ") has ",
+                                              DataTypeString(want_dtype), "[", want_elements, " elements], ",
+                                              g.members[from], " has ", DataTypeString(msg.dtype), "[",
+                                              msg.elements, " elements]: the ranks' graphs differ"));
+    }
+    if (bcast) {
+      Tensor out = msg.value.Reshaped(op.p.shape);
+      return Finish(id, Status::OK(), std::move(out));
+    }
+    if (n == 2) {
+      const Tensor& other = msg.value;
+      if (other.NumElements() != op.input.NumElements() || other.dtype() != op.input.dtype())
+        return Fail(id, errors::DataLoss(Describe(op), ": a tensor of the wrong size from ", g.members[from]));
+      Merge(op.p.merge, op.input, other, &op.output);
+      if (op.p.divide) Divide(&op.output, n);
+      return Finish(id, Status::OK(), op.output);
+    }
+    const int64_t phase = op.phase;
+    const int64_t last_rs = n - 2;
+    int64_t idx;
+    if (phase <= last_rs) {
+      idx = ((r - phase - 1) % n + n) % n;
+      Tensor& own = op.chunks[idx];
+      Tensor received = std::move(msg.value);
+      if (received.NumElements() != own.NumElements() || received.dtype() != own.dtype())
+        return Fail(id, errors::DataLoss(Describe(op), ": a chunk of the wrong size from ", g.members[from]));
+      if (!received.RefCountIsOne()) received = received.DeepCopy();
+      Merge(op.p.merge, own, received, &received);
+      if (phase == last_rs && op.p.divide) Divide(&received, n);
+      own = std::move(received);
+    } else {
+      idx = ((r - (phase - (n - 1))) % n + n) % n;
+      if (msg.value.NumElements() != op.chunks[idx].NumElements())
+        return Fail(id, errors::DataLoss(Describe(op), ": a chunk of the wrong size from ", g.members[from]));
+      op.chunks[idx] = std::move(msg.value);
+    }
+    op.phase = phase + 1;
+    if (op.phase <= 2 * n - 3) {
+      const Status s = SendTo(g, (r + 1) % n, op, op.phase, op.chunks[idx]);
+      if (!s.ok()) return Fail(id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
+      continue;
+    }
+    // Done: the chunks, in order, into the output.
+    char* out = static_cast<char*>(op.output.raw_data());
+    const size_t elem = DataTypeSize(op.output.dtype());
+    for (const Tensor& c : op.chunks) {
+      if (c.NumElements() > 0) std::memcpy(out, c.raw_data(), c.NumElements() * elem);
+      out += c.NumElements() * elem;
+    }
+    return Finish(id, Status::OK(), op.output);
+  }
+}
+
+void CollectiveExecutor::Impl::OnData(const std::vector<std::string>& f, Tensor value) {
+  // coll|d|group|epoch|instance|execution|phase|from|dtype|elements|plan
+  int64_t group, instance, execution, phase, from, dtype, elements;
+  uint64_t epoch, plan;
+  if (f.size() != 11 || !ToInt(f[2], &group) || !ToU64(f[3], &epoch) || !ToInt(f[4], &instance) ||
+      !ToInt(f[5], &execution) || !ToInt(f[6], &phase) || !ToInt(f[7], &from) || !ToInt(f[8], &dtype) ||
+      !ToInt(f[9], &elements) || !ToU64(f[10], &plan))
+    return;
+  auto git = groups.find(group);
+  if (git == groups.end()) return;
+  Group& g = git->second;
+  if (epoch != g.epoch || from < 0 || from >= g.size || from == g.rank) return;  // a past epoch's
+  Msg msg{static_cast<DataType>(dtype), elements, plan, std::move(value)};
+  g.inbox[InboxKey{instance, execution, phase, from}] = std::move(msg);
+  const std::vector<uint64_t> ids(g.ops.begin(), g.ops.end());
+  for (uint64_t id : ids) {
+    auto it = ops.find(id);
+    if (it != ops.end() && it->second.running && it->second.p.instance_key == instance &&
+        it->second.execution == execution)
+      Progress(g, id);
+  }
+}
+
+void CollectiveExecutor::Impl::OnMessage(const RendezvousKey& key, Tensor value) {
+  const std::vector<std::string> k = SplitKey(key.str(), ';');
+  const std::vector<std::string> f = SplitKey(std::string(NameOfKey(key.str())), '|');
+  if (f.size() < 2 || k.size() < 2) return;
+  if (f[1] == "j" && f.size() == 6 && (f[5] == "0" || f[5] == "1")) {
+    int64_t group, size;
+    uint64_t epoch, incarnation;
+    try {
+      size_t used = 0;
+      incarnation = std::stoull(k[1], &used, 16);
+      if (used != k[1].size()) return;
+    } catch (...) {
+      return;
+    }
+    if (ToInt(f[2], &group) && ToInt(f[3], &size) && ToU64(f[4], &epoch) && size > 0)
+      OnJoin(group, size, epoch, f[5] == "1", std::string(SendTaskOfKey(key.str())), incarnation);
+  } else if (f[1] == "p" && f.size() == 6) {
+    int64_t group, from;
+    uint64_t epoch, hash;
+    if (!ToInt(f[2], &group) || !ToU64(f[3], &epoch) || !ToU64(f[4], &hash) || !ToInt(f[5], &from)) return;
+    auto git = groups.find(group);
+    if (git == groups.end() || git->second.epoch != epoch || value.dtype() != DT_STRING || value.NumElements() != 1)
+      return;
+    git->second.peer_plans[{from, hash}] = value.scalar<std::string>();
+  } else if (f[1] == "d") {
+    OnData(f, std::move(value));
+  }
+}
+}  // namespace actorflow

@@ -1,0 +1,178 @@
+// The collective executor's state and steps (net/collective_executor.hpp),
+// shared by its two halves: collective_executor.cpp (the thread, the ops'
+// lives, group membership) and collective_exchange.cpp (the data: rings,
+// exchanges, broadcasts, and the checks of what arrives). Internal to net/.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "net/collective_executor.hpp"
+#include "net/tensor_transport.hpp"
+
+namespace actorflow {
+namespace collective_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// Messages are rendezvous keys (net/rendezvous_key.hpp) from the sender's
+// task (and incarnation) to the receiver's, step id kStepId, whose tensor
+// name says what they are:
+//   coll|j|<group>|<size>|<epoch>|<forming>      JOIN, an int64 scalar; forming 1: the sender
+//                                                still waits for JOINs (a formed member answers it)
+//   coll|p|<group>|<epoch>|<plan hash>|<from rank>  a bucket plan's text, a string scalar
+//   coll|d|<group>|<epoch>|<instance>|<execution>|<phase>|<from rank>|<dtype>|<elements>|<plan hash>
+//                                                a chunk (phase >= 0) or a broadcast (phase -1)
+constexpr const char* kPrefix = "coll|";
+
+std::vector<std::string> SplitKey(const std::string& text, char sep);
+bool ToInt(const std::string& s, int64_t* out);
+bool ToU64(const std::string& s, uint64_t* out);
+/// The job of a task name ("/job:worker/replica:0/task:1" -> "worker").
+std::string JobOf(const std::string& task);
+/// The tensor name of a key (its fourth field), or "" when it has not the layout.
+std::string_view NameOfKey(const std::string& key);
+const char* KindName(CollectiveKind k);
+
+}  // namespace collective_internal
+
+struct CollectiveExecutor::Impl {
+  using Clock = collective_internal::Clock;
+  struct Msg {
+    DataType dtype = DT_INVALID;
+    int64_t elements = 0;
+    uint64_t plan = 0;
+    Tensor value;
+  };
+  // (instance, execution, phase, from rank)
+  using InboxKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+
+  struct Op {
+    uint64_t id = 0;
+    CollectiveParams p;
+    Tensor input, output;
+    Done done;
+    Clock::time_point deadline;
+    uint64_t plan_hash = 0;
+    bool running = false;
+    int64_t execution = 0;
+    int64_t phase = 0;  // the next phase whose message it waits for
+    std::vector<Tensor> chunks;
+  };
+
+  struct Group {
+    int64_t key = 0, size = 0;
+    enum State { kNone, kForming, kFormed, kBroken } state = kNone;
+    uint64_t epoch = 0;
+    std::vector<std::string> members;
+    int64_t rank = -1;
+    std::map<int64_t, int64_t> next_execution;  // per instance
+    std::map<InboxKey, Msg> inbox;
+    std::map<std::pair<int64_t, uint64_t>, std::string> peer_plans;  // (rank, hash) -> text
+    std::set<uint64_t> plans_sent;
+    std::set<uint64_t> ops;  // waiting and running, in start order
+    std::map<std::string, uint64_t> incarnations;  // the members' when it formed
+  };
+  static constexpr std::chrono::milliseconds kResend{250};
+
+  RendezvousKey Key(const std::string& to, const std::string& name) const {
+    return MakeRendezvousKey(task + "/device:CPU:0", transport->incarnation(), to + "/device:CPU:0", name);
+  }
+
+  Impl(TensorTransport* t, std::string task_name, CollectiveExecutorOptions o)
+      : transport(t), task(std::move(task_name)), job(collective_internal::JobOf(task)), options(o) {
+    thread = std::thread([this] { Loop(); });
+  }
+
+  // --- the queue -----------------------------------------------------------
+  void Post(std::function<void()> fn);
+
+  void Loop();
+
+  void StopNow();
+
+  // --- ops -----------------------------------------------------------------
+  std::string Describe(const Op& op) const;
+
+  void Finish(uint64_t id, const Status& s, Tensor result);
+
+  // Fails `id`; one that had begun exchanging leaves its peers mid-way, so the
+  // group forms again at once and they fail fast instead of at their timeout.
+  void Fail(uint64_t id, const Status& s);
+
+  void FailGroup(Group& g, const Status& s, bool only_running);
+
+  void FailAll(const Status& s);
+
+  void ExpireDeadlines();
+
+  void StartOp(Op op);
+
+  // --- membership ----------------------------------------------------------
+  void Form(Group& g, uint64_t epoch);
+
+  bool SendJoin(Group& g, const std::string& to, bool forming);
+
+  // JOINs go again to whoever has not answered (one sent before the peer
+  // knew this task was dropped by its transport).
+  void ResendJoins();
+
+  void MaybeFormed(Group& g);
+
+  void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation);
+
+  void OnPeerFailed(const std::string& peer, const Status& s);
+
+  // A collective message this task's transport could not take: most often
+  // from a member that restarted, which this process does not know yet (its
+  // JOINs are dropped until a session finds the new incarnation). What was
+  // exchanging fails, and so does what waits for the group to form, with the
+  // transport's status (Aborted: a supervisor re-creates its session, which
+  // finds the task again, and the step runs again).
+  void OnRejected(const Status& s);
+
+  // --- data ----------------------------------------------------------------
+  Status SendTo(const Group& g, int64_t rank, const Op& op, int64_t phase, const Tensor& value);
+
+  void Launch(Group& g, Op& op);
+
+  // Takes the messages that have come for `id`, in phase order.
+  void Progress(Group& g, uint64_t id);
+
+  void OnData(const std::vector<std::string>& f, Tensor value);
+
+  void OnMessage(const RendezvousKey& key, Tensor value);
+
+  TensorTransport* transport;
+  const std::string task;
+  const std::string job;
+  const CollectiveExecutorOptions options;
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<uint64_t> completed{0}, formed{0};
+
+  std::mutex mu;  // guards `events` and `stopping`
+  std::condition_variable cv;
+  std::deque<std::function<void()>> events;
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+
+  // The executor thread's own (after Stop, the stopping thread's).
+  std::map<uint64_t, Op> ops;
+  std::map<int64_t, Group> groups;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> join_epoch;  // task -> (highest epoch joined, incarnation)
+  Clock::time_point resend_at = Clock::time_point::max();
+};
+
+}  // namespace actorflow
