@@ -1,0 +1,531 @@
+// The incoming side of the tensor transport (net/tensor_transport_impl.hpp):
+// accepting connections, the hello, frames read and validated before anything
+// is allocated, tensors read from the socket or from a same-host sender's
+// memory, and handed to the callbacks whole. The io thread only.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "net/tensor_transport_impl.hpp"
+
+namespace actorflow {
+
+// ---------------------------------------------------------------------
+void TensorTransport::Impl::Accept() {
+  auto in = std::make_shared<In>(io);
+  acceptor.async_accept(in->socket, [self = shared_from_this(), in](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
+    if (!ec) {
+      boost::system::error_code ignore;
+      in->socket.set_option(tcp::no_delay(true), ignore);
+      self->ins.push_back(in);
+      in->hello_deadline = std::make_unique<asio::steady_timer>(self->io, kHelloTimeout);
+      in->hello_deadline->async_wait([self, in](const boost::system::error_code& ec) {
+        if (ec || in->closed || in->hello) return;
+        self->CloseIn(in, errors::DeadlineExceeded("tensor transport: no hello within the deadline"), false);
+      });
+      if (self->ssl) {
+        // Mutual TLS: the peer's certificate must verify against the cluster CA.
+        in->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(in->socket, *self->ssl);
+        in->tls->async_handshake(asio::ssl::stream_base::server,
+                                 [self, in](const boost::system::error_code& ec) {
+                                   if (in->closed) return;
+                                   if (ec) {
+                                     self->tls_refused.fetch_add(1);
+                                     std::fprintf(stderr, "actorflow: %s: refused a tensor connection: %s\n",
+                                                  self->options.task.c_str(), ec.message().c_str());
+                                     return self->CloseIn(in, errors::Unauthenticated("TLS: ", ec.message()),
+                                                          false);
+                                   }
+                                   self->ReadHeader(in);
+                                 });
+      } else {
+        self->ReadHeader(in);
+      }
+      self->Accept();
+      return;
+    }
+    // Out of descriptors (or memory): try again shortly rather than spin.
+    auto timer = std::make_shared<asio::steady_timer>(self->io, std::chrono::milliseconds(100));
+    timer->async_wait([self, timer](const boost::system::error_code&) {
+      if (self->acceptor.is_open()) self->Accept();
+    });
+  });
+}
+
+void TensorTransport::Impl::CloseIn(const std::shared_ptr<In>& in, const Status& s, bool is_data_loss) {
+  if (in->closed) return;
+  in->closed = true;
+  if (in->hello_deadline) in->hello_deadline->cancel();
+  if (is_data_loss) data_loss.fetch_add(1);
+  boost::system::error_code ignore;
+  in->socket.shutdown(tcp::socket::shutdown_both, ignore);
+  in->socket.close(ignore);
+  for (auto it = ins.begin(); it != ins.end(); ++it)
+    if (*it == in) {
+      ins.erase(it);
+      break;
+    }
+  // Tensors begun on this connection will never complete: their steps fail.
+  for (auto& [id, st] : in->streams)
+    if (!st.discard && callbacks.reject) callbacks.reject(st.step_id, s);
+  in->streams.clear();
+  if (!in->task.empty() && callbacks.peer_failed) {
+    bool current;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = peers.find(in->task);
+      current = it != peers.end() && it->second.incarnation == in->incarnation;
+    }
+    if (current) callbacks.peer_failed(in->task, s);  // not for a stale incarnation or a stranger
+  }
+}
+
+void TensorTransport::Impl::Bad(const std::shared_ptr<In>& in, const std::string& why) {
+  CloseIn(in, errors::DataLoss("tensor transport: bad frame from ", in->task.empty() ? "an unknown peer" : in->task,
+                               ": ", why, "; connection closed"),
+          true);
+}
+
+void TensorTransport::Impl::ReadHeader(const std::shared_ptr<In>& in) {
+  ReadIn(in, in->header, kHeaderBytes,
+                   [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
+                     if (in->closed) return;
+                     if (ec) {
+                       // EOF between frames is a peer going away; mid-stream it loses tensors.
+                       self->CloseIn(in, errors::Unavailable("tensor transport: connection from ",
+                                                             in->task.empty() ? "a peer" : in->task,
+                                                             " lost: ", ec.message()),
+                                     false);
+                       return;
+                     }
+                     self->OnHeader(in);
+                   });
+}
+
+void TensorTransport::Impl::OnHeader(const std::shared_ptr<In>& in) {
+  const char* h = in->header;
+  if (Get<uint32_t>(h) != kMagic) return Bad(in, "bad magic");
+  const uint8_t kind = Get<uint8_t>(h + 4), flags = Get<uint8_t>(h + 5);
+  const uint32_t stream = Get<uint32_t>(h + 8), body_len = Get<uint32_t>(h + 12);
+  if (Get<uint16_t>(h + 6) != 0 || (flags & ~(kFlagDead | kFlagTruncate16))) return Bad(in, "unknown flags");
+  if (!in->hello && kind != kHello) return Bad(in, "a frame before the hello");
+  if (kind == kHello || kind == kBegin) {
+    if (in->hello && kind == kHello) return Bad(in, "a second hello");
+    if (body_len > kMaxBodyBytes) return Bad(in, "header body too long");
+    in->body.resize(body_len);
+    ReadIn(in, in->body.data(), body_len,
+                     [self = shared_from_this(), in, kind, flags, stream](const boost::system::error_code& ec,
+                                                                          size_t) {
+                       if (in->closed) return;
+                       if (ec) return self->Bad(in, "truncated frame: " + ec.message());
+                       if (kind == kHello) self->OnHello(in);
+                       else self->OnBegin(in, flags, stream);
+                     });
+    return;
+  }
+  if (kind == kLend) {
+    if (body_len != 8) return Bad(in, "a lend frame of " + std::to_string(body_len) + " bytes");
+    in->body.resize(8);
+    ReadIn(in, in->body.data(), 8, [self = shared_from_this(), in, stream](const boost::system::error_code& ec, size_t) {
+      if (in->closed) return;
+      if (ec) return self->Bad(in, "truncated frame: " + ec.message());
+      self->OnLend(in, stream, Get<uint64_t>(in->body.data()));
+    });
+    return;
+  }
+  if (kind != kData) return Bad(in, "unknown frame kind " + std::to_string(kind));
+  auto it = in->streams.find(stream);
+  if (it == in->streams.end()) return Bad(in, "data for unknown stream " + std::to_string(stream));
+  InStream& st = it->second;
+  if (st.lent) return Bad(in, "data for a lent stream");
+  if (body_len == 0 || body_len > kMaxDataBody || body_len > st.payload_len - st.received)
+    return Bad(in, "chunk of " + std::to_string(body_len) + " bytes does not fit its tensor");
+  char* dest;
+  if (st.discard) {
+    in->scratch.resize(std::min<size_t>(body_len, size_t{1} << 20));
+    // Read and dropped in scratch-sized pieces.
+    const size_t n = std::min<size_t>(body_len, in->scratch.size());
+    ReadDiscard(in, stream, body_len, n);
+    return;
+  }
+  const bool halves = st.flags & kFlagTruncate16;
+  if (halves) {
+    if (body_len % 2 != 0 || st.received % 2 != 0) return Bad(in, "a chunk of 16-bit values of odd length");
+    in->halves.resize(body_len / 2);
+    dest = reinterpret_cast<char*>(in->halves.data());
+  } else if (DataTypeIsStringLike(st.dtype)) {
+    dest = st.staging.data() + st.received;
+  } else {
+    dest = static_cast<char*>(st.tensor.raw_data()) + st.received;
+  }
+  auto on_read = [self = shared_from_this(), in, stream, body_len, halves](const boost::system::error_code& ec,
+                                                                           size_t) {
+                     if (in->closed) return;
+                     if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
+                     auto it = in->streams.find(stream);
+                     if (it == in->streams.end()) return self->ReadHeader(in);
+                     if (halves)
+                       Expand16(in->halves.data(), body_len / 2,
+                                static_cast<uint32_t*>(it->second.tensor.raw_data()) + it->second.received / 2);
+                     it->second.received += body_len;
+                     if (it->second.received == it->second.payload_len) self->Complete(in, it);
+                     self->ReadHeader(in);
+                   };
+  ReadIn(in, dest, body_len, std::move(on_read));
+}
+
+// Reads exactly `n` bytes into `dest` from connection `in`, then calls
+// h(ec, size). A plaintext connection reads through its buffer: one recv
+// takes all the frames of a small tensor (header, begin, data, payload)
+// rather than one recv (and one reactor round) each; what is left of a
+// long payload is read straight into its place (ReadBulk from 256 KiB).
+template <class H>
+void TensorTransport::Impl::ReadIn(const std::shared_ptr<In>& in, char* dest, size_t n, H h) {
+  if (in->tls) return Read(*in, asio::buffer(dest, n), std::move(h));
+  const size_t have = std::min(n, in->rend - in->rpos);
+  if (have > 0) std::memcpy(dest, in->rbuf.get() + in->rpos, have);
+  in->rpos += have;
+  if (have == n) return Continue(in, [h = std::move(h), n]() mutable { h(boost::system::error_code(), n); });
+  dest += have;
+  n -= have;
+  in->rpos = in->rend = 0;  // drained
+  if (n >= kBulkBytes) return ReadBulk(in, dest, n, std::move(h));
+  if (n >= kReadBuffer / 2) return asio::async_read(in->socket, asio::buffer(dest, n), std::move(h));
+  Fill(in, n, [in, dest, n, h = std::move(h)](const boost::system::error_code& ec) mutable {
+    if (ec) return h(ec, 0);
+    std::memcpy(dest, in->rbuf.get() + in->rpos, n);
+    in->rpos += n;
+    h(ec, n);
+  });
+}
+
+// What one non-blocking recv on a plaintext connection takes: the bytes
+// read, 0 when none are there yet; the end of the stream or a failure in *ec.
+size_t TensorTransport::Impl::RecvNow(In& in, char* buf, size_t len, boost::system::error_code* ec) {
+  for (;;) {
+    const ssize_t n = ::recv(in.socket.native_handle(), buf, len, MSG_DONTWAIT);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) *ec = asio::error::eof;
+    else if (errno == EINTR) continue;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK) *ec = boost::system::error_code(errno, boost::system::system_category());
+    return 0;
+  }
+}
+
+// Calls cont(ec) once `need` bytes (at most kReadBuffer) are buffered.
+template <class Cont>
+void TensorTransport::Impl::Fill(const std::shared_ptr<In>& in, size_t need, Cont cont) {
+  if (!in->rbuf) in->rbuf.reset(new char[kReadBuffer]);
+  for (;;) {
+    if (in->rend - in->rpos >= need) return Continue(in, [cont = std::move(cont)]() mutable { cont({}); });
+    if (in->rpos > 0) {
+      std::memmove(in->rbuf.get(), in->rbuf.get() + in->rpos, in->rend - in->rpos);
+      in->rend -= in->rpos;
+      in->rpos = 0;
+    }
+    boost::system::error_code ec;
+    const size_t got = RecvNow(*in, in->rbuf.get() + in->rend, kReadBuffer - in->rend, &ec);
+    if (ec) return cont(ec);
+    if (got > 0) {
+      in->rend += got;
+      continue;
+    }
+    in->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), in, need, cont = std::move(cont)](
+                                                      const boost::system::error_code& ec) mutable {
+      if (in->closed) return;
+      if (ec) return cont(ec);
+      self->Fill(in, need, std::move(cont));
+    });
+    return;
+  }
+}
+
+// Runs `f` now, unless a chain of frames already buffered has nested this
+// deep: then from the io loop (the stack stays bounded whatever the peer sends).
+template <class F>
+void TensorTransport::Impl::Continue(const std::shared_ptr<In>& in, F f) {
+  if (in->depth < 16) {
+    ++in->depth;
+    f();
+    --in->depth;
+    return;
+  }
+  asio::post(io, [in, f = std::move(f)]() mutable {
+    if (!in->closed) f();
+  });
+}
+
+// Reads `len` bytes into `dest` from a plaintext connection, the thread
+// woken only when a good share of them has arrived: SO_RCVLOWAT at up to
+// kBulkWake bytes (never more than the rest, which the peer is writing).
+// An async_read wakes for every segment loopback delivers (64 KiB), and
+// each wake costs an epoll round and a handler. Measured here, against raw
+// Asio at 4-64 MiB: 256 KiB marks gave 0.95-1.29, 1 MiB marks 0.58-0.91
+// (the sender stalls on a window the reader drains late), 128 KiB about
+// as 256. The low mark is back at 1 byte before any header is awaited.
+template <class Done>
+void TensorTransport::Impl::ReadBulk(const std::shared_ptr<In>& in, char* dest, size_t len, Done done) {
+  while (len > 0) {
+    boost::system::error_code ec;
+    const size_t n = RecvNow(*in, dest, len, &ec);
+    if (ec) return done(ec, 0);
+    if (n > 0) {
+      dest += n;
+      len -= n;
+      continue;
+    }
+    SetLowWater(in, std::min(len, kBulkWake));
+    in->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), in, dest, len,
+                                                   done = std::move(done)](const boost::system::error_code& ec) mutable {
+      if (in->closed) return;
+      if (ec) return done(ec, 0);
+      self->ReadBulk(in, dest, len, std::move(done));
+    });
+    return;
+  }
+  SetLowWater(in, 1);
+  done(boost::system::error_code(), 0);
+}
+
+void TensorTransport::Impl::SetLowWater(const std::shared_ptr<In>& in, size_t bytes) {
+  const int v = static_cast<int>(bytes);
+  if (in->low_water == v) return;
+  if (::setsockopt(in->socket.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) in->low_water = v;
+}
+
+void TensorTransport::Impl::ReadDiscard(const std::shared_ptr<In>& in, uint32_t stream, uint64_t left, size_t n) {
+  ReadIn(in, in->scratch.data(), n,
+                   [self = shared_from_this(), in, stream, left, n](const boost::system::error_code& ec, size_t) {
+                     if (in->closed) return;
+                     if (ec) return self->Bad(in, "truncated chunk: " + ec.message());
+                     auto it = in->streams.find(stream);
+                     if (it != in->streams.end()) it->second.received += n;
+                     if (left > n) return self->ReadDiscard(in, stream, left - n, std::min<size_t>(left - n, n));
+                     if (it != in->streams.end() && it->second.received == it->second.payload_len) {
+                       in->streams.erase(it);
+                     }
+                     self->ReadHeader(in);
+                   });
+}
+
+void TensorTransport::Impl::OnHello(const std::shared_ptr<In>& in) {
+  const auto& b = in->body;
+  if (b.size() < 12) return Bad(in, "short hello");
+  const uint64_t incarnation = Get<uint64_t>(b.data());
+  const uint32_t len = Get<uint32_t>(b.data() + 8);
+  if (len == 0 || len > kMaxTaskBytes || (b.size() != 12 + len && b.size() != 12 + len + kProofBytes))
+    return Bad(in, "bad hello");
+  in->task.assign(b.data() + 12, len);
+  in->incarnation = incarnation;
+  in->hello = true;
+  if (in->hello_deadline) in->hello_deadline->cancel();
+  if (b.size() > 12 + len && options.same_host && !in->tls) {
+    // The sender offers its memory: take it if this process can read the proof there.
+    const char* q = b.data() + 12 + len;
+    ProcessProof proof;
+    proof.pid = Get<uint32_t>(q);
+    proof.address = Get<uint64_t>(q + 4);
+    std::memcpy(proof.cookie.data(), q + 12, proof.cookie.size());
+    in->peer_memory = PeerMemory::Attach(proof);
+  }
+  if (b.size() > 12 + len && !in->tls) SendControl(in, in->peer_memory ? kSameHost : kNotSameHost, 0);
+  ReadHeader(in);
+}
+
+// Queues a frame for the sender of `in` (same-host answers), written in order.
+void TensorTransport::Impl::SendControl(const std::shared_ptr<In>& in, uint8_t kind, uint32_t stream) {
+  in->control_queue += Header(kind, 0, stream, 0);
+  if (!in->control_writing.empty()) return;
+  WriteControl(in);
+}
+
+void TensorTransport::Impl::WriteControl(const std::shared_ptr<In>& in) {
+  in->control_writing.swap(in->control_queue);
+  in->control_queue.clear();
+  if (in->control_writing.empty()) return;
+  asio::async_write(in->socket, asio::buffer(in->control_writing),
+                    [self = shared_from_this(), in](const boost::system::error_code& ec, size_t) {
+                      in->control_writing.clear();
+                      if (in->closed || ec) return;  // a failed connection shows on the reading side
+                      self->WriteControl(in);
+                    });
+}
+
+// A lend frame: the payload of `stream` lies at `address` in the sender's memory.
+void TensorTransport::Impl::OnLend(const std::shared_ptr<In>& in, uint32_t stream, uint64_t address) {
+  if (!in->peer_memory) return Bad(in, "a lent tensor from a peer whose memory this process cannot read");
+  auto it = in->streams.find(stream);
+  if (it == in->streams.end()) return Bad(in, "a lend for unknown stream " + std::to_string(stream));
+  InStream& st = it->second;
+  if (st.lent || st.received != 0 || st.payload_len == 0 || DataTypeIsStringLike(st.dtype))
+    return Bad(in, "a lend for stream " + std::to_string(stream) + " that cannot take one");
+  if (st.discard) {  // rejected at its begin: nothing to read, the sender may let it go
+    in->streams.erase(it);
+    SendControl(in, kReturn, stream);
+    return ReadHeader(in);
+  }
+  st.lent = true;
+  // Read in pieces from the io loop, between this and other connections' frames.
+  asio::post(io, [self = shared_from_this(), in, stream, address] { self->ReadLent(in, stream, address, 0); });
+  ReadHeader(in);
+}
+
+void TensorTransport::Impl::ReadLent(const std::shared_ptr<In>& in, uint32_t stream, uint64_t address,
+                                     uint64_t offset) {
+  if (in->closed) return;
+  auto it = in->streams.find(stream);
+  if (it == in->streams.end()) return;
+  InStream& st = it->second;
+  // A truncated float32 is lent whole (4 bytes a value) and truncated here.
+  const bool halves = st.flags & kFlagTruncate16;
+  const uint64_t total = halves ? st.payload_len * 2 : st.payload_len;
+  const uint64_t n = std::min<uint64_t>(options.chunk_bytes, total - offset);
+  char* dest = static_cast<char*>(st.tensor.raw_data()) + offset;
+  Status s = in->peer_memory->Read(address + offset, dest, n);
+  if (!s.ok()) {
+    const bool bad = s.code() == Code::kDataLoss;
+    return CloseIn(in,
+                   Status(s.code(), "tensor transport: reading a tensor from the memory of " + in->task + ": " +
+                                        s.message() + (bad ? "; connection closed" : "")),
+                   bad);
+  }
+  if (halves) {
+    uint32_t* v = reinterpret_cast<uint32_t*>(dest);
+    for (uint64_t i = 0; i < n / 4; ++i) v[i] &= 0xffff0000u;
+  }
+  offset += n;
+  if (offset < total) {
+    asio::post(io, [self = shared_from_this(), in, stream, address, offset] {
+      self->ReadLent(in, stream, address, offset);
+    });
+    return;
+  }
+  // Read while the sender was alive: the bytes were its own (a pid can be reused after it exits).
+  if (in->peer_memory->Exited())
+    return CloseIn(in, errors::Unavailable("tensor transport: task ", in->task, " exited while its tensor was read"),
+                   false);
+  st.received = st.payload_len;
+  same_host_reads.fetch_add(1);
+  SendControl(in, kReturn, stream);
+  Complete(in, it);
+}
+
+void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags, uint32_t stream) {
+  const auto& b = in->body;
+  if (b.size() < kBeginFixed) return Bad(in, "short begin frame");
+  const char* p = b.data();
+  InStream st;
+  st.step_id = Get<int64_t>(p);
+  st.dtype = static_cast<DataType>(Get<int32_t>(p + 8));
+  const uint32_t ndims = Get<uint32_t>(p + 12);
+  st.payload_len = Get<uint64_t>(p + 16);
+  const uint32_t key_len = Get<uint32_t>(p + 24);
+  st.flags = flags;
+  if (ndims > kMaxDims || key_len == 0 || key_len > kMaxKeyBytes ||
+      b.size() != kBeginFixed + key_len + size_t{8} * ndims)
+    return Bad(in, "begin frame lengths disagree");
+  if (in->streams.count(stream)) return Bad(in, "stream " + std::to_string(stream) + " begun twice");
+  if (static_cast<int32_t>(st.dtype) <= 0 || static_cast<int32_t>(st.dtype) >= 100 || !DataTypeIsSupported(st.dtype))
+    return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
+  std::vector<int64_t> dims(ndims);
+  if (ndims > 0) std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
+  if (!TensorShape::FromDims(dims, &st.shape).ok()) return Bad(in, "invalid dims");
+  if (st.payload_len > options.max_payload_bytes) return Bad(in, "payload over the cap");
+  const bool is_string = DataTypeIsStringLike(st.dtype);
+  const bool truncated = flags & kFlagTruncate16;
+  if (truncated && st.dtype != DT_FLOAT) return Bad(in, "16-bit truncation of a non-float32 tensor");
+  const uint64_t n = static_cast<uint64_t>(st.shape.num_elements());
+  if (is_string) {
+    if (n > st.payload_len / 8) return Bad(in, "string payload shorter than its lengths");
+    st.extra = n * sizeof(std::string);
+  } else {
+    const uint64_t elem = truncated ? 2 : DataTypeSize(st.dtype);
+    if (elem == 0 || (n != 0 && n > st.payload_len / elem) || n * elem != st.payload_len)
+      return Bad(in, "dims x element size != payload length");
+  }
+  st.key = RendezvousKey(std::string(p + kBeginFixed, key_len));
+  // A tensor for another task is not this process's to take (never forwarded).
+  if (RecvTaskOfKey(st.key.str()) != options.task) return Bad(in, "a tensor for another task (key " + st.key.str() + ")");
+  // The sender must be the incarnation this process knows for its task.
+  uint64_t known = 0;
+  bool found;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = peers.find(in->task);
+    found = it != peers.end();
+    if (found) known = it->second.incarnation;
+  }
+  Status reject;
+  if (in->inflight + st.payload_len + st.extra > options.max_inflight_bytes)
+    reject = errors::ResourceExhausted("tensor transport: more than ", options.max_inflight_bytes,
+                                       " bytes in flight from ", in->task, "; key ", st.key.str());
+  else if (!found || known != in->incarnation)
+    reject = errors::Aborted("tensor from task ", in->task, " with incarnation ", in->incarnation,
+                             found ? " after the task restarted (this session knows incarnation " +
+                                         std::to_string(known) + ")"
+                                   : " that this process does not know as a peer",
+                             "; key ", st.key.str());
+  if (reject.ok()) {
+    try {
+      if (is_string) {
+        st.staging.resize(st.payload_len);
+        st.tensor = Tensor(st.dtype, st.shape);
+      } else {
+        reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
+      }
+    } catch (...) {
+      reject = errors::ResourceExhausted("no memory for a tensor of ", st.payload_len, " bytes from ", in->task,
+                                         "; key ", st.key.str());
+    }
+  }
+  if (!reject.ok()) {
+    st.discard = true;
+    st.tensor = Tensor();
+    std::string().swap(st.staging);
+    if (callbacks.reject) callbacks.reject(st.step_id, reject);
+  }
+  if (!st.discard) in->inflight += st.payload_len + st.extra;
+  auto it = in->streams.emplace(stream, std::move(st)).first;
+  if (it->second.payload_len == 0) {
+    if (it->second.discard) {
+      in->streams.erase(it);
+    } else {
+      Complete(in, it);
+    }
+  }
+  ReadHeader(in);
+}
+
+void TensorTransport::Impl::Complete(const std::shared_ptr<In>& in, std::unordered_map<uint32_t,
+                                     InStream>::iterator it) {
+  InStream st = std::move(it->second);
+  if (!st.discard) in->inflight -= st.payload_len + st.extra;
+  in->streams.erase(it);
+  if (st.discard) return;
+  // A bad string payload fails its step as well as the connection.
+  auto bad = [&](const std::string& why) {
+    if (callbacks.reject)
+      callbacks.reject(st.step_id, errors::DataLoss("tensor transport: bad string tensor from ", in->task, ": ", why));
+    Bad(in, why);
+  };
+  if (DataTypeIsStringLike(st.dtype)) {
+    const char* p = st.staging.data();
+    uint64_t left = st.payload_len;
+    std::string* out = st.tensor.data<std::string>();
+    for (int64_t i = 0; i < st.shape.num_elements(); ++i) {
+      if (left < 8) return bad("string payload truncated");
+      const uint64_t len = Get<uint64_t>(p);
+      p += 8;
+      left -= 8;
+      if (len > left) return bad("string element longer than its payload");
+      out[i].assign(p, len);
+      p += len;
+      left -= len;
+    }
+    if (left != 0) return bad("string payload longer than its elements");
+  }
+  if (callbacks.deliver) callbacks.deliver(st.step_id, std::move(st.key), std::move(st.tensor), st.flags & kFlagDead);
+}
+
+}  // namespace actorflow
