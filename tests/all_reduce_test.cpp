@@ -33,12 +33,14 @@ using test::ToDef;
 
 namespace {
 
+// Worker `remote` is an `actorflow server` process; this process is the other.
 struct Cluster {
   LocalCluster processes;
   std::unique_ptr<Server> server;
-  Cluster() {
-    processes.Start("worker", 1);
+  explicit Cluster(int remote = 1) {
+    processes.Start("worker", remote);
     ServerOptions o = processes.WorkerTaskOptions();
+    o.task.index = 1 - remote;  // the index ClusterJson gave this process's placeholder
     Status s = Server::Create(o, &server);
     INFO(s.ToString());
     REQUIRE(s.ok());
@@ -213,9 +215,11 @@ TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce i
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
 }
 
-TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover and go on from the chief's checkpoint",
-          "[distributed]") {
-  Cluster c;
+// The process of worker `killed` dies and comes back empty mid-training: the
+// worker (its replica's variables gone), or the chief (its variables too:
+// restored from its checkpoint, then broadcast).
+void KillAndRecover(int killed) {
+  Cluster c(killed);
   test::TempDir dir("af_ar_ckpt");
   Model m0(0, 2, 1), m1(1, 2, 2);
   SaverOptions so;
@@ -271,10 +275,10 @@ TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover an
     REQUIRE(r0.first.ok());
     REQUIRE(r1.first.ok());
   }
-  // Checkpoints at steps 1 and 5. Worker 1's process dies and comes back empty.
-  LocalCluster::Task& w1 = c.processes.task("worker", 1);
-  CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
-  c.processes.Restart(&w1);
+  // Checkpoints at steps 1 and 5. The worker's process dies and comes back empty.
+  LocalCluster::Task& w = c.processes.task("worker", killed);
+  CHECK(LocalCluster::Stop(&w, /*hard=*/true) == -SIGKILL);
+  c.processes.Restart(&w);
   auto a = std::async(std::launch::async, [&] { return train(sup0, m0, x0, y0, 12); });
   auto r1 = train(sup1, m1, x1, y1, 12);
   auto r0 = a.get();
@@ -293,6 +297,17 @@ TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover an
   for (int i = 0; i < 12; ++i) CHECK(o0[0].data<float>()[i] == o1[0].data<float>()[i]);
   REQUIRE(sup0.Finish().ok());
   REQUIRE(sup1.Finish().ok());
+}
+
+TEST_CASE("all-reduce supervised: a worker killed and restarted; both recover and go on from the chief's checkpoint",
+          "[distributed]") {
+  KillAndRecover(1);
+}
+
+TEST_CASE("all-reduce supervised: the chief's task killed and restarted; it restores its checkpoint and both go on "
+          "from it",
+          "[distributed]") {
+  KillAndRecover(0);
 }
 
 TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the heartbeat timeout, not the collective's",
