@@ -210,7 +210,9 @@ void CollectiveExecutor::Impl::ExpireDeadlines() {
     const Op& op = it->second;
     const Group& g = groups[op.p.group_key];
     std::string waiting;
-    if (!op.running) {
+    if (!op.running && g.state == Group::kAwaiting) {
+      waiting = "the group's members (" + g.known + "; a group is every task of the job, and a session finds them)";
+    } else if (!op.running) {
       waiting = "the group to form (epoch " + std::to_string(g.epoch) + "; joined:";
       for (const auto& m : g.members)
         if (m == task || (join_epoch.count(m) && join_epoch[m].first == g.epoch)) waiting += " " + m;
@@ -249,20 +251,37 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
   op.deadline = Clock::now() + timeout;
   op.plan_hash = CollectivePlanHash(op.p.plan);
   const uint64_t id = op.id;
+  // A group to form first: before this op joins it (forming fails what was begun before).
+  if (g.state == Group::kAwaiting) {
+    Form(g, g.epoch, /*new_members_only=*/true);
+  } else if (g.state != Group::kFormed && g.state != Group::kForming) {
+    Form(g, g.epoch + 1);
+  }
+  if (g.state == Group::kBroken) {
+    op.done(g.broken, Tensor());
+    return;
+  }
   ops.emplace(id, std::move(op));
   g.ops.insert(id);
   if (g.state == Group::kFormed) {
     Launch(g, ops[id]);
-  } else if (g.state != Group::kForming) {
-    Form(g, g.epoch + 1);
+  } else if (g.state == Group::kForming) {
+    MaybeFormed(g);
   }
 }
 
 // --- membership ----------------------------------------------------------
-void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch) {
-  FailGroup(g, errors::Aborted("collective group ", g.key, " re-formed at epoch ", epoch, " (a member's ",
-                               "collective failed or it restarted); the step may be run again"),
-            /*only_running=*/true);
+// A group that had formed and forms again (a member's collective failed, or
+// it restarted) fails every collective begun before: on every surviving rank
+// the step fails alike (Aborted), so every supervisor recovers, instead of
+// one rank's step waiting for a partner that went on to something else. A
+// rank forming for the first time (a restarted one) keeps what waits.
+// `new_members_only`: the same epoch, the members looked at again.
+void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_only) {
+  if (!new_members_only)
+    FailGroup(g, errors::Aborted("collective group ", g.key, " re-formed at epoch ", epoch, " (a member's ",
+                                 "collective failed or it restarted); the step may be run again"),
+              /*only_running=*/!g.formed_once);
   std::vector<std::string> members{task};
   for (const auto& p : transport->Peers())
     if (JobOf(p) == job) members.push_back(p);
@@ -275,11 +294,20 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch) {
   if (static_cast<int64_t>(members.size()) != g.size) {
     std::string list;
     for (const auto& m : members) list += " " + m;
+    if (static_cast<int64_t>(members.size()) < g.size) {
+      // Not every member found yet (this process's sessions find the tasks):
+      // wait for them, within the collectives' deadlines.
+      g.state = Group::kAwaiting;
+      g.known = "group_size " + std::to_string(g.size) + ", but job '" + job + "' has " +
+                std::to_string(members.size()) + " tasks this process knows:" + list;
+      resend_at = std::min(resend_at, Clock::now() + kResend);
+      return;
+    }
     g.state = Group::kBroken;
-    FailGroup(g, errors::InvalidArgument("collective group ", g.key, " has group_size ", g.size, ", but job '", job,
-                                         "' has ", members.size(), " tasks this process knows:", list,
-                                         " (a group is every task of the job; a session finds them)"),
-              false);
+    g.broken = errors::InvalidArgument("collective group ", g.key, " has group_size ", g.size, ", but job '", job,
+                                       "' has ", members.size(), " tasks this process knows:", list,
+                                       " (a group is every task of the job; a session finds them)");
+    FailGroup(g, g.broken, false);
     return;
   }
   g.members = std::move(members);
@@ -300,7 +328,8 @@ bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool fo
   const Status s = transport->Send(to, CollectiveExecutor::kStepId, Key(to, name), Tensor::Scalar<int64_t>(0), false);
   if (s.ok()) return true;
   g.state = Group::kBroken;
-  FailGroup(g, errors::Unavailable("collective group ", g.key, ": cannot reach ", to, ": ", s.message()), false);
+  g.broken = errors::Unavailable("collective group ", g.key, ": cannot reach ", to, ": ", s.message());
+  FailGroup(g, g.broken, false);
   return false;
 }
 
@@ -309,6 +338,11 @@ bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool fo
 void CollectiveExecutor::Impl::ResendJoins() {
   bool forming = false;
   for (auto& [key, g] : groups) {
+    if (g.state == Group::kAwaiting && !g.ops.empty()) {
+      Form(g, g.epoch, /*new_members_only=*/true);
+      forming = forming || g.state == Group::kAwaiting || g.state == Group::kForming;
+      continue;
+    }
     if (g.state != Group::kForming) continue;
     forming = true;
     for (const auto& m : g.members) {
@@ -331,6 +365,7 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
   for (const auto& m : g.members)
     if (m != task) g.incarnations[m] = join_epoch[m].second;
   g.state = Group::kFormed;
+  g.formed_once = true;
   formed.fetch_add(1);
   const std::vector<uint64_t> ids(g.ops.begin(), g.ops.end());
   for (uint64_t id : ids) {

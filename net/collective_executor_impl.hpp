@@ -74,7 +74,12 @@ struct CollectiveExecutor::Impl {
 
   struct Group {
     int64_t key = 0, size = 0;
-    enum State { kNone, kForming, kFormed, kBroken } state = kNone;
+    // kAwaiting: fewer tasks of the job known than group_size (a session
+    // has not found them yet): looked at again every kResend.
+    enum State { kNone, kAwaiting, kForming, kFormed, kBroken } state = kNone;
+    std::string known;  // kAwaiting: the tasks known, for the timeout's message
+    Status broken;  // why forming failed (state kBroken)
+    bool formed_once = false;  // a new epoch then fails every collective begun before it
     uint64_t epoch = 0;
     std::vector<std::string> members;
     int64_t rank = -1;
@@ -121,7 +126,7 @@ struct CollectiveExecutor::Impl {
   void StartOp(Op op);
 
   // --- membership ----------------------------------------------------------
-  void Form(Group& g, uint64_t epoch);
+  void Form(Group& g, uint64_t epoch, bool new_members_only = false);
 
   bool SendJoin(Group& g, const std::string& to, bool forming);
 
