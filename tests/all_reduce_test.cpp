@@ -23,6 +23,7 @@
 #include "client/train/optimizers.hpp"
 #include "client/train/supervisor.hpp"
 #include "client/train/variables.hpp"
+#include "graph/graph_def_io.hpp"
 #include "local_cluster.hpp"
 #include "master/server.hpp"
 #include "test_util.hpp"
@@ -332,4 +333,32 @@ TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the h
   INFO(s.ToString());
   CHECK(s.code() == Code::kUnavailable);
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1") && Catch::Contains("down"));
+}
+
+TEST_CASE("all-reduce: a CollectiveReduce graph written by TensorFlow runs across two workers", "[distributed]") {
+  Cluster c;
+  proto::GraphDef def0;
+  REQUIRE(ReadGraphDefFile(std::string(AF_TEST_DATA_DIR) + "/tf_collective.pbtxt", &def0).ok());
+  proto::GraphDef def1 = def0;
+  for (auto& n : *def0.mutable_node()) n.set_device("/job:worker/task:0");
+  for (auto& n : *def1.mutable_node()) n.set_device("/job:worker/task:1");
+  Session s0(c.Options(0)), s1(c.Options(1));
+  REQUIRE(s0.Create(def0).ok());
+  REQUIRE(s1.Create(def1).ok());
+  Tensor x0(DT_FLOAT, TensorShape{3}), x1(DT_FLOAT, TensorShape{3});
+  for (int i = 0; i < 3; ++i) {
+    x0.data<float>()[i] = 1.f + i;
+    x1.data<float>()[i] = 3.f + i;
+  }
+  std::vector<Tensor> out0, out1;
+  auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x0}}, {"CollectiveReduce"}, {}, &out0); });
+  Status sb = s1.Run(Bounded(), {{"x", x1}}, {"CollectiveReduce"}, {}, &out1);
+  Status sa = a.get();
+  INFO(sa.ToString() << " / " << sb.ToString());
+  REQUIRE(sa.ok());
+  REQUIRE(sb.ok());
+  for (int i = 0; i < 3; ++i) {
+    CHECK(out0[0].data<float>()[i] == 2.f + i);  // the mean
+    CHECK(out1[0].data<float>()[i] == 2.f + i);
+  }
 }

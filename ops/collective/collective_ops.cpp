@@ -172,6 +172,11 @@ AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastSend").Device(DEVICE_CPU),
 AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastRecv").Device(DEVICE_CPU),
                    CollectiveKernel<CollectiveKind::kBroadcastRecv>);
 
+// Not differentiable, as in TensorFlow 1.x: a collective's gradient would be
+// another collective, with an instance key of its own that every rank would
+// have to agree on. Gradients are reduced after backpropagation instead
+// (client/train/all_reduce.hpp).
+AF_REGISTER_NO_GRADIENT("CollectiveReduce");
 AF_REGISTER_NO_GRADIENT("CollectiveBcastSend");
 AF_REGISTER_NO_GRADIENT("CollectiveBcastRecv");
 
