@@ -25,11 +25,14 @@
 #include "client/train/variables.hpp"
 #include "graph/graph_def_io.hpp"
 #include "local_cluster.hpp"
+#include "training_data.hpp"
 #include "master/server.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using test::LocalCluster;
+using test::MakeData;
+using test::Rows;
 using test::ToDef;
 
 namespace {
@@ -89,25 +92,7 @@ struct Model {
   }
 };
 
-void MakeData(int n, uint32_t seed, Tensor* x, Tensor* y) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> noise(0.f, 0.5f);
-  *x = Tensor(DT_FLOAT, TensorShape{n, 4});
-  *y = Tensor(DT_INT32, TensorShape{n});
-  for (int i = 0; i < n; ++i) {
-    const int c = static_cast<int>(gen() % 3);
-    y->data<int32_t>()[i] = c;
-    for (int j = 0; j < 4; ++j) x->data<float>()[i * 4 + j] = (j == c ? 2.f : 0.f) + noise(gen);
-  }
-}
 
-Tensor Rows(const Tensor& t, int64_t from, int64_t n) {
-  const int64_t cols = t.dims() == 2 ? t.dim_size(1) : 1;
-  Tensor out(t.dtype(), t.dims() == 2 ? TensorShape{n, cols} : TensorShape{n});
-  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + from * cols * 4,
-              static_cast<size_t>(n * cols) * 4);
-  return out;
-}
 
 RunOptions Bounded() {
   RunOptions ro;
@@ -191,13 +176,13 @@ TEST_CASE("all-reduce: workers whose bucket plans differ get InvalidArgument nam
   }
 }
 
-TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce is Unavailable there", "[distributed]") {
+// Worker 0 waits in an all-reduce that worker 1 never joins; then worker 1's
+// process is killed, or stopped (hung). Worker 0's step's status.
+Status LoseWorkerMidAllReduce(bool hang) {
   Cluster c;
-  Model m0(0, 2, 1);
-  Session s0(c.Options(0));
-  // Worker 1 must be known to this process's transport: a session on it.
-  Session s1(c.Options(1));
-  Model m1(1, 2, 1);
+  Model m0(0, 2, 1), m1(1, 2, 1);  // their collectives time out after 30 s
+  // s1: worker 1 known to this process's transport, and watched by s1's master.
+  Session s0(c.Options(0)), s1(c.Options(1));
   REQUIRE(s0.Create(ToDef(m0.root)).ok());
   REQUIRE(s1.Create(ToDef(m1.root)).ok());
   std::vector<Tensor> out0;
@@ -205,17 +190,34 @@ TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce i
   Tensor x, y;
   MakeData(8, 3, &x, &y);
   auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
-  // Worker 0's all-reduce has asked worker 1 to form the group (it never will).
+  // Worker 0's all-reduce has asked worker 1 to form the group.
   REQUIRE(a.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
   LocalCluster::Task& w1 = c.processes.task("worker", 1);
-  CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
-  REQUIRE(a.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
-  const Status s = a.get();
+  if (hang) {
+    LocalCluster::Signal(w1, SIGSTOP);
+  } else {
+    CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
+  }
+  const bool ended = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (hang) LocalCluster::Signal(w1, SIGCONT);
+  REQUIRE(ended);
+  return a.get();
+}
+
+TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce is Unavailable there", "[distributed]") {
+  const Status s = LoseWorkerMidAllReduce(/*hang=*/false);
   INFO(s.ToString());
   CHECK(s.code() == Code::kUnavailable);
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
 }
 
+TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the heartbeat timeout, not the collective's",
+          "[distributed]") {
+  const Status s = LoseWorkerMidAllReduce(/*hang=*/true);
+  INFO(s.ToString());
+  CHECK(s.code() == Code::kUnavailable);
+  CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1") && Catch::Contains("down"));
+}
 // The process of worker `killed` dies and comes back empty mid-training: the
 // worker (its replica's variables gone), or the chief (its variables too:
 // restored from its checkpoint, then broadcast).
@@ -309,30 +311,6 @@ TEST_CASE("all-reduce supervised: the chief's task killed and restarted; it rest
           "from it",
           "[distributed]") {
   KillAndRecover(0);
-}
-
-TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the heartbeat timeout, not the collective's",
-          "[distributed]") {
-  Cluster c;
-  Model m0(0, 2, 1), m1(1, 2, 1);  // their collectives time out after 30 s
-  Session s0(c.Options(0)), s1(c.Options(1));  // s1's master watches worker 1
-  REQUIRE(s0.Create(ToDef(m0.root)).ok());
-  REQUIRE(s1.Create(ToDef(m1.root)).ok());
-  std::vector<Tensor> out0;
-  REQUIRE(s0.Run(Bounded(), {}, {}, {m0.init.name()}, &out0).ok());
-  Tensor x, y;
-  MakeData(8, 3, &x, &y);
-  auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
-  REQUIRE(a.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
-  LocalCluster::Task& w1 = c.processes.task("worker", 1);
-  LocalCluster::Signal(w1, SIGSTOP);
-  const bool ended = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
-  LocalCluster::Signal(w1, SIGCONT);
-  REQUIRE(ended);
-  const Status s = a.get();
-  INFO(s.ToString());
-  CHECK(s.code() == Code::kUnavailable);
-  CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1") && Catch::Contains("down"));
 }
 
 TEST_CASE("all-reduce: a CollectiveReduce graph written by TensorFlow runs across two workers", "[distributed]") {

@@ -28,11 +28,14 @@
 #include "client/train/sync_replicas_optimizer.hpp"
 #include "client/train/variables.hpp"
 #include "local_cluster.hpp"
+#include "training_data.hpp"
 #include "master/server.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 using test::LocalCluster;
+using test::MakeData;
+using test::Rows;
 using test::ToDef;
 
 namespace {
@@ -97,18 +100,6 @@ SupervisorOptions ChiefOptions(const Cluster& c, int max_recoveries, int backoff
   return o;
 }
 
-// Three well separated classes in 4 dimensions (fixed seed).
-void MakeData(int n, uint32_t seed, Tensor* x, Tensor* y) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> noise(0.f, 0.5f);
-  *x = Tensor(DT_FLOAT, TensorShape{n, 4});
-  *y = Tensor(DT_INT32, TensorShape{n});
-  for (int i = 0; i < n; ++i) {
-    const int c = static_cast<int>(gen() % 3);
-    y->data<int32_t>()[i] = c;
-    for (int j = 0; j < 4; ++j) x->data<float>()[i * 4 + j] = (j == c ? 2.f : 0.f) + noise(gen);
-  }
-}
 
 }  // namespace
 
@@ -249,14 +240,6 @@ struct SyncModel {
   }
 };
 
-Tensor Rows(const Tensor& t, int64_t from, int64_t n) {
-  const int64_t cols = t.dims() == 2 ? t.dim_size(1) : 1;
-  Tensor out(t.dtype(), t.dims() == 2 ? TensorShape{n, cols} : TensorShape{n});
-  const size_t elem = t.dtype() == DT_FLOAT ? 4 : 4;
-  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + from * cols * elem,
-              static_cast<size_t>(n * cols) * elem);
-  return out;
-}
 
 }  // namespace
 
