@@ -44,6 +44,21 @@ namespace {
 const std::vector<int64_t> kBytes = {4 << 10, 64 << 10, 256 << 10, 814120 /* the MLP's gradients */, 1 << 20,
                                      4 << 20, 16 << 20, 64 << 20};
 
+// The results of one all-reduce of random floats (an odd count), compared
+// bit for bit between actorflow and gloo: the validation of the ring against
+// the library (two ranks: every element is a + b either way).
+constexpr int64_t kValidationElements = 1000003;
+std::vector<float> RandomInput(int rank) {
+  std::vector<float> v(kValidationElements);
+  uint32_t x = 12345u + 7919u * static_cast<uint32_t>(rank);
+  for (auto& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = static_cast<float>(static_cast<int32_t>(x)) * 1e-9f;
+  }
+  return v;
+}
+std::vector<float> g_validation_af, g_validation_gloo;
+
 int Reps(int64_t bytes) { return static_cast<int>(std::clamp<int64_t>((int64_t{512} << 20) / bytes, 15, 300)); }
 
 double Median(std::vector<double> v) {
@@ -126,6 +141,20 @@ std::vector<double> RunActorflow(int rank, const std::string& dir, bool same_hos
     }
     ms.push_back(Median(t));
   }
+  if (same_host) {  // the validation all-reduce
+    const std::vector<float> in = RandomInput(rank);
+    Tensor input(DT_FLOAT, TensorShape{kValidationElements}), output(DT_FLOAT, TensorShape{kValidationElements});
+    std::memcpy(input.raw_data(), in.data(), in.size() * 4);
+    CollectiveParams p;
+    p.node = "validation";
+    p.group_size = 2;
+    p.instance_key = 999;
+    std::promise<Status> done;
+    auto f = done.get_future();
+    exec->Start(exec->NewId(), p, input, output, [&](const Status& st, Tensor) { done.set_value(st); });
+    if (!f.get().ok()) std::exit(1);
+    g_validation_af.assign(output.data<float>(), output.data<float>() + kValidationElements);
+  }
   transport->Drain(std::chrono::seconds(5));  // the peer has what this rank sent
   target->store(nullptr);
   exec->Stop();
@@ -168,6 +197,14 @@ std::vector<double> RunGloo(int rank, const std::string& dir) {
     }
     ms.push_back(Median(t));
   }
+  std::vector<float> v = RandomInput(rank);
+  gloo::AllreduceOptions opts(ctx);
+  opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+  opts.setOutput(v.data(), v.size());
+  opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+  opts.setTag(++tag);
+  gloo::allreduce(opts);
+  g_validation_gloo = std::move(v);
   return ms;
 }
 
@@ -214,6 +251,12 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir, ec);
   const std::map<int64_t, double> torch = RunTorch(python);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < kValidationElements; ++i)
+    differ += std::memcmp(&g_validation_af[i], &g_validation_gloo[i], 4) != 0;
+  std::printf("{\"bench\":\"allreduce_validation\",\"params\":{\"elements\":%lld,\"processes\":2},"
+              "\"elements_differing_from_gloo\":%lld}\n",
+              static_cast<long long>(kValidationElements), static_cast<long long>(differ));
   for (size_t i = 0; i < kBytes.size(); ++i) {
     const auto t = torch.find(kBytes[i]);
     const double torch_ms = t == torch.end() ? 0 : t->second;
