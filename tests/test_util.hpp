@@ -152,11 +152,13 @@ inline int RunProgram(const std::string& cmd, std::string* output) {
 }
 
 /// A runtime of two worker threads (what the tests' machines have) and
-/// `cpu_devices` CPU devices.
+/// `cpu_devices` CPU devices, and no GPU device even where the machine has
+/// GPUs: the same devices everywhere (GPU tests ask for theirs).
 inline RuntimeOptions TwoThreads(int cpu_devices = 1) {
   RuntimeOptions o;
   o.num_threads = 2;
   o.num_cpu_devices = cpu_devices;
+  o.num_gpu_devices = 0;
   return o;
 }
 
