@@ -61,12 +61,13 @@ struct Options {
   std::string dir;
   int64_t steps = 0;    // 0: --epochs; else this many global steps
   bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
+  int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
 };
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
                argv0);
@@ -119,6 +120,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   } else if (allreduce) {
     AllReduceOptions ar;
     ar.group_size = workers;
+    if (o.bucket_bytes > 0) ar.bucket_bytes = static_cast<size_t>(o.bucket_bytes);
     std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
     train = g->adam->ApplyGradients(s.WithOpName("train"), AllReduceGradients(s, grads, ar), &m.step);
     ar.first_instance_key = 1000;  // apart from the gradients' buckets
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
     else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
     else if (a == "--steps" && has) o.steps = std::atoll(argv[++i]);
     else if (a == "--report") o.report = true;
+    else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)

@@ -35,9 +35,12 @@ struct AllReduceOptions {
   int64_t group_size = 1;
   int64_t group_key = 1;
   int64_t first_instance_key = 1;  // bucket i is instance first_instance_key + i
-  /// Bytes per bucket (a bucket holds at least one gradient). Measured here
-  /// (bench/run_all.sh): one round trip of the ring costs less than the
-  /// copies of cutting a small model into pieces, so the default is large.
+  /// Bytes per bucket (a bucket holds at least one gradient). Large by
+  /// default: on this 2-core VM an all-reduce's round trip costs more than
+  /// fusing the gradients into one buffer. Measured with train_distributed
+  /// --mode allreduce, the MLP at batch 256, 2 workers x 1 thread: one bucket
+  /// (4 MiB) 152k and 119k examples/s in two runs; one bucket per gradient
+  /// (1 byte) 116k and 102k.
   size_t bucket_bytes = size_t{4} << 20;
   bool average = true;  // final_op Div (else the sum)
   float timeout_seconds = 0;
