@@ -2,8 +2,13 @@
 // all-reduce and broadcast across the tasks of a job. Every member runs the
 // same op with the same group and instance keys.
 //
-//   Output mean = ops::CollectiveReduce(s, grad, {.group_size = 2, .group_key = 1, .instance_key = 7});
-//   Output w0 = is_chief ? ops::CollectiveBcastSend(s, w, bcast) : ops::CollectiveBcastRecv(s, DT_FLOAT, {784, 256}, bcast);
+//   ops::CollectiveOptions o;
+//   o.group_size = 2;
+//   o.instance_key = 7;
+//   o.final_op = "Div";
+//   Output mean = ops::CollectiveReduce(s, grad, o);                                  // every member
+//   Output w0 = is_chief ? ops::CollectiveBcastSend(s, w, {784, 256}, o)              // the source
+//                        : ops::CollectiveBcastRecv(s, DT_FLOAT, {784, 256}, o);      // the others
 #pragma once
 
 #include <string>

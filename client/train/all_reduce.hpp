@@ -4,10 +4,12 @@
 // workers by CollectiveReduce before each applies the same update, so the
 // replicas stay equal step after step.
 //
-//   auto grads = opt.ComputeGradients(s, loss);
-//   grads = AllReduceGradients(s, grads, {.group_size = workers});
-//   Operation train = opt.ApplyGradients(s, grads, global_step);
-//   Operation sync = BroadcastVariables(s, GlobalVariables(s), is_chief, {.group_size = workers});
+//   AllReduceOptions ar;
+//   ar.group_size = workers;
+//   auto grads = AllReduceGradients(s, opt.ComputeGradients(s, loss), ar);
+//   Operation train = opt.ApplyGradients(s, grads, &global_step);
+//   ar.first_instance_key = 1000;  // apart from the gradients' buckets
+//   Operation sync = BroadcastVariables(s, GlobalVariables(s), is_chief, ar);
 //   // after initializing or restoring: run `sync` once on every worker
 //
 // Buckets (DDP's): the gradients, in reverse order of their variables (the
