@@ -7,6 +7,7 @@
 //   o.instance_key = 7;
 //   o.final_op = "Div";
 //   Output mean = ops::CollectiveReduce(s, grad, o);                                  // every member
+//   o.instance_key = 8;                                                                // one key per collective
 //   Output w0 = is_chief ? ops::CollectiveBcastSend(s, w, {784, 256}, o)              // the source
 //                        : ops::CollectiveBcastRecv(s, DT_FLOAT, {784, 256}, o);      // the others
 #pragma once
