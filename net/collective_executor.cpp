@@ -93,13 +93,14 @@ uint64_t CollectivePlanHash(const std::string& plan) {
 bool CollectiveExecutor::IsCollectiveKey(const RendezvousKey& key) { return NameOfKey(key.str()).rfind(kPrefix, 0) == 0; }
 
 // --- the queue -----------------------------------------------------------
-void CollectiveExecutor::Impl::Post(std::function<void()> fn) {
+bool CollectiveExecutor::Impl::Post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (stopping) return;
+    if (stopping) return false;
     events.push_back(std::move(fn));
   }
   cv.notify_one();
+  return true;
 }
 
 void CollectiveExecutor::Impl::Loop() {
@@ -135,10 +136,17 @@ void CollectiveExecutor::Impl::StopNow() {
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return;
     stopping = true;
-    events.clear();
   }
   cv.notify_one();
   if (thread.joinable()) thread.join();
+  // What was queued and not yet run: each event sees `stopping` (a start is
+  // answered Cancelled, the rest do nothing), so no collective goes unanswered.
+  std::deque<std::function<void()>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    left.swap(events);
+  }
+  for (auto& fn : left) fn();
   FailAll(errors::Cancelled("collective executor of ", task, " stopped"));
 }
 
@@ -165,7 +173,6 @@ void CollectiveExecutor::Impl::Finish(uint64_t id, const Status& s, Tensor resul
         }
       }
   }
-  if (s.ok()) completed.fetch_add(1);
   op.done(s, s.ok() ? std::move(result) : Tensor());
 }
 
@@ -230,6 +237,10 @@ void CollectiveExecutor::Impl::ExpireDeadlines() {
 }
 
 void CollectiveExecutor::Impl::StartOp(Op op) {
+  if (stopping) {
+    op.done(errors::Cancelled(Describe(op), ": the collective executor of ", task, " stopped"), Tensor());
+    return;
+  }
   if (!transport) {
     op.done(errors::FailedPrecondition(Describe(op), ": group of ", op.p.group_size, " but task ", task,
                                        " is not in a cluster"),
@@ -479,38 +490,39 @@ void CollectiveExecutor::Start(uint64_t id, CollectiveParams params, Tensor inpu
   op.done = std::move(done);
   auto shared = std::make_shared<Impl::Op>(std::move(op));
   Impl* impl = impl_.get();
-  {
-    std::lock_guard<std::mutex> lock(impl->mu);
-    if (impl->stopping) {
-      shared->done(errors::Cancelled("collective executor stopped"), Tensor());
-      return;
-    }
-  }
-  impl->Post([impl, shared] { impl->StartOp(std::move(*shared)); });
+  if (!impl->Post([impl, shared] { impl->StartOp(std::move(*shared)); }))
+    shared->done(errors::Cancelled(what, ": the collective executor stopped"), Tensor());
 }
 
 void CollectiveExecutor::Cancel(uint64_t id, Status why) {
   Impl* impl = impl_.get();
-  impl->Post([impl, id, why = std::move(why)] { impl->Fail(id, why); });
+  impl->Post([impl, id, why = std::move(why)] {
+    if (!impl->stopping) impl->Fail(id, why);
+  });
 }
 
 void CollectiveExecutor::Deliver(RendezvousKey key, Tensor value) {
   Impl* impl = impl_.get();
   auto v = std::make_shared<Tensor>(std::move(value));
-  impl->Post([impl, key = std::move(key), v] { impl->OnMessage(key, std::move(*v)); });
+  impl->Post([impl, key = std::move(key), v] {
+    if (!impl->stopping) impl->OnMessage(key, std::move(*v));
+  });
 }
 
 void CollectiveExecutor::PeerFailed(const std::string& task, Status status) {
   Impl* impl = impl_.get();
-  impl->Post([impl, task, status = std::move(status)] { impl->OnPeerFailed(task, status); });
+  impl->Post([impl, task, status = std::move(status)] {
+    if (!impl->stopping) impl->OnPeerFailed(task, status);
+  });
 }
 
 void CollectiveExecutor::Rejected(Status status) {
   Impl* impl = impl_.get();
-  impl->Post([impl, status = std::move(status)] { impl->OnRejected(status); });
+  impl->Post([impl, status = std::move(status)] {
+    if (!impl->stopping) impl->OnRejected(status);
+  });
 }
 
-uint64_t CollectiveExecutor::completed_count() const { return impl_->completed.load(); }
 uint64_t CollectiveExecutor::formed_count() const { return impl_->formed.load(); }
 
 }  // namespace actorflow

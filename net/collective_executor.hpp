@@ -122,8 +122,7 @@ class CollectiveExecutor {
   void PeerFailed(const std::string& task, Status status);
   void Rejected(Status status);
 
-  /// Collectives completed, and epochs formed (for tests).
-  uint64_t completed_count() const;
+  /// Epochs formed (for tests).
   uint64_t formed_count() const;
 
   struct Impl;

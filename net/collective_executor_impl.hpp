@@ -102,7 +102,8 @@ struct CollectiveExecutor::Impl {
   }
 
   // --- the queue -----------------------------------------------------------
-  void Post(std::function<void()> fn);
+  // False (and `fn` not queued) once stopping.
+  bool Post(std::function<void()> fn);
 
   void Loop();
 
@@ -165,7 +166,7 @@ struct CollectiveExecutor::Impl {
   const std::string job;
   const CollectiveExecutorOptions options;
   std::atomic<uint64_t> next_id{1};
-  std::atomic<uint64_t> completed{0}, formed{0};
+  std::atomic<uint64_t> formed{0};
 
   std::mutex mu;  // guards `events` and `stopping`
   std::condition_variable cv;
