@@ -292,3 +292,34 @@ TEST_CASE("same host: hostile lend frames close the connection with DataLoss, ne
   CHECK(std::memcmp(got.value.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
   CHECK(p.b->same_host_count() == lent_before + 1);
 }
+
+TEST_CASE("drain: a sender about to end lets its peer read what it sent, lent or over TCP; a peer that never reads "
+          "bounds the wait") {
+  for (bool same_host : {true, false}) {
+    INFO("same host " << same_host);
+    Pair p(size_t{4} << 20, same_host);
+    Tensor big = Floats(int64_t{16} << 20, 0.5f);  // 64 MiB: lent, or many chunks
+    REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
+    REQUIRE(p.a->Drain(std::chrono::seconds(20)));
+    p.a->Stop();  // gone: whatever it had not delivered would be lost now
+    auto item = p.in_b.Next();
+    REQUIRE(item.status.ok());
+    REQUIRE(item.value.shape() == big.shape());
+    CHECK(std::memcmp(item.value.raw_data(), big.raw_data(), big.TotalBytes()) == 0);
+  }
+  // A peer that accepts and never reads: the bytes cannot all go, Drain says so at its bound.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::listen(listener, 4) == 0);
+  socklen_t len = sizeof(addr);
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  Pair p(size_t{4} << 20, /*same_host=*/false);
+  p.a->SetPeer(kB, "127.0.0.1", ntohs(addr.sin_port), 222);
+  REQUIRE(p.a->Send(kB, 1, Key("big"), Floats(int64_t{16} << 20, 0.5f), false).ok());
+  CHECK_FALSE(p.a->Drain(std::chrono::milliseconds(300)));
+  ::close(listener);
+}
