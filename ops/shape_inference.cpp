@@ -125,6 +125,13 @@ Status Unchanged(InferenceContext* c) {
   return Status::OK();
 }
 
+Status ShapeAttr(InferenceContext* c) {
+  PartialTensorShape shape;
+  AF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+  c->set_output(0, shape);
+  return Status::OK();
+}
+
 Status Broadcasting(InferenceContext* c) {
   PartialTensorShape out;
   if (!BroadcastShapes(c->input(0), c->input(1), &out))

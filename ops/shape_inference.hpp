@@ -90,6 +90,7 @@ namespace shape_fns {
 Status Unknown(InferenceContext* c);             // every output unknown
 Status Scalar(InferenceContext* c);              // every output a scalar
 Status Unchanged(InferenceContext* c);           // output 0 = input 0
+Status ShapeAttr(InferenceContext* c);           // output 0 = the node's "shape" attr
 Status Broadcasting(InferenceContext* c);        // output 0 = broadcast(input 0, input 1)
 Status Reduction(InferenceContext* c);           // input 0 reduced over input 1 with keep_dims
 Status MatMul(InferenceContext* c);

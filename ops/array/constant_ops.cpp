@@ -100,18 +100,11 @@ AF_REGISTER_KERNEL(KernelDefBuilder("Const").Device(DEVICE_CPU), ConstOp);
 // ---------------------------------------------------------------------------
 // Placeholder, PlaceholderWithDefault
 
-Status PlaceholderShape(InferenceContext* c) {
-  PartialTensorShape shape;
-  AF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-  c->set_output(0, shape);
-  return Status::OK();
-}
-
 AF_REGISTER_OP("Placeholder")
     .Output("output: dtype")
     .Attr("dtype: type")
     .Attr("shape: shape = { unknown_rank: true }")
-    .SetShapeFn(PlaceholderShape)
+    .SetShapeFn(shape_fns::ShapeAttr)
     .Doc("A placeholder for a value that will be fed into the computation.");
 
 class PlaceholderOp : public OpKernel {

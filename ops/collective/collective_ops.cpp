@@ -25,13 +25,6 @@
 namespace actorflow {
 namespace {
 
-Status ExplicitShape(InferenceContext* c) {
-  PartialTensorShape shape;
-  AF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-  c->set_output(0, shape);
-  return Status::OK();
-}
-
 AF_REGISTER_OP("CollectiveReduce")
     .Input("input: T")
     .Output("data: T")
@@ -60,7 +53,7 @@ AF_REGISTER_OP("CollectiveBcastSend")
     .Attr("communication_hint: string = 'auto'")
     .Attr("timeout_seconds: float = 0")
     .SetIsStateful()
-    .SetShapeFn(ExplicitShape)
+    .SetShapeFn(shape_fns::ShapeAttr)
     .Doc("Broadcasts input to the other members of the group; outputs input.");
 AF_REGISTER_OP("CollectiveBcastRecv")
     .Output("data: T")
@@ -72,7 +65,7 @@ AF_REGISTER_OP("CollectiveBcastRecv")
     .Attr("communication_hint: string = 'auto'")
     .Attr("timeout_seconds: float = 0")
     .SetIsStateful()
-    .SetShapeFn(ExplicitShape)
+    .SetShapeFn(shape_fns::ShapeAttr)
     .Doc("Receives the tensor the group's CollectiveBcastSend of the same instance sends.");
 
 class CollectiveOp : public AsyncOpKernel {

@@ -41,13 +41,6 @@ Status VariableUpdateKernel::Handles(OpKernelContext* ctx, int n, std::vector<st
 
 namespace {
 
-Status VariableShape(InferenceContext* c) {
-  PartialTensorShape shape;
-  AF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-  c->set_output(0, shape);
-  return Status::OK();
-}
-
 AF_REGISTER_OP("VariableV2")
     .Output("ref: Ref(dtype)")
     .Attr("shape: shape")
@@ -55,7 +48,7 @@ AF_REGISTER_OP("VariableV2")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .SetIsStateful()
-    .SetShapeFn(VariableShape)
+    .SetShapeFn(shape_fns::ShapeAttr)
     .Doc("A reference to the variable (container, shared_name or the node's name), held by the container actor.");
 
 class VariableV2Op : public OpKernel {
