@@ -84,6 +84,17 @@ struct Ring {
           a->transport->SetPeer(b->task, "127.0.0.1", b->transport->port(), b->transport->incarnation());
   }
   Rank& operator[](int i) { return *ranks[i]; }
+  // Rank i dies and a new process takes its place (a new incarnation) that
+  // knows no peer yet.
+  void Restart(int i, uint64_t incarnation) {
+    ranks[i]->Kill();
+    ranks[i] = std::make_unique<Rank>(i, incarnation, std::chrono::seconds(20), true);
+  }
+  // Rank `from` learns where rank `to` is (as a session finds it).
+  void Introduce(int from, int to) {
+    ranks[from]->transport->SetPeer(Task(to), "127.0.0.1", ranks[to]->transport->port(),
+                                    ranks[to]->transport->incarnation());
+  }
 };
 
 using Result = std::pair<Status, Tensor>;
@@ -307,13 +318,11 @@ TEST_CASE("collective: a group smaller than the job is InvalidArgument; one wait
   CHECK_THAT(rc.first.message(), Catch::Contains("group_size 2") && Catch::Contains("3 tasks"));
 
   Ring two(2);
-  auto fresh = std::make_unique<Rank>(0, 700, std::chrono::seconds(20), true);  // knows nobody yet
-  two.ranks[0]->Kill();
-  two.ranks[0] = std::move(fresh);
-  two[1].transport->SetPeer(Task(0), "127.0.0.1", two[0].transport->port(), two[0].transport->incarnation());
+  two.Restart(0, 700);  // knows nobody yet
+  two.Introduce(1, 0);
   auto a = Start(two[0], Reduce(2, 1), Input(0, 16));  // waits: one task of the two known
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  two[0].transport->SetPeer(Task(1), "127.0.0.1", two[1].transport->port(), two[1].transport->incarnation());
+  two.Introduce(0, 1);
   auto b = Start(two[1], Reduce(2, 1), Input(1, 16));
   Result ra = Wait(a), rb = Wait(b);
   INFO(ra.first.ToString() << " / " << rb.first.ToString());
@@ -325,13 +334,11 @@ TEST_CASE("collective: a JOIN dropped because the peer did not know this task ye
   Ring ring(2);
   // A new rank 0 that does not know rank 1 yet (as before its session found
   // it): rank 1's JOIN is dropped there.
-  std::unique_ptr<Rank> fresh = std::make_unique<Rank>(0, 500, std::chrono::seconds(20), true);
-  ring.ranks[0]->Kill();
-  ring.ranks[0] = std::move(fresh);
-  ring[1].transport->SetPeer(Task(0), "127.0.0.1", ring[0].transport->port(), ring[0].transport->incarnation());
+  ring.Restart(0, 500);
+  ring.Introduce(1, 0);
   auto b = Start(ring[1], Reduce(2, 1), Input(1, 64));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its JOIN went and was dropped
-  ring[0].transport->SetPeer(Task(1), "127.0.0.1", ring[1].transport->port(), ring[1].transport->incarnation());
+  ring.Introduce(0, 1);
   auto a = Start(ring[0], Reduce(2, 1), Input(0, 64));
   Result ra = Wait(a), rb = Wait(b);
   INFO(ra.first.ToString() << " / " << rb.first.ToString());
@@ -345,8 +352,7 @@ TEST_CASE("collective: a restarted rank (new incarnation) meets the others at a 
   auto b = Start(ring[1], Reduce(2, 1), Input(1, 1000));
   REQUIRE(Wait(a).first.ok());
   REQUIRE(Wait(b).first.ok());
-  ring[1].Kill();
-  ring.ranks[1] = std::make_unique<Rank>(1, 999, std::chrono::seconds(20), true);
+  ring.Restart(1, 999);
   ring.Connect();  // as a new session finds it
   // The newcomer's collective waits for its partner. The survivor's first may
   // fail (Unavailable: it saw the peer go; Aborted: the group re-formed when
