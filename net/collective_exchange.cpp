@@ -98,7 +98,7 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   Status s;
   if (op.plan_hash != 0 && g.plans_sent.insert(op.plan_hash).second) {
     Tensor text(DT_STRING, TensorShape{});
-    text.scalar<std::string>() = op.p.plan;
+    text.scalar<std::string>() = *op.p.plan;
     const std::string name = std::string(kPrefix) + "p|" + std::to_string(g.key) + "|" + std::to_string(g.epoch) +
                              "|" + std::to_string(op.plan_hash) + "|" + std::to_string(r);
     for (int64_t m = 0; m < n && s.ok(); ++m)
@@ -166,7 +166,7 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
       return Fail(id, errors::InvalidArgument(
                           Describe(op), ": the bucket plans of ", task, " and ", g.members[from], " differ (",
                           text == g.peer_plans.end() ? std::string("hashes differ")
-                                                     : FirstDifference(op.p.plan, text->second, g.members[from]),
+                                                     : FirstDifference(*op.p.plan, text->second, g.members[from]),
                           "): every rank must build the same model and bucket options"));
     }
     if (msg.dtype != want_dtype || msg.elements != want_elements) {

@@ -260,7 +260,7 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
   }
   const auto timeout = op.p.timeout.count() > 0 ? op.p.timeout : options.default_timeout;
   op.deadline = Clock::now() + timeout;
-  op.plan_hash = CollectivePlanHash(op.p.plan);
+  op.plan_hash = op.p.plan_hash != 0 || !op.p.plan ? op.p.plan_hash : CollectivePlanHash(*op.p.plan);
   const uint64_t id = op.id;
   // A group to form first: before this op joins it (forming fails what was begun before).
   if (g.state == Group::kAwaiting) {

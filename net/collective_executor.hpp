@@ -78,8 +78,12 @@ struct CollectiveParams {
   int64_t instance_key = 0;
   MergeOp merge = MergeOp::kAdd;
   bool divide = false;  // final_op Div
-  /// The bucket plan this op belongs to (client/train/all_reduce.hpp), "" none.
-  std::string plan;
+  /// The bucket plan this op belongs to (client/train/all_reduce.hpp), null
+  /// none: shared, not copied, by every run of the op.
+  std::shared_ptr<const std::string> plan;
+  /// CollectivePlanHash(*plan), computed once by the op's kernel (0: the
+  /// executor computes it).
+  uint64_t plan_hash = 0;
   /// What a kBroadcastRecv expects (the sender's must match).
   DataType dtype = DT_FLOAT;
   TensorShape shape;

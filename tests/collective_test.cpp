@@ -224,8 +224,10 @@ TEST_CASE("collective: different tensors or bucket plans on the ranks are Invali
                                       Catch::Contains("11 elements"));
   }
   CollectiveParams p0 = Reduce(2, 4), p1 = Reduce(2, 4);
-  p0.plan = "group 1 of 2\nbucket 0 (instance 4): w float[4,3]\nbucket 0 (instance 4): b float[3]\n";
-  p1.plan = "group 1 of 2\nbucket 0 (instance 4): w float[4,3]\nbucket 1 (instance 5): b float[3]\n";
+  p0.plan = std::make_shared<const std::string>(
+      "group 1 of 2\nbucket 0 (instance 4): w float[4,3]\nbucket 0 (instance 4): b float[3]\n");
+  p1.plan = std::make_shared<const std::string>(
+      "group 1 of 2\nbucket 0 (instance 4): w float[4,3]\nbucket 1 (instance 5): b float[3]\n");
   a = Start(ring[0], p0, Input(0, 15));
   b = Start(ring[1], p1, Input(1, 15));
   Result ra = Wait(a), rb = Wait(b);

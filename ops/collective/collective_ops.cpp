@@ -79,7 +79,14 @@ class CollectiveOp : public AsyncOpKernel {
     c->SetStatus(c->GetAttr("instance_key", &p_.instance_key));
     c->SetStatus(c->GetAttr("timeout_seconds", &timeout));
     if (timeout > 0) p_.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000.0));
-    if (c->HasAttr("_bucket_plan")) c->SetStatus(c->GetAttr("_bucket_plan", &p_.plan));
+    if (c->HasAttr("_bucket_plan")) {  // read and hashed once, here, not per step
+      std::string plan;
+      c->SetStatus(c->GetAttr("_bucket_plan", &plan));
+      if (!plan.empty()) {
+        p_.plan_hash = CollectivePlanHash(plan);
+        p_.plan = std::make_shared<const std::string>(std::move(plan));
+      }
+    }
     if (p_.group_size < 1)
       c->SetStatus(errors::InvalidArgument(name(), ": group_size must be at least 1, got ", p_.group_size));
     if (kind == CollectiveKind::kReduce) {
