@@ -98,7 +98,7 @@ void Reply(caf::response_promise& rp, Response r) noexcept {
 template <class Request>
 void Fail(Request& w, const Status& s) noexcept {
   if (std::holds_alternative<VarReadRequest>(w.request)) Reply(w.promise, VarReadResponse{s, {}});
-  else Reply(w.promise, VarUpdateResponse{s, Tensor()});
+  else Reply(w.promise, VarUpdateResponse{s, Tensor(), {}, {}});
 }
 
 // "Assign of variable v", "ApplyAdam of variables var, m, v": what an update's errors name.
@@ -194,9 +194,10 @@ bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>&
 // ApplyVarUpdate, with running out of memory (a refused copy-on-write
 // buffer or copy: a Status or a TensorAllocationError) turned into
 // ResourceExhausted naming the op, its variables and the bytes asked.
-Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, Tensor* answer) noexcept {
+Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, Tensor* answer,
+                     std::vector<Tensor>* sources = nullptr) noexcept {
   try {
-    Status s = ApplyVarUpdate(req, slots, answer);
+    Status s = ApplyVarUpdate(req, slots, answer, sources);
     if (s.code() == Code::kResourceExhausted)
       s = errors::ResourceExhausted(UpdateContext(req, slots), ": ", s.message());
     return s;
@@ -211,9 +212,18 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
                  caf::response_promise promise) {
   std::vector<VarSlot*> slots;
   for (const auto& v : vars) slots.push_back(&v->slot);
-  if (VarUpdateSize(req, slots) < kInlineUpdateElements) {
+  if (req.on_device || VarUpdateSize(req, slots) < kInlineUpdateElements) {  // on the device: checks only
     VarUpdateResponse response;
-    response.status = ApplyCatching(req, slots, &response.value);
+    response.status = ApplyCatching(req, slots, &response.value, &response.sources);
+    if (response.status.ok() && req.on_device) {
+      try {
+        for (const VarSlot* v : slots) response.vars.push_back(v->value);
+      } catch (...) {
+        response.status = OutOfMemoryStatus();
+        response.vars.clear();
+        response.sources.clear();
+      }
+    }
     Reply(promise, std::move(response));
     return;
   }
@@ -248,7 +258,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
     Reply(promise, VarUpdateResponse{CurrentExceptionStatusWith([&] {
                                        return strings::StrCat("cannot start ", UpdateContext(req, slots));
                                      }),
-                                     Tensor()});
+                                     Tensor(), {}, {}});
     return;
   }
   for (const auto& v : vars) v->busy = true;
@@ -380,7 +390,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
       }
       for (auto& w : st.waiting) Fail(w, gone);
       st.waiting.clear();
-      for (auto& [id, r] : st.running) Reply(r.promise, VarUpdateResponse{gone, Tensor()});
+      for (auto& [id, r] : st.running) Reply(r.promise, VarUpdateResponse{gone, Tensor(), {}, {}});
       st.running.clear();
       self->quit(msg.reason);
     });
@@ -419,7 +429,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
                   s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
                                               vars[i]->slot.name, " twice");
             if (!s.ok()) {
-              Reply(rp, VarUpdateResponse{s, Tensor()});
+              Reply(rp, VarUpdateResponse{s, Tensor(), {}, {}});
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
               self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
             } else {
@@ -429,7 +439,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             Reply(rp, VarUpdateResponse{CurrentExceptionStatusWith([&] {
                                           return VarUpdateName(static_cast<VarUpdateKind>(req.kind));
                                         }),
-                                        Tensor()});
+                                        Tensor(), {}, {}});
           }
         },
         [self](const VarUpdateDone& done) {

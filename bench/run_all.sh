@@ -11,7 +11,7 @@ against=""
 if [ "${1:-}" = "--against" ]; then against=${2:?--against needs a revision}; fi
 ./setup.sh --bench
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices \
+cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
   bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
   train_distributed >/dev/null
 
@@ -76,4 +76,8 @@ ACTORFLOW_NUM_THREADS=1 ./build/bench/bench_allreduce /usr/bin/python3
 # Data-parallel training across processes (1 thread each): examples/s in every mode
 # beside PyTorch DDP (torchrun, gloo) and one actorflow process; recovery times.
 bench/bench_distributed_train.sh build
+# The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on
+# the same GPU, ms per step; both say so and measure nothing where there is no GPU.
+./build/bench/bench_gpu_train
+/usr/bin/python3 bench/peer_torch_gpu_train.py
 if [ -n "$against" ]; then bench/compare_rev.sh "$against"; fi

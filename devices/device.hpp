@@ -3,7 +3,10 @@
 // actor (actors/device/device_actor.hpp) is what executes graph partitions on it.
 #pragma once
 
+#include <functional>
 #include <string>
+
+#include "core/status.hpp"
 
 namespace actorflow {
 
@@ -25,6 +28,15 @@ class Device {
   const std::string& device_type() const { return type_; }
   Allocator* allocator() const { return allocator_; }
   ComputePool* compute_pool() const { return pool_; }
+
+  /// Whether the executor must call Sync when a step's nodes on this device
+  /// have all run: a device whose kernels only enqueue work (a GPU) finishes a
+  /// step once that work has run. False for the CPU, where a kernel's end is
+  /// its work's end.
+  virtual bool SyncsAtStepEnd() const { return false; }
+  /// Calls `done` (from any thread) once the work enqueued on this device so
+  /// far has run, with the first error it met (a faulting GPU kernel).
+  virtual void Sync(std::function<void(const Status&)> done) { done(Status::OK()); }
 
  private:
   std::string name_;

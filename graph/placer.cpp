@@ -277,17 +277,37 @@ class Placer {
                                    devs[matching.front()]->device_type());
   }
 
-  // A group that asks for no device is put on a CPU device whenever one can
-  // run it: the cost model knows no GPU costs, so GPUs (or other non-CPU
-  // devices) run what is placed on them explicitly ("/device:GPU:0"), and
-  // constants and feeds follow their consumers there.
+  // A group that asks for no device goes to a GPU whenever one can run all of
+  // it, as in TensorFlow (the GPU device type ranks first), else to a CPU; a
+  // GPU runs shape and index arithmetic in host memory (host kernels,
+  // ops/gpu/host_kernels.cpp), so those follow the GPU ops they feed without
+  // waiting for it. Measured costs can overrule the preference: once the cost
+  // model has timed the group's first node on a GPU and on a CPU (a tiny op
+  // between host-only ops), both are candidates and the earliest finish time
+  // decides.
   void PickFrom(Group* group) const {
     group->candidates = group->feasible;
-    if (group->spec_source && !group->soft_placed) return;
-    std::vector<int> cpu;
-    for (int d : group->feasible)
-      if (devices_.devices()[d]->device_type() == DEVICE_CPU) cpu.push_back(d);
+    if (group->spec_source && !group->soft_placed && group->spec.has_type) return;  // a type was asked for
+    std::vector<int> cpu, gpu;
+    for (int d : group->feasible) {
+      const std::string& type = devices_.devices()[d]->device_type();
+      if (type == DEVICE_CPU) cpu.push_back(d);
+      else if (type == DEVICE_GPU) gpu.push_back(d);
+    }
+    if (!gpu.empty()) {
+      if (cpu.empty() || !MeasuredOn(group, gpu) || !MeasuredOn(group, cpu)) group->candidates = std::move(gpu);
+      return;
+    }
     if (!cpu.empty()) group->candidates = std::move(cpu);
+  }
+
+  // Whether the cost model has timed the group's first node on one of `devices`.
+  bool MeasuredOn(const Group* group, const std::vector<int>& devices) const {
+    if (!o_.cost_model || group->members.empty()) return false;
+    double micros;
+    for (int d : devices)
+      if (o_.cost_model->Lookup(group->members.front()->name(), devices_.devices()[d]->name(), &micros)) return true;
+    return false;
   }
 
   // Sets the group's preferred device: a feasible one a stateful member was placed on before.

@@ -19,9 +19,10 @@
 // estimate from its output sizes (and flops, for MatMul). Sources that cost
 // nothing (constants, feeds) follow their first consumer. A stateful node
 // placed before (PlacerOptions::stateful_placements) keeps its device. A
-// group that requests no device goes to a CPU device whenever one can run it:
-// the costs are the CPU's, so a GPU runs what is placed on it explicitly (a
-// requested "/device:GPU:0"), with the constants feeding it.
+// group that names no device type goes to a GPU whenever one can run all of
+// it (TensorFlow's default; shape arithmetic runs there in host memory), else
+// to a CPU; once the cost model has measured it on both, the earliest finish
+// time chooses between them.
 #pragma once
 
 #include <map>

@@ -55,10 +55,13 @@ namespace {
 // costs 15-40 us, as much as such a step. Longer steps are slept through.
 constexpr int64_t kSpinForStepsUnderNs = 50'000;
 
-// Traced steps teach the placer's cost model what each node costs where.
+// Traced steps teach the placer's cost model what each node costs where. Not
+// on a GPU: its kernels only enqueue, so a node's traced time there is its
+// launch, not its work (the placer then keeps preferring the GPU).
 void RecordCosts(const std::vector<NodeExecStats>& stats, CostModel* model) {
   for (const auto& st : stats)
-    if (!st.device.empty()) model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
+    if (!st.device.empty() && st.device.find("/device:GPU:") == std::string::npos)
+      model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
 }
 
 std::chrono::nanoseconds SpinBudget(int64_t typical_ns) {

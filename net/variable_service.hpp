@@ -53,11 +53,22 @@ struct VarUpdateRequest {
   std::vector<Tensor> args;
   bool validate_shape = true;        // Assign: the value must have the variable's shape
   bool use_nesterov = false;         // Momentum, Adam
+  /// From a device kernel that updates the variables in device memory (a
+  /// GPU's Apply* and AssignAdd/Sub): the container checks the request as
+  /// usual, computes nothing, and answers the buffers the kernel writes
+  /// (VarUpdateResponse::vars: the variables' own, or new ones where a reader
+  /// holds them, copy on write) and the values it reads (sources), which the
+  /// kernel updates in stream order. An Assign on the device hands over a new
+  /// buffer the variable takes as it is.
+  /// Never crosses a process: device memory is the process's own.
+  bool on_device = false;
 };
 
 struct VarUpdateResponse {
   Status status;
   Tensor value;  // kCountUpTo: the variable's value before the increment
+  std::vector<Tensor> vars;     // on_device: the buffers to write, in the request's order
+  std::vector<Tensor> sources;  // on_device: the values to read (the same buffers when in place)
 };
 
 /// Drops every variable of the named containers (all when the list is empty).
@@ -82,12 +93,13 @@ typename Inspector::result_type inspect(Inspector& f, VarReadResponse& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VarUpdateRequest& x) {
-  return f(caf::meta::type_name("VarUpdateRequest"), x.kind, x.handles, x.args, x.validate_shape, x.use_nesterov);
+  return f(caf::meta::type_name("VarUpdateRequest"), x.kind, x.handles, x.args, x.validate_shape, x.use_nesterov,
+           x.on_device);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VarUpdateResponse& x) {
-  return f(caf::meta::type_name("VarUpdateResponse"), x.status, x.value);
+  return f(caf::meta::type_name("VarUpdateResponse"), x.status, x.value, x.vars, x.sources);
 }
 
 template <class Inspector>

@@ -39,6 +39,10 @@ caf::error InspectTensorPayload(Inspector& f, Tensor& t) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Tensor& t) {
   if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    // Device memory (a GPU's) is not the host's to read: such a tensor
+    // crosses a process only after a device kernel copied it out (_Send).
+    if (!t.InHostMemory() && t.TotalBytes() > 0)
+      return caf::make_error(caf::sec::invalid_argument, "a tensor in device memory cannot be serialized");
     int32_t dtype = t.dtype();
     std::vector<int64_t> dims = t.shape().dim_sizes();
     if (auto err = f(dtype, dims)) return err;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/allocator.hpp"
+#include "devices/device.hpp"
 #include "ops/op_registry.hpp"
 
 namespace actorflow {
@@ -41,7 +42,7 @@ Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor*
   if (i < 0 || i >= p_->num_outputs)
     return errors::Internal("kernel ", p_->op_kernel->name(), " allocates output ", i, " of ", p_->num_outputs);
   const DataType dtype = BaseType(p_->op_kernel->output_type(i));
-  AF_RETURN_IF_ERROR(Tensor::Create(p_->device->allocator(), dtype, shape, &p_->outputs[i])
+  AF_RETURN_IF_ERROR(Tensor::Create(AllocatorFor(dtype), dtype, shape, &p_->outputs[i])
                          .WithContext("output " + std::to_string(i)));
   *out = &p_->outputs[i];
   return Status::OK();
@@ -63,7 +64,15 @@ Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<i
 }
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  return Tensor::Create(p_->device->allocator(), dtype, shape, out);
+  return Tensor::Create(AllocatorFor(dtype), dtype, shape, out);
+}
+
+Allocator* OpKernelContext::AllocatorFor(DataType dtype) const {
+  Allocator* a = p_->device->allocator();
+  // A device whose memory the host cannot read (a GPU) keeps only float32
+  // there; other dtypes (shapes, indices, labels) live in host memory, where
+  // the kernels that compute them and those that read them run.
+  return dtype == DT_FLOAT || a->HostAccessible() ? a : nullptr;
 }
 
 std::vector<int64_t> OpKernelContext::iteration_path() const {
@@ -109,6 +118,31 @@ std::string DescribeKernel(const KernelDef& k) {
 }
 }  // namespace
 
+void KernelRegistry::RegisterHostKernel(const std::string& op, const std::string& device_type, HostKernel rule) {
+  host_kernels_[{op, device_type}] = rule;
+}
+
+namespace {
+// Whether every dtype the node's type attrs name is an integer or bool: the
+// shape and index arithmetic a GPU leaves in host memory.
+bool OnlyIntegralTypes(const proto::NodeDef& node) {
+  auto integral = [](int t) {
+    switch (static_cast<DataType>(t)) {
+      case DT_INT8: case DT_INT16: case DT_INT32: case DT_INT64:
+      case DT_UINT8: case DT_UINT16: case DT_BOOL: return true;
+      default: return false;
+    }
+  };
+  for (const auto& [name, value] : node.attr()) {
+    if (value.value_case() == proto::AttrValue::kType && !integral(value.type())) return false;
+    if (value.value_case() == proto::AttrValue::kList)
+      for (auto t : value.list().type())
+        if (!integral(t)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 Status KernelRegistry::Find(const proto::NodeDef& node, const std::string& device_type, const KernelDef** def,
                             KernelFactory* factory) const {
   auto range = kernels_.equal_range(node.op());
@@ -117,6 +151,17 @@ Status KernelRegistry::Find(const proto::NodeDef& node, const std::string& devic
       *def = &it->second.def;
       *factory = it->second.factory;
       return Status::OK();
+    }
+  }
+  auto host = host_kernels_.find({node.op(), device_type});
+  if (host != host_kernels_.end() && device_type != DEVICE_CPU &&
+      (host->second == HostKernel::kShapeOnly || OnlyIntegralTypes(node))) {
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second.def.device_type == DEVICE_CPU && Matches(it->second.def, node)) {
+        *def = &it->second.def;
+        *factory = it->second.factory;
+        return Status::OK();
+      }
     }
   }
   std::string registered;

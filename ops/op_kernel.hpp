@@ -183,6 +183,10 @@ class OpKernelContext {
                                           Tensor** out);
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
   Tensor* mutable_output(int i) { return &p_->outputs[i]; }
+  /// Where outputs and temporaries of `dtype` live: the device's allocator,
+  /// except on a device the host cannot read (a GPU), whose non-float32
+  /// tensors live in host memory (nullptr: the CPU allocator).
+  Allocator* AllocatorFor(DataType dtype) const;
 
   void SetStatus(const Status& s) { status_.Update(s); }
   const Status& status() const { return status_; }
@@ -262,12 +266,26 @@ class KernelRegistry {
               KernelFactory* factory) const;
   std::vector<KernelDef> KernelsForOp(const std::string& op) const;
 
+  /// Which nodes of an op the CPU's kernel serves on a device whose memory
+  /// the host cannot read (a GPU), where they compute in host memory, as
+  /// TensorFlow's HostMemory kernels do: shapes and indices stay on the host,
+  /// so a GPU step never waits to read them.
+  enum class HostKernel {
+    kShapeOnly,  // any dtype: the kernel reads its inputs' shapes only (Shape, Reshape, ExpandDims)
+    kIntegral,   // nodes whose type attrs are all integers or bool: every tensor they touch is in host memory
+  };
+  /// From now on, a node of `op` with no kernel of its own on `device_type`
+  /// that `rule` admits gets the CPU's kernel there. Called at static-init
+  /// time, like Register.
+  void RegisterHostKernel(const std::string& op, const std::string& device_type, HostKernel rule);
+
  private:
   struct Entry {
     KernelDef def;
     KernelFactory factory;
   };
   std::multimap<std::string, Entry> kernels_;  // filled at static-init time, read-only afterwards
+  std::map<std::pair<std::string, std::string>, HostKernel> host_kernels_;  // (op, device type); the same
 };
 
 /// Builds the kernel of `node` (its attrs completed with defaults) for `device`.
@@ -276,6 +294,11 @@ Status CreateOpKernel(Device* device, const proto::NodeDef& node, std::unique_pt
 bool HasKernel(const proto::NodeDef& node, const std::string& device_type);
 
 namespace detail {
+struct HostKernelRegistrar {
+  HostKernelRegistrar(const char* device_type, KernelRegistry::HostKernel rule, std::initializer_list<const char*> ops) {
+    for (const char* op : ops) KernelRegistry::Global()->RegisterHostKernel(op, device_type, rule);
+  }
+};
 struct KernelRegistrar {
   KernelRegistrar(const KernelDefBuilder& b, KernelFactory f) { KernelRegistry::Global()->Register(b.def(), std::move(f)); }
 };

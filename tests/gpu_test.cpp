@@ -25,29 +25,21 @@
 #include "devices/pool_allocator.hpp"
 #include "local_cluster.hpp"
 #include "master/server.hpp"
+#include "gpu_util.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
+using test::ExpectClose;
 using test::kCpu;
 using test::kGpu;
 using test::MakeTensor;
+using test::Random;
 using test::ToDef;
 using test::Values;
 
 namespace {
 
 Runtime* g_runtime = nullptr;  // one for all cases: a CUDA context per process is enough
-
-// Uniform in [lo, hi], in steps of 1/64: sums and products of such values
-// (MatMul, BiasAddGrad, Sum) are exact in float32 at these sizes, so the GPU's
-// order of summation cannot differ from the CPU's; exp and division still can.
-Tensor Random(const TensorShape& shape, uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Tensor t(DT_FLOAT, shape);
-  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = std::round(dist(gen) * 64.f) / 64.f;
-  return t;
-}
 
 template <class T>
 Tensor RandomLabels(int64_t rows, int64_t classes, uint32_t seed) {
@@ -89,22 +81,6 @@ std::unique_ptr<Session> NewSession(const Scope& root) {
 RunResult RunGraph(const Scope& root, const std::vector<Output>& fetches,
                    const std::vector<std::pair<std::string, Tensor>>& feeds) {
   return RunStep(NewSession(root).get(), fetches, feeds);
-}
-
-// |gpu - cpu| <= tol * (1 + |cpu|) everywhere, same shapes.
-void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol = 1e-5f) {
-  REQUIRE(gpu.dtype() == cpu.dtype());
-  REQUIRE(gpu.shape() == cpu.shape());
-  REQUIRE(gpu.InHostMemory());
-  int bad = 0;
-  for (int64_t i = 0; i < cpu.NumElements(); ++i) {
-    const float g = gpu.data<float>()[i], c = cpu.data<float>()[i];
-    const bool both_nan = std::isnan(g) && std::isnan(c);
-    if (!both_nan && !(std::fabs(g - c) <= tol * (1.f + std::fabs(c)))) {
-      if (++bad <= 5) UNSCOPED_INFO("element " << i << ": GPU " << g << ", CPU " << c);
-    }
-  }
-  CHECK(bad == 0);
 }
 
 // Builds `op` twice over the same fed inputs, on GPU:0 and on CPU:0, runs both
@@ -233,6 +209,58 @@ TEST_CASE("GPU Softmax and SparseSoftmaxCrossEntropyWithLogits match the CPU") {
   }
 }
 
+TEST_CASE("GPU Fill, ZerosLike, OnesLike, Tile, AddN and Cast match the CPU") {
+  CompareWithCpu({Random({5, 7}, 1), Random({}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::ZerosLike(s, in[0]), ops::OnesLike(s, in[0]),
+                               ops::Fill(s, MakeTensor<int32_t>({3, 4}, {2}), in[1]),
+                               ops::Fill(s, MakeTensor<int64_t>({0, 4}, {2}), in[1])};
+  });
+  for (const auto& [shape, multiples] : std::vector<std::pair<TensorShape, std::vector<int32_t>>>{
+           {{}, {}}, {{1}, {300}}, {{3, 4}, {2, 3}}, {{2, 1, 3}, {1, 5, 2}}, {{4, 2}, {0, 1}}}) {
+    INFO("Tile " << shape.DebugString());
+    const Tensor m = MakeTensor<int32_t>(multiples, TensorShape{static_cast<int64_t>(multiples.size())});
+    CompareWithCpu({Random(shape, 3)}, [&m](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{ops::Tile(s, in[0], m)};
+    });
+  }
+  for (int n : {1, 2, 9, 17}) {
+    INFO("AddN of " << n);
+    std::vector<Tensor> ins;
+    for (int i = 0; i < n; ++i) ins.push_back(Random({33, 5}, 10 + i));
+    CompareWithCpu(ins, [](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{ops::AddN(s, std::vector<Input>(in.begin(), in.end()))};
+    });
+  }
+  CompareWithCpu({MakeTensor<int32_t>({-3, 0, 7, 1 << 20}, {2, 2}), MakeTensor<int64_t>({5, -9}, {2}),
+                  Random({4}, 4)},
+                 [](const Scope& s, const std::vector<Output>& in) {
+                   return std::vector<Output>{ops::Cast(s, in[0], DT_FLOAT), ops::Cast(s, in[1], DT_FLOAT),
+                                              ops::Cast(s, in[2], DT_FLOAT)};
+                 });
+}
+
+TEST_CASE("shape and index ops run on the GPU in host memory beside its float tensors") {
+  // The gradient of a mean: Shape, Size and Reshape of a GPU tensor, Tile and
+  // a Cast of the int64 count, all placed on GPU:0.
+  CompareWithCpu({Random({6, 5}, 1), Random({}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+    Output tiled = ops::Tile(s, ops::Reshape(s, in[1], MakeTensor<int32_t>({1, 1}, {2})), ops::Shape(s, in[0]));
+    Output count = ops::Cast(s, ops::Size(s, in[0], DT_INT64), DT_FLOAT);
+    Output col = ops::ExpandDims(s, ops::Sum(s, in[0], 1), -1);
+    return std::vector<Output>{ops::RealDiv(s, tiled, count), ops::Mul(s, col, in[0])};
+  });
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Scope g = root.WithDevice("/device:GPU:0");
+  auto shape = ops::Shape(g.WithOpName("shape"), x);
+  auto doubled = ops::Mul(g.WithOpName("doubled"), shape, 2);  // int32 arithmetic: a host kernel on the GPU
+  RunResult r = RunGraph(root, {doubled}, {{"x", Random({3, 4}, 1)}});
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(r.placement["shape"] == kGpu);
+  CHECK(r.placement["doubled"] == kGpu);
+  CHECK(Values<int32_t>(r.outputs[0]) == std::vector<int32_t>{6, 8});
+}
+
 TEST_CASE("an MLP layer on GPU:0 with feeds and fetches on the host") {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
@@ -310,14 +338,7 @@ int main(int argc, char** argv) {
   RuntimeOptions options;
   options.num_gpu_devices = 1;
   Runtime runtime(options);
-  if (runtime.device_manager().OfType(DEVICE_GPU).empty()) {
-#ifdef AF_CUDA
-    std::printf("gpu_test: skipped: no usable GPU on this machine\n");
-#else
-    std::printf("gpu_test: skipped: this build has no CUDA (nvcc was not found or AF_ENABLE_CUDA=OFF)\n");
-#endif
-    return 77;  // CTest: SKIP_RETURN_CODE
-  }
+  if (!test::HasGpuOrSaySkipped(runtime, "gpu_test")) return test::kSkipped;
   g_runtime = &runtime;
   return Catch::Session().run(argc, argv);
 }

@@ -1,7 +1,8 @@
-// Placement next to a GPU: nodes that ask for no device stay on the CPU, a
-// requested GPU gets its node and the constants feeding it, soft placement
-// falls back to the CPU. The GPU here is a Device object only (placement needs
-// no hardware), and the op placed has a CPU and a GPU kernel of its own.
+// Placement next to a GPU: nodes that ask for no device go to the GPU when it
+// has kernels for them (TensorFlow's default), a requested CPU keeps its node,
+// ops without a GPU kernel go to the CPU, measured costs can overrule the
+// preference, soft placement falls back. The GPU here is a Device object only
+// (placement needs no hardware), so these run on every machine.
 #include <catch2/catch.hpp>
 
 #include "devices/device.hpp"
@@ -84,7 +85,7 @@ std::string DeviceOf(const Graph& g, const std::string& node) {
 
 }  // namespace
 
-TEST_CASE("placement: nodes that request no device stay on the CPU beside a GPU") {
+TEST_CASE("placement: nodes that request no device go to the GPU beside a CPU") {
   Devices d;
   for (PlacementStrategy strategy :
        {PlacementStrategy::kCostModel, PlacementStrategy::kRoundRobin, PlacementStrategy::kSingle}) {
@@ -92,10 +93,53 @@ TEST_CASE("placement: nodes that request no device stay on the CPU beside a GPU"
     options.strategy = strategy;
     Graph g;
     REQUIRE(Place(Branches(), d, options, &g).ok());
-    for (const Node* n : g.nodes()) {
-      INFO(n->name() << " with strategy " << static_cast<int>(strategy));
-      CHECK(n->assigned_device() == kCpu);
+    for (int i = 0; i < 8; ++i) {
+      INFO("chain " << i << " with strategy " << static_cast<int>(strategy));
+      CHECK(DeviceOf(g, "a" + std::to_string(i)) == kGpu);
+      CHECK(DeviceOf(g, "b" + std::to_string(i)) == kGpu);
     }
+  }
+}
+
+TEST_CASE("placement: a node asking for the CPU, or without a GPU kernel, runs on the CPU") {
+  Devices d;
+  Graph g;
+  REQUIRE(Place(Branches("/device:CPU:0"), d, PlacerOptions(), &g).ok());
+  CHECK(DeviceOf(g, "a0") == kCpu);
+  CHECK(DeviceOf(g, "b0") == kGpu);  // asks for nothing
+  for (int i = 1; i < 8; ++i) CHECK(DeviceOf(g, "a" + std::to_string(i)) == kGpu);
+
+  proto::GraphDef mixed;
+  AddConst(&mixed, "c");
+  AddOp(&mixed, "host", "PlacementTestCpuOnly", "c");
+  AddOp(&mixed, "dev", "PlacementTestOp", "host");
+  Graph g2;
+  REQUIRE(Place(mixed, d, PlacerOptions(), &g2).ok());
+  CHECK(DeviceOf(g2, "host") == kCpu);
+  CHECK(DeviceOf(g2, "dev") == kGpu);
+}
+
+TEST_CASE("placement: measured costs on both devices can keep a tiny op on the CPU") {
+  Devices d;
+  proto::GraphDef def;
+  AddConst(&def, "c");
+  AddOp(&def, "host1", "PlacementTestCpuOnly", "c");
+  AddOp(&def, "tiny", "PlacementTestOp", "host1");
+  AddOp(&def, "host2", "PlacementTestCpuOnly", "tiny");
+  CostModel costs;
+  PlacerOptions options;
+  options.cost_model = &costs;
+  {  // measured on the CPU only: the GPU is still preferred
+    costs.Record("tiny", kCpu, 1.0);
+    Graph g;
+    REQUIRE(Place(def, d, options, &g).ok());
+    CHECK(DeviceOf(g, "tiny") == kGpu);
+  }
+  {  // measured on both, and the transfers there and back cost more than the op
+    costs.Record("tiny", kGpu, 1.0);
+    Graph g;
+    REQUIRE(Place(def, d, options, &g).ok());
+    CHECK(DeviceOf(g, "tiny") == kCpu);
   }
 }
 
@@ -106,8 +150,6 @@ TEST_CASE("placement: a node requesting the GPU gets it, with the constant feedi
   CHECK(DeviceOf(g, "a0") == kGpu);
   // A constant follows its consumer where it can run there (Const has a GPU kernel in CUDA builds).
   CHECK(DeviceOf(g, "c0") == (HasKernel(g.FindNode("c0")->def(), DEVICE_GPU) ? kGpu : kCpu));
-  CHECK(DeviceOf(g, "b0") == kCpu);  // asks for nothing
-  for (int i = 1; i < 8; ++i) CHECK(DeviceOf(g, "a" + std::to_string(i)) == kCpu);
 }
 
 TEST_CASE("placement: a GPU request that cannot be met is an error, or the CPU with soft placement") {
@@ -129,12 +171,14 @@ TEST_CASE("placement: a GPU request that cannot be met is an error, or the CPU w
   }
   PlacerOptions soft;
   soft.allow_soft_placement = true;
-  for (const proto::GraphDef& def : {Branches("/device:GPU:1"), cpu_only}) {
+  {  // GPU:0 takes what asked for the missing GPU:1
     Graph g;
-    REQUIRE(Place(def, d, soft, &g).ok());
-    for (const Node* n : g.nodes()) {
-      INFO(n->name());
-      CHECK(n->assigned_device() == kCpu);
-    }
+    REQUIRE(Place(Branches("/device:GPU:1"), d, soft, &g).ok());
+    CHECK(DeviceOf(g, "a0") == kGpu);
+  }
+  {  // no GPU kernel: the CPU
+    Graph g;
+    REQUIRE(Place(cpu_only, d, soft, &g).ok());
+    CHECK(DeviceOf(g, "x") == kCpu);
   }
 }

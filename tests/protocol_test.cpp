@@ -141,7 +141,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   update.validate_shape = false;
   update.use_nesterov = true;
   echo.RoundTrip("actorflow::VarUpdateRequest", update);
-  echo.RoundTrip("actorflow::VarUpdateResponse", VarUpdateResponse{Status::OK(), Floats()});
+  echo.RoundTrip("actorflow::VarUpdateResponse", VarUpdateResponse{Status::OK(), Floats(), {Floats(), Floats()}, {Floats()}});
   echo.RoundTrip("actorflow::ResetContainersRequest", ResetContainersRequest{{"a", "b"}});
   echo.RoundTrip("actorflow::ResetContainersResponse", ResetContainersResponse{Error(), 5});
 

@@ -103,6 +103,10 @@ void Executor::FailStep(StepState* step, const Status& s) {
 // One node of `step` is done (ran, failed or was skipped).
 void Executor::NodeFinished(StepState* step) {
   if (--step->outstanding > 0) return;
+  if (!step->device_synced && !step->failed() && services_.device->SyncsAtStepEnd()) {
+    SyncDevice(step);
+    return;
+  }
   auto it = steps_.find(step->step_id());
   Answer(it->second);
   if (services_.queues) services_.queues->StepEnded(step->client_step_id);
@@ -152,11 +156,43 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
   NodeFinished(step);
 }
 
+[[gnu::noinline]] void Executor::SyncDevice(StepState* step) {
+  step->device_synced = true;
+  caf::mailbox_element_ptr msg;
+  try {
+    msg = services_.host->MakeCompletion();
+  } catch (...) {
+    FailStep(step, errors::ResourceExhausted("no memory to wait for ", services_.device->name(),
+                                             " at the end of step ", step->client_step_id));
+    NodeFinished(step);
+    return;
+  }
+  ++step->outstanding;
+  const ExecutorHost::CompletionSink sink = services_.host->completion_sink();
+  const int64_t step_id = step->step_id();
+  // The callback shares nothing with the executor: only `sink` (as a kernel's end).
+  auto* owned = msg.release();
+  services_.device->Sync([owned, sink, step_id](const Status& s) noexcept {
+    caf::mailbox_element_ptr m(owned);
+    KernelDone& d = m->content().get_mutable_as<KernelDone>(0);
+    d.step_id = step_id;
+    d.node_id = KernelDone::kDeviceSync;
+    d.status = s;
+    sink.deliver(sink.context, std::move(m));
+  });
+}
+
 void Executor::KernelFinished(KernelDone& done) noexcept {
   try {
     auto it = steps_.find(done.step_id);
     if (it == steps_.end()) return;
     StepState* step = it->second.state.get();
+    if (done.node_id == KernelDone::kDeviceSync) {
+      if (!done.status.ok())
+        FailStep(step, done.status.WithContext("the step's work on " + services_.device->name()));
+      NodeFinished(step);
+      return;
+    }
     if (done.node_id < 0 || done.node_id >= step->plan().num_nodes() ||
         static_cast<int>(done.outputs.size()) != step->plan().item(done.node_id).num_outputs)
       return;

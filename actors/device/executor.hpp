@@ -56,6 +56,8 @@ class Executor;
 /// A kernel that ran off the executor's thread (on the pool, or
 /// asynchronously) finished. Private to one process: it carries a pointer.
 struct KernelDone {
+  /// node_id of the completion of Device::Sync at a step's end.
+  static constexpr int32_t kDeviceSync = -2;
   int64_t step_id = 0;  // the executor's id of the step
   int32_t node_id = 0;
   Status status;
@@ -218,6 +220,12 @@ class Executor {
   void Propagate(StepState* step, IterationState* iter, int32_t node, const Status& status, Tensor* outputs,
                  bool is_dead = false);
   void NodeFinished(StepState* step);
+  /// The step's nodes have all run on a device that enqueues work
+  /// (Device::SyncsAtStepEnd): finishes it once that work has run.
+  void SyncDevice(StepState* step);
+  /// OK unless `value`, read from the variable `ref` names, is in another
+  /// device's memory (executor_reads.cpp).
+  Status CheckReadable(const Tensor& value, const Tensor& ref) const;
   void FailStep(StepState* step, const Status& s);
   void FailStepOnError(int64_t step_id) noexcept;
   void FailAllOnError() noexcept;

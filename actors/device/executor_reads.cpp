@@ -9,6 +9,21 @@
 
 namespace actorflow {
 
+// A value in device memory is readable on that device only: a variable placed
+// on a GPU by one graph and read on the CPU (or another GPU) by another is an
+// error naming it, never host code dereferencing device memory.
+Status Executor::CheckReadable(const Tensor& value, const Tensor& ref) const {
+  if (value.InHostMemory() || value.buffer()->allocator() == services_.device->allocator()) return Status::OK();
+  std::string name = "a variable";
+  const std::string* encoded = nullptr;
+  ResourceHandle h;
+  if (RefTensorHandle(ref, &encoded).ok() && ResourceHandle::Decode(*encoded, &h).ok()) name = "variable " + h.DebugName();
+  return errors::FailedPrecondition(name, " holds its value in the memory of ", h.device.empty() ? "another device" : h.device,
+                                    ", which ", services_.device->name(),
+                                    " cannot read; the nodes taking a variable by reference are placed on one device "
+                                    "per graph: place them the same way in every graph that shares the variable");
+}
+
 // Sends one read for `nodes` (ready, of one live step). A node whose handle
 // is malformed fails alone; nodes of a step that failed meanwhile are skipped.
 void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nodes) {
@@ -60,6 +75,8 @@ void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nod
     StepState* step = it->second.state.get();
     if (r.status.ok() && r.values.size() != fills.size())
       r.status = errors::Internal("container answered ", r.values.size(), " values for ", fills.size());
+    for (size_t i = 0; i < fills.size() && r.status.ok(); ++i)
+      r.status = CheckReadable(r.values[i], fills[i].iter->inputs[fills[i].slot]);
     if (!r.status.ok()) {
       // The first fails the step; the others, still outstanding, are skipped.
       Propagate(step, reading[0].iter, reading[0].node, r.status, inline_outputs_.data());

@@ -139,6 +139,9 @@ class StepState {
   /// Whether the client has been answered (it is answered at the first error
   /// or deadline, while outstanding kernels are still being drained).
   bool replied = false;
+  /// Whether the device's enqueued work has been waited for (Device::Sync)
+  /// once the step's nodes had all run.
+  bool device_synced = false;
 
  private:
   int64_t step_id_;

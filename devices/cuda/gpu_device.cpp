@@ -40,19 +40,15 @@ Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool*
   AF_RETURN_IF_ERROR(d->Activate());
   AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking),
                                 d->short_name_ + ": creating the compute stream"));
-  AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->copy_, cudaStreamNonBlocking),
-                                d->short_name_ + ": creating the copy stream"));
   *out = std::move(d);
   return Status::OK();
 }
 
 GpuDevice::~GpuDevice() {
   if (!Activate().ok()) return;
-  for (cudaStream_t s : {compute_, copy_})
-    if (s) cudaStreamSynchronize(s);
+  if (compute_) cudaStreamSynchronize(compute_);
   if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
-  for (cudaStream_t s : {compute_, copy_})
-    if (s) cudaStreamDestroy(s);
+  if (compute_) cudaStreamDestroy(compute_);
 }
 
 Status GpuDevice::Activate() const {
@@ -86,15 +82,18 @@ namespace {
 
 struct HostCallback {
   ComputePool* pool;
-  std::function<void()> fn;
+  std::function<void(cudaError_t)> fn;
 };
 
 // Runs on a CUDA driver thread, where no CUDA call is allowed and blocking
-// stalls the stream: it only hands the function to the compute pool.
-void CUDART_CB RunOnPool(void* arg) {
+// stalls the stream: it only hands the function (and the stream's status) to
+// the compute pool. Unlike cudaLaunchHostFunc's, a stream callback is called
+// after a device error too, with that error: a faulting kernel fails its
+// step instead of leaving it waiting for ever.
+void CUDART_CB RunOnPool(cudaStream_t, cudaError_t status, void* arg) {
   auto* cb = static_cast<HostCallback*>(arg);
   try {
-    cb->pool->Schedule(std::move(cb->fn));
+    cb->pool->Schedule([fn = std::move(cb->fn), status] { fn(status); });
   } catch (...) {  // no memory for a pool job: the node's step cannot finish
     std::fprintf(stderr, "actorflow: out of memory handing a finished GPU kernel to the compute pool\n");
   }
@@ -103,18 +102,34 @@ void CUDART_CB RunOnPool(void* arg) {
 
 }  // namespace
 
-void GpuDevice::ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept {
+void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaError_t)> fn) noexcept {
   auto* cb = new (std::nothrow) HostCallback{compute_pool(), nullptr};
   if (cb) {
     cb->fn = std::move(fn);
-    if (cudaLaunchHostFunc(stream, RunOnPool, cb) == cudaSuccess) return;
+    if (cudaStreamAddCallback(stream, RunOnPool, cb, 0) == cudaSuccess) return;
     cudaGetLastError();
     fn = std::move(cb->fn);
     delete cb;
   }
-  cudaStreamSynchronize(stream);  // the work must be over before fn releases its buffers
+  // The work must be over before fn releases its buffers.
+  const cudaError_t e = cudaStreamSynchronize(stream);
   cudaGetLastError();
-  fn();
+  fn(e);
+}
+
+void GpuDevice::ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept {
+  ThenRunWithStatus(stream, [fn = std::move(fn)](cudaError_t) { fn(); });
+}
+
+void GpuDevice::Sync(std::function<void(const Status&)> done) {
+  Status s = Activate();  // the actor's thread may have another GPU current
+  if (!s.ok()) {
+    done(s);
+    return;
+  }
+  ThenRunWithStatus(compute_, [this, done = std::move(done)](cudaError_t e) {
+    done(e == cudaSuccess ? Status::OK() : CudaStatus(e, short_name_ + ": a kernel of the step failed"));
+  });
 }
 
 namespace {

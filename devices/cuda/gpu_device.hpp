@@ -5,15 +5,17 @@
 // driver or no GPU means none, silently), up to RuntimeOptions::num_gpu_devices,
 // named "<task>/device:GPU:N" (the Runtime's task, by default
 // "/job:localhost/replica:0/task:0") with N the CUDA ordinal.
-// Each has one compute stream, where its kernels enqueue work in node order,
-// and one copy stream for host<->device transfers (_Send and _Recv); both are
-// non-blocking streams, so nothing synchronizes with CUDA's legacy default stream.
+// Each has one compute stream, where its kernels and its host<->device copies
+// (_Send and _Recv) enqueue work in node order; it is a non-blocking stream,
+// so nothing synchronizes with CUDA's legacy default stream. One stream is
+// what makes freed device memory reusable at once (ops/gpu/gpu_kernel.hpp).
 //
-// Execution: every GPU kernel is an AsyncOpKernel (ops/gpu/gpu_kernel.hpp)
-// that enqueues its work and returns; ThenRun has `done` called on the compute
-// pool once that work has run (a cudaLaunchHostFunc callback, which may not
-// call CUDA, only hands it over). The device actor's thread never waits for
-// the GPU.
+// Execution: every GPU kernel enqueues its work and returns, inline on the
+// device actor's thread (ops/gpu/gpu_kernel.hpp); the executor calls Sync at
+// the end of each step, and a _Send to the host waits for its copy. Both use
+// ThenRun: a function called on the compute pool once the stream's work so
+// far has run (a stream callback, which may not call CUDA, only hands it
+// over; it runs after a device error too, so a faulting kernel fails its step). The device actor's thread never waits for the GPU.
 //
 // Memory: float32 tensors of this device live in its device memory
 // (gpu_allocator(ordinal), devices/cuda/gpu_allocator.hpp); tensors of every
@@ -22,12 +24,12 @@
 // device allocator never hands out managed memory: host code must not
 // dereference a float tensor of this device.
 //
-// Variables live in the host's container actor, so variable reads and updates
-// (Assign, ApplyGradientDescent and the other optimizers' ops) have no GPU
-// kernels: they run on the CPU, and a GPU partition receives the parameters it
-// uses through _Recv at every step (and sends gradients back through _Send).
+// Variables placed on a GPU keep their float32 values in its memory: the
+// container actor holds the tensors, and the GPU kernels of Assign and the
+// Apply* ops update them in place on the compute stream
+// (ops/state/variable_ops_gpu.cu).
 //
-// Thread-safety: the streams and the cuBLAS handle are used from the device
+// Thread-safety: the stream and the cuBLAS handle are used from the device
 // actor's thread (kernels launch there); ThenRun and Activate from any thread.
 #pragma once
 
@@ -58,14 +60,13 @@ class GpuDevice final : public Device {
  public:
   /// The device of GPU `ordinal`, with its streams; Internal naming the GPU when CUDA refuses.
   static Status Create(const std::string& task_name, int ordinal, ComputePool* pool, std::unique_ptr<GpuDevice>* out);
-  /// Waits for both streams, then destroys them and the cuBLAS handle.
+  /// Waits for the stream, then destroys it and the cuBLAS handle.
   ~GpuDevice() override;
 
   int ordinal() const { return ordinal_; }
   /// "GPU:0", for error messages.
   const std::string& short_name() const { return short_name_; }
   cudaStream_t compute_stream() const { return compute_; }
-  cudaStream_t copy_stream() const { return copy_; }
   /// Pinned host memory for staging copies (gpu_host_allocator()).
   PoolAllocator* host_allocator() const { return host_allocator_; }
 
@@ -79,6 +80,16 @@ class GpuDevice final : public Device {
   /// has run. Never throws: if CUDA refuses the callback, it waits for the
   /// stream here and calls `fn` on this thread.
   void ThenRun(cudaStream_t stream, std::function<void()> fn) noexcept;
+  /// As ThenRun, with the stream's status: cudaSuccess, or the error of a
+  /// kernel that faulted before (a device error reaches every later callback).
+  void ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaError_t)> fn) noexcept;
+
+  /// A step ends once its work on the compute stream has run: the host waits
+  /// for the GPU once per step, not per kernel.
+  bool SyncsAtStepEnd() const override { return true; }
+  /// `done` on the compute pool once the compute stream's work so far has run,
+  /// with the stream's error if a kernel failed (Internal naming the GPU).
+  void Sync(std::function<void(const Status&)> done) override;
 
  private:
   GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool);
@@ -87,7 +98,6 @@ class GpuDevice final : public Device {
   const std::string short_name_;
   PoolAllocator* const host_allocator_;
   cudaStream_t compute_ = nullptr;
-  cudaStream_t copy_ = nullptr;
   std::mutex blas_mu_;                  // guards the lazy creation of blas_
   const CublasApi* blas_api_ = nullptr;  // guarded by blas_mu_ until set
   cublasHandle_t blas_ = nullptr;       // guarded by blas_mu_ until created

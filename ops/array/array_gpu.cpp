@@ -1,8 +1,8 @@
 // Const, Identity and NoOp on a GPU.
 //
 // A float32 Const is copied into device memory once, when its kernel is built
-// (graph registration, on the compute pool: a synchronous copy there holds no
-// actor); a Const of another dtype stays in host memory, the GPU device's
+// (graph registration, on the compute pool: waiting for the copy there holds
+// no actor); a Const of another dtype stays in host memory, the GPU device's
 // convention for non-float tensors (devices/cuda/gpu_device.hpp). Identity
 // forwards its input, wherever it lives; NoOp (a target of control edges)
 // does nothing, as on the CPU.
@@ -35,9 +35,13 @@ class GpuConstOp : public OpKernel {
     AF_RETURN_IF_ERROR(gpu->Activate());
     AF_RETURN_IF_ERROR(Tensor::Create(gpu->allocator(), DT_FLOAT, host.shape(), &tensor_));
     if (host.TotalBytes() == 0) return Status::OK();
-    // cudaMemcpy on the legacy default stream: our streams are non-blocking, so
-    // this waits for nothing but the copy.
-    return CudaStatus(cudaMemcpy(tensor_.raw_data(), host.raw_data(), host.TotalBytes(), cudaMemcpyHostToDevice),
+    // On the compute stream, waited for here (graph registration, a pool
+    // thread): the block may have been freed by tensors whose last readers
+    // are still queued on that stream, so the copy must come after them.
+    AF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(tensor_.raw_data(), host.raw_data(), host.TotalBytes(),
+                                                  cudaMemcpyHostToDevice, gpu->compute_stream()),
+                                  gpu->short_name() + ": copying Const " + name() + " to the device"));
+    return CudaStatus(cudaStreamSynchronize(gpu->compute_stream()),
                       gpu->short_name() + ": copying Const " + name() + " to the device");
   }
 

@@ -16,12 +16,9 @@ GpuDevice* GpuDeviceOf(OpKernelContext* ctx) {
   return gpu;
 }
 
-void GpuOpKernel::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
+void GpuOpKernel::ComputeInline(OpKernelContext* ctx) {
   GpuDevice* gpu = GpuDeviceOf(ctx);
-  if (!gpu) {
-    done();
-    return;
-  }
+  if (!gpu) return;
   Status s = gpu->Activate();
   for (int i = 0; i < ctx->num_inputs() && s.ok(); ++i) {
     const Tensor& t = ctx->input(i);
@@ -31,7 +28,6 @@ void GpuOpKernel::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
   }
   if (!s.ok()) {
     ctx->SetStatus(s);
-    done();
     return;
   }
   std::vector<Tensor> keep;
@@ -42,12 +38,13 @@ void GpuOpKernel::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
   } catch (const std::exception& e) {
     ctx->SetStatus(errors::Internal("launching ", name(), " on ", gpu->short_name(), " threw: ", e.what()));
   }
-  // Even after an error: whatever was enqueued must finish before the
-  // node's buffers (and `keep`) are released.
-  gpu->ThenRun(gpu->compute_stream(), [keep = std::move(keep), done = std::move(done)]() mutable {
-    keep.clear();
-    done();
-  });
+  // Even after an error: host buffers that enqueued work reads live until it ran.
+  if (!keep.empty()) gpu->ThenRun(gpu->compute_stream(), [keep = std::move(keep)]() mutable { keep.clear(); });
+}
+
+void GpuOpKernel::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
+  ComputeInline(ctx);
+  done();
 }
 
 Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, void* dst, size_t bytes,

@@ -2,13 +2,20 @@
 // for writing them (ops/*/*_gpu.cu, ops/*/*_gpu.cpp).
 //
 // Contract. Launch() checks the inputs, allocates outputs (ctx->allocate_output
-// gives device memory) and enqueues its work on gpu->compute_stream(); it never
-// waits for the GPU. Errors are set on ctx (AF_REQUIRES) as on the CPU. The
-// node is done, `done` called on a pool thread, only once everything enqueued
-// on the compute stream before it has run, error or not. So a buffer handed to
-// the next node, or freed, has no work pending on it: the allocator needs no
-// per-stream bookkeeping and the copy stream no events. Temporaries read or
-// written by enqueued work must live until then: Launch appends them to `keep`.
+// gives device memory for float32, host memory for other dtypes) and enqueues
+// its work on gpu->compute_stream(); it never waits for the GPU. Errors are
+// set on ctx (AF_REQUIRES) as on the CPU. The node is done as soon as Launch
+// returns (the executor runs it inline, on the device actor's thread): its
+// consumers enqueue their work behind it on the same stream, so stream order
+// is what orders them, and the host waits for the GPU once per step
+// (GpuDevice::Sync, called by the executor at the step's end).
+//
+// Memory. Every kernel of a GPU, and every copy to or from it, runs on its
+// one compute stream. So a buffer released (or reused by the allocator) once
+// the work reading it is enqueued is safe: whatever uses it next is enqueued
+// behind that work. Host buffers read by enqueued work (pinned staging) are
+// another matter: Launch appends them to `keep`, released once the stream has
+// run that far.
 //
 // Before Launch, every float32 input is checked to be in device memory (the
 // host never dereferences GPU memory); inputs of other dtypes are in host
@@ -33,6 +40,9 @@ namespace actorflow {
 class GpuOpKernel : public AsyncOpKernel {
  public:
   using AsyncOpKernel::AsyncOpKernel;
+  /// Always: launching is cheap and never waits.
+  bool RunsInline(const Tensor* inputs, int num_inputs) const final { return true; }
+  void ComputeInline(OpKernelContext* ctx) final;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) final;
 
  protected:
@@ -49,6 +59,13 @@ Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, vo
 
 /// The error of the last kernel launch on this thread, naming the node (OK when none).
 Status LaunchStatus(const OpKernel& kernel);
+
+#if defined(__CUDACC__)
+/// A grid-stride loop over i in [0, n) (n: int64_t).
+#define AF_GPU_GRID_STRIDE(i, n)                                                        \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#endif
 
 /// Threads per block of the element-wise and reduction kernels.
 constexpr int kGpuThreads = 256;

@@ -207,10 +207,9 @@ class GpuSparseXentOp : public GpuOpKernel {
     AF_REQUIRES_OK(ctx, ctx->allocate_output(1, f.shape(), &bp));
     if (rows == 0) return;
     Tensor device_labels;
-    AF_REQUIRES_OK(ctx, ctx->allocate_temp(DT_INT64, TensorShape{rows}, &device_labels));
+    AF_REQUIRES_OK(ctx, Tensor::Create(gpu->allocator(), DT_INT64, TensorShape{rows}, &device_labels));
     AF_REQUIRES_OK(ctx, CopyHostToDevice(gpu, gpu->compute_stream(), labels.data(), device_labels.raw_data(),
                                          labels.size() * sizeof(int64_t), keep));
-    keep->push_back(device_labels);
     SparseXentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(
         f.data<float>(), device_labels.data<int64_t>(), loss->data<float>(), bp->data<float>(), rows, cols);
     AF_REQUIRES_OK(ctx, LaunchStatus(*this));

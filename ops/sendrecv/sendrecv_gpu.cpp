@@ -1,14 +1,17 @@
 // _Send and _Recv on a GPU: the edges between a GPU partition and the host.
 //
-// A _Send on the GPU copies a tensor in device memory to the host (on the
-// device's copy stream, into a pinned staging buffer, then into an ordinary
-// host tensor) and hands that to the rendezvous once the copy has run; a _Recv
-// on the GPU takes the host tensor from the rendezvous and copies float32
-// tensors into device memory (through pinned staging, on the copy stream),
-// done once the copy has run. Tensors of other dtypes stay in host memory on
-// both sides (the GPU device's convention, devices/cuda/gpu_device.hpp). So a
-// tensor between two GPUs goes through the host. The actor thread never waits:
-// both are asynchronous kernels finished by GpuDevice::ThenRun.
+// A _Send on the GPU copies a tensor in device memory to the host (into a
+// pinned staging buffer, then into an ordinary host tensor) and hands that to
+// the rendezvous once the copy has run: the one place a step waits for the
+// GPU besides its end. A _Recv on the GPU takes the host tensor from the
+// rendezvous and enqueues the copy of a float32 tensor into device memory
+// (through pinned staging); it is done as soon as the copy is enqueued, since
+// its consumers run behind it on the same stream. Tensors of other dtypes
+// stay in host memory on both sides (the GPU device's convention,
+// devices/cuda/gpu_device.hpp). So a tensor between two GPUs goes through the
+// host. Both copies run on the compute stream, in order with the kernels
+// (ops/gpu/gpu_kernel.hpp says why that keeps reused buffers safe). The actor
+// thread never waits.
 #include <cstring>
 
 #include "devices/pool_allocator.hpp"
@@ -43,7 +46,7 @@ class GpuSendOp : public AsyncOpKernel {
     if (s.ok()) s = Tensor::Create(gpu->host_allocator(), in.dtype(), in.shape(), &staging);
     if (s.ok() && in.TotalBytes() > 0)
       s = CudaStatus(cudaMemcpyAsync(staging.raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost,
-                                     gpu->copy_stream()),
+                                     gpu->compute_stream()),
                      gpu->short_name() + ": cudaMemcpyAsync (device to host) of " + name());
     if (!s.ok()) {  // nothing was enqueued
       ctx->SetStatus(s);
@@ -52,7 +55,7 @@ class GpuSendOp : public AsyncOpKernel {
     }
     // After the copy, on a pool thread: an ordinary host tensor (pinned memory
     // stays with the staging pool) goes to the rendezvous.
-    gpu->ThenRun(gpu->copy_stream(), [this, ctx, staging = std::move(staging), done = std::move(done)] {
+    gpu->ThenRun(gpu->compute_stream(), [this, ctx, staging = std::move(staging), done = std::move(done)] {
       Tensor host;
       Status s = Tensor::Create(nullptr, staging.dtype(), staging.shape(), &host);
       if (s.ok()) {
@@ -104,16 +107,10 @@ class GpuRecvOp : public AsyncOpKernel {
     Status s = gpu->Activate();
     if (s.ok()) s = ctx->allocate_output(0, value.shape(), &out);
     if (s.ok())
-      s = CopyHostToDevice(gpu, gpu->copy_stream(), value.raw_data(), out->raw_data(), value.TotalBytes(), &keep);
-    if (!s.ok()) {
-      ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
-      done();
-      return;
-    }
-    gpu->ThenRun(gpu->copy_stream(), [keep = std::move(keep), done = std::move(done)]() mutable {
-      keep.clear();
-      done();
-    });
+      s = CopyHostToDevice(gpu, gpu->compute_stream(), value.raw_data(), out->raw_data(), value.TotalBytes(), &keep);
+    if (!s.ok()) ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
+    if (!keep.empty()) gpu->ThenRun(gpu->compute_stream(), [keep = std::move(keep)]() mutable { keep.clear(); });
+    done();
   }
 
   const TransferKey key_;

@@ -70,6 +70,9 @@ class VariableV2Op : public OpKernel {
   Tensor ref_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("VariableV2").Device(DEVICE_CPU), VariableV2Op);
+// On a GPU: the reference is the same handle in host memory; a float32
+// variable's value lives in device memory (ops/state/variable_ops_gpu.cu).
+AF_REGISTER_KERNEL(KernelDefBuilder("VariableV2").Device(DEVICE_GPU).TypeConstraint<float>("dtype"), VariableV2Op);
 
 // Assign's output has the value's shape when validate_shape is false.
 Status AssignShape(InferenceContext* c) {
@@ -200,6 +203,8 @@ class IsVariableInitializedOp : public AsyncOpKernel {
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(DEVICE_CPU), IsVariableInitializedOp);
+AF_REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(DEVICE_GPU).TypeConstraint<float>("dtype"),
+                   IsVariableInitializedOp);
 
 // CountUpTo shapes: the variable is a scalar.
 Status CountUpToShape(InferenceContext* c) {

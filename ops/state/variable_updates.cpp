@@ -45,6 +45,28 @@ Status Writable(VarSlot* v, Tensor* out) {
   return Tensor::Create(nullptr, v->value.dtype(), v->value.shape(), out);
 }
 
+// On the device: the buffers the device's kernel writes, copy on write as on
+// the host. A value no one else holds is updated in place; one a reader still
+// holds (a step that read it, a pending read) is left to the reader and the
+// variable gets a new buffer of its device's memory (never touched here), the
+// kernel computing into it from the old one. `sources` gets what the kernel
+// reads: the old values, in the variables' order.
+Status DeviceWritable(std::vector<VarSlot*>& vars, std::vector<Tensor>* sources) {
+  std::vector<Tensor> fresh(vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Tensor& v = vars[i]->value;
+    if (v.RefCountIsOne() || v.NumElements() == 0) continue;
+    AF_RETURN_IF_ERROR(Tensor::Create(v.buffer()->allocator(), v.dtype(), v.shape(), &fresh[i])
+                           .WithContext("a new buffer for " + vars[i]->name + ", still read by a step"));
+  }
+  if (sources) sources->clear();
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (sources) sources->push_back(vars[i]->value);
+    if (fresh[i].IsInitialized()) vars[i]->value = std::move(fresh[i]);
+  }
+  return Status::OK();
+}
+
 Status CheckSameShape(const VarSlot& v, const Tensor& t, const char* what) {
   if (v.value.shape() != t.shape())
     return errors::InvalidArgument(what, " and ", v.name, " do not have the same shape: ", t.shape().DebugString(),
@@ -72,11 +94,15 @@ void AddOrSub(const Tensor& in, const Tensor& delta, bool add, Tensor* out) {
   else o = a - d;
 }
 
+Status CheckAddSub(const VarUpdateRequest& req, const VarSlot& v) {
+  if (!v.value.IsInitialized()) return Uninitialized(v);
+  AF_RETURN_IF_ERROR(CheckDtype(v, req.args[0], "value"));
+  return CheckSameShape(v, req.args[0], "value");
+}
+
 Status AssignAddSub(const VarUpdateRequest& req, VarSlot* v, bool add) {
   const Tensor& delta = req.args[0];
-  if (!v->value.IsInitialized()) return Uninitialized(*v);
-  AF_RETURN_IF_ERROR(CheckDtype(*v, delta, "value"));
-  AF_RETURN_IF_ERROR(CheckSameShape(*v, delta, "value"));
+  AF_RETURN_IF_ERROR(CheckAddSub(req, *v));
   Tensor out;
   AF_RETURN_IF_ERROR(Writable(v, &out));
   switch (v->dtype) {
@@ -91,7 +117,7 @@ Status AssignAddSub(const VarUpdateRequest& req, VarSlot* v, bool add) {
   return Status::OK();
 }
 
-Status Assign(const VarUpdateRequest& req, VarSlot* v) {
+Status CheckAssign(const VarUpdateRequest& req, const VarSlot* v) {
   const Tensor& value = req.args[0];
   AF_RETURN_IF_ERROR(CheckDtype(*v, value, "value"));
   if (req.validate_shape) {
@@ -109,6 +135,19 @@ Status Assign(const VarUpdateRequest& req, VarSlot* v) {
     if (!known && !v->shape.IsCompatibleWith(value.shape()))
       return errors::InvalidArgument("Assign of a ", value.shape().DebugString(), " value to ", v->name,
                                      " declared ", v->shape.DebugString());
+  }
+  return Status::OK();
+}
+
+Status Assign(const VarUpdateRequest& req, VarSlot* v) {
+  const Tensor& value = req.args[0];
+  AF_RETURN_IF_ERROR(CheckAssign(req, v));
+  // On the device: the value is the variable's own copy already (the GPU
+  // kernel copied it into a new buffer), which it takes as it is. A reader
+  // of the old value keeps the old buffer.
+  if (req.on_device) {
+    v->value = value;
+    return Status::OK();
   }
   // The variable gets its own copy: the value's buffer may be a client's
   // feed, which the client may refill for its next step. Into the variable's
@@ -213,7 +252,7 @@ struct Optimizers {
 };
 
 // Apply*: validation common to all optimizers, then the formula.
-Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) {
+Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, std::vector<Tensor>* sources) {
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   const char* op = VarUpdateName(kind);
   for (VarSlot* v : vars) {
@@ -241,6 +280,7 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) 
       return errors::InvalidArgument(op, ": argument ", i, " is not a scalar: ", req.args[i].shape().DebugString());
     }
   }
+  if (req.on_device) return DeviceWritable(vars, sources);  // the device's kernel computes
   std::vector<Tensor> w(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) AF_RETURN_IF_ERROR(Writable(vars[i], &w[i]));
   auto run = [&](auto tag) {
@@ -260,9 +300,42 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars) 
   return Status::OK();
 }
 
+// Host updates touch host memory only; a variable whose value is in device
+// memory (placed on a GPU) is updated by its device's kernels (on_device),
+// which the container only checks and answers with the variables' tensors.
+Status CheckMemory(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
+  const char* op = VarUpdateName(kind);
+  if (req.on_device) {
+    if (kind == VarUpdateKind::kCountUpTo)
+      return errors::InvalidArgument(op, " of ", vars[0]->name, " has no device kernel");
+    if (kind == VarUpdateKind::kAssign) {
+      if (req.args[0].InHostMemory() && req.args[0].NumElements() > 0)
+        return errors::Internal(op, " of ", vars[0]->name, " on a device with a value in host memory");
+      return Status::OK();
+    }
+    for (const VarSlot* v : vars)
+      if (v->value.IsInitialized() && v->value.InHostMemory() && v->value.NumElements() > 0)
+        return errors::FailedPrecondition(op, ": variable ", v->name,
+                                          " holds its value in host memory, but the update runs on a device; "
+                                          "place the variable and its updates on the same device");
+    return Status::OK();
+  }
+  for (const VarSlot* v : vars)
+    if (v->value.IsInitialized() && !v->value.InHostMemory())
+      return errors::FailedPrecondition(op, ": variable ", v->name,
+                                        " holds its value in device memory (it was placed on a GPU); place its "
+                                        "updates on that device (they are colocated with it unless asked otherwise)");
+  for (size_t i = 0; i < req.args.size(); ++i)
+    if (!req.args[i].InHostMemory())
+      return errors::Internal(op, " of ", vars[0]->name, ": argument ", i, " is in device memory");
+  return Status::OK();
+}
+
 }  // namespace
 
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer) {
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer,
+                      std::vector<Tensor>* sources) {
   if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kCountUpTo))
     return errors::InvalidArgument("unknown variable update ", req.kind);
   const auto kind = static_cast<VarUpdateKind>(req.kind);
@@ -272,12 +345,18 @@ Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
                                    " arguments, got ", vars.size(), " and ", req.args.size());
   for (const Tensor& a : req.args)
     if (!a.IsInitialized()) return errors::InvalidArgument(VarUpdateName(kind), ": an argument has no value");
+  AF_RETURN_IF_ERROR(CheckMemory(req, vars));
   switch (kind) {
     case VarUpdateKind::kAssign: return Assign(req, vars[0]);
-    case VarUpdateKind::kAssignAdd: return AssignAddSub(req, vars[0], true);
-    case VarUpdateKind::kAssignSub: return AssignAddSub(req, vars[0], false);
+    case VarUpdateKind::kAssignAdd:
+    case VarUpdateKind::kAssignSub:
+      if (req.on_device) {
+        AF_RETURN_IF_ERROR(CheckAddSub(req, *vars[0]));
+        return DeviceWritable(vars, sources);
+      }
+      return AssignAddSub(req, vars[0], kind == VarUpdateKind::kAssignAdd);
     case VarUpdateKind::kCountUpTo: return CountUpTo(req, vars[0], answer);
-    default: return ApplyOptimizer(req, vars);
+    default: return ApplyOptimizer(req, vars, sources);
   }
 }
 

@@ -26,7 +26,13 @@ struct VarSlot {
 /// place; one a reader still holds (a step that read it) is left intact and
 /// replaced by a new buffer — copy on write. On error nothing changes.
 /// `answer`, when not null, gets what the update answers (kCountUpTo).
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr);
+/// On the device (req.on_device) it checks the update and computes nothing:
+/// an Assign takes the value's buffer; other updates give each variable the
+/// buffer the device's kernel writes (its own, or a new one of the same
+/// device memory when a reader holds it: copy on write) and `sources`, when
+/// not null, the values that kernel reads.
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr,
+                      std::vector<Tensor>* sources = nullptr);
 
 /// Elements below which an update is cheaper than a hop to the compute pool.
 constexpr int64_t kInlineUpdateElements = 1 << 15;

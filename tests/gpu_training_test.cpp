@@ -1,0 +1,279 @@
+// The GPU as a training device: variables placed on GPU:0 keep their values
+// in its memory and are updated there (Assign, AssignAdd/Sub, every Apply
+// op) with the CPU's results; the default placement puts a whole MLP training
+// step on the GPU (variables, forward, backward, SGD) and its loss follows the
+// same model trained on the CPU step by step; a GPU variable is saved and
+// restored.
+//
+// Needs a GPU: without one (or in a build without CUDA) the program prints why
+// and exits 77, which CTest reports as skipped (SKIP_RETURN_CODE), never as
+// passed. The placement rules themselves are tested everywhere
+// (placement_gpu_test), and the optimizers' element formulas the GPU kernels
+// use are checked against the CPU's updates in variables_test.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "actors/runtime.hpp"
+#include "client/ops/cc_ops.hpp"
+#include "client/ops/state_ops.hpp"
+#include "client/session.hpp"
+#include "client/train/optimizers.hpp"
+#include "client/train/saver.hpp"
+#include "client/train/variables.hpp"
+#include "devices/device.hpp"
+#include "devices/device_manager.hpp"
+#include "gpu_util.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::ExpectClose;
+using test::kCpu;
+using test::kGpu;
+using test::Random;
+using test::ToDef;
+
+namespace {
+
+Runtime* g_gpu_runtime = nullptr;  // with GPU:0
+Runtime* g_cpu_runtime = nullptr;  // the same process's CPU only, for references
+
+std::unique_ptr<Session> NewSession(Runtime* runtime, const Scope& root) {
+  SessionOptions so;
+  so.runtime = runtime;
+  auto session = std::make_unique<Session>(so);
+  Status s = session->Create(ToDef(root));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return session;
+}
+
+std::vector<Tensor> Run(Session* session, const std::vector<std::string>& fetches,
+                        const std::vector<std::pair<std::string, Tensor>>& feeds = {},
+                        const std::vector<std::string>& targets = {}) {
+  RunOptions options;
+  options.timeout_in_ms = 60000;  // never hang
+  std::vector<Tensor> out;
+  Status s = session->Run(options, feeds, fetches, targets, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return out;
+}
+
+// Variables v0 (the variable), v1 and v2 (slots) set from fixed values, and
+// one Apply op of `kind` over them with the fed gradient; on `device`.
+struct ApplyGraph {
+  std::vector<std::string> vars;
+  std::string init, apply;
+};
+
+ApplyGraph BuildApply(const Scope& root, const std::string& device, const std::string& kind, bool nesterov,
+                      const Output& grad) {
+  Scope s = root.WithDevice(device).NewSubScope(device == "/device:CPU:0" ? "cpu" : "gpu");
+  const TensorShape shape{37, 11};
+  ApplyGraph g;
+  std::vector<Output> refs;
+  std::vector<Operation> inits;
+  for (int i = 0; i < 3; ++i) {
+    Output v = ops::Variable(s.WithOpName("v" + std::to_string(i)), PartialTensorShape(shape.dim_sizes()), DT_FLOAT);
+    // Slots start positive (Adagrad's accumulator and RMSProp's mean square divide by their roots).
+    inits.push_back(ops::Assign(s, v, Random(shape, 100 + i, i == 0 ? -1.f : 0.1f, 1.f)).op());
+    refs.push_back(v);
+    g.vars.push_back(v.name());
+  }
+  g.init = ops::NoOp(s.WithControlDependencies(inits).WithOpName("init")).name();
+  Output gfeed = ops::Identity(s, grad);
+  auto c = [&](float v) { return ops::Const(s, v); };
+  Output out;
+  if (kind == "GradientDescent") out = ops::ApplyGradientDescent(s, refs[0], c(0.1f), gfeed);
+  if (kind == "Momentum") out = ops::ApplyMomentum(s, refs[0], refs[1], c(0.05f), gfeed, c(0.9f), nesterov);
+  if (kind == "Adam")
+    out = ops::ApplyAdam(s, refs[0], refs[1], refs[2], c(0.81f), c(0.998f), c(0.01f), c(0.9f), c(0.999f), c(1e-7f),
+                         gfeed, nesterov);
+  if (kind == "Adagrad") out = ops::ApplyAdagrad(s, refs[0], refs[1], c(0.1f), gfeed);
+  if (kind == "RMSProp")
+    out = ops::ApplyRMSProp(s, refs[0], refs[1], refs[2], c(0.01f), c(0.9f), c(0.5f), c(1e-6f), gfeed);
+  g.apply = out.node()->name();
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a variable on GPU:0: Assign, AssignAdd and AssignSub match the CPU, and reads see each update whole") {
+  Scope root = Scope::NewRootScope();
+  auto value = ops::Placeholder(root.WithOpName("value"), DT_FLOAT);
+  std::map<std::string, std::vector<std::string>> names;  // device -> assign, add, sub, read
+  for (const char* device : {"/device:GPU:0", "/device:CPU:0"}) {
+    Scope s = root.WithDevice(device).NewSubScope(device[8] == 'G' ? "gpu" : "cpu");
+    Output v = ops::Variable(s.WithOpName("v"), PartialTensorShape(std::vector<int64_t>{64, 3}), DT_FLOAT);
+    names[device] = {ops::Assign(s.WithOpName("assign"), v, value).node()->name(),
+                     ops::AssignAdd(s.WithOpName("add"), v, value).node()->name(),
+                     ops::AssignSub(s.WithOpName("sub"), v, ops::Mul(s, value, 0.25f)).node()->name(),
+                     ops::Identity(s.WithOpName("read"), v).name()};
+  }
+  auto session = NewSession(g_gpu_runtime, root);
+  const Tensor x = Random({64, 3}, 1);
+  const Tensor y = Random({64, 3}, 2);
+  const auto& gpu = names["/device:GPU:0"];
+  const auto& cpu = names["/device:CPU:0"];
+  for (int k = 0; k < 3; ++k) {  // assign, add, sub: each read after, on both devices
+    const Tensor& fed = k == 0 ? x : y;
+    Run(session.get(), {}, {{"value", fed}}, {gpu[k], cpu[k]});
+    if (k == 0) {  // the placement of the signature just prepared
+      CHECK(session->LastPlacement()["gpu/v"] == kGpu);
+      CHECK(session->LastPlacement()["gpu/assign"] == kGpu);
+    }
+    std::vector<Tensor> out = Run(session.get(), {gpu[3], cpu[3]});
+    if (k == 0) CHECK(session->LastPlacement()["gpu/read"] == kGpu);
+    INFO("after " << gpu[k]);
+    ExpectClose(out[0], out[1]);
+  }
+}
+
+TEST_CASE("every Apply op on GPU:0 updates its variables in place as the CPU does") {
+  for (const auto& [kind, nesterov] : std::vector<std::pair<std::string, bool>>{
+           {"GradientDescent", false}, {"Momentum", false}, {"Momentum", true}, {"Adam", false}, {"Adam", true},
+           {"Adagrad", false}, {"RMSProp", false}}) {
+    INFO(kind << (nesterov ? " (Nesterov)" : ""));
+    Scope root = Scope::NewRootScope();
+    auto grad = ops::Placeholder(root.WithOpName("grad"), DT_FLOAT);
+    ApplyGraph on_gpu = BuildApply(root, "/device:GPU:0", kind, nesterov, grad);
+    ApplyGraph on_cpu = BuildApply(root, "/device:CPU:0", kind, nesterov, grad);
+    auto session = NewSession(g_gpu_runtime, root);
+    Run(session.get(), {}, {}, {on_gpu.init, on_cpu.init});
+    for (int step = 0; step < 3; ++step) {
+      Run(session.get(), {}, {{"grad", Random({37, 11}, 10 + step)}}, {on_gpu.apply, on_cpu.apply});
+      if (step == 0) CHECK(session->LastPlacement()[on_gpu.apply] == kGpu);
+      std::vector<std::string> fetch = on_gpu.vars;
+      fetch.insert(fetch.end(), on_cpu.vars.begin(), on_cpu.vars.end());
+      std::vector<Tensor> out = Run(session.get(), fetch);
+      for (int i = 0; i < 3; ++i) {
+        INFO("step " << step << " variable " << i);
+        ExpectClose(out[i], out[3 + i], 1e-5f);
+      }
+    }
+  }
+}
+
+namespace {
+
+// The MLP 784-64-64-10 (ReLU, mean sparse softmax cross-entropy, SGD) with no
+// device asked for anywhere; its loss per step on fixed batches.
+struct Mlp {
+  std::string loss, train;
+  std::vector<Variable> vars;
+};
+
+Mlp BuildMlp(const Scope& root) {
+  root.SetGraphSeed(7);
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Placeholder(root.WithOpName("y"), DT_INT32);
+  Mlp m;
+  Output h = x;
+  int64_t in = 784;
+  for (int layer = 0; layer < 3; ++layer) {
+    const int64_t out = layer == 2 ? 10 : 64;
+    Variable w = NewVariable(root, "w" + std::to_string(layer), {in, out}, DT_FLOAT, init::GlorotUniform());
+    Variable b = NewVariable(root, "b" + std::to_string(layer), {out}, DT_FLOAT, init::Zeros());
+    h = ops::BiasAdd(root, ops::MatMul(root.WithOpName("matmul" + std::to_string(layer)), h, w.value), b.value);
+    if (layer < 2) h = ops::Relu(root, h);
+    m.vars.push_back(w);
+    m.vars.push_back(b);
+    in = out;
+  }
+  Output loss = ops::Mean(root.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(root, h, y).loss, 0);
+  GradientDescentOptimizer sgd(0.1);
+  m.train = sgd.Minimize(root.WithOpName("train"), loss).name();
+  m.loss = loss.name();
+  return m;
+}
+
+std::vector<std::pair<std::string, Tensor>> Batch(int step) {
+  Tensor y(DT_INT32, TensorShape{128});
+  for (int i = 0; i < 128; ++i) y.data<int32_t>()[i] = (i * 7 + step) % 10;
+  return {{"x", Random({128, 784}, 1000 + step, 0.f, 1.f)}, {"y", y}};
+}
+
+}  // namespace
+
+TEST_CASE("an MLP placed by default trains on the GPU, its loss following the CPU's step by step") {
+  std::vector<float> losses[2];
+  std::map<std::string, std::string> placement;
+  for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
+    Scope root = Scope::NewRootScope();
+    Mlp m = BuildMlp(root);
+    Operation init = GlobalVariablesInitializer(root);
+    auto session = NewSession(on_gpu ? g_gpu_runtime : g_cpu_runtime, root);
+    Run(session.get(), {}, {}, {init.name()});
+    for (int step = 0; step < 20; ++step)
+      losses[on_gpu].push_back(Run(session.get(), {m.loss}, Batch(step), {m.train})[0].scalar<float>());
+    if (on_gpu) placement = session->LastPlacement();
+  }
+  // The whole step is on the GPU: variables, forward, backward and the updates.
+  for (const char* node : {"w0", "b2", "matmul0", "matmul2", "loss"}) {
+    INFO(node);
+    CHECK(placement[node] == kGpu);
+  }
+  int updates = 0;
+  for (const auto& [node, device] : placement) {
+    if (node.find("/update_") == std::string::npos || node.find("ApplyGradientDescent") == std::string::npos) continue;
+    INFO(node);
+    CHECK(device == kGpu);
+    ++updates;
+  }
+  CHECK(updates == 6);
+  for (int step = 0; step < 20; ++step) {
+    INFO("step " << step << ": GPU " << losses[1][step] << ", CPU " << losses[0][step]);
+    CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 1e-4f * (1.f + std::fabs(losses[0][step])));
+  }
+  CHECK(losses[1].back() < losses[1].front());  // it learned
+}
+
+TEST_CASE("a GPU variable is saved and restored") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("af_gpu_ckpt_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  Scope root = Scope::NewRootScope();
+  Mlp m = BuildMlp(root);
+  Operation init = GlobalVariablesInitializer(root);
+  SaverOptions so;
+  so.dir = dir;
+  Saver saver(root, {}, so);
+  auto session = NewSession(g_gpu_runtime, root);
+  Run(session.get(), {}, {}, {init.name()});
+  Run(session.get(), {}, Batch(0), {m.train});
+  CHECK(session->LastPlacement()["w0"] == kGpu);
+  const std::vector<Tensor> saved = Run(session.get(), {m.vars[0].value.name(), m.vars[5].value.name()});
+  std::string prefix;
+  Status s = saver.Save(session.get(), 1, &prefix);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  for (int step = 1; step < 4; ++step) Run(session.get(), {}, Batch(step), {m.train});
+  const std::vector<Tensor> trained = Run(session.get(), {m.vars[0].value.name()});
+  CHECK(test::Values<float>(trained[0]) != test::Values<float>(saved[0]));
+  s = saver.Restore(session.get(), prefix);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  const std::vector<Tensor> restored = Run(session.get(), {m.vars[0].value.name(), m.vars[5].value.name()});
+  CHECK(test::Values<float>(restored[0]) == test::Values<float>(saved[0]));
+  CHECK(test::Values<float>(restored[1]) == test::Values<float>(saved[1]));
+  std::filesystem::remove_all(dir);
+}
+
+int main(int argc, char** argv) {
+  RuntimeOptions options;
+  options.num_gpu_devices = 1;
+  Runtime runtime(options);
+  if (!test::HasGpuOrSaySkipped(runtime, "gpu_training_test")) return test::kSkipped;
+  RuntimeOptions cpu_options;
+  cpu_options.num_gpu_devices = 0;
+  Runtime cpu_runtime(cpu_options);
+  g_gpu_runtime = &runtime;
+  g_cpu_runtime = &cpu_runtime;
+  return Catch::Session().run(argc, argv);
+}
