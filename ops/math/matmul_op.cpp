@@ -8,8 +8,9 @@
 //  - large float/double ones run Eigen's parallel contraction asynchronously
 //    on the compute pool (an Eigen::ThreadPoolInterface over it): its tasks
 //    share packed blocks, and no thread waits for another.
-// Measured here, Eigen built for the machine's CPU beats OpenBLAS
-// (bench/bench_matmul.cpp prints both).
+// Float32 blocks use Eigen's or oneDNN's GEMM, whichever measured faster for
+// the shape (ops/math/cpu_gemm.hpp); measured here, Eigen built for the
+// machine's CPU beats OpenBLAS (bench/bench_matmul.cpp prints all three).
 // int32 and int64 products wrap in two's complement: they are computed on the
 // tensors' elements viewed as uint32 / uint64.
 #define EIGEN_USE_THREADS
@@ -18,6 +19,7 @@
 
 #include "core/tensor_eigen.hpp"
 #include "devices/compute_pool.hpp"
+#include "ops/math/cpu_gemm.hpp"
 #include "ops/math/math_shapes.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
@@ -158,18 +160,33 @@ class MatMulOp : public AsyncOpKernel {
     C.device(eigen_device_, std::move(done)) = A.contract(B, dims);
   }
 
-  // C[r0:r1, c0:c1] = op(A)[r0:r1, :] * op(B)[:, c0:c1] by Eigen's dense GEMM.
+  // C[r0:r1, c0:c1] = op(A)[r0:r1, :] * op(B)[:, c0:c1] by Eigen's dense GEMM,
+  // for op(A) m x k and op(B) k x n (row-major; A is k x m when ta_, B n x k when tb_).
   template <class T>
-  void DenseBlock(const Tensor& a, const Tensor& b, Tensor* out, int64_t r0, int64_t r1, int64_t c0,
+  void DenseBlock(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, int64_t r0, int64_t r1, int64_t c0,
                   int64_t c1) const {
     using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Eigen::Map<const M> A(a.data<T>(), a.dim_size(0), a.dim_size(1)), B(b.data<T>(), b.dim_size(0), b.dim_size(1));
-    Eigen::Map<M> C(out->data<T>(), out->dim_size(0), out->dim_size(1));
+    Eigen::Map<const M> A(a, ta_ ? k : m, ta_ ? m : k), B(b, tb_ ? n : k, tb_ ? k : n);
+    Eigen::Map<M> C(c, m, n);
     auto Cb = C.block(r0, c0, r1 - r0, c1 - c0);
     if (!ta_ && !tb_) Cb.noalias() = A.middleRows(r0, r1 - r0) * B.middleCols(c0, c1 - c0);
     else if (ta_ && !tb_) Cb.noalias() = A.middleCols(r0, r1 - r0).transpose() * B.middleCols(c0, c1 - c0);
     else if (!ta_ && tb_) Cb.noalias() = A.middleRows(r0, r1 - r0) * B.middleRows(c0, c1 - c0).transpose();
     else Cb.noalias() = A.middleCols(r0, r1 - r0).transpose() * B.middleRows(c0, c1 - c0).transpose();
+  }
+
+  // The same block of a float32 product by `impl` (ops/math/cpu_gemm.hpp).
+  void FloatBlock(cpu_gemm::Impl impl, const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
+                  int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    if (impl == cpu_gemm::Impl::kEigen) {
+      DenseBlock<float>(a, b, c, m, n, k, r0, r1, c0, c1);
+      return;
+    }
+    // Rows r0.. of op(A): rows of A, or columns of A^T; columns c0.. of
+    // op(B): columns of B, or rows of B^T.
+    const float* ab = ta_ ? a + r0 : a + r0 * k;
+    const float* bb = tb_ ? b + c0 * k : b + c0;
+    cpu_gemm::OneDnnSgemm(ta_, tb_, r1 - r0, c1 - c0, k, ab, ta_ ? m : k, bb, tb_ ? k : n, c + r0 * n + c0, n);
   }
 
   // C[rows] = op(A)[rows] * op(B), or C[:, cols] = op(A) * op(B)[:, cols]:
@@ -191,16 +208,33 @@ class MatMulOp : public AsyncOpKernel {
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     ComputePool* pool = ctx->device()->compute_pool();
     if constexpr (std::is_floating_point_v<T>) {
-      // Floats: Eigen's dense GEMM, on row (or column) blocks. Measured here
-      // against the tensor contraction: as fast or faster at every size (the
-      // MLP's transposed-input gradient 201 -> 185 us), and small products
-      // keep their packing buffers on the stack instead of the heap
-      // (32x64x10: 1.7 -> 1.3 us in a training step).
-      auto rows = [&](int64_t r0, int64_t r1) { DenseBlock<T>(a, b, out, r0, r1, 0, n); };
-      auto cols = [&](int64_t c0, int64_t c1) { DenseBlock<T>(a, b, out, 0, m, c0, c1); };
-      if (flops < kShardFlops) rows(0, m);
-      else if (m >= n || m >= 4 * pool->MaxParallelism()) pool->For(m, 2 * n * k, rows);
-      else pool->For(n, 2 * m * k, cols);
+      // Floats: Eigen's dense GEMM (or oneDNN's, for float32 shapes where it
+      // measured faster), on row (or column) blocks. Measured here against
+      // the tensor contraction: as fast or faster at every size (the MLP's
+      // transposed-input gradient 201 -> 185 us), and small products keep
+      // their packing buffers on the stack instead of the heap (32x64x10:
+      // 1.7 -> 1.3 us in a training step).
+      auto sharded = [&](auto block) {  // block(r0, r1, c0, c1)
+        auto rows = [&](int64_t r0, int64_t r1) { block(r0, r1, 0, n); };
+        auto cols = [&](int64_t c0, int64_t c1) { block(0, m, c0, c1); };
+        if (flops < kShardFlops) rows(0, m);
+        else if (m >= n || m >= 4 * pool->MaxParallelism()) pool->For(m, 2 * n * k, rows);
+        else pool->For(n, 2 * m * k, cols);
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        cpu_gemm::Impl impl = cpu_gemm::Impl::kEigen;
+        if (flops >= cpu_gemm::kMinFlops && !cpu_gemm::Chosen(ta_, tb_, m, n, k, &impl))
+          impl = cpu_gemm::Choose(ta_, tb_, m, n, k, [&](cpu_gemm::Impl i, const float* pa, const float* pb, float* pc) {
+            FloatBlock(i, pa, pb, pc, m, n, k, 0, m, 0, n);
+          });
+        sharded([&, impl](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+          FloatBlock(impl, a.data<float>(), b.data<float>(), out->data<float>(), m, n, k, r0, r1, c0, c1);
+        });
+      } else {
+        sharded([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+          DenseBlock<T>(a.data<T>(), b.data<T>(), out->data<T>(), m, n, k, r0, r1, c0, c1);
+        });
+      }
       return;
     }
     const Eigen::array<Eigen::IndexPair<Idx>, 1> dims = {Eigen::IndexPair<Idx>(ta_ ? 0 : 1, tb_ ? 1 : 0)};
