@@ -209,6 +209,63 @@ TEST_CASE("GPU Softmax and SparseSoftmaxCrossEntropyWithLogits match the CPU") {
   }
 }
 
+TEST_CASE("GPU unary ops, Maximum, Minimum, Pow and the activations' gradients match the CPU") {
+  using Unary = Output (*)(const Scope&, Input);
+  const std::vector<std::pair<const char*, Unary>> unary = {
+      {"Neg", ops::Neg},   {"Abs", ops::Abs},   {"Sign", ops::Sign},         {"Square", ops::Square},
+      {"Exp", ops::Exp},   {"Tanh", ops::Tanh}, {"Sigmoid", ops::Sigmoid}};
+  for (const auto& [name, fn] : unary) {
+    INFO(name);
+    CompareWithCpu({Random({65, 33}, 1)}, [fn = fn](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{fn(s, in[0])};
+    }, 1e-5f);
+  }
+  const std::vector<std::pair<const char*, Unary>> positive = {
+      {"Log", ops::Log}, {"Sqrt", ops::Sqrt}, {"Rsqrt", ops::Rsqrt}, {"Reciprocal", ops::Reciprocal}};
+  for (const auto& [name, fn] : positive) {
+    INFO(name);
+    CompareWithCpu({Random({65, 33}, 2, 0.25f, 4.f)}, [fn = fn](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{fn(s, in[0])};
+    }, 1e-5f);
+  }
+  using Binary = Output (*)(const Scope&, Input, Input);
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"Maximum", ops::Maximum}, {"Minimum", ops::Minimum}, {"Pow", ops::Pow},
+      {"SigmoidGrad", ops::SigmoidGrad}, {"TanhGrad", ops::TanhGrad}, {"SqrtGrad", ops::SqrtGrad},
+      {"RsqrtGrad", ops::RsqrtGrad}, {"ReciprocalGrad", ops::ReciprocalGrad}};
+  for (const auto& [name, fn] : binary) {
+    INFO(name);
+    CompareWithCpu({Random({40, 9}, 3, 0.25f, 2.f), Random({9}, 4)}, [fn = fn](const Scope& s,
+                                                                              const std::vector<Output>& in) {
+      return std::vector<Output>{fn(s, in[0], in[1])};
+    }, 1e-5f);
+  }
+}
+
+TEST_CASE("GPU ArgMax and ArgMin give the CPU's indices, in host memory") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Scope g = root.WithDevice("/device:GPU:0");
+  Scope c = root.WithDevice("/device:CPU:0");
+  std::vector<Output> fetches;
+  for (int axis : {0, 1, -1}) {
+    fetches.push_back(ops::ArgMax(g.WithOpName("gpu_max" + std::to_string(axis + 1)), x, axis, DT_INT32));
+    fetches.push_back(ops::ArgMax(c, x, axis, DT_INT32));
+    fetches.push_back(ops::ArgMin(g.WithOpName("gpu_min" + std::to_string(axis + 1)), x, axis, DT_INT64));
+    fetches.push_back(ops::ArgMin(c, x, axis, DT_INT64));
+  }
+  RunResult r = RunGraph(root, fetches, {{"x", Random({300, 10}, 5)}});  // 1/64 steps: ties, first index wins
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(r.placement["gpu_max0"] == kGpu);
+  for (size_t i = 0; i < fetches.size(); i += 2) {
+    INFO("fetch " << i);
+    REQUIRE(r.outputs[i].shape() == r.outputs[i + 1].shape());
+    if (r.outputs[i].dtype() == DT_INT32) CHECK(Values<int32_t>(r.outputs[i]) == Values<int32_t>(r.outputs[i + 1]));
+    else CHECK(Values<int64_t>(r.outputs[i]) == Values<int64_t>(r.outputs[i + 1]));
+  }
+}
+
 TEST_CASE("GPU Fill, ZerosLike, OnesLike, Tile, AddN and Cast match the CPU") {
   CompareWithCpu({Random({5, 7}, 1), Random({}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
     return std::vector<Output>{ops::ZerosLike(s, in[0]), ops::OnesLike(s, in[0]),

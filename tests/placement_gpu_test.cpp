@@ -5,6 +5,7 @@
 // (placement needs no hardware), so these run on every machine.
 #include <catch2/catch.hpp>
 
+#include "client/ops/cc_ops.hpp"
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
 #include "graph/graph.hpp"
@@ -15,6 +16,9 @@
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
 #include "test_util.hpp"
+#ifdef AF_CUDA
+#include "examples/mlp_model.hpp"
+#endif
 
 using namespace actorflow;
 using test::kCpu;
@@ -182,3 +186,29 @@ TEST_CASE("placement: a GPU request that cannot be met is an error, or the CPU w
     CHECK(DeviceOf(g, "x") == kCpu);
   }
 }
+
+#ifdef AF_CUDA  // the GPU kernels are registered in CUDA builds only
+TEST_CASE("placement by default puts the examples' whole MLP training step on the GPU") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Placeholder(root.WithOpName("y"), DT_INT32);
+  examples::Mlp m = examples::BuildMlp(root, x, y, 0.001, 100);  // Adam, learning-rate decay, accuracy
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  Devices d;
+  Graph g;
+  Status s = Place(def, d, PlacerOptions(), &g);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  // On the host: the feeds, the initializers' random draws, and the int64
+  // global step (its variable and updates). Constants follow their first
+  // consumer, wherever it is.
+  for (const Node* n : g.nodes()) {
+    const std::string& op = n->type_string();
+    const bool host = op == "Placeholder" || op == "RandomUniform" || op == "Const" ||
+                      n->name().rfind("global_step", 0) == 0 || (n->name() == "train" && op == "AssignAdd");
+    INFO(n->name() << " (" << op << ")");
+    if (!host) CHECK(n->assigned_device() == kGpu);
+  }
+}
+#endif

@@ -1,6 +1,8 @@
-// Element-wise ops on a GPU, float32: Add, AddV2, Sub, Mul, RealDiv, Div and
-// ReluGrad with the CPU kernels' numpy broadcasting (ops/math/bcast.hpp), and
-// Relu.
+// Element-wise binary ops on a GPU, float32: Add, AddV2, Sub, Mul, RealDiv,
+// Div, Maximum, Minimum, Pow, and the activations' gradients (ReluGrad,
+// SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad, ReciprocalGrad) with the CPU
+// kernels' numpy broadcasting (ops/math/bcast.hpp). The unary ops (Relu
+// among them) are in cwise_unary_gpu.cu.
 //
 // Broadcasting uses BCast's collapsed dims: each output element finds its two
 // inputs' offsets from its index and the per-input strides (0 along a
@@ -28,6 +30,31 @@ struct DivF {
 };
 struct ReluGradF {  // (gradients, features)
   __device__ float operator()(float g, float f) const { return f > 0.f ? g : 0.f; }
+};
+struct MaximumF {
+  __device__ float operator()(float x, float y) const { return x > y ? x : y; }
+};
+struct MinimumF {
+  __device__ float operator()(float x, float y) const { return x < y ? x : y; }
+};
+struct PowF {
+  __device__ float operator()(float x, float y) const { return powf(x, y); }
+};
+// The activations' gradients, of (y, dy) with y the activation's output.
+struct SigmoidGradF {
+  __device__ float operator()(float y, float dy) const { return dy * y * (1.f - y); }
+};
+struct TanhGradF {
+  __device__ float operator()(float y, float dy) const { return dy * (1.f - y * y); }
+};
+struct SqrtGradF {
+  __device__ float operator()(float y, float dy) const { return dy * 0.5f / y; }
+};
+struct RsqrtGradF {
+  __device__ float operator()(float y, float dy) const { return dy * -0.5f * y * y * y; }
+};
+struct ReciprocalGradF {
+  __device__ float operator()(float y, float dy) const { return -dy * y * y; }
 };
 
 constexpr int kMaxRank = 8;  // collapsed dims of a broadcast; more is Unimplemented
@@ -59,12 +86,6 @@ __global__ void BinaryBroadcast(const float* a, const float* b, float* out, int6
     }
     out[i] = f(a[ao], b[bo]);
   }
-}
-
-__global__ void ReluKernel(const float* x, float* out, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    out[i] = x[i] > 0.f ? x[i] : 0.f;
 }
 
 template <class F>
@@ -106,22 +127,6 @@ class GpuBinaryOp : public GpuOpKernel {
   }
 };
 
-class GpuReluOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-
- protected:
-  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
-    const int64_t n = x.NumElements();
-    if (n == 0) return;
-    ReluKernel<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(x.data<float>(), out->data<float>(), n);
-    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
-  }
-};
-
 AF_REGISTER_KERNEL(KernelDefBuilder("Add").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<AddF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("AddV2").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<AddF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Sub").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<SubF>);
@@ -129,7 +134,17 @@ AF_REGISTER_KERNEL(KernelDefBuilder("Mul").Device(DEVICE_GPU).TypeConstraint<flo
 AF_REGISTER_KERNEL(KernelDefBuilder("RealDiv").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<DivF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Div").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<DivF>);
 AF_REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<ReluGradF>);
-AF_REGISTER_KERNEL(KernelDefBuilder("Relu").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuReluOp);
+AF_REGISTER_KERNEL(KernelDefBuilder("Maximum").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<MaximumF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Minimum").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<MinimumF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("Pow").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<PowF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("SigmoidGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"),
+                   GpuBinaryOp<SigmoidGradF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("TanhGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<TanhGradF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("SqrtGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuBinaryOp<SqrtGradF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("RsqrtGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"),
+                   GpuBinaryOp<RsqrtGradF>);
+AF_REGISTER_KERNEL(KernelDefBuilder("ReciprocalGrad").Device(DEVICE_GPU).TypeConstraint<float>("T"),
+                   GpuBinaryOp<ReciprocalGradF>);
 
 }  // namespace
 }  // namespace actorflow

@@ -39,4 +39,26 @@ Status ReductionDims(const Tensor& x, const Tensor& axes, bool keep_dims, std::v
   return Status::OK();
 }
 
+Status ArgReductionDims(const Tensor& x, const Tensor& dimension, TensorShape* out_shape, int64_t* outer,
+                        int64_t* len, int64_t* inner) {
+  if (dimension.NumElements() != 1)
+    return errors::InvalidArgument("dimension must be a scalar, got shape ", dimension.shape().DebugString());
+  const int rank = x.dims();
+  int64_t axis = TensorToInt64s(dimension)[0];
+  if (axis < -rank || axis >= rank)
+    return errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis);
+  if (axis < 0) axis += rank;
+  if (x.dim_size(static_cast<int>(axis)) <= 0)
+    return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ", x.shape().DebugString());
+  *out_shape = TensorShape();
+  *outer = *inner = 1;
+  for (int i = 0; i < rank; ++i) {
+    if (i == axis) continue;
+    out_shape->AddDim(x.dim_size(i));
+    (i < axis ? *outer : *inner) *= x.dim_size(i);
+  }
+  *len = x.dim_size(static_cast<int>(axis));
+  return Status::OK();
+}
+
 }  // namespace actorflow

@@ -23,4 +23,10 @@ Status MatMulDims(const Tensor& a, const Tensor& b, bool transpose_a, bool trans
 Status ReductionDims(const Tensor& x, const Tensor& axes, bool keep_dims, std::vector<bool>* reduced,
                      TensorShape* out_shape);
 
+/// ArgMax/ArgMin of x along `dimension` (a one-element int32/int64 tensor):
+/// x seen as [outer, len, inner] with len the reduced axis, and the output
+/// shape (x's without it). InvalidArgument for a bad or empty axis.
+Status ArgReductionDims(const Tensor& x, const Tensor& dimension, TensorShape* out_shape, int64_t* outer,
+                        int64_t* len, int64_t* inner);
+
 }  // namespace actorflow

@@ -211,26 +211,11 @@ class ArgOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& dim_t = ctx->input(1);
-    AF_REQUIRES(ctx, dim_t.NumElements() == 1,
-                errors::InvalidArgument("dimension must be a scalar, got shape ", dim_t.shape().DebugString()));
-    const int rank = x.dims();
-    int64_t axis = TensorToInt64s(dim_t)[0];
-    AF_REQUIRES(ctx, axis >= -rank && axis < rank,
-                errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis));
-    if (axis < 0) axis += rank;
-    AF_REQUIRES(ctx, x.dim_size(static_cast<int>(axis)) > 0,
-                errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ", x.shape().DebugString()));
     TensorShape out_shape;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (i == axis) continue;
-      out_shape.AddDim(x.dim_size(i));
-      (i < axis ? outer : inner) *= x.dim_size(i);
-    }
+    int64_t outer, len, inner;
+    AF_REQUIRES_OK(ctx, ArgReductionDims(x, ctx->input(1), &out_shape, &outer, &len, &inner));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
-    const int64_t len = x.dim_size(static_cast<int>(axis));
     AF_SWITCH_REAL(x.dtype(), ctx->SetStatus(errors::Unimplemented("no ", type_string(), " for ", DataTypeString(x.dtype()))),
                    Run<T>(x.data<T>(), outer, len, inner, out));
   }
