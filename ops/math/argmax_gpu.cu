@@ -43,23 +43,29 @@ class GpuArgOp : public AsyncOpKernel {
     GpuDevice* gpu = GpuDeviceOf(ctx);
     Tensor* out = nullptr;
     Tensor staging;
-    Status s = gpu ? Launch(ctx, gpu, &out, &staging) : ctx->status();
-    if (!s.ok() || !staging.IsInitialized()) {  // an error, or nothing to compute
-      ctx->SetStatus(s);
-      done();
-      return;
-    }
-    gpu->ThenRunWithStatus(gpu->compute_stream(), [ctx, out, staging, done = std::move(done)](cudaError_t e) {
-      if (e != cudaSuccess) {
-        ctx->SetStatus(CudaStatus(e, "ArgMax/ArgMin on the GPU"));
-      } else if (out->dtype() == DT_INT64) {
-        std::memcpy(out->raw_data(), staging.raw_data(), out->TotalBytes());
-      } else {
-        for (int64_t i = 0; i < out->NumElements(); ++i)
-          out->data<int32_t>()[i] = static_cast<int32_t>(staging.data<int64_t>()[i]);
+    Status s;
+    try {
+      s = gpu ? Launch(ctx, gpu, &out, &staging) : ctx->status();
+      if (s.ok() && staging.IsInitialized()) {
+        gpu->ThenRunWithStatus(gpu->compute_stream(), [ctx, out, staging, done](cudaError_t e) {
+          if (e != cudaSuccess) {
+            ctx->SetStatus(CudaStatus(e, "ArgMax/ArgMin on the GPU"));
+          } else if (out->dtype() == DT_INT64) {
+            std::memcpy(out->raw_data(), staging.raw_data(), out->TotalBytes());
+          } else {
+            for (int64_t i = 0; i < out->NumElements(); ++i)
+              out->data<int32_t>()[i] = static_cast<int32_t>(staging.data<int64_t>()[i]);
+          }
+          done();
+        });
+        return;
       }
-      done();
-    });
+    } catch (...) {  // no memory: the copy into staging may be enqueued already
+      s = errors::ResourceExhausted("out of host memory running ", name(), " on the GPU");
+      if (staging.IsInitialized()) cudaStreamSynchronize(gpu->compute_stream());
+    }
+    ctx->SetStatus(s);  // an error, or nothing to compute
+    done();
   }
 
  private:
@@ -83,11 +89,12 @@ class GpuArgOp : public AsyncOpKernel {
     ArgKernel<kMax><<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(
         x.data<float>(), outer, len, inner, indices.data<int64_t>());
     AF_RETURN_IF_ERROR(LaunchStatus(*this));
-    Status copied = CudaStatus(cudaMemcpyAsync(staging->raw_data(), indices.raw_data(), indices.TotalBytes(),
-                                               cudaMemcpyDeviceToHost, gpu->compute_stream()),
-                               gpu->short_name() + ": cudaMemcpyAsync (device to host) of " + name());
-    if (!copied.ok()) *staging = Tensor();  // nothing to wait for: fail now
-    return copied;
+    const std::string what = gpu->short_name() + ": cudaMemcpyAsync (device to host) of " + name();
+    const cudaError_t e = cudaMemcpyAsync(staging->raw_data(), indices.raw_data(), indices.TotalBytes(),
+                                          cudaMemcpyDeviceToHost, gpu->compute_stream());
+    if (e == cudaSuccess) return Status::OK();
+    *staging = Tensor();  // nothing enqueued to wait for: fail now
+    return CudaStatus(e, what);
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("ArgMax").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuArgOp<true>);

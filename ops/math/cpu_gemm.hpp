@@ -9,7 +9,9 @@
 // first product of each shape (m, n, k, transposes) in a process times both
 // on scratch buffers and keeps the faster, oneDNN only by a clear margin.
 // The choice is process-wide, so every MatMul of a shape computes the same
-// bits for the rest of the process.
+// bits for the rest of the process; it is not reproducible across processes
+// (two runs, two workers) when the two are close: ACTORFLOW_CPU_GEMM=eigen
+// (or =onednn) makes results bit-reproducible.
 //
 // oneDNN runs single-threaded on the calling thread (its OpenMP team is set to
 // one thread there): the MatMul kernel shards products over the compute pool
@@ -42,8 +44,10 @@ bool OneDnnAvailable();
 /// C = op(A) * op(B) for row-major float32 blocks: op(A) is m x k (A is k x m
 /// when ta, leading dimension lda), op(B) is k x n (n x k when tb), C is m x n
 /// with leading dimension ldc. Single-threaded, on the calling thread. Only
-/// after OneDnnAvailable() said true.
-void OneDnnSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+/// after OneDnnAvailable() said true. False when oneDNN did not compute it
+/// (its error, no single-threaded team on this thread, the process exiting):
+/// the caller computes the block itself.
+bool OneDnnSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float* c, int64_t ldc);
 
 /// The implementation for products of this shape. The first call for a shape

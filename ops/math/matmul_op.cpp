@@ -178,15 +178,15 @@ class MatMulOp : public AsyncOpKernel {
   // The same block of a float32 product by `impl` (ops/math/cpu_gemm.hpp).
   void FloatBlock(cpu_gemm::Impl impl, const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
                   int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-    if (impl == cpu_gemm::Impl::kEigen) {
-      DenseBlock<float>(a, b, c, m, n, k, r0, r1, c0, c1);
-      return;
+    if (impl == cpu_gemm::Impl::kOneDnn) {
+      // Rows r0.. of op(A): rows of A, or columns of A^T; columns c0.. of
+      // op(B): columns of B, or rows of B^T.
+      const float* ab = ta_ ? a + r0 : a + r0 * k;
+      const float* bb = tb_ ? b + c0 * k : b + c0;
+      if (cpu_gemm::OneDnnSgemm(ta_, tb_, r1 - r0, c1 - c0, k, ab, ta_ ? m : k, bb, tb_ ? k : n, c + r0 * n + c0, n))
+        return;
     }
-    // Rows r0.. of op(A): rows of A, or columns of A^T; columns c0.. of
-    // op(B): columns of B, or rows of B^T.
-    const float* ab = ta_ ? a + r0 : a + r0 * k;
-    const float* bb = tb_ ? b + c0 * k : b + c0;
-    cpu_gemm::OneDnnSgemm(ta_, tb_, r1 - r0, c1 - c0, k, ab, ta_ ? m : k, bb, tb_ ? k : n, c + r0 * n + c0, n);
+    DenseBlock<float>(a, b, c, m, n, k, r0, r1, c0, c1);
   }
 
   // C[rows] = op(A)[rows] * op(B), or C[:, cols] = op(A) * op(B)[:, cols]:
