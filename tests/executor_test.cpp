@@ -79,11 +79,36 @@ class TestHost final : public ExecutorHost {
   std::deque<caf::mailbox_element_ptr> delivered_;
 };
 
+// A CPU device that can behave as one whose kernels only enqueue work (a
+// GPU): with `syncs` set, the executor must call Sync at each step's end and
+// finish the step only when Sync answers, from another thread, with `status`.
+class SyncingDevice final : public Device {
+ public:
+  using Device::Device;
+  ~SyncingDevice() override {
+    for (auto& t : threads_) t.join();
+  }
+  bool SyncsAtStepEnd() const override { return syncs; }
+  void Sync(std::function<void(const Status&)> done) override {
+    ++syncs_called;
+    threads_.emplace_back([done = std::move(done), s = status] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the work "still runs"
+      done(s);
+    });
+  }
+  bool syncs = false;
+  Status status;
+  int syncs_called = 0;
+
+ private:
+  std::vector<std::thread> threads_;
+};
+
 struct Fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys = std::make_unique<caf::actor_system>(cfg);
   ComputePool pool{sys.get(), 2};
-  Device device{test::kCpu0, DEVICE_CPU, cpu_allocator(), &pool};
+  SyncingDevice device{test::kCpu0, DEVICE_CPU, cpu_allocator(), &pool};
   TestHost host;
   Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
   // The scheduler's workers (the pool's threads) are joined before the pool
@@ -170,6 +195,34 @@ TEST_CASE("executor without an actor: inline and pool kernels, completions hande
   }
   CHECK(off_thread);
   CHECK(inline_ran);
+}
+
+TEST_CASE("executor without an actor: a device that enqueues work finishes a step only once Sync answered, and a "
+          "failed Sync fails the step") {
+  Fixture f;
+  f.device.syncs = true;
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Mul(root.WithOpName("y"), x, 3.f);
+  auto plan = f.Plan(root, {"x"}, {"y"});
+  RunStepResponse r = f.Run(plan, {test::MakeTensor<float>({2.f}, {1})});
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(test::Values<float>(r.retvals[0]) == std::vector<float>{6.f});
+  CHECK(f.device.syncs_called == 1);
+  CHECK(f.host.completions_handed_back >= 1);  // the answer came back through the host
+
+  f.device.status = errors::Internal("GPU:0: an illegal memory access");
+  r = f.Run(plan, {test::MakeTensor<float>({2.f}, {1})});
+  CHECK(f.device.syncs_called == 2);
+  CHECK(r.status.code() == Code::kInternal);
+  CHECK_THAT(r.status.message(), Catch::Contains("illegal memory access") && Catch::Contains(test::kCpu0));
+
+  f.device.syncs = false;  // a CPU: no wait at all
+  f.device.status = Status::OK();
+  r = f.Run(plan, {test::MakeTensor<float>({2.f}, {1})});
+  CHECK(r.status.ok());
+  CHECK(f.device.syncs_called == 2);
 }
 
 TEST_CASE("executor without an actor: a failing node fails its step, naming it; the next step runs") {
