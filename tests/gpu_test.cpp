@@ -68,15 +68,7 @@ RunResult RunStep(Session* session, const std::vector<Output>& fetches,
   return r;
 }
 
-std::unique_ptr<Session> NewSession(const Scope& root) {
-  SessionOptions so;
-  so.runtime = g_runtime;
-  auto session = std::make_unique<Session>(so);
-  Status s = session->Create(ToDef(root));
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return session;
-}
+std::unique_ptr<Session> NewSession(const Scope& root) { return test::NewSession(g_runtime, root); }
 
 RunResult RunGraph(const Scope& root, const std::vector<Output>& fetches,
                    const std::vector<std::pair<std::string, Tensor>>& feeds) {
@@ -267,13 +259,14 @@ TEST_CASE("GPU ArgMax and ArgMin give the CPU's indices, in host memory") {
 }
 
 TEST_CASE("GPU Fill, ZerosLike, OnesLike, Tile, AddN and Cast match the CPU") {
-  CompareWithCpu({Random({5, 7}, 1), Random({}, 2)}, [](const Scope& s, const std::vector<Output>& in) {
+  CompareWithCpu({Random({5, 7}, 1), Random({}, 2), Random({1}, 3)}, [](const Scope& s, const std::vector<Output>& in) {
     return std::vector<Output>{ops::ZerosLike(s, in[0]), ops::OnesLike(s, in[0]),
                                ops::Fill(s, MakeTensor<int32_t>({3, 4}, {2}), in[1]),
-                               ops::Fill(s, MakeTensor<int64_t>({0, 4}, {2}), in[1])};
+                               ops::Fill(s, MakeTensor<int64_t>({0, 4}, {2}), in[1]),
+                               ops::Fill(s, MakeTensor<int32_t>({2, 2}, {2}), in[2])};  // a [1] value, as on the CPU
   });
   for (const auto& [shape, multiples] : std::vector<std::pair<TensorShape, std::vector<int32_t>>>{
-           {{}, {}}, {{1}, {300}}, {{3, 4}, {2, 3}}, {{2, 1, 3}, {1, 5, 2}}, {{4, 2}, {0, 1}}}) {
+           {{}, {}}, {{1}, {300}}, {{3, 4}, {2, 3}}, {{3, 4}, {1, 1}}, {{2, 1, 3}, {1, 5, 2}}, {{4, 2}, {0, 1}}}) {
     INFO("Tile " << shape.DebugString());
     const Tensor m = MakeTensor<int32_t>(multiples, TensorShape{static_cast<int64_t>(multiples.size())});
     CompareWithCpu({Random(shape, 3)}, [&m](const Scope& s, const std::vector<Output>& in) {

@@ -36,23 +36,14 @@ using namespace actorflow;
 using test::ExpectClose;
 using test::kCpu;
 using test::kGpu;
+using test::NewSession;
 using test::Random;
-using test::ToDef;
 
 namespace {
 
 Runtime* g_gpu_runtime = nullptr;  // with GPU:0
 Runtime* g_cpu_runtime = nullptr;  // the same process's CPU only, for references
 
-std::unique_ptr<Session> NewSession(Runtime* runtime, const Scope& root) {
-  SessionOptions so;
-  so.runtime = runtime;
-  auto session = std::make_unique<Session>(so);
-  Status s = session->Create(ToDef(root));
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return session;
-}
 
 std::vector<Tensor> Run(Session* session, const std::vector<std::string>& fetches,
                         const std::vector<std::pair<std::string, Tensor>>& feeds = {},

@@ -9,9 +9,11 @@
 #include <random>
 
 #include "actors/runtime.hpp"
+#include "client/session.hpp"
 #include "core/tensor.hpp"
 #include "devices/device.hpp"
 #include "devices/device_manager.hpp"
+#include "test_util.hpp"
 
 namespace actorflow {
 namespace test {
@@ -41,6 +43,17 @@ inline void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol = 1e-5f)
     }
   }
   CHECK(bad == 0);
+}
+
+// A session of `runtime` with the scope's graph; REQUIREs that it was created.
+inline std::unique_ptr<Session> NewSession(Runtime* runtime, const Scope& root) {
+  SessionOptions so;
+  so.runtime = runtime;
+  auto session = std::make_unique<Session>(so);
+  Status s = session->Create(ToDef(root));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return session;
 }
 
 // Whether `runtime` has a GPU; when not, says why `program` is skipped. The

@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "devices/pool_allocator.hpp"
+#include "ops/array/array_util.hpp"
 #include "ops/gpu/gpu_kernel.hpp"
 #include "ops/op_kernel.hpp"
-#include "ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {
@@ -59,26 +59,15 @@ __global__ void AddNKernel(float* out, AddNInputs ins, bool accumulate, int64_t 
   }
 }
 
-Status ShapeFromDims(const Tensor& dims, TensorShape* shape) {
-  if (dims.dims() != 1)
-    return errors::InvalidArgument("dims must be a vector, got shape ", dims.shape().DebugString());
-  if (dims.dtype() != DT_INT32 && dims.dtype() != DT_INT64)
-    return errors::InvalidArgument("dims must be int32 or int64, got ", DataTypeString(dims.dtype()));
-  return TensorShape::FromDims(TensorToInt64s(dims), shape);
-}
-
 class GpuFillOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
 
  protected:
   void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
-    const Tensor& dims = ctx->input(0);
     const Tensor& value = ctx->input(1);
-    AF_REQUIRES(ctx, value.dims() == 0,
-                errors::InvalidArgument("value must be a scalar, got shape ", value.shape().DebugString()));
     TensorShape shape;
-    AF_REQUIRES_OK(ctx, ShapeFromDims(dims, &shape));
+    AF_REQUIRES_OK(ctx, FillOutputShape(ctx->input(0), value, &shape));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     const int64_t n = out->NumElements();
@@ -120,19 +109,15 @@ class GpuTileOp : public GpuOpKernel {
  protected:
   void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& multiples_t = ctx->input(1);
-    AF_REQUIRES(ctx, multiples_t.dims() == 1 && multiples_t.dim_size(0) == in.dims(),
-                errors::InvalidArgument("Expected multiples argument to be a vector of length ", in.dims(),
-                                        " but got length ", multiples_t.dims() == 1 ? multiples_t.dim_size(0) : -1));
     AF_REQUIRES(ctx, in.dims() <= kMaxTileRank,
                 errors::Unimplemented("Tile on the GPU takes at most ", kMaxTileRank, " dimensions, got ",
                                       in.shape().DebugString()));
-    const std::vector<int64_t> multiples = TensorToInt64s(multiples_t);
-    std::vector<int64_t> out_dims(in.dims());
-    for (int d = 0; d < in.dims(); ++d) {
-      AF_REQUIRES(ctx, multiples[d] >= 0,
-                  errors::InvalidArgument("Expected multiples[", d, "] >= 0, but got ", multiples[d]));
-      out_dims[d] = in.dim_size(d) * multiples[d];
+    std::vector<int64_t> out_dims;
+    bool identity;
+    AF_REQUIRES_OK(ctx, TileOutputDims(in, ctx->input(1), &out_dims, &identity));
+    if (identity) {
+      ctx->set_output(0, in);
+      return;
     }
     TensorShape out_shape;
     AF_REQUIRES_OK(ctx, TensorShape::FromDims(out_dims, &out_shape));

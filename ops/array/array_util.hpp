@@ -1,6 +1,8 @@
 // Small helpers shared by the array kernels.
 #pragma once
 
+#include <vector>
+
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 
@@ -15,5 +17,14 @@ inline Status CheckIndexDtype(const Tensor& t, const char* what) {
     return errors::InvalidArgument(what, " must be an int32 or int64 tensor, got ", DataTypeString(t.dtype()));
   return Status::OK();
 }
+
+/// Fill's output shape: `dims` an int32/int64 vector of sizes, `value` a
+/// scalar (or a one-element vector). InvalidArgument naming what is wrong.
+Status FillOutputShape(const Tensor& dims, const Tensor& value, TensorShape* shape);
+
+/// Tile's output dims: the input's times `multiples` (an int32/int64 vector of
+/// the input's rank, each >= 0, no product overflowing int64); `identity` when
+/// every multiple is 1.
+Status TileOutputDims(const Tensor& input, const Tensor& multiples, std::vector<int64_t>* out_dims, bool* identity);
 
 }  // namespace actorflow

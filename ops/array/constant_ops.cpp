@@ -211,18 +211,12 @@ class FillOp : public OpKernel {
     return elems * static_cast<double>(std::max<size_t>(DataTypeSize(inputs[1].dtype()), 8)) > kOffloadBytes;
   }
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& dims = ctx->input(0);
     const Tensor& value = ctx->input(1);
-    AF_REQUIRES(ctx, dims.dims() == 1,
-                errors::InvalidArgument("dims must be a vector, got shape ", dims.shape().DebugString()));
-    AF_REQUIRES(ctx, value.dims() == 0 || (value.dims() == 1 && value.dim_size(0) == 1),
-                errors::InvalidArgument("value must be a scalar, got shape ", value.shape().DebugString()));
-    AF_REQUIRES_OK(ctx, CheckIndexDtype(dims, "dims"));
+    TensorShape shape;
+    AF_REQUIRES_OK(ctx, FillOutputShape(ctx->input(0), value, &shape));
     const DataType dt = BaseType(value.dtype());
     AF_REQUIRES(ctx, dt == DT_STRING || DataTypeIsPod(dt),
                 errors::Unimplemented("Fill does not support dtype ", DataTypeString(dt)));
-    TensorShape shape;
-    AF_REQUIRES_OK(ctx, TensorShape::FromDims(TensorToInt64s(dims), &shape));
     if (dt == DT_STRING) {
       // Caps the output's string bytes at 2^34 (16 GiB): a huge shape times a
       // long value fails here rather than trying to allocate terabytes.

@@ -86,23 +86,10 @@ class TileOp : public CopyingKernel {
   using CopyingKernel::CopyingKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    const Tensor& multiples_t = ctx->input(1);
-    AF_REQUIRES_OK(ctx, CheckIndexDtype(multiples_t, "multiples"));
     const int rank = input.dims();
-    AF_REQUIRES(ctx, multiples_t.dims() == 1 && multiples_t.NumElements() == rank,
-                errors::InvalidArgument("Expected multiples argument to be a vector of length ", rank,
-                                        " but got shape ", multiples_t.shape().DebugString()));
-    const std::vector<int64_t> m = TensorToInt64s(multiples_t);
-    std::vector<int64_t> out_dims(rank);
-    bool identity = true;
-    for (int i = 0; i < rank; ++i) {
-      AF_REQUIRES(ctx, m[i] >= 0, errors::InvalidArgument("Expected multiples[", i, "] >= 0, but got ", m[i]));
-      const int64_t d = input.dim_size(i);
-      AF_REQUIRES(ctx, m[i] == 0 || d <= std::numeric_limits<int64_t>::max() / m[i],
-                  errors::InvalidArgument("Tiled dimension ", i, " overflows int64: ", d, " * ", m[i]));
-      out_dims[i] = d * m[i];
-      identity &= m[i] == 1;
-    }
+    std::vector<int64_t> out_dims;
+    bool identity;
+    AF_REQUIRES_OK(ctx, TileOutputDims(input, ctx->input(1), &out_dims, &identity));
     if (identity) {
       ctx->set_output(0, input);
       return;
