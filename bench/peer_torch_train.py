@@ -7,6 +7,7 @@ Prints JSON lines in bench/run_all.sh's format: examples/s per model and batch.
 First checks that torch.mm runs on an optimized BLAS (Debian's python3-torch
 uses the reference BLAS, ~5 GFLOP/s, unless libopenblas0 is installed)."""
 import json
+import os
 import statistics
 import sys
 import time
@@ -77,16 +78,19 @@ def steps_per_second(kind, batch, threads, seconds=1.0, rounds=7):
 
 # Arguments (optional): which figures to run, as bench_train takes them
 # (mlp64, mlp256, softmax32), or --check for the BLAS check alone. Without
-# arguments: the check, then every figure.
+# arguments: the check, then every figure. PEER_TORCH_THREADS=N (or a list,
+# "4,8") measures those thread counts instead of 1 and 2, for the scaling
+# figures of a many-core machine.
 FIGURES = {"mlp64": ("mlp", 64), "mlp256": ("mlp", 256), "softmax32": ("softmax", 32)}
 args = sys.argv[1:]
+THREADS = [int(t) for t in os.environ.get("PEER_TORCH_THREADS", "1,2").split(",")]
 # Always run: besides checking, the large product warms OpenBLAS up (without
 # it, the MLP steps measured 2.5x slower here).
 blas_check(report=not args or args == ["--check"])
 figures = [] if args == ["--check"] else (args or list(FIGURES))
 for kind, batch in (FIGURES[f] for f in figures):
     best = None
-    for threads in (1, 2):
+    for threads in THREADS:
         rates = steps_per_second(kind, batch, threads)
         if best is None or statistics.median(rates) > statistics.median(best[1]):
             best = (threads, rates)

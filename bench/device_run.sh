@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (16 cores, PyTorch with CUDA), from the checkout's
+# root, what bench/device_pack.sh packed into .device/:
+#   1. the suites that need a GPU or place on one, with the GPU visible;
+#   2. bench_gpu_train beside PyTorch on the same GPU (ms per step);
+#   3. the CPU training steps and the executor's per-node cost at 1..16
+#      threads, beside PyTorch at the same thread counts (GPU hidden).
+# Logs go to $OUT (or /tmp/af_device); a summary is printed last.
+#   bash bench/device_run.sh [tests] [gpu] [cpu]     # default: all three
+# AF_THREADS="1 16" picks the thread counts of part 3.
+set -u
+out=${OUT:-/tmp/af_device}
+mkdir -p "$out"
+parts=${*:-tests gpu cpu}
+root=$(pwd)
+
+# oneDNN travels compressed; cuBLAS (opened at run time) comes from the CUDA
+# toolkit or PyTorch's wheels there.
+if [ -f .device/lib/libdnnl.so.2.xz ] && [ ! -f .device/lib/libdnnl.so.2 ]; then
+  xz -dc .device/lib/libdnnl.so.2.xz > .device/lib/libdnnl.so.2 2>/dev/null ||
+    python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      .device/lib/libdnnl.so.2.xz .device/lib/libdnnl.so.2
+fi
+cublas=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/lib /opt /usr/lib -name 'libcublas.so.1[0-9]*' 2>/dev/null | head -1)
+[ -n "$cublas" ] && export LD_LIBRARY_PATH=$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The tests name their data and the CLI by this checkout's paths where they were built.
+if [ "$root" != /work/main ] && [ ! -e /work/main ]; then mkdir -p /work && ln -s "$root" /work/main; fi
+mkdir -p /work/main/build-dev
+printf '#!/bin/sh\nexec bash %s/.device/run.sh actorflow "$@"\n' "$root" > /work/main/build-dev/actorflow
+chmod +x /work/main/build-dev/actorflow
+
+{
+  echo "== machine"; nvidia-smi -L; nproc; lscpu | grep -E 'Model name|^CPU\(s\)'
+  echo "cublas: ${cublas:-none}"; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
+} 2>&1 | tee "$out/machine.log"
+
+summary=()
+if [[ " $parts " == *" tests "* ]]; then
+  for t in gpu_test gpu_training_test placement_gpu_test device_variables_test placement_test cli_test; do
+    echo "== $t" | tee -a "$out/tests.log"
+    timeout 150 bash "$root/.device/run.sh" "tests/$t" >> "$out/tests.log" 2>&1
+    rc=$?
+    tail -3 "$out/tests.log"
+    summary+=("$t rc=$rc")
+  done
+fi
+if [[ " $parts " == *" gpu "* ]]; then
+  echo "== gpu training step" | tee "$out/gpu.log"
+  timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  PYTHONUNBUFFERED=1 timeout 100 python3 bench/peer_torch_gpu_train.py 2>&1 | tee -a "$out/gpu.log"
+fi
+if [[ " $parts " == *" cpu "* ]]; then
+  echo "== cpu" | tee "$out/cpu.log"
+  for t in ${AF_THREADS:-1 2 4 8 16}; do
+    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 softmax32 2>&1 | tee -a "$out/cpu.log"
+    CUDA_VISIBLE_DEVICES= PEER_TORCH_THREADS=$t PYTHONUNBUFFERED=1 timeout 60 python3 bench/peer_torch_train.py mlp64 mlp256 softmax32 2>&1 | tee -a "$out/cpu.log"
+  done
+  for t in ${AF_THREADS:-1 2 4 8 16}; do
+    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_executor 2>&1 | tee -a "$out/cpu.log"
+  done
+fi
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+grep -h '^{' "$out"/gpu.log "$out"/cpu.log 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line); p = d["params"]
+    print(d["bench"], ",".join("%s=%s" % kv for kv in p.items()), d["metric"], "%.4g" % d["median"], d["unit"])
+'
