@@ -46,7 +46,7 @@ if [[ " $parts " == *" tests "* ]]; then
 fi
 if [[ " $parts " == *" gpu "* ]]; then
   echo "== gpu training step" | tee "$out/gpu.log"
-  timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  AF_BENCH_TRACE=1 timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
   PYTHONUNBUFFERED=1 timeout 100 python3 bench/peer_torch_gpu_train.py 2>&1 | tee -a "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then
