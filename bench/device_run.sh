@@ -4,9 +4,12 @@
 #   1. the suites that need a GPU or place on one, with the GPU visible;
 #   2. bench_gpu_train beside PyTorch on the same GPU (ms per step);
 #   3. the CPU training steps and the executor's per-node cost at 1..16
-#      threads, beside PyTorch at the same thread counts (GPU hidden).
+#      threads, beside PyTorch at the same thread counts (GPU hidden);
+#   4. (ncu, not by default) GPU time per kernel of a few steps at h/batch
+#      $AF_NCU_SHAPE (default 4096x1024), actorflow's and PyTorch's.
 # Logs go to $OUT (or /tmp/af_device); a summary is printed last.
-#   bash bench/device_run.sh [tests] [gpu] [cpu]     # default: all three
+#   bash bench/device_run.sh [tests] [gpu] [cpu] [ncu]    # default: the first three
+# AF_TESTS="gpu_test ..." picks the suites of part 1.
 # AF_THREADS="1 16" picks the thread counts of part 3.
 set -u
 out=${OUT:-/tmp/af_device}
@@ -36,7 +39,7 @@ chmod +x /work/main/build-dev/actorflow
 
 summary=()
 if [[ " $parts " == *" tests "* ]]; then
-  for t in gpu_test gpu_training_test placement_gpu_test device_variables_test placement_test cli_test; do
+  for t in ${AF_TESTS:-gpu_test gpu_training_test placement_gpu_test device_variables_test placement_test cli_test}; do
     echo "== $t" | tee -a "$out/tests.log"
     timeout 150 bash "$root/.device/run.sh" "tests/$t" >> "$out/tests.log" 2>&1
     rc=$?
@@ -58,6 +61,18 @@ if [[ " $parts " == *" cpu "* ]]; then
   for t in ${AF_THREADS:-1 2 4 8 16}; do
     CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_executor 2>&1 | tee -a "$out/cpu.log"
   done
+fi
+if [[ " $parts " == *" ncu "* ]]; then
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  shape=${AF_NCU_SHAPE:-4096x1024}
+  # Skip the warm-up's launches; profile about two steps' kernels.
+  flags="--metrics gpu__time_duration.sum --csv --launch-skip ${AF_NCU_SKIP:-400} --launch-count ${AF_NCU_COUNT:-80}"
+  echo "== ncu actorflow $shape" | tee "$out/ncu.log"
+  timeout 120 "$ncu" $flags bash "$root/.device/run.sh" bench/bench_gpu_train "$shape" > "$out/ncu_actorflow.csv" 2>>"$out/ncu.log"
+  python3 bench/ncu_summary.py "$out/ncu_actorflow.csv" 2>&1 | tee -a "$out/ncu.log"
+  echo "== ncu pytorch $shape" | tee -a "$out/ncu.log"
+  timeout 150 "$ncu" $flags python3 bench/peer_torch_gpu_train.py "$shape" > "$out/ncu_pytorch.csv" 2>>"$out/ncu.log"
+  python3 bench/ncu_summary.py "$out/ncu_pytorch.csv" 2>&1 | tee -a "$out/ncu.log"
 fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"

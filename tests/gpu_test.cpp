@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -164,6 +165,32 @@ TEST_CASE("GPU BiasAdd and BiasAddGrad match the CPU in NHWC and NCHW") {
   CompareWithCpu({Random({4, 5, 6, 7}, 5), Random({5}, 6)}, [](const Scope& s, const std::vector<Output>& in) {
     return std::vector<Output>{ops::BiasAdd(s, in[0], in[1], "NCHW"), ops::BiasAddGrad(s, in[0], "NCHW")};
   }, 1e-4f);
+  // Many column tiles, the last one partial; long columns (the gradient's row lanes).
+  CompareWithCpu({Random({3001, 70}, 7), Random({70}, 8)}, [](const Scope& s, const std::vector<Output>& in) {
+    return std::vector<Output>{ops::BiasAdd(s, in[0], in[1]), ops::BiasAddGrad(s, in[0])};
+  }, 1e-3f);
+}
+
+TEST_CASE("a large feed reaches the GPU intact through sliced staging, and a small one through one copy") {
+  // 999 x 1001 floats: about 3.8 MiB, over kSlicedCopyBytes, and not a whole
+  // number of slices; 3 x 5 stays one copy.
+  for (const TensorShape& shape : {TensorShape{999, 1001}, TensorShape{3, 5}}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    auto y = ops::Identity(root.WithDevice("/device:GPU:0").WithOpName("y"), x);
+    auto z = ops::Neg(root.WithDevice("/device:GPU:0").WithOpName("z"), y);
+    const Tensor fed = Random(shape, 11);
+    auto session = NewSession(root);
+    for (int step = 0; step < 3; ++step) {  // the staging blocks are reused from step to step
+      RunResult r = RunStep(session.get(), {y, z}, {{"x", fed}});
+      INFO(r.status.ToString());
+      REQUIRE(r.status.ok());
+      CHECK(r.placement["y"] == kGpu);
+      REQUIRE(r.outputs[0].shape() == shape);
+      REQUIRE(std::memcmp(r.outputs[0].raw_data(), fed.raw_data(), fed.TotalBytes()) == 0);
+      for (int64_t i = 0; i < fed.NumElements(); ++i) REQUIRE(r.outputs[1].data<float>()[i] == -fed.data<float>()[i]);
+    }
+  }
 }
 
 TEST_CASE("GPU Sum and Mean match the CPU over all axes, one axis, and neighbouring axes") {

@@ -1,7 +1,13 @@
 #include "ops/gpu/gpu_kernel.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
+
+#include "devices/compute_pool.hpp"
 
 #include "devices/pool_allocator.hpp"
 
@@ -59,6 +65,87 @@ Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, vo
                                 gpu->short_name() + ": cudaMemcpyAsync (host to device)"));
   keep->push_back(std::move(staging));
   return Status::OK();
+}
+
+namespace {
+
+// One sliced copy: the slices' jobs share it; the last one to enqueue its
+// transfer releases the buffers behind them and answers.
+struct SlicedCopy {
+  GpuDevice* gpu;
+  cudaStream_t stream;
+  Tensor source, staging;
+  char* dst;
+  size_t bytes, slice;
+  std::function<void(const Status&)> done;
+  std::atomic<int64_t> left{0};
+  std::mutex mu;
+  Status status;  // guarded by mu: the first failure
+
+  void CopySlice(int64_t i) {
+    const size_t begin = static_cast<size_t>(i) * slice, len = std::min(slice, bytes - begin);
+    char* staged = static_cast<char*>(staging.raw_data()) + begin;
+    std::memcpy(staged, static_cast<const char*>(source.raw_data()) + begin, len);
+    Status s = gpu->Activate();
+    if (s.ok())
+      s = CudaStatus(cudaMemcpyAsync(dst + begin, staged, len, cudaMemcpyHostToDevice, stream),
+                     gpu->short_name() + ": cudaMemcpyAsync (host to device)");
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (status.ok()) status = s;
+    }
+  }
+};
+
+}  // namespace
+
+void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, void* dst,
+                           std::function<void(const Status&)> done) {
+  const size_t bytes = source.TotalBytes();
+  ComputePool* pool = gpu->compute_pool();
+  const int threads = pool ? pool->NumThreads() : 1;
+  if (bytes < kSlicedCopyBytes || threads < 2) {
+    std::vector<Tensor> keep;
+    Status s = CopyHostToDevice(gpu, stream, source.raw_data(), dst, bytes, &keep);
+    if (!keep.empty()) gpu->ThenRun(stream, [keep = std::move(keep)]() mutable { keep.clear(); });
+    done(s);
+    return;
+  }
+  // Slices of at least 1 MiB (smaller ones cost more in jobs than they save),
+  // at most one per thread and 16 in all (memory bandwidth is shared).
+  constexpr size_t kMinSlice = size_t{1} << 20;
+  const int64_t slices =
+      std::min<int64_t>({threads, 16, static_cast<int64_t>((bytes + kMinSlice - 1) / kMinSlice)});
+  auto copy = std::make_shared<SlicedCopy>();
+  Status s = Tensor::Create(gpu->host_allocator(), DT_UINT8, TensorShape{static_cast<int64_t>(bytes)}, &copy->staging)
+                 .WithContext("pinned staging buffer on " + gpu->short_name());
+  if (!s.ok()) {
+    done(s);
+    return;
+  }
+  copy->gpu = gpu;
+  copy->stream = stream;
+  copy->source = std::move(source);
+  copy->dst = static_cast<char*>(dst);
+  copy->bytes = bytes;
+  copy->slice = ((bytes + slices - 1) / slices + 4095) / 4096 * 4096;
+  copy->done = std::move(done);
+  const int64_t n = static_cast<int64_t>((bytes + copy->slice - 1) / copy->slice);
+  copy->left.store(n);
+  for (int64_t i = 0; i < n; ++i) {
+    pool->Schedule([copy, i] {
+      copy->CopySlice(i);
+      if (copy->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      // Every slice's transfer is enqueued: the buffers live until they ran.
+      copy->gpu->ThenRun(copy->stream, [source = std::move(copy->source), staging = std::move(copy->staging)] {});
+      Status status;
+      {
+        std::lock_guard<std::mutex> lock(copy->mu);
+        status = copy->status;
+      }
+      copy->done(status);
+    });
+  }
 }
 
 Status LaunchStatus(const OpKernel& kernel) {

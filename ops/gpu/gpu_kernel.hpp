@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "devices/cuda/gpu_device.hpp"
@@ -56,6 +57,20 @@ GpuDevice* GpuDeviceOf(OpKernelContext* ctx);
 /// pinned staging buffer (appended to `keep`: it must live until the copy ran).
 Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, void* dst, size_t bytes,
                         std::vector<Tensor>* keep);
+
+/// Copies the bytes of host tensor `source` to device memory `dst` on
+/// `stream`. A large copy (kSlicedCopyBytes or more) is cut into slices that
+/// pool jobs copy into pinned staging side by side, each slice's transfer
+/// enqueued as soon as it is staged: the host's copying runs on several cores
+/// and overlaps the DMA, where one memcpy on one thread was the bottleneck of
+/// a large feed. `done` gets the status once every slice is enqueued (from a
+/// pool thread, or from this one when the copy is small); only then may work
+/// that reads `dst` be enqueued. `source` and the staging live until the
+/// transfer ran.
+void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, void* dst,
+                           std::function<void(const Status&)> done);
+/// Copies smaller than this are one memcpy and one transfer.
+constexpr size_t kSlicedCopyBytes = size_t{2} << 20;
 
 /// The error of the last kernel launch on this thread, naming the node (OK when none).
 Status LaunchStatus(const OpKernel& kernel);

@@ -96,6 +96,9 @@ class GpuReductionOp : public GpuOpKernel {
     } else if (inner == 1 && r > 1) {
       const unsigned blocks = static_cast<unsigned>(outer < 65535 ? outer : 65535);
       ReduceRowsKernel<<<blocks, kGpuThreads, 0, stream>>>(x.data<float>(), out->data<float>(), outer, r, kMean);
+    } else if (r >= kColumnLanes) {  // long columns: a block of row lanes per 32 columns
+      ColumnSumKernel<float><<<ColumnSumGrid(outer, inner), dim3(kColumnTile, kColumnLanes), 0, stream>>>(
+          x.data<float>(), out->data<float>(), outer, r, inner, kMean ? static_cast<float>(r) : 1.f);
     } else {
       ReduceMiddleKernel<<<GpuBlocks(outer * inner), kGpuThreads, 0, stream>>>(x.data<float>(), out->data<float>(),
                                                                               outer, r, inner, kMean);

@@ -29,6 +29,13 @@ __global__ void BiasAddKernel(const float* v, const float* bias, float* out, int
     out[i] = v[i] + bias[(i / inner) % c];
 }
 
+// The same, channels last and fewer than 2^31 values: 32-bit index arithmetic
+// (a 64-bit remainder per value cost as much as the memory traffic).
+__global__ void BiasAddLastKernel(const float* v, const float* bias, float* out, uint32_t n, uint32_t c) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    out[i] = v[i] + bias[i % c];
+}
+
 // out[ch] = sum over o < outer, k < inner of g[(o * c + ch) * inner + k]: one block per channel.
 __global__ void BiasAddGradKernel(const float* g, float* out, int64_t outer, int64_t c, int64_t inner) {
   __shared__ float scratch[32];
@@ -74,6 +81,12 @@ class GpuBiasAddOp : public GpuOpKernel {
     if (n == 0) return;
     int64_t inner = 1;
     for (int i = channel_dim + 1; i < v.dims(); ++i) inner *= v.dim_size(i);
+    if (inner == 1 && n < (int64_t{1} << 31)) {
+      BiasAddLastKernel<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(
+          v.data<float>(), bias.data<float>(), out->data<float>(), static_cast<uint32_t>(n), static_cast<uint32_t>(c));
+      AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+      return;
+    }
     BiasAddKernel<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(v.data<float>(), bias.data<float>(),
                                                                            out->data<float>(), n, c, inner);
     AF_REQUIRES_OK(ctx, LaunchStatus(*this));
@@ -106,6 +119,12 @@ class GpuBiasAddGradOp : public GpuOpKernel {
     int64_t inner = 1;
     for (int i = channel_dim + 1; i < g.dims(); ++i) inner *= g.dim_size(i);
     const int64_t outer = g.NumElements() / (c * inner);
+    if (inner == 1) {  // channels last: the column sums of an [outer, c] matrix
+      ColumnSumKernel<float><<<ColumnSumGrid(1, c), dim3(kColumnTile, kColumnLanes), 0, gpu->compute_stream()>>>(
+          g.data<float>(), out->data<float>(), 1, outer, c, 1.f);
+      AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+      return;
+    }
     BiasAddGradKernel<<<RowBlocks(c), kGpuThreads, 0, gpu->compute_stream()>>>(g.data<float>(), out->data<float>(),
                                                                                outer, c, inner);
     AF_REQUIRES_OK(ctx, LaunchStatus(*this));

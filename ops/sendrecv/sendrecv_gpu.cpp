@@ -102,15 +102,23 @@ class GpuRecvOp : public AsyncOpKernel {
 
  private:
   void CopyIn(OpKernelContext* ctx, GpuDevice* gpu, const Tensor& value, DoneCallback done) {
-    std::vector<Tensor> keep;
     Tensor* out = nullptr;
     Status s = gpu->Activate();
     if (s.ok()) s = ctx->allocate_output(0, value.shape(), &out);
-    if (s.ok())
-      s = CopyHostToDevice(gpu, gpu->compute_stream(), value.raw_data(), out->raw_data(), value.TotalBytes(), &keep);
-    if (!s.ok()) ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
-    if (!keep.empty()) gpu->ThenRun(gpu->compute_stream(), [keep = std::move(keep)]() mutable { keep.clear(); });
-    done();
+    if (!s.ok()) {
+      ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
+      done();
+      return;
+    }
+    // A large value is staged by several pool jobs (CopyHostToDeviceAsync);
+    // the node is done once its transfer is enqueued.
+    CopyHostToDeviceAsync(gpu, gpu->compute_stream(), value, out->raw_data(),
+                          [this, ctx, gpu, done = std::move(done)](const Status& copied) {
+                            if (!copied.ok())
+                              ctx->SetStatus(copied.WithContext("receiving into " + name() + " on " +
+                                                                gpu->short_name()));
+                            done();
+                          });
   }
 
   const TransferKey key_;
