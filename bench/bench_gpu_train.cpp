@@ -107,10 +107,11 @@ void Measure(int64_t hidden, int64_t batch) {
     on_gpu += device.find("GPU") != std::string::npos;
   }
   const int block = batch >= 4096 ? 5 : 50;
+  const char* gemm = std::getenv("ACTORFLOW_GPU_GEMM");  // "cublas": cublasSgemm for every product
   auto stats = bench::MeasureInterleaved(7, block, {step});
   const std::string params = "\"hidden\":" + std::to_string(hidden) + ",\"batch\":" + std::to_string(batch) +
                              ",\"nodes_on_gpu\":" + std::to_string(on_gpu) + ",\"nodes\":" + std::to_string(total) +
-                             ",\"impl\":\"actorflow\"";
+                             ",\"gemm\":\"" + std::string(gemm != nullptr ? gemm : "cublaslt") + "\"" + ",\"impl\":\"actorflow\"";
   bench::Print("gpu_train_step", params, "time", "ms", stats[0], 1e3);
   if (std::getenv("AF_BENCH_TRACE") != nullptr) Trace(session, xv, yv, train.name());
   Check(session.ResetContainers({}));  // the next shape's w0... are new variables

@@ -50,6 +50,8 @@ fi
 if [[ " $parts " == *" gpu "* ]]; then
   echo "== gpu training step" | tee "$out/gpu.log"
   AF_BENCH_TRACE=1 timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  # The same with cublasSgemm for every product (AF_GEMM_COMPARE=1), beside the planned cuBLASLt products.
+  [ -n "${AF_GEMM_COMPARE:-}" ] && ACTORFLOW_GPU_GEMM=cublas timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
   PYTHONUNBUFFERED=1 timeout 100 python3 bench/peer_torch_gpu_train.py 2>&1 | tee -a "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then
@@ -70,9 +72,11 @@ if [[ " $parts " == *" ncu "* ]]; then
   echo "== ncu actorflow $shape" | tee "$out/ncu.log"
   timeout 120 "$ncu" $flags bash "$root/.device/run.sh" bench/bench_gpu_train "$shape" > "$out/ncu_actorflow.csv" 2>>"$out/ncu.log"
   python3 bench/ncu_summary.py "$out/ncu_actorflow.csv" 2>&1 | tee -a "$out/ncu.log"
-  echo "== ncu pytorch $shape" | tee -a "$out/ncu.log"
-  timeout 150 "$ncu" $flags python3 bench/peer_torch_gpu_train.py "$shape" > "$out/ncu_pytorch.csv" 2>>"$out/ncu.log"
-  python3 bench/ncu_summary.py "$out/ncu_pytorch.csv" 2>&1 | tee -a "$out/ncu.log"
+  if [ "${AF_NCU_PEER:-1}" = 1 ]; then
+    echo "== ncu pytorch $shape" | tee -a "$out/ncu.log"
+    timeout 150 "$ncu" $flags python3 bench/peer_torch_gpu_train.py "$shape" > "$out/ncu_pytorch.csv" 2>>"$out/ncu.log"
+    python3 bench/ncu_summary.py "$out/ncu_pytorch.csv" 2>&1 | tee -a "$out/ncu.log"
+  fi
 fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"

@@ -7,6 +7,7 @@
 // looked up; their types come from cublas_v2.h, so they cannot drift.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "core/status.hpp"
@@ -25,5 +26,27 @@ struct CublasApi {
 /// process; Unavailable naming the library and the loader's error when it
 /// cannot be opened or lacks an entry point. Thread-safe.
 Status LoadCublas(const CublasApi** out);
+
+/// cuBLASLt, for matrix products planned once per shape: the descriptors and
+/// the algorithm chosen by its heuristic are kept, so a repeated product costs
+/// one cublasLtMatmul call (cublasSgemm looks its algorithm up on every call,
+/// about 17 us of host time per product measured on an H100 host).
+struct CublasLtApi {
+  decltype(&cublasLtCreate) create;
+  decltype(&cublasLtDestroy) destroy;
+  decltype(&cublasLtMatmulDescCreate) desc_create;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create;
+  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
+  decltype(&cublasLtMatmul) matmul;
+};
+
+/// Loads libcublasLt once per process, as LoadCublas.
+Status LoadCublasLt(const CublasLtApi** out);
 
 }  // namespace actorflow

@@ -48,6 +48,8 @@ GpuDevice::~GpuDevice() {
   if (!Activate().ok()) return;
   if (compute_) cudaStreamSynchronize(compute_);
   if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
+  if (lt_) lt_api_->destroy(lt_);
+  if (lt_workspace_) allocator()->DeallocateRaw(lt_workspace_, kGemmWorkspaceBytes);
   if (compute_) cudaStreamDestroy(compute_);
 }
 
@@ -75,6 +77,31 @@ Status GpuDevice::Blas(const CublasApi** api, cublasHandle_t* handle) {
   }
   *api = blas_api_;
   *handle = blas_;
+  return Status::OK();
+}
+
+Status GpuDevice::BlasLt(const CublasLtApi** api, cublasLtHandle_t* handle, void** workspace,
+                         size_t* workspace_bytes) {
+  std::lock_guard<std::mutex> lock(blas_mu_);
+  if (!lt_) {
+    const CublasLtApi* lib;
+    AF_RETURN_IF_ERROR(LoadCublasLt(&lib));
+    AF_RETURN_IF_ERROR(Activate());
+    void* ws = allocator()->AllocateRaw(256, kGemmWorkspaceBytes);
+    if (!ws) return errors::ResourceExhausted(short_name_, ": no memory for the GEMM workspace (32 MiB)");
+    cublasLtHandle_t h = nullptr;
+    if (lib->create(&h) != CUBLAS_STATUS_SUCCESS) {
+      allocator()->DeallocateRaw(ws, kGemmWorkspaceBytes);
+      return errors::Internal(short_name_, ": cublasLtCreate failed");
+    }
+    lt_api_ = lib;
+    lt_ = h;
+    lt_workspace_ = ws;
+  }
+  *api = lt_api_;
+  *handle = lt_;
+  *workspace = lt_workspace_;
+  *workspace_bytes = kGemmWorkspaceBytes;
   return Status::OK();
 }
 

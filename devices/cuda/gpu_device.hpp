@@ -33,6 +33,7 @@
 // actor's thread (kernels launch there); ThenRun and Activate from any thread.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -47,6 +48,7 @@
 namespace actorflow {
 
 struct CublasApi;
+struct CublasLtApi;
 class PoolAllocator;
 
 /// A CUDA error as Internal naming what failed: "GPU:0: cudaMemcpyAsync: an illegal memory access ..." (OK for
@@ -76,6 +78,12 @@ class GpuDevice final : public Device {
   /// bound to the compute stream, created on first use. Used from the device
   /// actor's thread only (cuBLAS handles are not thread-safe).
   Status Blas(const CublasApi** api, cublasHandle_t* handle);
+  /// cuBLASLt, its handle and this GPU's GEMM workspace (kGemmWorkspaceBytes
+  /// of device memory, what cuBLAS itself takes on Hopper), created on first
+  /// use. The workspace serves one product at a time: only work enqueued on
+  /// the compute stream may use it, which orders the products.
+  Status BlasLt(const CublasLtApi** api, cublasLtHandle_t* handle, void** workspace, size_t* workspace_bytes);
+  static constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
   /// Calls `fn` on the compute pool once all work enqueued on `stream` so far
   /// has run. Never throws: if CUDA refuses the callback, it waits for the
   /// stream here and calls `fn` on this thread.
@@ -101,6 +109,9 @@ class GpuDevice final : public Device {
   std::mutex blas_mu_;                  // guards the lazy creation of blas_
   const CublasApi* blas_api_ = nullptr;  // guarded by blas_mu_ until set
   cublasHandle_t blas_ = nullptr;       // guarded by blas_mu_ until created
+  const CublasLtApi* lt_api_ = nullptr;  // the same, for cuBLASLt
+  cublasLtHandle_t lt_ = nullptr;
+  void* lt_workspace_ = nullptr;
 };
 
 }  // namespace actorflow

@@ -111,9 +111,9 @@ void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, v
     done(s);
     return;
   }
-  // Slices of at least 1 MiB (smaller ones cost more in jobs than they save),
+  // Slices of at least 256 KiB (smaller ones cost more in jobs than they save),
   // at most one per thread and 16 in all (memory bandwidth is shared).
-  constexpr size_t kMinSlice = size_t{1} << 20;
+  constexpr size_t kMinSlice = size_t{256} << 10;
   const int64_t slices =
       std::min<int64_t>({threads, 16, static_cast<int64_t>((bytes + kMinSlice - 1) / kMinSlice)});
   auto copy = std::make_shared<SlicedCopy>();

@@ -70,7 +70,7 @@ Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, vo
 void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, void* dst,
                            std::function<void(const Status&)> done);
 /// Copies smaller than this are one memcpy and one transfer.
-constexpr size_t kSlicedCopyBytes = size_t{2} << 20;
+constexpr size_t kSlicedCopyBytes = size_t{512} << 10;
 
 /// The error of the last kernel launch on this thread, naming the node (OK when none).
 Status LaunchStatus(const OpKernel& kernel);

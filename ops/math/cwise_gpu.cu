@@ -9,6 +9,7 @@
 // broadcast dim). Same-shape inputs take a plain loop. An output may reuse the
 // buffer of an input of its size that nothing else holds (each element is read
 // before it is written, by the same thread).
+#include "ops/gpu/elementwise.cuh"
 #include "ops/gpu/gpu_kernel.hpp"
 #include "ops/math/bcast.hpp"
 #include "ops/op_kernel.hpp"
@@ -67,13 +68,6 @@ struct BroadcastIndex {
 };
 
 template <class F>
-__global__ void BinarySameShape(const float* a, const float* b, float* out, int64_t n, F f) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    out[i] = f(a[i], b[i]);
-}
-
-template <class F>
 __global__ void BinaryBroadcast(const float* a, const float* b, float* out, int64_t n, BroadcastIndex ix, F f) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -112,7 +106,7 @@ class GpuBinaryOp : public GpuOpKernel {
     const float* pb = b.data<float>();
     float* po = out->data<float>();
     if (bc.same_shape()) {
-      BinarySameShape<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(pa, pb, po, n, F());
+      LaunchMap2(gpu->compute_stream(), pa, pb, po, n, F());
     } else {
       BroadcastIndex ix{};
       ix.rank = rank;

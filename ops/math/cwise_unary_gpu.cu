@@ -2,6 +2,7 @@
 // Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid. The output may reuse the input's
 // buffer when nothing else holds it (each element is read before it is
 // written, by the same thread).
+#include "ops/gpu/elementwise.cuh"
 #include "ops/gpu/gpu_kernel.hpp"
 #include "ops/op_kernel.hpp"
 
@@ -27,11 +28,6 @@ AF_GPU_UNARY(TanhF, tanhf(x));
 AF_GPU_UNARY(SigmoidF, 1.f / (1.f + expf(-x)));
 
 template <class F>
-__global__ void UnaryKernel(const float* x, float* out, int64_t n, F f) {
-  AF_GPU_GRID_STRIDE(i, n) out[i] = f(x[i]);
-}
-
-template <class F>
 class GpuUnaryOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
@@ -43,7 +39,7 @@ class GpuUnaryOp : public GpuOpKernel {
     AF_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
     const int64_t n = x.NumElements();
     if (n == 0) return;
-    UnaryKernel<<<GpuBlocks(n), kGpuThreads, 0, gpu->compute_stream()>>>(x.data<float>(), out->data<float>(), n, F());
+    LaunchMap1(gpu->compute_stream(), x.data<float>(), out->data<float>(), n, F());
     AF_REQUIRES_OK(ctx, LaunchStatus(*this));
   }
 };
