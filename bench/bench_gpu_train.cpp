@@ -61,7 +61,14 @@ void Trace(Session& session, const Tensor& xv, const Tensor& yv, const std::stri
   std::vector<std::pair<int64_t, std::string>> order;
   for (const auto& [op, v] : per_op) order.emplace_back(v.first, op);
   std::sort(order.rbegin(), order.rend());
-  std::printf("trace: %zu nodes, span %lld us;", md.step_stats.size(), static_cast<long long>(last - first));
+  int64_t recv_end = 0, first_matmul = INT64_MAX;
+  for (const auto& n : md.step_stats) {
+    if (n.op == "_Recv") recv_end = std::max(recv_end, n.end_us);
+    if (n.op == "MatMul") first_matmul = std::min(first_matmul, n.start_us);
+  }
+  std::printf("trace: %zu nodes, span %lld us, feeds on the GPU at %lld us, first MatMul at %lld us;",
+              md.step_stats.size(), static_cast<long long>(last - first), static_cast<long long>(recv_end - first),
+              static_cast<long long>(first_matmul - first));
   for (const auto& [d, c] : per_device) std::printf(" %s: %d", d.c_str(), c);
   std::printf("\n");
   for (const auto& [us, op] : order) std::printf("  %-40s %4d nodes %8lld us\n", op.c_str(), per_op[op].second, static_cast<long long>(us));
@@ -108,10 +115,12 @@ void Measure(int64_t hidden, int64_t batch) {
   }
   const int block = batch >= 4096 ? 5 : 50;
   const char* gemm = std::getenv("ACTORFLOW_GPU_GEMM");  // "cublas": cublasSgemm for every product
+  const char* sync = std::getenv("ACTORFLOW_GPU_SYNC");  // "callback": stream callbacks, not the event poller
   auto stats = bench::MeasureInterleaved(7, block, {step});
   const std::string params = "\"hidden\":" + std::to_string(hidden) + ",\"batch\":" + std::to_string(batch) +
                              ",\"nodes_on_gpu\":" + std::to_string(on_gpu) + ",\"nodes\":" + std::to_string(total) +
-                             ",\"gemm\":\"" + std::string(gemm != nullptr ? gemm : "cublaslt") + "\"" + ",\"impl\":\"actorflow\"";
+                             ",\"gemm\":\"" + std::string(gemm != nullptr ? gemm : "cublaslt") + "\",\"sync\":\"" +
+                             std::string(sync != nullptr ? sync : "events") + "\"" + ",\"impl\":\"actorflow\"";
   bench::Print("gpu_train_step", params, "time", "ms", stats[0], 1e3);
   if (std::getenv("AF_BENCH_TRACE") != nullptr) Trace(session, xv, yv, train.name());
   Check(session.ResetContainers({}));  // the next shape's w0... are new variables

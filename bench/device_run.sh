@@ -50,8 +50,10 @@ fi
 if [[ " $parts " == *" gpu "* ]]; then
   echo "== gpu training step" | tee "$out/gpu.log"
   AF_BENCH_TRACE=1 timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
-  # The same with cublasSgemm for every product (AF_GEMM_COMPARE=1), beside the planned cuBLASLt products.
-  [ -n "${AF_GEMM_COMPARE:-}" ] && ACTORFLOW_GPU_GEMM=cublas timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  # Variants to compare in the same run, e.g. AF_GPU_VARIANTS="ACTORFLOW_GPU_GEMM=cublas ACTORFLOW_GPU_SYNC=callback".
+  for v in ${AF_GPU_VARIANTS:-}; do
+    env "$v" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  done
   PYTHONUNBUFFERED=1 timeout 100 python3 bench/peer_torch_gpu_train.py 2>&1 | tee -a "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then

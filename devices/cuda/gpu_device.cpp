@@ -1,12 +1,14 @@
 #include "devices/cuda/gpu_device.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <vector>
 
 #include "devices/compute_pool.hpp"
 #include "devices/cuda/cublas_api.hpp"
 #include "devices/cuda/gpu_allocator.hpp"
+#include "devices/cuda/gpu_event_poller.hpp"
 #include "devices/device_factory.hpp"
 
 namespace actorflow {
@@ -32,7 +34,10 @@ int GpuCount() {
 GpuDevice::GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool)
     : Device(task_name + "/device:GPU:" + std::to_string(ordinal), DEVICE_GPU,
              gpu_allocator(ordinal), pool),
-      ordinal_(ordinal), short_name_("GPU:" + std::to_string(ordinal)), host_allocator_(gpu_host_allocator()) {}
+      ordinal_(ordinal),
+      short_name_("GPU:" + std::to_string(ordinal)),
+      host_allocator_(gpu_host_allocator()),
+      poller_(std::make_unique<GpuEventPoller>(ordinal, pool)) {}
 
 Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool* pool,
                          std::unique_ptr<GpuDevice>* out) {
@@ -47,6 +52,7 @@ Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool*
 GpuDevice::~GpuDevice() {
   if (!Activate().ok()) return;
   if (compute_) cudaStreamSynchronize(compute_);
+  poller_.reset();  // its pending functions run: the stream's work is over
   if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
   if (lt_) lt_api_->destroy(lt_);
   if (lt_workspace_) allocator()->DeallocateRaw(lt_workspace_, kGemmWorkspaceBytes);
@@ -129,7 +135,22 @@ void CUDART_CB RunOnPool(cudaStream_t, cudaError_t status, void* arg) {
 
 }  // namespace
 
+namespace {
+
+// ACTORFLOW_GPU_SYNC=callback: stream callbacks instead of the event poller
+// (to compare; they stall the stream at each one).
+bool UseStreamCallbacks() {
+  static const bool use = [] {
+    const char* v = std::getenv("ACTORFLOW_GPU_SYNC");
+    return v != nullptr && std::string(v) == "callback";
+  }();
+  return use;
+}
+
+}  // namespace
+
 void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaError_t)> fn) noexcept {
+  if (!UseStreamCallbacks() && poller_ && poller_->ThenRun(stream, fn)) return;
   auto* cb = new (std::nothrow) HostCallback{compute_pool(), nullptr};
   if (cb) {
     cb->fn = std::move(fn);

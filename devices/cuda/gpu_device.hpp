@@ -14,8 +14,10 @@
 // device actor's thread (ops/gpu/gpu_kernel.hpp); the executor calls Sync at
 // the end of each step, and a _Send to the host waits for its copy. Both use
 // ThenRun: a function called on the compute pool once the stream's work so
-// far has run (a stream callback, which may not call CUDA, only hands it
-// over; it runs after a device error too, so a faulting kernel fails its step). The device actor's thread never waits for the GPU.
+// far has run (an event the GPU's poller thread watches,
+// devices/cuda/gpu_event_poller.hpp; it reports a device error too, so a
+// faulting kernel fails its step). The device actor's thread never waits for
+// the GPU.
 //
 // Memory: float32 tensors of this device live in its device memory
 // (gpu_allocator(ordinal), devices/cuda/gpu_allocator.hpp); tensors of every
@@ -49,6 +51,7 @@ namespace actorflow {
 
 struct CublasApi;
 struct CublasLtApi;
+class GpuEventPoller;
 class PoolAllocator;
 
 /// A CUDA error as Internal naming what failed: "GPU:0: cudaMemcpyAsync: an illegal memory access ..." (OK for
@@ -112,6 +115,7 @@ class GpuDevice final : public Device {
   const CublasLtApi* lt_api_ = nullptr;  // the same, for cuBLASLt
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;
+  std::unique_ptr<GpuEventPoller> poller_;
 };
 
 }  // namespace actorflow
