@@ -20,6 +20,7 @@
 
 #include "actors/runtime.hpp"
 #include "bench_util.hpp"
+#include "trace_summary.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
@@ -36,43 +37,6 @@ void Check(const Status& s) {
     std::fprintf(stderr, "bench_gpu_train: %s\n", s.ToString().c_str());
     std::exit(1);
   }
-}
-
-// AF_BENCH_TRACE=1: one more step, traced; prints where its time went per op
-// type (host time from start to end of each kernel: for an enqueueing GPU
-// kernel that is its launch), the step's span and the nodes per device.
-void Trace(Session& session, const Tensor& xv, const Tensor& yv, const std::string& train) {
-  RunOptions opts;
-  opts.trace_level = TraceLevel::kFullTrace;
-  RunMetadata md;
-  std::vector<Tensor> out;
-  Check(session.Run(opts, {{"x", xv}, {"y", yv}}, {}, {train}, &out, &md));
-  std::map<std::string, std::pair<int64_t, int>> per_op;
-  std::map<std::string, int> per_device;
-  int64_t first = INT64_MAX, last = 0;
-  for (const auto& n : md.step_stats) {
-    auto& [us, count] = per_op[n.op + "@" + (n.device.find("GPU") != std::string::npos ? "GPU" : "CPU") + "/" + n.where];
-    us += n.end_us - n.start_us;
-    ++count;
-    ++per_device[n.device];
-    first = std::min(first, n.start_us);
-    last = std::max(last, n.end_us);
-  }
-  std::vector<std::pair<int64_t, std::string>> order;
-  for (const auto& [op, v] : per_op) order.emplace_back(v.first, op);
-  std::sort(order.rbegin(), order.rend());
-  int64_t recv_end = 0, first_matmul = INT64_MAX;
-  for (const auto& n : md.step_stats) {
-    if (n.op == "_Recv") recv_end = std::max(recv_end, n.end_us);
-    if (n.op == "MatMul") first_matmul = std::min(first_matmul, n.start_us);
-  }
-  std::printf("trace: %zu nodes, span %lld us, feeds on the GPU at %lld us, first MatMul at %lld us;",
-              md.step_stats.size(), static_cast<long long>(last - first), static_cast<long long>(recv_end - first),
-              static_cast<long long>(first_matmul - first));
-  for (const auto& [d, c] : per_device) std::printf(" %s: %d", d.c_str(), c);
-  std::printf("\n");
-  for (const auto& [us, op] : order) std::printf("  %-40s %4d nodes %8lld us\n", op.c_str(), per_op[op].second, static_cast<long long>(us));
-  std::fflush(stdout);
 }
 
 void Measure(int64_t hidden, int64_t batch) {
@@ -122,7 +86,7 @@ void Measure(int64_t hidden, int64_t batch) {
                              ",\"gemm\":\"" + std::string(gemm != nullptr ? gemm : "cublaslt") + "\",\"sync\":\"" +
                              std::string(sync != nullptr ? sync : "events") + "\"" + ",\"impl\":\"actorflow\"";
   bench::Print("gpu_train_step", params, "time", "ms", stats[0], 1e3);
-  if (std::getenv("AF_BENCH_TRACE") != nullptr) Trace(session, xv, yv, train.name());
+  if (std::getenv("AF_BENCH_TRACE") != nullptr) bench::TraceStep(session, {{"x", xv}, {"y", yv}}, train.name());
   Check(session.ResetContainers({}));  // the next shape's w0... are new variables
 }
 

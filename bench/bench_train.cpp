@@ -4,12 +4,15 @@
 //  - softmax regression 64-10, batch 32
 // Mean softmax cross-entropy, plain SGD; one step feeds a batch, computes the
 // gradients and applies the updates (the variables live in the container
-// actor). Threads: ACTORFLOW_NUM_THREADS (default: cores).
+// actor). Threads: ACTORFLOW_NUM_THREADS (default: cores). AF_BENCH_TRACE=1
+// adds, per figure, where one traced step's time went (trace_summary.hpp).
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "actors/runtime.hpp"
 #include "bench_util.hpp"
+#include "trace_summary.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
@@ -70,6 +73,7 @@ void Measure(bool mlp, int batch) {
                              std::to_string(batch) + ",\"threads\":" + std::to_string(threads) +
                              ",\"impl\":\"actorflow\"";
   bench::Print("train_step", params, "throughput", "examples/s", stats[0], batch, true);
+  if (std::getenv("AF_BENCH_TRACE") != nullptr) bench::TraceStep(session, {{"x", xv}, {"y", yv}}, train.name());
 }
 
 }  // namespace

@@ -66,6 +66,20 @@ if [[ " $parts " == *" cpu "* ]]; then
     CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_executor 2>&1 | tee -a "$out/cpu.log"
   done
 fi
+if [[ " $parts " == *" cpudiag "* ]]; then
+  # Where a CPU step's time goes at 2 and 16 threads (traced nodes), and the
+  # step at 16 threads with each GEMM library and fewer threads per kernel.
+  echo "== cpudiag" | tee "$out/cpudiag.log"
+  for t in 2 16; do
+    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t AF_BENCH_TRACE=1 AF_BENCH_TRACE_NODES=1 timeout 60 \
+      bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 2>&1 | tee -a "$out/cpudiag.log"
+  done
+  for v in ACTORFLOW_CPU_GEMM=eigen ACTORFLOW_CPU_GEMM=onednn ACTORFLOW_INTRA_OP_THREADS=4 ACTORFLOW_INTRA_OP_THREADS=8; do
+    echo "-- $v" | tee -a "$out/cpudiag.log"
+    env CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=16 "$v" timeout 60 \
+      bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 2>&1 | tee -a "$out/cpudiag.log"
+  done
+fi
 if [[ " $parts " == *" ncu "* ]]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   shape=${AF_NCU_SHAPE:-4096x1024}
