@@ -58,7 +58,9 @@ struct Config : caf::actor_system_config {
     // enqueued from outside (client steps, pool jobs) wakes it at once.
     // CAF's default middle phase (500 polls with 50 us naps) would neither
     // sleep nor wake fast; it is cut short here.
-    set("work-stealing.aggressive-poll-attempts", size_t{5000});
+    // ACTORFLOW_POLL_ATTEMPTS overrides the polls (to measure on other machines).
+    const int polls = FromEnv("ACTORFLOW_POLL_ATTEMPTS");
+    set("work-stealing.aggressive-poll-attempts", size_t(polls > 0 ? polls : 5000));
     set("work-stealing.moderate-poll-attempts", size_t{50});
     set("work-stealing.moderate-sleep-duration", caf::timespan{0});
     set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(1)});

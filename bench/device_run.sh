@@ -80,6 +80,20 @@ if [[ " $parts " == *" cpudiag "* ]]; then
       bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 2>&1 | tee -a "$out/cpudiag.log"
   done
 fi
+if [[ " $parts " == *" cpuknobs "* ]]; then
+  # The CPU step at 2 and 16 threads under the pool's tuning knobs, side by side.
+  echo "== cpuknobs" | tee "$out/cpuknobs.log"
+  for t in 16 2; do
+    for v in NONE=1 ACTORFLOW_SHARD_MODEL=eigen ACTORFLOW_POLL_ATTEMPTS=50000 "ACTORFLOW_SHARD_MODEL=eigen ACTORFLOW_POLL_ATTEMPTS=50000"; do
+      echo "-- threads $t $v" | tee -a "$out/cpuknobs.log"
+      env CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t $v timeout 60 \
+        bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 2>&1 | tee -a "$out/cpuknobs.log"
+      env CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t $v timeout 60 \
+        bash "$root/.device/run.sh" bench/bench_executor 2>&1 | grep chain | tee -a "$out/cpuknobs.log"
+    done
+    CUDA_VISIBLE_DEVICES= PEER_TORCH_THREADS=$t PYTHONUNBUFFERED=1 timeout 60 python3 bench/peer_torch_train.py mlp64 mlp256 2>&1 | tee -a "$out/cpuknobs.log"
+  done
+fi
 if [[ " $parts " == *" ncu "* ]]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   shape=${AF_NCU_SHAPE:-4096x1024}

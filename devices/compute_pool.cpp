@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 #include <condition_variable>
+#include <string>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -317,10 +319,25 @@ void ComputePool::ScheduleOnBase(std::function<void()> fn) {
   sys_->scheduler().enqueue(job);
 }
 
+namespace {
+// ACTORFLOW_SHARD_MODEL=eigen: shards as Eigen's cost model sizes them (to measure).
+bool EigenShardModel() {
+  static const bool eigen = [] {
+    const char* v = std::getenv("ACTORFLOW_SHARD_MODEL");
+    return v != nullptr && std::string(v) == "eigen";
+  }();
+  return eigen;
+}
+}  // namespace
+
 void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   int64_t shards = std::min<int64_t>(max_parallelism_, std::max<int64_t>(1, n * cost_per_unit / kMinCostPerShard));
+  if (EigenShardModel()) {  // Eigen's TensorCostModel: 100k cycles to start, 100k per further thread
+    const double cost = static_cast<double>(n) * static_cast<double>(cost_per_unit);
+    shards = std::min<int64_t>(max_parallelism_, std::max<int64_t>(1, static_cast<int64_t>((cost - 1e5) / 1e5 + 0.9)));
+  }
   shards = std::min(shards, n);
   if (shards <= 1) {
     fn(0, n);
