@@ -27,7 +27,19 @@ void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& out, const Statu
   if (it != outs.end() && it->second == out) outs.erase(it);
   for (auto& st : CloseOut(out))
     if (callbacks.reject) callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes), s);
-  if (callbacks.peer_failed) callbacks.peer_failed(out->task, s);
+  if (!callbacks.peer_failed) return;
+  // Only the current incarnation's failure is the peer's, as for incoming
+  // connections: the old connection to a task that restarted closes when it
+  // will, possibly after the new incarnation joined a collective group, which
+  // this report would break again (seen: the survivor of a restart re-formed
+  // its group a second time and aborted the newcomer's waiting collective).
+  bool current;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = peers.find(out->task);
+    current = it != peers.end() && it->second.incarnation == out->peer.incarnation;
+  }
+  if (current) callbacks.peer_failed(out->task, s);
 }
 
 auto TensorTransport::Impl::OutFor(const std::string& task, const Peer& peer) -> std::shared_ptr<Out> {
