@@ -21,6 +21,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "net/tensor_transport.hpp"
 #include "test_util.hpp"
@@ -220,6 +222,44 @@ TEST_CASE("transport: a tensor from an incarnation the receiver does not know is
   CHECK(r.status.message().find("restarted") != std::string::npos);
   CHECK(p.a->Send("/job:nobody/replica:0/task:0", 5, Key("x"), Tensor::Scalar<float>(1.f), false).code() ==
         Code::kNotFound);
+}
+
+TEST_CASE("transport: a closed connection reports its peer failed only for the peer's current incarnation") {
+  auto failures_of = [](Inbox& in) {
+    std::lock_guard<std::mutex> l(in.mu);
+    return std::vector<std::pair<std::string, Status>>(in.failures.begin(), in.failures.end());
+  };
+  SECTION("the peer ends: reported") {
+    Pair p;
+    REQUIRE(p.a->Send(kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+    REQUIRE(p.in_b.Next().status.ok());
+    p.b.reset();  // its end of A's connection closes
+    std::unique_lock<std::mutex> l(p.in_a.mu);
+    REQUIRE(p.in_a.cv.wait_for(l, std::chrono::seconds(20), [&] { return !p.in_a.failures.empty(); }));
+    CHECK(p.in_a.failures.front().first == kB);
+    CHECK(errors::IsUnavailable(p.in_a.failures.front().second));
+  }
+  SECTION("the peer restarted (a new incarnation known) and the old one ends: not reported") {
+    Pair p;
+    REQUIRE(p.a->Send(kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+    REQUIRE(p.in_b.Next().status.ok());
+    const uint16_t port = p.b->port();
+    p.a->SetPeer(kB, "127.0.0.1", port, 333);  // as a session finds the restarted task
+    p.b.reset();                               // the old incarnation's end of A's connection closes
+    // Time for A to read the end of the old connection (a report of it would
+    // come now); then a send to the new incarnation, which is not listening:
+    // that failure is the current one's and is reported.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(failures_of(p.in_a).empty());
+    p.a->Send(kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false);
+    std::unique_lock<std::mutex> l(p.in_a.mu);
+    REQUIRE(p.in_a.cv.wait_for(l, std::chrono::seconds(20), [&] { return !p.in_a.failures.empty(); }));
+    for (const auto& [task, status] : p.in_a.failures) {
+      INFO(status.ToString());
+      CHECK(task == kB);
+      CHECK(status.message().find("closed the connection") == std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("transport: hostile bytes close the connection with DataLoss, never crash, and the endpoint goes on") {
