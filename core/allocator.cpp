@@ -18,11 +18,16 @@ namespace actorflow {
 bool Allocator::Reserve(size_t bytes) {
   if (bytes > static_cast<size_t>(INT64_MAX)) return false;
   const auto b = static_cast<int64_t>(bytes);
-  const auto now = in_use_.fetch_add(b, std::memory_order_relaxed) + b;
-  if (now > limit_.load(std::memory_order_relaxed)) {
-    in_use_.fetch_sub(b, std::memory_order_relaxed);
-    return false;
-  }
+  // Compare-and-swap, never add-then-undo: a refused reservation must not be
+  // seen, even for an instant, by a concurrent one (an 80 MiB step over a 64
+  // MiB budget made a concurrent 16 KiB allocation fail with 0 bytes in use).
+  const int64_t limit = limit_.load(std::memory_order_relaxed);
+  int64_t current = in_use_.load(std::memory_order_relaxed);
+  int64_t now;
+  do {
+    if (b > limit || current > limit - b) return false;
+    now = current + b;
+  } while (!in_use_.compare_exchange_weak(current, now, std::memory_order_relaxed));
   auto peak = peak_.load(std::memory_order_relaxed);
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }

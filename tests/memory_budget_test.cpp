@@ -114,6 +114,39 @@ TEST_CASE("string tensors count against the budget too") {
   REQUIRE(size == 100);
 }
 
+TEST_CASE("a refused allocation is never seen by a concurrent one (not even for an instant)") {
+  // A budget of 1 MiB: 2 MiB requests are always refused; 4 KiB ones always
+  // fit. Refusing used to count the 2 MiB for an instant (add, compare, undo),
+  // and a concurrent 4 KiB request then failed with nothing in use.
+  Allocator* budget = MakeBudgetAllocator(cpu_allocator(), int64_t{1} << 20);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> refused_big{0};
+  std::thread big([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      void* p = budget->AllocateRaw(kTensorAlignment, size_t{2} << 20);
+      if (p == nullptr) {
+        refused_big.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        budget->DeallocateRaw(p, size_t{2} << 20);
+      }
+    }
+  });
+  int failed = 0;
+  for (int i = 0; i < 200000; ++i) {
+    void* p = budget->AllocateRaw(kTensorAlignment, 4096);
+    if (p == nullptr) {
+      ++failed;
+    } else {
+      budget->DeallocateRaw(p, 4096);
+    }
+  }
+  stop = true;
+  big.join();
+  CHECK(refused_big.load() > 0);
+  CHECK(failed == 0);
+  CHECK(budget->bytes_in_use() == 0);
+}
+
 TEST_CASE("steps that fail for memory leave concurrent steps of the same session alone") {
   Runtime rt(Budgeted());
   Session session(OnRuntime(&rt));
