@@ -112,3 +112,35 @@ TEST_CASE("cpu_device_threads gives each CPU device its own share of the runtime
   CHECK(rt2.devices()[0]->compute_pool() == rt2.compute_pool());
   CHECK(rt2.devices()[1]->compute_pool() == rt2.compute_pool());
 }
+
+TEST_CASE("ParallelFor splits by Eigen's cost model: small work runs on the caller and large work in shards") {
+  RuntimeOptions o;
+  o.num_threads = 4;
+  Runtime rt(o);
+  ComputePool* pool = rt.compute_pool();
+  REQUIRE(pool->MaxParallelism() == 4);
+  auto shards_of = [&](int64_t n, int64_t cost_per_unit) {
+    std::atomic<int> calls{0};
+    std::atomic<int64_t> covered{0};
+    const auto caller = std::this_thread::get_id();
+    std::atomic<bool> elsewhere{false};
+    pool->ParallelFor(n, cost_per_unit, [&](int64_t begin, int64_t end) {
+      ++calls;
+      covered += end - begin;
+      if (std::this_thread::get_id() != caller) elsewhere = true;
+    });
+    REQUIRE(covered.load() == n);  // every unit once
+    return std::make_pair(calls.load(), elsewhere.load());
+  };
+  // 150k cycles: under what a second thread costs to start; one range, here.
+  // (One shard per 20k cycles, the old model, cut it 4 ways here.)
+  auto [small_calls, small_elsewhere] = shards_of(1500, 100);
+  CHECK(small_calls == 1);
+  CHECK_FALSE(small_elsewhere);
+  // 100M cycles: every thread's worth.
+  auto [big_calls, big_elsewhere] = shards_of(100000, 1000);
+  CHECK(big_calls == 4);
+  (void)big_elsewhere;  // whether a worker took a shard before the caller did is up to the scheduler
+  // 250k cycles: two shards ((250k - 100k) / 100k + 0.9 = 2.4).
+  CHECK(shards_of(2500, 100).first == 2);
+}
