@@ -330,6 +330,7 @@ namespace {
 // Xeon cores); Eigen's model gave that step 5-8% more at 16 threads and the
 // same at 2. ACTORFLOW_SHARD_MODEL=fine restores one shard per kMinCostPerShard.
 int64_t ShardsFor(double cost) {
+  cost = std::min(cost, 1e18);  // converted to int64_t below
   static const bool fine = [] {
     const char* v = std::getenv("ACTORFLOW_SHARD_MODEL");
     return v != nullptr && std::string(v) == "fine";

@@ -175,8 +175,8 @@ void GpuDevice::Sync(std::function<void(const Status&)> done) {
     done(s);
     return;
   }
-  ThenRunWithStatus(compute_, [this, done = std::move(done)](cudaError_t e) {
-    done(e == cudaSuccess ? Status::OK() : CudaStatus(e, short_name_ + ": a kernel of the step failed"));
+  ThenRunWithStatus(compute_, [name = short_name_, done = std::move(done)](cudaError_t e) {
+    done(e == cudaSuccess ? Status::OK() : CudaStatus(e, name + ": a kernel of the step failed"));
   });
 }
 

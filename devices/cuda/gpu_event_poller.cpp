@@ -27,11 +27,13 @@ GpuEventPoller::~GpuEventPoller() {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(pending_);
   }
+  // Called here, not on the pool: the device goes with its runtime, whose
+  // actor system (the pool's threads) may already be gone.
   for (Pending& p : left) {
     const cudaError_t status = cudaEventSynchronize(p.event);
     cudaGetLastError();
     cudaEventDestroy(p.event);
-    Hand(std::move(p.fn), status);
+    CallNow(p.fn, status);
   }
   for (cudaEvent_t e : free_) cudaEventDestroy(e);
 }
@@ -54,11 +56,13 @@ bool GpuEventPoller::ThenRun(cudaStream_t stream, std::function<void(cudaError_t
   }
   try {
     if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
-    pending_.push_back(Pending{event, std::move(fn)});
+    pending_.emplace_back();  // allocated before fn is taken: a failure leaves it to the caller
   } catch (...) {  // no thread or no memory: the caller waits another way
-    free_.push_back(event);
+    cudaEventDestroy(event);
     return false;
   }
+  pending_.back().event = event;
+  pending_.back().fn = std::move(fn);
   cv_.notify_one();
   return true;
 }
@@ -93,9 +97,17 @@ void GpuEventPoller::Loop() {
   }
 }
 
+void GpuEventPoller::CallNow(std::function<void(cudaError_t)>& fn, cudaError_t status) noexcept {
+  try {
+    fn(status);
+  } catch (...) {  // a function that throws must not end the poller's thread (or the process)
+    std::fprintf(stderr, "actorflow: a function waiting for a GPU event threw\n");
+  }
+}
+
 void GpuEventPoller::Hand(std::function<void(cudaError_t)> fn, cudaError_t status) {
   if (pool_ == nullptr) {
-    fn(status);
+    CallNow(fn, status);
     return;
   }
   try {

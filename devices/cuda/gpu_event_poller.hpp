@@ -35,8 +35,9 @@ class GpuEventPoller {
   GpuEventPoller(int ordinal, ComputePool* pool) : ordinal_(ordinal), pool_(pool) {}
   GpuEventPoller(const GpuEventPoller&) = delete;
   GpuEventPoller& operator=(const GpuEventPoller&) = delete;
-  /// Stops the thread; functions still pending are called once their events
-  /// completed (the caller has synchronized the streams), on the pool.
+  /// Stops the thread; functions still pending are called here once their
+  /// events completed (the caller has synchronized the streams): the pool's
+  /// threads may be gone with the runtime by now.
   ~GpuEventPoller();
 
   /// Queues `fn` behind the work enqueued on `stream` so far and returns true,
@@ -50,6 +51,7 @@ class GpuEventPoller {
   };
   void Loop();
   void Hand(std::function<void(cudaError_t)> fn, cudaError_t status);
+  static void CallNow(std::function<void(cudaError_t)>& fn, cudaError_t status) noexcept;
 
   const int ordinal_;
   ComputePool* const pool_;

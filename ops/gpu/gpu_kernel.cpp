@@ -133,7 +133,7 @@ void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, v
   const int64_t n = static_cast<int64_t>((bytes + copy->slice - 1) / copy->slice);
   copy->left.store(n);
   for (int64_t i = 0; i < n; ++i) {
-    pool->Schedule([copy, i] {
+    auto job = [copy, i] {
       copy->CopySlice(i);
       if (copy->left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
       // Every slice's transfer is enqueued: the buffers live until they ran.
@@ -144,7 +144,12 @@ void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, v
         status = copy->status;
       }
       copy->done(status);
-    });
+    };
+    try {
+      pool->Schedule(job);
+    } catch (...) {  // no memory for a pool job: this slice is copied here
+      job();
+    }
   }
 }
 

@@ -144,14 +144,16 @@ class GpuMatMulOp : public GpuOpKernel {
       cublasLtHandle_t lt_handle;
       void* workspace;
       size_t workspace_bytes;
-      AF_REQUIRES_OK(ctx, gpu->BlasLt(&lt, &lt_handle, &workspace, &workspace_bytes));
-      if (!plan_.Matches(m, k, n))
-        AF_REQUIRES_OK(ctx, plan_.Make(lt, lt_handle, workspace_bytes, m, k, n, ta_, tb_)
-                                .WithContext("planning the product of node '" + name() + "' on " + gpu->short_name()));
+      // Without cuBLASLt (not loaded, no memory for its workspace) or a plan
+      // (a descriptor refused), the product goes to cublasSgemm below; a
+      // shape whose planning failed stays on it.
+      const bool have_lt = gpu->BlasLt(&lt, &lt_handle, &workspace, &workspace_bytes).ok();
+      if (have_lt && !plan_.Matches(m, k, n))
+        (void)plan_.Make(lt, lt_handle, workspace_bytes, m, k, n, ta_, tb_);  // failed: !usable()
       // The heuristic assumed operands aligned to 256 bytes (its default), as
       // the allocator's blocks are; a view at an offset goes to cublasSgemm.
       auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 256 == 0; };
-      if (plan_.usable() && aligned(a.raw_data()) && aligned(b.raw_data()) && aligned(out->raw_data())) {
+      if (have_lt && plan_.usable() && aligned(a.raw_data()) && aligned(b.raw_data()) && aligned(out->raw_data())) {
         const cublasStatus_t s = plan_.Run(lt_handle, a.data<float>(), b.data<float>(), out->data<float>(), workspace,
                                            workspace_bytes, gpu->compute_stream());
         if (s == CUBLAS_STATUS_SUCCESS) return;
