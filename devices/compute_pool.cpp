@@ -340,6 +340,8 @@ int64_t ShardsFor(double cost) {
 }
 }  // namespace
 
+bool ComputePool::Splits(int64_t cost) { return ShardsFor(static_cast<double>(cost)) >= 2; }
+
 void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

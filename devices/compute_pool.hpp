@@ -60,7 +60,7 @@ class ComputePool {
   /// for shards.
   template <class Fn>
   void For(int64_t n, int64_t cost_per_unit, Fn&& fn) {
-    if (max_parallelism_ < 2 || n * cost_per_unit < 2 * kMinCostPerShard || !InPoolJob()) {
+    if (max_parallelism_ < 2 || n * cost_per_unit < kMinSplitCost || !InPoolJob() || !Splits(n * cost_per_unit)) {
       if (n > 0) fn(int64_t{0}, n);
       return;
     }
@@ -118,8 +118,15 @@ class ComputePool {
   /// True on a thread running a job of some ComputePool.
   static bool InPoolJob();
 
-  /// ≈ cycles of work below which a shard costs more than it saves.
+  /// ≈ cycles of work below which a shard costs more than it saves (the
+  /// "fine" shard model's; ACTORFLOW_SHARD_MODEL=fine).
   static constexpr int64_t kMinCostPerShard = 20000;
+  /// Below this many cycles no model splits work (For decides inline).
+  static constexpr int64_t kMinSplitCost = 2 * kMinCostPerShard;
+  /// Whether work of `cost` cycles gets more than one shard under the
+  /// shard model in force (ParallelFor's): For runs it inline otherwise,
+  /// without building a std::function.
+  static bool Splits(int64_t cost);
 
  private:
   void ScheduleOnBase(std::function<void()> fn);  // Schedule of the base pool
