@@ -51,14 +51,16 @@ inline void TraceStep(Session& session, const std::vector<std::pair<std::string,
   std::vector<std::pair<int64_t, std::string>> order;
   for (const auto& [op, v] : per_op) order.emplace_back(v.first, op);
   std::sort(order.rbegin(), order.rend());
-  int64_t recv_end = 0, first_matmul = INT64_MAX;
+  // When the feeds' _Recvs ended (a GPU step's) and the first MatMul began.
+  int64_t recv_end = -1, first_matmul = -1;
   for (const auto& n : md.step_stats) {
-    if (n.op == "_Recv") recv_end = std::max(recv_end, n.end_us);
-    if (n.op == "MatMul") first_matmul = std::min(first_matmul, n.start_us);
+    if (n.op == "_Recv") recv_end = std::max(recv_end, n.end_us - first);
+    if (n.op == "MatMul" && (first_matmul < 0 || n.start_us - first < first_matmul)) first_matmul = n.start_us - first;
   }
-  std::printf("trace: %zu nodes, span %lld us, feeds on the GPU at %lld us, first MatMul at %lld us;",
-              md.step_stats.size(), static_cast<long long>(last - first), static_cast<long long>(recv_end - first),
-              static_cast<long long>(first_matmul - first));
+  std::printf("trace: %zu nodes, span %lld us", md.step_stats.size(), static_cast<long long>(last - first));
+  if (recv_end >= 0) std::printf(", feeds on the GPU at %lld us", static_cast<long long>(recv_end));
+  if (first_matmul >= 0) std::printf(", first MatMul at %lld us", static_cast<long long>(first_matmul));
+  std::printf(";");
   for (const auto& [d, c] : per_device) std::printf(" %s: %d", d.c_str(), c);
   std::printf("\n");
   if (std::getenv("AF_BENCH_TRACE_NODES") != nullptr) {  // every node, in start order
