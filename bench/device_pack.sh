@@ -7,7 +7,7 @@
 #   bench/device_pack.sh        # then, with carry [".device"]: bash bench/device_run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-programs=(tests/gpu_test tests/gpu_training_test tests/placement_gpu_test tests/placement_test tests/cli_test
+programs=(tests/gpu_test tests/gpu_training_test tests/gpu_fault_test tests/placement_gpu_test tests/placement_test tests/cli_test
           tests/device_variables_test bench/bench_gpu_train bench/bench_train bench/bench_executor actorflow)
 cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DAF_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3 >/dev/null
 targets=()

@@ -39,13 +39,25 @@ chmod +x /work/main/build-dev/actorflow
 
 summary=()
 if [[ " $parts " == *" tests "* ]]; then
-  for t in ${AF_TESTS:-gpu_test gpu_training_test placement_gpu_test device_variables_test placement_test cli_test}; do
+  for t in ${AF_TESTS:-gpu_test gpu_training_test gpu_fault_test placement_gpu_test device_variables_test placement_test cli_test}; do
     echo "== $t" | tee -a "$out/tests.log"
     timeout 150 bash "$root/.device/run.sh" "tests/$t" >> "$out/tests.log" 2>&1
     rc=$?
     tail -3 "$out/tests.log"
     summary+=("$t rc=$rc")
   done
+  # gpu_test's cases on the paths that are not the default (tests/CMakeLists.txt registers the same).
+  if [ -z "${AF_TESTS:-}" ]; then
+    for v in "ACTORFLOW_GPU_GEMM=cublas|GPU MatMul*|an MLP layer*" \
+             "ACTORFLOW_GPU_SYNC=callback|an MLP layer*|a large feed*|GPU kernel errors*"; do
+      IFS='|' read -r env_setting c1 c2 c3 <<< "$v"
+      echo "== gpu_test with $env_setting" | tee -a "$out/tests.log"
+      env "$env_setting" timeout 150 bash "$root/.device/run.sh" tests/gpu_test "$c1" "$c2" ${c3:+"$c3"} >> "$out/tests.log" 2>&1
+      rc=$?
+      tail -3 "$out/tests.log"
+      summary+=("gpu_test $env_setting rc=$rc")
+    done
+  fi
 fi
 if [[ " $parts " == *" gpu "* ]]; then
   echo "== gpu training step" | tee "$out/gpu.log"
