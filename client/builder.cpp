@@ -295,7 +295,7 @@ Status Scope::ImportGraphDef(const proto::GraphDef& def) const {
     s = shared_->InferShapes(order[i], *OpRegistry::Global()->Find(order[i]->type_string()));
   if (!s.ok()) {  // leave the graph as it was: empty
     g.RemoveNodes(g.nodes());  // one batch: RemoveNode scans every edge
-    g.set_versions(proto::VersionDef());
+    g.set_versions(DefaultVersions());
     g.set_library(proto::FunctionDefLibrary());
   }
   return s;

@@ -18,7 +18,13 @@ const Edge* Node::input_edge(int i) const {
   return nullptr;
 }
 
-Graph::Graph() = default;
+proto::VersionDef DefaultVersions() {
+  proto::VersionDef v;
+  v.set_producer(kGraphDefVersion);
+  return v;
+}
+
+Graph::Graph() : versions_(DefaultVersions()) {}
 Graph::~Graph() = default;
 
 Status Graph::AddNode(proto::NodeDef def, Node** out, int num_data_inputs) {

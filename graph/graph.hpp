@@ -70,6 +70,14 @@ class Node {
   std::string assigned_device_;
 };
 
+/// The GraphDef version (VersionDef.producer) of graphs made here: a new
+/// Graph carries it, ToGraphDef writes it, and TensorFlow's semantics of that
+/// version apply to them (ImportGraphDef keeps an imported graph's own and
+/// applies TensorFlow's rules for old producers: graph/graph_def_io.hpp).
+constexpr int kGraphDefVersion = 1087;
+/// VersionDef{producer: kGraphDefVersion}.
+proto::VersionDef DefaultVersions();
+
 class Graph {
  public:
   Graph();

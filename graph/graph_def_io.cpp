@@ -3,19 +3,71 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
+
+#include "ops/op_registry.hpp"
 
 namespace actorflow {
 
 namespace {
 
+// Every op type the graph uses that the registry lacks, in one error (a run
+// per missing op would be needed otherwise): each with how many nodes use it
+// and the first one's name, in the order the graph first uses them.
+Status CheckOpsRegistered(const proto::GraphDef& def) {
+  struct Missing {
+    std::string first_node;
+    int64_t nodes = 0;
+  };
+  std::vector<std::string> order;
+  std::unordered_map<std::string, Missing> missing;
+  for (const auto& nd : def.node()) {
+    if (OpRegistry::Global()->Find(nd.op()) != nullptr) continue;
+    Missing& m = missing[nd.op()];
+    if (m.nodes++ == 0) {
+      m.first_node = nd.name();
+      order.push_back(nd.op());
+    }
+  }
+  if (order.empty()) return Status::OK();
+  std::unordered_set<std::string> functions;
+  for (const auto& f : def.library().function()) functions.insert(f.signature().name());
+  std::string list;
+  constexpr size_t kMaxListed = 50;
+  for (size_t i = 0; i < order.size() && i < kMaxListed; ++i) {
+    const Missing& m = missing[order[i]];
+    list += (i ? ", '" : "'") + order[i] + "' (node '" + m.first_node + "'" +
+            (m.nodes > 1 ? " and " + std::to_string(m.nodes - 1) + " more" : std::string()) +
+            (functions.count(order[i]) ? ", a call of the graph's function library, which is not supported" : "") +
+            ")";
+  }
+  if (order.size() > kMaxListed) list += " and " + std::to_string(order.size() - kMaxListed) + " more op types";
+  return errors::NotFound("the graph uses ", order.size(), order.size() == 1 ? " op type" : " op types",
+                          " not registered in this build: ", list);
+}
+
+// TensorFlow's rule for graphs of producer 21 or older: a Placeholder's
+// shape attr that is empty (`shape {}`, what they wrote for "any shape")
+// means an unknown shape, not a scalar.
+bool IsLegacyUnknownShape(const proto::NodeDef& nd) {
+  if (nd.op() != "Placeholder") return false;
+  auto it = nd.attr().find("shape");
+  if (it == nd.attr().end() || !it->second.has_shape()) return false;
+  const proto::TensorShapeProto& shape = it->second.shape();
+  return !shape.unknown_rank() && shape.dim_size() == 0;
+}
+
 // ImportGraphDef proper; `*current` is the node being worked on, for the
 // message when an exception ends the import.
 Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** current) {
+  AF_RETURN_IF_ERROR(CheckOpsRegistered(def));
+  const bool legacy_placeholders = def.versions().producer() <= kLastLegacyPlaceholderProducer;
   std::vector<std::pair<Node*, const proto::NodeDef*>> added;
   added.reserve(def.node_size());
   int64_t outputs = 0;
@@ -25,7 +77,13 @@ Status ImportNodes(const proto::GraphDef& def, Graph* g, const proto::NodeDef** 
       return errors::InvalidArgument("node '", nd.name(), "' (op '", nd.op(),
                                      "'): the name has characters TensorFlow does not allow in a node name");
     Node* n;
-    AF_RETURN_IF_ERROR(g->AddNode(nd, &n, NumDataInputs(nd)));
+    if (legacy_placeholders && IsLegacyUnknownShape(nd)) {
+      proto::NodeDef unknown = nd;
+      (*unknown.mutable_attr())["shape"].mutable_shape()->set_unknown_rank(true);
+      AF_RETURN_IF_ERROR(g->AddNode(std::move(unknown), &n, NumDataInputs(nd)));
+    } else {
+      AF_RETURN_IF_ERROR(g->AddNode(nd, &n, NumDataInputs(nd)));
+    }
     added.emplace_back(n, &nd);
     outputs += n->num_outputs();  // each at most kMaxArgCount: no overflow before the check
     if (outputs > kMaxImportedOutputs)
@@ -118,13 +176,45 @@ Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
 }
 
 namespace {
+// The parser's first error, and the first field it skipped (a warning) that
+// is not one of TensorFlow's fields the protos here leave out.
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
-    if (first.empty()) first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": " + message;
+    if (first.empty()) first = At(line, column) + message;
   }
-  void AddWarning(int, int, const std::string&) override {}
-  std::string first;
+  void AddWarning(int line, int column, const std::string& message) override {
+    // protobuf 3.21: Message type "actorflow.proto.NodeDef" has no field named "nmae".
+    static const std::string kNoField = "has no field named \"";
+    const size_t at = message.find(kNoField);
+    if (at == std::string::npos || !unknown_field.empty()) return;
+    const size_t begin = at + kNoField.size(), end = message.find('"', begin);
+    const std::string field = message.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (IsTensorFlowFieldNotModelled(field)) return;
+    std::string type;
+    const size_t q = message.find('"');
+    if (q < at) {
+      type = message.substr(q + 1, message.find('"', q + 1) - q - 1);
+      const size_t dot = type.rfind('.');
+      if (dot != std::string::npos) type = type.substr(dot + 1);
+    }
+    unknown_field = At(line, column) + "unknown field '" + field + "'" + (type.empty() ? "" : " in " + type);
+  }
+  std::string first, unknown_field;
+
+ private:
+  static std::string At(int line, int column) {
+    return "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) + ": ";
+  }
+  // Fields of TensorFlow's GraphDef, NodeDef, FunctionDef and OpDef messages
+  // that the protos here do not declare (debug information, full types,
+  // handle data): skipped, as the binary parser keeps them unread.
+  static bool IsTensorFlowFieldNotModelled(const std::string& field) {
+    static const std::unordered_set<std::string> kFields = {
+        "debug_info", "experimental_type", "arg_attr", "resource_arg_unique_id",
+        "handle_data", "experimental_full_type", "deprecation"};
+    return kFields.count(field) != 0;
+  }
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -187,10 +277,26 @@ Status ParseText(const std::string& text, proto::GraphDef* def, const std::strin
   parser.AllowUnknownExtension(true);
   if (!parser.ParseFromString(text, def))
     return errors::InvalidArgument("cannot parse text GraphDef ", origin, ": ", errs.first);
+  if (!errs.unknown_field.empty())  // a misspelt field would otherwise be dropped without a word
+    return errors::InvalidArgument("cannot parse text GraphDef ", origin, ": ", errs.unknown_field);
   return Status::OK();
 }
 
+// Whether the bytes look like text: no control characters but whitespace.
+bool LooksLikeText(const std::string& bytes) {
+  if (bytes.empty()) return false;
+  for (unsigned char c : bytes)
+    if (c < 0x09 || (c > 0x0d && c < 0x20)) return false;
+  return true;
+}
+
 Status ReadFile(const std::string& path, proto::GraphDef* def) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const bool saved_model = std::filesystem::exists(std::filesystem::path(path) / "saved_model.pb", ec);
+    return errors::InvalidArgument("graph file '", path, "' is a directory, not a GraphDef",
+                                   saved_model ? " (it holds a SavedModel's saved_model.pb)" : "");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return errors::NotFound("cannot open graph file '", path, "'");
   in.seekg(0, std::ios::end);
@@ -212,18 +318,20 @@ Status ReadFile(const std::string& path, proto::GraphDef* def) {
       return errors::InvalidArgument("graph file '", path, "' has more than the ", kMaxGraphDefBytes,
                                      " bytes a GraphDef may have");
   }
+  if (bytes.empty()) return errors::InvalidArgument("graph file '", path, "' is empty");
   const bool text_ext = EndsWith(path, ".pbtxt") || EndsWith(path, ".txt") || EndsWith(path, ".prototxt");
   const bool binary_ext = EndsWith(path, ".pb");
   if (text_ext) return ParseText(bytes, def, "'" + path + "'");
   if (binary_ext) {
-    if (!def->ParseFromString(bytes)) return errors::InvalidArgument("cannot parse binary GraphDef '", path, "'");
-    return Status::OK();
+    if (def->ParseFromString(bytes)) return Status::OK();
+    def->Clear();
+    // A text GraphDef saved as .pb (tf.io.write_graph's as_text=True keeps the name it is given).
+    if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "' (text in a .pb file)");
+    return errors::InvalidArgument("cannot parse binary GraphDef '", path, "' (", bytes.size(),
+                                   " bytes): not a serialized GraphDef, or truncated");
   }
-  // Unknown extension: binary if it parses as such and is not plain text.
-  bool printable = !bytes.empty();
-  for (unsigned char c : bytes)
-    if (c < 0x09 || (c > 0x0d && c < 0x20)) { printable = false; break; }
-  if (printable) return ParseText(bytes, def, "'" + path + "'");
+  // Unknown extension: text if it is plain text, else binary.
+  if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "'");
   if (!def->ParseFromString(bytes)) return errors::InvalidArgument("cannot parse GraphDef '", path, "' as binary or text");
   return Status::OK();
 }

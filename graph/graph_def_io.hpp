@@ -31,6 +31,14 @@ constexpr int64_t kMaxImportedOutputs = int64_t{1} << 24;
 /// The largest GraphDef file read: protobuf parses at most 2 GiB.
 constexpr int64_t kMaxGraphDefBytes = (int64_t{1} << 31) - 1;
 
+/// A Placeholder's empty `shape {}` meant "unknown shape" up to this producer
+/// (TensorFlow's Placeholder shape function); from 22 on it is a scalar.
+constexpr int kLastLegacyPlaceholderProducer = 21;
+
+/// The graph keeps the GraphDef's versions, and TensorFlow's rules for its
+/// producer apply (a GraphDef without `versions` has producer 0, the oldest).
+/// Before adding any node, every op type the graph uses that the registry
+/// lacks is reported in one NotFound error, with the first node using each.
 Status ImportGraphDef(const proto::GraphDef& def, Graph* g);
 
 /// TensorFlow's rule for node names (graph_constructor.cc, internal ops
@@ -41,9 +49,13 @@ Status ImportGraphDef(const proto::GraphDef& def, Graph* g);
 bool IsValidNodeName(const std::string& name);
 
 /// Reads a binary (.pb) or text (.pbtxt, '#' comments allowed) GraphDef.
-/// The format is chosen by extension, else sniffed; fields actorflow does not
-/// model are skipped in text and kept in binary. NotFound for a missing file,
-/// InvalidArgument with the file name and line for a malformed one.
+/// The format is chosen by extension, else sniffed; a .pb file holding text
+/// (what tf.io.write_graph(as_text=True) writes under any name) is read as
+/// text. In text, a field no message here declares is an error naming it and
+/// its line, except TensorFlow's fields these protos leave out (debug info,
+/// full types), which are skipped; binary keeps unknown fields unread.
+/// NotFound for a missing file; InvalidArgument naming the file for a
+/// directory, an empty file or a malformed one (with the line, for text).
 Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def);
 Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const std::string& origin = "<text>");
 /// Writes text when the path ends in .pbtxt or .txt, binary otherwise.

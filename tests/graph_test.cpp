@@ -3,7 +3,10 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "client/ops/cc_ops.hpp"
@@ -123,6 +126,96 @@ TEST_CASE("malformed and missing graph files are errors naming the file") {
   REQUIRE(s.code() == Code::kInvalidArgument);
   REQUIRE_THAT(s.message(), Catch::Contains(path) && Catch::Contains("line 1"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("a graph using several unregistered ops is refused with all of them in one error") {
+  Graph g;
+  Status s = Import(ConstNode("a") + R"(
+      node { name: 'slice1' op: 'NoSuchSlice' input: 'a' }
+      node { name: 'conv' op: 'NoSuchConv' input: 'a' }
+      node { name: 'slice2' op: 'NoSuchSlice' input: 'a' }
+      node { name: 'slice3' op: 'NoSuchSlice' })", &g);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kNotFound);
+  CHECK_THAT(s.message(), Catch::Contains("2 op types") &&
+                              Catch::Contains("'NoSuchSlice' (node 'slice1' and 2 more), 'NoSuchConv' (node 'conv')"));
+  CHECK(g.num_nodes() == 0);  // refused before any node was added
+}
+
+TEST_CASE("a Placeholder's empty shape means unknown in graphs of producer 21 or older, a scalar after") {
+  const std::string placeholder =
+      "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }"
+      " attr { key: 'shape' value { shape {} } } }\n";
+  PartialTensorShape shape;
+  for (const char* versions : {"versions { producer: 21 }", ""}) {  // none: producer 0
+    INFO(versions);
+    Graph g;
+    REQUIRE(Import(placeholder + versions, &g).ok());
+    REQUIRE(GetNodeAttr(g.FindNode("x")->def(), "shape", &shape).ok());
+    CHECK(shape.unknown_rank());
+  }
+  Graph g;
+  REQUIRE(Import(placeholder + "versions { producer: 22 }", &g).ok());
+  REQUIRE(GetNodeAttr(g.FindNode("x")->def(), "shape", &shape).ok());
+  CHECK_FALSE(shape.unknown_rank());
+  CHECK(shape.dims() == 0);
+  // Graphs built here carry a recent producer: their scalar placeholders stay scalars.
+  Scope root = Scope::NewRootScope();
+  ops::Placeholder(root.WithOpName("s"), DT_FLOAT, PartialTensorShape::Scalar());
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  CHECK(def.versions().producer() == kGraphDefVersion);
+  Graph built;
+  REQUIRE(ImportGraphDef(def, &built).ok());
+  REQUIRE(GetNodeAttr(built.FindNode("s")->def(), "shape", &shape).ok());
+  CHECK(shape.dims() == 0);
+  CHECK_FALSE(shape.unknown_rank());
+}
+
+TEST_CASE("graph files: a directory, an empty file and an unknown text field are errors; text in a .pb loads") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("af_graph_files_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "model");
+  std::ofstream(dir / "model" / "saved_model.pb") << "x";
+  proto::GraphDef def;
+  Status s = ReadGraphDefFile((dir / "model").string(), &def);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("is a directory") && Catch::Contains("SavedModel"));
+
+  const std::string empty = (dir / "empty.pb").string();
+  std::ofstream(empty).close();
+  s = ReadGraphDefFile(empty, &def);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains(empty) && Catch::Contains("is empty"));
+
+  // tf.io.write_graph(..., as_text=True) under a .pb name.
+  const std::string text_pb = (dir / "text.pb").string();
+  std::ofstream(text_pb) << ConstNode("a") << "versions { producer: 27 }\n";
+  s = ReadGraphDefFile(text_pb, &def);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(def.node_size() == 1);
+  CHECK(def.versions().producer() == 27);
+
+  const std::string binary_garbage = (dir / "garbage.pb").string();
+  std::ofstream(binary_garbage, std::ios::binary) << std::string("\x0a\xff\xff\xff\xff\x01\x02", 7);
+  s = ReadGraphDefFile(binary_garbage, &def);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("cannot parse binary GraphDef") && Catch::Contains("7 bytes"));
+
+  const std::string misspelt = (dir / "misspelt.pbtxt").string();
+  std::ofstream(misspelt) << ConstNode("a") << "node {\n  nmae: 'b'\n  op: 'NoOp'\n}\n";
+  s = ReadGraphDefFile(misspelt, &def);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains(misspelt) && Catch::Contains("line 4") &&
+                              Catch::Contains("unknown field 'nmae' in NodeDef"));
+
+  // TensorFlow's fields the protos here leave out are skipped.
+  s = ParseGraphDefText(ConstNode("a") + "node { name: 'n' op: 'NoOp' experimental_type { type_id: TFT_PRODUCT } }"
+                                         " debug_info { files: 'model.py' }", &def);
+  INFO(s.ToString());
+  CHECK(s.ok());
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the builder reports shape errors when the graph is built") {
