@@ -39,8 +39,8 @@ namespace cli {
 extern const char kUsage[] = R"(usage:
   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
-                [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
-                [--full-values | --summarize N] [--memory-limit BYTES]
+                [--no-optimize] [--devices cpu:N[,gpu:M]] [--soft-placement]
+                [--show-placement] [--full-values | --summarize N] [--memory-limit BYTES]
   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
@@ -52,7 +52,8 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
       printing one JSON line per step on stdout.
       --graph FILE          the graph to load (required)
       --feed NAME=VALUE     feeds a tensor; VALUE is JSON: a scalar, a nested array
-                            or {"dtype":"float64","shape":[2],"values":[1,2]}
+                            or {"dtype":"float64","shape":[2],"values":[1,2]}; a
+                            scalar or array feeding a placeholder takes its dtype
       --fetch NAME          fetches a tensor ("node" or "node:port")
       --target NAME         runs a node without fetching anything
       --target actorflow://HOST:PORT
@@ -75,6 +76,9 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
                             the devices the graph is placed on: N CPU devices (1 to
                             64; default cpu:1) and M GPUs (refused when the machine or
                             build has fewer)
+      --soft-placement      a node asking for a device that does not exist, or that
+                            has no kernel for it, goes where it can run instead of
+                            failing the step (TensorFlow's allow_soft_placement)
       --show-placement      prints the device of each node of the first placed step
                             to stderr, "NODE -> DEVICE", sorted by node name
       --summarize N         a fetched tensor of more than 1000 (and 2N) elements is

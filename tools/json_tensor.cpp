@@ -262,13 +262,12 @@ Status InferDtype(const json& j, const std::vector<const json*>& leaves, DataTyp
   return Status::OK();
 }
 
-Status TensorFromNested(const json& j, Tensor* out) {
+Status TensorFromNested(const json& j, Tensor* out, DataType dtype) {
   std::vector<int64_t> dims;
   AF_RETURN_IF_ERROR(NestedDims(j, &dims));
   std::vector<const json*> leaves;
   AF_RETURN_IF_ERROR(CollectLeaves(j, dims, 0, &leaves));
-  DataType dtype = DT_INVALID;
-  AF_RETURN_IF_ERROR(InferDtype(j, leaves, &dtype));
+  if (dtype == DT_INVALID) AF_RETURN_IF_ERROR(InferDtype(j, leaves, &dtype));
   TensorShape shape;
   AF_RETURN_IF_ERROR(TensorShape::FromDims(dims, &shape));
   return MakeTensor(dtype, shape, leaves, out);
@@ -422,9 +421,9 @@ std::string JsonSnippet(const json& v) {
   return s;
 }
 
-Status TensorFromJson(const json& j, Tensor* out) {
+Status TensorFromJson(const json& j, Tensor* out, DataType implicit_dtype) {
   if (j.is_object()) return TensorFromObject(j, out);
-  return TensorFromNested(j, out);
+  return TensorFromNested(j, out, implicit_dtype);
 }
 
 json TensorToJson(const Tensor& t) {

@@ -34,8 +34,14 @@
 namespace actorflow {
 
 /// Builds a tensor from either JSON form; InvalidArgument naming the offending
-/// value when the JSON does not describe a tensor.
-Status TensorFromJson(const nlohmann::json& j, Tensor* out);
+/// value when the JSON does not describe a tensor. `implicit_dtype` (when not
+/// DT_INVALID) is the dtype of a tensor in the implicit form, instead of the
+/// one its elements suggest: [[1, 2]] for a float32 placeholder is float32;
+/// a value that dtype cannot hold (1.5 as int32, "a" as float32) is an error.
+/// The explicit form keeps its own dtype.
+Status TensorFromJson(const nlohmann::json& j, Tensor* out, DataType implicit_dtype = DT_INVALID);
+/// Whether `j` is in the implicit form (its dtype follows from its elements).
+inline bool IsImplicitTensorJson(const nlohmann::json& j) { return !j.is_object(); }
 
 /// {"dtype": "float32", "shape": [2], "values": [1.5, "nan"]}: values flat in
 /// row-major order, non-finite floats as "nan", "inf", "-inf". Dtypes without

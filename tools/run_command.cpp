@@ -65,6 +65,7 @@ struct RunArgs {
   bool has_devices = false;
   DeviceCounts devices;
   bool show_placement = false;
+  bool soft_placement = false;  // --soft-placement: TensorFlow's allow_soft_placement
   bool has_summarize = false;
   TensorJsonOptions json_options;  // --summarize, --full-values
   uint64_t memory_limit = 0;       // --memory-limit; 0: none given
@@ -72,17 +73,17 @@ struct RunArgs {
 };
 
 // --feed NAME[:PORT]=VALUE
-Status ParseFeedFlag(const std::string& spec, std::map<std::string, Tensor>* feeds) {
+Status ParseFeedFlag(const std::string& spec, StepSpec* step) {
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     return errors::InvalidArgument("--feed expects NAME[:PORT]=VALUE, got '", spec, "'");
   const std::string name = spec.substr(0, eq);
   std::string tensor_name;
   AF_RETURN_IF_ERROR(NormalizeTensorName(name, &tensor_name));
-  if (feeds->count(tensor_name)) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
+  if (step->feeds.count(tensor_name)) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
   json value;
   AF_RETURN_IF_ERROR(ParseJson(spec.substr(eq + 1), &value));
-  return AddFeed(name, value, feeds);
+  return AddFeed(name, value, step);
 }
 
 Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* args) {
@@ -92,6 +93,10 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
   if (flag == "--trace") return SetOnce(flag, value, &args->trace_path);
   if (flag == "--no-optimize") {
     args->optimize = false;
+    return Status::OK();
+  }
+  if (flag == "--soft-placement") {
+    args->soft_placement = true;
     return Status::OK();
   }
   if (flag == "--show-placement") {
@@ -121,7 +126,7 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
     const Status s = ParseByteSize(value, &args->memory_limit);
     return s.ok() ? s : errors::InvalidArgument("--memory-limit: ", s.message());
   }
-  if (flag == "--feed") return ParseFeedFlag(value, &step.feeds);
+  if (flag == "--feed") return ParseFeedFlag(value, &step);
   if (flag == "--fetch") {
     std::string tensor_name;
     AF_RETURN_IF_ERROR(NormalizeTensorName(value, &tensor_name));
@@ -156,7 +161,7 @@ Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
   AF_RETURN_IF_ERROR(ParseFlags(
       argv, kFlags, &args->help,
       [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
-      {"--no-optimize", "--show-placement", "--full-values"}));
+      {"--no-optimize", "--show-placement", "--soft-placement", "--full-values"}));
   if (args->help) return Status::OK();
   if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
   if (args->tls.enabled()) {
@@ -168,9 +173,11 @@ Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
   return Status::OK();
 }
 
-Status LoadGraph(const std::string& path, Session* session) {
+// Creates the session's graph from the file; `feed_dtypes` gets its placeholders' dtypes.
+Status LoadGraph(const std::string& path, Session* session, std::map<std::string, DataType>* feed_dtypes) {
   proto::GraphDef def;
   AF_RETURN_IF_ERROR(ReadGraphDefFile(path, &def));
+  *feed_dtypes = FeedDtypes(def);
   return session->Create(def);
 }
 
@@ -257,13 +264,15 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;
+  options.allow_soft_placement = args.soft_placement;
   Session session(options);
-  const Status loaded =
-      CatchOutOfMemory("loading the graph '" + args.graph_path + "'", [&] { return LoadGraph(args.graph_path, &session); });
+  std::map<std::string, DataType> feed_dtypes;
+  const Status loaded = CatchOutOfMemory("loading the graph '" + args.graph_path + "'",
+                                         [&] { return LoadGraph(args.graph_path, &session, &feed_dtypes); });
   if (!loaded.ok()) return CommandError(loaded, errors::IsResourceExhausted(loaded) ? kExitStepFailed : kExitUsage);
   RunMetadata trace;
   RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
-  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit};
+  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit, std::move(feed_dtypes)};
   const bool all_ok = steps ? RunStepLines(&runner, *steps, args.defaults) : RunAndReport(&runner, 0, args.defaults);
   session.Close();
   if (tracing) {

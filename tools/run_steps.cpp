@@ -19,26 +19,41 @@ namespace cli {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-Status AddFeed(const std::string& name, const json& value, std::map<std::string, Tensor>* feeds) {
+Status AddFeed(const std::string& name, const json& value, StepSpec* step) {
   std::string tensor_name;
   AF_RETURN_IF_ERROR(NormalizeTensorName(name, &tensor_name));
   Tensor t;
   Status s = TensorFromJson(value, &t);
   if (!s.ok()) return errors::InvalidArgument("feed '", name, "': ", s.message());
-  (*feeds)[tensor_name] = std::move(t);
+  step->feeds[tensor_name] = std::move(t);
+  if (IsImplicitTensorJson(value))
+    step->implicit_feeds[tensor_name] = value;
+  else
+    step->implicit_feeds.erase(tensor_name);
   return Status::OK();
+}
+
+std::map<std::string, DataType> FeedDtypes(const proto::GraphDef& def) {
+  std::map<std::string, DataType> out;
+  for (const auto& nd : def.node()) {
+    if (nd.op() != "Placeholder" && nd.op() != "PlaceholderWithDefault") continue;
+    auto it = nd.attr().find("dtype");
+    if (it != nd.attr().end() && it->second.value_case() == proto::AttrValue::kType)
+      out[nd.name() + ":0"] = static_cast<DataType>(it->second.type());
+  }
+  return out;
 }
 
 namespace {
 
-Status ParseStepFeeds(const json& j, std::map<std::string, Tensor>* feeds) {
+Status ParseStepFeeds(const json& j, StepSpec* step) {
   if (!j.is_object()) return errors::InvalidArgument("\"feeds\" must be an object of tensor name -> value");
   std::set<std::string> seen;  // names fed by this line, to catch "x" next to "x:0"
   for (const auto& item : j.items()) {
     std::string tensor_name;
     AF_RETURN_IF_ERROR(NormalizeTensorName(item.key(), &tensor_name));
     if (!seen.insert(tensor_name).second) return errors::InvalidArgument("tensor '", tensor_name, "' is fed twice");
-    AF_RETURN_IF_ERROR(AddFeed(item.key(), item.value(), feeds));
+    AF_RETURN_IF_ERROR(AddFeed(item.key(), item.value(), step));
   }
   return Status::OK();
 }
@@ -67,7 +82,7 @@ Status ParseStepLine(const std::string& line, const StepSpec& defaults, StepSpec
     const std::string& key = item.key();
     const json& value = item.value();
     if (key == "feeds") {
-      AF_RETURN_IF_ERROR(ParseStepFeeds(value, &step->feeds));
+      AF_RETURN_IF_ERROR(ParseStepFeeds(value, step));
     } else if (key == "fetches") {
       AF_RETURN_IF_ERROR(ParseNameList(value, "fetches", /*tensors=*/true, &step->fetches));
     } else if (key == "targets") {
@@ -150,7 +165,18 @@ Status FetchesJson(const std::vector<std::string>& names, const std::vector<Tens
 // Runs `step`, writing the JSON object of its fetched tensors by name to
 // `fetched`. With a trace, the step is traced and its stats are appended to it.
 Status RunStep(const StepRunner& runner, const StepSpec& step, std::string* fetched) {
-  const std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
+  std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
+  for (auto& [name, tensor] : feeds) {  // implicit values take the placeholder's dtype
+    auto declared = runner.feed_dtypes.find(name);
+    auto value = step.implicit_feeds.find(name);
+    if (declared == runner.feed_dtypes.end() || value == step.implicit_feeds.end() ||
+        declared->second == tensor.dtype())
+      continue;
+    Status s = TensorFromJson(value->second, &tensor, declared->second);
+    if (!s.ok())
+      return errors::InvalidArgument("feed '", name, "': the placeholder is ", DataTypeString(declared->second), ": ",
+                                     s.message());
+  }
   const std::vector<std::string> fetches = Unique(step.fetches);
   RunOptions options;
   options.timeout_in_ms = step.timeout_ms;

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/session.hpp"
+#include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
 #include "tools/json_tensor.hpp"
@@ -42,6 +43,11 @@ constexpr int64_t kMaxTimeoutMs = std::numeric_limits<int32_t>::max();
 /// What one step feeds, fetches and runs; tensor names in "name:port" form.
 struct StepSpec {
   std::map<std::string, Tensor> feeds;
+  /// The JSON of the feeds written in the implicit form (whose dtype follows
+  /// from their elements): a step reads them again with the dtype the graph
+  /// declares for the fed tensor (StepRunner::feed_dtypes), so that [[1, 2]]
+  /// feeds a float32 placeholder.
+  std::map<std::string, nlohmann::json> implicit_feeds;
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   int64_t timeout_ms = 0;
@@ -50,7 +56,7 @@ struct StepSpec {
 /// Adds the feed `name` = `value` (a tensor in JSON) to `feeds`, replacing
 /// any earlier one of the same tensor; InvalidArgument naming the feed when
 /// the name or value is malformed.
-Status AddFeed(const std::string& name, const nlohmann::json& value, std::map<std::string, Tensor>* feeds);
+Status AddFeed(const std::string& name, const nlohmann::json& value, StepSpec* step);
 
 /// What the steps of one `run` share.
 struct StepRunner {
@@ -59,7 +65,13 @@ struct StepRunner {
   bool placement_pending = false;  // --show-placement, until a step has been placed
   TensorJsonOptions json_options;  // --summarize, --full-values
   uint64_t memory_limit = 0;       // --memory-limit; 0: the memory available at each step
+  /// The dtype the graph declares for a tensor that may be fed (a
+  /// placeholder's output), by "name:port" (FeedDtypes).
+  std::map<std::string, DataType> feed_dtypes;
 };
+
+/// The dtypes of the graph's placeholders' outputs, by "name:0".
+std::map<std::string, DataType> FeedDtypes(const proto::GraphDef& def);
 
 /// Runs `step` as step `index` and prints its line; returns whether it
 /// succeeded. With runner->trace the step is traced and its stats appended;
