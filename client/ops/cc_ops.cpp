@@ -57,6 +57,30 @@ Output Maximum(const Scope& s, Input x, Input y) { return Binary(s, "Maximum", x
 Output Minimum(const Scope& s, Input x, Input y) { return Binary(s, "Minimum", x, y); }
 Output Pow(const Scope& s, Input x, Input y) { return Binary(s, "Pow", x, y); }
 Output Neg(const Scope& s, Input x) { return Unary(s, "Neg", x); }
+Output Log1p(const Scope& s, Input x) { return Unary(s, "Log1p", x); }
+Output Expm1(const Scope& s, Input x) { return Unary(s, "Expm1", x); }
+Output Floor(const Scope& s, Input x) { return Unary(s, "Floor", x); }
+Output Ceil(const Scope& s, Input x) { return Unary(s, "Ceil", x); }
+Output Round(const Scope& s, Input x) { return Unary(s, "Round", x); }
+Output Sin(const Scope& s, Input x) { return Unary(s, "Sin", x); }
+Output Cos(const Scope& s, Input x) { return Unary(s, "Cos", x); }
+Output Erf(const Scope& s, Input x) { return Unary(s, "Erf", x); }
+Output SquaredDifference(const Scope& s, Input x, Input y) { return Binary(s, "SquaredDifference", x, y); }
+Output DivNoNan(const Scope& s, Input x, Input y) { return Binary(s, "DivNoNan", x, y); }
+Output Relu6(const Scope& s, Input x) { return Unary(s, "Relu6", x); }
+Output Elu(const Scope& s, Input x) { return Unary(s, "Elu", x); }
+Output Selu(const Scope& s, Input x) { return Unary(s, "Selu", x); }
+Output Softplus(const Scope& s, Input x) { return Unary(s, "Softplus", x); }
+Output LeakyRelu(const Scope& s, Input x, float alpha) {
+  return First(s.AddOp("LeakyRelu", {{s.AsOutput(x)}}, {{"alpha", AttrFloat(alpha)}}));
+}
+Output Relu6Grad(const Scope& s, Input g, Input f) { return Binary(s, "Relu6Grad", g, f); }
+Output EluGrad(const Scope& s, Input g, Input y) { return Binary(s, "EluGrad", g, y); }
+Output SeluGrad(const Scope& s, Input g, Input y) { return Binary(s, "SeluGrad", g, y); }
+Output SoftplusGrad(const Scope& s, Input g, Input f) { return Binary(s, "SoftplusGrad", g, f); }
+Output LeakyReluGrad(const Scope& s, Input g, Input f, float alpha) {
+  return First(s.AddOp("LeakyReluGrad", {{s.AsOutput(g)}, {s.AsOutput(f)}}, {{"alpha", AttrFloat(alpha)}}));
+}
 Output Abs(const Scope& s, Input x) { return Unary(s, "Abs", x); }
 Output Sign(const Scope& s, Input x) { return Unary(s, "Sign", x); }
 Output Exp(const Scope& s, Input x) { return Unary(s, "Exp", x); }

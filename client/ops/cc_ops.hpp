@@ -41,6 +41,19 @@ Output Rsqrt(const Scope& s, Input x);
 Output Reciprocal(const Scope& s, Input x);
 Output Tanh(const Scope& s, Input x);
 Output Sigmoid(const Scope& s, Input x);
+Output Log1p(const Scope& s, Input x);
+Output Expm1(const Scope& s, Input x);
+Output Floor(const Scope& s, Input x);
+Output Ceil(const Scope& s, Input x);
+/// Half to even, as TensorFlow's Round.
+Output Round(const Scope& s, Input x);
+Output Sin(const Scope& s, Input x);
+Output Cos(const Scope& s, Input x);
+Output Erf(const Scope& s, Input x);
+/// (x - y)^2, broadcasting.
+Output SquaredDifference(const Scope& s, Input x, Input y);
+/// x / y, and 0 where y is 0.
+Output DivNoNan(const Scope& s, Input x, Input y);
 Output Cast(const Scope& s, Input x, DataType dst);
 /// Element-wise sum of tensors of one shape.
 Output AddN(const Scope& s, const std::vector<Input>& inputs);
@@ -64,6 +77,11 @@ Output Select(const Scope& s, Input condition, Input t, Input e);
 Output MatMul(const Scope& s, Input a, Input b, bool transpose_a = false, bool transpose_b = false);
 Output BiasAdd(const Scope& s, Input value, Input bias, const std::string& data_format = "NHWC");
 Output Relu(const Scope& s, Input x);
+Output Relu6(const Scope& s, Input x);
+Output Elu(const Scope& s, Input x);
+Output Selu(const Scope& s, Input x);
+Output Softplus(const Scope& s, Input x);
+Output LeakyRelu(const Scope& s, Input x, float alpha = 0.2f);
 Output Softmax(const Scope& s, Input logits);
 Output LogSoftmax(const Scope& s, Input logits);
 struct XentOutputs {
@@ -85,6 +103,11 @@ Output ArgMin(const Scope& s, Input x, Input dimension, DataType output_type = D
 // Backprops of element-wise functions from their output y (features for
 // Relu) and the incoming gradient dy, and of BiasAdd's bias.
 Output ReluGrad(const Scope& s, Input gradients, Input features);
+Output Relu6Grad(const Scope& s, Input gradients, Input features);
+Output EluGrad(const Scope& s, Input gradients, Input outputs);
+Output SeluGrad(const Scope& s, Input gradients, Input outputs);
+Output SoftplusGrad(const Scope& s, Input gradients, Input features);
+Output LeakyReluGrad(const Scope& s, Input gradients, Input features, float alpha = 0.2f);
 Output SigmoidGrad(const Scope& s, Input y, Input dy);
 Output TanhGrad(const Scope& s, Input y, Input dy);
 Output SqrtGrad(const Scope& s, Input y, Input dy);

@@ -15,14 +15,6 @@
 namespace actorflow {
 namespace {
 
-#define AF_BINARY_OP_DEF(NAME, TYPES)          \
-  AF_REGISTER_OP(NAME)                         \
-      .Input("x: T")                           \
-      .Input("y: T")                           \
-      .Output("z: T")                          \
-      .Attr("T: " TYPES)                       \
-      .SetShapeFn(shape_fns::Broadcasting)
-
 #define AF_REAL "{float, double, int32, int64}"
 #define AF_FLOAT "{float, double}"
 

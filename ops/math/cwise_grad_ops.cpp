@@ -24,19 +24,8 @@ AF_CWISE_GRAD_OP_DEF("SqrtGrad", "dy * 0.5 / y, where y = sqrt(x): the gradient 
 AF_CWISE_GRAD_OP_DEF("RsqrtGrad", "dy * -0.5 * y^3, where y = rsqrt(x): the gradient of rsqrt.");
 AF_CWISE_GRAD_OP_DEF("ReciprocalGrad", "-dy * y * y, where y = 1 / x: the gradient of reciprocal.");
 
-// A BinaryOp functor of (y, dy); T is the element type.
-#define AF_CWISE_GRAD_FUNCTOR(NAME, EXPR)              \
-  struct NAME {                                        \
-    static constexpr TypeSet kTypes = TypeSet::kFloat; \
-    template <class T>                                 \
-    using Out = T;                                     \
-    template <class O, class Y, class DY>              \
-    static void Run(O&& o, const Y& y, const DY& dy) { \
-      using T = typename std::decay_t<Y>::Scalar;      \
-      (void)sizeof(T);                                 \
-      o = EXPR;                                        \
-    }                                                  \
-  }
+// BinaryOp functors of (y, dy).
+#define AF_CWISE_GRAD_FUNCTOR(NAME, EXPR) AF_TYPED_BINARY_FUNCTOR(NAME, TypeSet::kFloat, y, dy, EXPR)
 
 AF_CWISE_GRAD_FUNCTOR(SigmoidGradF, dy * y * (T(1) - y));
 AF_CWISE_GRAD_FUNCTOR(TanhGradF, dy * (T(1) - y * y));

@@ -171,6 +171,13 @@ class UnaryOp : public OpKernel {
   }
 };
 
+/// Op definitions of element-wise ops, TensorFlow's argument names: a unary
+/// op y = f(x) keeps its input's shape; a binary op z = f(x, y) broadcasts.
+#define AF_UNARY_OP_DEF(NAME, TYPES, DOC) \
+  AF_REGISTER_OP(NAME).Input("x: T").Output("y: T").Attr("T: " TYPES).SetShapeFn(shape_fns::Unchanged).Doc(DOC)
+#define AF_BINARY_OP_DEF(NAME, TYPES) \
+  AF_REGISTER_OP(NAME).Input("x: T").Input("y: T").Output("z: T").Attr("T: " TYPES).SetShapeFn(shape_fns::Broadcasting)
+
 /// Dtype lists for kernel registrations.
 inline std::vector<DataType> FloatTypes() { return {DT_FLOAT, DT_DOUBLE}; }
 inline std::vector<DataType> RealTypes() { return {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64}; }
@@ -184,6 +191,20 @@ inline std::vector<DataType> RealTypes() { return {DT_FLOAT, DT_DOUBLE, DT_INT32
     using Out = OUT;                                                \
     template <class O, class X, class Y>                            \
     static void Run(O&& o, const X& x, const Y& y) {                \
+      o = EXPR;                                                     \
+    }                                                               \
+  }
+// A binary functor whose operands are named A and B and whose expression
+// may name T, the element type: (B < T(0)).select(...), T(0.5) * A.
+#define AF_TYPED_BINARY_FUNCTOR(NAME, TYPES, A, B, EXPR)            \
+  struct NAME {                                                     \
+    static constexpr TypeSet kTypes = TYPES;                        \
+    template <class T>                                              \
+    using Out = T;                                                  \
+    template <class O, class X, class Y>                            \
+    static void Run(O&& o, const X& A, const Y& B) {                \
+      using T = typename std::decay_t<X>::Scalar;                   \
+      (void)sizeof(T);                                              \
       o = EXPR;                                                     \
     }                                                               \
   }

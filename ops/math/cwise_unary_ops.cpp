@@ -10,9 +10,6 @@
 namespace actorflow {
 namespace {
 
-#define AF_UNARY_OP_DEF(NAME, TYPES, DOC) \
-  AF_REGISTER_OP(NAME).Input("x: T").Output("y: T").Attr("T: " TYPES).SetShapeFn(shape_fns::Unchanged).Doc(DOC)
-
 AF_UNARY_OP_DEF("Neg", "{float, double, int32, int64}", "-x; integers wrap (-INT_MIN == INT_MIN).");
 AF_UNARY_OP_DEF("Abs", "{float, double, int32, int64}", "|x|; integers wrap (|INT_MIN| == INT_MIN).");
 AF_UNARY_OP_DEF("Sign", "{float, double, int32, int64}", "-1, 0 or 1 as x is negative, zero or positive");
