@@ -309,7 +309,31 @@ std::vector<GradCase> ArrayCases() {
   auto select = [](Tensor c) {
     return [c](const Scope& s, const Xs& x) { return Outs{ops::Select(s, c, x[0], x[1])}; };
   };
+  auto strided = [](std::vector<int64_t> b, std::vector<int64_t> e, std::vector<int64_t> st, ops::StridedSliceAttrs a) {
+    return [=](const Scope& s, const Xs& x) {
+      const int64_t n = static_cast<int64_t>(b.size());
+      return Outs{ops::StridedSlice(s, x[0], test::MakeTensor<int64_t>(b, {n}), test::MakeTensor<int64_t>(e, {n}),
+                                    test::MakeTensor<int64_t>(st, {n}), a)};
+    };
+  };
+  ops::StridedSliceAttrs reversed_columns;  // x[1:, ::-2]
+  reversed_columns.begin_mask = 2;
+  reversed_columns.end_mask = 3;
+  ops::StridedSliceAttrs shrink_and_new_axis;  // x[..., tf.newaxis, 1]
+  shrink_and_new_axis.ellipsis_mask = 1;
+  shrink_and_new_axis.new_axis_mask = 2;
+  shrink_and_new_axis.shrink_axis_mask = 4;
   return {
+      {"StridedSlice x[1:, ::-2]", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}},
+      {"StridedSlice x[..., newaxis, 1]", strided({0, 0, 1}, {0, 0, 2}, {1, 1, 1}, shrink_and_new_axis), {x34}},
+      {"StridedSlice with static shapes", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}, Static()},
+      {"StridedSliceGrad",
+       [](const Scope& s, const Xs& x) {
+         return Outs{ops::StridedSliceGrad(s, test::MakeTensor<int32_t>({3, 4}, {2}), test::MakeTensor<int32_t>({0, 3}, {2}),
+                                           test::MakeTensor<int32_t>({3, 0}, {2}), test::MakeTensor<int32_t>({2, -1}, {2}),
+                                           x[0])};
+       },
+       {U({2, 3}, -1, 1)}},
       {"Identity", Unary(ops::Identity), {x23}},
       {"PlaceholderWithDefault",
        one([](const Scope& s, const Output& x) { return ops::PlaceholderWithDefault(s, x, PartialTensorShape()); }),

@@ -106,6 +106,37 @@ Status SliceGrad(const Scope& scope, const Operation& op, const std::vector<Outp
 }
 AF_REGISTER_GRADIENT("Slice", SliceGrad);
 
+ops::StridedSliceAttrs MasksOf(const Operation& op) {
+  ops::StridedSliceAttrs a;  // validated when the node was added
+  (void)GetNodeAttr(op.node()->def(), "begin_mask", &a.begin_mask);
+  (void)GetNodeAttr(op.node()->def(), "end_mask", &a.end_mask);
+  (void)GetNodeAttr(op.node()->def(), "ellipsis_mask", &a.ellipsis_mask);
+  (void)GetNodeAttr(op.node()->def(), "new_axis_mask", &a.new_axis_mask);
+  (void)GetNodeAttr(op.node()->def(), "shrink_axis_mask", &a.shrink_axis_mask);
+  return a;
+}
+
+Status StridedSliceGradient(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
+                            std::vector<Output>* grad_outputs) {
+  // dx = dy scattered back where the slice took its elements, zeros elsewhere
+  const Output begin = op.input(1), end = op.input(2), strides = op.input(3);
+  const Output x_shape = ops::Shape(scope, op.input(0), begin.type());
+  grad_outputs->push_back(ops::StridedSliceGrad(scope, x_shape, begin, end, strides, grad_inputs[0], MasksOf(op)));
+  for (int i = 0; i < 3; ++i) grad_outputs->push_back(Output());  // begin, end, strides: indices
+  return scope.status();
+}
+AF_REGISTER_GRADIENT("StridedSlice", StridedSliceGradient);
+
+Status StridedSliceGradGradient(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
+                                std::vector<Output>* grad_outputs) {
+  // z = scatter(dy): ddy = the same slice of dz
+  for (int i = 0; i < 4; ++i) grad_outputs->push_back(Output());  // shape, begin, end, strides: indices
+  grad_outputs->push_back(
+      ops::StridedSlice(scope, grad_inputs[0], op.input(1), op.input(2), op.input(3), MasksOf(op)));
+  return scope.status();
+}
+AF_REGISTER_GRADIENT("StridedSliceGrad", StridedSliceGradGradient);
+
 Status TileGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
                 std::vector<Output>* grad_outputs) {
   // x: [a, b], multiples: [m, n] -> dy: [m*a, n*b] seen as [m, a, n, b], summed over axes 0 and 2.

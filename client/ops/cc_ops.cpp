@@ -194,6 +194,26 @@ std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t ax
 Output Slice(const Scope& s, Input x, Input begin, Input size) {
   return First(s.AddOp("Slice", {{s.AsOutput(x)}, {s.AsOutput(begin)}, {s.AsOutput(size)}}));
 }
+namespace {
+AttrMap MaskAttrs(const StridedSliceAttrs& a) {
+  return {{"begin_mask", AttrInt(a.begin_mask)},
+          {"end_mask", AttrInt(a.end_mask)},
+          {"ellipsis_mask", AttrInt(a.ellipsis_mask)},
+          {"new_axis_mask", AttrInt(a.new_axis_mask)},
+          {"shrink_axis_mask", AttrInt(a.shrink_axis_mask)}};
+}
+}  // namespace
+Output StridedSlice(const Scope& s, Input x, Input begin, Input end, Input strides, const StridedSliceAttrs& attrs) {
+  return First(s.AddOp("StridedSlice", {{s.AsOutput(x)}, {s.AsOutput(begin)}, {s.AsOutput(end)}, {s.AsOutput(strides)}},
+                       MaskAttrs(attrs)));
+}
+Output StridedSliceGrad(const Scope& s, Input shape, Input begin, Input end, Input strides, Input dy,
+                        const StridedSliceAttrs& attrs) {
+  return First(s.AddOp("StridedSliceGrad",
+                       {{s.AsOutput(shape)}, {s.AsOutput(begin)}, {s.AsOutput(end)}, {s.AsOutput(strides)},
+                        {s.AsOutput(dy)}},
+                       MaskAttrs(attrs)));
+}
 Output Transpose(const Scope& s, Input x, Input perm) { return Binary(s, "Transpose", x, perm); }
 Output Tile(const Scope& s, Input x, Input multiples) { return Binary(s, "Tile", x, multiples); }
 Output Pad(const Scope& s, Input x, Input paddings) { return Binary(s, "Pad", x, paddings); }

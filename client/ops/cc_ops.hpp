@@ -131,6 +131,15 @@ std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_s
 Output Stack(const Scope& s, const std::vector<Input>& values, int64_t axis = 0);  // Pack
 std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t axis = 0);  // Unpack
 Output Slice(const Scope& s, Input x, Input begin, Input size);
+/// Python's slicing, x[begin:end:strides] per dimension; the masks as TensorFlow's StridedSlice takes them.
+struct StridedSliceAttrs {
+  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
+};
+Output StridedSlice(const Scope& s, Input x, Input begin, Input end, Input strides,
+                    const StridedSliceAttrs& attrs = {});
+/// Zeros of `shape` with dy where StridedSlice with these arguments took its elements.
+Output StridedSliceGrad(const Scope& s, Input shape, Input begin, Input end, Input strides, Input dy,
+                        const StridedSliceAttrs& attrs = {});
 Output Transpose(const Scope& s, Input x, Input perm);
 Output Tile(const Scope& s, Input x, Input multiples);
 /// Zero padding: paddings is [rank, 2], (before, after) per dimension.
