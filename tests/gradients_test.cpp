@@ -327,6 +327,27 @@ std::vector<GradCase> ArrayCases() {
       {"StridedSlice x[1:, ::-2]", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}},
       {"StridedSlice x[..., newaxis, 1]", strided({0, 0, 1}, {0, 0, 2}, {1, 1, 1}, shrink_and_new_axis), {x34}},
       {"StridedSlice with static shapes", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}, Static()},
+      {"GatherV2 along axis 0", [](const Scope& s, const Xs& x) {
+         return Outs{ops::GatherV2(s, x[0], test::MakeTensor<int32_t>({2, 0, 2, 2}, {2, 2}), 0)};
+       }, {x34}},
+      {"GatherV2 along axis 1 (int64 indices)", [](const Scope& s, const Xs& x) {
+         return Outs{ops::GatherV2(s, x[0], test::MakeTensor<int64_t>({3, 1, 3}, {3}), int64_t{1})};
+       }, {x34}},
+      {"Gather", [](const Scope& s, const Xs& x) { return Outs{ops::Gather(s, x[0], test::MakeTensor<int32_t>({1, 1}, {2}))}; },
+       {x34}},
+      {"GatherNd", [](const Scope& s, const Xs& x) {
+         return Outs{ops::GatherNd(s, x[0], test::MakeTensor<int32_t>({2, 1, 0, 3, 2, 1}, {3, 2}))};
+       }, {x34}},
+      {"ScatterNd", [](const Scope& s, const Xs& x) {
+         return Outs{ops::ScatterNd(s, test::MakeTensor<int32_t>({1, 3, 1}, {3, 1}), x[0], test::MakeTensor<int32_t>({4, 3}, {2}))};
+       }, {U({3, 3}, -1, 1)}},
+      {"UnsortedSegmentSum with a dropped row", [](const Scope& s, const Xs& x) {
+         return Outs{ops::UnsortedSegmentSum(s, x[0], test::MakeTensor<int32_t>({1, -1, 1}, {3}), 2)};
+       }, {x34}},
+      {"DynamicStitch", [](const Scope& s, const Xs& x) {
+         return Outs{ops::DynamicStitch(s, {test::MakeTensor<int32_t>({0, 2}, {2}), test::MakeTensor<int32_t>({1}, {1})},
+                                        {x[0], x[1]})};
+       }, {U({2, 3}, -1, 1, 1), U({1, 3}, -1, 1, 2)}},
       {"StridedSliceGrad",
        [](const Scope& s, const Xs& x) {
          return Outs{ops::StridedSliceGrad(s, test::MakeTensor<int32_t>({3, 4}, {2}), test::MakeTensor<int32_t>({0, 3}, {2}),

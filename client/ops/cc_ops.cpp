@@ -194,6 +194,21 @@ std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t ax
 Output Slice(const Scope& s, Input x, Input begin, Input size) {
   return First(s.AddOp("Slice", {{s.AsOutput(x)}, {s.AsOutput(begin)}, {s.AsOutput(size)}}));
 }
+Output GatherV2(const Scope& s, Input params, Input indices, Input axis) {
+  return First(s.AddOp("GatherV2", {{s.AsOutput(params)}, {s.AsOutput(indices)}, {s.AsOutput(axis)}}));
+}
+Output Gather(const Scope& s, Input params, Input indices) { return Binary(s, "Gather", params, indices); }
+Output GatherNd(const Scope& s, Input params, Input indices) { return Binary(s, "GatherNd", params, indices); }
+Output ScatterNd(const Scope& s, Input indices, Input updates, Input shape) {
+  return First(s.AddOp("ScatterNd", {{s.AsOutput(indices)}, {s.AsOutput(updates)}, {s.AsOutput(shape)}}));
+}
+Output UnsortedSegmentSum(const Scope& s, Input data, Input segment_ids, Input num_segments) {
+  return First(s.AddOp("UnsortedSegmentSum",
+                       {{s.AsOutput(data)}, {s.AsOutput(segment_ids)}, {s.AsOutput(num_segments)}}));
+}
+Output DynamicStitch(const Scope& s, const std::vector<Input>& indices, const std::vector<Input>& data) {
+  return First(s.AddOp("DynamicStitch", {AsOutputs(s, indices), AsOutputs(s, data)}));
+}
 namespace {
 AttrMap MaskAttrs(const StridedSliceAttrs& a) {
   return {{"begin_mask", AttrInt(a.begin_mask)},

@@ -131,6 +131,17 @@ std::vector<Output> Split(const Scope& s, Input axis, Input value, int64_t num_s
 Output Stack(const Scope& s, const std::vector<Input>& values, int64_t axis = 0);  // Pack
 std::vector<Output> Unstack(const Scope& s, Input value, int64_t num, int64_t axis = 0);  // Unpack
 Output Slice(const Scope& s, Input x, Input begin, Input size);
+/// Slices of params along `axis` at `indices` (GatherV2; Gather is axis 0).
+Output GatherV2(const Scope& s, Input params, Input indices, Input axis);
+Output Gather(const Scope& s, Input params, Input indices);
+/// Slices of params addressed by the rows of indices ([..., K]).
+Output GatherNd(const Scope& s, Input params, Input indices);
+/// Zeros of `shape` plus the slices of updates at the rows of indices.
+Output ScatterNd(const Scope& s, Input indices, Input updates, Input shape);
+/// Rows of data summed into num_segments segments by segment_ids (negative ids dropped).
+Output UnsortedSegmentSum(const Scope& s, Input data, Input segment_ids, Input num_segments);
+/// merged[indices[m][i]] = data[m][i]: the rows of several tensors interleaved.
+Output DynamicStitch(const Scope& s, const std::vector<Input>& indices, const std::vector<Input>& data);
 /// Python's slicing, x[begin:end:strides] per dimension; the masks as TensorFlow's StridedSlice takes them.
 struct StridedSliceAttrs {
   int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;

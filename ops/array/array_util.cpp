@@ -1,7 +1,10 @@
 #include "ops/array/array_util.hpp"
 
+#include <algorithm>
 #include <limits>
 
+#include "core/tensor_eigen.hpp"
+#include "ops/math/integer_wrap.hpp"
 #include "ops/shape_inference.hpp"
 
 namespace actorflow {
@@ -32,6 +35,26 @@ Status TileOutputDims(const Tensor& input, const Tensor& multiples, std::vector<
     *identity &= m[i] == 1;
   }
   return Status::OK();
+}
+
+namespace {
+template <class T>
+void SumRows(const T* d, T* o, int64_t n, const std::vector<int64_t>& ids, int64_t inner) {
+  std::fill(o, o + n, T(0));
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (ids[j] < 0) continue;
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(o + ids[j] * inner, inner) +=
+        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(d + static_cast<int64_t>(j) * inner, inner);
+  }
+}
+}  // namespace
+
+Status SumRowsInto(const Tensor& rows, const std::vector<int64_t>& row_ids, int64_t row_len, Tensor* out) {
+  Status s;
+  AF_SWITCH_REAL(out->dtype(), s = errors::Unimplemented("summing rows of ", DataTypeString(out->dtype())),
+                 SumRows<WrapT<T>>(AsWrapping(rows.data<T>()), AsWrapping(out->data<T>()), out->NumElements(),
+                                   row_ids, row_len));
+  return s;
 }
 
 }  // namespace actorflow

@@ -27,4 +27,10 @@ Status FillOutputShape(const Tensor& dims, const Tensor& value, TensorShape* sha
 /// every multiple is 1.
 Status TileOutputDims(const Tensor& input, const Tensor& multiples, std::vector<int64_t>* out_dims, bool* identity);
 
+/// out = zeros, then row j of `rows` (row_len elements each) added into row
+/// row_ids[j] of out; negative ids are skipped. Real dtypes (integers wrap);
+/// Unimplemented for others. The ids must be in range (checked by the caller).
+/// UnsortedSegmentSum and ScatterNd.
+Status SumRowsInto(const Tensor& rows, const std::vector<int64_t>& row_ids, int64_t row_len, Tensor* out);
+
 }  // namespace actorflow

@@ -1,0 +1,72 @@
+// GatherV2, Gather, GatherNd, ScatterNd, UnsortedSegmentSum and DynamicStitch
+// against hand-computed values, their static shapes, and the errors of
+// indices out of range. Their gradients are checked in gradients_test.
+#include <catch2/catch.hpp>
+
+#include "test_util.hpp"
+
+using namespace actorflow;
+using test::MakeTensor;
+using test::Run1;
+using test::RunStatus;
+using test::ShapeOf;
+
+TEST_CASE("GatherV2 and Gather take slices along an axis, indices of any shape") {
+  Scope root = Scope::NewRootScope();
+  auto p = ops::Const(root, {{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});  // [2, 3]
+  CHECK(Run1<float>(root, ops::Gather(root, p, ops::Const(root, {1, 0, 1}))) ==
+        std::vector<float>{4, 5, 6, 1, 2, 3, 4, 5, 6});
+  auto cols = ops::GatherV2(root, p, ops::Const(root, {{2, 0}}), 1);  // indices [1, 2] along axis 1
+  CHECK(ShapeOf(root, cols) == std::vector<int64_t>{2, 1, 2});
+  CHECK(Run1<float>(root, cols) == std::vector<float>{3, 1, 6, 4});
+  auto last = ops::GatherV2(root, p, ops::Const(root, int64_t{2}), int64_t{-1});  // a scalar index drops the axis
+  CHECK(ShapeOf(root, last) == std::vector<int64_t>{2});
+  CHECK(Run1<float>(root, last) == std::vector<float>{3, 6});
+  const PartialTensorShape inferred = root.InferredShape(cols);
+  CHECK(inferred.dims() == 3);
+  CHECK(inferred.dim_size(2) == 2);
+  auto words = ops::Const(root, {std::string("a"), std::string("b")});
+  CHECK(Run1<std::string>(root, ops::Gather(root, words, ops::Const(root, {1, 1, 0}))) ==
+        std::vector<std::string>{"b", "b", "a"});
+
+  const Status s = RunStatus(root, {ops::Gather(root.WithOpName("bad_gather"), p, ops::Const(root, {0, 2}))}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("indices[1] = 2 is not in [0, 2)"));
+  CHECK(RunStatus(root, {ops::GatherV2(root, p, ops::Const(root, {0}), 2)}, {}).code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("GatherNd takes elements or slices by index rows; ScatterNd adds them back into zeros") {
+  Scope root = Scope::NewRootScope();
+  auto p = ops::Const(root, {{1, 2}, {3, 4}, {5, 6}});  // [3, 2]
+  CHECK(Run1<int32_t>(root, ops::GatherNd(root, p, ops::Const(root, {{2, 1}, {0, 0}}))) == std::vector<int32_t>{6, 1});
+  auto rows = ops::GatherNd(root, p, ops::Const(root, {{{1}}, {{0}}}));  // indices [2, 1, 1]: rows
+  CHECK(ShapeOf(root, rows) == std::vector<int64_t>{2, 1, 2});
+  CHECK(Run1<int32_t>(root, rows) == std::vector<int32_t>{3, 4, 1, 2});
+  Status s = RunStatus(root, {ops::GatherNd(root, p, ops::Const(root, {{3, 0}}))}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("indices[0] = [3, 0] does not index into param shape [3,2]"));
+
+  auto scattered = ops::ScatterNd(root, ops::Const(root, {{1}, {3}, {1}}), ops::Const(root, {9.f, 10.f, 11.f}),
+                                  ops::Const(root, {5}));
+  CHECK(Run1<float>(root, scattered) == std::vector<float>{0, 20, 0, 10, 0});  // repeated rows add up
+  auto slices = ops::ScatterNd(root, ops::Const(root, {{0}}), ops::Const(root, {{1.0, 2.0}}), ops::Const(root, {2, 2}));
+  CHECK(Run1<double>(root, slices) == std::vector<double>{1, 2, 0, 0});
+}
+
+TEST_CASE("UnsortedSegmentSum sums rows into segments, dropping negative ids; DynamicStitch interleaves") {
+  Scope root = Scope::NewRootScope();
+  auto data = ops::Const(root, {{1.f, 2.f}, {3.f, 4.f}, {5.f, 6.f}, {7.f, 8.f}});
+  auto sum = ops::UnsortedSegmentSum(root, data, ops::Const(root, {2, 0, 2, -1}), 3);
+  CHECK(ShapeOf(root, sum) == std::vector<int64_t>{3, 2});
+  CHECK(Run1<float>(root, sum) == std::vector<float>{3, 4, 0, 0, 6, 8});
+  CHECK(Run1<int64_t>(root, ops::UnsortedSegmentSum(root, ops::Const(root, {{int64_t{1}, int64_t{2}}}),
+                                                    ops::Const(root, {{1, 1}}), 2)) == std::vector<int64_t>{0, 3});
+  Status s = RunStatus(root, {ops::UnsortedSegmentSum(root, data, ops::Const(root, {0, 3, 0, 0}), 3)}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("segment_ids[1] = 3 is out of range [0, 3)"));
+
+  auto merged = ops::DynamicStitch(root, {ops::Const(root, {0, 2}), ops::Const(root, {{1}, {2}})},
+                                   {ops::Const(root, {10.f, 20.f}), ops::Const(root, {{30.f}, {40.f}})});
+  CHECK(ShapeOf(root, merged) == std::vector<int64_t>{3});
+  CHECK(Run1<float>(root, merged) == std::vector<float>{10, 30, 40});  // a later index overwrites
+}
