@@ -348,6 +348,10 @@ std::vector<GradCase> ArrayCases() {
          return Outs{ops::DynamicStitch(s, {test::MakeTensor<int32_t>({0, 2}, {2}), test::MakeTensor<int32_t>({1}, {1})},
                                         {x[0], x[1]})};
        }, {U({2, 3}, -1, 1, 1), U({1, 3}, -1, 1, 2)}},
+      {"IdentityN", [](const Scope& s, const Xs& x) { return ops::IdentityN(s, {x[0], x[1]}); },
+       {U({2, 3}, -1, 1, 1), U({3}, -1, 1, 2)}},
+      {"L2Loss", one([](const Scope& s, const Output& x) { return ops::L2Loss(s, x); }), {x34}},
+      {"TopKV2 values", one([](const Scope& s, const Output& x) { return ops::TopK(s, x, 2).values; }), {x34}},
       {"StridedSliceGrad",
        [](const Scope& s, const Xs& x) {
          return Outs{ops::StridedSliceGrad(s, test::MakeTensor<int32_t>({3, 4}, {2}), test::MakeTensor<int32_t>({0, 3}, {2}),

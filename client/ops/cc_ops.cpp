@@ -249,5 +249,38 @@ ListDiffOutputs ListDiff(const Scope& s, Input x, Input y, DataType out_idx) {
   return {op.output(0), op.output(1)};
 }
 
+std::vector<Output> ShapeN(const Scope& s, const std::vector<Input>& inputs, DataType out_type) {
+  return AllOutputs(s.AddOp("ShapeN", {AsOutputs(s, inputs)}, {{"out_type", AttrType(out_type)}}));
+}
+std::vector<Output> IdentityN(const Scope& s, const std::vector<Input>& inputs) {
+  return AllOutputs(s.AddOp("IdentityN", {AsOutputs(s, inputs)}));
+}
+Output OneHot(const Scope& s, Input indices, Input depth, Input on_value, Input off_value, int64_t axis) {
+  return First(s.AddOp("OneHot",
+                       {{s.AsOutput(indices)}, {s.AsOutput(depth)}, {s.AsOutput(on_value)}, {s.AsOutput(off_value)}},
+                       {{"axis", AttrInt(axis)}}));
+}
+Output All(const Scope& s, Input x, Input axis, bool keep_dims) {
+  return First(s.AddOp("All", {{s.AsOutput(x)}, {s.AsOutput(axis)}}, {{"keep_dims", AttrBool(keep_dims)}}));
+}
+Output Any(const Scope& s, Input x, Input axis, bool keep_dims) {
+  return First(s.AddOp("Any", {{s.AsOutput(x)}, {s.AsOutput(axis)}}, {{"keep_dims", AttrBool(keep_dims)}}));
+}
+Output Where(const Scope& s, Input x) { return First(s.AddOp("Where", {{s.AsOutput(x)}})); }
+UniqueOutputs Unique(const Scope& s, Input x, DataType out_idx) {
+  Operation op = s.AddOp("Unique", {{s.AsOutput(x)}}, {{"out_idx", AttrType(out_idx)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+TopKOutputs TopK(const Scope& s, Input x, Input k) {
+  Operation op = s.AddOp("TopKV2", {{s.AsOutput(x)}, {s.AsOutput(k)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1)};
+}
+Output InTopK(const Scope& s, Input predictions, Input targets, Input k) {
+  return First(s.AddOp("InTopKV2", {{s.AsOutput(predictions)}, {s.AsOutput(targets)}, {s.AsOutput(k)}}));
+}
+Output L2Loss(const Scope& s, Input t) { return First(s.AddOp("L2Loss", {{s.AsOutput(t)}})); }
+
 }  // namespace ops
 }  // namespace actorflow

@@ -172,5 +172,33 @@ struct ListDiffOutputs {
 };
 ListDiffOutputs ListDiff(const Scope& s, Input x, Input y, DataType out_idx = DT_INT32);
 
+// List ops, one-hot encoding, logical reductions, Where, Unique, top-k, L2Loss.
+/// The shapes of several tensors (ShapeN).
+std::vector<Output> ShapeN(const Scope& s, const std::vector<Input>& inputs, DataType out_type = DT_INT32);
+/// Its inputs, passed through one node (IdentityN).
+std::vector<Output> IdentityN(const Scope& s, const std::vector<Input>& inputs);
+/// indices expanded along a new axis of `depth` elements (-1: last).
+Output OneHot(const Scope& s, Input indices, Input depth, Input on_value, Input off_value, int64_t axis = -1);
+/// Logical AND / OR of a bool tensor over axes.
+Output All(const Scope& s, Input x, Input axis, bool keep_dims = false);
+Output Any(const Scope& s, Input x, Input axis, bool keep_dims = false);
+/// The coordinates of the true (non-zero) elements: int64 [count, rank].
+Output Where(const Scope& s, Input x);
+struct UniqueOutputs {
+  Output y;    // the distinct elements, in order of first appearance
+  Output idx;  // each element's index in y
+};
+UniqueOutputs Unique(const Scope& s, Input x, DataType out_idx = DT_INT32);
+struct TopKOutputs {
+  Output values;
+  Output indices;
+};
+/// The k largest entries of each row (last dimension), largest first (TopKV2).
+TopKOutputs TopK(const Scope& s, Input x, Input k);
+/// Whether each target is among the k largest predictions of its row (InTopKV2).
+Output InTopK(const Scope& s, Input predictions, Input targets, Input k);
+/// sum(t^2) / 2.
+Output L2Loss(const Scope& s, Input t);
+
 }  // namespace ops
 }  // namespace actorflow

@@ -1,6 +1,7 @@
-// GatherV2, Gather, GatherNd, ScatterNd, UnsortedSegmentSum and DynamicStitch
-// against hand-computed values, their static shapes, and the errors of
-// indices out of range. Their gradients are checked in gradients_test.
+// GatherV2, Gather, GatherNd, ScatterNd, UnsortedSegmentSum, DynamicStitch,
+// ShapeN, IdentityN, OneHot, All, Any, Where, Unique, TopKV2, InTopKV2 and
+// L2Loss against hand-computed values, their static shapes, and the errors
+// of indices out of range. Their gradients are checked in gradients_test.
 #include <catch2/catch.hpp>
 
 #include "test_util.hpp"
@@ -69,4 +70,62 @@ TEST_CASE("UnsortedSegmentSum sums rows into segments, dropping negative ids; Dy
                                    {ops::Const(root, {10.f, 20.f}), ops::Const(root, {{30.f}, {40.f}})});
   CHECK(ShapeOf(root, merged) == std::vector<int64_t>{3});
   CHECK(Run1<float>(root, merged) == std::vector<float>{10, 30, 40});  // a later index overwrites
+}
+
+TEST_CASE("ShapeN and IdentityN handle lists; OneHot encodes along any axis") {
+  Scope root = Scope::NewRootScope();
+  auto a = ops::Const(root, {{1.f, 2.f, 3.f}});
+  auto b = ops::Const(root, {7.f});
+  std::vector<Output> shapes = ops::ShapeN(root, {a, b}, DT_INT64);  // N * T: one dtype
+  REQUIRE(shapes.size() == 2);
+  CHECK(Run1<int64_t>(root, shapes[0]) == std::vector<int64_t>{1, 3});
+  CHECK(Run1<int64_t>(root, shapes[1]) == std::vector<int64_t>{1});
+  std::vector<Output> same = ops::IdentityN(root, {a, ops::Const(root, {7})});  // list(type): any dtypes
+  REQUIRE(same.size() == 2);
+  CHECK(Run1<float>(root, same[0]) == std::vector<float>{1, 2, 3});
+  CHECK(Run1<int32_t>(root, same[1]) == std::vector<int32_t>{7});
+
+  auto idx = ops::Const(root, {int64_t{0}, int64_t{2}, int64_t{-1}});
+  auto hot = ops::OneHot(root, idx, 3, 1.f, 0.f);
+  CHECK(ShapeOf(root, hot) == std::vector<int64_t>{3, 3});
+  CHECK(Run1<float>(root, hot) == std::vector<float>{1, 0, 0, 0, 0, 1, 0, 0, 0});  // -1: a row of off_value
+  auto columns = ops::OneHot(root, ops::Const(root, {1, 0}), 3, 5, -1, 0);        // axis 0: [depth, n]
+  CHECK(ShapeOf(root, columns) == std::vector<int64_t>{3, 2});
+  CHECK(Run1<int32_t>(root, columns) == std::vector<int32_t>{-1, 5, 5, -1, -1, -1});
+}
+
+TEST_CASE("All and Any reduce bools; Where lists true coordinates; Unique keeps first appearances") {
+  Scope root = Scope::NewRootScope();
+  auto m = ops::Const(root, {{true, false, true}, {true, true, true}});
+  CHECK(Run1<bool>(root, ops::All(root, m, 1)) == std::vector<bool>{false, true});
+  CHECK(Run1<bool>(root, ops::Any(root, m, 0)) == std::vector<bool>{true, true, true});
+  CHECK(Run1<bool>(root, ops::All(root, m, ops::Const(root, {0, 1}))) == std::vector<bool>{false});
+  CHECK(ShapeOf(root, ops::Any(root, m, 1, true)) == std::vector<int64_t>{2, 1});
+  CHECK(Run1<bool>(root, ops::All(root, m, Tensor(DT_INT32, TensorShape{0}))) ==
+        std::vector<bool>{true, false, true, true, true, true});  // no axes: unchanged
+
+  auto w = ops::Where(root, ops::Const(root, {{0.f, 2.f}, {3.f, 0.f}}));
+  CHECK(ShapeOf(root, w) == std::vector<int64_t>{2, 2});
+  CHECK(Run1<int64_t>(root, w) == std::vector<int64_t>{0, 1, 1, 0});
+  CHECK(ShapeOf(root, ops::Where(root, ops::Const(root, {false, false}))) == std::vector<int64_t>{0, 1});
+
+  ops::UniqueOutputs u = ops::Unique(root, ops::Const(root, {4, 1, 4, 2, 1}));
+  CHECK(Run1<int32_t>(root, u.y) == std::vector<int32_t>{4, 1, 2});
+  CHECK(Run1<int32_t>(root, u.idx) == std::vector<int32_t>{0, 1, 0, 2, 1});
+}
+
+TEST_CASE("TopKV2 takes the k largest per row, ties to the lower index; InTopKV2 and L2Loss") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, {{1.f, 5.f, 3.f, 5.f}, {-1.f, -2.f, 0.f, 4.f}});
+  ops::TopKOutputs top = ops::TopK(root, x, 3);
+  CHECK(Run1<float>(root, top.values) == std::vector<float>{5, 5, 3, 4, 0, -1});
+  CHECK(Run1<int32_t>(root, top.indices) == std::vector<int32_t>{1, 3, 2, 3, 2, 0});
+  const Status s = RunStatus(root, {ops::TopK(root, x, 5).values}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("at least k columns"));
+
+  auto in_top = ops::InTopK(root, x, ops::Const(root, {3, 1}), 2);
+  CHECK(Run1<bool>(root, in_top) == std::vector<bool>{true, false});
+  CHECK(Run1<bool>(root, ops::InTopK(root, x, ops::Const(root, {0, 7}), 4)) == std::vector<bool>{true, false});
+  CHECK(Run1<double>(root, ops::L2Loss(root, ops::Const(root, {1.0, -2.0, 3.0}))) == std::vector<double>{7});
 }
