@@ -1,6 +1,6 @@
 // Gradients of IdentityN, L2Loss and TopKV2 (TensorFlow's formulas:
-// python/ops/array_grad.py, nn_grad.py), and the ops of the same family that
-// have none: ShapeN, OneHot, All, Any, Where, Unique, InTopKV2.
+// python/ops/array_grad.py, nn_grad.py), and the ops TensorFlow gives none:
+// ShapeN, OneHot, All, Any, Where, Unique, InTopKV2 and the summary ops.
 #include "client/gradients/grad_helpers.hpp"
 #include "client/gradients/gradients.hpp"
 
@@ -48,6 +48,10 @@ AF_REGISTER_NO_GRADIENT("Any");
 AF_REGISTER_NO_GRADIENT("Where");
 AF_REGISTER_NO_GRADIENT("Unique");
 AF_REGISTER_NO_GRADIENT("InTopKV2");
+AF_REGISTER_NO_GRADIENT("ScalarSummary");
+AF_REGISTER_NO_GRADIENT("HistogramSummary");
+AF_REGISTER_NO_GRADIENT("MergeSummary");
+AF_REGISTER_NO_GRADIENT("TensorSummaryV2");
 
 }  // namespace
 }  // namespace actorflow

@@ -282,5 +282,11 @@ Output InTopK(const Scope& s, Input predictions, Input targets, Input k) {
 }
 Output L2Loss(const Scope& s, Input t) { return First(s.AddOp("L2Loss", {{s.AsOutput(t)}})); }
 
+Output ScalarSummary(const Scope& s, Input tags, Input values) { return Binary(s, "ScalarSummary", tags, values); }
+Output HistogramSummary(const Scope& s, Input tag, Input values) { return Binary(s, "HistogramSummary", tag, values); }
+Output MergeSummary(const Scope& s, const std::vector<Input>& inputs) {
+  return First(s.AddOp("MergeSummary", {AsOutputs(s, inputs)}));
+}
+
 }  // namespace ops
 }  // namespace actorflow

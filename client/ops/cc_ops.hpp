@@ -200,5 +200,10 @@ Output InTopK(const Scope& s, Input predictions, Input targets, Input k);
 /// sum(t^2) / 2.
 Output L2Loss(const Scope& s, Input t);
 
+// Summaries for TensorBoard: scalar string tensors holding serialized Summary protos.
+Output ScalarSummary(const Scope& s, Input tags, Input values);
+Output HistogramSummary(const Scope& s, Input tag, Input values);
+Output MergeSummary(const Scope& s, const std::vector<Input>& inputs);
+
 }  // namespace ops
 }  // namespace actorflow
