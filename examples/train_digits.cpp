@@ -3,7 +3,11 @@
 // Session::Run with gradients added to the graph and updates applied by the
 // container actor that holds the variables.
 //
-//   train_digits [--steps N] [--batch B] [--log-every K] [--seed S]
+//   train_digits [--steps N] [--batch B] [--log-every K] [--seed S] [--logdir DIR]
+//
+// With --logdir, each model writes its graph, its training loss at every step
+// and its held-out accuracy to DIR/<model> for TensorBoard
+// (`tensorboard --logdir DIR`).
 //
 // A fixed shuffled split (80% train, 20% held out) and fixed seeds: the same
 // run gives the same numbers. Prints a progress line every K steps and the
@@ -19,6 +23,7 @@
 #include "client/ops/cc_ops.hpp"
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
+#include "client/train/summary_writer.hpp"
 #include "client/train/variables.hpp"
 #include "examples/datasets.hpp"
 
@@ -32,10 +37,11 @@ struct Options {
   int batch = 32;
   int log_every = 250;
   uint64_t seed = 1;
+  std::string logdir;  // empty: no TensorBoard events
 };
 
 struct Model {
-  std::string name;
+  std::string name, run;  // run: its TensorBoard run's directory name
   proto::GraphDef graph;
   std::string x, y, loss, accuracy, train, init;
 };
@@ -80,6 +86,7 @@ Status Build(bool mlp, int features, uint64_t seed, Model* m) {
   Operation init = GlobalVariablesInitializer(root);
   AF_RETURN_IF_ERROR(graph.ToGraphDef(&m->graph));
   m->name = mlp ? "MLP 64-128-10" : "softmax regression 64-10";
+  m->run = mlp ? "mlp" : "softmax_regression";
   m->x = x.name();
   m->y = y.name();
   m->loss = loss.name();
@@ -94,6 +101,11 @@ Status Train(const Model& m, const Dataset& train, const Dataset& test, const Op
   AF_RETURN_IF_ERROR(session.Create(m.graph));
   std::vector<Tensor> out;
   AF_RETURN_IF_ERROR(session.Run({}, {}, {m.init}, &out));
+  std::unique_ptr<FileWriter> events;
+  if (!o.logdir.empty()) {
+    AF_RETURN_IF_ERROR(FileWriter::Create(o.logdir + "/" + m.run, {}, &events));
+    AF_RETURN_IF_ERROR(events->AddGraph(m.graph));
+  }
   std::printf("\n%s: %lld training examples, batch %d, %d steps\n", m.name.c_str(),
               static_cast<long long>(train.size()), o.batch, o.steps);
   std::vector<int64_t> order(static_cast<size_t>(train.size()));
@@ -114,6 +126,7 @@ Status Train(const Model& m, const Dataset& train, const Dataset& test, const Op
     AF_RETURN_IF_ERROR(session.Run({{m.x, x}, {m.y, y}}, {m.loss}, {m.train}, &out));
     loss_sum += out[0].scalar<float>();
     ++loss_n;
+    if (events) AF_RETURN_IF_ERROR(events->AddScalar("loss", out[0].scalar<float>(), step));
     if (step % o.log_every == 0 || step == o.steps) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("  step %5d  loss %.4f  %8.0f examples/s\n", step, loss_sum / loss_n,
@@ -125,13 +138,18 @@ Status Train(const Model& m, const Dataset& train, const Dataset& test, const Op
   }
   AF_RETURN_IF_ERROR(session.Run({{m.x, test.images}, {m.y, test.labels}}, {m.accuracy}, {}, &out));
   *accuracy = out[0].scalar<float>();
+  if (events) {
+    AF_RETURN_IF_ERROR(events->AddScalar("heldout_accuracy", *accuracy, o.steps));
+    AF_RETURN_IF_ERROR(events->Close());
+    std::printf("  TensorBoard events: %s\n", events->filename().c_str());
+  }
   std::printf("  held-out accuracy: %.2f%% (%lld examples)\n", 100.0 * *accuracy,
               static_cast<long long>(test.size()));
   return Status::OK();
 }
 
 int Usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--steps N] [--batch B] [--log-every K] [--seed S]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--steps N] [--batch B] [--log-every K] [--seed S] [--logdir DIR]\n", argv0);
   return 2;
 }
 
@@ -146,6 +164,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--batch") && next(&v)) o.batch = v;
     else if (!std::strcmp(argv[i], "--log-every") && next(&v)) o.log_every = v;
     else if (!std::strcmp(argv[i], "--seed") && next(&v)) o.seed = static_cast<uint64_t>(v);
+    else if (!std::strcmp(argv[i], "--logdir") && i + 1 < argc) o.logdir = argv[++i];
     else return Usage(argv[0]);
   }
   Dataset all, train, test;

@@ -1,6 +1,7 @@
 // train_fashion_mnist: the MLP 784-256-10 on Fashion-MNIST, with checkpoints.
 //
 //   train_fashion_mnist [--epochs N] [--batch B] [--lr R] [--dir DIR] [--fresh] [--save-every STEPS]
+//                       [--logdir DIR]
 //
 // Reads the IDX files Debian's dataset-fashion-mnist installs (setup.sh does),
 // trains with Adam through Session::Run, and saves a checkpoint every
@@ -8,6 +9,8 @@
 // with the same --dir, it restores the latest checkpoint (weights, Adam's
 // moments, the global step) and goes on from there; --fresh starts over.
 // Prints progress while it trains, and the test accuracy after each epoch.
+// With --logdir, the graph, the training loss at every step and the test
+// accuracy after each epoch go to an events file there for TensorBoard.
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +28,7 @@
 #include "client/session.hpp"
 #include "client/train/optimizers.hpp"
 #include "client/train/saver.hpp"
+#include "client/train/summary_writer.hpp"
 #include "client/train/variables.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
@@ -41,6 +45,7 @@ struct Options {
   int save_every = 2000;
   bool fresh = false;
   std::string dir;
+  std::string logdir;  // empty: no TensorBoard events
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -108,7 +113,7 @@ int Fail(const Status& s) {
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--epochs N] [--batch B] [--lr R] [--dir DIR] [--fresh] [--save-every STEPS]\n"
+               "usage: %s [--epochs N] [--batch B] [--lr R] [--dir DIR] [--fresh] [--save-every STEPS] [--logdir DIR]\n"
                "  --dir: checkpoints (default: $TMPDIR/actorflow-fashion-mnist); restarted with the same\n"
                "         directory, training resumes from the latest checkpoint\n",
                argv0);
@@ -129,6 +134,7 @@ int main(int argc, char** argv) {
     else if (a == "--lr" && has) o.lr = std::atof(argv[++i]);
     else if (a == "--dir" && has) o.dir = argv[++i];
     else if (a == "--save-every" && has) o.save_every = std::atoi(argv[++i]);
+    else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--fresh") o.fresh = true;
     else return Usage(argv[0]);
   }
@@ -168,6 +174,12 @@ int main(int argc, char** argv) {
   else
     std::printf("checkpoints: %s (restart with the same --dir to resume; --fresh to start over)\n", o.dir.c_str());
 
+  std::unique_ptr<FileWriter> events;
+  if (!o.logdir.empty()) {
+    if (!(s = FileWriter::Create(o.logdir, {}, &events)).ok()) return Fail(s);
+    if (!(s = events->AddGraph(g.def, step)).ok()) return Fail(s);
+    std::printf("TensorBoard events: %s\n", events->filename().c_str());
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   Progress progress(isatty(STDOUT_FILENO) != 0, o.batch);
@@ -188,6 +200,7 @@ int main(int argc, char** argv) {
       if (!(s = session.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out)).ok()) return Fail(s);
       ++step;
       ++done;
+      if (events && !(s = events->AddScalar("loss", out[0].scalar<float>(), step)).ok()) return Fail(s);
       loss_avg = done == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       progress.Update(epoch + 1, o.epochs, b + 1, steps_per_epoch, step, loss_avg,
@@ -205,6 +218,8 @@ int main(int argc, char** argv) {
     if (!(s = session.Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
       return Fail(s);
     accuracy = out[0].scalar<float>();
+    if (events && !(s = events->AddScalar("test_accuracy", accuracy, step)).ok()) return Fail(s);
+    if (events && !(s = events->Flush()).ok()) return Fail(s);
     std::printf("epoch %d/%d done: test accuracy %.2f%%, saved %s\n", epoch + 1, o.epochs, 100 * accuracy,
                 path.c_str());
   }

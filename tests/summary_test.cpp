@@ -204,3 +204,26 @@ TEST_CASE("FileWriter writes the graph, fetched summaries and host scalars with 
   CHECK(w->AddSummary(std::string("\xff"), 4).code() == Code::kInvalidArgument);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("train_digits --logdir writes each model's graph, loss per step and held-out accuracy") {
+  const std::string dir = TempDir("train_digits");
+  const test::ShellResult r = test::Shell(std::string("timeout 120 ") + AF_EXAMPLES_BIN_DIR +
+                                          "/train_digits --steps 20 --log-every 10 --logdir " + dir + " 2>&1");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const char* run : {"softmax_regression", "mlp"}) {
+    INFO(run);
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir + "/" + run)) files.push_back(entry.path());
+    REQUIRE(files.size() == 1);
+    const std::vector<proto::Event> events = ReadEvents(files[0]);
+    REQUIRE(events.size() == 1 + 1 + 20 + 1);  // version, graph, a loss per step, held-out accuracy
+    CHECK_FALSE(events[1].graph_def().empty());
+    CHECK(events[2].step() == 1);
+    CHECK(events[2].summary().value(0).tag() == "loss");
+    CHECK(events[21].step() == 20);
+    CHECK(events[22].summary().value(0).tag() == "heldout_accuracy");
+    CHECK(events[22].summary().value(0).simple_value() > 0.5f);
+  }
+  std::filesystem::remove_all(dir);
+}
