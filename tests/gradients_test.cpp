@@ -267,6 +267,37 @@ std::vector<GradCase> NnCases() {
   return {
       {"Relu", Unary(ops::Relu), {AwayFromZero({3, 4})}},
       {"ReluGrad", Binary(ops::ReluGrad), {U({3, 4}, -1, 1), AwayFromZero({3, 4})}},
+      {"Conv2D SAME stride 1", [](const Scope& s, const Xs& x) {
+         return Outs{ops::Conv2D(s, x[0], x[1], {1, 1, 1, 1}, "SAME")};
+       }, {U({2, 4, 3, 2}, -1, 1, 1), U({3, 2, 2, 3}, -1, 1, 2)}},
+      {"Conv2D VALID stride 2", [](const Scope& s, const Xs& x) {
+         return Outs{ops::Conv2D(s, x[0], x[1], {1, 2, 2, 1}, "VALID")};
+       }, {U({1, 5, 5, 2}, -1, 1, 1), U({2, 2, 2, 2}, -1, 1, 2)}},
+      {"Conv2DBackpropInput", [](const Scope& s, const Xs& x) {
+         return Outs{ops::Conv2DBackpropInput(s, test::MakeTensor<int32_t>({1, 4, 4, 2}, {4}), x[0], x[1], {1, 2, 2, 1}, "SAME")};
+       }, {U({3, 3, 2, 2}, -1, 1, 1), U({1, 2, 2, 2}, -1, 1, 2)}},
+      {"Conv2DBackpropFilter", [](const Scope& s, const Xs& x) {
+         return Outs{ops::Conv2DBackpropFilter(s, x[0], test::MakeTensor<int32_t>({2, 2, 2, 3}, {4}), x[1], {1, 1, 1, 1}, "VALID")};
+       }, {U({1, 3, 3, 2}, -1, 1, 1), U({1, 2, 2, 3}, -1, 1, 2)}},
+      {"MaxPool SAME", [](const Scope& s, const Xs& x) {
+         return Outs{ops::MaxPool(s, x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME")};
+       }, {U({2, 3, 3, 2}, -1, 1, 1)}},
+      {"MaxPoolGrad", [](const Scope& s, const Xs& x) {
+         const Tensor in = test::Uniform({1, 4, 4, 1}, -1, 1, 7);
+         auto y = ops::MaxPool(s, in, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+         return Outs{ops::MaxPoolGrad(s, in, y, x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID")};
+       }, {U({1, 2, 2, 1}, -1, 1, 1)}},
+      {"MaxPoolGradGrad", [](const Scope& s, const Xs& x) {
+         const Tensor in = test::Uniform({1, 4, 4, 1}, -1, 1, 7);
+         auto y = ops::MaxPool(s, in, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+         return Outs{ops::MaxPoolGradGrad(s, in, y, x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID")};
+       }, {U({1, 4, 4, 1}, -1, 1, 1)}},
+      {"AvgPool SAME stride 2", [](const Scope& s, const Xs& x) {
+         return Outs{ops::AvgPool(s, x[0], {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME")};
+       }, {U({2, 5, 4, 2}, -1, 1, 1)}},
+      {"AvgPoolGrad", [](const Scope& s, const Xs& x) {
+         return Outs{ops::AvgPoolGrad(s, test::MakeTensor<int32_t>({1, 4, 4, 1}, {4}), x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID")};
+       }, {U({1, 2, 2, 1}, -1, 1, 1)}},
       {"Elu", Unary(ops::Elu), {AwayFromZero({3, 4})}},
       {"EluGrad", Binary(ops::EluGrad), {U({3, 4}, -1, 1), U({3, 4}, -0.9, 2, 2)}},
       {"Selu", Unary(ops::Selu), {AwayFromZero({3, 4})}},

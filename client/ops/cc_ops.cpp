@@ -288,5 +288,52 @@ Output MergeSummary(const Scope& s, const std::vector<Input>& inputs) {
   return First(s.AddOp("MergeSummary", {AsOutputs(s, inputs)}));
 }
 
+namespace {
+AttrMap ConvAttrs(const std::vector<int64_t>& strides, const std::string& padding) {
+  return {{"strides", AttrIntList(strides)}, {"padding", AttrString(padding)}};
+}
+AttrMap PoolAttrs(const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides, const std::string& padding) {
+  return {{"ksize", AttrIntList(ksize)}, {"strides", AttrIntList(strides)}, {"padding", AttrString(padding)}};
+}
+}  // namespace
+Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides,
+              const std::string& padding) {
+  return First(s.AddOp("Conv2D", {{s.AsOutput(input)}, {s.AsOutput(filter)}}, ConvAttrs(strides, padding)));
+}
+Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int64_t>& strides, const std::string& padding) {
+  return First(s.AddOp("Conv2DBackpropInput", {{s.AsOutput(input_sizes)}, {s.AsOutput(filter)}, {s.AsOutput(out_backprop)}},
+                       ConvAttrs(strides, padding)));
+}
+Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int64_t>& strides, const std::string& padding) {
+  return First(s.AddOp("Conv2DBackpropFilter", {{s.AsOutput(input)}, {s.AsOutput(filter_sizes)}, {s.AsOutput(out_backprop)}},
+                       ConvAttrs(strides, padding)));
+}
+Output MaxPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               const std::string& padding) {
+  return First(s.AddOp("MaxPool", {{s.AsOutput(x)}}, PoolAttrs(ksize, strides, padding)));
+}
+Output AvgPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               const std::string& padding) {
+  return First(s.AddOp("AvgPool", {{s.AsOutput(x)}}, PoolAttrs(ksize, strides, padding)));
+}
+Output MaxPoolGrad(const Scope& s, Input orig_input, Input orig_output, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding) {
+  return First(s.AddOp("MaxPoolGrad", {{s.AsOutput(orig_input)}, {s.AsOutput(orig_output)}, {s.AsOutput(grad)}},
+                       PoolAttrs(ksize, strides, padding)));
+}
+Output MaxPoolGradGrad(const Scope& s, Input orig_input, Input orig_output, Input grad,
+                       const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                       const std::string& padding) {
+  return First(s.AddOp("MaxPoolGradGrad", {{s.AsOutput(orig_input)}, {s.AsOutput(orig_output)}, {s.AsOutput(grad)}},
+                       PoolAttrs(ksize, strides, padding)));
+}
+Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding) {
+  return First(s.AddOp("AvgPoolGrad", {{s.AsOutput(orig_input_shape)}, {s.AsOutput(grad)}},
+                       PoolAttrs(ksize, strides, padding)));
+}
+
 }  // namespace ops
 }  // namespace actorflow

@@ -205,5 +205,24 @@ Output ScalarSummary(const Scope& s, Input tags, Input values);
 Output HistogramSummary(const Scope& s, Input tag, Input values);
 Output MergeSummary(const Scope& s, const std::vector<Input>& inputs);
 
+// Convolution and pooling, NHWC: strides and ksize as [1, h, w, 1], padding "SAME" or "VALID".
+Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides,
+              const std::string& padding);
+Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int64_t>& strides, const std::string& padding);
+Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int64_t>& strides, const std::string& padding);
+Output MaxPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               const std::string& padding);
+Output AvgPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+               const std::string& padding);
+Output MaxPoolGrad(const Scope& s, Input orig_input, Input orig_output, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding);
+Output MaxPoolGradGrad(const Scope& s, Input orig_input, Input orig_output, Input grad,
+                       const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                       const std::string& padding);
+Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding);
+
 }  // namespace ops
 }  // namespace actorflow
