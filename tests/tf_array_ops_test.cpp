@@ -1,6 +1,6 @@
 // GatherV2, Gather, GatherNd, ScatterNd, UnsortedSegmentSum, DynamicStitch,
-// ShapeN, IdentityN, OneHot, All, Any, Where, Unique, TopKV2, InTopKV2 and
-// L2Loss against hand-computed values, their static shapes, and the errors
+// ShapeN, IdentityN, OneHot, All, Any, Where, Unique, TopKV2, InTopKV2,
+// L2Loss, StringJoin and AsString against hand-computed values, their static shapes, and the errors
 // of indices out of range. Their gradients are checked in gradients_test.
 #include <catch2/catch.hpp>
 
@@ -128,4 +128,32 @@ TEST_CASE("TopKV2 takes the k largest per row, ties to the lower index; InTopKV2
   CHECK(Run1<bool>(root, in_top) == std::vector<bool>{true, false});
   CHECK(Run1<bool>(root, ops::InTopK(root, x, ops::Const(root, {0, 7}), 4)) == std::vector<bool>{true, false});
   CHECK(Run1<double>(root, ops::L2Loss(root, ops::Const(root, {1.0, -2.0, 3.0}))) == std::vector<double>{7});
+}
+
+TEST_CASE("StringJoin joins element by element, scalars broadcast; AsString formats as printf does") {
+  Scope root = Scope::NewRootScope();
+  auto names = ops::Const(root, {std::string("a"), std::string("b")});
+  CHECK(Run1<std::string>(root, ops::StringJoin(root, {names, std::string("x"), names}, "/")) ==
+        std::vector<std::string>{"a/x/a", "b/x/b"});
+  const Status s = RunStatus(root, {ops::StringJoin(root, {names, ops::Const(root, {std::string("c")})})}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+
+  CHECK(Run1<std::string>(root, ops::AsString(root, ops::Const(root, {3.14159f, -2.f}))) ==
+        std::vector<std::string>{"3.141590", "-2.000000"});  // %f, TensorFlow's default
+  ops::AsStringAttrs p;
+  p.precision = 2;
+  p.width = 7;
+  p.fill = "0";
+  CHECK(Run1<std::string>(root, ops::AsString(root, ops::Const(root, {3.14159}), p)) == std::vector<std::string>{"0003.14"});
+  ops::AsStringAttrs g;
+  g.shortest = true;
+  CHECK(Run1<std::string>(root, ops::AsString(root, ops::Const(root, {0.5, 1e-7}), g)) ==
+        std::vector<std::string>{"0.5", "1e-07"});
+  CHECK(Run1<std::string>(root, ops::AsString(root, ops::Const(root, {int64_t{-42}}))) == std::vector<std::string>{"-42"});
+  CHECK(Run1<std::string>(root, ops::AsString(root, ops::Const(root, {true, false}))) ==
+        std::vector<std::string>{"true", "false"});
+  ops::AsStringAttrs bad;
+  bad.shortest = true;
+  bad.scientific = true;
+  CHECK(RunStatus(root, {ops::AsString(root, ops::Const(root, {1.0}), bad)}, {}).code() == Code::kInvalidArgument);
 }

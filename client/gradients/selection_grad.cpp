@@ -1,6 +1,7 @@
 // Gradients of IdentityN, L2Loss and TopKV2 (TensorFlow's formulas:
 // python/ops/array_grad.py, nn_grad.py), and the ops TensorFlow gives none:
-// ShapeN, OneHot, All, Any, Where, Unique, InTopKV2 and the summary ops.
+// ShapeN, OneHot, All, Any, Where, Unique, InTopKV2, the summary ops and the
+// string ops.
 #include "client/gradients/grad_helpers.hpp"
 #include "client/gradients/gradients.hpp"
 
@@ -52,6 +53,8 @@ AF_REGISTER_NO_GRADIENT("ScalarSummary");
 AF_REGISTER_NO_GRADIENT("HistogramSummary");
 AF_REGISTER_NO_GRADIENT("MergeSummary");
 AF_REGISTER_NO_GRADIENT("TensorSummaryV2");
+AF_REGISTER_NO_GRADIENT("StringJoin");
+AF_REGISTER_NO_GRADIENT("AsString");
 
 }  // namespace
 }  // namespace actorflow

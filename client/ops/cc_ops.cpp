@@ -335,5 +335,15 @@ Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std
                        PoolAttrs(ksize, strides, padding)));
 }
 
+Output StringJoin(const Scope& s, const std::vector<Input>& inputs, const std::string& separator) {
+  return First(s.AddOp("StringJoin", {AsOutputs(s, inputs)}, {{"separator", AttrString(separator)}}));
+}
+Output AsString(const Scope& s, Input x, const AsStringAttrs& a) {
+  return First(s.AddOp("AsString", {{s.AsOutput(x)}},
+                       {{"precision", AttrInt(a.precision)}, {"width", AttrInt(a.width)},
+                        {"scientific", AttrBool(a.scientific)}, {"shortest", AttrBool(a.shortest)},
+                        {"fill", AttrString(a.fill)}}));
+}
+
 }  // namespace ops
 }  // namespace actorflow

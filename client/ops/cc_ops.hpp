@@ -224,5 +224,14 @@ Output MaxPoolGradGrad(const Scope& s, Input orig_input, Input orig_output, Inpu
 Output AvgPoolGrad(const Scope& s, Input orig_input_shape, Input grad, const std::vector<int64_t>& ksize,
                    const std::vector<int64_t>& strides, const std::string& padding);
 
+// Strings: inputs joined element by element; numbers and bools formatted.
+Output StringJoin(const Scope& s, const std::vector<Input>& inputs, const std::string& separator = "");
+struct AsStringAttrs {
+  int64_t precision = -1, width = -1;
+  bool scientific = false, shortest = false;
+  std::string fill;
+};
+Output AsString(const Scope& s, Input x, const AsStringAttrs& attrs = {});
+
 }  // namespace ops
 }  // namespace actorflow
