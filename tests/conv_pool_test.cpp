@@ -1,6 +1,6 @@
-// Conv2D, MaxPool and AvgPool against hand-computed values and a direct
-// reference loop (SAME and VALID padding, strides), their static shapes and
-// errors. Their gradients and backprop ops are checked against central
+// Conv2D, MaxPool, AvgPool and FusedBatchNorm against hand-computed values
+// and a direct reference loop (SAME and VALID padding, strides), their static
+// shapes and errors. Their gradients and backprop ops are checked against central
 // differences in gradients_test.
 #include <catch2/catch.hpp>
 
@@ -94,4 +94,36 @@ TEST_CASE("MaxPool and AvgPool: windows, strides, and SAME windows that count on
   CHECK_THAT(s.message(), Catch::Contains("larger than the input"));
   s = RunStatus(root, {ops::MaxPool(root, img, {1, 2, 2, 1}, {1, 1, 1, 1}, "EXPLICIT")}, {});
   CHECK_FALSE(s.ok());
+}
+
+TEST_CASE("FusedBatchNormV3 normalizes by the batch in training and by the given statistics in inference") {
+  Scope root = Scope::NewRootScope();
+  // Two channels over 4 positions: channel 0 is 1, 2, 3, 4 and channel 1 is 10, 10, 10, 10.
+  auto x = ops::Const(root, MakeTensor<float>({1, 10, 2, 10, 3, 10, 4, 10}, {1, 2, 2, 2}));
+  auto scale = ops::Const(root, {2.f, 1.f});
+  auto offset = ops::Const(root, {0.5f, -1.f});
+  ops::FusedBatchNormAttrs a;
+  a.epsilon = 0.f;
+  ops::FusedBatchNormOutputs t = ops::FusedBatchNorm(root, x, scale, offset, Tensor(DT_FLOAT, TensorShape{0}),
+                                                     Tensor(DT_FLOAT, TensorShape{0}), a);
+  const std::vector<Tensor> out = test::RunOk(root, {t.y, t.batch_mean, t.batch_variance, t.reserve_space_2});
+  const float sd = std::sqrt(1.25f);  // biased variance of 1..4
+  const std::vector<float> y = test::Values<float>(out[0]);
+  CHECK(y[0] == Approx(2 * (1 - 2.5f) / sd + 0.5f));
+  CHECK(y[6] == Approx(2 * (4 - 2.5f) / sd + 0.5f));
+  CHECK(test::Values<float>(out[1]) == std::vector<float>{2.5f, 10.f});
+  CHECK(test::Values<float>(out[2])[0] == Approx(1.25f * 4 / 3));  // Bessel-corrected
+  CHECK(test::Values<float>(out[3])[0] == Approx(1.25f));          // the biased one, for the gradient
+
+  ops::FusedBatchNormAttrs inference;
+  inference.is_training = false;
+  inference.epsilon = 0.f;
+  ops::FusedBatchNormOutputs i = ops::FusedBatchNorm(root, x, scale, offset, ops::Const(root, {1.f, 10.f}),
+                                                     ops::Const(root, {4.f, 1.f}), inference);
+  CHECK(Run1<float>(root, i.y) == std::vector<float>{0.5f, -1.f, 1.5f, -1.f, 2.5f, -1.f, 3.5f, -1.f});
+  const Status bad = RunStatus(root, {ops::FusedBatchNorm(root, x, ops::Const(root, {1.f}), offset,
+                                                          ops::Const(root, {0.f, 0.f}), ops::Const(root, {1.f, 1.f}),
+                                                          inference).y}, {});
+  CHECK(bad.code() == Code::kInvalidArgument);
+  CHECK_THAT(bad.message(), Catch::Contains("scale must have shape [2]"));
 }

@@ -345,5 +345,16 @@ Output AsString(const Scope& s, Input x, const AsStringAttrs& a) {
                         {"fill", AttrString(a.fill)}}));
 }
 
+FusedBatchNormOutputs FusedBatchNorm(const Scope& s, Input x, Input scale, Input offset, Input mean, Input variance,
+                                     const FusedBatchNormAttrs& a) {
+  Operation op = s.AddOp("FusedBatchNormV3",
+                         {{s.AsOutput(x)}, {s.AsOutput(scale)}, {s.AsOutput(offset)}, {s.AsOutput(mean)}, {s.AsOutput(variance)}},
+                         {{"epsilon", AttrFloat(a.epsilon)},
+                          {"exponential_avg_factor", AttrFloat(a.exponential_avg_factor)},
+                          {"is_training", AttrBool(a.is_training)}});
+  if (!op.node()) return {};
+  return {op.output(0), op.output(1), op.output(2), op.output(3), op.output(4), op.output(5)};
+}
+
 }  // namespace ops
 }  // namespace actorflow

@@ -233,5 +233,17 @@ struct AsStringAttrs {
 };
 Output AsString(const Scope& s, Input x, const AsStringAttrs& attrs = {});
 
+// Batch normalization, NHWC (FusedBatchNormV3).
+struct FusedBatchNormAttrs {
+  float epsilon = 0.0001f;
+  float exponential_avg_factor = 1.f;
+  bool is_training = true;
+};
+struct FusedBatchNormOutputs {
+  Output y, batch_mean, batch_variance, reserve_space_1, reserve_space_2, reserve_space_3;
+};
+FusedBatchNormOutputs FusedBatchNorm(const Scope& s, Input x, Input scale, Input offset, Input mean, Input variance,
+                                     const FusedBatchNormAttrs& attrs = {});
+
 }  // namespace ops
 }  // namespace actorflow
