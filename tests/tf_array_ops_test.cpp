@@ -157,3 +157,15 @@ TEST_CASE("StringJoin joins element by element, scalars broadcast; AsString form
   bad.scientific = true;
   CHECK(RunStatus(root, {ops::AsString(root, ops::Const(root, {1.0}), bad)}, {}).code() == Code::kInvalidArgument);
 }
+
+TEST_CASE("ShardedFilename and ShardedFilespec name a sharded checkpoint's files as TensorFlow does") {
+  Scope root = Scope::NewRootScope();
+  auto name = root.AddOp("ShardedFilename", {{ops::Const(root, std::string("/ckpt/model"))}, {ops::Const(root, 1)},
+                                             {ops::Const(root, 4)}});
+  CHECK(Run1<std::string>(root, name.output(0)) == std::vector<std::string>{"/ckpt/model-00001-of-00004"});
+  auto spec = root.AddOp("ShardedFilespec", {{ops::Const(root, std::string("m"))}, {ops::Const(root, 12)}});
+  CHECK(Run1<std::string>(root, spec.output(0)) == std::vector<std::string>{"m-?????-of-00012"});
+  auto bad = root.AddOp("ShardedFilename", {{ops::Const(root, std::string("m"))}, {ops::Const(root, 4)},
+                                            {ops::Const(root, 4)}});
+  CHECK(RunStatus(root, {bad.output(0)}, {}).code() == Code::kInvalidArgument);
+}

@@ -55,6 +55,8 @@ AF_REGISTER_NO_GRADIENT("MergeSummary");
 AF_REGISTER_NO_GRADIENT("TensorSummaryV2");
 AF_REGISTER_NO_GRADIENT("StringJoin");
 AF_REGISTER_NO_GRADIENT("AsString");
+AF_REGISTER_NO_GRADIENT("ShardedFilename");
+AF_REGISTER_NO_GRADIENT("ShardedFilespec");
 
 }  // namespace
 }  // namespace actorflow

@@ -1,7 +1,9 @@
 // StringJoin and AsString, TensorFlow's string ops: inputs joined element by
 // element with a separator (scalars broadcast), and numbers and bools
 // formatted as strings with printf's rules, as TensorFlow formats them
-// (precision, scientific or shortest notation, width and fill).
+// (precision, scientific or shortest notation, width and fill). Also
+// ShardedFilename and ShardedFilespec, the names of a sharded checkpoint's
+// files ("model-00001-of-00004", "model-?????-of-00004").
 #include <cstdio>
 #include <string>
 
@@ -134,6 +136,48 @@ class AsStringOp : public OpKernel {
   std::string format_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("AsString").Device(DEVICE_CPU), AsStringOp);
+
+AF_REGISTER_OP("ShardedFilename")
+    .Input("basename: string")
+    .Input("shard: int32")
+    .Input("num_shards: int32")
+    .Output("filename: string")
+    .SetShapeFn(shape_fns::Scalar)
+    .Doc("basename-SSSSS-of-NNNNN, the name of one shard's file.");
+AF_REGISTER_OP("ShardedFilespec")
+    .Input("basename: string")
+    .Input("num_shards: int32")
+    .Output("filename: string")
+    .SetShapeFn(shape_fns::Scalar)
+    .Doc("basename-?????-of-NNNNN, the pattern of every shard's file.");
+
+class ShardedFilenameOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const bool spec = ctx->num_inputs() == 2;
+    for (int i = 0; i < ctx->num_inputs(); ++i)
+      AF_REQUIRES(ctx, ctx->input(i).NumElements() == 1,
+                  errors::InvalidArgument(type_string(), " takes scalars, got input ", i, " of shape ",
+                                          ctx->input(i).shape().DebugString()));
+    const std::string& base = ctx->input(0).data<std::string>()[0];
+    const int32_t shards = ctx->input(spec ? 1 : 2).data<int32_t>()[0];
+    char suffix[64];
+    if (spec) {
+      std::snprintf(suffix, sizeof(suffix), "-?????-of-%05d", shards);
+    } else {
+      const int32_t shard = ctx->input(1).data<int32_t>()[0];
+      AF_REQUIRES(ctx, shard >= 0 && shard < shards,
+                  errors::InvalidArgument("shard ", shard, " is not in [0, ", shards, ")"));
+      std::snprintf(suffix, sizeof(suffix), "-%05d-of-%05d", shard, shards);
+    }
+    Tensor* out;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
+    out->data<std::string>()[0] = base + suffix;
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("ShardedFilename").Device(DEVICE_CPU), ShardedFilenameOp);
+AF_REGISTER_KERNEL(KernelDefBuilder("ShardedFilespec").Device(DEVICE_CPU), ShardedFilenameOp);
 
 }  // namespace
 }  // namespace actorflow
