@@ -6,7 +6,7 @@
 //       --> 2 readers (TFRecordReader, read-up-to 128, DecodeRaw) --> shuffle_batch_join (enqueue-many)
 //       --> dequeue-many(batch) inside the training step
 //
-//   input_pipeline [--epochs N] [--batch B] [--lr R] [--dir DIR]
+//   input_pipeline [--epochs N] [--batch B] [--lr R] [--dir DIR] [--logdir DIR]
 //
 // First it writes the training set as 4 TFRecord shards into --dir (one
 // record per image: the label byte, then the 784 pixel bytes), unless they
@@ -17,6 +17,8 @@
 // Every 20th step (after warm-up) is traced: the share of step time spent in
 // the step's dequeue (waiting for input plus assembling the batch) is printed
 // per epoch. A fed pipeline keeps it small: the step does not wait.
+// With --logdir, the graph, the loss at every step and the test accuracy
+// after each epoch go to an events file there for TensorBoard.
 #include <unistd.h>
 
 #include <atomic>
@@ -38,6 +40,7 @@
 #include "client/train/input_batching.hpp"
 #include "client/train/input_producers.hpp"
 #include "client/train/queue_runner.hpp"
+#include "client/train/summary_writer.hpp"
 #include "client/train/variables.hpp"
 #include "core/io/record_writer.hpp"
 #include "examples/datasets.hpp"
@@ -55,6 +58,7 @@ struct Options {
   int batch = 100;
   double lr = 0.001;
   std::string dir = "input_pipeline_data";
+  std::string logdir;  // empty: no TensorBoard events
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -146,7 +150,7 @@ Status Build(const Options& o, const std::vector<std::string>& shards, TrainGrap
 }
 
 int Usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--epochs N] [--batch B] [--lr R] [--dir DIR]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--epochs N] [--batch B] [--lr R] [--dir DIR] [--logdir DIR]\n", argv0);
   return 2;
 }
 
@@ -161,6 +165,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch" && has) o.batch = std::atoi(argv[++i]);
     else if (a == "--lr" && has) o.lr = std::atof(argv[++i]);
     else if (a == "--dir" && has) o.dir = argv[++i];
+    else if (a == "--logdir" && has) o.logdir = argv[++i];
     else return Usage(argv[0]);
   }
   if (o.epochs <= 0 || o.batch <= 0 || o.lr <= 0) return Usage(argv[0]);
@@ -188,6 +193,12 @@ int main(int argc, char** argv) {
   if (!(s = session.Create(g.def)).ok()) return Fail(s);
   std::vector<Tensor> out;
   if (!(s = session.Run({}, {}, {g.init, g.init_local}, &out)).ok()) return Fail(s);
+  std::unique_ptr<FileWriter> events;
+  if (!o.logdir.empty()) {
+    if (!(s = FileWriter::Create(o.logdir, {}, &events)).ok()) return Fail(s);
+    if (!(s = events->AddGraph(g.def)).ok()) return Fail(s);
+    std::printf("TensorBoard events: %s\n", events->filename().c_str());
+  }
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -221,6 +232,11 @@ int main(int argc, char** argv) {
       break;
     }
     ++step;
+    if (events && !(s = events->AddScalar("loss", out[0].scalar<float>(), step)).ok()) {
+      coord.ReportStatus(s);  // the runners and the watcher stop before the error is reported
+      end = s;
+      break;
+    }
     loss_avg = step == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
     if (traced) {
       int64_t first = INT64_MAX, last = 0;
@@ -233,7 +249,13 @@ int main(int argc, char** argv) {
     }
     if (step % steps_per_epoch == 0) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if ((s = session.Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
+      if ((s = session.Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok() && events &&
+          !(s = events->AddScalar("test_accuracy", out[0].scalar<float>(), step)).ok()) {
+        coord.ReportStatus(s);
+        end = s;
+        break;
+      }
+      if (s.ok())
         std::printf("epoch %lld: loss %.4f, test accuracy %.2f%%, %.0f images/s, dequeue %.1f%% of step time\n",
                     static_cast<long long>(step / steps_per_epoch), loss_avg, 100 * out[0].scalar<float>(),
                     steps_per_epoch * o.batch / std::max(secs, 1e-9), traced_us > 0 ? 100 * wait_us / traced_us : 0.0);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -25,6 +26,7 @@
 #include "client/train/coordinator.hpp"
 #include "client/train/input_batching.hpp"
 #include "client/train/queue_runner.hpp"
+#include "core/io/tfrecord_file_reader.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -213,8 +215,11 @@ TEST_CASE("coordinator: a runner's error is reported, stops the others, and Join
 
 TEST_CASE("examples/input_pipeline trains from TFRecord shards until its input ends, and stops cleanly") {
   const std::string dir = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline_test_data";
+  const std::string logdir = std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline_test_logs_" + std::to_string(::getpid());
+  std::filesystem::remove_all(logdir);
   std::string output;
-  const int rc = test::RunProgram(std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline --epochs 2 --dir " + dir, &output);
+  const int rc = test::RunProgram(
+      std::string(AF_EXAMPLES_BIN_DIR) + "/input_pipeline --epochs 2 --dir " + dir + " --logdir " + logdir, &output);
   INFO(output);
   REQUIRE(rc == 0);
   // Two epochs of 600 steps, then the filename producer's num_epochs ends the input.
@@ -222,6 +227,21 @@ TEST_CASE("examples/input_pipeline trains from TFRecord shards until its input e
   std::smatch m;
   REQUIRE(std::regex_search(output, m, std::regex(R"(test accuracy ([0-9.]+)%\n?$)")));
   CHECK(std::stod(m[1]) >= 80.0);
+  // --logdir: one events file with the version record, the graph, 1200 losses and 2 test accuracies.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(logdir)) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().rfind("events.out.tfevents.", 0) == 0);
+  std::unique_ptr<io::FileRecordReader> reader;
+  REQUIRE(io::TFRecordFileReader::Create({}, &reader).ok());
+  REQUIRE(reader->Open(files[0].string()).ok());
+  std::string key, value;
+  int records = 0;
+  Status read;
+  while ((read = reader->ReadRecord(&key, &value)).ok()) ++records;
+  CHECK(read.code() == Code::kOutOfRange);
+  CHECK(records == 1 + 1 + 1200 + 2);
+  std::filesystem::remove_all(logdir);
 }
 
 TEST_CASE("examples/input_pipeline stops cleanly on Ctrl-C (SIGINT) while its runners keep queues full") {
