@@ -21,34 +21,18 @@ namespace {
 // per missing op would be needed otherwise): each with how many nodes use it
 // and the first one's name, in the order the graph first uses them.
 Status CheckOpsRegistered(const proto::GraphDef& def) {
-  struct Missing {
-    std::string first_node;
-    int64_t nodes = 0;
-  };
-  std::vector<std::string> order;
-  std::unordered_map<std::string, Missing> missing;
-  for (const auto& nd : def.node()) {
-    if (OpRegistry::Global()->Find(nd.op()) != nullptr) continue;
-    Missing& m = missing[nd.op()];
-    if (m.nodes++ == 0) {
-      m.first_node = nd.name();
-      order.push_back(nd.op());
-    }
-  }
-  if (order.empty()) return Status::OK();
-  std::unordered_set<std::string> functions;
-  for (const auto& f : def.library().function()) functions.insert(f.signature().name());
+  const std::vector<UnregisteredOp> missing = UnregisteredOps(def);
+  if (missing.empty()) return Status::OK();
   std::string list;
   constexpr size_t kMaxListed = 50;
-  for (size_t i = 0; i < order.size() && i < kMaxListed; ++i) {
-    const Missing& m = missing[order[i]];
-    list += (i ? ", '" : "'") + order[i] + "' (node '" + m.first_node + "'" +
+  for (size_t i = 0; i < missing.size() && i < kMaxListed; ++i) {
+    const UnregisteredOp& m = missing[i];
+    list += (i ? ", '" : "'") + m.op + "' (node '" + m.first_node + "'" +
             (m.nodes > 1 ? " and " + std::to_string(m.nodes - 1) + " more" : std::string()) +
-            (functions.count(order[i]) ? ", a call of the graph's function library, which is not supported" : "") +
-            ")";
+            (m.in_function_library ? ", a call of the graph's function library, which is not supported" : "") + ")";
   }
-  if (order.size() > kMaxListed) list += " and " + std::to_string(order.size() - kMaxListed) + " more op types";
-  return errors::NotFound("the graph uses ", order.size(), order.size() == 1 ? " op type" : " op types",
+  if (missing.size() > kMaxListed) list += " and " + std::to_string(missing.size() - kMaxListed) + " more op types";
+  return errors::NotFound("the graph uses ", missing.size(), missing.size() == 1 ? " op type" : " op types",
                           " not registered in this build: ", list);
 }
 
@@ -137,6 +121,20 @@ std::string AtNode(const proto::NodeDef* nd) {
 }
 
 }  // namespace
+
+std::vector<UnregisteredOp> UnregisteredOps(const proto::GraphDef& def) {
+  std::vector<UnregisteredOp> out;
+  std::unordered_map<std::string, size_t> index;
+  std::unordered_set<std::string> functions;
+  for (const auto& f : def.library().function()) functions.insert(f.signature().name());
+  for (const auto& nd : def.node()) {
+    if (OpRegistry::Global()->Find(nd.op()) != nullptr) continue;
+    auto [it, added] = index.emplace(nd.op(), out.size());
+    if (added) out.push_back({nd.op(), nd.name(), 0, functions.count(nd.op()) != 0});
+    ++out[it->second].nodes;
+  }
+  return out;
+}
 
 bool IsValidNodeName(const std::string& name) {
   auto letter_digit = [](char c) {

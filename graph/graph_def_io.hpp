@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
@@ -34,6 +35,16 @@ constexpr int64_t kMaxGraphDefBytes = (int64_t{1} << 31) - 1;
 /// A Placeholder's empty `shape {}` meant "unknown shape" up to this producer
 /// (TensorFlow's Placeholder shape function); from 22 on it is a scalar.
 constexpr int kLastLegacyPlaceholderProducer = 21;
+
+/// An op type a GraphDef uses that the registry lacks: the first node using
+/// it and how many use it.
+struct UnregisteredOp {
+  std::string op, first_node;
+  int64_t nodes = 0;
+  bool in_function_library = false;  // a call of a function the graph's library defines
+};
+/// Every unregistered op type `def` uses, in the order the graph first uses them.
+std::vector<UnregisteredOp> UnregisteredOps(const proto::GraphDef& def);
 
 /// The graph keeps the GraphDef's versions, and TensorFlow's rules for its
 /// producer apply (a GraphDef without `versions` has producer 0, the oldest).

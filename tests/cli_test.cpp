@@ -258,6 +258,28 @@ TEST_CASE("cli: --soft-placement runs a node whose requested device is missing i
   std::remove(graph.c_str());
 }
 
+TEST_CASE("cli: inspect lists a graph's placeholders, outputs and the ops this build lacks, without loading it") {
+  Result r = Sh("inspect --graph " + kGraph);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("7 nodes, producer 1087") != std::string::npos);
+  CHECK(r.out.find("  x:0  float  [?,2]\n") != std::string::npos);
+  CHECK(r.out.find("  y  (AddV2)\n") != std::string::npos);
+  CHECK(r.out.find("ops this build lacks: none") != std::string::npos);
+  const std::string graph = TempPath("inspect.pbtxt");
+  std::ofstream(graph) << "node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT32 } } }\n"
+                          "node { name: 's' op: 'NoSuchSlice' input: 'x' }\nnode { name: 't' op: 'NoSuchSlice' input: 's' }\n";
+  r = Sh("inspect --graph " + graph);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);  // inspected although it would not load
+  CHECK(r.out.find("  x:0  int32  unknown shape\n") != std::string::npos);
+  CHECK(r.out.find("  NoSuchSlice  (2 nodes, first 's')\n") != std::string::npos);
+  CHECK(r.out.find("  t  (NoSuchSlice)\n") != std::string::npos);
+  CHECK(Sh("inspect --graph /nonexistent.pb").exit_code == 2);
+  CHECK(Sh("inspect").exit_code == 2);
+  std::remove(graph.c_str());
+}
+
 TEST_CASE("cli: usage errors and unloadable graphs exit 2") {
   REQUIRE(Sh("run --fetch y").exit_code == 2);
   REQUIRE(Sh("run --graph /nonexistent.pbtxt --fetch y").exit_code == 2);

@@ -8,6 +8,7 @@
 //                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow records convert-idx|convert-csv|count|print ...   (tools/records_command.hpp)
+//   actorflow inspect --graph FILE
 //   actorflow ops
 //   actorflow help
 //
@@ -27,6 +28,7 @@
 #include "tools/cli_common.hpp"
 #include "tools/gradients_command.hpp"
 #include "tools/graph_command.hpp"
+#include "tools/inspect_command.hpp"
 #include "tools/ops_command.hpp"
 #include "tools/records_command.hpp"
 #include "tools/run_command.hpp"
@@ -45,6 +47,7 @@ extern const char kUsage[] = R"(usage:
                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow records convert-idx|convert-csv|count|print ...
+  actorflow inspect --graph FILE
   actorflow ops
   actorflow help
 
@@ -120,6 +123,9 @@ gradients
 records
       Converts IDX (MNIST, Fashion-MNIST) and CSV files to TFRecord files, counts
       and prints the records of TFRecord files: see 'actorflow records help'.
+inspect
+      Lists a GraphDef's inputs (placeholders with dtype and shape), outputs (nodes nothing
+      consumes) and the ops this build lacks, without loading it.
 ops   Lists the registered ops and the type constraints of their kernels.
 server
       Runs one task of a cluster (actorflow://host:port) until SIGINT or SIGTERM:
@@ -151,6 +157,7 @@ int Main(std::vector<std::string> argv) {
   if (command == "gradients") return GradientsCommand(argv);
   if (command == "records") return RecordsCommand(argv);
   if (command == "ops") return OpsCommand(argv);
+  if (command == "inspect") return InspectCommand(argv);
   if (command == "server") return ServerCommand(argv);
   if (command == "launch") return LaunchCommand(argv);
   return UsageError(errors::InvalidArgument("unknown command '", command, "'"));
