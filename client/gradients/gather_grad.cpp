@@ -9,17 +9,14 @@
 #include "client/gradients/grad_helpers.hpp"
 #include "client/gradients/gradients.hpp"
 #include "core/tensor.hpp"
-#include "core/tensor_proto.hpp"
 
 namespace actorflow {
 namespace {
 
 // The value of a Const node's scalar int32/int64 output; false when not constant.
 bool ConstantScalar(const Output& o, int64_t* value) {
-  if (!o.node() || o.node()->type_string() != "Const") return false;
-  const auto it = o.node()->def().attr().find("value");
   Tensor t;
-  if (it == o.node()->def().attr().end() || !TensorFromProto(it->second.tensor(), &t).ok()) return false;
+  if (!grad::ConstantValue(o, &t)) return false;
   if ((t.dtype() != DT_INT32 && t.dtype() != DT_INT64) || t.NumElements() != 1) return false;
   *value = t.dtype() == DT_INT32 ? t.data<int32_t>()[0] : t.data<int64_t>()[0];
   return true;

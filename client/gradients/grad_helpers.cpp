@@ -39,12 +39,16 @@ Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const O
   return scope.status();
 }
 
+bool ConstantValue(const Output& o, Tensor* value) {
+  if (!o.node() || o.node()->type_string() != "Const") return false;
+  const auto it = o.node()->def().attr().find("value");
+  return it != o.node()->def().attr().end() && TensorFromProto(it->second.tensor(), value).ok();
+}
+
 bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes) {
   const PartialTensorShape shape = scope.InferredShape(x);
-  if (shape.unknown_rank() || !axes.node() || axes.node()->type_string() != "Const") return false;
-  const auto it = axes.node()->def().attr().find("value");
   Tensor value;
-  if (it == axes.node()->def().attr().end() || !TensorFromProto(it->second.tensor(), &value).ok()) return false;
+  if (shape.unknown_rank() || !ConstantValue(axes, &value)) return false;
   if (value.dtype() != DT_INT32 && value.dtype() != DT_INT64) return false;
   std::set<int64_t> reduced;
   const int64_t rank = shape.dims();

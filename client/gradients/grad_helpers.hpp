@@ -14,6 +14,9 @@ namespace grad {
 /// records an error in the scope for other dtypes.
 Output ScalarOf(const Scope& scope, double value, DataType dtype);
 
+/// The value of `o` when its node is a Const (false otherwise).
+bool ConstantValue(const Output& o, Tensor* value);
+
 /// The sum of all elements of `x`: a scalar.
 Output SumAll(const Scope& scope, const Output& x);
 
