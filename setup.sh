@@ -9,6 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   catch2 nlohmann-json3-dev
   libopenblas-dev zlib1g-dev
+  libleveldb-dev libsnappy-dev  # TensorFlow checkpoints' .index tables (checkpoint/sstable.hpp)
   libdnnl2  # oneDNN's sgemm for the CPU MatMul where it measures faster (opened with dlopen)
   dataset-fashion-mnist
   clang libclang-rt-14-dev  # make sanitize and make fuzz (ASan, UBSan, libFuzzer)

@@ -20,7 +20,7 @@
 
 #include "actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "checkpoint/bundle_format.hpp"
+#include "checkpoint/checkpoint_state.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/io_ops.hpp"
 #include "client/session.hpp"
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
                  restore_stats[i], bytes / 1e6, true);
 
   std::error_code ec;
-  std::filesystem::remove(bundle::BundleFileName(prefix), ec);
+  (void)DeleteCheckpoint(prefix);
   std::filesystem::remove(plain_path, ec);
   return 0;
 }

@@ -1,6 +1,12 @@
-// The checkpoint bundle format: one file holding named tensors, written by
-// BundleWriter and read by BundleReader. The checkpoint with prefix P is the
-// file BundleFileName(P) = P + ".afckpt".
+// Checkpoint bundles: named tensors that BundleWriter writes and BundleReader
+// reads, in one of two formats (BundleFormat):
+//  - TensorFlow's V2 checkpoint (P.index + P.data-NNNNN-of-NNNNN), the default:
+//    checkpoint/tf_bundle_format.hpp;
+//  - actorflow's own single-file format, P.afckpt, described below: what
+//    earlier actorflow versions wrote. Still read, so that their checkpoints
+//    restore, and written only on request.
+// The checkpoint with prefix P in actorflow's format is the file
+// BundleFileName(P) = P + ".afckpt".
 //
 // Byte layout, format version 1. Integers are little-endian and fixed-width;
 // offsets count from the start of the file.
@@ -47,6 +53,12 @@
 #include "core/tensor_shape.hpp"
 
 namespace actorflow {
+
+enum class BundleFormat {
+  kTensorFlow,  // P.index + P.data-00000-of-00001, as TensorFlow writes them
+  kActorflow,   // P.afckpt (actorflow before TensorFlow's format)
+};
+
 namespace bundle {
 
 constexpr char kMagic[8] = {'A', 'F', 'C', 'K', 'P', 'T', '\r', '\n'};
@@ -84,9 +96,11 @@ struct IndexEntry {
   std::string name;
   DataType dtype = DT_INVALID;
   TensorShape shape;
+  int shard = 0;  // which data file (TensorFlow's format; 0 in actorflow's)
   uint64_t offset = 0;
   uint64_t length = 0;
   uint32_t masked_crc = 0;
+  std::string unreadable;  // why this reader cannot read the tensor; empty when it can
 };
 
 void AppendIndexEntry(const IndexEntry& e, std::string* out);

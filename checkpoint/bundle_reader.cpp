@@ -8,6 +8,8 @@
 
 #include "core/allocator.hpp"
 #include "core/io/crc32c.hpp"
+#include "checkpoint/sstable.hpp"
+#include "checkpoint/tf_bundle_format.hpp"
 
 namespace actorflow {
 namespace {
@@ -49,7 +51,7 @@ std::string Hex(uint32_t v) {
 
 template <class... Args>
 Status BundleReader::Corrupt(const bundle::IndexEntry& e, const Args&... args) const {
-  return errors::DataLoss("checkpoint '", filename(), "' is corrupt: tensor '", e.name, "' (offset ", e.offset, ", ",
+  return errors::DataLoss("checkpoint '", files_[e.shard].path(), "' is corrupt: tensor '", e.name, "' (offset ", e.offset, ", ",
                           e.length, " bytes): ", args...);
 }
 
@@ -58,29 +60,89 @@ Status BundleReader::Open(const std::string& prefix, std::unique_ptr<BundleReade
 }
 
 Status BundleReader::Open(const std::string& prefix, const Options& options, std::unique_ptr<BundleReader>* out) {
-  const std::string path = bundle::BundleFileName(prefix);
   if (options.max_index_bytes == 0)
-    return errors::InvalidArgument("reading checkpoint '", path, "': max_index_bytes must be > 0");
+    return errors::InvalidArgument("reading checkpoint '", prefix, "': max_index_bytes must be > 0");
   if (!bundle::HostIsLittleEndian())
-    return errors::Unimplemented("checkpoint '", path, "': bundles are read on little-endian hosts only");
-  file_io::File file;
-  AF_RETURN_IF_ERROR(file_io::File::OpenForRead(path, &file));
-  std::unique_ptr<BundleReader> r(new BundleReader(std::move(file)));
-  AF_RETURN_IF_ERROR(OutOfMemoryIsStatus("reading the index of checkpoint '" + path + "'",
-                                         [&] { return r->ReadHeaderAndIndex(options); }));
+    return errors::Unimplemented("checkpoint '", prefix, "': bundles are read on little-endian hosts only");
+  const std::string index = tf_bundle::IndexFileName(prefix);
+  const std::string legacy = bundle::BundleFileName(prefix);
+  std::unique_ptr<BundleReader> r;
+  if (file_io::FileExists(index)) {
+    r.reset(new BundleReader(BundleFormat::kTensorFlow, index));
+    AF_RETURN_IF_ERROR(OutOfMemoryIsStatus("reading the index of checkpoint '" + index + "'",
+                                           [&] { return r->ReadTensorFlowIndex(prefix, options); }));
+  } else if (file_io::FileExists(legacy)) {
+    r.reset(new BundleReader(BundleFormat::kActorflow, legacy));
+    r->files_.emplace_back();
+    AF_RETURN_IF_ERROR(file_io::File::OpenForRead(legacy, &r->files_[0]));
+    AF_RETURN_IF_ERROR(OutOfMemoryIsStatus("reading the index of checkpoint '" + legacy + "'",
+                                           [&] { return r->ReadHeaderAndIndex(options); }));
+  } else {
+    return errors::NotFound("no checkpoint '", prefix, "': neither '", index, "' nor '", legacy, "' exists");
+  }
   *out = std::move(r);
+  return Status::OK();
+}
+
+Status BundleReader::ReadTensorFlowIndex(const std::string& prefix, const Options& options) {
+  const std::string& path = filename();
+  {
+    file_io::File index;
+    uint64_t size = 0;
+    AF_RETURN_IF_ERROR(file_io::File::OpenForRead(path, &index));
+    AF_RETURN_IF_ERROR(index.Size(&size));
+    if (size > options.max_index_bytes)
+      return errors::DataLoss("checkpoint index '", path, "' is corrupt or too large: ", size,
+                              " bytes, more than the limit of ", options.max_index_bytes, " bytes (max_index_bytes)");
+  }
+  std::string bytes;
+  AF_RETURN_IF_ERROR(file_io::ReadFileToString(path, static_cast<size_t>(options.max_index_bytes), &bytes));
+  sstable::Entries table;
+  AF_RETURN_IF_ERROR(sstable::Parse(path, bytes.data(), bytes.size(), &table));
+  if (table.empty() || !table[0].first.empty())
+    return errors::DataLoss("checkpoint index '", path, "' is corrupt: its first entry is not the header");
+  int num_shards = 0;
+  AF_RETURN_IF_ERROR(tf_bundle::DecodeHeader(path, table[0].second, &num_shards));
+  entries_.reserve(table.size() - 1);
+  std::vector<bool> used(static_cast<size_t>(num_shards), false);
+  for (size_t i = 1; i < table.size(); ++i) {
+    bundle::IndexEntry e;
+    AF_RETURN_IF_ERROR(tf_bundle::DecodeEntry(path, table[i].first, table[i].second, num_shards, &e));
+    if (e.unreadable.empty()) used[e.shard] = true;
+    entries_.emplace(table[i].first, std::move(e));
+  }
+  // The data files the entries use, each tensor checked against its file's size.
+  files_.resize(static_cast<size_t>(num_shards));
+  file_sizes_.assign(static_cast<size_t>(num_shards), 0);
+  for (int shard = 0; shard < num_shards; ++shard) {
+    if (!used[shard]) continue;
+    const std::string data = tf_bundle::DataFileName(prefix, shard, num_shards);
+    AF_RETURN_IF_ERROR(file_io::File::OpenForRead(data, &files_[shard])
+                           .WithContext("opening a data file of checkpoint '" + path + "'"));
+    AF_RETURN_IF_ERROR(files_[shard].Size(&file_sizes_[shard]));
+  }
+  for (const auto& kv : entries_) {
+    const bundle::IndexEntry& e = kv.second;
+    if (!e.unreadable.empty()) continue;
+    const uint64_t size = file_sizes_[e.shard];
+    if (e.offset > size || e.length > size - e.offset)
+      return Corrupt(e, "the data file has ", size, " bytes (truncated?)");
+  }
   return Status::OK();
 }
 
 Status BundleReader::ReadHeaderAndIndex(const Options& options) {
   const std::string& path = filename();
-  AF_RETURN_IF_ERROR(file_.Size(&file_size_));
-  if (file_size_ < bundle::kHeaderSize)
-    return errors::DataLoss("checkpoint '", path, "' is truncated: ", file_size_, " bytes, less than its ",
+  file_io::File& file = files_[0];
+  file_sizes_.assign(1, 0);
+  uint64_t& file_size = file_sizes_[0];
+  AF_RETURN_IF_ERROR(file.Size(&file_size));
+  if (file_size < bundle::kHeaderSize)
+    return errors::DataLoss("checkpoint '", path, "' is truncated: ", file_size, " bytes, less than its ",
                             bundle::kHeaderSize, "-byte header");
   char header[bundle::kHeaderSize];
   size_t got = 0;
-  AF_RETURN_IF_ERROR(file_.ReadAt(0, header, sizeof(header), &got));
+  AF_RETURN_IF_ERROR(file.ReadAt(0, header, sizeof(header), &got));
   if (got != sizeof(header))
     return errors::DataLoss("checkpoint '", path, "' is truncated: its header ends after ", got, " bytes");
   if (std::memcmp(header, bundle::kMagic, sizeof(bundle::kMagic)) != 0)
@@ -97,10 +159,10 @@ Status BundleReader::ReadHeaderAndIndex(const Options& options) {
   h.num_entries = bundle::GetU64(header + 32);
   const uint32_t reserved = bundle::GetU32(header + 40);
   const uint32_t stored_crc = crc32c::Unmask(bundle::GetU32(header + bundle::kMetaCrcOffset));
-  if (h.index_offset < bundle::kDataStart || h.index_offset > file_size_ ||
-      h.index_length != file_size_ - h.index_offset)
+  if (h.index_offset < bundle::kDataStart || h.index_offset > file_size ||
+      h.index_length != file_size - h.index_offset)
     return errors::DataLoss("checkpoint '", path, "' is truncated or corrupt: its header puts the index at [",
-                            h.index_offset, ", +", h.index_length, ") but the file has ", file_size_, " bytes");
+                            h.index_offset, ", +", h.index_length, ") but the file has ", file_size, " bytes");
   if (h.num_entries > h.index_length / kMinEntryBytes)
     return errors::DataLoss("checkpoint '", path, "' is corrupt: ", h.num_entries, " tensors cannot fit in an index of ",
                             h.index_length, " bytes");
@@ -111,7 +173,7 @@ Status BundleReader::ReadHeaderAndIndex(const Options& options) {
                             h.index_length, " bytes at offset ", h.index_offset, ", more than the limit of ",
                             options.max_index_bytes, " bytes (max_index_bytes)");
   std::string index(static_cast<size_t>(h.index_length), '\0');
-  AF_RETURN_IF_ERROR(file_.ReadAt(h.index_offset, index.data(), index.size(), &got));
+  AF_RETURN_IF_ERROR(file.ReadAt(h.index_offset, index.data(), index.size(), &got));
   if (got != index.size())
     return errors::DataLoss("checkpoint '", path, "' is truncated: its index ends after ", got, " of ", index.size(),
                             " bytes");
@@ -150,16 +212,19 @@ std::vector<std::string> BundleReader::TensorNames() const {
   return names;
 }
 
-Status BundleReader::FindEntry(const std::string& name, const bundle::IndexEntry** e) const {
+Status BundleReader::FindEntry(const std::string& name, const bundle::IndexEntry** e, bool any) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) return errors::NotFound("tensor '", name, "' not found in checkpoint '", filename(), "'");
+  if (!any && !it->second.unreadable.empty())
+    return errors::Unimplemented("tensor '", name, "' of checkpoint '", filename(), "' cannot be read: ",
+                                 it->second.unreadable);
   *e = &it->second;
   return Status::OK();
 }
 
 Status BundleReader::LookupDtypeAndShape(const std::string& name, DataType* dtype, TensorShape* shape) const {
   const bundle::IndexEntry* e;
-  AF_RETURN_IF_ERROR(FindEntry(name, &e));
+  AF_RETURN_IF_ERROR(FindEntry(name, &e, /*any=*/true));
   *dtype = e->dtype;
   *shape = e->shape;
   return Status::OK();
@@ -171,7 +236,8 @@ Status BundleReader::Lookup(const std::string& name, Tensor* out, Allocator* all
   // A string tensor's elements (32 bytes each, up to one per 8 bytes of the
   // file) are made only once its bytes match their CRC.
   const bool strings = e->dtype == DT_STRING;
-  if (strings) AF_RETURN_IF_ERROR(CheckCrcInPieces(*e));
+  if (strings && format_ == BundleFormat::kTensorFlow) AF_RETURN_IF_ERROR(ReadTfStrings(*e, nullptr));
+  if (strings && format_ == BundleFormat::kActorflow) AF_RETURN_IF_ERROR(CheckCrcInPieces(*e));
   Tensor t;
   AF_RETURN_IF_ERROR(Tensor::Create(allocator, e->dtype, e->shape, &t)
                          .WithContext("reading tensor '" + name + "' of checkpoint '" + filename() + "'"));
@@ -276,7 +342,7 @@ Status BundleReader::ReadRange(const bundle::IndexEntry& e, char* p, uint64_t be
   for (uint64_t done = begin; done < end;) {
     const size_t piece = static_cast<size_t>(std::min<uint64_t>(end - done, kReadPieceBytes));
     size_t got = 0;
-    AF_RETURN_IF_ERROR(file_.ReadAt(e.offset + done, p + done, piece, &got));
+    AF_RETURN_IF_ERROR(files_[e.shard].ReadAt(e.offset + done, p + done, piece, &got));
     if (got != piece) return Corrupt(e, "the file ends at offset ", e.offset + done + got);
     *crc = crc32c::Extend(*crc, p + done, piece);
     done += piece;
@@ -302,7 +368,7 @@ Status BundleReader::CheckCrcInPieces(const bundle::IndexEntry& e) const {
   for (uint64_t done = 0; done < e.length;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(e.length - done, piece.size()));
     size_t got = 0;
-    AF_RETURN_IF_ERROR(file_.ReadAt(e.offset + done, piece.data(), n, &got));
+    AF_RETURN_IF_ERROR(files_[e.shard].ReadAt(e.offset + done, piece.data(), n, &got));
     if (got != n) return Corrupt(e, "the file ends at offset ", e.offset + done + got);
     crc = crc32c::Extend(crc, piece.data(), n);
     done += n;
@@ -316,15 +382,14 @@ Status BundleReader::ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool 
   // Bounded by the file's size, which Open checked the entry against; and
   // the bytes are checked first, in pieces, so that a forged or sparse file
   // makes nothing of its length allocated.
+  if (format_ == BundleFormat::kTensorFlow) return ReadTfStrings(e, dst);
   if (!crc_checked) AF_RETURN_IF_ERROR(CheckCrcInPieces(e));
-  std::string blob(static_cast<size_t>(e.length), '\0');
-  size_t got = 0;
-  AF_RETURN_IF_ERROR(file_.ReadAt(e.offset, blob.data(), blob.size(), &got));
-  if (got != blob.size()) return Corrupt(e, "the file ends at offset ", e.offset + got);
+  std::string blob;
+  AF_RETURN_IF_ERROR(ReadBlob(e, &blob));
   const uint32_t crc = crc32c::Value(blob.data(), blob.size());
   if (crc != crc32c::Unmask(e.masked_crc))  // the file changed since it was checked
     return Corrupt(e, "checksum mismatch: the bytes give ", Hex(crc), ", the index says ", Hex(crc32c::Unmask(e.masked_crc)));
-  bundle::Decoder d(blob.data(), blob.size(), e.offset, filename(), "tensor '" + e.name + "'");
+  bundle::Decoder d(blob.data(), blob.size(), e.offset, files_[e.shard].path(), "tensor '" + e.name + "'");
   std::string* out = dst->data<std::string>();
   for (int64_t i = 0; i < dst->NumElements(); ++i) {
     uint64_t len = 0;
@@ -333,6 +398,26 @@ Status BundleReader::ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool 
     AF_RETURN_IF_ERROR(d.ReadBytes("a string", static_cast<size_t>(len), &out[i]));
   }
   if (d.remaining() != 0) return Corrupt(e, d.remaining(), " bytes follow the last string");
+  return Status::OK();
+}
+
+Status BundleReader::ReadBlob(const bundle::IndexEntry& e, std::string* blob) const {
+  // Bounded by the data file's size, which Open checked the entry against.
+  blob->assign(static_cast<size_t>(e.length), '\0');
+  size_t got = 0;
+  AF_RETURN_IF_ERROR(files_[e.shard].ReadAt(e.offset, blob->data(), blob->size(), &got));
+  if (got != blob->size()) return Corrupt(e, "the file ends at offset ", e.offset + got);
+  return Status::OK();
+}
+
+Status BundleReader::ReadTfStrings(const bundle::IndexEntry& e, Tensor* dst) const {
+  // The bytes are checked whole before any string is made.
+  std::string blob;
+  AF_RETURN_IF_ERROR(ReadBlob(e, &blob));
+  std::string why;
+  if (!tf_bundle::DecodeStrings(blob.data(), blob.size(), e.shape.num_elements(), e.masked_crc,
+                                dst == nullptr ? nullptr : dst->data<std::string>(), &why))
+    return Corrupt(e, why);
   return Status::OK();
 }
 

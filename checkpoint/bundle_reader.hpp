@@ -1,5 +1,7 @@
-// BundleReader: reads tensors from a checkpoint bundle (layout in
-// checkpoint/bundle_format.hpp), checking everything it reads.
+// BundleReader: reads tensors from a checkpoint, checking everything it reads:
+// TensorFlow's V2 format (P.index + P.data-*, checkpoint/tf_bundle_format.hpp)
+// whether TensorFlow or BundleWriter wrote it, or actorflow's older P.afckpt
+// (checkpoint/bundle_format.hpp); Open finds which one P has.
 //
 //   std::unique_ptr<BundleReader> r;
 //   AF_RETURN_IF_ERROR(BundleReader::Open("/ckpt/model-100", &r));
@@ -46,18 +48,22 @@ class BundleReader {
     /// tensor); a longer one is DataLoss before it is allocated. > 0.
     uint64_t max_index_bytes = bundle::kDefaultMaxIndexBytes;
   };
-  /// Opens the bundle of checkpoint `prefix` (the file BundleFileName(prefix)).
+  /// Opens checkpoint `prefix`: P.index when it exists, else P.afckpt;
+  /// NotFound naming both when neither does.
   static Status Open(const std::string& prefix, std::unique_ptr<BundleReader>* out);
   static Status Open(const std::string& prefix, const Options& options, std::unique_ptr<BundleReader>* out);
 
-  const std::string& filename() const { return file_.path(); }
-  /// Names of the stored tensors, sorted.
+  /// The index file (TensorFlow's format) or the one file (actorflow's).
+  const std::string& filename() const { return filename_; }
+  BundleFormat format() const { return format_; }
+  /// Names of the stored tensors, sorted (those Lookup cannot read included).
   std::vector<std::string> TensorNames() const;
   bool Contains(const std::string& name) const { return entries_.count(name) != 0; }
 
   /// The stored dtype and shape of `name`; NotFound when absent.
   Status LookupDtypeAndShape(const std::string& name, DataType* dtype, TensorShape* shape) const;
-  /// Reads `name` into a new tensor from `allocator` (host memory when null).
+  /// Reads `name` into a new tensor (Unimplemented, with the reason, for a
+  /// tensor this reader cannot read, such as a partitioned one) from `allocator` (host memory when null).
   Status Lookup(const std::string& name, Tensor* out, Allocator* allocator = nullptr) const;
   /// Reads `name` into `*dst`, which must have the stored dtype and shape.
   Status LookupInto(const std::string& name, Tensor* dst) const;
@@ -73,9 +79,12 @@ class BundleReader {
                         const Runner& run = nullptr) const;
 
  private:
-  explicit BundleReader(file_io::File file) : file_(std::move(file)) {}
+  BundleReader(BundleFormat format, std::string filename) : format_(format), filename_(std::move(filename)) {}
   Status ReadHeaderAndIndex(const Options& options);
-  Status FindEntry(const std::string& name, const bundle::IndexEntry** e) const;
+  Status ReadTensorFlowIndex(const std::string& prefix, const Options& options);
+  // The entry of `name`: NotFound when absent; Unimplemented when it cannot be
+  // read, unless `any`.
+  Status FindEntry(const std::string& name, const bundle::IndexEntry** e, bool any = false) const;
   Status CheckDestination(const bundle::IndexEntry& e, const Tensor& dst) const;
   // Reads tensor `e` into `dst` (of its dtype and shape) and checks its CRC
   // (a string tensor's first, unless `crc_checked`).
@@ -85,14 +94,19 @@ class BundleReader {
   // Checks the CRC of numeric tensor `e`, read to `p`, and its bools.
   Status CheckNumeric(const bundle::IndexEntry& e, uint32_t crc, const char* p) const;
   Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked) const;
+  // A string tensor's bytes in TensorFlow's format, checked; `dst`, when given, gets its strings.
+  Status ReadTfStrings(const bundle::IndexEntry& e, Tensor* dst) const;
+  Status ReadBlob(const bundle::IndexEntry& e, std::string* blob) const;
   // Checks tensor `e`'s bytes against its CRC, reading them in pieces.
   Status CheckCrcInPieces(const bundle::IndexEntry& e) const;
   // DataLoss for tensor `e`: "checkpoint 'F' is corrupt: tensor 'x' (offset O, N bytes): ..."
   template <class... Args>
   Status Corrupt(const bundle::IndexEntry& e, const Args&... args) const;
 
-  file_io::File file_;
-  uint64_t file_size_ = 0;
+  BundleFormat format_;
+  std::string filename_;
+  std::vector<file_io::File> files_;  // by shard: TensorFlow's data files, or the one .afckpt
+  std::vector<uint64_t> file_sizes_;
   std::unordered_map<std::string, bundle::IndexEntry> entries_;
 };
 

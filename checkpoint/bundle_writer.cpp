@@ -5,6 +5,8 @@
 #include "core/allocator.hpp"
 #include "core/io/crc32c.hpp"
 #include "core/io/file_io.hpp"
+#include "checkpoint/sstable.hpp"
+#include "checkpoint/tf_bundle_format.hpp"
 
 namespace actorflow {
 namespace {
@@ -25,7 +27,8 @@ Status BundleWriter::Create(const std::string& prefix, std::unique_ptr<BundleWri
 }
 
 Status BundleWriter::Create(const std::string& prefix, const Options& options, std::unique_ptr<BundleWriter>* out) {
-  const std::string path = bundle::BundleFileName(prefix);
+  const bool tf = options.format == BundleFormat::kTensorFlow;
+  const std::string path = tf ? tf_bundle::DataFileName(prefix, 0, 1) : bundle::BundleFileName(prefix);
   if (!bundle::HostIsLittleEndian())
     return errors::Unimplemented("checkpoint '", path, "': bundles are written on little-endian hosts only");
   AF_RETURN_IF_ERROR(file_io::CreateDirectories(file_io::Dirname(path))
@@ -33,14 +36,17 @@ Status BundleWriter::Create(const std::string& prefix, const Options& options, s
   std::unique_ptr<AtomicFileWriter> file;
   AF_RETURN_IF_ERROR(AtomicFileWriter::Create(path, &file));
   if (options.simulate_crash_after_bytes >= 0) file->SimulateCrashAfterBytesForTesting(options.simulate_crash_after_bytes);
-  out->reset(new BundleWriter(std::move(file)));
+  out->reset(new BundleWriter(options.format, prefix, std::move(file)));
   return Status::OK();
 }
 
-BundleWriter::BundleWriter(std::unique_ptr<AtomicFileWriter> file) : file_(std::move(file)) {
-  // The header's place; Finish writes it once the index's place is known.
-  buffer_.assign(bundle::kDataStart, '\0');
-  end_ = bundle::kDataStart;
+BundleWriter::BundleWriter(BundleFormat format, const std::string& prefix, std::unique_ptr<AtomicFileWriter> file)
+    : format_(format), index_path_(tf_bundle::IndexFileName(prefix)), file_(std::move(file)) {
+  if (format_ == BundleFormat::kActorflow) {
+    // The header's place; Finish writes it once the index's place is known.
+    buffer_.assign(bundle::kDataStart, '\0');
+    end_ = bundle::kDataStart;
+  }
 }
 
 Status BundleWriter::Add(const std::string& name, const Tensor& tensor) {
@@ -77,14 +83,23 @@ Status BundleWriter::Write(const std::string& name, const Tensor& tensor) {
   e.name = name;
   e.dtype = dtype;
   e.shape = tensor.shape();
-  // Zero padding up to the next 64-byte boundary.
-  const uint64_t padding = (bundle::kDataAlignment - end_ % bundle::kDataAlignment) % bundle::kDataAlignment;
-  buffer_.append(padding, '\0');
-  end_ += padding;
+  if (format_ == BundleFormat::kActorflow) {
+    // Zero padding up to the next 64-byte boundary.
+    const uint64_t padding = (bundle::kDataAlignment - end_ % bundle::kDataAlignment) % bundle::kDataAlignment;
+    buffer_.append(padding, '\0');
+    end_ += padding;
+  }
   e.offset = end_;
   uint32_t crc = 0;
   Status s;
-  if (dtype == DT_STRING) {
+  if (dtype == DT_STRING && format_ == BundleFormat::kTensorFlow) {
+    // The lengths and their checksum, then the strings.
+    const std::string lengths = tf_bundle::EncodeStringLengths(tensor, &crc);
+    s = Append(lengths.data(), lengths.size());
+    const std::string* strings = tensor.data<std::string>();
+    for (int64_t i = 0; s.ok() && i < tensor.NumElements(); ++i)
+      s = AppendWithCrc(strings[i].data(), strings[i].size(), &crc);
+  } else if (dtype == DT_STRING) {
     const std::string* strings = tensor.data<std::string>();
     for (int64_t i = 0; s.ok() && i < tensor.NumElements(); ++i) {
       std::string len;
@@ -142,7 +157,24 @@ Status BundleWriter::Finish() {
   return status_;
 }
 
+Status BundleWriter::FinishTensorFlow() {
+  // The data first, then the index that points into it.
+  AF_RETURN_IF_ERROR(Flush());
+  AF_RETURN_IF_ERROR(file_->Commit());
+  std::sort(entries_.begin(), entries_.end(),
+            [](const bundle::IndexEntry& a, const bundle::IndexEntry& b) { return a.name < b.name; });
+  sstable::Entries table;
+  table.reserve(entries_.size() + 1);
+  table.emplace_back("", tf_bundle::EncodeHeader(1));
+  for (const auto& e : entries_) table.emplace_back(e.name, tf_bundle::EncodeEntry(e));
+  std::string index;
+  AF_RETURN_IF_ERROR(sstable::Build(table, &index));
+  return WriteFileAtomically(index_path_, index);
+}
+
 Status BundleWriter::FinishImpl() {
+  if (format_ == BundleFormat::kTensorFlow)
+    return FinishTensorFlow().WithContext("finishing checkpoint '" + filename() + "'");
   std::sort(entries_.begin(), entries_.end(),
             [](const bundle::IndexEntry& a, const bundle::IndexEntry& b) { return a.name < b.name; });
   std::string index;

@@ -1,7 +1,9 @@
-// Checkpoints: the bundle writer and reader (round trips, truncation and
-// corruption at every byte of the header and index, mismatches), crash safety
-// of saves, the checkpoint state file, and SaveV2/RestoreV2 in a Session.
-// CRC32C itself is tested in records_test.cpp.
+// Checkpoints: the bundle writer and reader in both formats (round trips,
+// mismatches, threads), actorflow's .afckpt format byte by byte (truncation
+// and corruption at every byte of the header and index), crash safety of
+// saves, the checkpoint state file, and SaveV2/RestoreV2 in a Session.
+// TensorFlow's format byte by byte: tf_checkpoint_test.cpp. CRC32C itself is
+// tested in records_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -66,15 +68,28 @@ Tensor Filled(DataType dtype, const TensorShape& shape, int seed = 0) {
   return t;
 }
 
-Status Save(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+/// The file a checkpoint's reader opens first: P.index, or P.afckpt.
+std::string MainFile(const std::string& prefix, BundleFormat format) {
+  return format == BundleFormat::kTensorFlow ? prefix + ".index" : bundle::BundleFileName(prefix);
+}
+/// The file holding a checkpoint's tensor bytes.
+std::string DataFile(const std::string& prefix, BundleFormat format) {
+  return format == BundleFormat::kTensorFlow ? prefix + ".data-00000-of-00001" : bundle::BundleFileName(prefix);
+}
+
+Status Save(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors,
+            BundleFormat format = BundleFormat::kActorflow) {
+  BundleWriter::Options options;
+  options.format = format;
   std::unique_ptr<BundleWriter> w;
-  AF_RETURN_IF_ERROR(BundleWriter::Create(prefix, &w));
+  AF_RETURN_IF_ERROR(BundleWriter::Create(prefix, options, &w));
   for (const auto& [name, t] : tensors) AF_RETURN_IF_ERROR(w->Add(name, t));
   return w->Finish();
 }
 
-void SaveOk(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  Status s = Save(prefix, tensors);
+void SaveOk(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors,
+            BundleFormat format = BundleFormat::kActorflow) {
+  Status s = Save(prefix, tensors, format);
   INFO(s.ToString());
   REQUIRE(s.ok());
 }
@@ -130,6 +145,7 @@ RunOptions BoundedRun() {
 // Bundles
 
 TEST_CASE("bundle: every dtype and shape round-trips, scalars and empty tensors included") {
+  const BundleFormat format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
   const std::vector<DataType> dtypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8, DT_BOOL, DT_STRING,
                                         DT_INT8,  DT_INT16,  DT_UINT16, DT_UINT32, DT_UINT64};
@@ -144,8 +160,9 @@ TEST_CASE("bundle: every dtype and shape round-trips, scalars and empty tensors 
   tensors.emplace_back("large/float", Filled(DT_FLOAT, TensorShape{3, 400000}, 5));
   tensors.emplace_back("large/strings", Strings({std::string(3 << 20, 'x'), "", std::string(1000, '\0')}));
   const std::string prefix = dir / "model";
-  SaveOk(prefix, tensors);
-  REQUIRE(fs::exists(bundle::BundleFileName(prefix)));
+  SaveOk(prefix, tensors, format);
+  REQUIRE(fs::exists(MainFile(prefix, format)));
+  REQUIRE(fs::exists(DataFile(prefix, format)));
   CHECK(dir.Find(".tmp-").empty());
 
   std::unique_ptr<BundleReader> r;
@@ -176,25 +193,28 @@ TEST_CASE("bundle: every dtype and shape round-trips, scalars and empty tensors 
 }
 
 TEST_CASE("bundle: an empty bundle is valid; a missing file or tensor is NotFound naming it") {
+  const BundleFormat format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
-  SaveOk(dir / "empty", {});
+  SaveOk(dir / "empty", {}, format);
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(dir / "empty", &r).ok());
   CHECK(r->TensorNames().empty());
   Tensor t;
   Status s = r->Lookup("w", &t);
   CHECK(errors::IsNotFound(s));
-  CHECK_THAT(s.message(), Contains("'w'") && Contains(dir / "empty.afckpt"));
+  CHECK_THAT(s.message(), Contains("'w'") && Contains(MainFile(dir / "empty", format)));
 
   s = BundleReader::Open(dir / "absent", &r);
   CHECK(errors::IsNotFound(s));
-  CHECK_THAT(s.message(), Contains(dir / "absent.afckpt"));
+  CHECK_THAT(s.message(), Contains(dir / "absent.index") && Contains(dir / "absent.afckpt"));
 }
 
 TEST_CASE("bundle: the writer rejects bad names and dtypes and stays usable") {
+  BundleWriter::Options options;
+  options.format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
   std::unique_ptr<BundleWriter> w;
-  REQUIRE(BundleWriter::Create(dir / "m", &w).ok());
+  REQUIRE(BundleWriter::Create(dir / "m", options, &w).ok());
   REQUIRE(w->Add("x", Tensor::Scalar<int32_t>(1)).ok());
   Status s = w->Add("x", Tensor::Scalar<int32_t>(2));
   CHECK(errors::IsInvalidArgument(s));
@@ -213,14 +233,16 @@ TEST_CASE("bundle: the writer rejects bad names and dtypes and stays usable") {
 }
 
 TEST_CASE("bundle: a writer dropped before Finish leaves no file behind") {
+  BundleWriter::Options options;
+  options.format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
   {
     std::unique_ptr<BundleWriter> w;
-    REQUIRE(BundleWriter::Create(dir / "m", &w).ok());
+    REQUIRE(BundleWriter::Create(dir / "m", options, &w).ok());
     REQUIRE(w->Add("big", Filled(DT_FLOAT, TensorShape{1 << 18})).ok());
     CHECK(dir.Find(".tmp-").size() == 1);
   }
-  CHECK(dir.Find("m.afckpt").empty());
+  CHECK(dir.Find("m.").empty());
 }
 
 TEST_CASE("bundle: cutting the file at every byte of its header and index is DataLoss") {
@@ -427,10 +449,12 @@ TEST_CASE("bundle: LookupManyInto reads tensors in pieces on several threads and
 }
 
 TEST_CASE("bundle: threads read one open bundle at once") {
+  const BundleFormat format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (int i = 0; i < 8; ++i) tensors.emplace_back("t" + std::to_string(i), Filled(DT_INT64, TensorShape{50000}, i));
-  SaveOk(dir / "m", tensors);
+  tensors.emplace_back("strings", Filled(DT_STRING, TensorShape{100}, 9));
+  SaveOk(dir / "m", tensors, format);
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(dir / "m", &r).ok());
   std::vector<int> ok(4, 0);
@@ -445,26 +469,32 @@ TEST_CASE("bundle: threads read one open bundle at once") {
     });
   }
   for (auto& t : threads) t.join();
-  for (int n : ok) CHECK(n == 5 * 8);
+  for (int n : ok) CHECK(n == 5 * 9);
 }
 
 // ---------------------------------------------------------------------------
 // Crash safety and the checkpoint state
 
 TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the state file pointing to it") {
+  const BundleFormat format = GENERATE(BundleFormat::kTensorFlow, BundleFormat::kActorflow);
   test::TempDir dir("af_ckpt_test");
   const std::string prefix = dir / "model";
   const Tensor old_w = Filled(DT_FLOAT, TensorShape{1 << 16}, 1);  // 256 KB: written straight from its buffer
-  SaveOk(prefix, {{"w", old_w}, {"step", Tensor::Scalar<int64_t>(100)}});
+  SaveOk(prefix, {{"w", old_w}, {"step", Tensor::Scalar<int64_t>(100)}}, format);
   REQUIRE(RecordCheckpoint(dir.path(), prefix, 5).ok());
-  const std::string old_bytes = ReadBytes(bundle::BundleFileName(prefix));
+  const std::string old_bytes = ReadBytes(DataFile(prefix, format));
+  const std::string old_index = ReadBytes(MainFile(prefix, format));
 
   const int64_t size = static_cast<int64_t>(old_bytes.size());
-  // In the header's place, in the tensor, in the index, before and during the
-  // final write of the header.
-  for (int64_t crash_at : {int64_t{0}, int64_t{10}, int64_t{64}, size / 2, size - 20, size - 1, size, size + 10}) {
+  // actorflow's format: in the header's place, in the tensor, in the index,
+  // before and during the final write of the header. TensorFlow's: in the
+  // data file, whose crash leaves the index unwritten.
+  std::vector<int64_t> crash_points = {0, 10, 64, size / 2, size - 20, size - 1};
+  if (format == BundleFormat::kActorflow) crash_points.insert(crash_points.end(), {size, size + 10});
+  for (int64_t crash_at : crash_points) {
     INFO("crash after " << crash_at << " bytes");
     BundleWriter::Options options;
+    options.format = format;
     options.simulate_crash_after_bytes = crash_at;
     std::unique_ptr<BundleWriter> w;
     REQUIRE(BundleWriter::Create(prefix, options, &w).ok());
@@ -474,7 +504,8 @@ TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the stat
     CHECK(errors::IsAborted(s));
     CHECK(errors::IsAborted(w->Finish()));  // a writer that failed stays failed
     w.reset();
-    CHECK(ReadBytes(bundle::BundleFileName(prefix)) == old_bytes);
+    CHECK(ReadBytes(DataFile(prefix, format)) == old_bytes);
+    CHECK(ReadBytes(MainFile(prefix, format)) == old_index);
     const std::vector<std::string> leftovers = dir.Find(".tmp-");  // what the dead process left
     REQUIRE(leftovers.size() == 1);
     fs::remove(dir / leftovers[0]);
@@ -501,7 +532,7 @@ TEST_CASE("a crash mid-save leaves the previous checkpoint readable and the stat
   CHECK(latest == prefix);
 
   // The next save goes through beside the leftovers.
-  SaveOk(prefix, {{"step", Tensor::Scalar<int64_t>(300)}});
+  SaveOk(prefix, {{"step", Tensor::Scalar<int64_t>(300)}}, format);
   std::unique_ptr<BundleReader> r;
   REQUIRE(BundleReader::Open(prefix, &r).ok());
   CHECK(r->TensorNames() == std::vector<std::string>{"step"});
@@ -515,8 +546,13 @@ TEST_CASE("checkpoint state: round trip, relative and absolute prefixes") {
   REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
   CHECK(st.latest == dir / "m-3");
   CHECK(st.all == std::vector<std::string>{dir / "m-1", elsewhere / "m-2", dir / "m-3"});  // latest appended
+  // TensorFlow's text format: tf.train.latest_checkpoint reads it.
   const std::string text = ReadBytes(dir / kCheckpointStateFile);
-  CHECK_THAT(text, Contains("\nlatest m-3\n") && Contains("\nkept m-1\n") && Contains("kept " + elsewhere / "m-2"));
+  CHECK_THAT(text, Contains("\nmodel_checkpoint_path: \"m-3\"\n") &&
+                       Contains("\nall_model_checkpoint_paths: \"m-1\"\n") &&
+                       Contains("all_model_checkpoint_paths: \"" + elsewhere / "m-2" + "\"") &&
+                       Contains("\nall_model_checkpoint_timestamps: "));
+  CHECK(st.timestamps.size() == 3);
 
   // Moving the directory keeps the prefixes inside it valid.
   test::TempDir parent("af_ckpt_test");
@@ -550,18 +586,38 @@ TEST_CASE("checkpoint state: a truncated or damaged state file is an error, not 
     CHECK(errors::IsDataLoss(s));
     CHECK_THAT(s.message(), Contains(dir / kCheckpointStateFile));
   }
+  CheckpointState good_state;
+  REQUIRE(WriteCheckpointState(dir.path(), dir / "m-2", {dir / "m-1", dir / "m-2"}).ok());
+  REQUIRE(ReadCheckpointState(dir.path(), &good_state).ok());
+  const size_t first_line = good.find('\n');
   for (size_t pos = 0; pos < good.size(); ++pos) {
     INFO("flipped byte " << pos);
     std::string bad = good;
     bad[pos] = static_cast<char>(bad[pos] ^ 0x01);
     WriteBytes(dir / kCheckpointStateFile, bad);
-    CHECK(errors::IsDataLoss(ReadCheckpointState(dir.path(), &st)));
+    Status s = ReadCheckpointState(dir.path(), &st);
+    if (pos < first_line && s.ok()) {
+      // The first comment line no longer says the file is ours: it reads as
+      // TensorFlow's, whose lines are intact.
+      CHECK(st.all == good_state.all);
+      CHECK(st.latest == good_state.latest);
+    } else {
+      CHECK(errors::IsDataLoss(s));
+    }
   }
   WriteBytes(dir / kCheckpointStateFile, std::string(1000, '\0'));
   CHECK(errors::IsDataLoss(ReadCheckpointState(dir.path(), &st)));
   WriteBytes(dir / kCheckpointStateFile, good);
   REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
-  // A well-formed file whose latest is not kept.
+  // actorflow's older state format is still read.
+  std::string legacy = "actorflow checkpoint state 1\nlatest b\nkept a\nkept b\n";
+  char legacy_crc[32];
+  std::snprintf(legacy_crc, sizeof(legacy_crc), "crc32c %08x\n", crc32c::Value(legacy.data(), legacy.size()));
+  WriteBytes(dir / kCheckpointStateFile, legacy + legacy_crc);
+  REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
+  CHECK(st.latest == dir / "b");
+  CHECK(st.all == std::vector<std::string>{dir / "a", dir / "b"});
+  // A well-formed (legacy) file whose latest is not kept.
   std::string body = "actorflow checkpoint state 1\nlatest a\nkept b\n";
   char crc[32];
   std::snprintf(crc, sizeof(crc), "crc32c %08x\n", crc32c::Value(body.data(), body.size()));
@@ -571,16 +627,56 @@ TEST_CASE("checkpoint state: a truncated or damaged state file is an error, not 
   CHECK_THAT(s.message(), Contains("not among the kept"));
 }
 
+TEST_CASE("checkpoint state: TensorFlow's state files are read") {
+  test::TempDir dir("af_ckpt_test");
+  // As TensorFlow 1's Saver writes it (absolute paths happen too).
+  WriteBytes(dir / kCheckpointStateFile,
+             "model_checkpoint_path: \"model.ckpt-20\"\nall_model_checkpoint_paths: \"model.ckpt-10\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-20\"\n");
+  CheckpointState st;
+  REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
+  CHECK(st.latest == dir / "model.ckpt-20");
+  CHECK(st.all == std::vector<std::string>{dir / "model.ckpt-10", dir / "model.ckpt-20"});
+  CHECK(st.timestamps.empty());
+  // As TensorFlow 2's CheckpointManager writes it; comments and any field order.
+  WriteBytes(dir / kCheckpointStateFile,
+             "# a comment\nall_model_checkpoint_paths: \"ckpt-37\"\nmodel_checkpoint_path: \"ckpt-37\"\n"
+             "all_model_checkpoint_timestamps: 1683890483.0369852\nlast_preserved_timestamp: 1683889369.1196783\n");
+  REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
+  CHECK(st.latest == dir / "ckpt-37");
+  CHECK(st.timestamps == std::vector<double>{1683890483.0369852});
+  CHECK(st.last_preserved_timestamp == 1683889369.1196783);
+  // Recording a checkpoint keeps what TensorFlow wrote and adds to it.
+  SaveOk(dir / "ckpt-38", {{"step", Tensor::Scalar<int64_t>(38)}}, BundleFormat::kTensorFlow);
+  REQUIRE(RecordCheckpoint(dir.path(), dir / "ckpt-38", 5).ok());
+  REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
+  CHECK(st.all == std::vector<std::string>{dir / "ckpt-37", dir / "ckpt-38"});
+  CHECK(st.timestamps.size() == 2);
+  CHECK(st.timestamps[0] == 1683890483.0369852);
+  CHECK(st.last_preserved_timestamp == 1683889369.1196783);
+  // An unknown field or a syntax error is DataLoss naming the file and line.
+  WriteBytes(dir / kCheckpointStateFile, "model_checkpoint_path: \"a\"\nmodel_checkpoint_pth: \"b\"\n");
+  Status s = ReadCheckpointState(dir.path(), &st);
+  CHECK(errors::IsDataLoss(s));
+  CHECK_THAT(s.message(), Contains(dir / kCheckpointStateFile) && Contains("line 2"));
+  WriteBytes(dir / kCheckpointStateFile, "all_model_checkpoint_paths: \"a\"\n");
+  CHECK(errors::IsDataLoss(ReadCheckpointState(dir.path(), &st)));  // no latest
+}
+
 TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the state names the rest") {
   test::TempDir dir("af_ckpt_test");
   auto prefix = [&](int i) { return dir / ("model-" + std::to_string(i)); };
+  auto exists = [&](int i) {
+    return fs::exists(prefix(i) + ".index") && fs::exists(prefix(i) + ".data-00000-of-00001");
+  };
   for (int i = 1; i <= 5; ++i) {
-    SaveOk(prefix(i), {{"step", Tensor::Scalar<int64_t>(i)}});
+    SaveOk(prefix(i), {{"step", Tensor::Scalar<int64_t>(i)}}, BundleFormat::kTensorFlow);
     std::vector<std::string> deleted;
     REQUIRE(RecordCheckpoint(dir.path(), prefix(i), 2, &deleted).ok());
     CHECK(deleted == (i > 2 ? std::vector<std::string>{prefix(i - 2)} : std::vector<std::string>{}));
   }
-  for (int i = 1; i <= 5; ++i) CHECK(fs::exists(bundle::BundleFileName(prefix(i))) == (i >= 4));
+  for (int i = 1; i <= 5; ++i) CHECK(exists(i) == (i >= 4));
+  CHECK(dir.Find("model-1.").empty());  // no file of a deleted checkpoint is left
   CheckpointState st;
   REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
   CHECK(st.latest == prefix(5));
@@ -593,9 +689,10 @@ TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the 
   CHECK(st.latest == prefix(4));
 
   // max_to_keep <= 0 keeps everything; a bundle already gone is not an error.
-  fs::remove(bundle::BundleFileName(prefix(5)));
+  fs::remove(prefix(5) + ".index");
+  fs::remove(prefix(5) + ".data-00000-of-00001");
   for (int i = 6; i <= 8; ++i) {
-    SaveOk(prefix(i), {{"step", Tensor::Scalar<int64_t>(i)}});
+    SaveOk(prefix(i), {{"step", Tensor::Scalar<int64_t>(i)}}, BundleFormat::kTensorFlow);
     REQUIRE(RecordCheckpoint(dir.path(), prefix(i), 0).ok());
   }
   REQUIRE(ReadCheckpointState(dir.path(), &st).ok());
@@ -603,14 +700,19 @@ TEST_CASE("checkpoint state: keeping the last K deletes older bundles after the 
   std::vector<std::string> deleted;
   REQUIRE(RecordCheckpoint(dir.path(), prefix(8), 1, &deleted).ok());
   CHECK(deleted == std::vector<std::string>{prefix(4), prefix(6), prefix(7)});
-  CHECK(dir.Find(".afckpt") == std::vector<std::string>{"model-8.afckpt"});
+  CHECK(dir.Find(".index") == std::vector<std::string>{"model-8.index"});
+  CHECK(dir.Find(".data-") == std::vector<std::string>{"model-8.data-00000-of-00001"});
   CHECK(errors::IsNotFound(DeleteCheckpoint(prefix(1))));
 
   // A damaged state file stops the bookkeeping; nothing is deleted.
-  SaveOk(prefix(9), {{"step", Tensor::Scalar<int64_t>(9)}});
+  SaveOk(prefix(9), {{"step", Tensor::Scalar<int64_t>(9)}}, BundleFormat::kTensorFlow);
   WriteBytes(dir / kCheckpointStateFile, "actorflow checkpoint state 1\nlatest model-8\n");
   CHECK(errors::IsDataLoss(RecordCheckpoint(dir.path(), prefix(9), 1)));
-  CHECK(fs::exists(bundle::BundleFileName(prefix(8))));
+  CHECK(exists(8));
+  // A checkpoint in actorflow's older format is deleted too.
+  SaveOk(prefix(10), {{"step", Tensor::Scalar<int64_t>(10)}});
+  REQUIRE(DeleteCheckpoint(prefix(10)).ok());
+  CHECK(dir.Find("model-10").empty());
 }
 
 // ---------------------------------------------------------------------------
@@ -672,7 +774,8 @@ TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape"
   Status s = RunGraph(root, feeds, {}, {save.name()}, &out);
   INFO(s.ToString());
   REQUIRE(s.ok());
-  REQUIRE(fs::exists(bundle::BundleFileName(prefix)));
+  REQUIRE(fs::exists(prefix + ".index"));  // TensorFlow's format
+  REQUIRE(fs::exists(prefix + ".data-00000-of-00001"));
 
   // In another order, to see that names, not positions, select the tensors.
   std::vector<std::string> reversed(names.rbegin(), names.rend());
@@ -687,7 +790,7 @@ TEST_CASE("SaveV2 then RestoreV2 in a Session round-trips every dtype and shape"
   }
 }
 
-TEST_CASE("RestoreV2 errors name the file and the tensor") {
+TEST_CASE("RestoreV2 errors name the file and the tensor (a checkpoint in actorflow's format)") {
   test::TempDir dir("af_ckpt_test");
   const std::string prefix = dir / "m";
   SaveOk(prefix, {{"w", Filled(DT_FLOAT, TensorShape{4})}, {"b", Filled(DT_FLOAT, TensorShape{2})}});
@@ -733,10 +836,10 @@ TEST_CASE("SaveV2 checks its arguments") {
   CHECK(errors::IsInvalidArgument(run_save(Strings({"a", "b"}), Strings({"", ""}))));
   CHECK(errors::IsUnimplemented(run_save(Strings({"a"}), Strings({"2 0,1"}))));
   CHECK(errors::IsInvalidArgument(run_save(Strings({""}), Strings({""}))));
-  CHECK(dir.Find(".afckpt").empty());
+  CHECK(dir.Find(".index").empty());
   CHECK(dir.Find(".tmp-").empty());
   REQUIRE(run_save(Strings({"a"}), Strings({""})).ok());
-  CHECK(dir.Find(".afckpt").size() == 1);
+  CHECK(dir.Find(".index").size() == 1);
 
   // Missing directories are created, as TensorFlow does; a file in their place is an error naming it.
   auto save_to = [&](const std::string& prefix) {
@@ -746,7 +849,7 @@ TEST_CASE("SaveV2 checks its arguments") {
     return RunGraph(root, {}, {}, {save.name()}, &out);
   };
   REQUIRE(save_to(dir / "new/nested/m").ok());
-  CHECK(fs::exists(dir / "new/nested/m.afckpt"));
+  CHECK(fs::exists(dir / "new/nested/m.index"));
   WriteBytes(dir / "file", "x");
   Status s = save_to(dir / "file/m");
   CHECK(errors::IsFailedPrecondition(s));

@@ -77,7 +77,8 @@ TEST_CASE("Save then Restore brings every variable back, and RestoreLatest finds
   std::string path;
   REQUIRE(m.saver->Save(m.session.get(), 1, &path).ok());
   CHECK(path == dir + "/model-1");
-  CHECK(std::filesystem::exists(path + ".afckpt"));
+  CHECK(std::filesystem::exists(path + ".index"));  // TensorFlow's format
+  CHECK(std::filesystem::exists(path + ".data-00000-of-00001"));
   m.Run({"bump_w", "bump_step"});
   m.Run({"bump_w"});
   REQUIRE(m.saver->Restore(m.session.get(), path).ok());
@@ -107,10 +108,10 @@ TEST_CASE("keep the last K checkpoints; MaybeSave saves every N steps") {
     saves += saved;
   }
   CHECK(saves == 4);  // steps 3, 6, 9, 12
-  CHECK_FALSE(std::filesystem::exists(dir + "/model-3.afckpt"));
-  CHECK_FALSE(std::filesystem::exists(dir + "/model-6.afckpt"));
-  CHECK(std::filesystem::exists(dir + "/model-9.afckpt"));
-  CHECK(std::filesystem::exists(dir + "/model-12.afckpt"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/model-3.index"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/model-6.index"));
+  CHECK(std::filesystem::exists(dir + "/model-9.index"));
+  CHECK(std::filesystem::exists(dir + "/model-12.index"));
   CheckpointState state;
   REQUIRE(ReadCheckpointState(dir, &state).ok());
   CHECK(state.latest == dir + "/model-12");
@@ -127,8 +128,8 @@ TEST_CASE("a damaged or mismatched checkpoint fails with its code, naming file a
 
   SECTION("flipped data bytes: DataLoss") {
     {
-      std::fstream f(path + ".afckpt", std::ios::in | std::ios::out | std::ios::binary);
-      f.seekp(70);  // inside the first tensor's bytes (data starts at 64)
+      std::fstream f(path + ".data-00000-of-00001", std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(6);  // inside the first tensor's bytes
       char c = 0x5a;
       f.write(&c, 1);
     }
@@ -137,11 +138,15 @@ TEST_CASE("a damaged or mismatched checkpoint fails with its code, naming file a
     CHECK_THAT(s.message(), Catch::Contains("model-7"));
     CHECK(Values<float>(m.Read()[0]) == std::vector<float>(4, 2.f));  // untouched
   }
-  SECTION("a truncated file: DataLoss") {
-    std::filesystem::resize_file(path + ".afckpt", 100);
+  SECTION("a truncated data file: DataLoss") {
+    std::filesystem::resize_file(path + ".data-00000-of-00001", 10);
     CHECK(m.saver->Restore(m.session.get(), path).code() == Code::kDataLoss);
     bool restored;
     CHECK(m.saver->RestoreLatest(m.session.get(), &restored).code() == Code::kDataLoss);
+  }
+  SECTION("a truncated index: DataLoss") {
+    std::filesystem::resize_file(path + ".index", 60);
+    CHECK(m.saver->Restore(m.session.get(), path).code() == Code::kDataLoss);
   }
   SECTION("a variable of another shape: InvalidArgument naming it") {
     Model other("saver_bad_other", TempDir("damaged_other"), 5, TensorShape{3, 3});

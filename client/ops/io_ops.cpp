@@ -18,5 +18,11 @@ std::vector<Output> RestoreV2(const Scope& s, Input prefix, Input tensor_names, 
   return out;
 }
 
+Operation MergeV2Checkpoints(const Scope& s, Input checkpoint_prefixes, Input destination_prefix, bool delete_old_dirs,
+                             bool allow_missing_files) {
+  return s.AddOp("MergeV2Checkpoints", {{s.AsOutput(checkpoint_prefixes)}, {s.AsOutput(destination_prefix)}},
+                 {{"delete_old_dirs", AttrBool(delete_old_dirs)}, {"allow_missing_files", AttrBool(allow_missing_files)}});
+}
+
 }  // namespace ops
 }  // namespace actorflow

@@ -24,6 +24,9 @@ Operation SaveV2(const Scope& s, Input prefix, Input tensor_names, Input shape_a
 /// Restores the tensors `tensor_names` of dtypes `dtypes` from the checkpoint `prefix`.
 std::vector<Output> RestoreV2(const Scope& s, Input prefix, Input tensor_names, Input shape_and_slices,
                               const DataTypeVector& dtypes);
+/// Joins the checkpoints `checkpoint_prefixes` into `destination_prefix` (checkpoint/merge.hpp); run it as a target.
+Operation MergeV2Checkpoints(const Scope& s, Input checkpoint_prefixes, Input destination_prefix,
+                             bool delete_old_dirs = true, bool allow_missing_files = false);
 
 }  // namespace ops
 }  // namespace actorflow

@@ -1,6 +1,8 @@
-// SaveV2 and RestoreV2: write tensors to a checkpoint bundle and read them
-// back, with TensorFlow's signatures (checkpoint/bundle_writer.hpp and
-// bundle_reader.hpp do the file work).
+// SaveV2, RestoreV2 and MergeV2Checkpoints: write tensors to a checkpoint in
+// TensorFlow's V2 format, read them back (also from actorflow's older .afckpt
+// files), and join the checkpoints of several savers into one, with
+// TensorFlow's signatures (checkpoint/bundle_writer.hpp, bundle_reader.hpp
+// and merge.hpp do the file work).
 //
 // Both do file I/O, so neither runs on the device actor's thread: each is an
 // asynchronous kernel that checks its inputs there, then runs as one job on
@@ -20,6 +22,7 @@
 #include "checkpoint/bundle_format.hpp"
 #include "checkpoint/bundle_reader.hpp"
 #include "checkpoint/bundle_writer.hpp"
+#include "checkpoint/merge.hpp"
 #include "core/cancellation.hpp"
 #include "devices/compute_pool.hpp"
 #include "ops/op_kernel.hpp"
@@ -110,7 +113,8 @@ AF_REGISTER_OP("SaveV2")
     .Attr("dtypes: list(type)")
     .SetIsStateful()
     .SetShapeFn(SaveV2Shape)
-    .Doc("Saves tensors under their names to the checkpoint `prefix` (the file <prefix>.afckpt).");
+    .Doc("Saves tensors under their names to the checkpoint `prefix` (<prefix>.index and <prefix>.data-00000-of-00001, "
+         "TensorFlow's V2 format).");
 
 class SaveV2Op : public AsyncOpKernel {
  public:
@@ -156,7 +160,7 @@ AF_REGISTER_OP("RestoreV2")
     .Attr("dtypes: list(type) >= 1")
     .SetIsStateful()
     .SetShapeFn(RestoreV2Shape)
-    .Doc("Restores the named tensors from the checkpoint `prefix` (the file <prefix>.afckpt).");
+    .Doc("Restores the named tensors from the checkpoint `prefix` (TensorFlow's V2 format, or actorflow's <prefix>.afckpt).");
 
 class RestoreV2Op : public AsyncOpKernel {
  public:
@@ -208,9 +212,66 @@ class RestoreV2Op : public AsyncOpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("RestoreV2").Device(DEVICE_CPU), RestoreV2Op);
 
+// ---------------------------------------------------------------------------
+// MergeV2Checkpoints
+
+Status MergeV2CheckpointsShape(InferenceContext* c) {
+  const PartialTensorShape& prefixes = c->input(0);
+  if (!prefixes.unknown_rank() && prefixes.dims() > 1)
+    return c->Error("checkpoint_prefixes must be a vector, got shape ", prefixes.DebugString());
+  const PartialTensorShape& dest = c->input(1);
+  if (!dest.unknown_rank() && dest.dims() != 0)
+    return c->Error("destination_prefix must be a scalar, got shape ", dest.DebugString());
+  return Status::OK();
+}
+
+AF_REGISTER_OP("MergeV2Checkpoints")
+    .Input("checkpoint_prefixes: string")
+    .Input("destination_prefix: string")
+    .Attr("delete_old_dirs: bool = true")
+    .Attr("allow_missing_files: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(MergeV2CheckpointsShape)
+    .Doc("Joins the checkpoints `checkpoint_prefixes` into `destination_prefix`: their data files are renamed, one "
+         "index is written and theirs are deleted (with their directories when `delete_old_dirs`).");
+
+class MergeV2CheckpointsOp : public AsyncOpKernel {
+ public:
+  explicit MergeV2CheckpointsOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    Status s = c->GetAttr("delete_old_dirs", &delete_old_dirs_);
+    if (s.ok()) s = c->GetAttr("allow_missing_files", &allow_missing_files_);
+    c->SetStatus(s);
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& prefixes = ctx->input(0);
+    const Tensor& dest = ctx->input(1);
+    AF_REQUIRES_ASYNC(ctx, prefixes.dims() <= 1,
+                      errors::InvalidArgument("checkpoint_prefixes must be a vector, got shape ",
+                                              prefixes.shape().DebugString()),
+                      done);
+    AF_REQUIRES_ASYNC(ctx, dest.NumElements() == 1,
+                      errors::InvalidArgument("destination_prefix must be a scalar, got shape ",
+                                              dest.shape().DebugString()),
+                      done);
+    std::vector<std::string> inputs(prefixes.data<std::string>(), prefixes.data<std::string>() + prefixes.NumElements());
+    const std::string destination = dest.data<std::string>()[0];
+    const bool delete_old_dirs = delete_old_dirs_, allow_missing = allow_missing_files_;
+    RunOnPool(ctx, std::move(done), "MergeV2Checkpoints", [=] {
+      return MergeCheckpoints(inputs, destination, delete_old_dirs, allow_missing);
+    });
+  }
+
+ private:
+  bool delete_old_dirs_ = true;
+  bool allow_missing_files_ = false;
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("MergeV2Checkpoints").Device(DEVICE_CPU), MergeV2CheckpointsOp);
+
 // State changes and random draws have no gradient.
 AF_REGISTER_NO_GRADIENT("SaveV2");
 AF_REGISTER_NO_GRADIENT("RestoreV2");
+AF_REGISTER_NO_GRADIENT("MergeV2Checkpoints");
 
 }  // namespace
 }  // namespace actorflow

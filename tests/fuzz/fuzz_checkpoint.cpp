@@ -1,5 +1,5 @@
 // Fuzz target: the checkpoint bundle reader (checkpoint/bundle_reader.hpp)
-// over a bundle file of fuzzed bytes: Open (header and index checked against
+// over a bundle file of fuzzed bytes in actorflow's .afckpt format: Open (header and index checked against
 // the file), then, for every tensor in the index, its dtype and shape,
 // Lookup, and LookupManyInto into destinations of the stored dtype and shape.
 //

@@ -113,7 +113,9 @@ void CheckpointSeeds(const fs::path& out, const fs::path& scratch) {
   auto bundle = [&](const std::string& name, const std::vector<std::pair<std::string, Tensor>>& tensors) {
     const std::string prefix = (scratch.parent_path() / "seed_bundle").string();
     std::unique_ptr<BundleWriter> w;
-    Check(BundleWriter::Create(prefix, &w));
+    BundleWriter::Options options;
+    options.format = BundleFormat::kActorflow;  // the format fuzz_checkpoint reads
+    Check(BundleWriter::Create(prefix, options, &w));
     for (const auto& [n, t] : tensors) Check(w->Add(n, t));
     Check(w->Finish());
     const std::string file = ReadFile(bundle::BundleFileName(prefix));
