@@ -629,7 +629,11 @@ TEST_CASE("every registered op has a gradient registration, and every gradient f
     // The control-flow primitives' functions refuse (control_flow_test checks that).
     // Nor do batch normalization's gradient ops (second derivatives): the case below checks that.
     const bool refuses = IsControlFlowOp(op) || op.rfind("FusedBatchNormGrad", 0) == 0;
-    if (fn != nullptr && !checked.count(op) && !refuses) unchecked.push_back(op);
+    // Reads of resource variables need a variable assigned first, which these
+    // tables (pure functions of their inputs) cannot: resource_variables_test
+    // checks those gradients against hand-computed values.
+    const bool checked_elsewhere = op == "ReadVariableOp" || op == "ResourceGather";
+    if (fn != nullptr && !checked.count(op) && !refuses && !checked_elsewhere) unchecked.push_back(op);
   }
   INFO("gradient functions no case checks: " << ::Catch::Detail::stringify(unchecked));
   CHECK(unchecked.empty());

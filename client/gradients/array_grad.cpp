@@ -15,6 +15,8 @@ Status IdentityGrad(const Scope& scope, const Operation& op, const std::vector<O
 }
 AF_REGISTER_GRADIENT("Identity", IdentityGrad);
 AF_REGISTER_GRADIENT("PlaceholderWithDefault", IdentityGrad);
+// A resource variable's read: the gradient of the value is the handle's (TensorFlow's _ReadGrad).
+AF_REGISTER_GRADIENT("ReadVariableOp", IdentityGrad);
 AF_REGISTER_NO_GRADIENT("StopGradient");
 
 // dx = dy in x's shape; the other inputs (a shape, an axis) get none.

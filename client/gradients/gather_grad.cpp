@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "client/gradients/grad_helpers.hpp"
+#include "client/ops/resource_variable_ops.hpp"
 #include "client/gradients/gradients.hpp"
 #include "core/tensor.hpp"
 
@@ -91,6 +92,19 @@ Status GatherGrad(const Scope& scope, const Operation& op, const std::vector<Out
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Gather", GatherGrad);
+
+// A resource variable's gathered rows: the handle's gradient is the variable's
+// (its value read where the gradient is computed).
+Status ResourceGatherGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
+                          std::vector<Output>* grad_outputs) {
+  DataType dtype = DT_INVALID;
+  AF_RETURN_IF_ERROR(GetNodeAttr(op.node()->def(), "dtype", &dtype));
+  const Output params = ops::ReadVariableOp(scope, op.input(0), dtype);
+  AF_RETURN_IF_ERROR(GatherGradient(scope, params, op.input(1), Output(), grad_inputs[0], grad_outputs));
+  grad_outputs->push_back(Output());  // indices
+  return scope.status();
+}
+AF_REGISTER_GRADIENT("ResourceGather", ResourceGatherGrad);
 
 Status GatherNdGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
                     std::vector<Output>* grad_outputs) {

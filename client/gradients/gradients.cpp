@@ -260,7 +260,9 @@ void SymbolicGradientBuilder::Initialize() {
 void SymbolicGradientBuilder::BackpropAlongEdge(const Output& grad, const Output& src) {
   auto& lists = backprops_[src.node()->id()];
   if (lists.empty()) return;  // src is off the path
-  lists[src.index()].push_back(IsDifferentiableType(src.type()) ? grad : Output());
+  // A resource variable's handle collects the gradients of the values read through it.
+  const bool carries = IsDifferentiableType(src.type()) || src.type() == DT_RESOURCE;
+  lists[src.index()].push_back(carries ? grad : Output());
   if (--pending_[src.node()->id()] == 0) ready_.push_back(src.node());
 }
 
@@ -317,7 +319,8 @@ Status SymbolicGradientBuilder::ProcessNode(Node* n) {
       return errors::Internal("the gradient function of op '", n->type_string(), "' returned ", dx.size(),
                               " gradients for node '", n->name(), "', which has ", n->num_inputs(), " inputs");
     for (int i = 0; i < n->num_inputs(); ++i) {
-      if (dx[i].valid() && dx[i].type() != BaseType(n->input_type(i)))
+      // A resource variable's handle takes the gradient of the value read through it.
+      if (dx[i].valid() && dx[i].type() != BaseType(n->input_type(i)) && n->input_type(i) != DT_RESOURCE)
         return errors::Internal("the gradient function of op '", n->type_string(), "' returned a ",
                                 DataTypeString(dx[i].type()), " gradient for input ", i, " of node '", n->name(),
                                 "', which is ", DataTypeString(BaseType(n->input_type(i))));
@@ -398,7 +401,12 @@ Status SymbolicGradientBuilder::BuildGradients() {
     }
   }
   for (size_t i = 0; i < xs_.size(); ++i) {
-    if (!(*grad_outputs_)[i].valid()) (*grad_outputs_)[i] = ops::ZerosLike(grad_scope_, xs_[i]);
+    if ((*grad_outputs_)[i].valid()) continue;
+    // No dtype to make zeros of: a handle no read connects to ys has no gradient.
+    if (xs_[i].type() == DT_RESOURCE)
+      return errors::InvalidArgument("no gradient reaches the resource handle '", xs_[i].name(),
+                                     "': none of its reads leads to the ys");
+    (*grad_outputs_)[i] = ops::ZerosLike(grad_scope_, xs_[i]);
   }
   return grad_scope_.status();
 }

@@ -30,6 +30,18 @@ Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, D
   return Status::OK();
 }
 
+ResourceHandle DeclaredVariableHandle(OpKernelConstruction* c) {
+  ResourceHandle h;
+  if (c->device()) h.device = c->device()->name();
+  c->SetStatus(c->GetAttr("container", &h.container));
+  c->SetStatus(c->GetAttr("shared_name", &h.name));
+  c->SetStatus(c->GetAttr("dtype", &h.dtype));
+  c->SetStatus(c->GetAttr("shape", &h.shape));
+  if (h.container.empty()) h.container = kDefaultContainer;
+  if (h.name.empty()) h.name = c->def().name();
+  return h;
+}
+
 Status VariableUpdateKernel::Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out) {
   for (int i = 0; i < n; ++i) {
     const std::string* h;
@@ -54,15 +66,7 @@ AF_REGISTER_OP("VariableV2")
 class VariableV2Op : public OpKernel {
  public:
   explicit VariableV2Op(OpKernelConstruction* c) : OpKernel(c) {
-    ResourceHandle h;
-    if (c->device()) h.device = c->device()->name();
-    c->SetStatus(c->GetAttr("container", &h.container));
-    c->SetStatus(c->GetAttr("shared_name", &h.name));
-    c->SetStatus(c->GetAttr("dtype", &h.dtype));
-    c->SetStatus(c->GetAttr("shape", &h.shape));
-    if (h.container.empty()) h.container = kDefaultContainer;
-    if (h.name.empty()) h.name = name();
-    ref_ = MakeRefTensor(h);  // built once, shared by every step
+    ref_ = MakeRefTensor(DeclaredVariableHandle(c));  // built once, shared by every step
   }
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ref_); }
 

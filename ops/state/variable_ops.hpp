@@ -6,10 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "core/resource_handle.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/state/variable_access.hpp"
 
 namespace actorflow {
+
+/// The handle of the variable a VariableV2 or VarHandleOp node names, from its
+/// attrs: (container, shared_name), "" meaning the default container and the
+/// node's own name; dtype and shape as declared. Errors go to `c`.
+ResourceHandle DeclaredVariableHandle(OpKernelConstruction* c);
 
 class VariableUpdateKernel : public AsyncOpKernel {
  public:
