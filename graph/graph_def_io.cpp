@@ -210,7 +210,9 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   static bool IsTensorFlowFieldNotModelled(const std::string& field) {
     static const std::unordered_set<std::string> kFields = {
         "debug_info", "experimental_type", "arg_attr", "resource_arg_unique_id",
-        "handle_data", "experimental_full_type", "deprecation"};
+        "handle_data", "experimental_full_type", "deprecation",
+        // MetaGraphDef's (saved_model.pbtxt): the op list, the TF2 object graph
+        "stripped_op_list", "any_info", "object_graph_def", "composite_tensor"};
     return kFields.count(field) != 0;
   }
 };
@@ -266,7 +268,8 @@ Status CheckTextNesting(const std::string& text, const std::string& origin) {
   return Status::OK();
 }
 
-Status ParseText(const std::string& text, proto::GraphDef* def, const std::string& origin) {
+Status ParseText(const std::string& text, google::protobuf::Message* def, const std::string& origin,
+                 const std::string& kind = "GraphDef") {
   AF_RETURN_IF_ERROR(CheckTextNesting(text, origin));
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errs;
@@ -274,9 +277,9 @@ Status ParseText(const std::string& text, proto::GraphDef* def, const std::strin
   parser.AllowUnknownField(true);
   parser.AllowUnknownExtension(true);
   if (!parser.ParseFromString(text, def))
-    return errors::InvalidArgument("cannot parse text GraphDef ", origin, ": ", errs.first);
+    return errors::InvalidArgument("cannot parse text ", kind, " ", origin, ": ", errs.first);
   if (!errs.unknown_field.empty())  // a misspelt field would otherwise be dropped without a word
-    return errors::InvalidArgument("cannot parse text GraphDef ", origin, ": ", errs.unknown_field);
+    return errors::InvalidArgument("cannot parse text ", kind, " ", origin, ": ", errs.unknown_field);
   return Status::OK();
 }
 
@@ -288,21 +291,21 @@ bool LooksLikeText(const std::string& bytes) {
   return true;
 }
 
-Status ReadFile(const std::string& path, proto::GraphDef* def) {
+Status ReadFile(const std::string& path, google::protobuf::Message* def, const std::string& kind = "GraphDef") {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     const bool saved_model = std::filesystem::exists(std::filesystem::path(path) / "saved_model.pb", ec);
-    return errors::InvalidArgument("graph file '", path, "' is a directory, not a GraphDef",
-                                   saved_model ? " (it holds a SavedModel's saved_model.pb)" : "");
+    return errors::InvalidArgument("graph file '", path, "' is a directory, not a ", kind,
+                                   saved_model ? " (it holds a SavedModel: use --saved-model)" : "");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return errors::NotFound("cannot open graph file '", path, "'");
+  if (!in) return errors::NotFound("cannot open ", kind, " file '", path, "'");
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   in.seekg(0, std::ios::beg);
   if (size > kMaxGraphDefBytes)
-    return errors::InvalidArgument("graph file '", path, "' has ", static_cast<int64_t>(size),
-                                   " bytes, more than the ", kMaxGraphDefBytes, " a GraphDef may have");
+    return errors::InvalidArgument(kind, " file '", path, "' has ", static_cast<int64_t>(size),
+                                   " bytes, more than the ", kMaxGraphDefBytes, " protobuf can parse");
   std::string bytes;
   if (size > 0) {
     bytes.resize(static_cast<size_t>(size));
@@ -313,24 +316,25 @@ Status ReadFile(const std::string& path, proto::GraphDef* def) {
     ss << in.rdbuf();
     bytes = ss.str();
     if (static_cast<int64_t>(bytes.size()) > kMaxGraphDefBytes)
-      return errors::InvalidArgument("graph file '", path, "' has more than the ", kMaxGraphDefBytes,
-                                     " bytes a GraphDef may have");
+      return errors::InvalidArgument(kind, " file '", path, "' has more than the ", kMaxGraphDefBytes,
+                                     " bytes protobuf can parse");
   }
-  if (bytes.empty()) return errors::InvalidArgument("graph file '", path, "' is empty");
+  if (bytes.empty()) return errors::InvalidArgument(kind, " file '", path, "' is empty");
   const bool text_ext = EndsWith(path, ".pbtxt") || EndsWith(path, ".txt") || EndsWith(path, ".prototxt");
   const bool binary_ext = EndsWith(path, ".pb");
-  if (text_ext) return ParseText(bytes, def, "'" + path + "'");
+  if (text_ext) return ParseText(bytes, def, "'" + path + "'", kind);
   if (binary_ext) {
     if (def->ParseFromString(bytes)) return Status::OK();
     def->Clear();
     // A text GraphDef saved as .pb (tf.io.write_graph's as_text=True keeps the name it is given).
-    if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "' (text in a .pb file)");
-    return errors::InvalidArgument("cannot parse binary GraphDef '", path, "' (", bytes.size(),
-                                   " bytes): not a serialized GraphDef, or truncated");
+    if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "' (text in a .pb file)", kind);
+    return errors::InvalidArgument("cannot parse binary ", kind, " '", path, "' (", bytes.size(),
+                                   " bytes): not a serialized ", kind, ", or truncated");
   }
   // Unknown extension: text if it is plain text, else binary.
-  if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "'");
-  if (!def->ParseFromString(bytes)) return errors::InvalidArgument("cannot parse GraphDef '", path, "' as binary or text");
+  if (LooksLikeText(bytes)) return ParseText(bytes, def, "'" + path + "'", kind);
+  if (!def->ParseFromString(bytes))
+    return errors::InvalidArgument("cannot parse ", kind, " '", path, "' as binary or text");
   return Status::OK();
 }
 
@@ -342,6 +346,10 @@ Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const st
 
 Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def) {
   return NoThrow("reading graph file '" + path + "'", [&] { return ReadFile(path, def); });
+}
+
+Status ReadProtoFile(const std::string& path, const std::string& kind, google::protobuf::Message* message) {
+  return NoThrow("reading " + kind + " file '" + path + "'", [&] { return ReadFile(path, message, kind); });
 }
 
 Status WriteGraphDefFile(const std::string& path, const proto::GraphDef& def) {

@@ -69,6 +69,9 @@ bool IsValidNodeName(const std::string& name);
 /// directory, an empty file or a malformed one (with the line, for text).
 Status ReadGraphDefFile(const std::string& path, proto::GraphDef* def);
 Status ParseGraphDefText(const std::string& text, proto::GraphDef* def, const std::string& origin = "<text>");
+/// ReadGraphDefFile's rules for another message of TensorFlow's (`kind`
+/// names it in errors: "SavedModel"), e.g. a saved_model.pb or .pbtxt.
+Status ReadProtoFile(const std::string& path, const std::string& kind, google::protobuf::Message* message);
 /// Writes text when the path ends in .pbtxt or .txt, binary otherwise.
 Status WriteGraphDefFile(const std::string& path, const proto::GraphDef& def);
 

@@ -1,6 +1,7 @@
 // actorflow: the command-line front end of the actorflow runtime.
 //
-//   actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
+//   actorflow run (--graph FILE | --saved-model DIR [--tag TAGS] [--signature KEY])
+//                 [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
 //                 [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
 //                 [--no-optimize] [--devices cpu:N[,gpu:M]] [--show-placement]
 //                 [--full-values | --summarize N] [--memory-limit BYTES]
@@ -8,7 +9,7 @@
 //                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
 //   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
 //   actorflow records convert-idx|convert-csv|count|print ...   (tools/records_command.hpp)
-//   actorflow inspect --graph FILE
+//   actorflow inspect --graph FILE | --saved-model DIR
 //   actorflow ops
 //   actorflow help
 //
@@ -39,21 +40,31 @@ namespace actorflow {
 namespace cli {
 
 extern const char kUsage[] = R"(usage:
-  actorflow run --graph FILE [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]...
-                [--target NAME]... [--timeout-ms N] [--steps FILE] [--trace FILE]
+  actorflow run (--graph FILE | --saved-model DIR [--tag TAGS] [--signature KEY])
+                [--feed NAME[:PORT]=VALUE]... [--fetch NAME[:PORT]]... [--target NAME]...
+                [--timeout-ms N] [--steps FILE] [--trace FILE]
                 [--no-optimize] [--devices cpu:N[,gpu:M]] [--soft-placement]
                 [--show-placement] [--full-values | --summarize N] [--memory-limit BYTES]
   actorflow graph --graph FILE --dot OUT [--feed NAME[:PORT]]... [--fetch NAME[:PORT]]...
                   [--target NAME]... [--devices cpu:N[,gpu:M]] [--placed] [--partitioned]
   actorflow gradients --graph FILE --y NAME[:PORT] [--y ...] --x NAME[:PORT] [--x ...] --out FILE
   actorflow records convert-idx|convert-csv|count|print ...
-  actorflow inspect --graph FILE
+  actorflow inspect --graph FILE | --saved-model DIR
   actorflow ops
   actorflow help
 
-run   Loads the GraphDef in FILE (.pb or .pbtxt) into a session and runs steps,
-      printing one JSON line per step on stdout.
-      --graph FILE          the graph to load (required)
+run   Loads the GraphDef in FILE (.pb or .pbtxt), or a SavedModel, into a session
+      and runs steps, printing one JSON line per step on stdout.
+      --graph FILE          the graph to load
+      --saved-model DIR     or the SavedModel to load (TensorFlow 1 style: the meta graph,
+                            its variables/ restored, its main op run with its assets):
+                            feeds and fetches may then name the signature's input and
+                            output keys; with no --fetch and no --target, every output
+                            of the signature is fetched
+      --tag TAGS            the meta graph to load, by its tags, comma-separated
+                            (default serve)
+      --signature KEY       the signature whose keys feeds and fetches may use (default
+                            serving_default)
       --feed NAME=VALUE     feeds a tensor; VALUE is JSON: a scalar, a nested array
                             or {"dtype":"float64","shape":[2],"values":[1,2]}; a
                             scalar or array feeding a placeholder takes its dtype

@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "core/proto/graph.pb.h"
 #include "core/status.hpp"
 #include "core/tensor.hpp"
+#include "client/saved_model.hpp"
 #include "graph/graph_def_io.hpp"
 #include "net/tls.hpp"
 #include "tools/cli_common.hpp"
@@ -56,6 +58,9 @@ Status ParseTimeoutMs(const std::string& text, int64_t* out) {
 struct RunArgs {
   bool help = false;
   std::string graph_path;
+  std::string saved_model_dir;  // --saved-model, instead of --graph
+  std::string tags;             // --tag: comma-separated (empty: "serve")
+  std::string signature;        // --signature (empty: "serving_default")
   std::string steps_path;  // empty: one step from the flags
   std::string trace_path;  // empty: no tracing
   std::string session_target;  // --target actorflow://host:port: a master elsewhere
@@ -89,6 +94,9 @@ Status ParseFeedFlag(const std::string& spec, StepSpec* step) {
 Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* args) {
   StepSpec& step = args->defaults;
   if (flag == "--graph") return SetOnce(flag, value, &args->graph_path);
+  if (flag == "--saved-model") return SetOnce(flag, value, &args->saved_model_dir);
+  if (flag == "--tag") return SetOnce(flag, value, &args->tags);
+  if (flag == "--signature") return SetOnce(flag, value, &args->signature);
   if (flag == "--steps") return SetOnce(flag, value, &args->steps_path);
   if (flag == "--trace") return SetOnce(flag, value, &args->trace_path);
   if (flag == "--no-optimize") {
@@ -155,7 +163,8 @@ Status ApplyRunFlag(const std::string& flag, const std::string& value, RunArgs* 
 }
 
 Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
-  static const std::set<std::string> kFlags = {"--graph",   "--feed",    "--fetch",     "--target",
+  static const std::set<std::string> kFlags = {"--graph",   "--saved-model", "--tag", "--signature",
+                                               "--feed",    "--fetch",     "--target",
                                                "--timeout-ms", "--steps", "--trace", "--devices",
                                                "--summarize",  "--memory-limit", "--cert", "--key", "--ca"};
   AF_RETURN_IF_ERROR(ParseFlags(
@@ -163,7 +172,10 @@ Status ParseRunArgs(const std::vector<std::string>& argv, RunArgs* args) {
       [&](const std::string& flag, const std::string& value) { return ApplyRunFlag(flag, value, args); },
       {"--no-optimize", "--show-placement", "--soft-placement", "--full-values"}));
   if (args->help) return Status::OK();
-  if (args->graph_path.empty()) return errors::InvalidArgument("--graph is required");
+  if (args->graph_path.empty() == args->saved_model_dir.empty())
+    return errors::InvalidArgument("give either --graph FILE or --saved-model DIR");
+  if (args->saved_model_dir.empty() && (!args->tags.empty() || !args->signature.empty()))
+    return errors::InvalidArgument("--tag and --signature go with --saved-model");
   if (args->tls.enabled()) {
     if (args->session_target.empty())
       return errors::InvalidArgument("--cert, --key and --ca go with --target actorflow://HOST:PORT");
@@ -179,6 +191,40 @@ Status LoadGraph(const std::string& path, Session* session, std::map<std::string
   AF_RETURN_IF_ERROR(ReadGraphDefFile(path, &def));
   *feed_dtypes = FeedDtypes(def);
   return session->Create(def);
+}
+
+// Loads the SavedModel of --saved-model into the session: the step's names
+// may be the signature's keys (`aliases`); with no fetch and no target, the
+// signature's outputs are fetched.
+Status LoadSavedModelForRun(const RunArgs& args, Session* session, StepSpec* defaults,
+                            std::map<std::string, DataType>* feed_dtypes,
+                            std::map<std::string, std::string>* aliases) {
+  std::set<std::string> tags;
+  std::stringstream list(args.tags.empty() ? std::string(kSavedModelServeTag) : args.tags);
+  for (std::string tag; std::getline(list, tag, ',');)
+    if (!tag.empty()) tags.insert(tag);
+  proto::MetaGraphDef meta;
+  AF_RETURN_IF_ERROR(LoadSavedModel(args.saved_model_dir, tags, session, &meta));
+  *feed_dtypes = FeedDtypes(meta.graph_def());
+  const std::string key = args.signature.empty() ? std::string(kDefaultServingSignature) : args.signature;
+  const proto::SignatureDef* sig = nullptr;
+  Status found = FindSignature(meta, key, &sig);
+  if (!found.ok()) {
+    // A model without signatures is still run by tensor names, unless one was asked for.
+    if (!args.signature.empty() || !meta.signature_def().empty())
+      return found.WithContext("SavedModel '" + args.saved_model_dir + "'");
+    return Status::OK();
+  }
+  for (const auto* side : {&sig->inputs(), &sig->outputs()})
+    for (const auto& [name, info] : *side) {
+      if (info.name().empty())
+        return errors::Unimplemented("signature '", key, "' key '", name, "' is not a dense tensor");
+      (*aliases)[name + ":0"] = info.name();
+      if (side == &sig->inputs() && info.dtype() != 0) (*feed_dtypes)[info.name()] = static_cast<DataType>(info.dtype());
+    }
+  if (defaults->fetches.empty() && defaults->targets.empty())
+    for (const auto& kv : sig->outputs()) defaults->fetches.push_back(kv.first + ":0");
+  return Status::OK();
 }
 
 // Opens the --steps file ("-": stdin) into `*in`.
@@ -267,12 +313,19 @@ int RunCommand(const std::vector<std::string>& argv) {
   options.allow_soft_placement = args.soft_placement;
   Session session(options);
   std::map<std::string, DataType> feed_dtypes;
-  const Status loaded = CatchOutOfMemory("loading the graph '" + args.graph_path + "'",
-                                         [&] { return LoadGraph(args.graph_path, &session, &feed_dtypes); });
+  std::map<std::string, std::string> aliases;
+  const Status loaded =
+      args.saved_model_dir.empty()
+          ? CatchOutOfMemory("loading the graph '" + args.graph_path + "'",
+                             [&] { return LoadGraph(args.graph_path, &session, &feed_dtypes); })
+          : CatchOutOfMemory("loading the SavedModel '" + args.saved_model_dir + "'", [&] {
+              return LoadSavedModelForRun(args, &session, &args.defaults, &feed_dtypes, &aliases);
+            });
   if (!loaded.ok()) return CommandError(loaded, errors::IsResourceExhausted(loaded) ? kExitStepFailed : kExitUsage);
   RunMetadata trace;
   RunMetadata* tracing = args.trace_path.empty() ? nullptr : &trace;
-  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit, std::move(feed_dtypes)};
+  StepRunner runner{&session, tracing, args.show_placement, args.json_options, args.memory_limit, std::move(feed_dtypes),
+                    std::move(aliases)};
   const bool all_ok = steps ? RunStepLines(&runner, *steps, args.defaults) : RunAndReport(&runner, 0, args.defaults);
   session.Close();
   if (tracing) {

@@ -165,25 +165,35 @@ Status FetchesJson(const std::vector<std::string>& names, const std::vector<Tens
 // Runs `step`, writing the JSON object of its fetched tensors by name to
 // `fetched`. With a trace, the step is traced and its stats are appended to it.
 Status RunStep(const StepRunner& runner, const StepSpec& step, std::string* fetched) {
-  std::vector<std::pair<std::string, Tensor>> feeds(step.feeds.begin(), step.feeds.end());
-  for (auto& [name, tensor] : feeds) {  // implicit values take the placeholder's dtype
-    auto declared = runner.feed_dtypes.find(name);
+  auto resolve = [&](const std::string& name) {
+    auto it = runner.aliases.find(name);
+    return it == runner.aliases.end() ? name : it->second;
+  };
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const auto& [name, given] : step.feeds) {
+    const std::string tensor_name = resolve(name);
+    Tensor tensor = given;
+    // Implicit values take the placeholder's dtype.
+    auto declared = runner.feed_dtypes.find(tensor_name);
     auto value = step.implicit_feeds.find(name);
-    if (declared == runner.feed_dtypes.end() || value == step.implicit_feeds.end() ||
-        declared->second == tensor.dtype())
-      continue;
-    Status s = TensorFromJson(value->second, &tensor, declared->second);
-    if (!s.ok())
-      return errors::InvalidArgument("feed '", name, "': the placeholder is ", DataTypeString(declared->second), ": ",
-                                     s.message());
+    if (declared != runner.feed_dtypes.end() && value != step.implicit_feeds.end() &&
+        declared->second != tensor.dtype()) {
+      Status s = TensorFromJson(value->second, &tensor, declared->second);
+      if (!s.ok())
+        return errors::InvalidArgument("feed '", name, "': the placeholder is ", DataTypeString(declared->second),
+                                       ": ", s.message());
+    }
+    feeds.emplace_back(tensor_name, std::move(tensor));
   }
   const std::vector<std::string> fetches = Unique(step.fetches);
+  std::vector<std::string> resolved;
+  for (const auto& f : fetches) resolved.push_back(resolve(f));
   RunOptions options;
   options.timeout_in_ms = step.timeout_ms;
   if (runner.trace) options.trace_level = TraceLevel::kFullTrace;
   std::vector<Tensor> outputs;
   RunMetadata md;
-  const Status ran = runner.session->Run(options, feeds, fetches, step.targets, &outputs, &md);
+  const Status ran = runner.session->Run(options, feeds, resolved, step.targets, &outputs, &md);
   if (runner.trace) {
     for (auto& s : md.step_stats) runner.trace->step_stats.push_back(std::move(s));
   }

@@ -68,6 +68,10 @@ struct StepRunner {
   /// The dtype the graph declares for a tensor that may be fed (a
   /// placeholder's output), by "name:port" (FeedDtypes).
   std::map<std::string, DataType> feed_dtypes;
+  /// Other names of tensors, "key:0" -> "node:port" (a SavedModel signature's
+  /// input and output keys): a step's feeds and fetches may use them, and
+  /// its line reports the fetches by the names the step used.
+  std::map<std::string, std::string> aliases;
 };
 
 /// The dtypes of the graph's placeholders' outputs, by "name:0".
