@@ -59,6 +59,20 @@ bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes) {
   return static_cast<int64_t>(reduced.size()) == rank;
 }
 
+Output ReducedShape(const Scope& scope, const Output& input_shape, const Output& axes) {
+  // TensorFlow's math_ops.reduced_shape, from standard ops (so that graphs we
+  // write load in TensorFlow): the reduced axes, made non-negative, stitched
+  // to ones over range(rank) -> input_shape.
+  const Output rank = ops::Size(scope, input_shape);
+  const Output axes32 = axes.type() == DT_INT32 ? axes : ops::Cast(scope, axes, DT_INT32);
+  const Output positive = ops::FloorMod(scope, ops::Add(scope, axes32, rank), rank);
+  const Output ones = ops::Fill(scope, ops::Shape(scope, positive), ops::Const(scope, 1));
+  const Output shape32 = input_shape.type() == DT_INT32 ? input_shape : ops::Cast(scope, input_shape, DT_INT32);
+  const Output stitched =
+      ops::DynamicStitch(scope, {ops::Range(scope, 0, rank, 1), positive}, {shape32, ones});
+  return input_shape.type() == DT_INT32 ? stitched : ops::Cast(scope, stitched, input_shape.type());
+}
+
 Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes) {
   if (ReducesAllAxes(scope, x, axes)) {
     // Every axis reduced (a loss's mean, say): the gradient is a scalar, tiled
@@ -70,7 +84,7 @@ Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Ou
   }
   // x: [2, 3], axes: [1] -> kept: [2, 1], multiples: [1, 3]
   const Output x_shape = ops::Shape(scope, x);
-  const Output kept = ops::ReducedShape(scope, x_shape, axes);
+  const Output kept = ReducedShape(scope, x_shape, axes);
   // An empty dim of x is kept as 0 where it is not reduced: divide by at least 1.
   const Output multiples = ops::FloorDiv(scope, x_shape, ops::Maximum(scope, kept, 1));
   return ops::Tile(scope, ops::Reshape(scope, grad, kept), multiples);

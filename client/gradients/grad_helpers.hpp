@@ -28,12 +28,17 @@ Output SumAll(const Scope& scope, const Output& x);
 Status ReduceBroadcastGradients(const Scope& scope, const Operation& op, const Output& gx, const Output& gy,
                                 std::vector<Output>* grad_outputs);
 
-/// `grad` (the gradient of a reduction over `axes` of `x`, with or without
-/// keep_dims) broadcast back to x's shape: every element of x gets the
-/// gradient of the output element it was reduced into.
 /// True when `axes` is a constant naming every axis of `x`, whose rank is known.
 bool ReducesAllAxes(const Scope& scope, const Output& x, const Output& axes);
 
+/// The shape a reduction over `axes` with keep_dims gives an input of shape
+/// `input_shape`: those dims set to 1 (TensorFlow's math_ops.reduced_shape,
+/// built from TensorFlow's own ops).
+Output ReducedShape(const Scope& scope, const Output& input_shape, const Output& axes);
+
+/// `grad` (the gradient of a reduction over `axes` of `x`, with or without
+/// keep_dims) broadcast back to x's shape: every element of x gets the
+/// gradient of the output element it was reduced into.
 Output BroadcastReducedGradient(const Scope& scope, const Output& grad, const Output& x, const Output& axes);
 
 }  // namespace grad

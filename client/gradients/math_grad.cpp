@@ -322,7 +322,7 @@ AF_REGISTER_GRADIENT("Mean", MeanGrad);
 Status MinOrMaxGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
                     std::vector<Output>* grad_outputs) {
   const Output x = op.input(0), axes = op.input(1);
-  const Output kept = ops::ReducedShape(scope, ops::Shape(scope, x), axes);
+  const Output kept = grad::ReducedShape(scope, ops::Shape(scope, x), axes);
   const Output y = ops::Reshape(scope, op.output(0), kept);
   const Output dy = ops::Reshape(scope, Dy(grad_inputs), kept);
   const Output indicators = ops::Cast(scope, ops::Equal(scope, y, x), x.type());

@@ -118,7 +118,8 @@ AF_REGISTER_OP("ReducedShape")
     .SetShapeFn(ReducedShapeShape)
     .Doc("The shape a reduction over `axes` (a scalar or vector; negative axes count from the end) with keep_dims "
          "gives an input of shape input_shape: input_shape with those dims set to 1. TensorFlow computes this in "
-         "Python (math_ops.reduced_shape) with DynamicStitch.");
+         "Python (math_ops.reduced_shape) with DynamicStitch, and so do our gradients (client/gradients/grad_helpers): "
+         "kept so that graphs written before still load; not an op of TensorFlow's.");
 
 class ReducedShapeOp : public OpKernel {
  public:
