@@ -47,17 +47,9 @@ Status AssetFeeds(const std::string& dir, const proto::MetaGraphDef& meta,
   return Status::OK();
 }
 
-// Why the graph cannot load, in the words a TensorFlow user needs.
+// Why the graph cannot load, naming the model and the meta graph.
 Status ExplainRefusal(const std::string& dir, const proto::MetaGraphDef& meta, const Status& s) {
-  const bool functions = meta.graph_def().has_library() && meta.graph_def().library().function_size() > 0;
-  std::vector<std::string> calls;
-  for (const auto& u : UnregisteredOps(meta.graph_def()))
-    if (u.op == "StatefulPartitionedCall" || u.op == "PartitionedCall") calls.push_back(u.op);
-  std::string hint;
-  if (functions && !calls.empty())
-    hint = "; this SavedModel keeps its computation in functions (written by TensorFlow 2): export a TensorFlow 1 "
-           "style SavedModel (tf.compat.v1.saved_model) or a frozen GraphDef to run it here";
-  return Status(s.code(), "loading SavedModel '" + dir + "' (tags " + TagSetString(meta) + "): " + s.message() + hint);
+  return Status(s.code(), "loading SavedModel '" + dir + "' (tags " + TagSetString(meta) + "): " + s.message());
 }
 
 }  // namespace

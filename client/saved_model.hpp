@@ -19,10 +19,12 @@
 // saver's restore op with the checkpoint's prefix fed (when the model has
 // variables), then runs the main op (collection "saved_model_main_op", or the
 // older "legacy_init_op") with each asset's path fed. That is how TensorFlow 1
-// wrote SavedModels (tf.compat.v1.saved_model, Estimator.export_saved_model).
-// TensorFlow 2's keep their computation in the graph's function library,
-// called through (Stateful)PartitionedCall, which this runtime does not run:
-// such a model is refused with every op it lacks named and the reason.
+// wrote SavedModels (tf.compat.v1.saved_model, Estimator.export_saved_model),
+// and how TensorFlow 2's load too: their computation is in the graph's
+// function library, called through StatefulPartitionedCall (the serving
+// function, the restore function fed "saver_filename"), and those calls are
+// inlined when the graph is imported (graph/function_inlining.hpp). A model
+// using ops this build lacks is refused with every one of them named.
 #pragma once
 
 #include <set>

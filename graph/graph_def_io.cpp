@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/function_inlining.hpp"
 #include "ops/op_registry.hpp"
 
 namespace actorflow {
@@ -29,7 +30,7 @@ Status CheckOpsRegistered(const proto::GraphDef& def) {
     const UnregisteredOp& m = missing[i];
     list += (i ? ", '" : "'") + m.op + "' (node '" + m.first_node + "'" +
             (m.nodes > 1 ? " and " + std::to_string(m.nodes - 1) + " more" : std::string()) +
-            (m.in_function_library ? ", a call of the graph's function library, which is not supported" : "") + ")";
+            (m.in_function_library ? ", in a function of the graph's library" : "") + ")";
   }
   if (missing.size() > kMaxListed) list += " and " + std::to_string(missing.size() - kMaxListed) + " more op types";
   return errors::NotFound("the graph uses ", missing.size(), missing.size() == 1 ? " op type" : " op types",
@@ -127,12 +128,17 @@ std::vector<UnregisteredOp> UnregisteredOps(const proto::GraphDef& def) {
   std::unordered_map<std::string, size_t> index;
   std::unordered_set<std::string> functions;
   for (const auto& f : def.library().function()) functions.insert(f.signature().name());
-  for (const auto& nd : def.node()) {
-    if (OpRegistry::Global()->Find(nd.op()) != nullptr) continue;
+  // Calls of the library's functions are inlined on import: what counts is
+  // the ops their bodies use.
+  auto visit = [&](const proto::NodeDef& nd, const std::string& where, bool in_library) {
+    if (OpRegistry::Global()->Find(nd.op()) != nullptr || functions.count(nd.op())) return;
     auto [it, added] = index.emplace(nd.op(), out.size());
-    if (added) out.push_back({nd.op(), nd.name(), 0, functions.count(nd.op()) != 0});
+    if (added) out.push_back({nd.op(), where + nd.name(), 0, in_library});
     ++out[it->second].nodes;
-  }
+  };
+  for (const auto& nd : def.node()) visit(nd, "", false);
+  for (const auto& f : def.library().function())
+    for (const auto& nd : f.node_def()) visit(nd, f.signature().name() + "/", true);
   return out;
 }
 
@@ -161,6 +167,13 @@ Status ImportGraphDef(const proto::GraphDef& def, Graph* g) {
   // line of defence, so that loading a graph never throws.
   const proto::NodeDef* current = nullptr;
   try {
+    if (HasFunctionCalls(def)) {
+      // Every op the functions use is known before their bodies are inlined.
+      AF_RETURN_IF_ERROR(CheckOpsRegistered(def));
+      proto::GraphDef inlined = def;
+      AF_RETURN_IF_ERROR(InlineFunctionCalls(&inlined));
+      return ImportNodes(inlined, g, &current);
+    }
     return ImportNodes(def, g, &current);
   } catch (const std::bad_alloc&) {
     return errors::ResourceExhausted("out of memory importing the GraphDef", AtNode(current));

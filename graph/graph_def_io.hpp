@@ -41,9 +41,11 @@ constexpr int kLastLegacyPlaceholderProducer = 21;
 struct UnregisteredOp {
   std::string op, first_node;
   int64_t nodes = 0;
-  bool in_function_library = false;  // a call of a function the graph's library defines
+  bool in_function_library = false;  // used by a function of the graph's library (first_node: "function/node")
 };
-/// Every unregistered op type `def` uses, in the order the graph first uses them.
+/// Every unregistered op type `def` uses, in the order the graph first uses
+/// them, then those only its library's functions use (calls of those
+/// functions are inlined on import: graph/function_inlining.hpp).
 std::vector<UnregisteredOp> UnregisteredOps(const proto::GraphDef& def);
 
 /// The graph keeps the GraphDef's versions, and TensorFlow's rules for its

@@ -1,6 +1,7 @@
 // _Arg and _Retval: how a step's fed tensors enter a partition and its fetched
 // tensors leave it (see graph/subgraph.hpp). They read and write the step's
-// CallFrame; both are cheap and always run inline.
+// CallFrame; both are cheap and always run inline. And the definitions of
+// the function-call ops, which are inlined on import.
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -56,6 +57,59 @@ AF_REGISTER_KERNEL(KernelDefBuilder("_Arg").Device(DEVICE_CPU), ArgOp);
 AF_REGISTER_KERNEL(KernelDefBuilder("_Retval").Device(DEVICE_CPU), RetvalOp);
 AF_REGISTER_NO_GRADIENT("_Arg");
 AF_REGISTER_NO_GRADIENT("_Retval");
+
+// Calls of a graph's library functions, with TensorFlow's definitions. They
+// have no kernels: a graph is imported with every call replaced by the
+// function's body (graph/function_inlining.hpp), so none is left to run and
+// gradients flow through the inlined nodes.
+AF_REGISTER_OP("PartitionedCall")
+    .Input("args: Tin")
+    .Output("output: Tout")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("f: func")
+    .Attr("config: string = ''")
+    .Attr("config_proto: string = ''")
+    .Attr("executor_type: string = ''")
+    .Doc("Calls function f; inlined when the graph is imported.");
+AF_REGISTER_OP("StatefulPartitionedCall")
+    .Input("args: Tin")
+    .Output("output: Tout")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("f: func")
+    .Attr("config: string = ''")
+    .Attr("config_proto: string = ''")
+    .Attr("executor_type: string = ''")
+    .SetIsStateful()
+    .Doc("Calls function f, which may have side effects; inlined when the graph is imported.");
+AF_REGISTER_OP("If")
+    .Input("cond: Tcond")
+    .Input("input: Tin")
+    .Output("output: Tout")
+    .Attr("Tcond: type")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("then_branch: func")
+    .Attr("else_branch: func")
+    .Attr("output_shapes: list(shape) = []")
+    .SetIsStateful()
+    .Doc("then_branch(input) when cond, else else_branch(input); lowered to Switch and Merge when imported.");
+AF_REGISTER_OP("StatelessIf")
+    .Input("cond: Tcond")
+    .Input("input: Tin")
+    .Output("output: Tout")
+    .Attr("Tcond: type")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("then_branch: func")
+    .Attr("else_branch: func")
+    .Attr("output_shapes: list(shape) = []")
+    .Doc("If whose branches have no side effects; lowered to Switch and Merge when imported.");
+AF_REGISTER_NO_GRADIENT("PartitionedCall");
+AF_REGISTER_NO_GRADIENT("StatefulPartitionedCall");
+AF_REGISTER_NO_GRADIENT("If");
+AF_REGISTER_NO_GRADIENT("StatelessIf");
 
 }  // namespace
 }  // namespace actorflow

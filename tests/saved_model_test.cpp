@@ -3,8 +3,8 @@
 // with its saver's save/ and restore/ nodes, the variables as a V2
 // checkpoint under variables/, signatures, a main op fed its assets) loads
 // into a session and serves through its signature; binary and text files,
-// ref and resource variables; the errors a user meets name the directory,
-// the tags and the signatures there are.
+// ref and resource variables; TensorFlow 2's layout, functions and all; the
+// errors a user meets name the directory, the tags and the signatures there are.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "checkpoint/bundle_writer.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/io_ops.hpp"
 #include "client/ops/resource_variable_ops.hpp"
@@ -189,29 +190,93 @@ TEST_CASE("SavedModel errors name the directory, the tag sets and the signatures
   CHECK_THAT(s.message(), Contains("variables/variables"));
 }
 
-TEST_CASE("a TensorFlow 2 SavedModel (functions) is refused with the ops it lacks and why") {
+TEST_CASE("a TensorFlow 2 SavedModel loads: its serving and restore functions are inlined") {
+  // As tf.saved_model.save writes it: the variable's handle captured by the
+  // serving function's call, the variables restored by calling the restore
+  // function with "saver_filename" fed, keys in the object-graph style.
   test::TempDir dir("af_saved_model_test");
+  const std::string model_dir = dir / "2";
+  const char* graph = R"(
+node { name: "serving_default_x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: -1 } dim { size: 2 } } } } }
+node { name: "w" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: 2 } dim { size: 2 } } } }
+       attr { key: "shared_name" value { s: "saved_model_test_tf2_w" } } }
+node { name: "saver_filename" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } }
+node { name: "StatefulPartitionedCall" op: "StatefulPartitionedCall" input: "serving_default_x" input: "w"
+       attr { key: "Tin" value { list { type: DT_FLOAT type: DT_RESOURCE } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT } } }
+       attr { key: "f" value { func { name: "__inference_signature_wrapper_31" } } } }
+node { name: "StatefulPartitionedCall_2" op: "StatefulPartitionedCall" input: "saver_filename" input: "w"
+       attr { key: "Tin" value { list { type: DT_STRING type: DT_RESOURCE } } }
+       attr { key: "Tout" value { list { type: DT_STRING } } }
+       attr { key: "f" value { func { name: "__inference__traced_restore_55" } } } }
+library {
+  function {
+    signature { name: "__inference_signature_wrapper_31" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "matmul_readvariableop_resource" type: DT_RESOURCE }
+                output_arg { name: "identity" type: DT_FLOAT } is_stateful: true }
+    node_def { name: "MatMul/ReadVariableOp" op: "ReadVariableOp" input: "matmul_readvariableop_resource"
+               attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "MatMul" op: "MatMul" input: "x" input: "MatMul/ReadVariableOp:value:0"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "Identity" op: "Identity" input: "MatMul:product:0" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "identity" value: "Identity:output:0" }
+  }
+  function {
+    signature { name: "__inference__traced_restore_55" input_arg { name: "file_prefix" type: DT_STRING }
+                input_arg { name: "assignvariableop_resource" type: DT_RESOURCE }
+                output_arg { name: "identity_1" type: DT_STRING } is_stateful: true }
+    node_def { name: "RestoreV2/tensor_names" op: "Const" attr { key: "dtype" value { type: DT_STRING } }
+               attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1 } }
+                                                    string_val: "w/.ATTRIBUTES/VARIABLE_VALUE" } } } }
+    node_def { name: "RestoreV2/shape_and_slices" op: "Const" attr { key: "dtype" value { type: DT_STRING } }
+               attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1 } } string_val: "" } } } }
+    node_def { name: "RestoreV2" op: "RestoreV2" input: "file_prefix" input: "RestoreV2/tensor_names:output:0"
+               input: "RestoreV2/shape_and_slices:output:0" attr { key: "dtypes" value { list { type: DT_FLOAT } } } }
+    node_def { name: "Identity" op: "Identity" input: "RestoreV2:tensors:0" attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "AssignVariableOp" op: "AssignVariableOp" input: "assignvariableop_resource"
+               input: "Identity:output:0" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "NoOp" op: "NoOp" input: "^AssignVariableOp" }
+    node_def { name: "Identity_1" op: "Identity" input: "file_prefix" input: "^NoOp"
+               attr { key: "T" value { type: DT_STRING } } }
+    ret { key: "identity_1" value: "Identity_1:output:0" }
+    control_ret { key: "AssignVariableOp" value: "AssignVariableOp" }
+  }
+}
+)";
   proto::SavedModel model;
   auto* meta = model.add_meta_graphs();
   meta->mutable_meta_info_def()->add_tags("serve");
-  auto* g = meta->mutable_graph_def();
-  auto* x = g->add_node();
-  x->set_name("serving_default_x");
-  x->set_op("Placeholder");
-  (*x->mutable_attr())["dtype"].set_type(proto::DT_FLOAT);
-  auto* call = g->add_node();
-  call->set_name("StatefulPartitionedCall");
-  call->set_op("StatefulPartitionedCall");
-  call->add_input("serving_default_x");
-  g->mutable_library()->add_function()->mutable_signature()->set_name("__inference_signature_wrapper_42");
+  meta->mutable_meta_info_def()->set_tensorflow_version("2.15.0");
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(graph, meta->mutable_graph_def()));
+  meta->mutable_saver_def()->set_filename_tensor_name("saver_filename:0");
+  meta->mutable_saver_def()->set_save_tensor_name("StatefulPartitionedCall_1:0");
+  meta->mutable_saver_def()->set_restore_op_name("StatefulPartitionedCall_2");
+  meta->mutable_saver_def()->set_version(proto::SaverDef::V2);
+  proto::SignatureDef sig;
+  (*sig.mutable_inputs())["x"] = Info("serving_default_x:0", DT_FLOAT);
+  (*sig.mutable_outputs())["output_0"] = Info("StatefulPartitionedCall:0", DT_FLOAT);
+  sig.set_method_name("tensorflow/serving/predict");
+  (*meta->mutable_signature_def())["serving_default"] = sig;
+  fs::create_directories(model_dir + "/variables");
   std::string bytes;
   REQUIRE(model.SerializeToString(&bytes));
-  fs::create_directories(dir / "2");
-  test::WriteBytes(dir / "2/saved_model.pb", bytes);
+  test::WriteBytes(model_dir + "/saved_model.pb", bytes);
+  {
+    std::unique_ptr<BundleWriter> w;
+    REQUIRE(BundleWriter::Create(model_dir + "/variables/variables", &w).ok());
+    REQUIRE(w->Add("w/.ATTRIBUTES/VARIABLE_VALUE", test::MakeTensor<float>({2, 0, 0, 3}, TensorShape{2, 2})).ok());
+    REQUIRE(w->Finish().ok());
+  }
   Session session;
-  Status s = LoadSavedModel(dir / "2", {"serve"}, &session);
-  CHECK(errors::IsNotFound(s));
-  CHECK_THAT(s.message(), Contains("StatefulPartitionedCall") && Contains("TensorFlow 2") && Contains(dir / "2"));
+  proto::MetaGraphDef loaded;
+  Status s = LoadSavedModel(model_dir, {"serve"}, &session, &loaded);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  auto out = RunOk(session, {{"serving_default_x:0", test::MakeTensor<float>({1, 1}, TensorShape{1, 2})}},
+                   {"StatefulPartitionedCall:0"});
+  CHECK(Values<float>(out[0]) == std::vector<float>{2, 3});
 }
 
 TEST_CASE("actorflow run and inspect take a SavedModel, feeding and fetching by signature keys") {

@@ -59,7 +59,7 @@ void PrintGraph(const proto::GraphDef& def, const std::string& indent) {
   std::cout << indent << "ops this build lacks:" << (unknown.empty() ? " none\n" : "\n");
   for (const UnregisteredOp& u : unknown)
     std::cout << indent << "  " << u.op << "  (" << u.nodes << (u.nodes == 1 ? " node" : " nodes") << ", first '"
-              << u.first_node << "'" << (u.in_function_library ? ", a function of the graph's library" : "") << ")\n";
+              << u.first_node << "'" << (u.in_function_library ? ", in a function of the graph's library" : "") << ")\n";
 }
 
 std::string TensorInfoText(const proto::TensorInfo& t) {
@@ -96,8 +96,8 @@ int InspectSavedModel(const std::string& dir) {
     }
     PrintGraph(meta.graph_def(), "  ");
     if (meta.graph_def().library().function_size() > 0)
-      std::cout << "  its graph calls " << meta.graph_def().library().function_size()
-                << " functions of its library (a TensorFlow 2 SavedModel), which this runtime does not run\n";
+      std::cout << "  its graph's library has " << meta.graph_def().library().function_size()
+                << " functions (a TensorFlow 2 SavedModel): calls of them are inlined when it loads\n";
   }
   return kExitOk;
 }
