@@ -12,6 +12,7 @@ namespace {
 
 bool IsCallOp(const std::string& op) { return op == "PartitionedCall" || op == "StatefulPartitionedCall"; }
 bool IsIfOp(const std::string& op) { return op == "If" || op == "StatelessIf"; }
+bool IsWhileOp(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
 
 class Inliner {
  public:
@@ -20,7 +21,7 @@ class Inliner {
   }
 
   bool IsCall(const proto::NodeDef& n) const {
-    return IsCallOp(n.op()) || IsIfOp(n.op()) || functions_.count(n.op()) != 0;
+    return IsCallOp(n.op()) || IsIfOp(n.op()) || IsWhileOp(n.op()) || functions_.count(n.op()) != 0;
   }
 
   Status Run() {
@@ -37,7 +38,7 @@ class Inliner {
           *out.add_node() = n;
           continue;
         }
-        Status s = IsIfOp(n.op()) ? LowerIf(n, &out) : InlineCall(n, &out);
+        Status s = IsIfOp(n.op()) ? LowerIf(n, &out) : IsWhileOp(n.op()) ? LowerWhile(n, &out) : InlineCall(n, &out);
         if (!s.ok()) return s.WithContext("inlining node '" + n.name() + "' (op '" + n.op() + "')");
       }
       def_->mutable_node()->Swap(out.mutable_node());
@@ -338,6 +339,89 @@ class Inliner {
     return AddResultNode(node, sig, merged, effects, out);
   }
 
+  // While and StatelessWhile, lowered as TensorFlow lowers them: each loop
+  // variable Enters the frame "<node>", Merges with its NextIteration, the
+  // cond function (inlined on the Merges) gives LoopCond, each variable
+  // Switches on it: to an Exit (the results) or, through an Identity, into
+  // the body function, whose results go to NextIteration. The body's side
+  // effects gate every NextIteration, so each iteration's run before the next.
+  Status LowerWhile(const proto::NodeDef& node, proto::GraphDef* out) const {
+    auto attr = [&](const char* name) -> const proto::AttrValue* {
+      auto it = node.attr().find(name);
+      return it == node.attr().end() ? nullptr : &it->second;
+    };
+    const proto::AttrValue* cond_attr = attr("cond");
+    const proto::AttrValue* body_attr = attr("body");
+    const proto::AttrValue* types = attr("T");
+    if (!cond_attr || !body_attr || !cond_attr->has_func() || !body_attr->has_func() || !types)
+      return errors::InvalidArgument("it lacks cond, body or T");
+    const proto::FunctionDef *cond_f = nullptr, *body_f = nullptr;
+    AF_RETURN_IF_ERROR(FindFunction(cond_attr->func().name(), &cond_f));
+    AF_RETURN_IF_ERROR(FindFunction(body_attr->func().name(), &body_f));
+    std::vector<std::string> data, control;
+    SplitInputs(node, &data, &control);
+    const int n = static_cast<int>(data.size());
+    if (n == 0) return errors::Unimplemented("a While with no loop variables");
+    if (types->list().type_size() != n)
+      return errors::InvalidArgument("T lists ", types->list().type_size(), " types for ", n, " loop variables");
+    int64_t parallel = 10;
+    if (const proto::AttrValue* p = attr("parallel_iterations")) parallel = p->i();
+    const std::string& p = node.name();
+    const std::string& dev = node.device();
+    const std::string gate = InputControl(node, control, out);
+    std::vector<std::string> merges, bodies, exits;
+    for (int i = 0; i < n; ++i) {
+      const proto::DataType t = types->list().type(i);
+      const std::string idx = std::to_string(i);
+      std::vector<std::string> enter_in = {data[i]};
+      if (!gate.empty()) enter_in.push_back("^" + gate);
+      proto::NodeDef* enter = AddNode(out, p + "/enter_" + idx, "Enter", dev, enter_in);
+      (*enter->mutable_attr())["T"].set_type(t);
+      (*enter->mutable_attr())["frame_name"].set_s(p);
+      (*enter->mutable_attr())["is_constant"].set_b(false);
+      (*enter->mutable_attr())["parallel_iterations"].set_i(parallel);
+      proto::NodeDef* merge = AddNode(out, p + "/merge_" + idx, "Merge", dev, {enter->name(), p + "/next_" + idx});
+      (*merge->mutable_attr())["T"].set_type(t);
+      (*merge->mutable_attr())["N"].set_i(2);
+      merges.push_back(merge->name() + ":0");
+    }
+    // The cond function, in the frame: its nodes wait for the first Merge.
+    std::vector<std::string> cond_results, cond_effects;
+    AF_RETURN_IF_ERROR(InlineBody(*cond_f, p + "/cond/", merges, p + "/merge_0", out, &cond_results, &cond_effects));
+    if (cond_results.size() != 1) return errors::InvalidArgument("its cond returns ", cond_results.size(), " values");
+    AddNode(out, p + "/loop_cond", "LoopCond", dev, {cond_results[0]});
+    for (int i = 0; i < n; ++i) {
+      const proto::DataType t = types->list().type(i);
+      const std::string idx = std::to_string(i);
+      proto::NodeDef* sw = AddNode(out, p + "/switch_" + idx, "Switch", dev, {merges[i], p + "/loop_cond"});
+      (*sw->mutable_attr())["T"].set_type(t);
+      proto::NodeDef* ex = AddNode(out, p + "/exit_" + idx, "Exit", dev, {sw->name() + ":0"});
+      (*ex->mutable_attr())["T"].set_type(t);
+      proto::NodeDef* id = AddNode(out, p + "/body_input_" + idx, "Identity", dev, {sw->name() + ":1"});
+      (*id->mutable_attr())["T"].set_type(t);
+      bodies.push_back(id->name());
+      exits.push_back(ex->name());
+    }
+    std::vector<std::string> body_results, body_effects;
+    AF_RETURN_IF_ERROR(InlineBody(*body_f, p + "/body/", bodies, bodies[0], out, &body_results, &body_effects));
+    if (static_cast<int>(body_results.size()) != n)
+      return errors::InvalidArgument("its body returns ", body_results.size(), " values for ", n, " loop variables");
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> next_in = {body_results[i]};
+      std::set<std::string> seen;
+      for (const auto& e : body_effects)
+        if (seen.insert(e).second) next_in.push_back("^" + e);
+      proto::NodeDef* next = AddNode(out, p + "/next_" + std::to_string(i), "NextIteration", dev, next_in);
+      (*next->mutable_attr())["T"].set_type(types->list().type(i));
+    }
+    proto::OpDef sig;
+    sig.set_name(body_f->signature().name());
+    for (int i = 0; i < n; ++i) sig.add_output_arg()->set_type(types->list().type(i));
+    std::vector<std::string> results;
+    for (const auto& e : exits) results.push_back(e + ":0");
+    return AddResultNode(node, sig, results, {}, out);
+  }
+
   proto::GraphDef* def_;
   std::unordered_map<std::string, const proto::FunctionDef*> functions_;
 };
@@ -348,7 +432,7 @@ bool HasFunctionCalls(const proto::GraphDef& def) {
   std::set<std::string> functions;
   for (const auto& f : def.library().function()) functions.insert(f.signature().name());
   for (const auto& n : def.node())
-    if (IsCallOp(n.op()) || IsIfOp(n.op()) || functions.count(n.op())) return true;
+    if (IsCallOp(n.op()) || IsIfOp(n.op()) || IsWhileOp(n.op()) || functions.count(n.op())) return true;
   return false;
 }
 

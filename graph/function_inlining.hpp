@@ -16,11 +16,14 @@
 //   them: each input through a Switch on the condition, both branches
 //   inlined ("<call>/then/...", "<call>/else/...") behind pivots so that only
 //   the taken one runs, each result a Merge of the two.
+//   While, StatelessWhile (cond, body), lowered to a frame named after the
+//   node: Enter, Merge, the cond inlined, LoopCond, Switch, Exit, the body
+//   inlined, NextIteration; iterations run concurrently as any loop's do.
 //
 // Calls inside bodies are inlined in turn (at most kMaxInlineDepth deep).
-// Refused (Unimplemented, naming the node and function): While loops kept as
-// functions (StatelessWhile, While), functions with list arguments or attrs
-// left as placeholders, and If on a non-bool condition.
+// Refused (Unimplemented, naming the node and function): functions with list
+// arguments or attrs left as placeholders, If on a non-bool condition, and a
+// While without loop variables.
 #pragma once
 
 #include "core/proto/graph.pb.h"
@@ -30,7 +33,7 @@ namespace actorflow {
 
 constexpr int kMaxInlineDepth = 32;
 
-/// True when `def` calls a function of its library (or uses If).
+/// True when `def` calls a function of its library (or uses If or While).
 bool HasFunctionCalls(const proto::GraphDef& def);
 
 /// Replaces every call in `def` by the function's body (see above). Every op

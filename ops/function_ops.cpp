@@ -106,6 +106,28 @@ AF_REGISTER_OP("StatelessIf")
     .Attr("else_branch: func")
     .Attr("output_shapes: list(shape) = []")
     .Doc("If whose branches have no side effects; lowered to Switch and Merge when imported.");
+AF_REGISTER_OP("While")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: list(type) >= 0")
+    .Attr("cond: func")
+    .Attr("body: func")
+    .Attr("output_shapes: list(shape) = []")
+    .Attr("parallel_iterations: int = 10")
+    .SetIsStateful()
+    .Doc("input = body(input) while cond(input); lowered to a frame (Enter, Merge, Switch, Exit, NextIteration) "
+         "when imported.");
+AF_REGISTER_OP("StatelessWhile")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: list(type) >= 0")
+    .Attr("cond: func")
+    .Attr("body: func")
+    .Attr("output_shapes: list(shape) = []")
+    .Attr("parallel_iterations: int = 10")
+    .Doc("While whose cond and body have no side effects; lowered to a frame when imported.");
+AF_REGISTER_NO_GRADIENT("While");
+AF_REGISTER_NO_GRADIENT("StatelessWhile");
 AF_REGISTER_NO_GRADIENT("PartitionedCall");
 AF_REGISTER_NO_GRADIENT("StatefulPartitionedCall");
 AF_REGISTER_NO_GRADIENT("If");

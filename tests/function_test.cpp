@@ -210,3 +210,73 @@ library { function { signature { name: "loop" } node_def { name: "again" op: "lo
   CHECK(errors::IsUnimplemented(s));
   CHECK_THAT(s.message(), Contains("nested deeper"));
 }
+
+TEST_CASE("While and StatelessWhile run as frames: loop variables, a resource counter, the result") {
+  // i = 0, acc = 1; while i < n: acc *= 2; i += 1; count += 1 (a resource variable) -> acc = 2^n.
+  const std::string text = R"(
+node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "count" op: "VarHandleOp" attr { key: "dtype" value { type: DT_INT32 } }
+       attr { key: "shape" value { shape { } } } attr { key: "shared_name" value { s: "function_test_while_count" } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+       attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }
+node { name: "one_f" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "init" op: "AssignVariableOp" input: "count" input: "zero" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "loop" op: "While" input: "zero" input: "one_f" input: "n" input: "count"
+       attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_INT32 type: DT_RESOURCE } } }
+       attr { key: "cond" value { func { name: "loop_cond" } } }
+       attr { key: "body" value { func { name: "loop_body" } } }
+       attr { key: "parallel_iterations" value { i: 10 } } }
+node { name: "acc" op: "Identity" input: "loop:1" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "read" op: "ReadVariableOp" input: "count" input: "^loop" attr { key: "dtype" value { type: DT_INT32 } } }
+library {
+  function {
+    signature { name: "loop_cond" input_arg { name: "i" type: DT_INT32 } input_arg { name: "acc" type: DT_FLOAT }
+                input_arg { name: "n" type: DT_INT32 } input_arg { name: "c" type: DT_RESOURCE }
+                output_arg { name: "keep_going" type: DT_BOOL } }
+    node_def { name: "Less" op: "Less" input: "i" input: "n" attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "keep_going" value: "Less:z:0" }
+  }
+  function {
+    signature { name: "loop_body" input_arg { name: "i" type: DT_INT32 } input_arg { name: "acc" type: DT_FLOAT }
+                input_arg { name: "n" type: DT_INT32 } input_arg { name: "c" type: DT_RESOURCE }
+                output_arg { name: "i_next" type: DT_INT32 } output_arg { name: "acc_next" type: DT_FLOAT }
+                output_arg { name: "n_same" type: DT_INT32 } output_arg { name: "c_same" type: DT_RESOURCE }
+                is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+               attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 1 } } } }
+    node_def { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2 } } } }
+    node_def { name: "add" op: "AddV2" input: "i" input: "one:output:0" attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "mul" op: "Mul" input: "acc" input: "two:output:0" attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "bump" op: "AssignAddVariableOp" input: "c" input: "one:output:0"
+               attr { key: "dtype" value { type: DT_INT32 } } }
+    ret { key: "i_next" value: "add:z:0" }
+    ret { key: "acc_next" value: "mul:z:0" }
+    ret { key: "n_same" value: "n" }
+    ret { key: "c_same" value: "c" }
+  }
+}
+)";
+  for (const char* op : {"While", "StatelessWhile"}) {
+    INFO(op);
+    proto::GraphDef def = Parse(text);
+    for (auto& n : *def.mutable_node())
+      if (n.name() == "loop") n.set_op(op);
+    Session session;
+    Status s = session.Create(def);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    std::vector<Tensor> out;
+    for (int n : {0, 1, 5}) {
+      INFO("n = " << n);
+      REQUIRE(RunGraph(def, {}, {}, {"init"}, &out, &session).ok());
+      s = RunGraph(def, {{"n", Tensor::Scalar<int32_t>(n)}}, {"acc", "loop:0", "read"}, {}, &out, &session);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+      CHECK(out[0].scalar<float>() == static_cast<float>(1 << n));
+      CHECK(out[1].scalar<int32_t>() == n);
+      CHECK(out[2].scalar<int32_t>() == n);  // the body's side effect ran once per iteration, before the read
+    }
+  }
+}
