@@ -4,6 +4,7 @@
 //
 //   actorflow launch --cluster cluster.json --max-restarts 3 --
 //       build/examples/train_distributed --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR]
+//       [--logdir DIR]
 //
 // Each worker is a task of the cluster TF_CONFIG describes (`actorflow launch`
 // sets it; ps tasks are `actorflow server`s): it serves its own task in this
@@ -25,6 +26,9 @@
 // restarted re-creates the session and goes on from the last checkpoint.
 // Progress lines give this worker's and the whole cluster's examples/s; the
 // chief prints the test accuracy at the end and tells the ps tasks to stop.
+// With --logdir, each worker writes TensorBoard events to DIR/worker_<i>: the
+// graph, its loss at each global step, and (the chief) the test accuracy
+// after each epoch and at the end.
 #include <unistd.h>
 
 #include <chrono>
@@ -40,6 +44,7 @@
 #include "client/train/all_reduce.hpp"
 #include "client/train/queue_runner.hpp"
 #include "client/train/replica_device_setter.hpp"
+#include "client/train/summary_writer.hpp"
 #include "client/train/supervisor.hpp"
 #include "client/train/sync_replicas_optimizer.hpp"
 #include "core/cluster_spec.hpp"
@@ -62,12 +67,13 @@ struct Options {
   int64_t steps = 0;    // 0: --epochs; else this many global steps
   bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
+  std::string logdir;        // empty: no TensorBoard events
 };
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report] [--bucket-bytes N]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--logdir DIR]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
                argv0);
@@ -173,6 +179,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps" && has) o.steps = std::atoll(argv[++i]);
     else if (a == "--report") o.report = true;
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
+    else if (a == "--logdir" && has) o.logdir = argv[++i];
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
@@ -235,6 +242,18 @@ int main(int argc, char** argv) {
   }
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
+  std::unique_ptr<FileWriter> events;
+  if (!o.logdir.empty()) {
+    if (!(s = FileWriter::Create(o.logdir + "/worker_" + std::to_string(task), {}, &events)).ok()) return Fail(me, s);
+    if (!(s = events->AddGraph(g.def)).ok()) return Fail(me, s);
+    std::printf("%s: TensorBoard events in %s\n", me.c_str(), events->filename().c_str());
+  }
+  // The chief's test accuracy, written to the events.
+  auto evaluate = [&](std::vector<Tensor>* result) -> Status {
+    AF_RETURN_IF_ERROR(
+        sup.session()->Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, result));
+    return events ? events->AddScalar("test_accuracy", (*result)[0].scalar<float>(), sup.global_step()) : Status::OK();
+  };
 
   const int64_t per_step = g.sync || allreduce ? workers : 1;
   const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
@@ -280,6 +299,10 @@ int main(int argc, char** argv) {
                   static_cast<long long>(sup.global_step()), static_cast<long long>(wall));
     }
     ++mine;
+    if (events && !(s = events->AddScalar("loss", out[0].scalar<float>(), sup.global_step())).ok()) return Fail(me, s);
+    if (events && task == 0 && sup.global_step() % steps_per_epoch == 0 && sup.global_step() < total &&
+        !(s = evaluate(&out)).ok())
+      return Fail(me, s);
     if (mine == 10) {
       warm = std::chrono::steady_clock::now();
       warm_step = sup.global_step();
@@ -309,8 +332,7 @@ int main(int argc, char** argv) {
   if (task == 0) {
     // Tokens for a worker still waiting for one (sync), then the test set.
     if (g.sync && !(s = sup.session()->Run({}, {}, {g.init_tokens}, &out)).ok()) return Fail(me, s);
-    if (!(s = sup.session()->Run({{"images", test.images}, {"labels", test.labels}}, {g.accuracy}, {}, &out)).ok())
-      return Fail(me, s);
+    if (!(s = evaluate(&out)).ok()) return Fail(me, s);
     std::printf("trained %lld steps: test accuracy %.2f%%\n", static_cast<long long>(sup.global_step()),
                 100.0 * out[0].scalar<float>());
   }
@@ -321,6 +343,7 @@ int main(int argc, char** argv) {
     Status all_done = sup.session()->Run(wait, {}, {}, {g.wait_done}, &out);
     if (!all_done.ok()) std::printf("not every worker said it was done (%s)\n", all_done.ToString().c_str());
   }
+  if (events && !(s = events->Close()).ok()) return Fail(me, s);
   if (!(s = sup.Finish()).ok()) return Fail(me, s);
   // The end of training: the chief tells the ps tasks to stop (they exit 0).
   if (task == 0 && !allreduce && !(s = server->ShutdownTasks("ps", "training is over")).ok()) return Fail(me, s);
