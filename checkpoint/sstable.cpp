@@ -46,7 +46,8 @@ struct Handle {
 class Parser {
  public:
   Parser(const std::string& file, const char* data, size_t size, size_t max_entries)
-      : file_(file), data_(data), size_(size), max_entries_(max_entries) {}
+      : file_(file), data_(data), size_(size), max_entries_(max_entries),
+        budget_(kExpansionFactor * static_cast<uint64_t>(size) + kExpansionSlack) {}
 
   Status Run(Entries* entries) {
     if (size_ < kFooterSize)
@@ -76,6 +77,14 @@ class Parser {
         if (!first && !(previous_data_key < k))
           return Corrupt(h.offset, "key '", k, "' is out of order or repeated (after '", previous_data_key, "')");
         if (entries->size() >= max_entries_) return Corrupt(h.offset, "more than ", max_entries_, " entries");
+        // Prefix compression lets a small table name long keys (each one
+        // byte longer than the last): what the entries take is bounded by
+        // the table's size before they are made.
+        const uint64_t cost = k.size() + value.size() + kEntryOverhead;
+        if (cost > budget_)
+          return Corrupt(h.offset, "its entries expand to more than ", kExpansionFactor,
+                         " times the table's size (forged prefix compression?)");
+        budget_ -= cost;
         first = false;
         previous_data_key = k;
         entries->emplace_back(k, value);
@@ -153,10 +162,18 @@ class Parser {
     return Status::OK();
   }
 
+  // Entries may take kExpansionFactor times the table's bytes, plus
+  // kExpansionSlack, each charged its key, its value and kEntryOverhead.
+  // (TensorFlow's own indexes expand a few times: long names share prefixes.)
+  static constexpr uint64_t kExpansionFactor = 32;
+  static constexpr uint64_t kExpansionSlack = uint64_t{1} << 20;
+  static constexpr uint64_t kEntryOverhead = 64;
+
   const std::string& file_;
   const char* data_;
   size_t size_;
   size_t max_entries_;
+  uint64_t budget_;
 };
 
 }  // namespace

@@ -22,7 +22,9 @@
 // (LevelDB 1.23 allocates a forged block's claimed size, and a size near 2^64
 // wraps around its bounds check), while a checkpoint is input that may be
 // damaged or hostile. This parser checks every place, length and key against
-// the bytes it has and every block's CRC before using it: a damaged table is
+// the bytes it has and every block's CRC before using it, and bounds what the
+// entries take by the table's size (prefix compression could otherwise let a
+// small forged table name keys of quadratic total length): a damaged table is
 // DataLoss naming the file and the offset, never a crash or a wrong entry.
 // Snappy blocks (written by TensorFlow 1.0 and 1.1) are read through libsnappy.
 #pragma once

@@ -33,6 +33,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What LevelDB's TableBuilder writes to: a string.
+struct StringFile : leveldb::WritableFile {
+  std::string bytes;
+  leveldb::Status Append(const leveldb::Slice& d) override {
+    bytes.append(d.data(), d.size());
+    return leveldb::Status::OK();
+  }
+  leveldb::Status Close() override { return leveldb::Status::OK(); }
+  leveldb::Status Flush() override { return leveldb::Status::OK(); }
+  leveldb::Status Sync() override { return leveldb::Status::OK(); }
+};
+
 std::string Unhex(std::string hex) {
   hex.erase(std::remove(hex.begin(), hex.end(), ' '), hex.end());
   std::string out;
@@ -151,16 +163,7 @@ TEST_CASE("tf checkpoint: LevelDB's reader reads our index, ours reads LevelDB's
   // Tables LevelDB writes with small blocks (many data blocks, restarts), plain and Snappy.
   for (auto compression : {leveldb::kNoCompression, leveldb::kSnappyCompression}) {
     INFO("compression " << compression);
-    struct StringFile : leveldb::WritableFile {
-      std::string bytes;
-      leveldb::Status Append(const leveldb::Slice& d) override {
-        bytes.append(d.data(), d.size());
-        return leveldb::Status::OK();
-      }
-      leveldb::Status Close() override { return leveldb::Status::OK(); }
-      leveldb::Status Flush() override { return leveldb::Status::OK(); }
-      leveldb::Status Sync() override { return leveldb::Status::OK(); }
-    } out;
+    StringFile out;
     leveldb::Options o;
     o.block_size = 1024;
     o.compression = compression;
@@ -372,4 +375,27 @@ TEST_CASE("tf checkpoint: MergeV2Checkpoints joins the savers' parts into one ch
   REQUIRE(ReadAll(dir / "one", &back).ok());
   CHECK(TensorEquals(back["a"], Floats({1.f})));
   CHECK(errors::IsInvalidArgument(MergeCheckpoints({dir / "nope"}, dir / "none", true, true)));
+}
+
+TEST_CASE("tf checkpoint: a small table whose keys expand without bound is refused") {
+  // Keys "a", "aa", "aaa", ... with one restart point (LevelDB writes it so
+  // when told to): each entry stores one new byte while the keys grow, 20,000
+  // of them to 200 MB from a table of ~100 KB.
+  StringFile out;
+  leveldb::Options o;
+  o.block_size = 1 << 30;
+  o.block_restart_interval = 1 << 30;
+  o.compression = leveldb::kNoCompression;
+  leveldb::TableBuilder b(o, &out);
+  std::string key;
+  for (int i = 0; i < 20000; ++i) {
+    key.push_back('a');
+    b.Add(key, "");
+  }
+  REQUIRE(b.Finish().ok());
+  CHECK(out.bytes.size() < 200000);
+  sstable::Entries got;
+  Status s = sstable::Parse("forged.index", out.bytes.data(), out.bytes.size(), &got);
+  CHECK(errors::IsDataLoss(s));
+  CHECK_THAT(s.message(), Contains("forged.index") && Contains("expand"));
 }

@@ -23,6 +23,7 @@
 #include "checkpoint/bundle_reader.hpp"
 #include "core/io/crc32c.hpp"
 #include "core/tensor.hpp"
+#include "tests/fuzz/fuzz_bundle.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace actorflow;
@@ -74,27 +75,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::WriteScratchFile("model.afckpt", file.data(), file.size());
   std::unique_ptr<BundleReader> reader;
   if (!BundleReader::Open(prefix, &reader).ok()) return 0;
-
-  std::vector<std::string> names;
-  std::vector<Tensor> dsts;
-  for (const std::string& name : reader->TensorNames()) {
-    fuzz::FuzzCheck(reader->Contains(name), "TensorNames lists a tensor Contains denies");
-    DataType dtype;
-    TensorShape shape;
-    if (!reader->LookupDtypeAndShape(name, &dtype, &shape).ok()) continue;
-    Tensor t;
-    if (reader->Lookup(name, &t).ok()) {
-      fuzz::FuzzCheck(t.dtype() == dtype && t.shape() == shape, "Lookup's tensor differs from the index");
-      names.push_back(name);
-      dsts.emplace_back(dtype, shape);  // sized as a tensor just read: no larger than the file allows
-    }
-  }
-  Tensor missing;
-  const std::string absent = "\xff no such tensor";
-  fuzz::FuzzCheck(reader->Contains(absent) || !reader->Lookup(absent, &missing).ok(),
-                  "Lookup found a tensor never stored");
-  std::vector<Tensor*> ptrs;
-  for (Tensor& t : dsts) ptrs.push_back(&t);
-  fuzz::FuzzCheck(reader->LookupManyInto(names, ptrs).ok(), "LookupManyInto failed where Lookup succeeded");
+  fuzz::ReadEveryTensor(*reader);
   return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "checkpoint/bundle_format.hpp"
 #include "checkpoint/bundle_writer.hpp"
+#include "checkpoint/sstable.hpp"
 #include "core/io/record_writer.hpp"
 #include "core/proto/graph.pb.h"
 #include "core/tensor.hpp"
@@ -140,6 +141,44 @@ void CheckpointSeeds(const fs::path& out, const fs::path& scratch) {
   bundle("mixed", {{"dense/kernel", f}, {"global_step", l}, {"mask", b}, {"names", s}, {"scale", scalar}});
 }
 
+// fuzz_tf_checkpoint: a TensorFlow checkpoint's index and data, raw and as records.
+void TfCheckpointSeeds(const fs::path& out, const fs::path& scratch) {
+  const std::string prefix = (scratch.parent_path() / "seed_tf_bundle").string();
+  std::unique_ptr<BundleWriter> w;
+  Check(BundleWriter::Create(prefix, &w));
+  Tensor f(DT_FLOAT, TensorShape{2, 3});
+  for (int i = 0; i < 6; ++i) f.data<float>()[i] = 0.5f * i;
+  Tensor s(DT_STRING, TensorShape{2});
+  s.data<std::string>()[0] = "checkpoint";
+  Tensor scalar(DT_INT64, TensorShape{});
+  scalar.data<int64_t>()[0] = 42;
+  Check(w->Add("dense/kernel/.ATTRIBUTES/VARIABLE_VALUE", f));
+  Check(w->Add("vocab", s));
+  Check(w->Add("global_step", scalar));
+  Check(w->Finish());
+  const std::string index = ReadFile(prefix + ".index");
+  const std::string data = ReadFile(prefix + ".data-00000-of-00001");
+  auto u32 = [](size_t v) {
+    std::string b(4, '\0');
+    for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    return b;
+  };
+  WriteFile(out / "tf_bundle", std::string(1, '\x00') + u32(index.size()) + index + data);
+  sstable::Entries entries;
+  Check(sstable::Parse("seed", index.data(), index.size(), &entries));
+  std::string records;
+  for (const auto& [k, v] : entries) {
+    records.push_back(static_cast<char>(k.size()));
+    records += k;
+    records.push_back(static_cast<char>(v.size() & 0xff));
+    records.push_back(static_cast<char>(v.size() >> 8));
+    records += v;
+  }
+  WriteFile(out / "tf_bundle_records", std::string(1, '\x01') + u32(records.size()) + records + data);
+  std::filesystem::remove(prefix + ".index");
+  std::filesystem::remove(prefix + ".data-00000-of-00001");
+}
+
 void JsonSeeds(const fs::path& out) {
   const std::vector<std::pair<std::string, std::string>> seeds = {
       {"scalar", "3.5"},
@@ -168,7 +207,7 @@ int main(int argc, char** argv) {
     const fs::path scratch_dir = fs::temp_directory_path() / ("af_fuzz_seeds_" + std::to_string(::getpid()));
     fs::create_directories(scratch_dir);
     const fs::path scratch = scratch_dir / "file";
-    for (const char* t : {"fuzz_graphdef", "fuzz_records", "fuzz_checkpoint", "fuzz_json_tensor"}) {
+    for (const char* t : {"fuzz_graphdef", "fuzz_records", "fuzz_checkpoint", "fuzz_json_tensor", "fuzz_tf_checkpoint"}) {
       fs::remove_all(corpus / t);
       fs::create_directories(corpus / t);
     }
@@ -176,6 +215,7 @@ int main(int argc, char** argv) {
     RecordSeeds(corpus / "fuzz_records", scratch);
     CheckpointSeeds(corpus / "fuzz_checkpoint", scratch);
     JsonSeeds(corpus / "fuzz_json_tensor");
+    TfCheckpointSeeds(corpus / "fuzz_tf_checkpoint", scratch);
     fs::remove_all(scratch_dir);
   } catch (const std::exception& e) {
     std::cerr << "fuzz_make_seeds: " << e.what() << "\n";
