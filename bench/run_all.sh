@@ -13,7 +13,7 @@ if [ "${1:-}" = "--against" ]; then against=${2:?--against needs a revision}; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
   bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
-  train_distributed >/dev/null
+  train_distributed bench_conv >/dev/null
 
 # One process per (threads, size): actorflow and Eigen interleaved call by
 # call; OpenBLAS alone, since its threads spin long after each call.
@@ -35,6 +35,12 @@ ACTORFLOW_NUM_THREADS=2 ./build/bench/bench_checkpoint build
 # the same file, both from the page cache.
 ./build/bench/bench_records build
 ACTORFLOW_NUM_THREADS=1 /usr/bin/python3 bench/peer_torch.py
+# Conv2D, its backprops and MaxPool in a small CNN's shapes, beside PyTorch's
+# (its conv2d and max_pool2d, NCHW), at 1 and 2 threads.
+for t in 1 2; do
+  ACTORFLOW_NUM_THREADS=$t ./build/bench/bench_conv
+  ACTORFLOW_NUM_THREADS=$t /usr/bin/python3 bench/peer_torch_conv.py
+done
 # Records/s through a RandomShuffleQueue (2 producers, enqueue-many 256 and 4096,
 # dequeue-many 64) beside a mutex+condvar queue, then PyTorch's DataLoader.
 ./build/bench/bench_queue
