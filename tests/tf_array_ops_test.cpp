@@ -130,6 +130,21 @@ TEST_CASE("TopKV2 takes the k largest per row, ties to the lower index; InTopKV2
   CHECK(Run1<double>(root, ops::L2Loss(root, ops::Const(root, {1.0, -2.0, 3.0}))) == std::vector<double>{7});
 }
 
+TEST_CASE("StaticRegexFullMatch and RegexFullMatch match whole strings; a bad pattern is InvalidArgument") {
+  Scope root = Scope::NewRootScope();
+  auto paths = ops::Const(root, {std::string("s3://bucket/ckpt"), std::string("/tmp/ckpt"), std::string("xs3://a")});
+  proto::AttrValue pattern;
+  pattern.set_s("^s3://.*");
+  auto fixed = root.AddOp("StaticRegexFullMatch", {{paths}}, {{"pattern", pattern}}).output(0);
+  CHECK(Run1<bool>(root, fixed) == std::vector<bool>{true, false, false});
+  auto given = root.AddOp("RegexFullMatch", {{paths}, {ops::Const(root, std::string("/tmp/[a-z]+"))}}).output(0);
+  CHECK(Run1<bool>(root, given) == std::vector<bool>{false, true, false});
+  auto bad = root.AddOp("RegexFullMatch", {{paths}, {ops::Const(root, std::string("([a-z"))}}).output(0);
+  const Status s = RunStatus(root, {bad}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("([a-z"));
+}
+
 TEST_CASE("StringJoin joins element by element, scalars broadcast; AsString formats as printf does") {
   Scope root = Scope::NewRootScope();
   auto names = ops::Const(root, {std::string("a"), std::string("b")});
