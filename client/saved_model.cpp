@@ -10,6 +10,7 @@
 namespace actorflow {
 namespace {
 
+constexpr char kInitOpSignature[] = "__saved_model_init_op";
 constexpr char kMainOpCollection[] = "saved_model_main_op";
 constexpr char kLegacyInitOpCollection[] = "legacy_init_op";
 constexpr char kAssetsCollection[] = "saved_model_assets";
@@ -129,8 +130,16 @@ Status LoadSavedModel(const std::string& dir, const std::set<std::string>& tags,
     s = session->Run(options, {{saver.filename_tensor_name(), prefix}}, {}, {saver.restore_op_name()}, &unused);
     if (!s.ok()) return s.WithContext("restoring the variables of SavedModel '" + dir + "' from '" + variables + "'");
   }
-  // The main op (tables, local variables), with the assets' paths fed.
-  std::string main_op = SingleOp(*meta, kMainOpCollection);
+  // The init op (tables, local variables), with the assets' paths fed: as
+  // TensorFlow's loader looks for it, the output of the "__saved_model_init_op"
+  // signature (TF2), else the main op collection, else the legacy init op.
+  std::string main_op;
+  auto init = meta->signature_def().find(kInitOpSignature);
+  if (init != meta->signature_def().end()) {
+    auto out = init->second.outputs().find(kInitOpSignature);
+    if (out != init->second.outputs().end()) main_op = out->second.name().substr(0, out->second.name().find(':'));
+  }
+  if (main_op.empty()) main_op = SingleOp(*meta, kMainOpCollection);
   if (main_op.empty()) main_op = SingleOp(*meta, kLegacyInitOpCollection);
   if (!main_op.empty()) {
     std::vector<std::pair<std::string, Tensor>> feeds;

@@ -17,8 +17,9 @@
 // LoadSavedModel picks the meta graph whose tags include every requested one,
 // creates the session's graph from it, restores the variables by running the
 // saver's restore op with the checkpoint's prefix fed (when the model has
-// variables), then runs the main op (collection "saved_model_main_op", or the
-// older "legacy_init_op") with each asset's path fed. That is how TensorFlow 1
+// variables), then runs the init op (TF2's "__saved_model_init_op"
+// signature, else the collection "saved_model_main_op", else the older
+// "legacy_init_op") with each asset's path fed. That is how TensorFlow 1
 // wrote SavedModels (tf.compat.v1.saved_model, Estimator.export_saved_model),
 // and how TensorFlow 2's load too: their computation is in the graph's
 // function library, called through StatefulPartitionedCall (the serving

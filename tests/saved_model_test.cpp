@@ -203,6 +203,13 @@ node { name: "w" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } 
        attr { key: "shape" value { shape { dim { size: 2 } dim { size: 2 } } } }
        attr { key: "shared_name" value { s: "saved_model_test_tf2_w" } } }
 node { name: "saver_filename" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } }
+node { name: "table_size" op: "VarHandleOp" attr { key: "dtype" value { type: DT_INT32 } }
+       attr { key: "shape" value { shape { } } } attr { key: "shared_name" value { s: "saved_model_test_tf2_table" } } }
+node { name: "seven" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+       attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 7 } } } }
+node { name: "init_table" op: "AssignVariableOp" input: "table_size" input: "seven" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "NoOp" op: "NoOp" input: "^init_table" }
+node { name: "read_table_size" op: "ReadVariableOp" input: "table_size" attr { key: "dtype" value { type: DT_INT32 } } }
 node { name: "StatefulPartitionedCall" op: "StatefulPartitionedCall" input: "serving_default_x" input: "w"
        attr { key: "Tin" value { list { type: DT_FLOAT type: DT_RESOURCE } } }
        attr { key: "Tout" value { list { type: DT_FLOAT } } }
@@ -259,6 +266,10 @@ library {
   (*sig.mutable_outputs())["output_0"] = Info("StatefulPartitionedCall:0", DT_FLOAT);
   sig.set_method_name("tensorflow/serving/predict");
   (*meta->mutable_signature_def())["serving_default"] = sig;
+  // TF2's init op, run by the loader after the restore (tables would be filled here).
+  proto::SignatureDef init;
+  (*init.mutable_outputs())["__saved_model_init_op"].set_name("NoOp");
+  (*meta->mutable_signature_def())["__saved_model_init_op"] = init;
   fs::create_directories(model_dir + "/variables");
   std::string bytes;
   REQUIRE(model.SerializeToString(&bytes));
@@ -277,6 +288,7 @@ library {
   auto out = RunOk(session, {{"serving_default_x:0", test::MakeTensor<float>({1, 1}, TensorShape{1, 2})}},
                    {"StatefulPartitionedCall:0"});
   CHECK(Values<float>(out[0]) == std::vector<float>{2, 3});
+  CHECK(RunOk(session, {}, {"read_table_size"})[0].scalar<int32_t>() == 7);  // the init op ran
 }
 
 TEST_CASE("actorflow run and inspect take a SavedModel, feeding and fetching by signature keys") {
