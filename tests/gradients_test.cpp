@@ -381,6 +381,16 @@ std::vector<GradCase> ArrayCases() {
   shrink_and_new_axis.new_axis_mask = 2;
   shrink_and_new_axis.shrink_axis_mask = 4;
   return {
+      {"SpaceToBatchND, padded",
+       one([](const Scope& s, const Output& x) {
+         return ops::SpaceToBatchND(s, x, ops::Const(s, {2, 2}), ops::Const(s, {{0, 0}, {1, 1}}));
+       }),
+       {U({2, 4, 4, 3}, -1, 1)}},
+      {"BatchToSpaceND, cropped",
+       one([](const Scope& s, const Output& x) {
+         return ops::BatchToSpaceND(s, x, ops::Const(s, {2, 2}), ops::Const(s, {{1, 0}, {0, 1}}));
+       }),
+       {U({8, 3, 3, 1}, -1, 1)}},
       {"StridedSlice x[1:, ::-2]", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}},
       {"StridedSlice x[..., newaxis, 1]", strided({0, 0, 1}, {0, 0, 2}, {1, 1, 1}, shrink_and_new_axis), {x34}},
       {"StridedSlice with static shapes", strided({1, 0}, {0, 0}, {1, -2}, reversed_columns), {x34}, Static()},

@@ -184,3 +184,27 @@ TEST_CASE("ShardedFilename and ShardedFilespec name a sharded checkpoint's files
                                             {ops::Const(root, 4)}});
   CHECK(RunStatus(root, {bad.output(0)}, {}).code() == Code::kInvalidArgument);
 }
+
+TEST_CASE("SpaceToBatchND and BatchToSpaceND move blocks between space and batch as TensorFlow's examples show") {
+  Scope root = Scope::NewRootScope();
+  // TensorFlow's documented example: [1, 4, 4, 1] with block [2, 2] -> [4, 2, 2, 1].
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  auto x = ops::Const(root, test::MakeTensor<float>(v, TensorShape{1, 4, 4, 1}));
+  auto b = ops::SpaceToBatchND(root, x, ops::Const(root, {2, 2}), ops::Const(root, {{0, 0}, {0, 0}}));
+  CHECK(test::ShapeOf(root, b) == std::vector<int64_t>{4, 2, 2, 1});
+  CHECK(Run1<float>(root, b) == std::vector<float>{1, 3, 9, 11, 2, 4, 10, 12, 5, 7, 13, 15, 6, 8, 14, 16});
+  auto back = ops::BatchToSpaceND(root, b, ops::Const(root, {2, 2}), ops::Const(root, {{0, 0}, {0, 0}}));
+  CHECK(Run1<float>(root, back) == v);
+  // Padding, then cropping the same amounts, gives the input back.
+  auto x23 = ops::Const(root, test::MakeTensor<float>({1, 2, 3, 4, 5, 6}, TensorShape{1, 2, 3, 1}));
+  auto padded = ops::SpaceToBatchND(root, x23, ops::Const(root, {2, 2}), ops::Const(root, {{1, 1}, {0, 1}}));
+  CHECK(test::ShapeOf(root, padded) == std::vector<int64_t>{4, 2, 2, 1});
+  auto cropped = ops::BatchToSpaceND(root, padded, ops::Const(root, {2, 2}), ops::Const(root, {{1, 1}, {0, 1}}));
+  CHECK(Run1<float>(root, cropped) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  // A padded size that the block does not divide.
+  const Status s =
+      RunStatus(root, {ops::SpaceToBatchND(root, x23, ops::Const(root, {2, 2}), ops::Const(root, {{0, 0}, {0, 0}}))}, {});
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("not a multiple of block_shape[1]"));
+}

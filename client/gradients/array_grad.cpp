@@ -14,6 +14,25 @@ Status IdentityGrad(const Scope& scope, const Operation& op, const std::vector<O
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Identity", IdentityGrad);
+
+// SpaceToBatchND and BatchToSpaceND: each is the other's gradient, with the
+// same block shape and the paddings as crops (or the crops as paddings).
+Status SpaceToBatchNDGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
+                          std::vector<Output>* grad_outputs) {
+  grad_outputs->push_back(ops::BatchToSpaceND(scope, grad_inputs[0], op.input(1), op.input(2)));
+  grad_outputs->push_back(Output());
+  grad_outputs->push_back(Output());
+  return scope.status();
+}
+AF_REGISTER_GRADIENT("SpaceToBatchND", SpaceToBatchNDGrad);
+Status BatchToSpaceNDGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
+                          std::vector<Output>* grad_outputs) {
+  grad_outputs->push_back(ops::SpaceToBatchND(scope, grad_inputs[0], op.input(1), op.input(2)));
+  grad_outputs->push_back(Output());
+  grad_outputs->push_back(Output());
+  return scope.status();
+}
+AF_REGISTER_GRADIENT("BatchToSpaceND", BatchToSpaceNDGrad);
 AF_REGISTER_GRADIENT("PlaceholderWithDefault", IdentityGrad);
 // A resource variable's read: the gradient of the value is the handle's (TensorFlow's _ReadGrad).
 AF_REGISTER_GRADIENT("ReadVariableOp", IdentityGrad);

@@ -238,6 +238,12 @@ BroadcastGradientArgsOutputs BroadcastGradientArgs(const Scope& s, Input s0, Inp
   if (!op.node()) return {};
   return {op.output(0), op.output(1)};
 }
+Output SpaceToBatchND(const Scope& s, Input input, Input block_shape, Input paddings) {
+  return First(s.AddOp("SpaceToBatchND", {{s.AsOutput(input)}, {s.AsOutput(block_shape)}, {s.AsOutput(paddings)}}));
+}
+Output BatchToSpaceND(const Scope& s, Input input, Input block_shape, Input crops) {
+  return First(s.AddOp("BatchToSpaceND", {{s.AsOutput(input)}, {s.AsOutput(block_shape)}, {s.AsOutput(crops)}}));
+}
 Output ReducedShape(const Scope& s, Input input_shape, Input axes) { return Binary(s, "ReducedShape", input_shape, axes); }
 Output InvertPermutation(const Scope& s, Input x) { return Unary(s, "InvertPermutation", x); }
 std::vector<Output> ConcatOffset(const Scope& s, Input concat_dim, const std::vector<Input>& shapes) {

@@ -205,6 +205,11 @@ Output ScalarSummary(const Scope& s, Input tags, Input values);
 Output HistogramSummary(const Scope& s, Input tag, Input values);
 Output MergeSummary(const Scope& s, const std::vector<Input>& inputs);
 
+/// Zero-pads the spatial dims of `input` by `paddings` ([M, 2]) and moves block_shape tiles into the batch.
+Output SpaceToBatchND(const Scope& s, Input input, Input block_shape, Input paddings);
+/// The inverse of SpaceToBatchND, cropping by `crops` ([M, 2]).
+Output BatchToSpaceND(const Scope& s, Input input, Input block_shape, Input crops);
+
 // Convolution and pooling, NHWC: strides and ksize as [1, h, w, 1], padding "SAME" or "VALID".
 Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides,
               const std::string& padding);
