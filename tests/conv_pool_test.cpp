@@ -44,7 +44,7 @@ std::vector<double> ReferenceConv(const Tensor& in, const Tensor& f, int64_t str
 
 }  // namespace
 
-TEST_CASE("Conv2D computes TensorFlow's cross-correlation with SAME and VALID padding") {
+TEST_CASE("Conv2D computes TensorFlow's cross-correlation with SAME VALID and EXPLICIT padding") {
   Scope root = Scope::NewRootScope();
   auto img = ops::Const(root, MakeTensor<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1}));
   auto ones = ops::Const(root, MakeTensor<float>({1, 1, 1, 1}, {2, 2, 1, 1}));
@@ -67,6 +67,20 @@ TEST_CASE("Conv2D computes TensorFlow's cross-correlation with SAME and VALID pa
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-12));
     }
+  }
+  // EXPLICIT padding is a zero Pad, then VALID; its shape is inferred too.
+  {
+    const Tensor in = test::Uniform({2, 5, 4, 3}, -1, 1, 13), f = test::Uniform({3, 2, 3, 2}, -1, 1, 14);
+    auto y = ops::Conv2D(root, in, f, {1, 2, 1, 1}, "EXPLICIT", {0, 0, 1, 2, 0, 3, 0, 0});
+    auto padded = ops::Pad(root, ops::Const(root, in), ops::Const(root, {{0, 0}, {1, 2}, {0, 3}, {0, 0}}));
+    auto want = ops::Conv2D(root, padded, f, {1, 2, 1, 1}, "VALID");
+    CHECK(root.InferredShape(y).dim_sizes() == std::vector<int64_t>{2, 3, 6, 2});
+    CHECK(Run1<double>(root, y) == Run1<double>(root, want));
+    Scope other = Scope::NewRootScope();
+    const Status bad = RunStatus(other, {ops::Conv2D(other.WithOpName("bad_explicit"), in, f, {1, 1, 1, 1}, "EXPLICIT",
+                                                     {1, 0, 0, 0, 0, 0, 0, 0})}, {});
+    CHECK(bad.code() == Code::kInvalidArgument);
+    CHECK_THAT(bad.message(), Catch::Contains("bad_explicit") && Catch::Contains("explicit_paddings"));
   }
   Status s = RunStatus(root, {ops::Conv2D(root.WithOpName("bad_depth"), img, ops::Const(root, MakeTensor<float>({1, 1}, {1, 1, 2, 1})),
                                           {1, 1, 1, 1}, "VALID")}, {});

@@ -295,6 +295,9 @@ std::vector<GradCase> NnCases() {
       {"Conv2D VALID stride 2", [](const Scope& s, const Xs& x) {
          return Outs{ops::Conv2D(s, x[0], x[1], {1, 2, 2, 1}, "VALID")};
        }, {U({1, 5, 5, 2}, -1, 1, 1), U({2, 2, 2, 2}, -1, 1, 2)}},
+      {"Conv2D EXPLICIT padding stride 2", [](const Scope& s, const Xs& x) {
+         return Outs{ops::Conv2D(s, x[0], x[1], {1, 2, 2, 1}, "EXPLICIT", {0, 0, 2, 0, 1, 1, 0, 0})};
+       }, {U({1, 5, 5, 2}, -1, 1, 1), U({2, 2, 2, 2}, -1, 1, 2)}},
       {"Conv2DBackpropInput", [](const Scope& s, const Xs& x) {
          return Outs{ops::Conv2DBackpropInput(s, test::MakeTensor<int32_t>({1, 4, 4, 2}, {4}), x[0], x[1], {1, 2, 2, 1}, "SAME")};
        }, {U({3, 3, 2, 2}, -1, 1, 1), U({1, 2, 2, 2}, -1, 1, 2)}},

@@ -10,7 +10,7 @@ namespace actorflow {
 namespace {
 
 struct WindowAttrs {
-  std::vector<int64_t> ksize, strides;
+  std::vector<int64_t> ksize, strides, explicit_paddings;
   std::string padding;
 };
 WindowAttrs AttrsOf(const Operation& op) {
@@ -18,6 +18,7 @@ WindowAttrs AttrsOf(const Operation& op) {
   (void)GetNodeAttr(op.node()->def(), "ksize", &a.ksize);
   (void)GetNodeAttr(op.node()->def(), "strides", &a.strides);
   (void)GetNodeAttr(op.node()->def(), "padding", &a.padding);
+  (void)GetNodeAttr(op.node()->def(), "explicit_paddings", &a.explicit_paddings);
   return a;
 }
 
@@ -25,8 +26,10 @@ Status Conv2DGrad(const Scope& scope, const Operation& op, const std::vector<Out
                   std::vector<Output>* grad_outputs) {
   const WindowAttrs a = AttrsOf(op);
   const Output x = op.input(0), f = op.input(1), dy = grad_inputs[0];
-  grad_outputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), f, dy, a.strides, a.padding));
-  grad_outputs->push_back(ops::Conv2DBackpropFilter(scope, x, ops::Shape(scope, f), dy, a.strides, a.padding));
+  grad_outputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), f, dy, a.strides, a.padding,
+                                                   a.explicit_paddings));
+  grad_outputs->push_back(ops::Conv2DBackpropFilter(scope, x, ops::Shape(scope, f), dy, a.strides, a.padding,
+                                                   a.explicit_paddings));
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Conv2D", Conv2DGrad);
@@ -37,8 +40,10 @@ Status Conv2DBackpropInputGrad(const Scope& scope, const Operation& op, const st
   const WindowAttrs a = AttrsOf(op);
   const Output f = op.input(1), dy = op.input(2), dz = grad_inputs[0];
   grad_outputs->push_back(Output());
-  grad_outputs->push_back(ops::Conv2DBackpropFilter(scope, dz, ops::Shape(scope, f), dy, a.strides, a.padding));
-  grad_outputs->push_back(ops::Conv2D(scope, dz, f, a.strides, a.padding));
+  grad_outputs->push_back(ops::Conv2DBackpropFilter(scope, dz, ops::Shape(scope, f), dy, a.strides, a.padding,
+                                                   a.explicit_paddings));
+  grad_outputs->push_back(ops::Conv2D(scope, dz, f, a.strides, a.padding,
+                                                   a.explicit_paddings));
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
@@ -48,9 +53,11 @@ Status Conv2DBackpropFilterGrad(const Scope& scope, const Operation& op, const s
   // z = corr(x, dy): dx = conv^T(dz, dy), ddy = conv(x, dz)
   const WindowAttrs a = AttrsOf(op);
   const Output x = op.input(0), dy = op.input(2), dz = grad_inputs[0];
-  grad_outputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), dz, dy, a.strides, a.padding));
+  grad_outputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), dz, dy, a.strides, a.padding,
+                                                   a.explicit_paddings));
   grad_outputs->push_back(Output());
-  grad_outputs->push_back(ops::Conv2D(scope, x, dz, a.strides, a.padding));
+  grad_outputs->push_back(ops::Conv2D(scope, x, dz, a.strides, a.padding,
+                                                   a.explicit_paddings));
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Conv2DBackpropFilter", Conv2DBackpropFilterGrad);

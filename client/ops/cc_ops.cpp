@@ -295,26 +295,32 @@ Output MergeSummary(const Scope& s, const std::vector<Input>& inputs) {
 }
 
 namespace {
-AttrMap ConvAttrs(const std::vector<int64_t>& strides, const std::string& padding) {
-  return {{"strides", AttrIntList(strides)}, {"padding", AttrString(padding)}};
+AttrMap ConvAttrs(const std::vector<int64_t>& strides, const std::string& padding,
+                  const std::vector<int64_t>& explicit_paddings) {
+  AttrMap a = {{"strides", AttrIntList(strides)}, {"padding", AttrString(padding)}};
+  if (!explicit_paddings.empty()) a["explicit_paddings"] = AttrIntList(explicit_paddings);
+  return a;
 }
 AttrMap PoolAttrs(const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides, const std::string& padding) {
   return {{"ksize", AttrIntList(ksize)}, {"strides", AttrIntList(strides)}, {"padding", AttrString(padding)}};
 }
 }  // namespace
 Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides,
-              const std::string& padding) {
-  return First(s.AddOp("Conv2D", {{s.AsOutput(input)}, {s.AsOutput(filter)}}, ConvAttrs(strides, padding)));
+              const std::string& padding, const std::vector<int64_t>& explicit_paddings) {
+  return First(s.AddOp("Conv2D", {{s.AsOutput(input)}, {s.AsOutput(filter)}},
+                       ConvAttrs(strides, padding, explicit_paddings)));
 }
 Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
-                           const std::vector<int64_t>& strides, const std::string& padding) {
+                           const std::vector<int64_t>& strides, const std::string& padding,
+                           const std::vector<int64_t>& explicit_paddings) {
   return First(s.AddOp("Conv2DBackpropInput", {{s.AsOutput(input_sizes)}, {s.AsOutput(filter)}, {s.AsOutput(out_backprop)}},
-                       ConvAttrs(strides, padding)));
+                       ConvAttrs(strides, padding, explicit_paddings)));
 }
 Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
-                            const std::vector<int64_t>& strides, const std::string& padding) {
+                            const std::vector<int64_t>& strides, const std::string& padding,
+                            const std::vector<int64_t>& explicit_paddings) {
   return First(s.AddOp("Conv2DBackpropFilter", {{s.AsOutput(input)}, {s.AsOutput(filter_sizes)}, {s.AsOutput(out_backprop)}},
-                       ConvAttrs(strides, padding)));
+                       ConvAttrs(strides, padding, explicit_paddings)));
 }
 Output MaxPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                const std::string& padding) {

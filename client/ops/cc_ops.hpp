@@ -210,13 +210,16 @@ Output SpaceToBatchND(const Scope& s, Input input, Input block_shape, Input padd
 /// The inverse of SpaceToBatchND, cropping by `crops` ([M, 2]).
 Output BatchToSpaceND(const Scope& s, Input input, Input block_shape, Input crops);
 
-// Convolution and pooling, NHWC: strides and ksize as [1, h, w, 1], padding "SAME" or "VALID".
+// Convolution and pooling, NHWC: strides and ksize as [1, h, w, 1], padding "SAME" or "VALID"
+// (convolutions: or "EXPLICIT", with explicit_paddings [0, 0, top, bottom, left, right, 0, 0]).
 Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64_t>& strides,
-              const std::string& padding);
+              const std::string& padding, const std::vector<int64_t>& explicit_paddings = {});
 Output Conv2DBackpropInput(const Scope& s, Input input_sizes, Input filter, Input out_backprop,
-                           const std::vector<int64_t>& strides, const std::string& padding);
+                           const std::vector<int64_t>& strides, const std::string& padding,
+                           const std::vector<int64_t>& explicit_paddings = {});
 Output Conv2DBackpropFilter(const Scope& s, Input input, Input filter_sizes, Input out_backprop,
-                            const std::vector<int64_t>& strides, const std::string& padding);
+                            const std::vector<int64_t>& strides, const std::string& padding,
+                            const std::vector<int64_t>& explicit_paddings = {});
 Output MaxPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                const std::string& padding);
 Output AvgPool(const Scope& s, Input x, const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,

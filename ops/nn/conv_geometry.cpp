@@ -23,7 +23,17 @@ Status ResolveWindow(const std::string& padding, const char* what, Window1D* w) 
     w->pad_before = total / 2;
     return Status::OK();
   }
-  return errors::InvalidArgument(what, ": padding '", padding, "' is not supported (SAME or VALID)");
+  if (padding == "EXPLICIT") {
+    if (w->pad_before < 0 || w->pad_after < 0)
+      return errors::InvalidArgument(what, ": explicit paddings must be >= 0, got ", w->pad_before, " and ",
+                                     w->pad_after);
+    const int64_t padded = w->in + w->pad_before + w->pad_after;
+    if (padded < w->k)
+      return errors::InvalidArgument(what, ": the window (", w->k, ") is larger than the padded input (", padded, ")");
+    w->out = (padded - w->k) / w->stride + 1;
+    return Status::OK();
+  }
+  return errors::InvalidArgument(what, ": padding '", padding, "' is not supported (SAME, VALID or EXPLICIT)");
 }
 
 Status ReadWindow2DAttrs(const proto::NodeDef& node, bool pooling, Window2DAttrs* a) {
@@ -39,6 +49,18 @@ Status ReadWindow2DAttrs(const proto::NodeDef& node, bool pooling, Window2DAttrs
     return errors::InvalidArgument("node '", node.name(), "': strides must be [1, h, w, 1] in NHWC");
   a->sh = strides[1];
   a->sw = strides[2];
+  if (a->padding == "EXPLICIT") {
+    std::vector<int64_t> p;
+    (void)GetNodeAttr(node, "explicit_paddings", &p);
+    if (pooling || p.size() != 8 || p[0] != 0 || p[1] != 0 || p[6] != 0 || p[7] != 0)
+      return errors::InvalidArgument("node '", node.name(), "' (op '", node.op(),
+                                     "'): EXPLICIT padding takes explicit_paddings [0, 0, top, bottom, left, right, 0, 0]",
+                                     pooling ? " (and pooling here takes SAME or VALID)" : "");
+    a->top = p[2];
+    a->bottom = p[3];
+    a->left = p[4];
+    a->right = p[5];
+  }
   if (pooling) {
     AF_RETURN_IF_ERROR(GetNodeAttr(node, "ksize", &ksize));
     if (ksize.size() != 4 || ksize[0] != 1 || ksize[3] != 1)

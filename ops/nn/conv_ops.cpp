@@ -49,8 +49,8 @@ Status Geometry(const Window2DAttrs& a, const std::vector<int64_t>& input, const
   g->n = input[0];
   g->c = input[3];
   g->o = filter[3];
-  g->h = {input[1], filter[0], a.sh, 0, 0};
-  g->w = {input[2], filter[1], a.sw, 0, 0};
+  g->h = {input[1], filter[0], a.sh, 0, a.top, a.bottom};
+  g->w = {input[2], filter[1], a.sw, 0, a.left, a.right};
   AF_RETURN_IF_ERROR(ResolveWindow(a.padding, "Conv2D rows", &g->h));
   return ResolveWindow(a.padding, "Conv2D columns", &g->w);
 }
@@ -200,13 +200,14 @@ Status Conv2DShape(InferenceContext* c) {
   Window2DAttrs a;
   Status s = ReadWindow2DAttrs(c->node(), false, &a);
   if (!s.ok()) return c->Error(s.message());
-  auto out = [&](int64_t size, int64_t k, int64_t stride) -> int64_t {
+  auto out = [&](int64_t size, int64_t k, int64_t stride, int64_t before, int64_t after) -> int64_t {
     if (size < 0 || k < 0) return -1;
-    Window1D w{size, k, stride, 0, 0};
+    Window1D w{size, k, stride, 0, before, after};
     return ResolveWindow(a.padding, "Conv2D", &w).ok() ? w.out : -1;
   };
-  c->set_output(0, PartialTensorShape(std::vector<int64_t>{in.dim_size(0), out(in.dim_size(1), f.dim_size(0), a.sh),
-                                                           out(in.dim_size(2), f.dim_size(1), a.sw), f.dim_size(3)}));
+  c->set_output(0, PartialTensorShape(std::vector<int64_t>{
+                       in.dim_size(0), out(in.dim_size(1), f.dim_size(0), a.sh, a.top, a.bottom),
+                       out(in.dim_size(2), f.dim_size(1), a.sw, a.left, a.right), f.dim_size(3)}));
   return Status::OK();
 }
 
