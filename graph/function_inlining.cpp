@@ -40,6 +40,10 @@ class Inliner {
         }
         Status s = IsIfOp(n.op()) ? LowerIf(n, &out) : IsWhileOp(n.op()) ? LowerWhile(n, &out) : InlineCall(n, &out);
         if (!s.ok()) return s.WithContext("inlining node '" + n.name() + "' (op '" + n.op() + "')");
+        // A function calling another twice, nested, doubles the graph at each level.
+        if (out.node_size() > kMaxInlinedNodes)
+          return errors::InvalidArgument("inlining node '", n.name(), "' (op '", n.op(), "') makes the graph more than ",
+                                         kMaxInlinedNodes, " nodes");
       }
       def_->mutable_node()->Swap(out.mutable_node());
     }

@@ -20,7 +20,9 @@
 //   node: Enter, Merge, the cond inlined, LoopCond, Switch, Exit, the body
 //   inlined, NextIteration; iterations run concurrently as any loop's do.
 //
-// Calls inside bodies are inlined in turn (at most kMaxInlineDepth deep).
+// Calls inside bodies are inlined in turn (at most kMaxInlineDepth deep, and
+// to at most kMaxInlinedNodes nodes in all: nested calls can grow a graph
+// exponentially).
 // Refused (Unimplemented, naming the node and function): functions with list
 // arguments or attrs left as placeholders, If on a non-bool condition, and a
 // While without loop variables.
@@ -32,6 +34,8 @@
 namespace actorflow {
 
 constexpr int kMaxInlineDepth = 32;
+/// The most nodes a graph may have once its calls are inlined (InvalidArgument beyond).
+constexpr int kMaxInlinedNodes = 1 << 20;
 
 /// True when `def` calls a function of its library (or uses If or While).
 bool HasFunctionCalls(const proto::GraphDef& def);

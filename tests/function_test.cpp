@@ -280,3 +280,17 @@ library {
     }
   }
 }
+
+TEST_CASE("nested calls that would grow the graph exponentially are refused, not run out of memory") {
+  // f0 calls f1 twice, f1 calls f2 twice, ... f30: 2^30 copies of f30's body.
+  std::string text = "node { name: \"c\" op: \"f0\" }\nlibrary {\n";
+  for (int i = 0; i < 30; ++i)
+    text += "function { signature { name: \"f" + std::to_string(i) + "\" } node_def { name: \"a\" op: \"f" +
+            std::to_string(i + 1) + "\" } node_def { name: \"b\" op: \"f" + std::to_string(i + 1) + "\" } }\n";
+  text += "function { signature { name: \"f30\" } node_def { name: \"n\" op: \"NoOp\" } }\n}\n";
+  proto::GraphDef def = Parse(text);
+  Graph g;
+  Status s = ImportGraphDef(def, &g);
+  CHECK(errors::IsInvalidArgument(s));
+  CHECK_THAT(s.message(), Contains("more than"));
+}
