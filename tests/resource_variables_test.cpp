@@ -9,7 +9,6 @@
 #include "client/gradients/gradients.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/io_ops.hpp"
-#include "client/ops/resource_variable_ops.hpp"
 #include "client/ops/state_ops.hpp"
 #include "client/session.hpp"
 #include "test_util.hpp"

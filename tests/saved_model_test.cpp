@@ -15,7 +15,6 @@
 #include "checkpoint/bundle_writer.hpp"
 #include "client/ops/cc_ops.hpp"
 #include "client/ops/io_ops.hpp"
-#include "client/ops/resource_variable_ops.hpp"
 #include "client/ops/state_ops.hpp"
 #include "client/saved_model.hpp"
 #include "client/session.hpp"

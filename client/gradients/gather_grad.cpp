@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "client/gradients/grad_helpers.hpp"
-#include "client/ops/resource_variable_ops.hpp"
+#include "client/ops/state_ops.hpp"
 #include "client/gradients/gradients.hpp"
 #include "core/tensor.hpp"
 
