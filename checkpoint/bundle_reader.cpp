@@ -236,12 +236,16 @@ Status BundleReader::Lookup(const std::string& name, Tensor* out, Allocator* all
   // A string tensor's elements (32 bytes each, up to one per 8 bytes of the
   // file) are made only once its bytes match their CRC.
   const bool strings = e->dtype == DT_STRING;
-  if (strings && format_ == BundleFormat::kTensorFlow) AF_RETURN_IF_ERROR(ReadTfStrings(*e, nullptr));
+  std::string blob;  // TensorFlow's format: a string tensor's bytes, read and checked once
+  if (strings && format_ == BundleFormat::kTensorFlow) AF_RETURN_IF_ERROR(ReadTfStrings(*e, &blob));
   if (strings && format_ == BundleFormat::kActorflow) AF_RETURN_IF_ERROR(CheckCrcInPieces(*e));
   Tensor t;
   AF_RETURN_IF_ERROR(Tensor::Create(allocator, e->dtype, e->shape, &t)
                          .WithContext("reading tensor '" + name + "' of checkpoint '" + filename() + "'"));
-  AF_RETURN_IF_ERROR(Read(*e, &t, strings));
+  if (strings && format_ == BundleFormat::kTensorFlow)
+    tf_bundle::FillStrings(blob.data(), blob.size(), t.NumElements(), t.data<std::string>());
+  else
+    AF_RETURN_IF_ERROR(Read(*e, &t, strings));
   *out = std::move(t);
   return Status::OK();
 }
@@ -382,7 +386,12 @@ Status BundleReader::ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool 
   // Bounded by the file's size, which Open checked the entry against; and
   // the bytes are checked first, in pieces, so that a forged or sparse file
   // makes nothing of its length allocated.
-  if (format_ == BundleFormat::kTensorFlow) return ReadTfStrings(e, dst);
+  if (format_ == BundleFormat::kTensorFlow) {
+    std::string blob;
+    AF_RETURN_IF_ERROR(ReadTfStrings(e, &blob));
+    tf_bundle::FillStrings(blob.data(), blob.size(), dst->NumElements(), dst->data<std::string>());
+    return Status::OK();
+  }
   if (!crc_checked) AF_RETURN_IF_ERROR(CheckCrcInPieces(e));
   std::string blob;
   AF_RETURN_IF_ERROR(ReadBlob(e, &blob));
@@ -410,13 +419,11 @@ Status BundleReader::ReadBlob(const bundle::IndexEntry& e, std::string* blob) co
   return Status::OK();
 }
 
-Status BundleReader::ReadTfStrings(const bundle::IndexEntry& e, Tensor* dst) const {
+Status BundleReader::ReadTfStrings(const bundle::IndexEntry& e, std::string* blob) const {
   // The bytes are checked whole before any string is made.
-  std::string blob;
-  AF_RETURN_IF_ERROR(ReadBlob(e, &blob));
+  AF_RETURN_IF_ERROR(ReadBlob(e, blob));
   std::string why;
-  if (!tf_bundle::DecodeStrings(blob.data(), blob.size(), e.shape.num_elements(), e.masked_crc,
-                                dst == nullptr ? nullptr : dst->data<std::string>(), &why))
+  if (!tf_bundle::CheckStrings(blob->data(), blob->size(), e.shape.num_elements(), e.masked_crc, &why))
     return Corrupt(e, why);
   return Status::OK();
 }

@@ -94,8 +94,8 @@ class BundleReader {
   // Checks the CRC of numeric tensor `e`, read to `p`, and its bools.
   Status CheckNumeric(const bundle::IndexEntry& e, uint32_t crc, const char* p) const;
   Status ReadStrings(const bundle::IndexEntry& e, Tensor* dst, bool crc_checked) const;
-  // A string tensor's bytes in TensorFlow's format, checked; `dst`, when given, gets its strings.
-  Status ReadTfStrings(const bundle::IndexEntry& e, Tensor* dst) const;
+  // A string tensor's bytes in TensorFlow's format, read whole and checked (tf_bundle::CheckStrings).
+  Status ReadTfStrings(const bundle::IndexEntry& e, std::string* blob) const;
   Status ReadBlob(const bundle::IndexEntry& e, std::string* blob) const;
   // Checks tensor `e`'s bytes against its CRC, reading them in pieces.
   Status CheckCrcInPieces(const bundle::IndexEntry& e) const;

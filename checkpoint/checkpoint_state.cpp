@@ -296,11 +296,12 @@ Status DeleteCheckpoint(const std::string& prefix) {
   // The data files, whatever their number: the index may be damaged.
   const std::string dir = file_io::Dirname(prefix);
   const std::string base = prefix.substr(prefix.find_last_of('/') == std::string::npos ? 0 : prefix.find_last_of('/') + 1);
+  static const std::regex kDataSuffix(R"(\.data-\d{5}-of-\d{5})");
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() > base.size() && name.compare(0, base.size(), base) == 0 &&
-        std::regex_match(name.substr(base.size()), std::regex(R"(\.data-\d{5}-of-\d{5})")))
+        std::regex_match(name.substr(base.size()), kDataSuffix))
       files.push_back(file_io::JoinPath(dir, name));
   }
   if (files.empty())

@@ -133,7 +133,7 @@ std::string EncodeStringLengths(const Tensor& strings, uint32_t* crc) {
   return out;
 }
 
-bool DecodeStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, std::string* out, std::string* why) {
+bool CheckStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, std::string* why) {
   const char* limit = p + size;
   const char* q = p;
   uint32_t crc = 0;
@@ -171,15 +171,25 @@ bool DecodeStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, s
     *why = "checksum mismatch";
     return false;
   }
-  if (out == nullptr) return true;
+  return true;
+}
+
+void FillStrings(const char* p, size_t size, int64_t n, std::string* out) {
+  const char* limit = p + size;
   const char* lens = p;
+  // The strings start after the n lengths and their 4-byte checksum.
+  const char* q = p;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t len = 0;
+    q = varint::Get64(q, limit, &len);
+  }
+  q += 4;
   for (int64_t i = 0; i < n; ++i) {
     uint64_t len = 0;
     lens = varint::Get64(lens, limit, &len);
     out[i].assign(q, static_cast<size_t>(len));
     q += len;
   }
-  return true;
 }
 
 }  // namespace tf_bundle

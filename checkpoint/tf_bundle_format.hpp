@@ -58,10 +58,12 @@ Status DecodeEntry(const std::string& file, const std::string& name, const std::
 /// A string tensor's stored bytes before its strings: the lengths and their
 /// checksum. `crc` gets the running CRC32C (unmasked) after those bytes.
 std::string EncodeStringLengths(const Tensor& strings, uint32_t* crc);
-/// Checks a string tensor's stored bytes [p, p + size) for `n` strings against
-/// the entry's CRC; on success `out` (n strings), when given, gets them. On
-/// failure, `why` says what does not match.
-bool DecodeStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, std::string* out, std::string* why);
+/// Checks a string tensor's stored bytes [p, p + size) for `n` strings
+/// against the entry's CRC (the lengths, their checksum, the strings); on
+/// failure `why` says what does not match.
+bool CheckStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, std::string* why);
+/// The `n` strings of bytes CheckStrings accepted, into out[0, n).
+void FillStrings(const char* p, size_t size, int64_t n, std::string* out);
 
 }  // namespace tf_bundle
 }  // namespace actorflow
