@@ -196,18 +196,9 @@ AF_REGISTER_KERNEL(KernelDefBuilder("ResourceGather").Device(DEVICE_CPU), Resour
 class ResourceUpdateOp : public AsyncOpKernel {
  public:
   ResourceUpdateOp(OpKernelConstruction* c, VarUpdateKind kind, int num_vars)
-      : AsyncOpKernel(c), kind_(kind), num_vars_(num_vars) {
-    if (c->HasAttr("use_nesterov")) c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov_));
-    if (c->HasAttr("validate_shape")) c->SetStatus(c->GetAttr("validate_shape", &validate_shape_));
-    bool update_slots = true;
-    if (c->HasAttr("update_slots")) c->SetStatus(c->GetAttr("update_slots", &update_slots));
-    if (!update_slots) c->SetStatus(errors::Unimplemented("ResourceApplyAdagrad with update_slots=false"));
-  }
+      : AsyncOpKernel(c), request_(UpdateRequestFromAttrs(c, kind, false)), num_vars_(num_vars) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    VarUpdateRequest req;
-    req.kind = static_cast<int32_t>(kind_);
-    req.use_nesterov = use_nesterov_;
-    req.validate_shape = validate_shape_;
+    VarUpdateRequest req = request_;
     Status s;
     for (int i = 0; s.ok() && i < num_vars_; ++i) s = HandleInput(ctx, i, &req.handles.emplace_back());
     VariableAccess* vars = s.ok() ? Variables(ctx, &s) : nullptr;
@@ -220,10 +211,8 @@ class ResourceUpdateOp : public AsyncOpKernel {
   }
 
  private:
-  VarUpdateKind kind_;
+  const VarUpdateRequest request_;  // kind and attrs; handles and args per run
   int num_vars_;
-  bool use_nesterov_ = false;
-  bool validate_shape_ = false;
 };
 
 #define AF_RESOURCE_UPDATE_KERNEL(OP, KIND, VARS)                                                   \

@@ -95,16 +95,9 @@ AF_REGISTER_OP("ApplyRMSProp")
 class ApplyOp : public VariableUpdateKernel {
  public:
   ApplyOp(OpKernelConstruction* c, VarUpdateKind kind, int num_vars)
-      : VariableUpdateKernel(c), kind_(kind), num_vars_(num_vars) {
-    if (c->HasAttr("use_nesterov")) c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov_));
-    bool update_slots = true;
-    if (c->HasAttr("update_slots")) c->SetStatus(c->GetAttr("update_slots", &update_slots));
-    if (!update_slots) c->SetStatus(errors::Unimplemented("ApplyAdagrad with update_slots=false"));
-  }
+      : VariableUpdateKernel(c), request_(UpdateRequestFromAttrs(c, kind, true)), num_vars_(num_vars) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    VarUpdateRequest req;
-    req.kind = static_cast<int32_t>(kind_);
-    req.use_nesterov = use_nesterov_;
+    VarUpdateRequest req = request_;
     Status s = Handles(ctx, num_vars_, &req.handles);
     if (s.ok()) {
       for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
@@ -117,9 +110,8 @@ class ApplyOp : public VariableUpdateKernel {
   }
 
  private:
-  VarUpdateKind kind_;
+  const VarUpdateRequest request_;  // kind and attrs; handles and args per run
   int num_vars_;
-  bool use_nesterov_ = false;
 };
 
 #define AF_APPLY_KERNEL(OP, KIND, VARS)                                                 \

@@ -42,6 +42,18 @@ ResourceHandle DeclaredVariableHandle(OpKernelConstruction* c) {
   return h;
 }
 
+VarUpdateRequest UpdateRequestFromAttrs(OpKernelConstruction* c, VarUpdateKind kind, bool validate_shape) {
+  VarUpdateRequest req;
+  req.kind = static_cast<int32_t>(kind);
+  req.validate_shape = validate_shape;
+  if (c->HasAttr("use_nesterov")) c->SetStatus(c->GetAttr("use_nesterov", &req.use_nesterov));
+  if (c->HasAttr("validate_shape")) c->SetStatus(c->GetAttr("validate_shape", &req.validate_shape));
+  bool update_slots = true;
+  if (c->HasAttr("update_slots")) c->SetStatus(c->GetAttr("update_slots", &update_slots));
+  if (!update_slots) c->SetStatus(errors::Unimplemented(c->def().op(), " with update_slots=false"));
+  return req;
+}
+
 Status VariableUpdateKernel::Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out) {
   for (int i = 0; i < n; ++i) {
     const std::string* h;

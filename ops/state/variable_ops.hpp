@@ -17,6 +17,11 @@ namespace actorflow {
 /// node's own name; dtype and shape as declared. Errors go to `c`.
 ResourceHandle DeclaredVariableHandle(OpKernelConstruction* c);
 
+/// The request an update kernel of `kind` sends, its attrs read once:
+/// use_nesterov, validate_shape (`validate_shape` when the op has none), and
+/// update_slots, whose false is Unimplemented. Errors go to `c`.
+VarUpdateRequest UpdateRequestFromAttrs(OpKernelConstruction* c, VarUpdateKind kind, bool validate_shape);
+
 class VariableUpdateKernel : public AsyncOpKernel {
  public:
   using AsyncOpKernel::AsyncOpKernel;
