@@ -1,6 +1,6 @@
 // TensorTransport: the data path for tensor bytes between processes (never
 // CAF's remote protocol, whose one multiplexer thread, extra copies and
-// missing flow control halve the bandwidth; ../shared/docs/distributed-design.md
+// missing flow control halve the bandwidth; docs/distributed-design.md
 // section 4).
 //
 // One Boost.Asio thread per process. A process opens one TCP connection to

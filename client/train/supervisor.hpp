@@ -1,6 +1,6 @@
 // TrainingSupervisor: a training session that survives failures
 // (TensorFlow's MonitoredTrainingSession, with its known bugs removed; see
-// ../shared/docs/distributed-design.md section 6.2).
+// docs/distributed-design.md section 6.2).
 //
 // Start(): the chief restores the latest checkpoint of its directory, or
 // runs the initializer when there is none; any other worker waits until the
