@@ -38,7 +38,8 @@ for batch in 256 1024; do
   run sync 1 2 "$batch" "$steps"
   run async 1 2 "$batch" "$((steps * 2))"
   OMP_NUM_THREADS=1 timeout 600 "$py" -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
-    bench/peer_torch_ddp.py --batch "$batch" --steps "$steps" 2>/dev/null | grep -o '{"bench": "train_ddp_peer".*}'
+    bench/peer_torch_ddp.py --batch "$batch" --steps "$steps" 2>/dev/null | grep -o '{"bench": "train_ddp_peer".*}' ||
+    echo "{\"bench\":\"train_ddp_peer\",\"params\":{\"batch\":$batch},\"error\":\"no figure (torchrun failed or printed none)\"}"
 done
 
 # Recovery: kill -9 a worker (allreduce) or the ps (async) in the middle of
