@@ -7,13 +7,18 @@
 #      threads, beside PyTorch at the same thread counts (GPU hidden);
 #   4. (ncu, not by default) GPU time per kernel of a few steps at h/batch
 #      $AF_NCU_SHAPE (default 4096x1024), actorflow's and PyTorch's.
-# Logs go to $OUT (or /tmp/af_device); a summary is printed last.
+# Logs go to $OUT (or /tmp/af_device). Last, bench/device_summary.py writes
+# the run's record, YYYY-MM-DD-<gpu>.md (machine, commit, suites passed /
+# skipped / failed, figures beside their peers), to $OUT and to bench/results/,
+# and prints it: copy the one from $OUT into bench/results/ of your checkout and
+# commit it, so the README can say when the GPU suites last passed.
 #   bash bench/device_run.sh [tests] [gpu] [cpu] [ncu]    # default: the first three
 # AF_TESTS="gpu_test ..." picks the suites of part 1.
 # AF_THREADS="1 16" picks the thread counts of part 3.
 set -u
 out=${OUT:-/tmp/af_device}
 mkdir -p "$out"
+rm -f "$out"/tests.log "$out"/gpu.log "$out"/cpu.log   # a part not run leaves no old figures
 parts=${*:-tests gpu cpu}
 root=$(pwd)
 
@@ -37,26 +42,28 @@ chmod +x /work/main/build-dev/actorflow
   echo "cublas: ${cublas:-none}"; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
 } 2>&1 | tee "$out/machine.log"
 
-summary=()
+# suite NAME [ENV=VALUE] -- PROGRAM ARGS...: one suite, its output and then
+# "@@ suite NAME rc=N seconds=S" in tests.log (what device_summary.py reads).
+suite() {
+  local name=$1 setting=$2; shift 3
+  echo "== $name" | tee -a "$out/tests.log"
+  local t0=$SECONDS
+  env $setting timeout 150 bash "$root/.device/run.sh" "$@" >> "$out/tests.log" 2>&1
+  local rc=$?
+  tail -3 "$out/tests.log"
+  echo "@@ suite $name rc=$rc seconds=$((SECONDS - t0))" | tee -a "$out/tests.log"
+}
 if [[ " $parts " == *" tests "* ]]; then
+  : > "$out/tests.log"
   for t in ${AF_TESTS:-gpu_test gpu_training_test gpu_fault_test placement_gpu_test device_variables_test placement_test cli_test}; do
-    echo "== $t" | tee -a "$out/tests.log"
-    timeout 150 bash "$root/.device/run.sh" "tests/$t" >> "$out/tests.log" 2>&1
-    rc=$?
-    tail -3 "$out/tests.log"
-    summary+=("$t rc=$rc")
+    suite "$t" "" -- "tests/$t"
   done
-  # gpu_test's cases on the paths that are not the default (tests/CMakeLists.txt registers the same).
+  # gpu_test's cases on the paths that are not the default (tests/CMakeLists.txt
+  # registers the same; -w NoTests: a filter that matches nothing fails).
   if [ -z "${AF_TESTS:-}" ]; then
-    for v in "ACTORFLOW_GPU_GEMM=cublas|GPU MatMul*|an MLP layer*" \
-             "ACTORFLOW_GPU_SYNC=callback|an MLP layer*|a large feed*|GPU kernel errors*"; do
-      IFS='|' read -r env_setting c1 c2 c3 <<< "$v"
-      echo "== gpu_test with $env_setting" | tee -a "$out/tests.log"
-      env "$env_setting" timeout 150 bash "$root/.device/run.sh" tests/gpu_test "$c1" "$c2" ${c3:+"$c3"} >> "$out/tests.log" 2>&1
-      rc=$?
-      tail -3 "$out/tests.log"
-      summary+=("gpu_test $env_setting rc=$rc")
-    done
+    suite gpu_test_sgemm ACTORFLOW_GPU_GEMM=cublas -- tests/gpu_test -w NoTests "GPU MatMul*" "an MLP layer*"
+    suite gpu_test_stream_callbacks ACTORFLOW_GPU_SYNC=callback -- \
+      tests/gpu_test -w NoTests "an MLP layer*" "a large feed*" "GPU kernel errors*"
   fi
 fi
 if [[ " $parts " == *" gpu "* ]]; then
@@ -121,10 +128,7 @@ if [[ " $parts " == *" ncu "* ]]; then
   fi
 fi
 echo "== summary"
-printf '%s\n' "${summary[@]}"
-grep -h '^{' "$out"/gpu.log "$out"/cpu.log 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    d = json.loads(line); p = d["params"]
-    print(d["bench"], ",".join("%s=%s" % kv for kv in p.items()), d["metric"], "%.4g" % d["median"], d["unit"])
-'
+commit=$(cat .device/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+python3 bench/device_summary.py --machine "$out/machine.log" --tests "$out/tests.log" --commit "$commit" \
+  --command "bash bench/device_run.sh $parts${AF_TESTS:+ (AF_TESTS=$AF_TESTS)}${AF_THREADS:+ (AF_THREADS=$AF_THREADS)}" \
+  --out-dir "$out" --out-dir bench/results "$out/gpu.log" "$out/cpu.log"
