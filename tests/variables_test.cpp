@@ -386,9 +386,12 @@ TEST_CASE("Assign copies the value: refilling a fed buffer does not change the v
 }
 
 TEST_CASE("a runtime shut down while variable updates are in flight finishes promptly") {
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
+  // The thread says whether its graph loaded (else the check below would pass
+  // without updates in flight); the main thread asserts.
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> finished = done->get_future();
   std::thread([done] {
+    Status loaded;
     {
       RuntimeOptions ro;
       ro.num_threads = 2;
@@ -403,7 +406,9 @@ TEST_CASE("a runtime shut down while variable updates are in flight finishes pro
       for (int i = 0; i < 3; ++i) adds.push_back(ops::AssignAdd(root, v, ops::Fill(root, {1 << 22}, 1.f)).op());
       ops::NoOp(root.WithOpName("all").WithControlDependencies(adds));
       proto::GraphDef def;
-      if (root.ToGraphDef(&def).ok() && session.Create(def).ok()) {
+      loaded = root.ToGraphDef(&def);
+      if (loaded.ok()) loaded = session.Create(def);
+      if (loaded.ok()) {
         std::vector<Tensor> out;
         session.Run({}, {}, {"init"}, &out);
         RunOptions opts;
@@ -411,12 +416,15 @@ TEST_CASE("a runtime shut down while variable updates are in flight finishes pro
         session.Run(opts, {}, {}, {"all"}, &out);
       }
     }  // ~Session, ~Runtime: must not wait forever for the container's answers
-    done->set_value();
+    done->set_value(loaded);
   }).detach();
   if (finished.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
     FAIL_CHECK("Runtime destruction hung with variable updates in flight");
     std::_Exit(1);  // a hung thread would keep the test process alive
   }
+  const Status loaded = finished.get();
+  INFO(loaded.ToString());
+  REQUIRE(loaded.ok());
 }
 
 TEST_CASE("a random op's stream continues across signatures, also when one of them feeds its input") {
