@@ -11,7 +11,8 @@ packages=(
   libopenblas-dev zlib1g-dev
   libleveldb-dev libsnappy-dev  # TensorFlow checkpoints' .index tables (checkpoint/sstable.hpp)
   libdnnl2  # oneDNN's sgemm for the CPU MatMul where it measures faster (opened with dlopen)
-  dataset-fashion-mnist
+  dataset-fashion-mnist  # cli_test's Fashion-MNIST case (a failure in CI without it)
+  graphviz  # cli_test parses the graphs `actorflow graph --dot` draws with Graphviz's dot (a failure in CI without it)
   clang libclang-rt-14-dev  # make sanitize and make fuzz (ASan, UBSan, libFuzzer)
 )
 # Peers measured by bench/run_all.sh (not needed to build or test). With

@@ -67,7 +67,6 @@ inline bool HasGpuOrSaySkipped(Runtime& runtime, const char* program) {
 #endif
   return false;
 }
-constexpr int kSkipped = 77;  // CTest's SKIP_RETURN_CODE for the GPU suites
 
 }  // namespace test
 }  // namespace actorflow

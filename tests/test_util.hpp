@@ -25,6 +25,7 @@
 #include "core/io/crc32c.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph_def_io.hpp"
+#include "skip.hpp"  // AF_SKIP: a check that cannot run is reported as skipped
 
 namespace actorflow {
 namespace test {
