@@ -76,10 +76,6 @@ const char* KindName(CollectiveKind k) {
 
 using namespace collective_internal;
 
-namespace {
-bool Reducible(DataType t) { return t == DT_FLOAT || t == DT_DOUBLE || t == DT_INT32 || t == DT_INT64; }
-}  // namespace
-
 uint64_t CollectivePlanHash(const std::string& plan) {
   if (plan.empty()) return 0;
   uint64_t h = 1469598103934665603ull;
@@ -470,8 +466,14 @@ void CollectiveExecutor::Start(uint64_t id, CollectiveParams params, Tensor inpu
     done(errors::InvalidArgument(what, ": group_size must be at least 1, got ", params.group_size), Tensor());
     return;
   }
-  if (params.kind == CollectiveKind::kReduce && !Reducible(input.dtype())) {
-    done(errors::Unimplemented(what, ": cannot reduce ", DataTypeString(input.dtype())), Tensor());
+  if (params.kind == CollectiveKind::kReduce && params.reduction == nullptr) {
+    done(errors::InvalidArgument(what, ": no merge_op and final_op given"), Tensor());
+    return;
+  }
+  if (params.kind == CollectiveKind::kReduce && !params.reduction->Accepts(input.dtype())) {
+    done(errors::Unimplemented(what, ": cannot reduce ", DataTypeString(input.dtype()), " with ",
+                               params.reduction->DebugString()),
+         Tensor());
     return;
   }
   if (params.group_size == 1) {  // nothing to exchange: a reduce of one is its input, whatever the final op

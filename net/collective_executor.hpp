@@ -68,7 +68,30 @@ namespace actorflow {
 class TensorTransport;
 
 enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv };
-enum class MergeOp : uint8_t { kAdd, kMul, kMin, kMax };
+
+/// The arithmetic of an all-reduce: TensorFlow's merge_op and final_op. The
+/// executor owns no arithmetic of its own: the op's kernel gives it the ops'
+/// math (ops/collective/collective_reduction.hpp builds it from the Add, Mul,
+/// Minimum, Maximum and Div kernels' functors), so a collective computes what
+/// those kernels compute (integers wrap in two's complement), as TensorFlow's
+/// CollectiveReduce runs its merge and final ops as kernels.
+///
+/// Contract: const and thread-safe (the executor's thread calls it; one
+/// instance is shared by every run of the op); tensors of one dtype the
+/// reduction accepts (Accepts) and equal element counts.
+class CollectiveReduction {
+ public:
+  virtual ~CollectiveReduction() = default;
+  /// Whether it can reduce tensors of `dtype`.
+  virtual bool Accepts(DataType dtype) const = 0;
+  /// out = merge_op(a, b), elementwise; `out` may be `a` or `b`. Commutative,
+  /// so two ranks merging each other's tensors get the same bits.
+  virtual void Merge(const Tensor& a, const Tensor& b, Tensor* out) const = 0;
+  /// t = final_op(t, group_size), elementwise, in place (nothing for Id).
+  virtual void Finalize(Tensor* t, int64_t group_size) const = 0;
+  /// "Add/Id", "Add/Div", ...: for messages.
+  virtual std::string DebugString() const = 0;
+};
 
 struct CollectiveParams {
   CollectiveKind kind = CollectiveKind::kReduce;
@@ -76,8 +99,8 @@ struct CollectiveParams {
   int64_t group_size = 1;
   int64_t group_key = 0;
   int64_t instance_key = 0;
-  MergeOp merge = MergeOp::kAdd;
-  bool divide = false;  // final_op Div
+  /// kReduce: merge_op and final_op (required; shared by every run of the op).
+  std::shared_ptr<const CollectiveReduction> reduction;
   /// The bucket plan this op belongs to (client/train/all_reduce.hpp), null
   /// none: shared, not copied, by every run of the op.
   std::shared_ptr<const std::string> plan;

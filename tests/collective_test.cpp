@@ -17,6 +17,7 @@
 
 #include "net/collective_executor.hpp"
 #include "net/tensor_transport.hpp"
+#include "ops/collective/collective_reduction.hpp"
 #include "tls_util.hpp"
 
 using namespace actorflow;
@@ -116,14 +117,15 @@ Result Wait(std::future<Result>& f) {
   return f.get();
 }
 
-CollectiveParams Reduce(int64_t n, int64_t instance, MergeOp merge = MergeOp::kAdd, bool divide = false) {
+// CollectiveReduce's parameters, with the arithmetic its kernel gives: the
+// ops' own (ops/collective/collective_reduction.hpp).
+CollectiveParams Reduce(int64_t n, int64_t instance, const std::string& merge = "Add", bool divide = false) {
   CollectiveParams p;
   p.node = "reduce_" + std::to_string(instance);
   p.group_size = n;
   p.group_key = 1;
   p.instance_key = instance;
-  p.merge = merge;
-  p.divide = divide;
+  REQUIRE(NewCollectiveReduction(p.node, merge, divide ? "Div" : "Id", &p.reduction).ok());
   return p;
 }
 
@@ -148,7 +150,7 @@ TEST_CASE("collective: a ring all-reduce of 2 and 3 ranks sums, averages and tak
     for (int64_t size : {int64_t{1}, int64_t{2}, int64_t{1001}, int64_t{400000}}) {
       for (bool divide : {false, true}) {
         std::vector<std::future<Result>> fs;
-        for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 7, MergeOp::kAdd, divide), Input(r, size)));
+        for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 7, "Add", divide), Input(r, size)));
         const float total = static_cast<float>(n * (n + 1) / 2);
         for (int r = 0; r < n; ++r) {
           Result res = Wait(fs[r]);
@@ -165,7 +167,7 @@ TEST_CASE("collective: a ring all-reduce of 2 and 3 ranks sums, averages and tak
       }
     }
     std::vector<std::future<Result>> fs;
-    for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 8, MergeOp::kMax), Input(r, 10, DT_INT64)));
+    for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 8, "Max"), Input(r, 10, DT_INT64)));
     for (int r = 0; r < n; ++r) {
       Result res = Wait(fs[r]);
       REQUIRE(res.first.ok());
@@ -173,6 +175,72 @@ TEST_CASE("collective: a ring all-reduce of 2 and 3 ranks sums, averages and tak
     }
     CHECK(ring[0].exec->formed_count() == 1);  // one epoch for all of it
   }
+}
+
+// The collective's arithmetic is the kernels' (Add wraps in two's complement,
+// README "defined arithmetic"): signed overflow in the merge would be undefined
+// behaviour, which the sanitized build (make sanitize, UBSan) turns into a failure.
+TEST_CASE("collective: integer all-reduce wraps as the Add, Mul and Div kernels do, on 2 ranks and on a ring of 3") {
+  for (int n : {2, 3}) {
+    Ring ring(n);
+    int64_t instance = 20;
+    // Sums: INT32_MAX + 1 (+ 0) == INT32_MIN, and the same for int64; the
+    // mean truncates toward zero, as Div of integers does.
+    for (bool divide : {false, true}) {
+      ++instance;
+      std::vector<std::future<Result>> f32, f64;
+      for (int r = 0; r < n; ++r) {
+        Tensor a(DT_INT32, TensorShape{3});
+        Tensor b(DT_INT64, TensorShape{3});
+        const int32_t v32 = r == 0 ? INT32_MAX : r == 1 ? 1 : 0;
+        const int64_t v64 = r == 0 ? INT64_MAX : r == 1 ? 1 : 0;
+        for (int i = 0; i < 3; ++i) {
+          a.data<int32_t>()[i] = v32;
+          b.data<int64_t>()[i] = v64;
+        }
+        f32.push_back(Start(ring[r], Reduce(n, instance, "Add", divide), a));
+        f64.push_back(Start(ring[r], Reduce(n, instance + 100, "Add", divide), b));
+      }
+      for (int r = 0; r < n; ++r) {
+        Result a = Wait(f32[r]), b = Wait(f64[r]);
+        INFO("ranks " << n << " rank " << r << " divide " << divide << ": " << a.first.ToString() << " "
+                      << b.first.ToString());
+        REQUIRE(a.first.ok());
+        REQUIRE(b.first.ok());
+        for (int i = 0; i < 3; ++i) {
+          CHECK(a.second.data<int32_t>()[i] == (divide ? INT32_MIN / n : INT32_MIN));
+          CHECK(b.second.data<int64_t>()[i] == (divide ? INT64_MIN / n : INT64_MIN));
+        }
+      }
+    }
+    // Products: 2^16 * 2^16 (* 1) wraps to 0 in int32.
+    std::vector<std::future<Result>> fs;
+    for (int r = 0; r < n; ++r) {
+      Tensor a(DT_INT32, TensorShape{1});
+      a.data<int32_t>()[0] = r < 2 ? 65536 : 1;
+      fs.push_back(Start(ring[r], Reduce(n, 300, "Mul"), a));
+    }
+    for (int r = 0; r < n; ++r) {
+      Result res = Wait(fs[r]);
+      REQUIRE(res.first.ok());
+      CHECK(res.second.data<int32_t>()[0] == 0);
+    }
+  }
+}
+
+TEST_CASE("collective: merge_op and final_op are checked by name") {
+  std::shared_ptr<const CollectiveReduction> r;
+  Status s = NewCollectiveReduction("node_a", "Sub", "Id", &r);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.message().find("node_a") != std::string::npos);
+  CHECK(s.message().find("'Sub'") != std::string::npos);
+  s = NewCollectiveReduction("node_b", "Add", "Sqrt", &r);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.message().find("'Sqrt'") != std::string::npos);
+  REQUIRE(NewCollectiveReduction("node_c", "Max", "Div", &r).ok());
+  CHECK(r->DebugString() == "Max/Div");
+  CHECK(r->Accepts(DT_INT32));
+  CHECK_FALSE(r->Accepts(DT_STRING));
 }
 
 TEST_CASE("collective: instances run in any order and concurrently; a broadcast reaches every rank") {
@@ -386,7 +454,7 @@ TEST_CASE("collective: with mutual TLS the ring runs over the authenticated tran
     for (int n : {2, 3}) {
       Ring ring(n, std::chrono::seconds(20), /*same_host=*/true, &pki);  // TLS never lends: every byte is encrypted
       std::vector<std::future<Result>> fs;
-      for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 1, MergeOp::kAdd, true), Input(r, 300000)));
+      for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, 1, "Add", true), Input(r, 300000)));
       for (int r = 0; r < n; ++r) {
         Result res = Wait(fs[r]);
         INFO(res.first.ToString());

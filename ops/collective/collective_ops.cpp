@@ -5,7 +5,9 @@
 //   CollectiveBcastRecv() -> data         the source's tensor
 // Every kernel is asynchronous: it hands the tensor to the process's
 // collective executor (net/collective_executor.hpp) and finishes when the
-// collective has, so a waiting collective holds no thread. A cancelled step
+// collective has, so a waiting collective holds no thread. CollectiveReduce
+// gives it the arithmetic of its merge_op and final_op: the Add, Mul, Minimum,
+// Maximum and Div kernels' own (collective_reduction.hpp). A cancelled step
 // (an error elsewhere, a deadline, a closed session) cancels its collectives.
 //
 // `subdiv_offsets` and `communication_hint` are accepted and not used (the
@@ -18,6 +20,7 @@
 #include "core/exception_status.hpp"
 #include "devices/device.hpp"
 #include "net/collective_executor.hpp"
+#include "ops/collective/collective_reduction.hpp"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -93,20 +96,7 @@ class CollectiveOp : public AsyncOpKernel {
       std::string merge, final_op;
       c->SetStatus(c->GetAttr("merge_op", &merge));
       c->SetStatus(c->GetAttr("final_op", &final_op));
-      if (merge == "Add") {
-        p_.merge = MergeOp::kAdd;
-      } else if (merge == "Mul") {
-        p_.merge = MergeOp::kMul;
-      } else if (merge == "Min") {
-        p_.merge = MergeOp::kMin;
-      } else if (merge == "Max") {
-        p_.merge = MergeOp::kMax;
-      } else {
-        c->SetStatus(errors::InvalidArgument(name(), ": merge_op must be Add, Mul, Min or Max, got '", merge, "'"));
-      }
-      if (final_op != "Id" && final_op != "Div")
-        c->SetStatus(errors::InvalidArgument(name(), ": final_op must be Id or Div, got '", final_op, "'"));
-      p_.divide = final_op == "Div";
+      c->SetStatus(NewCollectiveReduction(name(), merge, final_op, &p_.reduction));
     } else {
       PartialTensorShape shape;
       c->SetStatus(c->GetAttr("shape", &shape));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ops/math/cwise_arithmetic.hpp"
 #include "ops/math/cwise_ops.hpp"
 #include "ops/op_registry.hpp"
 #include "ops/shape_inference.hpp"
@@ -32,55 +33,7 @@ AF_BINARY_OP_DEF("Maximum", AF_REAL).SetIsCommutative().Doc("max(x, y), broadcas
 AF_BINARY_OP_DEF("Minimum", AF_REAL).SetIsCommutative().Doc("min(x, y), broadcasting.");
 AF_BINARY_OP_DEF("Pow", AF_FLOAT).Doc("x ** y, broadcasting.");
 
-// Signed integers wrap in two's complement (INT32_MAX + 1 == INT32_MIN).
-AF_WRAPPING_BINARY_FUNCTOR(AddF, TypeSet::kReal, x + y);
-AF_WRAPPING_BINARY_FUNCTOR(SubF, TypeSet::kReal, x - y);
-AF_WRAPPING_BINARY_FUNCTOR(MulF, TypeSet::kReal, x * y);
-AF_BINARY_FUNCTOR(DivF, TypeSet::kFloat, T, x / y);
-AF_BINARY_FUNCTOR(MaxF, TypeSet::kReal, T, x.max(y));
-AF_BINARY_FUNCTOR(MinF, TypeSet::kReal, T, x.min(y));
-AF_BINARY_FUNCTOR(PowF, TypeSet::kFloat, T, Eigen::pow(x, y));
-
-// Integer division: the quotient truncated toward zero (C++) or rounded toward
-// -inf (floor), and the floor remainder. A divisor of -1 is special-cased: the
-// one quotient that overflows, lowest() / -1, wraps (two's complement: it is
-// lowest() again) instead of trapping, and its remainder is 0. A zero divisor
-// is refused before anything is divided (IntegerDivisionOp): InvalidArgument
-// "Integer division by zero", which the step names with the node.
-struct TruncDivScalar {
-  template <class T>
-  T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) return x / y;
-    else return y == T(-1) ? WrappingNeg(x) : x / y;
-  }
-};
-struct FloorDivScalar {
-  template <class T>
-  T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      return std::floor(x / y);
-    } else {
-      if (y == T(-1)) return WrappingNeg(x);
-      const T q = x / y;
-      return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
-    }
-  }
-};
-struct FloorModScalar {
-  template <class T>
-  T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T r = std::fmod(x, y);
-      return (r != 0 && ((y < 0) != (r < 0))) ? r + y : r;
-    } else {
-      const T r = y == T(-1) ? T(0) : x % y;
-      return (r != 0 && ((y < 0) != (r < 0))) ? r + y : r;
-    }
-  }
-};
-AF_BINARY_FUNCTOR(IntDivF, TypeSet::kReal, T, x.binaryExpr(y, TruncDivScalar()));
-AF_BINARY_FUNCTOR(FloorDivF, TypeSet::kReal, T, x.binaryExpr(y, FloorDivScalar()));
-AF_BINARY_FUNCTOR(FloorModF, TypeSet::kReal, T, x.binaryExpr(y, FloorModScalar()));
+using namespace cwise;
 
 /// A BinaryOp whose integer divisor must not contain a zero.
 template <class F>

@@ -49,6 +49,30 @@ void ParallelRows(OpKernelContext* ctx, int64_t n, Fn&& fn) {
 }
 }  // namespace detail
 
+/// out[i] = F(a[i], b[i]) for i < n (ApplyBinary), or F(a[i], b)
+/// (ApplyBinaryScalar), computed exactly as F's kernel computes it: signed
+/// integers wrap where F says so. `out` may be `a` or `b`. For code that needs
+/// an op's arithmetic outside its kernel (CollectiveReduce's merge and final
+/// ops), so that there is one copy of it.
+template <class F, class T, class O>
+void ApplyBinary(const T* a, const T* b, O* out, int64_t n) {
+  using E = detail::ComputeType<F, T>;
+  using Out = typename F::template Out<E>;
+  static_assert(sizeof(Out) == sizeof(O), "the output element type is F's");
+  F::Run(Eigen::Map<ArrayX<Out>>(reinterpret_cast<Out*>(out), n),
+         Eigen::Map<const ArrayX<E>>(reinterpret_cast<const E*>(a), n),
+         Eigen::Map<const ArrayX<E>>(reinterpret_cast<const E*>(b), n));
+}
+template <class F, class T, class O>
+void ApplyBinaryScalar(const T* a, T b, O* out, int64_t n) {
+  using E = detail::ComputeType<F, T>;
+  using Out = typename F::template Out<E>;
+  static_assert(sizeof(Out) == sizeof(O), "the output element type is F's");
+  F::Run(Eigen::Map<ArrayX<Out>>(reinterpret_cast<Out*>(out), n),
+         Eigen::Map<const ArrayX<E>>(reinterpret_cast<const E*>(a), n),
+         ArrayX<E>::Constant(n, static_cast<E>(b)));
+}
+
 template <class F>
 class BinaryOp : public OpKernel {
  public:
@@ -107,9 +131,7 @@ class BinaryOp : public OpKernel {
     if (n == 0) return;
     switch (mode) {
       case Mode::kSame:
-        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), In(pb + s, e - s));
-        });
+        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) { ApplyBinary<F>(pa + s, pb + s, po + s, e - s); });
         break;
       case Mode::kScalarA: {
         const E av = pa[0];
@@ -120,9 +142,7 @@ class BinaryOp : public OpKernel {
       }
       case Mode::kScalarB: {
         const E bv = pb[0];
-        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) {
-          F::Run(OutMap(po + s, e - s), In(pa + s, e - s), ArrayX<E>::Constant(e - s, bv));
-        });
+        detail::ParallelRows(ctx, n, [&](int64_t s, int64_t e) { ApplyBinaryScalar<F>(pa + s, bv, po + s, e - s); });
         break;
       }
       case Mode::kBroadcast: {
