@@ -158,6 +158,7 @@ void TensorTransport::Impl::ReadControl(const std::shared_ptr<Out>& out) {
       if (it != out->lent.end()) {
         out->lent_bytes -= it->second->payload_len;
         out->lent.erase(it);  // read: its tensor may go
+        self->lent_returned.fetch_add(1);
       }
     }
     self->ReadControl(out);
@@ -451,6 +452,8 @@ uint64_t TensorTransport::incarnation() const { return impl_->options.incarnatio
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
 uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
 uint64_t TensorTransport::same_host_count() const { return impl_->same_host_reads.load(); }
+uint64_t TensorTransport::lent_count() const { return impl_->lent_returned.load(); }
+uint64_t TensorTransport::received_count() const { return impl_->tensors_received.load(); }
 
 void TensorTransport::SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation) {
   std::lock_guard<std::mutex> lock(impl_->mu);

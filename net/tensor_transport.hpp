@@ -131,8 +131,14 @@ class TensorTransport {
   uint64_t data_loss_count() const;
   /// Connections refused or failed in the TLS handshake (for tests).
   uint64_t tls_refused_count() const;
-  /// Tensors this endpoint received by reading the sender's memory (for tests).
+  /// Tensors this endpoint received by reading the sender's memory (for tests
+  /// and benchmarks: which path ran).
   uint64_t same_host_count() const;
+  /// Tensors this endpoint lent: read from its memory by their receiver, who
+  /// returned them (the sender's side of same_host_count).
+  uint64_t lent_count() const;
+  /// Tensors this endpoint received whole, by either path (delivered).
+  uint64_t received_count() const;
 
   struct Impl;
 

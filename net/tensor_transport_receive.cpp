@@ -525,6 +525,7 @@ void TensorTransport::Impl::Complete(const std::shared_ptr<In>& in, std::unorder
     }
     if (left != 0) return bad("string payload longer than its elements");
   }
+  tensors_received.fetch_add(1);
   if (callbacks.deliver) callbacks.deliver(st.step_id, std::move(st.key), std::move(st.tensor), st.flags & kFlagDead);
 }
 
