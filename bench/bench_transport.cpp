@@ -21,6 +21,9 @@
 //   raw_asio   the peer: a plain Boost.Asio socket pair writing the same bytes (a 16-byte header
 //              and the payload) and reading them into a reused buffer
 //   caf        the peer: CAF 0.17 remote messages carrying the tensor (BASP)
+// Per size, a ratio line says which path ran: of the tensors_sent_each by each
+// transport, how many the receiver read from the sender's memory (same_host_tensors;
+// none below 256 KiB) and how many with the same-host path off (must be 0).
 // The receiver acknowledges the last tensor of a batch; the sender times from its first send
 // to that acknowledgement; 11 interleaved rounds per size (medians of 5 swung by a third here),
 // with a 50 ms pause after each batch: CAF's workers poll for tens of milliseconds after the
@@ -59,8 +62,6 @@
 #include "master/server.hpp"
 #include "net/protocol.hpp"
 #include "net/tensor_transport.hpp"
-
-extern char** environ;
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -190,33 +191,12 @@ int Receiver() {
 
 // ---- driver ---------------------------------------------------------------
 
-struct Child {
-  pid_t pid = -1;
-  FILE* to = nullptr;
-  FILE* from = nullptr;
-};
+using bench::Child;
 
+// This program again, as `args`, its stdin and stdout piped to this one.
 Child SpawnSelf(const char* self, const std::vector<std::string>& args) {
-  int in[2], out[2];
-  if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
-  posix_spawn_file_actions_t a;
-  posix_spawn_file_actions_init(&a);
-  posix_spawn_file_actions_adddup2(&a, in[0], 0);
-  posix_spawn_file_actions_adddup2(&a, out[1], 1);
-  posix_spawn_file_actions_addclose(&a, in[1]);
-  posix_spawn_file_actions_addclose(&a, out[0]);
-  std::vector<std::string> store = {self};
-  for (const auto& s : args) store.push_back(s);
-  std::vector<char*> argv;
-  for (auto& s : store) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  Child c;
-  if (posix_spawn(&c.pid, self, &a, nullptr, argv.data(), environ) != 0) std::exit(1);
-  posix_spawn_file_actions_destroy(&a);
-  close(in[0]);
-  close(out[1]);
-  c.to = fdopen(in[1], "w");
-  c.from = fdopen(out[0], "r");
+  Child c = bench::SpawnPiped(self, args);
+  if (c.pid < 0) std::exit(1);
   return c;
 }
 
@@ -327,11 +307,17 @@ int Driver(const char* self, Part part) {
     Tensor t(DT_FLOAT, TensorShape{size / 4});
     std::memset(t.raw_data(), 1, t.TotalBytes());
     const int n = static_cast<int>(std::max<int64_t>(4, std::min<int64_t>(4000, (int64_t{256} << 20) / size)));
+    const uint64_t lent_before = transport->lent_count(), lent_tcp_before = transport_tcp->lent_count();
     auto stats = bench::MeasureInterleaved(11, 1,
                                            {[&] { send_transport(t, n, false); },
                                             [&] { send_transport(t, n, false, false); }, [&] { send_raw(t, n); },
                                             [&] { send_caf(t, n); }},
                                            50);
+    // Which path ran: tensors the receiver read from this process's memory
+    // (counted once every lent tensor is back), of those sent, per transport.
+    transport->Drain(std::chrono::seconds(10));
+    transport_tcp->Drain(std::chrono::seconds(10));
+    const uint64_t lent = transport->lent_count() - lent_before, lent_tcp = transport_tcp->lent_count() - lent_tcp_before;
     const char* impls[] = {"transport", "transport_tcp", "raw_asio", "caf"};
     for (int i = 0; i < 4; ++i)
       bench::Print("transport_throughput",
@@ -339,9 +325,11 @@ int Driver(const char* self, Part part) {
                    stats[i], static_cast<double>(size) * n / 1e9, true);
     // Speed ratios (the others' time over this one's).
     std::printf("{\"bench\":\"transport_throughput\",\"params\":{\"bytes\":%lld},\"ratio_vs_caf\":%.3f,"
-                "\"tcp_ratio_vs_raw\":%.3f,\"tcp_ratio_vs_caf\":%.3f}\n",
+                "\"tcp_ratio_vs_raw\":%.3f,\"tcp_ratio_vs_caf\":%.3f,\"tensors_sent_each\":%d,"
+                "\"same_host_tensors\":%llu,\"tcp_run_same_host_tensors\":%llu}\n",
                 static_cast<long long>(size), stats[3].median / stats[0].median, stats[2].median / stats[1].median,
-                stats[3].median / stats[1].median);
+                stats[3].median / stats[1].median, 12 * n, static_cast<unsigned long long>(lent),
+                static_cast<unsigned long long>(lent_tcp));
   }
   // 16-bit compression of float32: effective bandwidth, 64 MiB, over TCP
   // (the bytes compression saves are the network's), beside the same tensors

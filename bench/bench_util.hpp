@@ -12,7 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>  // O_CLOEXEC
+#include <spawn.h>
 #include <stdlib.h>  // mkdtemp
+#include <unistd.h>
+
+extern char** environ;
 
 namespace bench {
 
@@ -51,6 +56,48 @@ class ScratchDir {
   std::string path_;
   bool own_ = false;
 };
+
+/// A child process whose stdin and stdout are pipes of the parent's.
+struct Child {
+  pid_t pid = -1;
+  FILE* to = nullptr;    // its stdin
+  FILE* from = nullptr;  // its stdout
+};
+
+/// Starts `path` with `args` (argv[0] is `path`), stdin and stdout piped;
+/// stderr is the parent's. A child whose pid is -1 did not start.
+inline Child SpawnPiped(const std::string& path, const std::vector<std::string>& args) {
+  Child c;
+  int in[2], out[2];  // close-on-exec: no other child inherits these ends
+  if (::pipe2(in, O_CLOEXEC) != 0) return c;
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    return c;
+  }
+  posix_spawn_file_actions_t a;
+  posix_spawn_file_actions_init(&a);
+  posix_spawn_file_actions_adddup2(&a, in[0], 0);
+  posix_spawn_file_actions_adddup2(&a, out[1], 1);
+  std::vector<std::string> store = {path};
+  store.insert(store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : store) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const bool started = ::posix_spawn(&c.pid, path.c_str(), &a, nullptr, argv.data(), environ) == 0;
+  posix_spawn_file_actions_destroy(&a);
+  ::close(in[0]);
+  ::close(out[1]);
+  if (!started) {
+    ::close(in[1]);
+    ::close(out[0]);
+    c.pid = -1;
+    return c;
+  }
+  c.to = ::fdopen(in[1], "w");
+  c.from = ::fdopen(out[0], "r");
+  return c;
+}
 
 /// Runs fn `reps` times after `warmup` untimed runs; per-run seconds.
 inline Stats Measure(int warmup, int reps, const std::function<void()>& fn) {
