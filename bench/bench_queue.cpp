@@ -3,8 +3,10 @@
 // min_after_dequeue 1024), one consumer runs dequeue-many(64), as an input
 // pipeline feeds training. Peer in the same run: a plain bounded queue of the
 // same records (std::mutex + std::condition_variable, 2 producers pushing
-// record by record, 1 consumer popping 64 at a time), the limit of a
-// lock-based queue. PyTorch's DataLoader is bench/peer_torch_dataloader.py.
+// batches of the same 256 or 4096 records under one lock each, as many as fit
+// and the rest as room comes, 1 consumer popping 64 at a time), the limit of a
+// lock-based queue doing the same work. PyTorch's DataLoader is
+// bench/peer_torch_dataloader.py.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -81,12 +83,16 @@ class BoundedQueue {
  public:
   using Record = std::array<float, kFloats>;
   explicit BoundedQueue(size_t capacity) : capacity_(capacity) {}
-  bool Push(const Record& r) {
+  // Enqueue-many: as many records as fit under one lock, then the rest as
+  // room comes (TensorFlow's QueueEnqueueMany fills a queue the same way).
+  bool PushMany(const std::vector<Record>& records) {
     std::unique_lock<std::mutex> l(mu_);
-    not_full_.wait(l, [&] { return closed_ || items_.size() < capacity_; });
-    if (closed_) return false;
-    items_.push_back(r);
-    not_empty_.notify_one();
+    for (size_t i = 0; i < records.size();) {
+      not_full_.wait(l, [&] { return closed_ || items_.size() < capacity_; });
+      if (closed_) return false;
+      while (i < records.size() && items_.size() < capacity_) items_.push_back(records[i++]);
+      not_empty_.notify_one();
+    }
     return true;
   }
   void PopMany(int n, std::vector<Record>* out) {
@@ -115,15 +121,17 @@ class BoundedQueue {
   bool closed_ = false;
 };
 
-double PeerRun(int batches) {
+double PeerRun(int batches, int enqueue_batch) {
   BoundedQueue queue(kCapacity);
-  BoundedQueue::Record record{};
+  std::vector<BoundedQueue::Record> records(static_cast<size_t>(enqueue_batch));
+  for (size_t r = 0; r < records.size(); ++r)
+    for (int f = 0; f < kFloats; ++f) records[r][f] = static_cast<float>(r * kFloats + f);
   std::atomic<bool> stop{false};
   std::vector<std::thread> producers;
   for (int p = 0; p < kProducers; ++p)
     producers.emplace_back([&] {
       while (!stop.load())
-        if (!queue.Push(record)) return;
+        if (!queue.PushMany(records)) return;
     });
   std::vector<BoundedQueue::Record> out;
   for (int i = 0; i < 20; ++i) queue.PopMany(kDequeueBatch, &out);
@@ -171,7 +179,7 @@ int main(int argc, char** argv) {
     std::vector<double> ours1, ours2, peer;
     for (int round = 0; round < 5; ++round) {
       ours1.push_back(ours(1, enqueue_batch));
-      peer.push_back(PeerRun(batches));
+      peer.push_back(PeerRun(batches, enqueue_batch));
       ours2.push_back(ours(2, enqueue_batch));
     }
     const std::string p = "\"record_floats\":64,\"producers\":2,\"enqueue_many\":" + std::to_string(enqueue_batch) +
