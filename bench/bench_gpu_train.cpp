@@ -1,10 +1,14 @@
 // One SGD training step of the MLP 784-h-h-10 (ReLU, mean sparse softmax
 // cross-entropy, plain SGD at 0.01) on a GPU, placed by the default placement
-// (no device asked for anywhere), in ms per step. The peer is
-// bench/peer_torch_gpu_train.py: PyTorch training the same model on the same
-// GPU the same way (the batch copied from host memory each step, one
-// synchronisation per step). Shapes (h/batch): 256/64, 1024/256, 4096/1024,
-// 4096/8192, or those named as arguments ("1024x256").
+// (no device asked for anywhere), in ms per step: the batch fed from host
+// memory each step, the step waited for. Peers (bench/peer_torch_gpu_train.py,
+// run after this, which prints its ms over ours with --beside this output):
+// PyTorch training the same model on the same GPU the same way ("pytorch": the
+// batch copied from pinned memory with non_blocking copies, one
+// synchronisation per step), and PyTorch at its best ("pytorch_cuda_graph":
+// the batch resident, the whole step one CUDA graph, no synchronisation inside
+// the loop). Shapes (h/batch): 256/64, 1024/256, 4096/1024, 4096/8192, or
+// those named as arguments ("1024x256").
 //
 // Prints one JSON line per shape, with the nodes of the step placed on the
 // GPU. Without a GPU it says so and exits 0 (nothing to measure).

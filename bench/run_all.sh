@@ -94,7 +94,8 @@ if section conv; then
 fi
 if section queue; then
   # Records/s through a RandomShuffleQueue (2 producers, enqueue-many 256 and 4096,
-  # dequeue-many 64) beside a mutex+condvar queue, then PyTorch's DataLoader.
+  # dequeue-many 64) beside a mutex+condvar queue fed in the same batches, then
+  # PyTorch's DataLoader.
   figure queue_records ./build/bench/bench_queue
   figure queue_records_torch_peer /usr/bin/python3 bench/peer_torch_dataloader.py
 fi
@@ -144,9 +145,12 @@ if section transport; then
   ACTORFLOW_NUM_THREADS=1 figure step_two_partitions ./build/bench/bench_transport steps ./build/actorflow
 fi
 if section allreduce; then
-  # All-reduce between two processes, 4 KiB..64 MiB, beside gloo called directly and
-  # torch.distributed.all_reduce (gloo).
-  ACTORFLOW_NUM_THREADS=1 figure allreduce ./build/bench/bench_allreduce /usr/bin/python3
+  # All-reduce among 2 and among 3 processes (the ring), 4 KiB..64 MiB: actorflow with
+  # the same-host path off beside gloo called directly and torch.distributed.all_reduce
+  # (gloo), interleaved, then as it runs on one host (labelled same_host, with how many
+  # tensors took that path); each run checks its sums against gloo's.
+  ACTORFLOW_NUM_THREADS=1 figure allreduce ./build/bench/bench_allreduce --ranks 2 /usr/bin/python3
+  ACTORFLOW_NUM_THREADS=1 figure allreduce_3 ./build/bench/bench_allreduce --ranks 3 /usr/bin/python3
 fi
 if section distributed; then
   # Data-parallel training across processes (1 thread each): examples/s in every mode
@@ -155,10 +159,11 @@ if section distributed; then
 fi
 if section gpu; then
   # The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on
-  # the same GPU, ms per step; both say so and measure nothing where there is no GPU
-  # (an error row each, "no figure", naming why).
-  figure gpu_train_step ./build/bench/bench_gpu_train
-  figure gpu_train_step_torch_peer /usr/bin/python3 bench/peer_torch_gpu_train.py
+  # the same GPU, ms per step: the same work (pinned, non_blocking copies) and at its
+  # best (resident batch, one CUDA graph per step), with their ratios to ours; both say
+  # so and measure nothing where there is no GPU (an error row each, "no figure").
+  figure gpu_train_step bash -c 'set -o pipefail; ./build/bench/bench_gpu_train | tee build/gpu_train_step.json'
+  figure gpu_train_step_torch_peer /usr/bin/python3 bench/peer_torch_gpu_train.py --beside build/gpu_train_step.json
 fi
 if [ -n "$against" ]; then figure compare_rev bench/compare_rev.sh "$against"; fi
 if [ -s "$errors" ]; then
