@@ -4,7 +4,9 @@
 // trains a step, and saves a checkpoint whose tensors have the names, dtypes
 // and shapes of TensorFlow's. From TF 2.10's Keras, a CNN's SavedModel loads
 // (functions inlined, weights restored by its restore function) and classifies
-// MNIST test images as it did when trained.
+// MNIST test images as it did when trained; its variables (a V2 checkpoint,
+// index and data file as TensorFlow wrote them), re-saved by our BundleWriter,
+// are TensorFlow's two files byte for byte.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <map>
 
 #include "checkpoint/bundle_reader.hpp"
+#include "checkpoint/bundle_writer.hpp"
 #include "checkpoint/checkpoint_state.hpp"
 #include "checkpoint/sstable.hpp"
 #include "checkpoint/tf_bundle_format.hpp"
@@ -47,6 +50,15 @@ std::map<std::string, std::pair<DataType, TensorShape>> TensorFlowEntries() {
     out[e.name] = {e.dtype, e.shape};
   }
   return out;
+}
+
+// The first offset where `a` and `b` differ (the shorter one's size when one
+// is a prefix of the other); npos when they are equal.
+size_t FirstDifference(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return i;
+  return a.size() == b.size() ? std::string::npos : n;
 }
 
 }  // namespace
@@ -175,4 +187,90 @@ TEST_CASE("TensorFlow 2's Keras SavedModel loads, restores its weights and class
   }
   // Keras reported ~99% on the test set; untrained or misread weights give ~10%.
   CHECK(correct >= 0.97 * n);
+}
+
+TEST_CASE("TensorFlow 2's checkpoint re-saved by our BundleWriter is TensorFlow's index and data file byte for byte") {
+  // keras_cnn/variables: TensorFlow 2.10's own files (tests/data/tensorflow/README.md).
+  const std::string tf_prefix = kDir + "/keras_cnn/variables/variables";
+  const std::string tf_index = ReadBytes(tf_prefix + ".index");
+  const std::string tf_data = ReadBytes(tf_prefix + ".data-00000-of-00001");
+  REQUIRE(tf_index.size() == 4172);
+  REQUIRE(tf_data.size() == 1592451);
+  // Every entry of TensorFlow's index: the BundleHeaderProto under "", then
+  // each tensor's BundleEntryProto, which our encoder gives back unchanged.
+  sstable::Entries table;
+  Status s = sstable::Parse("variables.index", tf_index.data(), tf_index.size(), &table);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(table.size() == 65);  // the header, 64 tensors
+  CHECK(table[0].first.empty());
+  CHECK(table[0].second == tf_bundle::EncodeHeader(1));
+  int shards = 0;
+  REQUIRE(tf_bundle::DecodeHeader("variables.index", table[0].second, &shards).ok());
+  REQUIRE(shards == 1);
+  std::vector<bundle::IndexEntry> entries;
+  for (size_t i = 1; i < table.size(); ++i) {
+    INFO(table[i].first);
+    bundle::IndexEntry e;
+    REQUIRE(tf_bundle::DecodeEntry("variables.index", table[i].first, table[i].second, shards, &e).ok());
+    CHECK(e.unreadable.empty());
+    CHECK(tf_bundle::EncodeEntry(e) == table[i].second);
+    entries.push_back(e);
+  }
+  // TensorFlow wrote the tensors in the order its saver added them, one after
+  // another, unpadded: that order is their order in the data file.
+  std::sort(entries.begin(), entries.end(),
+            [](const bundle::IndexEntry& a, const bundle::IndexEntry& b) { return a.offset < b.offset; });
+  uint64_t end = 0;
+  for (const auto& e : entries) {
+    INFO(e.name);
+    CHECK(e.offset == end);
+    end = e.offset + e.length;
+  }
+  CHECK(end == tf_data.size());
+  // The object graph of TF2's object-based checkpoints: a string scalar (a
+  // serialized TrackableObjectGraph), stored last.
+  const bundle::IndexEntry& graph = entries.back();
+  CHECK(graph.name == "_CHECKPOINTABLE_OBJECT_GRAPH");
+  CHECK(graph.dtype == DT_STRING);
+  CHECK(graph.shape == TensorShape({}));
+  const auto floats = std::count_if(entries.begin(), entries.end(), [](const auto& e) { return e.dtype == DT_FLOAT; });
+  CHECK(floats == 62);  // and optimizer/iter, an int64
+
+  // Read by our reader, written by our writer in TensorFlow's order.
+  std::unique_ptr<BundleReader> r;
+  s = BundleReader::Open(tf_prefix, &r);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  test::TempDir dir("af_tf_written_resave");
+  std::unique_ptr<BundleWriter> w;
+  REQUIRE(BundleWriter::Create(dir / "variables", &w).ok());
+  for (const auto& e : entries) {
+    INFO(e.name);
+    Tensor t;
+    s = r->Lookup(e.name, &t);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    CHECK(t.dtype() == e.dtype);
+    CHECK(t.shape() == e.shape);
+    REQUIRE(w->Add(e.name, t).ok());
+  }
+  s = w->Finish();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+
+  // Compared by the first differing byte (printing megabytes of binary would say less).
+  const std::string data = ReadBytes(dir / "variables.data-00000-of-00001");
+  const size_t data_diff = FirstDifference(data, tf_data);
+  std::string in_tensor = "none";
+  for (const auto& e : entries)
+    if (data_diff >= e.offset && data_diff < e.offset + e.length) in_tensor = e.name;
+  INFO("the data files (" << data.size() << " and " << tf_data.size() << " bytes) first differ at byte "
+                          << static_cast<int64_t>(data_diff) << ", in tensor " << in_tensor);
+  CHECK(data_diff == std::string::npos);
+  const std::string index = ReadBytes(dir / "variables.index");
+  const size_t index_diff = FirstDifference(index, tf_index);
+  INFO("the indexes (" << index.size() << " and " << tf_index.size() << " bytes) first differ at byte "
+                       << static_cast<int64_t>(index_diff));
+  CHECK(index_diff == std::string::npos);
 }
