@@ -1,8 +1,11 @@
 // TensorBoard: the summary ops (ScalarSummary, HistogramSummary,
-// MergeSummary, TensorSummaryV2) against TensorFlow's bytes and messages,
-// events files byte for byte as TensorFlow frames them, a file in
-// TensorFlow's own bytes read back, and FileWriter's events (the graph,
-// fetched summaries, host scalars) read back record by record.
+// MergeSummary, TensorSummaryV2) against TensorFlow's messages and the byte
+// vectors of the format brief, events files framed byte for byte as that brief
+// frames them, a file in the brief's bytes read back, and FileWriter's events
+// (the graph, fetched summaries, host scalars) read back record by record.
+// The byte vectors (docs/tensorflow-formats/tf_events.md) were derived from
+// TensorFlow's sources by the brief's own re-implementation, not taken from
+// files TensorFlow wrote; the test names say so.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -74,10 +77,11 @@ std::string SummaryBytes(const Scope& root, const Output& summary) {
 
 }  // namespace
 
-TEST_CASE("HistogramSummary gives TensorFlow's bytes: exponential buckets, empty runs collapsed") {
+TEST_CASE("HistogramSummary gives the format brief's bytes (our re-implementation's vector, not TensorFlow's output): exponential buckets, empty runs collapsed") {
   Scope root = Scope::NewRootScope();
   const std::string bytes = SummaryBytes(root, ops::HistogramSummary(root, std::string("h"), ops::Const(root, {1.f, 2.f})));
-  // TensorFlow's serialized Summary for tag "h" and values {1, 2} (138 bytes).
+  // The serialized Summary for tag "h" and values {1, 2} (138 bytes), as the
+  // brief's re-implementation of TensorFlow's histogram.cc encodes it.
   CHECK(bytes == FromHex("0a87010a01682a810109000000000000f03f110000000000000040190000000000000040210000000000000840"
                          "290000000000001440322808996919155aed3f2b14facdbe24f03fdc94cd2e8d75ff3fe011f10c744d0140ffffff"
                          "ffffffef7f3a280000000000000000000000000000f03f0000000000000000000000000000f03f0000000000000000"));
@@ -117,7 +121,7 @@ TEST_CASE("ScalarSummary tags each value; MergeSummary joins summaries and refus
   CHECK_THAT(s.message(), Catch::Contains("Could not parse one of the summary inputs"));
 }
 
-TEST_CASE("an events file is framed as TensorFlow frames it, named by time and host, version record first") {
+TEST_CASE("an events file is framed as the format brief's vector (our re-implementation of TensorFlow's framing), named by time and host, version record first") {
   const std::string dir = TempDir("events");
   io::EventsWriter::Options o;
   o.now_seconds = 1700000000.75;
@@ -139,7 +143,7 @@ TEST_CASE("an events file is framed as TensorFlow frames it, named by time and h
   v->set_simple_value(0.5f);
   REQUIRE(w->WriteEvent(e).ok());
   REQUIRE(w->Close().ok());
-  // TensorFlow's record of that event: length, masked CRC, the Event, masked CRC.
+  // The brief's record of that event: length, masked CRC, the Event, masked CRC.
   CHECK(FileBytes(w->filename()).substr(version_record) ==
         FromHex("1a00000000000000129bd82d0900006040fc54d94110032a0d0a0b0a046c6f7373150000003f96253a59"));
   const std::vector<proto::Event> events = ReadEvents(w->filename());
@@ -150,7 +154,7 @@ TEST_CASE("an events file is framed as TensorFlow frames it, named by time and h
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("an events file in TensorFlow's bytes (its writer's first record, a scalar) reads back") {
+TEST_CASE("an events file in the format brief's bytes for TensorFlow's writer (first record, a scalar; not a TensorFlow-written file) reads back") {
   const std::string dir = TempDir("tf_bytes");
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/events.out.tfevents.1700000000.tfhost";

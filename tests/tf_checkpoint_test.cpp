@@ -1,5 +1,7 @@
-// TensorFlow's V2 checkpoint format byte by byte: the golden bytes TensorFlow
-// writes for known tensors, the .index table read by LevelDB's own reader and
+// TensorFlow's V2 checkpoint format byte by byte: golden bytes for known
+// tensors (derived by the format brief's re-implementation of TensorFlow's
+// writer, not written by TensorFlow: tf_written_test.cpp compares our files
+// with TensorFlow's own), the .index table read by LevelDB's own reader and
 // tables LevelDB writes (several blocks, Snappy) read by ours, truncation and
 // corruption of every byte of an index, damaged data files, forged entries,
 // MergeV2Checkpoints. Both formats' common behaviour: checkpoint_test.cpp.
@@ -112,9 +114,11 @@ std::string Entry(DataType dtype, std::vector<int64_t> dims, int shard, int64_t 
 
 }  // namespace
 
-TEST_CASE("tf checkpoint: the bytes are TensorFlow's for the same tensors") {
+TEST_CASE("tf checkpoint: the bytes are the format brief's golden vector (from our re-implementation, not from TensorFlow)") {
   // Golden bytes (docs/tensorflow-formats/tf_checkpoint_v2.md): "w" = float [1, 2],
-  // then "s" = the string scalar "hi", as TensorFlow's BundleWriter writes them.
+  // then "s" = the string scalar "hi", as the brief's Python re-implementation of
+  // TensorFlow's BundleWriter writes them (that re-implementation rebuilt three
+  // TensorFlow-written indexes; tf_written_test.cpp compares with TensorFlow's own files).
   test::TempDir dir("af_tfckpt_test");
   Save(dir / "m", {{"w", Floats({1.f, 2.f})}, {"s", Strings({"hi"}).Reshaped(TensorShape{})}});
   CHECK(ReadBytes(dir / "m.data-00000-of-00001") == Unhex("0000803f 00000040 02 d8d81073 6869"));
