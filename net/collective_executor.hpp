@@ -35,12 +35,15 @@
 // the heartbeat timeout (the collective's own timeout where no session
 // watches it), and a restarted one meets the others at a fresh epoch.
 //
-// Why not gloo (docs/distributed-design.md section 5), measured by
-// bench/bench_allreduce.cpp beside it: on one host this path is 1.4-5x gloo's
-// ring at 4 KiB..64 MiB (gloo pays a fixed cost per call here, and copies
-// through loopback TCP where the transport reads the peer's memory); with the
-// same-host path off it is 0.9-1.7x; and it runs over mutual TLS, which
-// Debian's gloo cannot.
+// Why not gloo (docs/distributed-design.md section 5): this path runs over
+// mutual TLS, which Debian's gloo cannot, and shares the transport's same-host
+// path (the peer's memory read, not copied through loopback TCP). Its speed
+// beside gloo and torch.distributed, like for like over TCP and as it runs on
+// one host, is what bench/bench_allreduce.cpp measures (bench/run_all.sh
+// --only allreduce, allreduce_3: 2 ranks, and a ring of 3). On 2 shared cores
+// (2026-11-28) it was far faster for small tensors (Debian's gloo pays about
+// 4 ms a call here) and slower over TCP for the largest ring (64 MiB among 3:
+// 0.43x gloo's).
 //
 // Checks: every data message carries its op's dtype, element count and
 // bucket-plan hash; a mismatch is InvalidArgument on both sides, naming the
