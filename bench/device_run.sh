@@ -73,7 +73,8 @@ if [[ " $parts " == *" gpu "* ]]; then
   for v in ${AF_GPU_VARIANTS:-}; do
     env "$v" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
   done
-  PYTHONUNBUFFERED=1 timeout 100 python3 bench/peer_torch_gpu_train.py 2>&1 | tee -a "$out/gpu.log"
+  # Both peers (the same work; PyTorch at its best, one CUDA graph per step), with their ratios to ours.
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/peer_torch_gpu_train.py --beside "$out/gpu.log" 2>&1 | tee -a "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then
   echo "== cpu" | tee "$out/cpu.log"
