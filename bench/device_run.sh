@@ -56,7 +56,13 @@ suite() {
 if [[ " $parts " == *" tests "* ]]; then
   : > "$out/tests.log"
   for t in ${AF_TESTS:-gpu_test gpu_training_test gpu_fault_test placement_gpu_test device_variables_test placement_test cli_test}; do
-    suite "$t" "" -- "tests/$t"
+    if [ "$t" = cli_test ]; then
+      # Its [may_skip] cases (Graphviz, Fashion-MNIST, ulimit) are CTest entries of
+      # their own: a tool missing on the lent machine must not mark the suite skipped.
+      suite "$t" "" -- "tests/$t" "~[may_skip]" -w NoTests
+    else
+      suite "$t" "" -- "tests/$t"
+    fi
   done
   # gpu_test's cases on the paths that are not the default (tests/CMakeLists.txt
   # registers the same; -w NoTests: a filter that matches nothing fails).
@@ -74,7 +80,7 @@ if [[ " $parts " == *" gpu "* ]]; then
     env "$v" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
   done
   # Both peers (the same work; PyTorch at its best, one CUDA graph per step), with their ratios to ours.
-  PYTHONUNBUFFERED=1 timeout 150 python3 bench/peer_torch_gpu_train.py --beside "$out/gpu.log" 2>&1 | tee -a "$out/gpu.log"
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/peer_torch_gpu_train.py --beside "$out/gpu.log" 2>&1 | tee -a "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then
   echo "== cpu" | tee "$out/cpu.log"
@@ -124,7 +130,8 @@ if [[ " $parts " == *" ncu "* ]]; then
   python3 bench/ncu_summary.py "$out/ncu_actorflow.csv" 2>&1 | tee -a "$out/ncu.log"
   if [ "${AF_NCU_PEER:-1}" = 1 ]; then
     echo "== ncu pytorch $shape" | tee -a "$out/ncu.log"
-    timeout 150 "$ncu" $flags python3 bench/peer_torch_gpu_train.py "$shape" > "$out/ncu_pytorch.csv" 2>>"$out/ncu.log"
+    # One mode (the same work as ours), so the profile holds one kind of step.
+    timeout 150 "$ncu" $flags python3 bench/peer_torch_gpu_train.py --mode pytorch "$shape" > "$out/ncu_pytorch.csv" 2>>"$out/ncu.log"
     python3 bench/ncu_summary.py "$out/ncu_pytorch.csv" 2>&1 | tee -a "$out/ncu.log"
   fi
 fi
