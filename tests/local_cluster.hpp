@@ -3,7 +3,8 @@
 // one compute thread, short heartbeats; the fixture keeps every child's PID,
 // and ends each by PID (SIGTERM, then SIGKILL after a grace period), checking
 // it was reaped. Every wait is bounded: a server that does not come up fails
-// the test.
+// the test. Its checks run on the test's main thread only (Catch2 2.x is not
+// thread-safe); KillAllNow, which asserts nothing, may run on any thread.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -24,6 +25,7 @@
 
 #include "core/cluster_spec.hpp"
 #include "master/server.hpp"
+#include "wait_until.hpp"
 
 extern char** environ;
 
@@ -39,6 +41,11 @@ namespace test {
 /// times slower), where a 1 s silence under load is not yet a failure.
 constexpr int kTestHeartbeatMs = 100 * AF_TEST_SLOWDOWN;
 constexpr int kTestPeerTimeoutMs = 1000 * AF_TEST_SLOWDOWN;
+/// The most a step may take to fail after a task it needs was killed or
+/// hung: the peer timeout (a hung task is found by its silence; a killed
+/// one sooner, by its closed connections) and a margin for the failure to
+/// reach the client, scaled alike.
+constexpr int kTestPeerFailureBoundMs = kTestPeerTimeoutMs + 2000 * AF_TEST_SLOWDOWN;
 
 class LocalCluster {
  public:
@@ -137,9 +144,8 @@ class LocalCluster {
     if (sig != SIGSTOP) return;
     int status = 0;
     pid_t got = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((got = ::waitpid(t.pid, &status, WUNTRACED | WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    WaitUntil([&] { return (got = ::waitpid(t.pid, &status, WUNTRACED | WNOHANG)) != 0; }, std::chrono::seconds(10),
+              std::chrono::milliseconds(1));
     REQUIRE(got == t.pid);
     REQUIRE(WIFSTOPPED(status));
   }
@@ -158,10 +164,9 @@ class LocalCluster {
     ::kill(t->pid, SIGCONT);  // a stopped task cannot handle SIGTERM
     ::kill(t->pid, hard ? SIGKILL : SIGTERM);
     int status = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     pid_t got = 0;
-    while ((got = ::waitpid(t->pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    WaitUntil([&] { return (got = ::waitpid(t->pid, &status, WNOHANG)) != 0; }, std::chrono::seconds(10),
+              std::chrono::milliseconds(10));
     if (got == 0) {
       ::kill(t->pid, SIGKILL);
       ::waitpid(t->pid, &status, 0);
@@ -220,18 +225,22 @@ class LocalCluster {
     posix_spawn_file_actions_destroy(&actions);
     REQUIRE(rc == 0);
     t->pid = pid;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!std::filesystem::exists(t->port_file)) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        t->pid = -1;
-        std::ifstream l(log);
-        std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
-        FAIL("server " << t->job << ":" << t->index << " exited at start: " << text);
-      }
-      REQUIRE(std::chrono::steady_clock::now() < until);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    bool exited = false;
+    const bool up = WaitUntil(
+        [&] {
+          int status = 0;
+          exited = ::waitpid(pid, &status, WNOHANG) == pid;
+          return exited || std::filesystem::exists(t->port_file);
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(10));
+    if (exited) {
+      t->pid = -1;
+      std::ifstream l(log);
+      std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+      FAIL("server " << t->job << ":" << t->index << " exited at start: " << text);
     }
+    INFO("server " << t->job << ":" << t->index << " wrote no port file in 10 s");
+    REQUIRE(up);
     std::ifstream f(t->port_file);
     f >> t->port >> t->transport_port;
     REQUIRE(t->port > 0);

@@ -1,6 +1,9 @@
 // Certificates for the TLS tests, made with OpenSSL's API in a temporary
 // directory: a cluster CA, certificates it signs (valid, or expired), and a
-// second CA whose certificates the cluster must refuse.
+// second CA whose certificates the cluster must refuse. TestPki asserts
+// (REQUIRE) as it goes, so it is used on the test's main thread only
+// (Catch2 2.x is not thread-safe): certificates are made before any thread
+// or endpoint that uses them starts.
 #pragma once
 
 #include <catch2/catch.hpp>

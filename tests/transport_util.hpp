@@ -1,6 +1,9 @@
 // Helpers for the tensor transport's tests (transport_test, same_host_test):
 // an inbox of what an endpoint delivered, a connected pair of endpoints in
 // this process, and the wire frames written by hand for hostile peers.
+// The inbox's callbacks run on the transport's thread and only record what
+// came (under its mutex); Next, Pair, Dial and SendHostile assert, so they
+// are called on the test's main thread only (Catch2 2.x is not thread-safe).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "net/tensor_transport.hpp"
+#include "wait_until.hpp"
 
 namespace actorflow {
 namespace test {
