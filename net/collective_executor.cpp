@@ -157,6 +157,7 @@ void CollectiveExecutor::Impl::Finish(uint64_t id, const Status& s, Tensor resul
   if (it == ops.end()) return;
   Op op = std::move(it->second);
   ops.erase(it);
+  held.store(ops.size());
   auto g = groups.find(op.p.group_key);
   if (g != groups.end()) {
     g->second.ops.erase(id);
@@ -269,6 +270,7 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
     return;
   }
   ops.emplace(id, std::move(op));
+  held.store(ops.size());
   g.ops.insert(id);
   if (g.state == Group::kFormed) {
     Launch(g, ops[id]);
@@ -526,5 +528,7 @@ void CollectiveExecutor::Rejected(Status status) {
 }
 
 uint64_t CollectiveExecutor::formed_count() const { return impl_->formed.load(); }
+
+size_t CollectiveExecutor::pending_count() const { return impl_->held.load(); }
 
 }  // namespace actorflow

@@ -154,6 +154,10 @@ class CollectiveExecutor {
 
   /// Epochs formed (for tests).
   uint64_t formed_count() const;
+  /// Collectives started and not yet answered, as the executor's thread last
+  /// left them: each waits for its group to form (or its members to be
+  /// found) or for its peers' data (for tests).
+  size_t pending_count() const;
 
   struct Impl;
 

@@ -167,6 +167,7 @@ struct CollectiveExecutor::Impl {
   const CollectiveExecutorOptions options;
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> formed{0};
+  std::atomic<size_t> held{0};  // ops.size(), for pending_count()
 
   std::mutex mu;  // guards `events` and `stopping`
   std::condition_variable cv;

@@ -27,19 +27,21 @@ void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& out, const Statu
   if (it != outs.end() && it->second == out) outs.erase(it);
   for (auto& st : CloseOut(out))
     if (callbacks.reject) callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes), s);
-  if (!callbacks.peer_failed) return;
   // Only the current incarnation's failure is the peer's, as for incoming
   // connections: the old connection to a task that restarted closes when it
   // will, possibly after the new incarnation joined a collective group, which
   // this report would break again (seen: the survivor of a restart re-formed
   // its group a second time and aborted the newcomer's waiting collective).
-  bool current;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = peers.find(out->task);
-    current = it != peers.end() && it->second.incarnation == out->peer.incarnation;
+  if (callbacks.peer_failed) {
+    bool current;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = peers.find(out->task);
+      current = it != peers.end() && it->second.incarnation == out->peer.incarnation;
+    }
+    if (current) callbacks.peer_failed(out->task, s);
   }
-  if (current) callbacks.peer_failed(out->task, s);
+  out_failures.fetch_add(1);  // after the report, if any (failed_connection_count)
 }
 
 auto TensorTransport::Impl::OutFor(const std::string& task, const Peer& peer) -> std::shared_ptr<Out> {
@@ -452,6 +454,7 @@ uint64_t TensorTransport::incarnation() const { return impl_->options.incarnatio
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
 uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
 uint64_t TensorTransport::same_host_count() const { return impl_->same_host_reads.load(); }
+uint64_t TensorTransport::failed_connection_count() const { return impl_->out_failures.load(); }
 uint64_t TensorTransport::lent_count() const { return impl_->lent_returned.load(); }
 uint64_t TensorTransport::received_count() const { return impl_->tensors_received.load(); }
 

@@ -139,6 +139,10 @@ class TensorTransport {
   uint64_t lent_count() const;
   /// Tensors this endpoint received whole, by either path (delivered).
   uint64_t received_count() const;
+  /// Connections to peers that failed (the peer closed or reset one, or
+  /// answered badly), each counted after its peer_failed report, if it makes
+  /// one, has run: a test that sees the count sees the report (for tests).
+  uint64_t failed_connection_count() const;
 
   struct Impl;
 

@@ -120,6 +120,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   std::atomic<uint64_t> data_loss{0};
   std::atomic<uint64_t> tls_refused{0};
   std::atomic<uint64_t> same_host_reads{0};
+  std::atomic<uint64_t> out_failures{0};  // connections to peers that failed (for tests)
   std::atomic<uint64_t> lent_returned{0};     // tensors of this process a receiver read and returned
   std::atomic<uint64_t> tensors_received{0};  // tensors delivered whole, by either path
   std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (net/tls.hpp), when configured
