@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -122,13 +123,16 @@ TEST_CASE("transport: small tensors written by their callers' threads interleave
   Tensor big(DT_FLOAT, TensorShape{(int64_t{8} << 20) / 4});
   for (int64_t k = 0; k < big.NumElements(); ++k) big.data<float>()[k] = static_cast<float>(k % 65521);
   std::vector<std::thread> senders;
+  std::atomic<int> failed_sends{0};  // the senders count; this thread checks
   for (int t = 0; t < kThreads; ++t)
     senders.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i)
-        CHECK(p.a->Send(kB, 1, Key("s" + std::to_string(t) + "_" + std::to_string(i)), value(t, i), false).ok());
+        if (!p.a->Send(kB, 1, Key("s" + std::to_string(t) + "_" + std::to_string(i)), value(t, i), false).ok())
+          failed_sends.fetch_add(1);
     });
   for (int b = 0; b < kBig; ++b) REQUIRE(p.a->Send(kB, 1, Key("big" + std::to_string(b)), big, false).ok());
   for (auto& s : senders) s.join();
+  CHECK(failed_sends.load() == 0);
   std::map<std::string, Tensor> got;
   for (int n = 0; n < kThreads * kPerThread + kBig; ++n) {
     auto item = p.in_b.Next();
@@ -161,10 +165,12 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
   std::mutex gate_mu;
   std::condition_variable gate_cv;
   bool open = false;
+  std::atomic<bool> stalled{false};  // the receiver's thread is in the gate's delivery
   TransportCallbacks cb = in_b.Callbacks();
   auto deliver = cb.deliver;
   cb.deliver = [&](int64_t step, RendezvousKey key, Tensor v, bool dead) {
     if (key.str() == Key("gate").str()) {
+      stalled = true;
       std::unique_lock<std::mutex> l(gate_mu);
       gate_cv.wait_for(l, std::chrono::seconds(10), [&] { return open; });  // bounded
     }
@@ -188,7 +194,7 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
     for (int64_t k = 0; k < v.NumElements(); ++k) v.data<int32_t>()[k] = static_cast<int32_t>(i * 65537 + k);
     return v;
   };
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the gate is delivered and stalls
+  REQUIRE(WaitUntil([&] { return stalled.load(); }, std::chrono::seconds(10)));  // the gate is delivered and stalls
   for (int i = 0; i < kCount; ++i) REQUIRE(a->Send(kB, 1, Key("t" + std::to_string(i)), value(i), false).ok());
   {
     std::lock_guard<std::mutex> l(gate_mu);
@@ -246,10 +252,10 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
     const uint16_t port = p.b->port();
     p.a->SetPeer(kB, "127.0.0.1", port, 333);  // as a session finds the restarted task
     p.b.reset();                               // the old incarnation's end of A's connection closes
-    // Time for A to read the end of the old connection (a report of it would
-    // come now); then a send to the new incarnation, which is not listening:
-    // that failure is the current one's and is reported.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // A reads the end of the old connection (a report of it would have come
+    // by the time it is counted); then a send to the new incarnation, which
+    // is not listening: that failure is the current one's and is reported.
+    REQUIRE(WaitUntil([&] { return p.a->failed_connection_count() >= 1; }, std::chrono::seconds(20)));
     CHECK(failures_of(p.in_a).empty());
     p.a->Send(kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false);
     std::unique_lock<std::mutex> l(p.in_a.mu);
@@ -302,9 +308,7 @@ TEST_CASE("transport: hostile bytes close the connection with DataLoss, never cr
     // Random bytes may also end cleanly between frames: count only what must be data loss.
     if (name.rfind("random", 0) != 0) {
       ++expected;
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (p.b->data_loss_count() < expected && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      WaitUntil([&] { return p.b->data_loss_count() >= expected; }, std::chrono::seconds(10));
       CHECK(p.b->data_loss_count() == expected);
     } else {
       expected = p.b->data_loss_count();
