@@ -27,7 +27,9 @@
 #include "local_cluster.hpp"
 #include "training_data.hpp"
 #include "master/server.hpp"
+#include "net/collective_executor.hpp"
 #include "test_util.hpp"
+#include "wait_until.hpp"
 
 using namespace actorflow;
 using test::LocalCluster;
@@ -177,8 +179,9 @@ TEST_CASE("all-reduce: workers whose bucket plans differ get InvalidArgument nam
 }
 
 // Worker 0 waits in an all-reduce that worker 1 never joins; then worker 1's
-// process is killed, or stopped (hung). Worker 0's step's status.
-Status LoseWorkerMidAllReduce(bool hang) {
+// process is killed, or stopped (hung). Worker 0's step's status, and how
+// long after the kill or stop it ended.
+std::pair<Status, int64_t> LoseWorkerMidAllReduce(bool hang) {
   Cluster c;
   Model m0(0, 2, 1), m1(1, 2, 1);  // their collectives time out after 30 s
   // s1: worker 1 known to this process's transport, and watched by s1's master.
@@ -190,33 +193,47 @@ Status LoseWorkerMidAllReduce(bool hang) {
   Tensor x, y;
   MakeData(8, 3, &x, &y);
   auto a = std::async(std::launch::async, [&] { return s0.Run(Bounded(), {{"x", x}, {"y", y}}, {}, {m0.train.name()}, &out0); });
-  // Worker 0's all-reduce has asked worker 1 to form the group.
-  REQUIRE(a.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  // Worker 0's all-reduce has formed the group with worker 1 (worker 1's
+  // executor answers the JOIN without a collective of its own) and waits for
+  // its data: this process's collective executor holds it.
+  CollectiveExecutor* collectives = c.server->runtime()->collectives();
+  REQUIRE(collectives != nullptr);
+  {
+    INFO("worker 0's all-reduce did not come to wait for worker 1");
+    REQUIRE(test::WaitUntil([&] { return collectives->formed_count() >= 1 && collectives->pending_count() >= 1; },
+                            std::chrono::seconds(20)));
+  }
+  REQUIRE(a.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);  // the step still waits
   LocalCluster::Task& w1 = c.processes.task("worker", 1);
+  const auto lost_at = std::chrono::steady_clock::now();
   if (hang) {
     LocalCluster::Signal(w1, SIGSTOP);
   } else {
     CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);
   }
   const bool ended = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  const int64_t took_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - lost_at).count();
   if (hang) LocalCluster::Signal(w1, SIGCONT);
   REQUIRE(ended);
-  return a.get();
+  return {a.get(), took_ms};
 }
 
 TEST_CASE("all-reduce: a worker killed while the other waits in the all-reduce is Unavailable there", "[distributed]") {
-  const Status s = LoseWorkerMidAllReduce(/*hang=*/false);
-  INFO(s.ToString());
+  const auto [s, took_ms] = LoseWorkerMidAllReduce(/*hang=*/false);
+  INFO(s.ToString() << " after " << took_ms << " ms");
   CHECK(s.code() == Code::kUnavailable);
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1"));
+  CHECK(took_ms <= test::kTestPeerFailureBoundMs);  // not the collective's 30 s timeout
 }
 
 TEST_CASE("all-reduce: a worker that hangs fails the other's all-reduce at the heartbeat timeout, not the collective's",
           "[distributed]") {
-  const Status s = LoseWorkerMidAllReduce(/*hang=*/true);
-  INFO(s.ToString());
+  const auto [s, took_ms] = LoseWorkerMidAllReduce(/*hang=*/true);
+  INFO(s.ToString() << " after " << took_ms << " ms");
   CHECK(s.code() == Code::kUnavailable);
   CHECK_THAT(s.message(), Catch::Contains("/job:worker/replica:0/task:1") && Catch::Contains("down"));
+  CHECK(took_ms <= test::kTestPeerFailureBoundMs);  // the heartbeat timeout and a margin, not the collective's 30 s
 }
 // The process of worker `killed` dies and comes back empty mid-training: the
 // worker (its replica's variables gone), or the chief (its variables too:

@@ -7,7 +7,6 @@
 // bounded time, with the error naming it. All on 127.0.0.1.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -25,10 +24,12 @@
 #include "local_cluster.hpp"
 #include "master/server.hpp"
 #include "test_util.hpp"
+#include "wait_until.hpp"
 
 using namespace actorflow;
 using test::LocalCluster;
 using test::ToDef;
+using test::WaitUntil;
 
 namespace {
 
@@ -67,6 +68,38 @@ std::vector<Tensor> RunOk(Session* session, const std::vector<Output>& fetches,
   INFO(s.ToString());
   REQUIRE(s.ok());
   return out;
+}
+
+// Waits (at most 10 s) until the queue whose QueueSize op is `size_op`
+// holds `want` elements, asking with further calls of `session` (each
+// bounded). A step waiting in a queue in another process is seen so: a
+// dequeue-many of two from a queue holding one takes it and waits there for
+// the next, and the queue is then empty.
+bool QueueSizeBecomes(Session* session, const std::string& size_op, int32_t want) {
+  return WaitUntil(
+      [&] {
+        RunOptions ro;
+        ro.timeout_in_ms = 5000;
+        std::vector<Tensor> out;
+        return session->Run(ro, {}, {size_op + ":0"}, {}, &out).ok() && out[0].scalar<int32_t>() == want;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(10));
+}
+
+// A queue on `device` holding one element (after "fill" runs) that a step
+// waits in: "deq" takes two; "size" shows the step waiting (QueueSizeBecomes 0).
+Output OneShortQueue(const Scope& root, const char* device) {
+  ops::QueueOptions qo;
+  qo.shared_name = "one_short";
+  qo.shapes = {PartialTensorShape::Scalar()};
+  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(device), {DT_FLOAT}, qo);
+  ops::QueueEnqueue(root.WithOpName("fill"), q, {ops::Const(root, 5.f)});
+  ops::QueueSize(root.WithOpName("size"), q);
+  return ops::QueueDequeueMany(root.WithOpName("deq"), q, ops::Const(root, 2), {DT_FLOAT})[0];
+}
+
+int64_t MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace
@@ -200,10 +233,12 @@ TEST_CASE("distributed: a remote session runs a client's concurrent steps concur
   Scope root = Scope::NewRootScope();
   ops::QueueOptions qo;
   qo.shared_name = "handoff";
+  qo.shapes = {PartialTensorShape::Scalar()};
   auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs0), {DT_FLOAT}, qo);
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   ops::QueueEnqueue(root.WithOpName("enq"), q, {x});
-  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
+  auto deq = ops::QueueDequeueMany(root.WithOpName("deq"), q, ops::Const(root, 2), {DT_FLOAT});
+  ops::QueueSize(root.WithOpName("size"), q);
   SessionOptions remote;
   remote.target = "grpc://127.0.0.1:" + std::to_string(c.processes.task("ps", 0).port);  // ps 0's master
   remote.device_find_timeout_ms = 10000;
@@ -211,15 +246,20 @@ TEST_CASE("distributed: a remote session runs a client's concurrent steps concur
   REQUIRE(session.Create(ToDef(root)).ok());
   // The dequeue waits in the queue; the enqueue, a second call of the same
   // client, must not wait behind it (served one at a time, the dequeue would
-  // only end at its deadline, empty-handed). Each call is bounded.
+  // only end at its deadline, empty-handed). Each call is bounded. The
+  // dequeue takes two elements: the one put first, and the enqueue's.
+  RunOk(&session, {}, {{"x", Tensor::Scalar<float>(1.f)}}, {"enq"});
   auto taker = std::async(std::launch::async, [&] {
     RunOptions ro;
     ro.timeout_in_ms = 15000;
     std::vector<Tensor> out;
     Status s = session.Run(ro, {}, {deq[0].name()}, {}, &out);
-    return std::make_pair(s, s.ok() ? out[0].scalar<float>() : 0.f);
+    return std::make_pair(s, s.ok() ? test::Values<float>(out[0]) : std::vector<float>{});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the dequeue is waiting
+  {
+    INFO("the dequeue did not come to wait in the queue (its size stayed 1)");
+    REQUIRE(QueueSizeBecomes(&session, "size", 0));  // the dequeue took the first and waits
+  }
   RunOptions ro;
   ro.timeout_in_ms = 15000;
   std::vector<Tensor> none;
@@ -227,10 +267,10 @@ TEST_CASE("distributed: a remote session runs a client's concurrent steps concur
   INFO(put.ToString());
   CHECK(put.ok());
   REQUIRE(taker.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
-  const auto [s, value] = taker.get();
+  const auto [s, values] = taker.get();
   INFO(s.ToString());
   CHECK(s.ok());
-  CHECK(value == 7.f);
+  CHECK(values == std::vector<float>{1.f, 7.f});  // the enqueue's 7 is the one it waited for
   CHECK(session.Close().ok());
 }
 
@@ -280,31 +320,33 @@ TEST_CASE("distributed: a killed task fails the steps that need it with Unavaila
   Cluster c;
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
-  // The step waits in ps 1 (a dequeue from an empty queue) while ps 1 is killed.
-  ops::QueueOptions qo;
-  qo.shared_name = "never_filled";
-  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs1), {DT_FLOAT}, qo);
-  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
-  ops::Add(root.WithOpName("y"), ops::Mul(root.WithDevice(kPs0), x, 2.f), deq[0]);
+  // The step waits in ps 1 (a dequeue-many of two from a queue holding one)
+  // while ps 1 is killed.
+  ops::Add(root.WithOpName("y"), ops::Mul(root.WithDevice(kPs0), x, 2.f), OneShortQueue(root, kPs1));
   auto local = ops::Mul(root.WithOpName("local").WithDevice(kPs0), x, 3.f);
   Session session(c.Options());
   REQUIRE(session.Create(ToDef(root)).ok());
   CHECK(RunOk(&session, {local}, {{"x", Tensor::Scalar<float>(2.f)}})[0].scalar<float>() == 6.f);
+  RunOk(&session, {}, {}, {"fill"});
   auto step = std::async(std::launch::async, [&] {
     std::vector<Tensor> out;
     RunOptions ro;
     ro.timeout_in_ms = 60000;
     return session.Run(ro, {{"x", Tensor::Scalar<float>(1.f)}}, {"y:0"}, {}, &out);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the step is waiting in ps 1
+  {
+    INFO("the step did not come to wait in ps 1's queue (its size stayed 1)");
+    REQUIRE(QueueSizeBecomes(&session, "size", 0));  // the step is waiting in ps 1
+  }
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(c.processes.pid_of("ps", 1), SIGKILL) == 0);
-  REQUIRE(step.wait_for(std::chrono::seconds(10)) == std::future_status::ready);  // bounded: never a hang
-  const auto took = std::chrono::steady_clock::now() - killed_at;
+  REQUIRE(step.wait_for(std::chrono::seconds(20)) == std::future_status::ready);  // bounded: never a hang
+  const int64_t took_ms = MsSince(killed_at);
   const Status s = step.get();
-  INFO(s.ToString() << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  INFO(s.ToString() << " after " << took_ms << " ms");
   CHECK(errors::IsUnavailable(s));
   CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
+  CHECK(took_ms <= test::kTestPeerFailureBoundMs);  // at once: within the peer timeout and a margin
   // Steps that do not need the dead task still run.
   Scope other = Scope::NewRootScope().WithDevice(kWorker);
   auto z = ops::Mul(other.WithOpName("z").WithDevice(kPs0), ops::Const(other, 4.f), 2.f);
@@ -326,6 +368,7 @@ TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it after
   REQUIRE(session.Create(ToDef(root)).ok());
   CHECK(RunOk(&session, {y}, {{"x", Tensor::Scalar<float>(1.f)}})[0].scalar<float>() == 3.f);
   LocalCluster::Signal(c.processes.task("ps", 1), SIGSTOP);
+  const auto stopped_at = std::chrono::steady_clock::now();  // for the message
   auto step = std::async(std::launch::async, [&] {
     std::vector<Tensor> out;
     RunOptions ro;
@@ -333,10 +376,11 @@ TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it after
     return session.Run(ro, {{"x", Tensor::Scalar<float>(1.f)}}, {"y:0"}, {}, &out);
   });
   const bool ended = step.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  const int64_t took_ms = MsSince(stopped_at);
   LocalCluster::Signal(c.processes.task("ps", 1), SIGCONT);
   REQUIRE(ended);
   const Status s = step.get();
-  INFO(s.ToString());
+  INFO(s.ToString() << " after " << took_ms << " ms");
   CHECK(errors::IsUnavailable(s));
   CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
 }
@@ -420,23 +464,23 @@ TEST_CASE("distributed: when a master dies, its workers drop its graphs and canc
   auto& w1 = cluster.Start("worker", 1, {"--cluster", cluster.ClusterJson({{"worker", {"127.0.0.1:1", "127.0.0.1:2"}}})});
   (void)ps;
   Scope root = Scope::NewRootScope();
-  ops::QueueOptions qo;
-  qo.shared_name = "never_filled";
-  auto q = ops::FIFOQueue(root.WithOpName("q").WithDevice(kPs0), {DT_FLOAT}, qo);
-  auto deq = ops::QueueDequeue(root.WithOpName("deq"), q, {DT_FLOAT});
-  ops::Mul(root.WithOpName("y"), deq[0], 2.f);
+  ops::Mul(root.WithOpName("y"), OneShortQueue(root, kPs0), 2.f);
   SessionOptions so;
   so.target = "actorflow://127.0.0.1:" + std::to_string(w1.port);
   so.device_find_timeout_ms = 10000;
   Session session(so);
   REQUIRE(session.Create(ToDef(root)).ok());
+  RunOk(&session, {}, {}, {"fill"});
   auto step = std::async(std::launch::async, [&] {
     std::vector<Tensor> out;
     RunOptions ro;
     ro.timeout_in_ms = 60000;
     return session.Run(ro, {}, {"y:0"}, {}, &out);  // waits in ps 0's dequeue
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    INFO("the step did not come to wait in ps 0's queue (its size stayed 1)");
+    REQUIRE(QueueSizeBecomes(&session, "size", 0));
+  }
   CHECK(LocalCluster::Stop(&w1, /*hard=*/true) == -SIGKILL);  // the master dies mid-step
   REQUIRE(step.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
   const Status s = step.get();
@@ -445,12 +489,13 @@ TEST_CASE("distributed: when a master dies, its workers drop its graphs and canc
   // Ps 0 saw its worker session's master go and dropped the session's graphs.
   const std::string log_path = cluster.dir() + "/ps_0.log";
   std::string text;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (text.find("its graphs are dropped") == std::string::npos && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ifstream log(log_path);
-    text.assign((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  }
+  WaitUntil(
+      [&] {
+        std::ifstream log(log_path);
+        text.assign((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        return text.find("its graphs are dropped") != std::string::npos;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(20));
   INFO(text);
   CHECK(text.find("went down") != std::string::npos);
   CHECK(text.find("its graphs are dropped") != std::string::npos);
@@ -472,16 +517,15 @@ TEST_CASE("distributed: a Server destroyed after its sessions are closed, the Se
   // session never returns; a watchdog then ends the process rather than let
   // the test hang. (On this thread: CAF 0.17 pins an actor system's logger to
   // the threads that spawned in it, so ~actor_system must run on one of them.)
-  std::atomic<bool> ended{false};
-  std::thread watchdog([&ended, &c] {
-    for (int i = 0; i < 3000 && !ended.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!ended.load()) {
+  std::promise<void> ended;
+  std::thread watchdog([done = ended.get_future(), &c] {
+    if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
       std::fprintf(stderr, "FAILED: ~Server did not return within 30 s after its sessions were closed\n");
       c.processes.KillAllNow();  // _Exit runs no destructors: end the servers this test started
       std::_Exit(1);
     }
   });
   c.server.reset();
-  ended = true;
+  ended.set_value();
   watchdog.join();
 }
