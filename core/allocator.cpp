@@ -1,6 +1,7 @@
 #include "core/allocator.hpp"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -73,6 +74,15 @@ int64_t DefaultMemoryLimit() {
   for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     const int64_t cg = ReadLimitFile(path);
     if (cg > 0 && cg < limit) limit = cg;  // v1 says "no limit" with a huge number: min() ignores it
+  }
+  // Under `ulimit -v` malloc fails (or a thread cannot start) long before
+  // physical memory runs out: a tensor past the address space left must be
+  // refused by the budget, as a Status, not by an allocation deep in a kernel.
+  struct rlimit as {};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+      as.rlim_cur <= static_cast<rlim_t>(INT64_MAX)) {
+    const int64_t share = static_cast<int64_t>(as.rlim_cur) / kAddressSpaceShareDen * kAddressSpaceShareNum;
+    if (share > 0 && share < limit) limit = share;
   }
   return limit;
 }

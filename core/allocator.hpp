@@ -63,10 +63,14 @@ class Allocator {
 /// The process-wide host allocator. Its limit() starts at DefaultMemoryLimit().
 Allocator* cpu_allocator();
 
-/// The machine's physical memory, or the memory limit of the process's cgroup
-/// (v2 memory.max or v1 memory.limit_in_bytes) when lower; the environment
-/// variable ACTORFLOW_MEMORY_LIMIT_MB, when set to a positive number, instead.
+/// The machine's physical memory, or when lower the memory limit of the
+/// process's cgroup (v2 memory.max or v1 memory.limit_in_bytes) or
+/// 3/4 of its address-space limit (RLIMIT_AS, `ulimit -v`: the rest is for
+/// code, thread stacks, malloc's arenas and what is not a tensor); the environment variable ACTORFLOW_MEMORY_LIMIT_MB, when set to a
+/// positive number, instead.
 int64_t DefaultMemoryLimit();
+/// The share of RLIMIT_AS that DefaultMemoryLimit gives tensors: 3/4.
+constexpr int64_t kAddressSpaceShareNum = 3, kAddressSpaceShareDen = 4;
 
 /// An allocator with a budget of its own over another (a device's share of
 /// host memory): it counts what it hands out and refuses past `limit`, and
