@@ -268,6 +268,16 @@ class BudgetAllocator final : public Allocator {
     RecordFree(bytes);
     base_->DeallocateRaw(ptr, bytes);
   }
+  bool Charge(size_t bytes) override {
+    if (!Reserve(bytes)) return false;
+    if (base_->Charge(bytes)) return true;
+    RecordFree(bytes);
+    return false;
+  }
+  void Uncharge(size_t bytes) override {
+    RecordFree(bytes);
+    base_->Uncharge(bytes);
+  }
   bool HostAccessible() const override { return base_->HostAccessible(); }
   int64_t cached_bytes() const override { return base_->cached_bytes(); }
   int64_t ReleaseCache() override { return base_->ReleaseCache(); }

@@ -12,7 +12,9 @@
 // the kernel's overcommit policy, and tests can prove it without ulimit. The
 // process's host allocator is limited by DefaultMemoryLimit(); a device given
 // a budget of its own (RuntimeOptions::device_memory_limit_bytes) allocates
-// through a BudgetAllocator over it.
+// through a BudgetAllocator over it. Bytes a tensor holds outside its block
+// (the characters of long strings, on the heap) count against the same
+// budget when the code filling it charges them (Charge; Tensor::ChargeStringBytes).
 #pragma once
 
 #include <atomic>
@@ -42,6 +44,13 @@ class Allocator {
   /// nullptr for a request that would pass it. Unlimited unless set.
   int64_t limit() const { return limit_.load(std::memory_order_relaxed); }
   void set_limit(int64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
+
+  /// Counts `bytes` that a block of this allocator holds elsewhere (the heap
+  /// blocks of a string tensor's long elements) against limit(), as an
+  /// allocation of that size would be; false, and nothing counted, when it
+  /// does not fit. Uncharge gives them back (TensorBuffer does when freed).
+  virtual bool Charge(size_t bytes) { return Reserve(bytes); }
+  virtual void Uncharge(size_t bytes) { RecordFree(bytes); }
 
   /// Bytes currently allocated and the high-water mark, for step statistics.
   int64_t bytes_in_use() const { return in_use_.load(std::memory_order_relaxed); }

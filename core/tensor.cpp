@@ -45,12 +45,20 @@ TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
   return b;
 }
 
+bool TensorBuffer::ChargeHeap(size_t bytes) {
+  if (bytes == 0) return true;
+  if (!allocator_->Charge(bytes)) return false;
+  heap_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
 void TensorBuffer::Destroy() {
   if (DataTypeIsStringLike(dtype_)) {
     auto* s = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
   }
   Allocator* a = allocator_;
+  if (const size_t heap = heap_bytes()) a->Uncharge(heap);
   if (header_in_block_) {
     size_t total = kHeaderBytes + bytes_;
     this->~TensorBuffer();
@@ -104,6 +112,22 @@ Status Tensor::Create(Allocator* a, DataType dtype, const TensorShape& shape, Te
   return Status::OK();
 }
 
+Status Tensor::ChargeStringBytes(int64_t bytes) {
+  if (bytes <= 0 || !buf_) return Status::OK();
+  if (buf_->ChargeHeap(static_cast<size_t>(bytes))) return Status::OK();
+  Allocator* a = buf_->allocator();
+  std::string msg = "out of memory for " + std::to_string(bytes) + " bytes of string data in a " +
+                    DataTypeString(dtype_) + " tensor of shape " + shape_.DebugString() + " (" + a->Name();
+  if (a->limit() != INT64_MAX) msg += ": budget " + HumanBytes(a->limit());
+  msg += ", " + HumanBytes(a->bytes_in_use()) + " in use)";
+  return errors::ResourceExhausted(msg);
+}
+
+size_t StringHeapBytes(const std::string& s) {
+  static const size_t kInline = std::string().capacity();
+  return s.capacity() > kInline ? s.capacity() + 1 : 0;
+}
+
 bool Tensor::InHostMemory() const { return !buf_ || buf_->allocator()->HostAccessible(); }
 
 bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
@@ -124,7 +148,12 @@ Tensor Tensor::DeepCopy() const {
   if (!buf_) return *this;
   Tensor t(buf_->allocator(), dtype_, shape_);
   if (DataTypeIsStringLike(dtype_)) {
-    for (int64_t i = 0; i < NumElements(); ++i) t.data<std::string>()[i] = data<std::string>()[i];
+    const std::string* from = data<std::string>();
+    int64_t heap = 0;
+    for (int64_t i = 0; i < NumElements(); ++i) heap += static_cast<int64_t>(StringHeapBytes(from[i]));
+    const Status charged = t.ChargeStringBytes(heap);
+    if (!charged.ok()) throw TensorAllocationError(std::make_shared<const std::string>(charged.message()));
+    for (int64_t i = 0; i < NumElements(); ++i) t.data<std::string>()[i] = from[i];
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   }

@@ -38,6 +38,13 @@ class TensorBuffer {
   }
   bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
 
+  /// Counts `bytes` that the elements hold on the heap (the characters of
+  /// long strings) against the allocator's budget (Allocator::Charge) until
+  /// the buffer is freed. False, and nothing counted, when they do not fit.
+  bool ChargeHeap(size_t bytes);
+  /// What ChargeHeap counted so far.
+  size_t heap_bytes() const { return heap_bytes_.load(std::memory_order_relaxed); }
+
   void* data() const { return data_; }
   size_t size() const { return bytes_; }
   int64_t num_elements() const { return num_elements_; }
@@ -54,6 +61,7 @@ class TensorBuffer {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   int64_t num_elements_ = 0;
+  std::atomic<size_t> heap_bytes_{0};  // charged by ChargeHeap, given back by Destroy
 };
 
 class Tensor {
@@ -138,6 +146,13 @@ class Tensor {
   bool RefCountIsOne() const { return buf_ != nullptr && buf_->RefCountIsOne(); }
   const TensorBuffer* buffer() const { return buf_; }
 
+  /// For a string tensor whose elements are about to take `bytes` more on
+  /// the heap (strings longer than std::string's inline buffer): counts them
+  /// against its allocator's budget while the buffer lives (a kernel filling
+  /// a large string tensor calls it first). ResourceExhausted, nothing
+  /// counted, when they do not fit, naming the bytes, the shape and the budget.
+  Status ChargeStringBytes(int64_t bytes);
+
   /// Up to `max_entries` values, e.g. "1 2 3...".
   std::string SummarizeValue(int64_t max_entries = 10) const;
   /// "Tensor<type: float shape: [2] values: 1 2>"
@@ -151,5 +166,9 @@ class Tensor {
 
 /// Element-wise equality (dtype, shape and values), for tests and tools.
 bool TensorEquals(const Tensor& a, const Tensor& b);
+
+/// The heap bytes `s` holds beyond the std::string object itself:
+/// capacity() + 1 when its characters do not fit the inline buffer, else 0.
+size_t StringHeapBytes(const std::string& s);
 
 }  // namespace actorflow

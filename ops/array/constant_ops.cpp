@@ -36,22 +36,32 @@ void FillBytes(char* dst, const void* elem, size_t esize, int64_t n) {
   }
 }
 
-/// Fills every element of `out` with the element `elem` (a std::string* for strings).
-void FillTensor(OpKernelContext* ctx, const void* elem, Tensor* out) {
+/// Fills every element of `out` with the element `elem` (a std::string* for
+/// strings). The heap bytes n copies of a long string take are charged to
+/// the output's budget first: ResourceExhausted, before any is made, when
+/// they do not fit.
+Status FillTensor(OpKernelContext* ctx, const void* elem, Tensor* out) {
   const int64_t n = out->NumElements();
-  if (n == 0) return;
+  if (n == 0) return Status::OK();
   if (BaseType(out->dtype()) == DT_STRING) {
     const std::string& v = *static_cast<const std::string*>(elem);
+    std::string probe;
+    probe = v;  // as each element is assigned: its capacity is each copy's
+    const auto each = static_cast<int64_t>(StringHeapBytes(probe));
+    int64_t heap = 0;
+    if (__builtin_mul_overflow(each, n, &heap)) heap = INT64_MAX;
+    AF_RETURN_IF_ERROR(out->ChargeStringBytes(heap));
     std::string* po = out->data<std::string>();
     ctx->device()->compute_pool()->For(n, 8 + static_cast<int64_t>(v.size()), [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) po[i] = v;
     });
-    return;
+    return Status::OK();
   }
   const size_t esize = DataTypeSize(out->dtype());
   char* po = static_cast<char*>(out->raw_data());
   ctx->device()->compute_pool()->For(n, 1,
                                      [&](int64_t s, int64_t e) { FillBytes(po + s * esize, elem, esize, e - s); });
+  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------
@@ -228,7 +238,7 @@ class FillOp : public OpKernel {
     }
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
-    FillTensor(ctx, value.raw_data(), out);
+    AF_REQUIRES_OK(ctx, FillTensor(ctx, value.raw_data(), out));
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Fill").Device(DEVICE_CPU), FillOp);
@@ -294,13 +304,13 @@ class OnesLikeOp : public OpKernel {
     const DataType dt = BaseType(x.dtype());
     if (dt == DT_BOOL) {
       const bool one = true;
-      FillTensor(ctx, &one, out);
+      AF_REQUIRES_OK(ctx, FillTensor(ctx, &one, out));
       return;
     }
     AF_SWITCH_NUMBER(dt,
                      ctx->SetStatus(errors::Unimplemented("OnesLike does not support dtype ", DataTypeString(dt))),
                      const T one = static_cast<T>(1);
-                     FillTensor(ctx, &one, out));
+                     AF_REQUIRES_OK(ctx, FillTensor(ctx, &one, out)));
   }
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("OnesLike").Device(DEVICE_CPU).TypeConstraint("T", NumberAndBoolTypes()),
