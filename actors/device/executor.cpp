@@ -123,6 +123,7 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
   Tensor* inputs = iter->inputs.data() + item.input_start;
   for (int i = 0; i < item.num_inputs; ++i) inputs[i] = Tensor();  // last use of these slots
   if (!status.ok()) {
+    ReleaseOutputs(outputs, item.num_outputs);  // before answering the step needs memory
     FailStep(step, NodeError(*step, node, status));
   } else if (!step->failed()) {
     for (int i = 0; i < item.num_outputs && !is_dead; ++i) {

@@ -239,6 +239,10 @@ class Executor {
   static void ComputeSafely(OpKernel* kernel, OpKernelContext* ctx, bool async_inline = false) noexcept;
   void MakeParams(StepState* step, IterationState* iter, const NodeItem& item, Tensor* inputs, Tensor* outputs,
                   bool dead, OpKernelContext::Params* p) const;
+  /// Frees what a failed kernel left in its `n` outputs (the slots stay, empty).
+  static void ReleaseOutputs(Tensor* outputs, int n) noexcept {
+    for (int i = 0; i < n; ++i) outputs[i] = Tensor();
+  }
   void LaunchOffHost(StepState* step, IterationState* iter, int32_t node, const NodeItem& item, Tensor* inputs,
                      bool dead);
   // Variable reads (executor_reads.cpp).

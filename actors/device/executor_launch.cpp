@@ -81,6 +81,10 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
     d.step_id = step_id;
     d.node_id = node;
     d.status = run->ctx->status();  // shares the message: no allocation
+    // A failed kernel's outputs are never used: what it allocated before it
+    // failed (a Fill that ran out of memory half-way holds gigabytes) is
+    // given back now, before delivering the completion needs memory.
+    if (!d.status.ok()) ReleaseOutputs(run->outputs.data(), static_cast<int>(run->outputs.size()));
     d.outputs = std::move(run->outputs);
     d.start_ns = run->start_ns;
     d.end_ns = timed ? NowNanos() : 0;
