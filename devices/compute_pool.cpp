@@ -1,5 +1,7 @@
 #include "devices/compute_pool.hpp"
 
+#include "core/allocator.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -166,23 +168,55 @@ ComputePool::JobScope::~JobScope() {
   if (slot_) slot_->fetch_sub(1, std::memory_order_relaxed);
 }
 
-// For an actor a client woke: an awake worker with no job of ours (polling
-// for work, it starts at once, no futex), else a sleeping one (woken), else
-// round-robin. CAF's own choice from outside the scheduler is round-robin, so
-// every other step went to a sleeping worker and paid its wake-up.
+// Bounded: memory that does not come back within kRescheduleAttempts tries
+// (about a second) never made the job wait for ever (a pool thread looped
+// here while a failed Fill's output held the address space). The job then
+// runs on this thread, which needs no queue node: its mailbox is handled (a
+// kernel's completion, whose failed kernel's outputs were freed before it was
+// sent, ends the step with its ResourceExhausted), and it is rescheduled, or
+// runs here again, until it waits for messages.
 void ComputePool::RescheduleAfterFailure(caf::resumable* job) noexcept {
   auto pause = std::chrono::microseconds(50);
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     try {
       ScheduleActivation(job);
       return;
     } catch (...) {  // still no memory: wait for some to be given back
     }
+    if (attempt == kRescheduleAttempts) break;
+    cpu_allocator()->ReleaseCache();  // freed tensors kept for reuse are memory too
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(10000));
   }
+  RunHere(job);
 }
 
+void ComputePool::RunHere(caf::resumable* job) noexcept {
+  caf::execution_unit* eu = delivery_unit();
+  for (;;) {
+    caf::resumable::resume_result r;
+    try {
+      r = job->resume(eu, kRunHereThroughput);
+    } catch (...) {  // CAF handles a handler's exceptions; this is the last line of defence
+      std::fprintf(stderr, "actorflow: exception escaped an actor run after a failed schedule\n");
+      r = caf::resumable::done;
+    }
+    if (r != caf::resumable::resume_later) {
+      caf::intrusive_ptr_release(job);  // the reference CAF took when it made the job runnable
+      return;
+    }
+    try {  // more messages: to a worker if there is memory for it now
+      ScheduleActivation(job);
+      return;
+    } catch (...) {
+    }
+  }
+}
+
+// For an actor a client woke: an awake worker with no job of ours (polling
+// for work, it starts at once, no futex), else a sleeping one (woken), else
+// round-robin. CAF's own choice from outside the scheduler is round-robin, so
+// every other step went to a sleeping worker and paid its wake-up.
 void ComputePool::ScheduleActivation(caf::resumable* job) {
   if (base_) return base_->ScheduleActivation(job);
   auto* c = static_cast<Coordinator*>(coordinator_);

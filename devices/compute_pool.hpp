@@ -79,10 +79,15 @@ class ComputePool {
   void Deliver(const caf::actor& dest, const caf::actor& sender, caf::message msg);
   /// For a `job` that CAF made runnable (and took a reference for) but whose
   /// scheduling threw for memory (CAF allocates a queue node per job): tries
-  /// again, sleeping between tries, until a worker takes it. Without this an
-  /// actor whose message sits in its mailbox would never run again. Holds the
-  /// calling thread meanwhile: only for that rare case.
+  /// again, sleeping between tries and giving back the allocator's cache, at
+  /// most kRescheduleAttempts times (about a second); then runs the job on
+  /// the calling thread (RunHere), which needs no memory to schedule. Without
+  /// this an actor whose message sits in its mailbox would never run again.
+  /// Holds the calling thread meanwhile: only for that rare case. Always
+  /// returns, having given the job to a worker or run it.
   void RescheduleAfterFailure(caf::resumable* job) noexcept;
+  /// Tries RescheduleAfterFailure makes before it runs the job itself.
+  static constexpr int kRescheduleAttempts = 100;
   /// The execution unit Deliver enqueues with from this thread: pass it to
   /// abstract_actor::enqueue with a mailbox element made in advance (a
   /// completion that must not allocate when it is sent).
@@ -129,6 +134,10 @@ class ComputePool {
   static bool Splits(int64_t cost);
 
  private:
+  /// Runs `job` (made runnable, not queued) on this thread until it waits
+  /// for messages, handing it to a worker when it has more and memory allows.
+  void RunHere(caf::resumable* job) noexcept;
+  static constexpr size_t kRunHereThroughput = 64;  // messages per resume before it is handed on
   void ScheduleOnBase(std::function<void()> fn);  // Schedule of the base pool
   void RunViewJob(const std::function<void()>& fn);  // a view's job, then the next one held back
 
