@@ -1,0 +1,366 @@
+// Memory pressure that the budget alone did not catch (issue 29): `actorflow
+// run` of a Fill of 60,000,000 strings of 64 bytes under `ulimit -v 4194304`
+// never ended. The budget did not know the address-space limit, the strings'
+// characters were not counted, the failed Fill's partial output (~3.9 GB)
+// stayed alive while its completion was sent, and sending it, with no memory
+// left to schedule the device actor, was retried for ever.
+//
+// Checked here: the default budget honours RLIMIT_AS; a string Fill whose
+// characters do not fit the budget is ResourceExhausted naming the node; a
+// failed kernel's outputs are freed before its completion is delivered;
+// rescheduling an actor whose scheduling keeps failing for memory gives up
+// after a bounded number of tries and runs it on the caller; and the command
+// itself, under ulimit -v, ends with RESOURCE_EXHAUSTED in bounded time.
+//
+// Sanitized builds (AF_SANITIZED) skip what needs ulimit -v or operator new
+// failing on demand: a sanitizer reserves terabytes of address space and
+// brings its own operator new.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <thread>
+
+#include "actors/device/executor.hpp"
+#include "actors/device/executor_plan.hpp"
+#include "core/allocator.hpp"
+#include "devices/compute_pool.hpp"
+#include "devices/device.hpp"
+#include "graph/graph.hpp"
+#include "graph/subgraph.hpp"
+#include "test_util.hpp"
+#include "wait_until.hpp"
+
+#ifndef AF_SANITIZED
+namespace {
+// The next t_fail_next allocations of a thread fail (memory exhausted for
+// that thread); counted in g_refused.
+thread_local int t_fail_next = 0;
+std::atomic<int64_t> g_refused{0};
+
+void* Allocate(size_t n) {
+  if (t_fail_next > 0) {
+    --t_fail_next;
+    g_refused.fetch_add(1, std::memory_order_relaxed);
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(size_t n) { return Allocate(n); }
+void* operator new[](size_t n) { return Allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+#endif
+
+using namespace actorflow;
+using test::OnRuntime;
+using test::ToDef;
+
+namespace {
+
+constexpr int64_t kBudget = int64_t{64} << 20;
+
+// fill = Fill(dims, value) with dims fed (computed at each step on the device)
+// and a 64-byte string value, as in the issue.
+proto::GraphDef StringFillGraph() {
+  Scope root = Scope::NewRootScope();
+  auto dims = ops::Placeholder(root.WithOpName("dims"), DT_INT32);
+  ops::Fill(root.WithOpName("fill"), dims, ops::Const(root, std::string(64, 'x')));
+  return ToDef(root);
+}
+
+Tensor Dims(int64_t n) { return test::MakeTensor<int32_t>({static_cast<int32_t>(n)}, TensorShape{1}); }
+
+RunOptions Bounded() {
+  RunOptions o;
+  o.timeout_in_ms = 60000;  // a hang fails the test instead of blocking it
+  return o;
+}
+
+// Stands in for the device actor: records each completion as it is delivered
+// (with the device allocator's bytes in use at that moment) and hands it back
+// to the executor on the test's thread.
+class RecordingHost final : public ExecutorHost {
+ public:
+  explicit RecordingHost(Allocator* allocator) : allocator_(allocator) {}
+  void ScheduleResume() override { resume = true; }
+  void ArmDeadline(std::chrono::nanoseconds) override {}
+  caf::mailbox_element_ptr MakeCompletion() override {
+    return caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, KernelDone{});
+  }
+  CompletionSink completion_sink() override { return {&Deliver, this}; }
+  void Drained() noexcept override {}
+
+  struct Delivery {
+    Status status;
+    int64_t bytes_in_use = 0;  // the device allocator's, when delivered
+    bool outputs_alive = false;
+  };
+  std::vector<Delivery> deliveries;  // guarded by mu_ until the test's thread reads it
+
+  // Hands back a delivered completion (waiting up to 10 ms); false if none.
+  bool HandBack(Executor* executor) {
+    caf::mailbox_element_ptr msg;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !delivered_.empty(); })) return false;
+      msg = std::move(delivered_.front());
+      delivered_.pop_front();
+    }
+    Executor::RunningScope running(executor, nullptr);
+    executor->KernelFinished(msg->content().get_mutable_as<KernelDone>(0));
+    executor->Run();
+    return true;
+  }
+  bool resume = false;
+
+ private:
+  static void Deliver(void* context, caf::mailbox_element_ptr done) noexcept {
+    auto* host = static_cast<RecordingHost*>(context);
+    const KernelDone& d = done->content().get_as<KernelDone>(0);
+    Delivery seen{d.status, host->allocator_->bytes_in_use(), false};
+    for (const Tensor& t : d.outputs) seen.outputs_alive = seen.outputs_alive || t.IsInitialized();
+    std::lock_guard<std::mutex> lock(host->mu_);
+    host->deliveries.push_back(seen);
+    host->delivered_.push_back(std::move(done));
+    host->cv_.notify_one();
+  }
+
+  Allocator* allocator_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<caf::mailbox_element_ptr> delivered_;
+};
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("af_memory_pressure_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+}  // namespace
+
+TEST_CASE("the default budget honours the address-space limit (ulimit -v): at most 3/4 of it") {
+#ifdef AF_SANITIZED
+  AF_SKIP("a sanitizer's runtime cannot allocate under a lowered RLIMIT_AS: run in the plain build");
+#else
+  // In a child process: RLIMIT_AS is the whole process's.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    unsetenv("ACTORFLOW_MEMORY_LIMIT_MB");
+    int64_t seen[3] = {DefaultMemoryLimit(), 0, 0};
+    struct rlimit rl {};
+    getrlimit(RLIMIT_AS, &rl);
+    int i = 1;
+    for (rlim_t gib : {rlim_t{4}, rlim_t{2}}) {
+      rl.rlim_cur = gib << 30;
+      seen[i++] = setrlimit(RLIMIT_AS, &rl) == 0 ? DefaultMemoryLimit() : -1;
+    }
+    const bool written = write(fds[1], seen, sizeof seen) == static_cast<ssize_t>(sizeof seen);
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  int64_t seen[3] = {0, 0, 0};
+  const ssize_t got = read(fds[0], seen, sizeof seen);
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(got == static_cast<ssize_t>(sizeof seen));
+  const int64_t unlimited = seen[0];  // physical memory or the cgroup's limit
+  INFO("without RLIMIT_AS " << unlimited << ", under 4 GiB " << seen[1] << ", under 2 GiB " << seen[2]);
+  REQUIRE(seen[1] == std::min(unlimited, int64_t{3} << 30));
+  REQUIRE(seen[2] == std::min(unlimited, int64_t{3} << 29));
+#endif
+}
+
+TEST_CASE("a string Fill whose characters do not fit the budget is ResourceExhausted naming the node") {
+  RuntimeOptions o = test::TwoThreads();
+  o.device_memory_limit_bytes = kBudget;
+  Runtime rt(o);
+  Allocator* device_allocator = rt.devices()[0]->allocator();
+  Session session(OnRuntime(&rt));
+  REQUIRE(session.Create(StringFillGraph()).ok());
+  // 1M strings: 32 MB of std::string objects fit 64 MiB, their 65 MB of characters do not.
+  std::vector<Tensor> out;
+  Status s = session.Run(Bounded(), {{"dims", Dims(1 << 20)}}, {"fill"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kResourceExhausted);
+  REQUIRE_THAT(s.message(), Catch::Contains("'fill'") && Catch::Contains("bytes of string data") &&
+                                Catch::Contains("budget 64.0 MiB"));
+  // The failed step gave back what it took; a Fill that fits holds its characters' bytes while it lives.
+  REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
+  s = session.Run(Bounded(), {{"dims", Dims(100000)}}, {"fill"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].NumElements() == 100000);
+  REQUIRE(out[0].data<std::string>()[99999] == std::string(64, 'x'));
+  REQUIRE(out[0].buffer()->heap_bytes() == 100000 * StringHeapBytes(out[0].data<std::string>()[0]));
+  REQUIRE(StringHeapBytes(out[0].data<std::string>()[0]) >= 65);
+  REQUIRE(device_allocator->bytes_in_use() >= 100000 * (32 + 65));
+  out.clear();
+  REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
+}
+
+TEST_CASE("a failed kernel's outputs are freed before its completion is delivered") {
+  // An executor on a device with a 64 MiB budget, its host recording each delivery.
+  struct Fixture {
+    caf::actor_system_config cfg;
+    std::unique_ptr<caf::actor_system> sys = std::make_unique<caf::actor_system>(cfg);
+    ComputePool pool{sys.get(), 2};
+    Allocator* budget = MakeBudgetAllocator(cpu_allocator(), kBudget);
+    Device device{test::kCpu0, DEVICE_CPU, budget, &pool};
+    RecordingHost host{budget};
+    Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
+    // The pool's workers stop (the kernels' jobs end) before the pool and the device go.
+    ~Fixture() { sys.reset(); }
+  } f;
+  Scope root = Scope::NewRootScope();
+  auto dims = ops::Placeholder(root.WithOpName("dims"), DT_INT32);
+  ops::Fill(root.WithOpName("fill"), dims, ops::Const(root, std::string(64, 'x')));
+  Graph g;
+  REQUIRE(g.CopyFrom(*root.graph()).ok());
+  FeedFetchInfo info;
+  REQUIRE(RewriteGraphForExecution(&g, {"dims"}, {"fill"}, {}, &info).ok());
+  std::unique_ptr<ExecutorPlan> plan;
+  REQUIRE(ExecutorPlan::Build(g, &f.device, &plan, nullptr).ok());
+
+  // The Fill runs on the pool: it allocates its 32 MB of strings, then the
+  // charge for their characters is refused.
+  RunStepRequest req;
+  req.step_id = 1;
+  req.args = {Dims(1 << 20)};
+  std::optional<RunStepResponse> reply;
+  {
+    Executor::RunningScope running(&f.executor, nullptr);
+    f.executor.StartStep(std::shared_ptr<const ExecutorPlan>(std::move(plan)), 1, req,
+                         [&](RunStepResponse&& r) { reply = std::move(r); });
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((!reply || !f.executor.idle()) && std::chrono::steady_clock::now() < give_up) {
+    if (f.host.resume) {
+      f.host.resume = false;
+      Executor::RunningScope running(&f.executor, nullptr);
+      f.executor.Resume();
+    } else {
+      f.host.HandBack(&f.executor);
+    }
+  }
+  REQUIRE(reply);
+  INFO(reply->status.ToString());
+  REQUIRE(reply->status.code() == Code::kResourceExhausted);
+  REQUIRE_THAT(reply->status.message(), Catch::Contains("'fill'"));
+  REQUIRE(f.host.deliveries.size() == 1);
+  CHECK(f.host.deliveries[0].status.code() == Code::kResourceExhausted);
+  CHECK_FALSE(f.host.deliveries[0].outputs_alive);
+  CHECK(f.host.deliveries[0].bytes_in_use < (1 << 20));  // the 32 MB were given back before the delivery
+}
+
+TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller after bounded tries") {
+#ifdef AF_SANITIZED
+  AF_SKIP("operator new cannot be made to fail on demand under a sanitizer: run in the plain build");
+#else
+  Runtime rt(test::TwoThreads());
+  std::atomic<int> handled{0};
+  std::atomic<std::thread::id> handled_on{};
+  caf::actor counter = rt.system().spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[&](int) {
+      handled_on = std::this_thread::get_id();
+      handled.fetch_add(1);
+    }};
+  });
+  auto* dest = caf::actor_cast<caf::abstract_actor*>(counter);
+  // An execution unit with no memory to queue the actor: the message is in
+  // the mailbox, the actor runnable, and nobody runs it (as when CAF's
+  // scheduling throws bad_alloc). The actor may still be finishing a message
+  // (then the new one is taken without scheduling): try again until one is refused.
+  class NoMemoryUnit final : public caf::execution_unit {
+   public:
+    explicit NoMemoryUnit(caf::actor_system* sys) : caf::execution_unit(sys) {}
+    void exec_later(caf::resumable*) override { throw std::bad_alloc(); }
+  } no_memory(&rt.system());
+  bool refused = false;
+  int sent = 0;
+  for (int i = 0; i < 1000 && !refused; ++i) {
+    REQUIRE(test::WaitUntil([&] { return handled.load() == sent; }, std::chrono::seconds(30)));
+    ++sent;
+    try {
+      dest->enqueue(caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, caf::make_message(i)), &no_memory);
+    } catch (const std::bad_alloc&) {
+      refused = true;
+    }
+  }
+  REQUIRE(refused);
+  // The rescheduling thread's next kRescheduleAttempts allocations fail: each
+  // try to queue the actor makes one (CAF's queue node). Unbounded, the next
+  // try queued it once memory came back; bounded, the actor runs on this
+  // thread once they are used up, without a further try.
+  std::atomic<bool> returned{false};
+  std::atomic<std::thread::id> rescheduler_id{};
+  const int64_t refused_before = g_refused.load();
+  std::thread rescheduler([&] {
+    rescheduler_id = std::this_thread::get_id();
+    t_fail_next = ComputePool::kRescheduleAttempts;
+    rt.compute_pool()->RescheduleAfterFailure(dynamic_cast<caf::resumable*>(dest));
+    t_fail_next = 0;
+    returned = true;
+  });
+  const bool ended = test::WaitUntil([&] { return returned.load(); }, std::chrono::seconds(30));
+  rescheduler.join();
+  REQUIRE(ended);
+  CHECK(g_refused.load() - refused_before == ComputePool::kRescheduleAttempts);
+  // The message was handled, on the rescheduling thread; later ones are handled as usual.
+  REQUIRE(handled.load() == sent);
+  CHECK(handled_on.load() == rescheduler_id.load());
+  caf::anon_send(counter, 1);
+  REQUIRE(test::WaitUntil([&] { return handled.load() == sent + 1; }, std::chrono::seconds(30)));
+#endif
+}
+
+TEST_CASE("actorflow run under ulimit -v: a Fill of 60M strings of 64 bytes ends with RESOURCE_EXHAUSTED, no hang",
+          "[may_skip][ulimit]") {
+#ifdef AF_SANITIZED
+  AF_SKIP("a sanitizer's shadow memory does not fit under ulimit -v: run in the plain build");
+#else
+  // The issue's graph: constant dims [60000000] and a 64-byte constant string.
+  const std::string graph = TempPath("fill.pbtxt");
+  std::ofstream(graph)
+      << "node { name: \"dims\" op: \"Const\" attr { key: \"dtype\" value { type: DT_INT32 } } attr { key: \"value\" "
+         "value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 60000000 } } } }\n"
+      << "node { name: \"value\" op: \"Const\" attr { key: \"dtype\" value { type: DT_STRING } } attr { key: "
+         "\"value\" value { tensor { dtype: DT_STRING tensor_shape {} string_val: \""
+      << std::string(64, 'x') << "\" } } } }\n"
+      << "node { name: \"fill\" op: \"Fill\" input: \"dims\" input: \"value\" "
+         "attr { key: \"T\" value { type: DT_STRING } } }\n";
+  const auto start = std::chrono::steady_clock::now();
+  // timeout: a hang ends as exit code 124 (a failure), not as a blocked test.
+  const test::ShellResult r = test::Shell("(ulimit -v 4194304 && exec timeout 120 " + std::string(AF_CLI_PATH) +
+                                          " run --graph " + graph + " --fetch fill) 2>&1");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::remove(graph.c_str());
+  INFO(r.out << "(exit code " << r.exit_code << " after " << seconds << " s)");
+  REQUIRE(r.exit_code == 1);  // the step failed: not 124 (the timeout), nor a signal's 128 + n
+  REQUIRE(r.out.find(R"({"step":0,"ok":false,"code":"RESOURCE_EXHAUSTED")") == 0);
+  REQUIRE_THAT(r.out, Catch::Contains("'fill'"));
+  CHECK(seconds < 60);
+#endif
+}
