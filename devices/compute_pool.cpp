@@ -191,16 +191,25 @@ void ComputePool::RescheduleAfterFailure(caf::resumable* job) noexcept {
   RunHere(job);
 }
 
+namespace {
+thread_local bool in_failed_schedule_run = false;
+}  // namespace
+
+bool ComputePool::InFailedScheduleRun() { return in_failed_schedule_run; }
+
 void ComputePool::RunHere(caf::resumable* job) noexcept {
   caf::execution_unit* eu = delivery_unit();
   for (;;) {
     caf::resumable::resume_result r;
+    const bool outer = in_failed_schedule_run;
+    in_failed_schedule_run = true;
     try {
       r = job->resume(eu, kRunHereThroughput);
     } catch (...) {  // CAF handles a handler's exceptions; this is the last line of defence
       std::fprintf(stderr, "actorflow: exception escaped an actor run after a failed schedule\n");
       r = caf::resumable::done;
     }
+    in_failed_schedule_run = outer;
     if (r != caf::resumable::resume_later) {
       caf::intrusive_ptr_release(job);  // the reference CAF took when it made the job runnable
       return;

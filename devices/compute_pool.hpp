@@ -88,6 +88,12 @@ class ComputePool {
   void RescheduleAfterFailure(caf::resumable* job) noexcept;
   /// Tries RescheduleAfterFailure makes before it runs the job itself.
   static constexpr int kRescheduleAttempts = 100;
+  /// Whether this thread is running a job RescheduleAfterFailure could not
+  /// schedule (inside RunHere): memory has been exhausted for about a second.
+  /// An executor handling a kernel's completion then ends that step with
+  /// ResourceExhausted (its tensors given back), never carrying on as if the
+  /// delivery had been ordinary.
+  static bool InFailedScheduleRun();
   /// The execution unit Deliver enqueues with from this thread: pass it to
   /// abstract_actor::enqueue with a mailbox element made in advance (a
   /// completion that must not allocate when it is sent).

@@ -155,7 +155,8 @@ std::string TempPath(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the default budget honours the address-space limit (ulimit -v): at most 3/4 of it") {
+TEST_CASE("the default budget honours the address-space limit (ulimit -v): at most 3/4 of it",
+          "[may_skip][unsanitized]") {
 #ifdef AF_SANITIZED
   AF_SKIP("a sanitizer's runtime cannot allocate under a lowered RLIMIT_AS: run in the plain build");
 #else
@@ -275,16 +276,19 @@ TEST_CASE("a failed kernel's outputs are freed before its completion is delivere
   CHECK(f.host.deliveries[0].bytes_in_use < (1 << 20));  // the 32 MB were given back before the delivery
 }
 
-TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller after bounded tries") {
+TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller after bounded tries",
+          "[may_skip][unsanitized]") {
 #ifdef AF_SANITIZED
   AF_SKIP("operator new cannot be made to fail on demand under a sanitizer: run in the plain build");
 #else
   Runtime rt(test::TwoThreads());
   std::atomic<int> handled{0};
   std::atomic<std::thread::id> handled_on{};
+  std::atomic<bool> last_in_failed_run{false};  // what an executor there would see (ends its step)
   caf::actor counter = rt.system().spawn([&](caf::event_based_actor*) -> caf::behavior {
     return {[&](int) {
       handled_on = std::this_thread::get_id();
+      last_in_failed_run = ComputePool::InFailedScheduleRun();
       handled.fetch_add(1);
     }};
   });
@@ -331,8 +335,11 @@ TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller
   // The message was handled, on the rescheduling thread; later ones are handled as usual.
   REQUIRE(handled.load() == sent);
   CHECK(handled_on.load() == rescheduler_id.load());
+  CHECK(last_in_failed_run.load());  // a kernel's completion handled there ends its step (Executor::KernelFinished)
+  CHECK_FALSE(ComputePool::InFailedScheduleRun());
   caf::anon_send(counter, 1);
   REQUIRE(test::WaitUntil([&] { return handled.load() == sent + 1; }, std::chrono::seconds(30)));
+  CHECK_FALSE(last_in_failed_run.load());
 #endif
 }
 

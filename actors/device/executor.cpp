@@ -7,6 +7,7 @@
 
 #include "actors/device/propagation.hpp"
 #include "core/exception_status.hpp"
+#include "devices/compute_pool.hpp"
 #include "devices/device.hpp"
 #include "ops/sendrecv/sendrecv_common.hpp"
 
@@ -200,6 +201,15 @@ void Executor::KernelFinished(KernelDone& done) noexcept {
     if (step->collect_stats && done.start_ns != 0)
       step->RecordStats(done.node_id, step->plan().item(done.node_id).is_async ? "async" : "pool", done.start_ns,
                         done.end_ns, done.thread, done.outputs.data());
+    // A completion whose delivery could not be scheduled for about a second
+    // (ComputePool::RescheduleAfterFailure) ends its step: memory is exhausted,
+    // and the step's tensors are what can be given back.
+    if (done.status.ok() && ComputePool::InFailedScheduleRun()) {
+      ReleaseOutputs(done.outputs.data(), static_cast<int>(done.outputs.size()));
+      done.status = errors::ResourceExhausted("out of memory on ", services_.device->name(),
+                                              ": the kernel's completion could not be scheduled for ",
+                                              ComputePool::kRescheduleAttempts, " tries");
+    }
     // The iteration is alive: the node kept it from finishing.
     Propagate(step, done.iteration, done.node_id, done.status, done.outputs.data(), done.is_dead);
   } catch (...) {
