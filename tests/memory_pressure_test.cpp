@@ -222,6 +222,35 @@ TEST_CASE("a string Fill whose characters do not fit the budget is ResourceExhau
   REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
 }
 
+// Every kernel's string outputs count, not only Fill's: Tile counts nothing
+// itself; the executor counts its output's characters when the node finishes.
+TEST_CASE("a string tensor any kernel makes counts its characters: over the budget its node is ResourceExhausted") {
+  RuntimeOptions o = test::TwoThreads();
+  o.device_memory_limit_bytes = kBudget;
+  Runtime rt(o);
+  Allocator* device_allocator = rt.devices()[0]->allocator();
+  Scope root = Scope::NewRootScope();
+  auto multiples = ops::Placeholder(root.WithOpName("multiples"), DT_INT32);
+  ops::Tile(root.WithOpName("tile"), ops::Const(root, {std::string(64, 'x')}), multiples);
+  Session session(OnRuntime(&rt));
+  REQUIRE(session.Create(ToDef(root)).ok());
+  // 1M strings: 32 MB of std::string objects fit 64 MiB, their 65 MB of characters do not.
+  std::vector<Tensor> out;
+  Status s = session.Run(Bounded(), {{"multiples", Dims(1 << 20)}}, {"tile"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kResourceExhausted);
+  REQUIRE_THAT(s.message(), Catch::Contains("'tile'") && Catch::Contains("bytes of string data"));
+  REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
+  // One that fits holds its characters' bytes while it lives.
+  s = session.Run(Bounded(), {{"multiples", Dims(100000)}}, {"tile"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(out[0].NumElements() == 100000);
+  REQUIRE(out[0].buffer()->heap_bytes() == 100000 * StringHeapBytes(out[0].data<std::string>()[0]));
+  out.clear();
+  REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
+}
+
 TEST_CASE("a failed kernel's outputs are freed before its completion is delivered") {
   // An executor on a device with a 64 MiB budget, its host recording each delivery.
   struct Fixture {

@@ -115,6 +115,23 @@ void Executor::NodeFinished(StepState* step) {
   if (shutting_down_ && steps_.empty()) services_.host->Drained();
 }
 
+namespace {
+// A string output's characters (the heap bytes of strings longer than the
+// inline buffer) count against its device's budget while the tensor lives,
+// for every kernel: counted here, once, unless the kernel that made the tensor
+// counted them as it filled it (Fill does, before it allocates them). A
+// tensor of long strings over the budget fails its node with
+// ResourceExhausted, as a numeric tensor's allocation would.
+Status ChargeStringOutput(Tensor* t) {
+  const TensorBuffer* buf = t->buffer();
+  if (t->dtype() != DT_STRING || buf == nullptr || buf->heap_bytes() != 0 || !t->InHostMemory()) return Status::OK();
+  const std::string* s = t->data<std::string>();
+  int64_t bytes = 0;
+  for (int64_t i = 0, n = t->NumElements(); i < n; ++i) bytes += static_cast<int64_t>(StringHeapBytes(s[i]));
+  return t->ChargeStringBytes(bytes);
+}
+}  // namespace
+
 // Hands a finished node's outputs to its consumers and queues those now
 // ready (through frames and iterations: actors/device/propagation.hpp).
 void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, const Status& status, Tensor* outputs,
@@ -131,8 +148,15 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
       // A ref output carries the variable's handle (core/resource_handle.hpp).
       const DataType want = IsRefType(item.kernel->output_type(i)) ? DT_STRING : item.kernel->output_type(i);
       if (outputs[i].IsInitialized() ? outputs[i].dtype() == want
-                                     : item.kind == NodeKind::kSwitch || item.is_transfer)  // dead by design
-        continue;
+                                     : item.kind == NodeKind::kSwitch || item.is_transfer) {  // dead by design
+        const Status charged = want == DT_STRING && !IsRefType(item.kernel->output_type(i))
+                                   ? ChargeStringOutput(&outputs[i])
+                                   : Status::OK();
+        if (charged.ok()) continue;
+        ReleaseOutputs(outputs, item.num_outputs);
+        FailStep(step, NodeError(*step, node, charged));
+        break;
+      }
       FailStep(step, NodeError(*step, node,
                                errors::Internal("kernel produced ",
                                                 outputs[i].IsInitialized() ? DataTypeString(outputs[i].dtype())
