@@ -26,41 +26,8 @@
 #include "core/proto/attr_value.pb.h"
 #include "ops/op_kernel.hpp"
 #include "ops/op_registry.hpp"
+#include "failing_new.hpp"
 #include "test_util.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define AF_NO_NEW_REPLACEMENT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define AF_NO_NEW_REPLACEMENT 1
-#endif
-#endif
-
-namespace {
-std::atomic<size_t> g_fail_from_bytes{0};  // 0: off
-thread_local int t_fail_next = 0;
-std::atomic<int64_t> g_refused{0};  // allocations refused so far
-
-[[maybe_unused]] void* Allocate(size_t n) {
-  const size_t from = g_fail_from_bytes.load(std::memory_order_relaxed);
-  if (t_fail_next > 0 || (from != 0 && n >= from)) {
-    if (t_fail_next > 0) --t_fail_next;
-    g_refused.fetch_add(1, std::memory_order_relaxed);
-    throw std::bad_alloc();
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-#ifndef AF_NO_NEW_REPLACEMENT
-void* operator new(size_t n) { return Allocate(n); }
-void* operator new[](size_t n) { return Allocate(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-#endif
 
 using namespace actorflow;
 using test::OnRuntime;

@@ -39,34 +39,9 @@
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
 #include "graph/subgraph.hpp"
+#include "failing_new.hpp"  // a thread's next allocations fail on demand (t_fail_next)
 #include "test_util.hpp"
 #include "wait_until.hpp"
-
-#ifndef AF_SANITIZED
-namespace {
-// The next t_fail_next allocations of a thread fail (memory exhausted for
-// that thread); counted in g_refused.
-thread_local int t_fail_next = 0;
-std::atomic<int64_t> g_refused{0};
-
-void* Allocate(size_t n) {
-  if (t_fail_next > 0) {
-    --t_fail_next;
-    g_refused.fetch_add(1, std::memory_order_relaxed);
-    throw std::bad_alloc();
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(size_t n) { return Allocate(n); }
-void* operator new[](size_t n) { return Allocate(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-#endif
 
 using namespace actorflow;
 using test::OnRuntime;
