@@ -56,8 +56,9 @@ struct RuntimeOptions {
   /// per-process GPU memory fraction, for host memory): an allocation past it
   /// fails its step with ResourceExhausted naming the node and the bytes, as
   /// running out of memory does. 0: no budget of its own; every device then
-  /// shares the process's, DefaultMemoryLimit() (physical memory or the
-  /// cgroup's limit; core/allocator.hpp).
+  /// shares the process's, DefaultMemoryLimit() (physical memory, the
+  /// cgroup's limit or 3/4 of the address-space limit, whichever is lowest;
+  /// core/allocator.hpp).
   int64_t device_memory_limit_bytes = 0;
   /// A task of a cluster: the actor system loads CAF's network layer (with
   /// heartbeats, which CAF leaves off, so that a hung peer is detected) and a
