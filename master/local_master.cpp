@@ -26,6 +26,26 @@ namespace {
 // Waits this much longer than a step's own deadline for the device actor's
 // answer before giving up on it (the actor answers at the deadline itself).
 constexpr auto kReplyGrace = std::chrono::seconds(30);
+
+// How long ExplainUnavailable waits for a task to answer its probe: two of
+// this process's heartbeat intervals, at most its peer timeout. A restarted
+// task is a live process and answers a handshake at once; a hung one (whose
+// kernel still accepts connections) never does, and its silence has already
+// taken a peer timeout to be noticed: a longer probe only delays the error
+// (a fixed 2 s made a hung task's steps fail after 3 s with a 1 s peer
+// timeout). Each try lasts at most one interval anyway: CAF 0.17.6 starts an
+// outgoing connection with no last_seen, so its next heartbeat tick closes it
+// (connection_timeout) unless the peer's handshake came first, and
+// ConnectToTask tries again.
+std::chrono::milliseconds ProbeTimeout(const caf::actor_system& sys) {
+  using ms = std::chrono::milliseconds;
+  const auto heartbeat = caf::get_or(sys.config(), "middleman.heartbeat-interval", caf::timespan{0});
+  const auto peer_timeout = caf::get_or(sys.config(), "middleman.connection-timeout", caf::timespan{0});
+  if (heartbeat.count() <= 0) return ms(2000);  // no heartbeats: nothing to scale by
+  ms bound = std::chrono::duration_cast<ms>(2 * heartbeat);
+  if (peer_timeout.count() > 0) bound = std::min(bound, std::chrono::duration_cast<ms>(peer_timeout));
+  return std::max(bound, ms(1));
+}
 }  // namespace
 
 struct LocalMaster::Executable {
@@ -515,9 +535,10 @@ Status LocalMaster::ExplainUnavailable(Status s, const Executable& exe) {
     const ClusterTask* t = view_->TaskOf(p.device);
     if (t && !t->local && std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
   }
+  const auto probe_timeout = ProbeTimeout(runtime_->system());
   for (const ClusterTask* t : tasks) {
     uint64_t now = 0;
-    if (!ClusterView::Probe(runtime_->system(), *t, std::chrono::milliseconds(2000), &now).ok()) continue;
+    if (!ClusterView::Probe(runtime_->system(), *t, probe_timeout, &now).ok()) continue;
     if (now != t->status.incarnation)
       return errors::Aborted("task ", t->name, " restarted (incarnation ", now, ", this session knew ",
                              t->status.incarnation, "): its state is gone; open a new session. ", s.message());

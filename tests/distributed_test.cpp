@@ -357,7 +357,7 @@ TEST_CASE("distributed: a killed task fails the steps that need it with Unavaila
   CHECK(RunOk(&survivor, {z})[0].scalar<float>() == 8.f);
 }
 
-TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it within a few peer timeouts, never a hang",
+TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it within about a peer timeout, never a hang",
           "[distributed]") {
   Cluster c;  // heartbeats every 100 ms; a peer silent for 1 s is down (4x in sanitized builds)
   Scope root = Scope::NewRootScope();

@@ -47,10 +47,11 @@ constexpr int kTestPeerTimeoutMs = 1000 * AF_TEST_SLOWDOWN;
 /// reach the client, scaled alike.
 constexpr int kTestPeerFailureBoundMs = kTestPeerTimeoutMs + 2000 * AF_TEST_SLOWDOWN;
 /// The most a step may take to fail after a task it needs hung (SIGSTOP) in
-/// distributed_test's steps: measured 3.0-3.2 s with a 1 s peer timeout (about
-/// three peer timeouts, where the all-reduce path takes about one: see the
-/// README's "Failures"), so four peer timeouts and the same margin.
-constexpr int kTestHungPeerBoundMs = 4 * kTestPeerTimeoutMs + 2000 * AF_TEST_SLOWDOWN;
+/// distributed_test's steps: the peer timeout and a heartbeat (CAF notices
+/// the silence on its next heartbeat tick), two heartbeats for the master's
+/// probe of whether the task restarted (LocalMaster::ExplainUnavailable), and
+/// the same margin. Measured 1.3 s with a 1 s peer timeout.
+constexpr int kTestHungPeerBoundMs = kTestPeerTimeoutMs + 3 * kTestHeartbeatMs + 2000 * AF_TEST_SLOWDOWN;
 
 class LocalCluster {
  public:
