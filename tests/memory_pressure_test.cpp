@@ -81,6 +81,11 @@ class RecordingHost final : public ExecutorHost {
   }
   CompletionSink completion_sink() override { return {&Deliver, this}; }
   void Drained() noexcept override {}
+  /// Whether a completion waits to be handed back.
+  bool HasDelivery() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !delivered_.empty();
+  }
 
   struct Delivery {
     Status status;
@@ -226,28 +231,36 @@ TEST_CASE("a string tensor any kernel makes counts its characters: over the budg
   REQUIRE(device_allocator->bytes_in_use() < (1 << 20));
 }
 
+// An executor on a device with a 64 MiB budget, its host recording each delivery.
+struct ExecutorFixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys = std::make_unique<caf::actor_system>(cfg);
+  ComputePool pool{sys.get(), 2};
+  Allocator* budget = MakeBudgetAllocator(cpu_allocator(), kBudget);
+  Device device{test::kCpu0, DEVICE_CPU, budget, &pool};
+  RecordingHost host{budget};
+  Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
+  // The pool's workers stop (the kernels' jobs end) before the pool and the device go.
+  ~ExecutorFixture() { sys.reset(); }
+
+  // The plan of fill = Fill(dims, 64-byte string), dims fed.
+  std::unique_ptr<ExecutorPlan> StringFillPlan() {
+    Scope root = Scope::NewRootScope();
+    auto dims = ops::Placeholder(root.WithOpName("dims"), DT_INT32);
+    ops::Fill(root.WithOpName("fill"), dims, ops::Const(root, std::string(64, 'x')));
+    Graph g;
+    REQUIRE(g.CopyFrom(*root.graph()).ok());
+    FeedFetchInfo info;
+    REQUIRE(RewriteGraphForExecution(&g, {"dims"}, {"fill"}, {}, &info).ok());
+    std::unique_ptr<ExecutorPlan> plan;
+    REQUIRE(ExecutorPlan::Build(g, &device, &plan, nullptr).ok());
+    return plan;
+  }
+};
+
 TEST_CASE("a failed kernel's outputs are freed before its completion is delivered") {
-  // An executor on a device with a 64 MiB budget, its host recording each delivery.
-  struct Fixture {
-    caf::actor_system_config cfg;
-    std::unique_ptr<caf::actor_system> sys = std::make_unique<caf::actor_system>(cfg);
-    ComputePool pool{sys.get(), 2};
-    Allocator* budget = MakeBudgetAllocator(cpu_allocator(), kBudget);
-    Device device{test::kCpu0, DEVICE_CPU, budget, &pool};
-    RecordingHost host{budget};
-    Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
-    // The pool's workers stop (the kernels' jobs end) before the pool and the device go.
-    ~Fixture() { sys.reset(); }
-  } f;
-  Scope root = Scope::NewRootScope();
-  auto dims = ops::Placeholder(root.WithOpName("dims"), DT_INT32);
-  ops::Fill(root.WithOpName("fill"), dims, ops::Const(root, std::string(64, 'x')));
-  Graph g;
-  REQUIRE(g.CopyFrom(*root.graph()).ok());
-  FeedFetchInfo info;
-  REQUIRE(RewriteGraphForExecution(&g, {"dims"}, {"fill"}, {}, &info).ok());
-  std::unique_ptr<ExecutorPlan> plan;
-  REQUIRE(ExecutorPlan::Build(g, &f.device, &plan, nullptr).ok());
+  ExecutorFixture f;
+  std::unique_ptr<ExecutorPlan> plan = f.StringFillPlan();
 
   // The Fill runs on the pool: it allocates its 32 MB of strings, then the
   // charge for their characters is refused.
@@ -344,6 +357,70 @@ TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller
   caf::anon_send(counter, 1);
   REQUIRE(test::WaitUntil([&] { return handled.load() == sent + 1; }, std::chrono::seconds(30)));
   CHECK_FALSE(last_in_failed_run.load());
+#endif
+}
+
+// Stands in for the device actor CAF could not schedule: handing its
+// completion back to the executor is what the actor's run would do.
+class HandBackJob final : public caf::resumable {
+ public:
+  HandBackJob(RecordingHost* host, Executor* executor) : host_(host), executor_(executor) {}
+  resume_result resume(caf::execution_unit*, size_t) override {
+    ran_after_failed_schedule = ComputePool::InFailedScheduleRun();
+    handed_back = host_->HandBack(executor_);
+    return done;
+  }
+  void intrusive_ptr_add_ref_impl() override {}
+  void intrusive_ptr_release_impl() override {}
+  bool ran_after_failed_schedule = false;
+  bool handed_back = false;
+
+ private:
+  RecordingHost* host_;
+  Executor* executor_;
+};
+
+TEST_CASE("a kernel's completion that could not be scheduled for memory ends its step with ResourceExhausted",
+          "[may_skip][unsanitized]") {
+#ifdef AF_SANITIZED
+  AF_SKIP("operator new cannot be made to fail on demand under a sanitizer: run in the plain build");
+#else
+  ExecutorFixture f;
+  std::unique_ptr<ExecutorPlan> plan = f.StringFillPlan();
+  // A Fill that fits runs on the pool and succeeds; its completion waits in the host.
+  RunStepRequest req;
+  req.step_id = 1;
+  req.args = {Dims(100000)};  // large enough to run on the pool (a small one runs inline)
+  std::optional<RunStepResponse> reply;
+  {
+    Executor::RunningScope running(&f.executor, nullptr);
+    f.executor.StartStep(std::shared_ptr<const ExecutorPlan>(std::move(plan)), 1, req,
+                         [&](RunStepResponse&& r) { reply = std::move(r); });
+  }
+  REQUIRE(test::WaitUntil(
+      [&] {
+        if (f.host.resume) {
+          f.host.resume = false;
+          Executor::RunningScope running(&f.executor, nullptr);
+          f.executor.Resume();
+        }
+        return f.host.HasDelivery() || reply.has_value();
+      },
+      std::chrono::seconds(60)));
+  REQUIRE_FALSE(reply);  // the kernel ran on the pool: its completion waits in the host
+  // The actor that would take it cannot be scheduled (each try's queue node is
+  // refused): after the bounded tries it runs here, and the step ends.
+  HandBackJob job(&f.host, &f.executor);
+  t_fail_next = ComputePool::kRescheduleAttempts;
+  f.pool.RescheduleAfterFailure(&job);
+  t_fail_next = 0;
+  CHECK(job.ran_after_failed_schedule);
+  REQUIRE(job.handed_back);
+  REQUIRE(reply);
+  INFO(reply->status.ToString());
+  CHECK(reply->status.code() == Code::kResourceExhausted);
+  CHECK_THAT(reply->status.message(), Catch::Contains("'fill'") && Catch::Contains("could not be scheduled"));
+  CHECK(f.executor.idle());
 #endif
 }
 
