@@ -330,6 +330,11 @@ int Driver(const char* self, Part part) {
                 static_cast<long long>(size), stats[3].median / stats[0].median, stats[2].median / stats[1].median,
                 stats[3].median / stats[1].median, 12 * n, static_cast<unsigned long long>(lent),
                 static_cast<unsigned long long>(lent_tcp));
+    if (lent_tcp != 0) {  // the TCP figures would not be TCP's
+      std::fprintf(stderr, "bench_transport: the TCP run read %llu tensors of %lld bytes from the peer's memory\n",
+                   static_cast<unsigned long long>(lent_tcp), static_cast<long long>(size));
+      return 1;
+    }
   }
   // 16-bit compression of float32: effective bandwidth, 64 MiB, over TCP
   // (the bytes compression saves are the network's), beside the same tensors

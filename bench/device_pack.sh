@@ -32,6 +32,12 @@ for p in "${programs[@]}"; do
   [ -x "build-dev/$p" ] || { echo "device_pack: no program build-dev/$p" >&2; exit 1; }
   mkdir -p "$out/bin/$(dirname "$p")"
   cp "build-dev/$p" "$out/bin/$p"
+  # A library the loader cannot find here would fail there, later and farther away.
+  if ldd "build-dev/$p" | grep -q 'not found'; then
+    echo "device_pack: build-dev/$p needs libraries not found here:" >&2
+    ldd "build-dev/$p" | grep 'not found' >&2
+    exit 1
+  fi
   ldd "build-dev/$p" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     [[ $name =~ $base ]] && continue
     [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"

@@ -53,6 +53,15 @@ suite() {
   tail -3 "$out/tests.log"
   echo "@@ suite $name rc=$rc seconds=$((SECONDS - t0))" | tee -a "$out/tests.log"
 }
+# fig NAME LOG CMD...: a benchmark (or peer), its output added to LOG; a non-zero
+# exit adds an error row there, which the record lists and fails on.
+fig() {
+  local name=$1 log=$2
+  shift 2
+  "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || echo "{\"bench\":\"$name\",\"error\":\"exit $rc\"}" | tee -a "$log"
+}
 if [[ " $parts " == *" tests "* ]]; then
   : > "$out/tests.log"
   for t in ${AF_TESTS:-gpu_test gpu_training_test gpu_fault_test placement_gpu_test device_variables_test placement_test cli_test}; do
@@ -74,22 +83,26 @@ if [[ " $parts " == *" tests "* ]]; then
 fi
 if [[ " $parts " == *" gpu "* ]]; then
   echo "== gpu training step" | tee "$out/gpu.log"
-  AF_BENCH_TRACE=1 timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+  AF_BENCH_TRACE=1 fig gpu_train_step "$out/gpu.log" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train
   # Variants to compare in the same run, e.g. AF_GPU_VARIANTS="ACTORFLOW_GPU_GEMM=cublas ACTORFLOW_GPU_SYNC=callback".
   for v in ${AF_GPU_VARIANTS:-}; do
-    env "$v" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train 2>&1 | tee -a "$out/gpu.log"
+    fig "gpu_train_step $v" "$out/gpu.log" env "$v" timeout 150 bash "$root/.device/run.sh" bench/bench_gpu_train
   done
   # Both peers (the same work; PyTorch at its best, one CUDA graph per step), with their ratios to ours.
-  PYTHONUNBUFFERED=1 timeout 300 python3 bench/peer_torch_gpu_train.py --beside "$out/gpu.log" 2>&1 | tee -a "$out/gpu.log"
+  PYTHONUNBUFFERED=1 fig gpu_train_step_torch_peer "$out/gpu.log" \
+    timeout 300 python3 bench/peer_torch_gpu_train.py --beside "$out/gpu.log"
 fi
 if [[ " $parts " == *" cpu "* ]]; then
   echo "== cpu" | tee "$out/cpu.log"
   for t in ${AF_THREADS:-1 2 4 8 16}; do
-    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 softmax32 2>&1 | tee -a "$out/cpu.log"
-    CUDA_VISIBLE_DEVICES= PEER_TORCH_THREADS=$t PYTHONUNBUFFERED=1 timeout 60 python3 bench/peer_torch_train.py mlp64 mlp256 softmax32 2>&1 | tee -a "$out/cpu.log"
+    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t fig "train_step threads=$t" "$out/cpu.log" \
+      timeout 60 bash "$root/.device/run.sh" bench/bench_train mlp64 mlp256 softmax32
+    CUDA_VISIBLE_DEVICES= PEER_TORCH_THREADS=$t PYTHONUNBUFFERED=1 fig "train_step_torch_peer threads=$t" "$out/cpu.log" \
+      timeout 60 python3 bench/peer_torch_train.py mlp64 mlp256 softmax32
   done
   for t in ${AF_THREADS:-1 2 4 8 16}; do
-    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t timeout 60 bash "$root/.device/run.sh" bench/bench_executor 2>&1 | tee -a "$out/cpu.log"
+    CUDA_VISIBLE_DEVICES= ACTORFLOW_NUM_THREADS=$t fig "executor threads=$t" "$out/cpu.log" \
+      timeout 60 bash "$root/.device/run.sh" bench/bench_executor
   done
 fi
 if [[ " $parts " == *" cpudiag "* ]]; then

@@ -278,7 +278,8 @@ def main():
             f.write(text)
         print("device_summary: wrote %s" % path, file=sys.stderr)
     sys.stdout.write(text)
-    return 1 if any(r == "failed" for _, r, _, _, _ in suites) else 0
+    # A failed suite, or a benchmark or peer that failed (an error row), fails the run.
+    return 1 if any(r == "failed" for _, r, _, _, _ in suites) or figure_errors else 0
 
 
 if __name__ == "__main__":

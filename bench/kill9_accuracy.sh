@@ -11,7 +11,8 @@
 #                           [--victims "none ps worker chief"] [--at PERCENT] [--limit SECONDS]
 # Defaults: build, 12 epochs (the example's default), all three modes, victims
 # none (a run without a kill, to compare), ps, worker and chief, at 40%, each
-# run bounded at 600 s. Every process is ended by PID when its run ends.
+# run bounded at 600 s. Every process is ended by PID when its run ends. Exits 1
+# when a run failed (an exit other than 0, no accuracy printed, or no kill made).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=build epochs=12 modes="async sync allreduce" victims="none ps worker chief" at=40 limit=600
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
     --victims) victims=$2 ;;
     --at) at=$2 ;;
     --limit) limit=$2 ;;
-    *) sed -n 2,15p "$0" >&2; exit 2 ;;
+    *) sed -n 2,16p "$0" >&2; exit 2 ;;
   esac
   shift 2
 done
@@ -74,8 +75,15 @@ run() {  # run MODE VICTIM -> one table row
       sleep 0.2  # polling the log; the condition above, not the sleep, decides when
     done
     local pid; pid=$(grep -o "$label started (pid [0-9]*" "$log" | tail -1 | grep -o '[0-9]*$')
-    if [ -n "$step" ] && [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then killed_at=$step
-    else killed_at="not killed"; fi
+    # Only a live process of this run (its environment carries the run's marker): a PID
+    # whose task already ended may have been reused by another process.
+    if [ -n "$step" ] && [ -n "$pid" ] && kill -0 "$launcher" 2>/dev/null &&
+       { tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | grep -qx "AF_KILL9_RUN=$work" &&
+       kill -9 "$pid" 2>/dev/null; then
+      killed_at=$step
+    else
+      killed_at="not killed"
+    fi
   fi
   wait "$launcher"
   local rc=$?
@@ -90,7 +98,10 @@ run() {  # run MODE VICTIM -> one table row
   printf '| %-9s | %-6s | %-14s | %-8s | %-13s | %8s | %10s | %4s | %5s |\n' "$mode" "$victim" "${label:--}" \
     "$killed_at" "${acc:-none}" "${steps:--}" "$recov" "$restarts" "$rc$([ "$rc" = 124 ] && echo ' (timeout)')"
   [ -n "$acc" ] || { echo "kill9_accuracy: $mode/$victim gave no accuracy; the log's end:" >&2; tail -5 "$log" >&2; }
+  # A run counts only if it ended well, with an accuracy, and its victim was killed.
+  if [ "$rc" != 0 ] || [ -z "$acc" ] || [ "$killed_at" = "not killed" ]; then failed+=("$mode/$victim"); fi
 }
+failed=()
 
 echo "examples/train_distributed --epochs $epochs (batch 100, Adam), ACTORFLOW_NUM_THREADS=1, kill -9 at ${at}% of the steps"
 echo "| mode      | victim | killed process | at step  | test accuracy | steps    | recoveries | restarts | exit |"
@@ -98,3 +109,7 @@ echo "|-----------|--------|----------------|----------|---------------|--------
 for mode in $modes; do
   for victim in $victims; do run "$mode" "$victim"; done
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "kill9_accuracy: ${#failed[@]} run(s) failed (an exit other than 0, no accuracy, or no kill): ${failed[*]}" >&2
+  exit 1
+fi

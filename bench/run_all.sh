@@ -44,7 +44,7 @@ figure() {
   log=$(mktemp)
   if "$@" 2>&1 | tee "$log"; then rc=0; else rc=${PIPESTATUS[0]}; fi
   if [ "$rc" -ne 0 ] || ! grep -q '^{' "$log"; then
-    why=$(grep -v '^{' "$log" | grep -v '^\s*$' | tail -1 | tr -d '"\\' | cut -c1-200)
+    why=$(grep -v '^{' "$log" | grep -v '^\s*$' | tail -1 | tr -d '"\\' | cut -c1-200 || true)  # may be no line
     printf '{"bench":"%s","error":"%s%s"}\n' "$name" "$([ "$rc" -ne 0 ] && echo "exit $rc" || echo "no figure")" \
       "${why:+: $why}"
     echo "$name" >> "$errors"
@@ -161,9 +161,16 @@ if section gpu; then
   # The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on
   # the same GPU, ms per step: the same work (pinned, non_blocking copies) and at its
   # best (resident batch, one CUDA graph per step), with their ratios to ours; both say
-  # so and measure nothing where there is no GPU (an error row each, "no figure").
-  figure gpu_train_step bash -c 'set -o pipefail; ./build/bench/bench_gpu_train | tee build/gpu_train_step.json'
-  figure gpu_train_step_torch_peer /usr/bin/python3 bench/peer_torch_gpu_train.py --beside build/gpu_train_step.json
+  # so and measure nothing where there is no GPU: a "skipped" row each there (no
+  # error: nothing could be measured), an error row where a GPU is and a figure fails.
+  if nvidia-smi -L >/dev/null 2>&1; then
+    figure gpu_train_step bash -c 'set -o pipefail; ./build/bench/bench_gpu_train | tee build/gpu_train_step.json'
+    figure gpu_train_step_torch_peer /usr/bin/python3 bench/peer_torch_gpu_train.py --beside build/gpu_train_step.json
+  else
+    for name in gpu_train_step gpu_train_step_torch_peer; do
+      printf '{"bench":"%s","skipped":"no GPU here (nvidia-smi -L fails)"}\n' "$name"
+    done
+  fi
 fi
 if [ -n "$against" ]; then figure compare_rev bench/compare_rev.sh "$against"; fi
 if [ -s "$errors" ]; then
