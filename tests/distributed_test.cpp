@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -347,6 +348,7 @@ TEST_CASE("distributed: a killed task fails the steps that need it with Unavaila
   CHECK(errors::IsUnavailable(s));
   CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
   CHECK(took_ms <= test::kTestPeerFailureBoundMs);  // at once: within the peer timeout and a margin
+  std::printf("distributed_test: a killed task failed the step after %lld ms\n", static_cast<long long>(took_ms));
   // Steps that do not need the dead task still run.
   Scope other = Scope::NewRootScope().WithDevice(kWorker);
   auto z = ops::Mul(other.WithOpName("z").WithDevice(kPs0), ops::Const(other, 4.f), 2.f);
@@ -384,6 +386,8 @@ TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it withi
   INFO(s.ToString() << " after " << took_ms << " ms");
   CHECK(errors::IsUnavailable(s));
   CHECK(took_ms <= test::kTestHungPeerBoundMs);
+  std::printf("distributed_test: a hung task failed the step after %lld ms (peer timeout %d ms)\n",
+              static_cast<long long>(took_ms), test::kTestPeerTimeoutMs);  // the README's figure
   CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
 }
 

@@ -140,16 +140,23 @@ TEST_CASE("the default budget honours the address-space limit (ulimit -v): at mo
 #ifdef AF_SANITIZED
   AF_SKIP("a sanitizer's runtime cannot allocate under a lowered RLIMIT_AS: run in the plain build");
 #else
-  // In a child process: RLIMIT_AS is the whole process's.
+  // In a child process: RLIMIT_AS is the whole process's. Its hard limit must
+  // allow 4 GiB (a shell's ulimit -Hv may not).
+  struct rlimit hard {};
+  REQUIRE(getrlimit(RLIMIT_AS, &hard) == 0);
+  if (hard.rlim_max != RLIM_INFINITY && hard.rlim_max < (rlim_t{4} << 30))
+    AF_SKIP("the hard address-space limit is below 4 GiB: it cannot be raised to test 4 GiB");
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     unsetenv("ACTORFLOW_MEMORY_LIMIT_MB");
-    int64_t seen[3] = {DefaultMemoryLimit(), 0, 0};
     struct rlimit rl {};
     getrlimit(RLIMIT_AS, &rl);
+    rl.rlim_cur = rl.rlim_max;  // a lower soft limit (ulimit -v) would be part of the base
+    setrlimit(RLIMIT_AS, &rl);
+    int64_t seen[3] = {DefaultMemoryLimit(), 0, 0};
     int i = 1;
     for (rlim_t gib : {rlim_t{4}, rlim_t{2}}) {
       rl.rlim_cur = gib << 30;
@@ -167,7 +174,7 @@ TEST_CASE("the default budget honours the address-space limit (ulimit -v): at mo
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   REQUIRE(got == static_cast<ssize_t>(sizeof seen));
-  const int64_t unlimited = seen[0];  // physical memory or the cgroup's limit
+  const int64_t unlimited = seen[0];  // physical memory, the cgroup's limit (or 3/4 of a hard limit of 4 GiB or more)
   INFO("without RLIMIT_AS " << unlimited << ", under 4 GiB " << seen[1] << ", under 2 GiB " << seen[2]);
   REQUIRE(seen[1] == std::min(unlimited, int64_t{3} << 30));
   REQUIRE(seen[2] == std::min(unlimited, int64_t{3} << 29));

@@ -121,7 +121,12 @@ namespace {
 // for every kernel: counted here, once, unless the kernel that made the tensor
 // counted them as it filled it (Fill does, before it allocates them). A
 // tensor of long strings over the budget fails its node with
-// ResourceExhausted, as a numeric tensor's allocation would.
+// ResourceExhausted, as a numeric tensor's allocation would. Limits: a buffer
+// counted once is not counted again (a kernel that forwarded it and made its
+// strings longer in place would be under-counted; no kernel here changes a
+// tensor's strings once made), and an output whose strings all fit their
+// inline buffer is scanned again at each node that outputs it (linear in its
+// element count, as copying it would be).
 Status ChargeStringOutput(Tensor* t) {
   const TensorBuffer* buf = t->buffer();
   if (t->dtype() != DT_STRING || buf == nullptr || buf->heap_bytes() != 0 || !t->InHostMemory()) return Status::OK();
