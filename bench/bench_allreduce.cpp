@@ -32,6 +32,7 @@
 //   bench_allreduce [--ranks N] [--rounds R] [PYTHON]   # rank 0; starts the others
 // Prints one JSON line per size and one for the validation; exits 1 when a
 // check fails or the torch peer could not run (its figures are then null).
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,8 +79,25 @@ int CallsPerRound(int64_t bytes, int rounds) {
 
 std::string Task(int rank) { return "/job:worker/replica:0/task:" + std::to_string(rank); }
 
+// What rank 0 started (the other ranks, the torch peer) and its scratch
+// directory: a failure ends and removes them before the process exits.
+std::vector<pid_t> g_children;
+std::string g_scratch;
+
+// `pid` was waited for: never signalled again (its number may be reused).
+void Reaped(pid_t pid) { g_children.erase(std::remove(g_children.begin(), g_children.end(), pid), g_children.end()); }
+
 [[noreturn]] void Fail(const std::string& why) {
   std::fprintf(stderr, "bench_allreduce: %s\n", why.c_str());
+  for (pid_t pid : g_children) {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  if (!g_scratch.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(g_scratch, ec);
+  }
   std::exit(1);
 }
 
@@ -203,6 +221,7 @@ class TorchPeer {
       error_ = "cannot start " + python;
       return;
     }
+    g_children.push_back(child_.pid);
     const std::string ready = ReadLine();
     if (ready != "ready") error_ = ready.empty() ? "the peer ended before its group formed" : ready;
   }
@@ -212,6 +231,7 @@ class TorchPeer {
     std::fclose(child_.from);
     int status = 0;
     ::waitpid(child_.pid, &status, 0);
+    Reaped(child_.pid);
   }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
@@ -445,6 +465,7 @@ int main(int argc, char** argv) {
 
   bench::ScratchDir scratch("", "af_bench_allreduce");
   dir = scratch.path();
+  g_scratch = dir;
   std::filesystem::create_directories(dir + "/gloo");
   TorchPeer torch(python, ranks);
   if (!torch.ok()) std::fprintf(stderr, "bench_allreduce: the torch peer: %s\n", torch.error().c_str());
@@ -457,12 +478,14 @@ int main(int argc, char** argv) {
     std::fclose(c.to);
     std::fclose(c.from);
     children.push_back(c.pid);
+    g_children.push_back(c.pid);
   }
   const RankRun run = RunRank(0, ranks, rounds, dir, &torch);
   bool others_ok = true;
   for (pid_t c : children) {
     int status = 0;
     ::waitpid(c, &status, 0);
+    Reaped(c);
     others_ok = others_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   std::error_code ec;

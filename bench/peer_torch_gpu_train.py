@@ -124,7 +124,8 @@ def emit(hidden, batch, impl, times):
 
 
 def actorflow_figures(path):
-    """(hidden, batch) -> median ms from bench_gpu_train's JSON lines."""
+    """(hidden, batch) -> median ms from bench_gpu_train's JSON lines: the first figure per shape, the default
+    configuration's (device_run.sh runs the AF_GPU_VARIANTS after it, into the same log)."""
     out = {}
     try:
         f = open(path)
@@ -138,7 +139,7 @@ def actorflow_figures(path):
                 continue
             p = row.get("params", {})
             if row.get("bench") == "gpu_train_step" and p.get("impl") == "actorflow":
-                out[(p["hidden"], p["batch"])] = row["median"]
+                out.setdefault((p["hidden"], p["batch"]), row["median"])
     return out
 
 
