@@ -50,9 +50,11 @@ sanitize-build: deps
 	  -DAF_FUZZ=$(SAN_FUZZ) -DAF_BUILD_BENCH=OFF -DAF_ENABLE_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-# The tests under ASan+UBSan: any report fails the test that caused it.
+# The tests under ASan+UBSan: any report fails the test that caused it. A test
+# that failed only because LeakSanitizer's own tracer crashed at its exit, after
+# all its checks passed, runs once more (tests/sanitizer/ctest_lsan_retry.sh says why).
 sanitize: sanitize-build
-	cd $(ASAN_BUILD) && ctest --output-on-failure
+	cd $(ASAN_BUILD) && $(CURDIR)/tests/sanitizer/ctest_lsan_retry.sh --output-on-failure
 
 # libFuzzer targets (tests/fuzz/), each run for FUZZ_SECONDS from a scratch copy
 # of its seed corpus (new inputs it finds stay in $(ASAN_BUILD)/fuzz/corpus/);
