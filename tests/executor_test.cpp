@@ -23,61 +23,14 @@
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
 #include "graph/subgraph.hpp"
+#include "executor_test_host.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
 
 namespace {
 
-// Records what the executor asks for; completions from pool threads wait in
-// a queue until the test's loop hands them back.
-class TestHost final : public ExecutorHost {
- public:
-  void ScheduleResume() override { ++resumes_asked; resume = true; }
-  void ArmDeadline(std::chrono::nanoseconds delay) override { deadlines.push_back(delay); }
-  caf::mailbox_element_ptr MakeCompletion() override {
-    ++completions_made;
-    return caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, KernelDone{});
-  }
-  CompletionSink completion_sink() override { return {&Deliver, this}; }
-  void Drained() noexcept override { drained = true; }
-
-  /// Hands back one completion, waiting up to 10 ms for it; false if none came.
-  bool HandBack(Executor* executor) {
-    caf::mailbox_element_ptr msg;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !delivered_.empty(); })) return false;
-      msg = std::move(delivered_.front());
-      delivered_.pop_front();
-    }
-    ++completions_handed_back;
-    Executor::RunningScope running(executor, nullptr);
-    executor->KernelFinished(msg->content().get_mutable_as<KernelDone>(0));
-    executor->Run();
-    return true;
-  }
-
-  bool resume = false;
-  int resumes_asked = 0;
-  int completions_made = 0;
-  int completions_handed_back = 0;
-  bool drained = false;
-  std::vector<std::chrono::nanoseconds> deadlines;
-
- private:
-  // From a pool thread: queued for the test's loop (the test outlives every kernel).
-  static void Deliver(void* context, caf::mailbox_element_ptr done) noexcept {
-    auto* host = static_cast<TestHost*>(context);
-    std::lock_guard<std::mutex> lock(host->mu_);
-    host->delivered_.push_back(std::move(done));
-    host->cv_.notify_one();
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<caf::mailbox_element_ptr> delivered_;
-};
+using TestHost = test::ExecutorTestHost;  // completions wait until the test hands them back
 
 // A CPU device that can behave as one whose kernels only enqueue work (a
 // GPU): with `syncs` set, the executor must call Sync at each step's end and

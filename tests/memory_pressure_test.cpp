@@ -39,6 +39,7 @@
 #include "devices/device.hpp"
 #include "graph/graph.hpp"
 #include "graph/subgraph.hpp"
+#include "executor_test_host.hpp"
 #include "failing_new.hpp"  // a thread's next allocations fail on demand (t_fail_next)
 #include "test_util.hpp"
 #include "wait_until.hpp"
@@ -68,64 +69,12 @@ RunOptions Bounded() {
   return o;
 }
 
-// Stands in for the device actor: records each completion as it is delivered
-// (with the device allocator's bytes in use at that moment) and hands it back
-// to the executor on the test's thread.
-class RecordingHost final : public ExecutorHost {
- public:
-  explicit RecordingHost(Allocator* allocator) : allocator_(allocator) {}
-  void ScheduleResume() override { resume = true; }
-  void ArmDeadline(std::chrono::nanoseconds) override {}
-  caf::mailbox_element_ptr MakeCompletion() override {
-    return caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, KernelDone{});
-  }
-  CompletionSink completion_sink() override { return {&Deliver, this}; }
-  void Drained() noexcept override {}
-  /// Whether a completion waits to be handed back.
-  bool HasDelivery() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return !delivered_.empty();
-  }
-
-  struct Delivery {
-    Status status;
-    int64_t bytes_in_use = 0;  // the device allocator's, when delivered
-    bool outputs_alive = false;
-  };
-  std::vector<Delivery> deliveries;  // guarded by mu_ until the test's thread reads it
-
-  // Hands back a delivered completion (waiting up to 10 ms); false if none.
-  bool HandBack(Executor* executor) {
-    caf::mailbox_element_ptr msg;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !delivered_.empty(); })) return false;
-      msg = std::move(delivered_.front());
-      delivered_.pop_front();
-    }
-    Executor::RunningScope running(executor, nullptr);
-    executor->KernelFinished(msg->content().get_mutable_as<KernelDone>(0));
-    executor->Run();
-    return true;
-  }
-  bool resume = false;
-
- private:
-  static void Deliver(void* context, caf::mailbox_element_ptr done) noexcept {
-    auto* host = static_cast<RecordingHost*>(context);
-    const KernelDone& d = done->content().get_as<KernelDone>(0);
-    Delivery seen{d.status, host->allocator_->bytes_in_use(), false};
-    for (const Tensor& t : d.outputs) seen.outputs_alive = seen.outputs_alive || t.IsInitialized();
-    std::lock_guard<std::mutex> lock(host->mu_);
-    host->deliveries.push_back(seen);
-    host->delivered_.push_back(std::move(done));
-    host->cv_.notify_one();
-  }
-
-  Allocator* allocator_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<caf::mailbox_element_ptr> delivered_;
+// A completion as it was delivered: with the device allocator's bytes in use
+// at that moment.
+struct Delivery {
+  Status status;
+  int64_t bytes_in_use = 0;
+  bool outputs_alive = false;
 };
 
 std::string TempPath(const std::string& name) {
@@ -245,8 +194,17 @@ struct ExecutorFixture {
   ComputePool pool{sys.get(), 2};
   Allocator* budget = MakeBudgetAllocator(cpu_allocator(), kBudget);
   Device device{test::kCpu0, DEVICE_CPU, budget, &pool};
-  RecordingHost host{budget};
+  test::ExecutorTestHost host;  // stands in for the device actor
   Executor executor{ExecutorServices{&device, &host, nullptr, nullptr, nullptr}};
+  std::vector<Delivery> deliveries;  // written under the host's lock; read once the step ended
+
+  ExecutorFixture() {
+    host.on_delivery = [this](const KernelDone& d) {
+      Delivery seen{d.status, budget->bytes_in_use(), false};
+      for (const Tensor& t : d.outputs) seen.outputs_alive = seen.outputs_alive || t.IsInitialized();
+      deliveries.push_back(seen);
+    };
+  }
   // The pool's workers stop (the kernels' jobs end) before the pool and the device go.
   ~ExecutorFixture() { sys.reset(); }
 
@@ -294,10 +252,10 @@ TEST_CASE("a failed kernel's outputs are freed before its completion is delivere
   INFO(reply->status.ToString());
   REQUIRE(reply->status.code() == Code::kResourceExhausted);
   REQUIRE_THAT(reply->status.message(), Catch::Contains("'fill'"));
-  REQUIRE(f.host.deliveries.size() == 1);
-  CHECK(f.host.deliveries[0].status.code() == Code::kResourceExhausted);
-  CHECK_FALSE(f.host.deliveries[0].outputs_alive);
-  CHECK(f.host.deliveries[0].bytes_in_use < (1 << 20));  // the 32 MB were given back before the delivery
+  REQUIRE(f.deliveries.size() == 1);
+  CHECK(f.deliveries[0].status.code() == Code::kResourceExhausted);
+  CHECK_FALSE(f.deliveries[0].outputs_alive);
+  CHECK(f.deliveries[0].bytes_in_use < (1 << 20));  // the 32 MB were given back before the delivery
 }
 
 TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller after bounded tries",
@@ -371,7 +329,7 @@ TEST_CASE("an actor whose scheduling keeps failing for memory runs on the caller
 // completion back to the executor is what the actor's run would do.
 class HandBackJob final : public caf::resumable {
  public:
-  HandBackJob(RecordingHost* host, Executor* executor) : host_(host), executor_(executor) {}
+  HandBackJob(test::ExecutorTestHost* host, Executor* executor) : host_(host), executor_(executor) {}
   resume_result resume(caf::execution_unit*, size_t) override {
     ran_after_failed_schedule = ComputePool::InFailedScheduleRun();
     handed_back = host_->HandBack(executor_);
@@ -383,7 +341,7 @@ class HandBackJob final : public caf::resumable {
   bool handed_back = false;
 
  private:
-  RecordingHost* host_;
+  test::ExecutorTestHost* host_;
   Executor* executor_;
 };
 
