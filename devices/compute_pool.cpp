@@ -1,7 +1,5 @@
 #include "devices/compute_pool.hpp"
 
-#include "core/allocator.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +22,8 @@
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
 #include <caf/scheduler/coordinator.hpp>
+
+#include "core/allocator.hpp"
 
 namespace actorflow {
 
@@ -172,8 +172,8 @@ ComputePool::JobScope::~JobScope() {
 // (about a second) never made the job wait for ever (a pool thread looped
 // here while a failed Fill's output held the address space). The job then
 // runs on this thread, which needs no queue node: its mailbox is handled (a
-// kernel's completion, whose failed kernel's outputs were freed before it was
-// sent, ends the step with its ResourceExhausted), and it is rescheduled, or
+// kernel's completion handled so ends its step with ResourceExhausted:
+// InFailedScheduleRun, Executor::KernelFinished), and it is rescheduled, or
 // runs here again, until it waits for messages.
 void ComputePool::RescheduleAfterFailure(caf::resumable* job) noexcept {
   auto pause = std::chrono::microseconds(50);
