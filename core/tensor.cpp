@@ -128,6 +128,14 @@ size_t StringHeapBytes(const std::string& s) {
   return s.capacity() > kInline ? s.capacity() + 1 : 0;
 }
 
+int64_t StringHeapBytes(const Tensor& t) {
+  if (!DataTypeIsStringLike(t.dtype()) || t.buffer() == nullptr || !t.InHostMemory()) return 0;
+  const std::string* s = t.data<std::string>();
+  int64_t bytes = 0;
+  for (int64_t i = 0, n = t.NumElements(); i < n; ++i) bytes += static_cast<int64_t>(StringHeapBytes(s[i]));
+  return bytes;
+}
+
 bool Tensor::InHostMemory() const { return !buf_ || buf_->allocator()->HostAccessible(); }
 
 bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
@@ -149,9 +157,7 @@ Tensor Tensor::DeepCopy() const {
   Tensor t(buf_->allocator(), dtype_, shape_);
   if (DataTypeIsStringLike(dtype_)) {
     const std::string* from = data<std::string>();
-    int64_t heap = 0;
-    for (int64_t i = 0; i < NumElements(); ++i) heap += static_cast<int64_t>(StringHeapBytes(from[i]));
-    const Status charged = t.ChargeStringBytes(heap);
+    const Status charged = t.ChargeStringBytes(StringHeapBytes(*this));
     if (!charged.ok()) throw TensorAllocationError(std::make_shared<const std::string>(charged.message()));
     for (int64_t i = 0; i < NumElements(); ++i) t.data<std::string>()[i] = from[i];
   } else if (TotalBytes() > 0) {

@@ -170,5 +170,8 @@ bool TensorEquals(const Tensor& a, const Tensor& b);
 /// The heap bytes `s` holds beyond the std::string object itself:
 /// capacity() + 1 when its characters do not fit the inline buffer, else 0.
 size_t StringHeapBytes(const std::string& s);
+/// The sum of StringHeapBytes over a host string tensor's elements (0 for
+/// any other tensor): what its characters hold beyond the buffer.
+int64_t StringHeapBytes(const Tensor& t);
 
 }  // namespace actorflow

@@ -129,11 +129,8 @@ namespace {
 // element count, as copying it would be).
 Status ChargeStringOutput(Tensor* t) {
   const TensorBuffer* buf = t->buffer();
-  if (t->dtype() != DT_STRING || buf == nullptr || buf->heap_bytes() != 0 || !t->InHostMemory()) return Status::OK();
-  const std::string* s = t->data<std::string>();
-  int64_t bytes = 0;
-  for (int64_t i = 0, n = t->NumElements(); i < n; ++i) bytes += static_cast<int64_t>(StringHeapBytes(s[i]));
-  return t->ChargeStringBytes(bytes);
+  if (t->dtype() != DT_STRING || buf == nullptr || buf->heap_bytes() != 0) return Status::OK();
+  return t->ChargeStringBytes(StringHeapBytes(*t));
 }
 }  // namespace
 
