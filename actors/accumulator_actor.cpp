@@ -1,12 +1,12 @@
-#include "actors/accumulator_actor.hpp"
+#include "actorflow/actors/accumulator_actor.hpp"
 
 #include <caf/all.hpp>
 
 #include <deque>
 
-#include "actors/queue_reply.hpp"
-#include "core/exception_status.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/actors/queue_reply.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 namespace {

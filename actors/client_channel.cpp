@@ -1,6 +1,6 @@
-#include "actors/client_channel.hpp"
+#include "actorflow/actors/client_channel.hpp"
 
-#include "devices/compute_pool.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>

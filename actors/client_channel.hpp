@@ -19,7 +19,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace caf {
 class actor_system;

@@ -1,4 +1,4 @@
-#include "actors/container_actor.hpp"
+#include "actorflow/actors/container_actor.hpp"
 
 #include <caf/all.hpp>
 
@@ -8,13 +8,13 @@
 #include <unordered_map>
 #include <variant>
 
-#include "actors/accumulator_actor.hpp"
-#include "actors/queue_actor.hpp"
-#include "core/exception_status.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/compute_pool.hpp"
-#include "net/protocol.hpp"
-#include "ops/state/variable_updates.hpp"
+#include "actorflow/actors/accumulator_actor.hpp"
+#include "actorflow/actors/queue_actor.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/ops/state/variable_updates.hpp"
 
 // An update the container actor ran on the pool has finished: to itself
 // only, so not a wire type (net/protocol.hpp).

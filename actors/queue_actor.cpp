@@ -1,4 +1,4 @@
-#include "actors/queue_actor.hpp"
+#include "actorflow/actors/queue_actor.hpp"
 
 #include <caf/all.hpp>
 
@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "actors/queue_elements.hpp"
-#include "actors/queue_reply.hpp"
-#include "core/exception_status.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/actors/queue_elements.hpp"
+#include "actorflow/actors/queue_reply.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 

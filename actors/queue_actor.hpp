@@ -28,7 +28,7 @@
 
 #include <string>
 
-#include "ops/queue/queue_access.hpp"
+#include "actorflow/ops/queue/queue_access.hpp"
 
 namespace caf {
 class actor;

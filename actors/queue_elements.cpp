@@ -1,9 +1,9 @@
-#include "actors/queue_elements.hpp"
+#include "actorflow/actors/queue_elements.hpp"
 
 #include <algorithm>
 
-#include "core/status.hpp"
-#include "ops/array/copy_util.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/array/copy_util.hpp"
 
 namespace actorflow {
 namespace queue_detail {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.hpp"
-#include "core/exception_status.hpp"
-#include "core/tensor.hpp"
-#include "ops/queue/queue_access.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/ops/queue/queue_access.hpp"
 
 namespace actorflow {
 namespace queue_detail {

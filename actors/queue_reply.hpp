@@ -5,8 +5,8 @@
 
 #include <caf/response_promise.hpp>
 
-#include "core/exception_status.hpp"
-#include "net/queue_service.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/net/queue_service.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "actors/rendezvous_actor.hpp"
+#include "actorflow/actors/rendezvous_actor.hpp"
 
 #include <caf/all.hpp>
 
@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/exception_status.hpp"
-#include "devices/compute_pool.hpp"
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 

@@ -34,7 +34,7 @@
 
 #include <string>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 
@@ -44,7 +44,7 @@ class TensorTransport;
 /// `pool` (optional) picks the worker that runs a device actor a delivery wakes.
 /// `transport` (optional; a process that is a task of a cluster): a Send whose
 /// receiving device is on another task than `task` goes there through it
-/// (net/tensor_transport.hpp); tensors it brings arrive as RendezvousSend,
+/// (comm/tensor_transport.hpp); tensors it brings arrive as RendezvousSend,
 /// tensors it could not take as RendezvousAbort, and a peer it lost as
 /// RendezvousPeerFailed, which fails every step waiting for a tensor from
 /// that task with the given status.

@@ -1,4 +1,4 @@
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
@@ -9,19 +9,19 @@
 #include <stdexcept>
 #include <thread>
 
-#include "actors/client_channel.hpp"
-#include "actors/container_actor.hpp"
-#include "actors/device/device_actor.hpp"
-#include "actors/rendezvous_actor.hpp"
-#include "core/allocator.hpp"
-#include "core/ids.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "devices/device_factory.hpp"
-#include "devices/device_manager.hpp"
-#include "net/collective_executor.hpp"
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/container_actor.hpp"
+#include "actorflow/actors/device/device_actor.hpp"
+#include "actorflow/actors/rendezvous_actor.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_factory.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 
@@ -106,7 +106,7 @@ struct Runtime::Impl {
         std::lock_guard<std::mutex> lock(transport_mu);
         return rendezvous;
       };
-      // Collective traffic (net/collective_executor.hpp) goes to the
+      // Collective traffic (comm/collective_executor.hpp) goes to the
       // collective executor, the rest to the rendezvous actor.
       auto coll = [this] {
         std::lock_guard<std::mutex> lock(transport_mu);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "net/tls.hpp"
+#include "actorflow/comm/tls.hpp"
 
 namespace caf {
 class actor;
@@ -62,13 +62,13 @@ struct RuntimeOptions {
   int64_t device_memory_limit_bytes = 0;
   /// A task of a cluster: the actor system loads CAF's network layer (with
   /// heartbeats, which CAF leaves off, so that a hung peer is detected) and a
-  /// tensor transport listens on `bind_host` (net/tensor_transport.hpp) for
+  /// tensor transport listens on `bind_host` (comm/tensor_transport.hpp) for
   /// tensors from other tasks.
   bool network = false;
   std::string bind_host = "127.0.0.1";
   int heartbeat_ms = 500;      // CAF's middleman.heartbeat-interval
   int peer_timeout_ms = 3000;  // CAF's middleman.connection-timeout: a silent peer is down after this
-  /// Mutual TLS on both paths (net/tls.hpp): CAF's openssl module for control
+  /// Mutual TLS on both paths (comm/tls.hpp): CAF's openssl module for control
   /// messages, TLS 1.3 for the tensor transport. Files checked at start.
   TlsOptions tls;
 };
@@ -105,7 +105,7 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
-  /// The process's collective ops (net/collective_executor.hpp): groups of
+  /// The process's collective ops (comm/collective_executor.hpp): groups of
   /// one everywhere, larger ones over the transport of a cluster task.
   CollectiveExecutor* collectives() const;
   /// The tensor transport of a cluster task (RuntimeOptions::network), else null.

@@ -1,12 +1,12 @@
-#include "actors/task_actor.hpp"
+#include "actorflow/actors/task_actor.hpp"
 
 #include <caf/all.hpp>
 
 #include <iostream>
 #include <map>
 
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 

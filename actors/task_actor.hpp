@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "net/cluster_service.hpp"
+#include "actorflow/net/cluster_service.hpp"
 
 namespace actorflow {
 

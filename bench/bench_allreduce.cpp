@@ -1,6 +1,6 @@
 // All-reduce of 4 KiB .. 64 MiB of float32 among 2 or 3 processes of this
 // machine (1 thread each), in ms per all-reduce (rank 0's clock), four ways:
-//   actorflow_tcp        actorflow's collective executor (net/collective_executor.hpp:
+//   actorflow_tcp        actorflow's collective executor (comm/collective_executor.hpp:
 //                        a ring over the tensor transport from 3 ranks; 2 ranks
 //                        exchange whole tensors) with the same-host path off:
 //                        every byte over loopback TCP, as between machines
@@ -9,7 +9,7 @@
 //   torch                torch.distributed.all_reduce, gloo backend
 //                        (bench/peer_torch_allreduce.py, driven block by block)
 //   actorflow_same_host  the executor as it runs on one host: chunks of 256 KiB and
-//                        more are read from the peer's memory (net/same_host.hpp),
+//                        more are read from the peer's memory (comm/same_host.hpp),
 //                        smaller ones go over TCP. Not like for like: the peers
 //                        copy through TCP; its ratio says so in its name.
 // The like-for-like ratios are ratio_tcp_vs_gloo and ratio_tcp_vs_torch (peer ms /
@@ -58,9 +58,9 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "bench_util.hpp"
-#include "net/collective_executor.hpp"
-#include "net/tensor_transport.hpp"
-#include "ops/collective/collective_reduction.hpp"
+#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/ops/collective/collective_reduction.hpp"
 
 using namespace actorflow;
 

@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "checkpoint/checkpoint_state.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/session.hpp"
 
 using namespace actorflow;
 

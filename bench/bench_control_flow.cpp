@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
 
 using namespace actorflow;
 

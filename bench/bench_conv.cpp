@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
 
 using namespace actorflow;
 

@@ -22,15 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
 #include "trace_summary.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
 
 using namespace actorflow;
 

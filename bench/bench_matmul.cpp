@@ -17,10 +17,10 @@
 #define EIGEN_USE_THREADS
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 

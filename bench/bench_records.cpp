@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "core/io/record_reader.hpp"
-#include "core/io/record_writer.hpp"
+#include "actorflow/core/io/record_reader.hpp"
+#include "actorflow/core/io/record_writer.hpp"
 
 using namespace actorflow;
 

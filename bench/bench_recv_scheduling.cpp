@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "client/session.hpp"
-#include "core/allocator.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/allocator.hpp"
 #include "recv_scheduling_graph.hpp"
 
 using namespace actorflow;

@@ -13,9 +13,9 @@
 //                                 of 2 and 12 hops give one hop's cost inside a step
 //
 // Throughput, one way, 4 KiB to 64 MiB, each size measured in interleaved rounds:
-//   transport      actorflow's tensor transport (net/tensor_transport.hpp) as it runs between two
+//   transport      actorflow's tensor transport (comm/tensor_transport.hpp) as it runs between two
 //                  processes of one host: from 256 KiB, the receiver copies the tensor straight from
-//                  the sender's memory (net/same_host.hpp); smaller ones over TCP
+//                  the sender's memory (comm/same_host.hpp); smaller ones over TCP
 //   transport_tcp  the same with the same-host path off, as between machines: the tensor's own
 //                  bytes, framed and chunked over TCP, read into a new tensor on the other side
 //   raw_asio   the peer: a plain Boost.Asio socket pair writing the same bytes (a 16-byte header
@@ -54,14 +54,14 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench_util.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "core/cluster_spec.hpp"
-#include "master/server.hpp"
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
 
 namespace actorflow {
 namespace bench_graphs {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "client/session.hpp"
+#include "actorflow/client/session.hpp"
 
 namespace bench {
 

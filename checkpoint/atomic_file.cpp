@@ -1,4 +1,4 @@
-#include "checkpoint/atomic_file.hpp"
+#include "actorflow/checkpoint/atomic_file.hpp"
 
 #include <unistd.h>
 

@@ -19,8 +19,8 @@
 #include <memory>
 #include <string>
 
-#include "core/io/file_io.hpp"
-#include "core/status.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

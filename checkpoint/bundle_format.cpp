@@ -1,4 +1,4 @@
-#include "checkpoint/bundle_format.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
 
 #include <cstring>
 #include <limits>

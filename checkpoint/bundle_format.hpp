@@ -48,9 +48,9 @@
 #include <string>
 #include <utility>
 
-#include "core/dtypes.hpp"
-#include "core/status.hpp"
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/dtypes.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 namespace actorflow {
 

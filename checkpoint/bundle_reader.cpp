@@ -1,4 +1,4 @@
-#include "checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,10 +6,10 @@
 #include <new>
 #include <vector>
 
-#include "core/allocator.hpp"
-#include "core/io/crc32c.hpp"
-#include "checkpoint/sstable.hpp"
-#include "checkpoint/tf_bundle_format.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
 
 namespace actorflow {
 namespace {

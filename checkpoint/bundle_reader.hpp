@@ -32,10 +32,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "checkpoint/bundle_format.hpp"
-#include "core/io/file_io.hpp"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

@@ -1,12 +1,12 @@
-#include "checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
 
 #include <algorithm>
 
-#include "core/allocator.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/io/file_io.hpp"
-#include "checkpoint/sstable.hpp"
-#include "checkpoint/tf_bundle_format.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
 
 namespace actorflow {
 namespace {

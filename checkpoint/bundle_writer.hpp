@@ -32,10 +32,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "checkpoint/atomic_file.hpp"
-#include "checkpoint/bundle_format.hpp"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/atomic_file.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

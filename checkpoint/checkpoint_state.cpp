@@ -1,4 +1,4 @@
-#include "checkpoint/checkpoint_state.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
 
 #include <unistd.h>
 
@@ -13,12 +13,12 @@
 #include <regex>
 #include <set>
 
-#include "checkpoint/atomic_file.hpp"
-#include "checkpoint/bundle_format.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/io/file_io.hpp"
-#include "core/proto/checkpoint_state.pb.h"
-#include "checkpoint/tf_bundle_format.hpp"
+#include "actorflow/checkpoint/atomic_file.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/proto/checkpoint_state.pb.h"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
 
 namespace actorflow {
 namespace {

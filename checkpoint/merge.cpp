@@ -1,13 +1,13 @@
-#include "checkpoint/merge.hpp"
+#include "actorflow/checkpoint/merge.hpp"
 
 #include <filesystem>
 #include <map>
 
-#include "checkpoint/atomic_file.hpp"
-#include "checkpoint/sstable.hpp"
-#include "checkpoint/tf_bundle_format.hpp"
-#include "core/io/file_io.hpp"
-#include "core/proto/tensor_bundle.pb.h"
+#include "actorflow/checkpoint/atomic_file.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/proto/tensor_bundle.pb.h"
 
 namespace actorflow {
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

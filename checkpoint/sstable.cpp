@@ -1,4 +1,4 @@
-#include "checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
 
 #include <leveldb/env.h>
 #include <leveldb/options.h>
@@ -9,8 +9,8 @@
 
 #include <cstring>
 
-#include "core/io/crc32c.hpp"
-#include "core/io/varint.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/varint.hpp"
 
 namespace actorflow {
 namespace sstable {

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace sstable {

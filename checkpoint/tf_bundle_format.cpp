@@ -1,11 +1,11 @@
-#include "checkpoint/tf_bundle_format.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
 
 #include <cstdio>
 #include <limits>
 
-#include "core/io/crc32c.hpp"
-#include "core/io/varint.hpp"
-#include "core/proto/tensor_bundle.pb.h"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/varint.hpp"
+#include "actorflow/core/proto/tensor_bundle.pb.h"
 
 namespace actorflow {
 namespace tf_bundle {

@@ -23,9 +23,9 @@
 
 #include <string>
 
-#include "checkpoint/bundle_format.hpp"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace tf_bundle {

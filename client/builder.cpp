@@ -1,12 +1,12 @@
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 #include <limits>
 
 #include <unordered_map>
 
-#include "graph/graph_def_io.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

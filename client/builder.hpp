@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

@@ -1,11 +1,11 @@
-#include "client/saved_model.hpp"
+#include "actorflow/client/saved_model.hpp"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "checkpoint/tf_bundle_format.hpp"
-#include "core/io/file_io.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 
 namespace actorflow {
 namespace {

@@ -31,9 +31,9 @@
 #include <set>
 #include <string>
 
-#include "client/session.hpp"
-#include "core/proto/saved_model.pb.h"
-#include "core/status.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/saved_model.pb.h"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -1,11 +1,11 @@
-#include "client/session.hpp"
+#include "actorflow/client/session.hpp"
 
 #include <atomic>
 
-#include "core/ids.hpp"
-#include "master/local_master.hpp"
-#include "master/remote_master.hpp"
-#include "master/server.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/master/local_master.hpp"
+#include "actorflow/master/remote_master.hpp"
+#include "actorflow/master/server.hpp"
 
 namespace actorflow {
 

@@ -24,13 +24,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/step_stats.hpp"
-#include "core/tensor.hpp"
-#include "graph/placer.hpp"
-#include "master/master_interface.hpp"
-#include "master/run_options.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/step_stats.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/master/master_interface.hpp"
+#include "actorflow/master/run_options.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "client/timeline.hpp"
+#include "actorflow/client/timeline.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dtypes.hpp"
+#include "actorflow/core/dtypes.hpp"
 
 namespace actorflow {
 

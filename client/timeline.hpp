@@ -19,7 +19,7 @@
 
 #include <string>
 
-#include "client/session.hpp"
+#include "actorflow/client/session.hpp"
 
 namespace actorflow {
 

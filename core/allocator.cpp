@@ -1,4 +1,4 @@
-#include "core/allocator.hpp"
+#include "actorflow/core/allocator.hpp"
 
 #include <malloc.h>
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-#include "core/cancellation.hpp"
+#include "actorflow/core/cancellation.hpp"
 
 #include <vector>
 

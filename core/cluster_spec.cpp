@@ -1,4 +1,4 @@
-#include "core/cluster_spec.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 
 #include <nlohmann/json.hpp>
 

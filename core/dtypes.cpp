@@ -1,4 +1,4 @@
-#include "core/dtypes.hpp"
+#include "actorflow/core/dtypes.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "core/exception_status.hpp"
+#include "actorflow/core/exception_status.hpp"
 
 #include <exception>
 #include <new>

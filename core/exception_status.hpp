@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "core/ids.hpp"
+#include "actorflow/core/ids.hpp"
 
 #include <chrono>
 #include <random>

@@ -1,8 +1,8 @@
-#include "core/resource_handle.hpp"
+#include "actorflow/core/resource_handle.hpp"
 
 #include <atomic>
 
-#include "core/proto/resource_handle.pb.h"
+#include "actorflow/core/proto/resource_handle.pb.h"
 
 namespace actorflow {
 

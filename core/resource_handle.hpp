@@ -9,10 +9,10 @@
 
 #include <string>
 
-#include "core/dtypes.hpp"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/dtypes.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 #include <ostream>
 

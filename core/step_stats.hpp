@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtypes.hpp"
+#include "actorflow/core/dtypes.hpp"
 
 namespace actorflow {
 

@@ -1,12 +1,12 @@
-#include "core/tensor.hpp"
+#include "actorflow/core/tensor.hpp"
 
 #include <cstring>
 #include <memory>
 #include <new>
 #include <sstream>
 
-#include "core/allocator.hpp"
-#include "core/exception_status.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/exception_status.hpp"
 
 namespace actorflow {
 

@@ -5,7 +5,7 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "core/tensor.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

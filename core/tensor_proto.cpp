@@ -1,9 +1,9 @@
-#include "core/tensor_proto.hpp"
+#include "actorflow/core/tensor_proto.hpp"
 
 #include <cstring>
 
-#include "core/proto/tensor.pb.h"
-#include "core/proto/tensor_shape.pb.h"
+#include "actorflow/core/proto/tensor.pb.h"
+#include "actorflow/core/proto/tensor_shape.pb.h"
 
 namespace actorflow {
 

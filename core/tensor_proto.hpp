@@ -1,8 +1,8 @@
 // Conversion between Tensor and the serialized TensorProto.
 #pragma once
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace proto {

@@ -1,4 +1,4 @@
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 #include <limits>
 

@@ -1,4 +1,4 @@
-#include "devices/compute_pool.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -23,7 +23,7 @@
 #include <caf/scheduler/abstract_coordinator.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
-#include "core/allocator.hpp"
+#include "actorflow/core/allocator.hpp"
 
 namespace actorflow {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "devices/device_factory.hpp"
+#include "actorflow/devices/device_factory.hpp"
 
 #include <map>
 

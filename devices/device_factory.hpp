@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/device.hpp"
+#include "actorflow/devices/device.hpp"
 
 namespace actorflow {
 

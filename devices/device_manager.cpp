@@ -1,8 +1,8 @@
-#include "devices/device_manager.hpp"
+#include "actorflow/devices/device_manager.hpp"
 
 #include <cctype>
 
-#include "devices/device.hpp"
+#include "actorflow/devices/device.hpp"
 
 namespace actorflow {
 

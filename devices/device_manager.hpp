@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "devices/device_name.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/devices/device_name.hpp"
 
 namespace actorflow {
 

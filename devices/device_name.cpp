@@ -1,4 +1,4 @@
-#include "devices/device_name.hpp"
+#include "actorflow/devices/device_name.hpp"
 
 #include <algorithm>
 #include <cctype>

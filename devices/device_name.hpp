@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

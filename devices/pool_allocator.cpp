@@ -1,4 +1,4 @@
-#include "devices/pool_allocator.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
 
 #include <cstdint>
 

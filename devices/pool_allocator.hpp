@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/allocator.hpp"
+#include "actorflow/core/allocator.hpp"
 
 namespace actorflow {
 

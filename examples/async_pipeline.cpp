@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/devices/device.hpp"
 
 using namespace actorflow;
 

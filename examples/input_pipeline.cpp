@@ -32,17 +32,17 @@
 #include <thread>
 #include <vector>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/parsing_ops.hpp"
-#include "client/ops/reader_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/coordinator.hpp"
-#include "client/train/input_batching.hpp"
-#include "client/train/input_producers.hpp"
-#include "client/train/queue_runner.hpp"
-#include "client/train/summary_writer.hpp"
-#include "client/train/variables.hpp"
-#include "core/io/record_writer.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/parsing_ops.hpp"
+#include "actorflow/client/ops/reader_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/coordinator.hpp"
+#include "actorflow/client/train/input_batching.hpp"
+#include "actorflow/client/train/input_producers.hpp"
+#include "actorflow/client/train/queue_runner.hpp"
+#include "actorflow/client/train/summary_writer.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/core/io/record_writer.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
 

@@ -1,7 +1,7 @@
 #include "examples/mlp_model.hpp"
 
-#include "client/ops/cc_ops.hpp"
-#include "client/train/optimizers.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/train/optimizers.hpp"
 
 namespace actorflow {
 namespace examples {

@@ -5,9 +5,9 @@
 
 #include <memory>
 
-#include "client/builder.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 namespace examples {

@@ -20,11 +20,11 @@
 #include <random>
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/summary_writer.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/summary_writer.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "examples/datasets.hpp"
 
 using namespace actorflow;

@@ -38,19 +38,19 @@
 #include <random>
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/all_reduce.hpp"
-#include "client/train/queue_runner.hpp"
-#include "client/train/replica_device_setter.hpp"
-#include "client/train/summary_writer.hpp"
-#include "client/train/supervisor.hpp"
-#include "client/train/sync_replicas_optimizer.hpp"
-#include "core/cluster_spec.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/all_reduce.hpp"
+#include "actorflow/client/train/queue_runner.hpp"
+#include "actorflow/client/train/replica_device_setter.hpp"
+#include "actorflow/client/train/summary_writer.hpp"
+#include "actorflow/client/train/supervisor.hpp"
+#include "actorflow/client/train/sync_replicas_optimizer.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
-#include "master/server.hpp"
+#include "actorflow/master/server.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;

@@ -24,12 +24,12 @@
 #include <random>
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/saver.hpp"
-#include "client/train/summary_writer.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/saver.hpp"
+#include "actorflow/client/train/summary_writer.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
 

@@ -1,6 +1,6 @@
-#include "graph/constant_folding.hpp"
+#include "actorflow/graph/constant_folding.hpp"
 
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/tensor_proto.hpp"
-#include "devices/device.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

@@ -28,8 +28,8 @@
 
 #include <cstdint>
 
-#include "core/status.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

@@ -1,8 +1,8 @@
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
 #include <deque>
 
-#include "graph/graph.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

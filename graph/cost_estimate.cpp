@@ -1,8 +1,8 @@
-#include "graph/cost_estimate.hpp"
+#include "actorflow/graph/cost_estimate.hpp"
 
 #include <algorithm>
 
-#include "ops/attrs.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "graph/graph.hpp"
-#include "graph/static_shapes.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/static_shapes.hpp"
 
 namespace actorflow {
 

@@ -1,6 +1,6 @@
-#include "graph/cse.hpp"
+#include "actorflow/graph/cse.hpp"
 
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>

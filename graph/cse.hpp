@@ -18,8 +18,8 @@
 // (Assign, the Apply* updates: each is an effect on a variable).
 #pragma once
 
-#include "core/status.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

@@ -1,11 +1,11 @@
-#include "graph/function_inlining.hpp"
+#include "actorflow/graph/function_inlining.hpp"
 
 #include <map>
 #include <set>
 #include <unordered_map>
 
-#include "ops/attrs.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 namespace {

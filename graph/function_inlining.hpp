@@ -28,8 +28,8 @@
 // While without loop variables.
 #pragma once
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

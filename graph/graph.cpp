@@ -1,11 +1,11 @@
-#include "graph/graph.hpp"
+#include "actorflow/graph/graph.hpp"
 
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
 #include <algorithm>
 #include <deque>
 
-#include "ops/op_registry.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 

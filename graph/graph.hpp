@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

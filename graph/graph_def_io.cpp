@@ -1,4 +1,4 @@
-#include "graph/graph_def_io.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "graph/function_inlining.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/graph/function_inlining.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

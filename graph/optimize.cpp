@@ -1,7 +1,7 @@
-#include "graph/optimize.hpp"
+#include "actorflow/graph/optimize.hpp"
 
-#include "graph/constant_folding.hpp"
-#include "graph/cse.hpp"
+#include "actorflow/graph/constant_folding.hpp"
+#include "actorflow/graph/cse.hpp"
 
 namespace actorflow {
 

@@ -7,8 +7,8 @@
 // kernels, once, on the CPU device.
 #pragma once
 
-#include "core/status.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

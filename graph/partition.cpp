@@ -1,13 +1,13 @@
-#include "graph/partition.hpp"
+#include "actorflow/graph/partition.hpp"
 
 #include <set>
 #include <tuple>
 #include <unordered_set>
 
-#include "core/tensor.hpp"
-#include "devices/device_name.hpp"
-#include "graph/control_flow_info.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/device_name.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

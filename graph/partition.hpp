@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "graph/graph.hpp"
-#include "graph/recv_scheduling.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/recv_scheduling.hpp"
 
 namespace actorflow {
 

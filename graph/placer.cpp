@@ -1,19 +1,19 @@
-#include "graph/placer.hpp"
+#include "actorflow/graph/placer.hpp"
 
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
 
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "devices/device_name.hpp"
-#include "graph/cost_estimate.hpp"
-#include "graph/static_shapes.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/devices/device_name.hpp"
+#include "actorflow/graph/cost_estimate.hpp"
+#include "actorflow/graph/static_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 

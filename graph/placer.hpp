@@ -29,8 +29,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/status.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

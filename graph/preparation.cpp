@@ -1,4 +1,4 @@
-#include "graph/preparation.hpp"
+#include "actorflow/graph/preparation.hpp"
 
 namespace actorflow {
 

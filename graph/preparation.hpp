@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph.hpp"
-#include "graph/optimize.hpp"
-#include "graph/partition.hpp"
-#include "graph/placer.hpp"
-#include "graph/subgraph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/optimize.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/subgraph.hpp"
 
 namespace actorflow {
 

@@ -1,17 +1,17 @@
-#include "graph/recv_scheduling.hpp"
+#include "actorflow/graph/recv_scheduling.hpp"
 
-#include "graph/control_flow_info.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 
-#include "graph/cost_estimate.hpp"
+#include "actorflow/graph/cost_estimate.hpp"
 
 #include <algorithm>
 #include <vector>
 
-#include "core/tensor.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

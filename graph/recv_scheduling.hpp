@@ -28,8 +28,8 @@
 // GraphDef: same input, same edges.
 #pragma once
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -1,9 +1,9 @@
-#include "graph/static_shapes.hpp"
+#include "actorflow/graph/static_shapes.hpp"
 
-#include "core/tensor.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "core/tensor_shape.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

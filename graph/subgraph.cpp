@@ -1,8 +1,8 @@
-#include "graph/subgraph.hpp"
+#include "actorflow/graph/subgraph.hpp"
 
 #include <map>
 
-#include "ops/attrs.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor_shape.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

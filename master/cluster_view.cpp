@@ -1,4 +1,4 @@
-#include "master/cluster_view.hpp"
+#include "actorflow/master/cluster_view.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -8,10 +8,10 @@
 #include <future>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "devices/device_name.hpp"
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/devices/device_name.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 

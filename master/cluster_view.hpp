@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster_spec.hpp"
-#include "core/status.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "net/cluster_service.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/net/cluster_service.hpp"
 
 namespace actorflow {
 

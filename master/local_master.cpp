@@ -1,4 +1,4 @@
-#include "master/local_master.hpp"
+#include "actorflow/master/local_master.hpp"
 
 #include <caf/all.hpp>
 
@@ -6,19 +6,19 @@
 #include <atomic>
 #include <optional>
 
-#include "actors/client_channel.hpp"
-#include "actors/runtime.hpp"
-#include "core/exception_status.hpp"
-#include "core/ids.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/preparation.hpp"
-#include "master/cluster_view.hpp"
-#include "master/step_barrier.hpp"
-#include "net/collective_executor.hpp"
-#include "net/protocol.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/preparation.hpp"
+#include "actorflow/master/cluster_view.hpp"
+#include "actorflow/master/step_barrier.hpp"
+#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 

@@ -21,14 +21,14 @@
 
 #include <caf/actor.hpp>
 
-#include "core/cluster_spec.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "graph/graph.hpp"
-#include "graph/placer.hpp"
-#include "master/master_interface.hpp"
-#include "master/run_options.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/master/master_interface.hpp"
+#include "actorflow/master/run_options.hpp"
 
 namespace actorflow {
 

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "graph/placer.hpp"
-#include "master/run_options.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/master/run_options.hpp"
 
 namespace actorflow {
 

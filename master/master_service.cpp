@@ -1,4 +1,4 @@
-#include "master/master_service.hpp"
+#include "actorflow/master/master_service.hpp"
 
 #include <caf/all.hpp>
 
@@ -8,10 +8,10 @@
 #include <set>
 #include <vector>
 
-#include "core/ids.hpp"
-#include "core/proto/graph.pb.h"
-#include "master/local_master.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/master/local_master.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 

@@ -13,7 +13,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "core/cluster_spec.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "master/remote_master.hpp"
+#include "actorflow/master/remote_master.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -7,10 +7,10 @@
 #include <map>
 #include <utility>
 
-#include "actors/client_channel.hpp"
-#include "core/exception_status.hpp"
-#include "master/cluster_view.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/master/cluster_view.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 

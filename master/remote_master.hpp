@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "master/master_interface.hpp"
+#include "actorflow/master/master_interface.hpp"
 
 namespace actorflow {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "core/step_stats.hpp"
-#include "graph/optimize.hpp"
-#include "graph/partition.hpp"
-#include "graph/placer.hpp"
-#include "net/tls.hpp"
+#include "actorflow/core/step_stats.hpp"
+#include "actorflow/graph/optimize.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
 
@@ -31,7 +31,7 @@ struct SessionOptions {
   /// their worker sessions) may take; the error names the silent tasks.
   int64_t device_find_timeout_ms = 30000;
   /// A remote target ("actorflow://"): this client's certificate, key and the
-  /// cluster CA, for a server that requires mutual TLS (net/tls.hpp).
+  /// cluster CA, for a server that requires mutual TLS (comm/tls.hpp).
   TlsOptions tls;
   /// Optimizations of each pruned graph (graph/optimize.hpp): CSE and constant folding.
   GraphOptions graph_options;

@@ -1,4 +1,4 @@
-#include "master/server.hpp"
+#include "actorflow/master/server.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -7,13 +7,13 @@
 
 #include <map>
 
-#include "actors/client_channel.hpp"
-#include "actors/runtime.hpp"
-#include "actors/task_actor.hpp"
-#include "devices/device.hpp"
-#include "master/cluster_view.hpp"
-#include "master/master_service.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/actors/task_actor.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/master/cluster_view.hpp"
+#include "actorflow/master/master_service.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 

@@ -23,9 +23,9 @@
 #include <mutex>
 #include <string>
 
-#include "core/cluster_spec.hpp"
-#include "core/status.hpp"
-#include "net/tls.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
 
@@ -43,7 +43,7 @@ struct ServerOptions {
   int heartbeat_ms = 500;
   int peer_timeout_ms = 3000;
   bool insecure = false;  // allow a non-loopback bind without mutual TLS
-  /// Mutual TLS on both paths (net/tls.hpp); any bind address is then allowed.
+  /// Mutual TLS on both paths (comm/tls.hpp); any bind address is then allowed.
   TlsOptions tls;
 };
 

@@ -1,11 +1,11 @@
-#include "master/step_barrier.hpp"
+#include "actorflow/master/step_barrier.hpp"
 
 #include <caf/all.hpp>
 
 #include <algorithm>
 #include <utility>
 
-#include "net/rendezvous_service.hpp"
+#include "actorflow/net/rendezvous_service.hpp"
 
 namespace actorflow {
 

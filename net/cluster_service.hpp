@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "core/step_stats.hpp"
-#include "net/wire_format.hpp"
+#include "actorflow/core/step_stats.hpp"
+#include "actorflow/net/wire_format.hpp"
 
 namespace actorflow {
 

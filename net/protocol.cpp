@@ -1,4 +1,4 @@
-#include "net/protocol.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 

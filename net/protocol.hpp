@@ -15,11 +15,11 @@
 
 #include <caf/actor_system_config.hpp>
 
-#include "net/cluster_service.hpp"
-#include "net/queue_service.hpp"
-#include "net/rendezvous_service.hpp"
-#include "net/variable_service.hpp"
-#include "net/worker_service.hpp"
+#include "actorflow/net/cluster_service.hpp"
+#include "actorflow/net/queue_service.hpp"
+#include "actorflow/net/rendezvous_service.hpp"
+#include "actorflow/net/variable_service.hpp"
+#include "actorflow/net/worker_service.hpp"
 
 namespace actorflow {
 

@@ -1,5 +1,5 @@
 // QueueSpec helpers (net/queue_service.hpp).
-#include "net/queue_service.hpp"
+#include "actorflow/net/queue_service.hpp"
 
 namespace actorflow {
 

@@ -29,10 +29,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
-#include "net/wire_format.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/net/wire_format.hpp"
 
 namespace actorflow {
 

@@ -1,10 +1,10 @@
-#include "net/rendezvous_key.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
 
-#include "devices/device_name.hpp"
+#include "actorflow/devices/device_name.hpp"
 
 namespace actorflow {
 

@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "net/rendezvous_key.hpp"
-#include "net/wire_format.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
+#include "actorflow/net/wire_format.hpp"
 
 namespace actorflow {
 

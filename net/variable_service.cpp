@@ -1,4 +1,4 @@
-#include "net/variable_service.hpp"
+#include "actorflow/net/variable_service.hpp"
 
 namespace actorflow {
 

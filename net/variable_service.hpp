@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "net/wire_format.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/net/wire_format.hpp"
 
 namespace actorflow {
 

@@ -17,8 +17,8 @@
 
 #include <type_traits>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

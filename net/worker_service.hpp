@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/step_stats.hpp"
-#include "net/wire_format.hpp"
+#include "actorflow/core/step_stats.hpp"
+#include "actorflow/net/wire_format.hpp"
 
 namespace actorflow {
 

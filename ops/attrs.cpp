@@ -1,12 +1,12 @@
-#include "ops/attrs.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 
-#include "core/tensor.hpp"
-#include "core/tensor_proto.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_proto.hpp"
 
 namespace actorflow {
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "core/dtypes.hpp"
-#include "core/proto/node_def.pb.h"
-#include "core/proto/op_def.pb.h"
-#include "core/status.hpp"
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/dtypes.hpp"
+#include "actorflow/core/proto/node_def.pb.h"
+#include "actorflow/core/proto/op_def.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 namespace actorflow {
 

@@ -2,9 +2,9 @@
 // tensors leave it (see graph/subgraph.hpp). They read and write the step's
 // CallFrame; both are cheap and always run inline. And the definitions of
 // the function-call ops, which are inlined on import.
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

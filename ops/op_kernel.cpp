@@ -1,10 +1,10 @@
-#include "ops/op_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 #include <algorithm>
 
-#include "core/allocator.hpp"
-#include "devices/device.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 

@@ -27,16 +27,16 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/node_def.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "devices/device.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/core/proto/node_def.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 
 class CancellationManager;
-class CollectiveExecutor;
+class CollectiveAccess;
 class OpKernelContext;
 class QueueAccess;
 class RendezvousAccess;
@@ -160,7 +160,7 @@ class OpKernelContext {
     VariableAccess* variables = nullptr;  // the container actor's variables, through the device actor
     RendezvousAccess* rendezvous = nullptr;  // where _Send and _Recv meet, through the device actor
     QueueAccess* queues = nullptr;  // the process's queue actors, through the device actor
-    CollectiveExecutor* collectives = nullptr;  // the process's collective ops (net/collective_executor.hpp)
+    CollectiveAccess* collectives = nullptr;  // the process's collective ops (ops/collective_access.hpp)
     StepResources* step_resources = nullptr;  // state that lives as long as the step (stacks)
   };
 
@@ -213,7 +213,7 @@ class OpKernelContext {
   /// Queue actors (ops/queue/queue_access.hpp); null where none is reachable.
   QueueAccess* queues() const { return p_->queues; }
   /// The process's collective executor; null where there is none.
-  CollectiveExecutor* collectives() const { return p_->collectives; }
+  CollectiveAccess* collectives() const { return p_->collectives; }
   /// This step's per-step state (ops/step_resources.hpp); null where the
   /// kernel runs outside a step (constant folding).
   StepResources* step_resources() const { return p_->step_resources; }

@@ -1,4 +1,4 @@
-#include "ops/op_registry.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 #include <google/protobuf/text_format.h>
 
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/dtypes.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/core/dtypes.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

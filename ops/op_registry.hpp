@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/op_def.pb.h"
-#include "core/status.hpp"
+#include "actorflow/core/proto/op_def.pb.h"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

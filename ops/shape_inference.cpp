@@ -1,4 +1,4 @@
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 #include <limits>
 #include <new>

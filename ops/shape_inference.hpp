@@ -16,11 +16,11 @@
 #include <functional>
 #include <vector>
 
-#include "core/proto/node_def.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/core/proto/node_def.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

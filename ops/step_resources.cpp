@@ -1,4 +1,4 @@
-#include "ops/step_resources.hpp"
+#include "actorflow/ops/step_resources.hpp"
 
 #include <atomic>
 

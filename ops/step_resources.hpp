@@ -20,8 +20,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/resource_handle.hpp"
-#include "core/status.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -9,10 +9,10 @@
 #include <future>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/ops/accumulator_ops.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/accumulator_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

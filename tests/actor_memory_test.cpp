@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "core/allocator.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/allocator.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

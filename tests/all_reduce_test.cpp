@@ -18,17 +18,17 @@
 #include <future>
 #include <random>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/all_reduce.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/supervisor.hpp"
-#include "client/train/variables.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/all_reduce.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/supervisor.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "local_cluster.hpp"
 #include "training_data.hpp"
-#include "master/server.hpp"
-#include "net/collective_executor.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/comm/collective_executor.hpp"
 #include "test_util.hpp"
 #include "wait_until.hpp"
 

@@ -21,11 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include "actors/runtime.hpp"
-#include "client/session.hpp"
-#include "core/proto/attr_value.pb.h"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/attr_value.pb.h"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "failing_new.hpp"
 #include "test_util.hpp"
 

@@ -13,13 +13,13 @@
 #include <functional>
 #include <thread>
 
-#include "checkpoint/atomic_file.hpp"
-#include "checkpoint/bundle_format.hpp"
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/bundle_writer.hpp"
-#include "checkpoint/checkpoint_state.hpp"
-#include "client/ops/io_ops.hpp"
-#include "core/io/crc32c.hpp"
+#include "actorflow/checkpoint/atomic_file.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/core/io/crc32c.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/crc32c.hpp"
+#include "actorflow/core/io/crc32c.hpp"
 #include "test_util.hpp"
 
 using actorflow::test::kCpu0;

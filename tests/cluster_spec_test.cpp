@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/cluster_spec.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 
 using namespace actorflow;
 

@@ -1,4 +1,4 @@
-// The collective executor (net/collective_executor.hpp) on real tensor
+// The collective executor (comm/collective_executor.hpp) on real tensor
 // transports in this process: rings of 2 and 3 ranks all-reduce and
 // broadcast exactly, instances run in any order, a mismatched tensor or
 // bucket plan is InvalidArgument on both sides, a dead peer is Unavailable, a
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "net/collective_executor.hpp"
-#include "net/tensor_transport.hpp"
-#include "ops/collective/collective_reduction.hpp"
+#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/ops/collective/collective_reduction.hpp"
 #include "tls_util.hpp"
 #include "wait_until.hpp"
 

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
 
 using namespace actorflow;
 

@@ -4,13 +4,13 @@
 // another device; and a loop whose structure asks for two devices, refused.
 #include <catch2/catch.hpp>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "control_flow_util.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/graph/graph.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -6,16 +6,16 @@
 // devices in control_flow_devices_test.cpp.
 #include <catch2/catch.hpp>
 
-#include "client/gradients/gradients.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/ops/control_flow_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "control_flow_util.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

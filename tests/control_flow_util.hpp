@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace test {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
-#include "client/ops/cc_ops.hpp"
-#include "ops/math/cpu_gemm.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/ops/math/cpu_gemm.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

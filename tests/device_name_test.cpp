@@ -3,10 +3,10 @@
 
 #include <memory>
 
-#include "actors/runtime.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "devices/device_name.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/devices/device_name.hpp"
 
 using namespace actorflow;
 

@@ -13,11 +13,11 @@
 #include <cstdlib>
 #include <random>
 
-#include "core/allocator.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/state/apply_formulas.hpp"
-#include "ops/state/variable_updates.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/state/apply_formulas.hpp"
+#include "actorflow/ops/state/variable_updates.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

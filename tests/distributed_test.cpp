@@ -14,16 +14,16 @@
 #include <future>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/reader_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/reader_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "control_flow_util.hpp"
 #include "local_cluster.hpp"
-#include "master/server.hpp"
+#include "actorflow/master/server.hpp"
 #include "test_util.hpp"
 #include "wait_until.hpp"
 

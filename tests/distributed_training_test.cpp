@@ -19,17 +19,17 @@
 #include <random>
 #include <thread>
 
-#include "client/ops/accumulator_ops.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/replica_device_setter.hpp"
-#include "client/train/supervisor.hpp"
-#include "client/train/sync_replicas_optimizer.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/ops/accumulator_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/replica_device_setter.hpp"
+#include "actorflow/client/train/supervisor.hpp"
+#include "actorflow/client/train/sync_replicas_optimizer.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "local_cluster.hpp"
 #include "training_data.hpp"
-#include "master/server.hpp"
+#include "actorflow/master/server.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

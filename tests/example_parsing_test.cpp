@@ -4,10 +4,10 @@
 // defaults), sparse and ragged tensors; the errors name example and key.
 #include <catch2/catch.hpp>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "core/proto/example.pb.h"
-#include "ops/attrs.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/example.pb.h"
+#include "actorflow/ops/attrs.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -14,15 +14,15 @@
 #include <optional>
 #include <thread>
 
-#include "actors/device/executor.hpp"
-#include "actors/device/executor_plan.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "core/allocator.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "graph/graph.hpp"
-#include "graph/subgraph.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/subgraph.hpp"
 #include "executor_test_host.hpp"
 #include "test_util.hpp"
 

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <vector>
 
-#include "actors/device/executor.hpp"
+#include "actorflow/actors/device/executor.hpp"
 
 namespace actorflow {
 namespace test {

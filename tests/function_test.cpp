@@ -5,9 +5,9 @@
 // If and StatelessIf lowered to Switch and Merge, and what is refused.
 #include <catch2/catch.hpp>
 
-#include "client/session.hpp"
-#include "graph/function_inlining.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/graph/function_inlining.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -15,15 +15,15 @@
 #include <future>
 #include <memory>
 
-#include "actors/runtime.hpp"
-#include "client/session.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
 #include "gpu_util.hpp"
 #include "test_util.hpp"
 
 #ifdef AF_CUDA
-#include "devices/cuda/gpu_device.hpp"
+#include "actorflow/devices/cuda/gpu_device.hpp"
 cudaError_t LaunchFaultingKernelForTest(cudaStream_t stream);  // tests/gpu_fault_kernel.cu
 #endif
 

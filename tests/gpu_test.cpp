@@ -17,15 +17,15 @@
 #include <memory>
 #include <random>
 
-#include "actors/runtime.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/session.hpp"
-#include "core/cluster_spec.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "devices/pool_allocator.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
 #include "local_cluster.hpp"
-#include "master/server.hpp"
+#include "actorflow/master/server.hpp"
 #include "gpu_util.hpp"
 #include "test_util.hpp"
 

@@ -20,15 +20,15 @@
 #include <map>
 #include <memory>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/saver.hpp"
-#include "client/train/variables.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/saver.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
 #include "gpu_util.hpp"
 #include "test_util.hpp"
 

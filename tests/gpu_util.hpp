@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <random>
 
-#include "actors/runtime.hpp"
-#include "client/session.hpp"
-#include "core/tensor.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
 #include "test_util.hpp"
 
 namespace actorflow {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 #include "test_util.hpp"
 
 namespace actorflow {

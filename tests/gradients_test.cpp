@@ -9,14 +9,14 @@
 #include <deque>
 #include <set>
 
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "gradient_checker.hpp"
-#include "graph/control_flow_info.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -7,14 +7,14 @@
 #include <random>
 #include <set>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "core/tensor_proto.hpp"
-#include "graph/constant_folding.hpp"
-#include "graph/cse.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/optimize.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/graph/constant_folding.hpp"
+#include "actorflow/graph/cse.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/optimize.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

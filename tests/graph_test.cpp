@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "client/ops/cc_ops.hpp"
-#include "core/allocator.hpp"
-#include "graph/graph_def_io.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

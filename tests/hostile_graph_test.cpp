@@ -19,15 +19,15 @@
 #include <memory>
 #include <string>
 
-#include "actors/device/executor_plan.hpp"
-#include "actors/device/propagation.hpp"
-#include "client/ops/control_flow.hpp"
-#include "core/allocator.hpp"
-#include "graph/control_flow_info.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/static_shapes.hpp"
-#include "ops/attrs.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/actors/device/propagation.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/static_shapes.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -8,16 +8,16 @@
 #include <string>
 #include <tuple>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/reader_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "core/ids.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/device.hpp"
-#include "ops/io/reader_resource.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/reader_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/io/reader_resource.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

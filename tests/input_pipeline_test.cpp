@@ -19,14 +19,14 @@
 #include <string>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/coordinator.hpp"
-#include "client/train/input_batching.hpp"
-#include "client/train/queue_runner.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/coordinator.hpp"
+#include "actorflow/client/train/input_batching.hpp"
+#include "actorflow/client/train/queue_runner.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

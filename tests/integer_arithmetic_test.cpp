@@ -11,10 +11,10 @@
 #include <limits>
 #include <string>
 
-#include "actors/runtime.hpp"
-#include "client/ops/state_ops.hpp"
-#include "core/tensor_proto.hpp"
-#include "graph/constant_folding.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/graph/constant_folding.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

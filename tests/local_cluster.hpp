@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/cluster_spec.hpp"
-#include "master/server.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/master/server.hpp"
 #include "wait_until.hpp"
 
 extern char** environ;

@@ -8,10 +8,10 @@
 #include <atomic>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/session.hpp"
-#include "core/allocator.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/device.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

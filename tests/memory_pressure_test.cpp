@@ -32,13 +32,13 @@
 #include <optional>
 #include <thread>
 
-#include "actors/device/executor.hpp"
-#include "actors/device/executor_plan.hpp"
-#include "core/allocator.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "graph/graph.hpp"
-#include "graph/subgraph.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/subgraph.hpp"
 #include "executor_test_host.hpp"
 #include "failing_new.hpp"  // a thread's next allocations fail on demand (t_fail_next)
 #include "test_util.hpp"

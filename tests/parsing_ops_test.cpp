@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "client/ops/parsing_ops.hpp"
-#include "core/io/record_writer.hpp"
-#include "core/io/text_line_reader.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/client/ops/parsing_ops.hpp"
+#include "actorflow/core/io/record_writer.hpp"
+#include "actorflow/core/io/text_line_reader.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -12,13 +12,13 @@
 #include <random>
 #include <set>
 
-#include "actors/runtime.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/partition.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/ops/attrs.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

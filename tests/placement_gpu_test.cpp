@@ -5,16 +5,16 @@
 // (placement needs no hardware), so these run on every machine.
 #include <catch2/catch.hpp>
 
-#include "client/ops/cc_ops.hpp"
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/placer.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 #include "test_util.hpp"
 #ifdef AF_CUDA
 #include "examples/mlp_model.hpp"

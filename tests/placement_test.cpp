@@ -8,16 +8,16 @@
 #include <map>
 #include <set>
 
-#include "actors/runtime.hpp"
-#include "client/gradients/gradients.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/placer.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

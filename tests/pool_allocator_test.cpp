@@ -9,8 +9,8 @@
 #include <mutex>
 #include <set>
 
-#include "core/tensor.hpp"
-#include "devices/pool_allocator.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
 
 using namespace actorflow;
 

@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "core/tensor.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/net/protocol.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

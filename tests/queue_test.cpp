@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -21,15 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/reader_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/input_producers.hpp"
-#include "core/io/file_output_stream.hpp"
-#include "core/io/record_writer.hpp"
-#include "core/io/zlib_output_stream.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/reader_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/input_producers.hpp"
+#include "actorflow/core/io/file_output_stream.hpp"
+#include "actorflow/core/io/record_writer.hpp"
+#include "actorflow/core/io/zlib_output_stream.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

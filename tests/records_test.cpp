@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "core/io/buffered_input_stream.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/io/fixed_length_record_reader.hpp"
-#include "core/io/record_reader.hpp"
-#include "core/io/record_writer.hpp"
-#include "core/io/text_line_reader.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
+#include "actorflow/core/io/buffered_input_stream.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_length_record_reader.hpp"
+#include "actorflow/core/io/record_reader.hpp"
+#include "actorflow/core/io/record_writer.hpp"
+#include "actorflow/core/io/text_line_reader.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -7,13 +7,13 @@
 #include <random>
 #include <set>
 
-#include "actors/runtime.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "bench/recv_scheduling_graph.hpp"
-#include "core/allocator.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/partition.hpp"
-#include "graph/placer.hpp"
-#include "graph/recv_scheduling.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/recv_scheduling.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

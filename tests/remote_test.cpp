@@ -6,14 +6,14 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/container_actor.hpp"
-#include "actors/device/device_actor.hpp"
-#include "core/allocator.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "graph/subgraph.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/actors/container_actor.hpp"
+#include "actorflow/actors/device/device_actor.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/graph/subgraph.hpp"
+#include "actorflow/net/protocol.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

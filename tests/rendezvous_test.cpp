@@ -11,14 +11,14 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/rendezvous_actor.hpp"
-#include "actors/runtime.hpp"
-#include "client/gradients/gradients.hpp"
-#include "net/protocol.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
-#include "ops/sendrecv/sendrecv_common.hpp"
+#include "actorflow/actors/rendezvous_actor.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/net/protocol.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/ops/sendrecv/sendrecv_common.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -7,10 +7,10 @@
 #include <map>
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/replica_device_setter.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/replica_device_setter.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

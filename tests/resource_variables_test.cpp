@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "client/gradients/gradients.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -5,11 +5,11 @@
 #include <future>
 #include <stdexcept>
 
-#include "actors/runtime.hpp"
-#include "core/proto/tensor.pb.h"
-#include "graph/graph_def_io.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/proto/tensor.pb.h"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

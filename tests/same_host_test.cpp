@@ -1,5 +1,5 @@
-// The tensor transport's same-host path (net/same_host.hpp,
-// net/tensor_transport.hpp): between two endpoints of one host, numeric
+// The tensor transport's same-host path (comm/same_host.hpp,
+// comm/tensor_transport.hpp): between two endpoints of one host, numeric
 // tensors of 256 KiB and more are read straight from the sender's memory,
 // bit for bit, and the sender holds each until the receiver returns it;
 // smaller ones and strings go over TCP. A proof that does not check out
@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "net/same_host.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/comm/same_host.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 #include "test_util.hpp"
 #include "transport_util.hpp"
 

@@ -12,12 +12,12 @@
 
 #include <google/protobuf/text_format.h>
 
-#include "checkpoint/bundle_writer.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/saved_model.hpp"
-#include "client/session.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/saved_model.hpp"
+#include "actorflow/client/session.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/checkpoint_state.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/saver.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/saver.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -11,13 +11,13 @@
 #include <cstdio>
 #include <string>
 
-#include "actors/client_channel.hpp"
-#include "actors/runtime.hpp"
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "local_cluster.hpp"
 #include "test_util.hpp"
-#include "master/cluster_view.hpp"
-#include "master/server.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/master/cluster_view.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/net/protocol.hpp"
 
 using namespace actorflow;
 using test::LocalCluster;

@@ -5,9 +5,9 @@
 #include <map>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "core/allocator.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

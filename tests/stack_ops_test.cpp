@@ -8,16 +8,16 @@
 #include <functional>
 #include <map>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/stack_ops.hpp"
-#include "client/session.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/placer.hpp"
-#include "ops/stack/stack.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/stack_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/ops/stack/stack.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <vector>
 
-#include "master/step_barrier.hpp"
-#include "net/rendezvous_service.hpp"
+#include "actorflow/master/step_barrier.hpp"
+#include "actorflow/net/rendezvous_service.hpp"
 
 using namespace actorflow;
 

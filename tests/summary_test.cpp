@@ -15,11 +15,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "client/train/summary_writer.hpp"
-#include "core/io/events_writer.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
-#include "core/proto/event.pb.h"
-#include "core/proto/summary.pb.h"
+#include "actorflow/client/train/summary_writer.hpp"
+#include "actorflow/core/io/events_writer.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
+#include "actorflow/core/proto/event.pb.h"
+#include "actorflow/core/proto/summary.pb.h"
 #include "test_util.hpp"
 
 using namespace actorflow;

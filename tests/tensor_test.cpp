@@ -6,12 +6,12 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
-#include "core/allocator.hpp"
-#include "core/proto/tensor.pb.h"
-#include "core/tensor.hpp"
-#include "core/tensor_eigen.hpp"
-#include "core/tensor_proto.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/core/proto/tensor.pb.h"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/net/protocol.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -19,12 +19,12 @@
 #include <utility>
 #include <vector>
 
-#include "actors/runtime.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/tensor.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "skip.hpp"  // AF_SKIP: a check that cannot run is reported as skipped
 
 namespace actorflow {

@@ -15,15 +15,15 @@
 
 #include <filesystem>
 
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/bundle_writer.hpp"
-#include "checkpoint/checkpoint_state.hpp"
-#include "checkpoint/merge.hpp"
-#include "checkpoint/sstable.hpp"
-#include "checkpoint/tf_bundle_format.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/session.hpp"
-#include "core/proto/tensor_bundle.pb.h"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/checkpoint/merge.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/tensor_bundle.pb.h"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -13,15 +13,15 @@
 #include <cmath>
 #include <map>
 
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/bundle_writer.hpp"
-#include "checkpoint/checkpoint_state.hpp"
-#include "checkpoint/sstable.hpp"
-#include "checkpoint/tf_bundle_format.hpp"
-#include "client/saved_model.hpp"
-#include "client/session.hpp"
-#include "core/proto/meta_graph.pb.h"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/checkpoint/tf_bundle_format.hpp"
+#include "actorflow/client/saved_model.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/meta_graph.pb.h"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/device/step_state.hpp"
-#include "actors/runtime.hpp"
-#include "client/timeline.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/device/step_state.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/timeline.hpp"
+#include "actorflow/devices/device.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -1,4 +1,4 @@
-// Mutual TLS (net/tls.hpp): files are checked before anything starts, each
+// Mutual TLS (comm/tls.hpp): files are checked before anything starts, each
 // wrong one named; the tensor transport speaks TLS 1.3 with certificates on
 // both sides and refuses a plaintext peer, a certificate from another CA and
 // an expired one; a --security mtls cluster runs a step end to end, and a
@@ -13,11 +13,11 @@
 #include <mutex>
 #include <thread>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/session.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
 #include "local_cluster.hpp"
-#include "master/server.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 #include "test_util.hpp"
 #include "tls_util.hpp"
 

@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <string>
 
-#include "net/tls.hpp"
+#include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
 namespace test {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/tensor.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace test {

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <regex>
 
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -1,4 +1,4 @@
-// The tensor transport (net/tensor_transport.hpp) between two endpoints in
+// The tensor transport (comm/tensor_transport.hpp) between two endpoints in
 // this process: tensors of every kind cross intact (numbers, strings, dead
 // ones, 16-bit truncated floats, loop keys); a small tensor is not held
 // behind a huge one; a tensor from an incarnation the receiver does not know
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "net/tensor_transport.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 #include "test_util.hpp"
 #include "transport_util.hpp"
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "net/tensor_transport.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 #include "wait_until.hpp"
 
 namespace actorflow {

@@ -8,10 +8,10 @@
 #include <future>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/session.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/variables.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/gradients_command.hpp"
 #include "tools/graph_command.hpp"

@@ -7,9 +7,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "devices/device.hpp"
-#include "devices/device_manager.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/devices/device_manager.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 namespace cli {

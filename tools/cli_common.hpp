@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/runtime.hpp"
-#include "core/cluster_spec.hpp"
-#include "core/status.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace cli {

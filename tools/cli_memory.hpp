@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace cli_memory {

@@ -3,12 +3,12 @@
 #include <iostream>
 #include <set>
 
-#include "client/builder.hpp"
-#include "client/gradients/gradients.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 #include "tools/cli_common.hpp"
 
 namespace actorflow {

@@ -5,12 +5,12 @@
 #include <iostream>
 #include <set>
 
-#include "actors/runtime.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/preparation.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/preparation.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/graph_dot.hpp"
 

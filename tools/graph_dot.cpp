@@ -5,13 +5,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/static_shapes.hpp"
-#include "ops/attrs.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/static_shapes.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

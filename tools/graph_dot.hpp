@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "graph/graph.hpp"
-#include "graph/partition.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/partition.hpp"
 
 namespace actorflow {
 

@@ -5,12 +5,12 @@
 
 #include <map>
 
-#include "client/saved_model.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/tensor_proto.hpp"
-#include "core/tensor_shape.hpp"
-#include "graph/graph_def_io.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/client/saved_model.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/ops/attrs.hpp"
 #include "tools/cli_common.hpp"
 
 namespace actorflow {

@@ -28,8 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

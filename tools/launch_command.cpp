@@ -19,7 +19,7 @@
 #include <set>
 #include <thread>
 
-#include "core/cluster_spec.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 #include "tools/cli_common.hpp"
 
 extern char** environ;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iostream>
 
-#include "core/status.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "tools/cli_common.hpp"
 
 namespace actorflow {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/io/buffered_input_stream.hpp"
-#include "core/io/file_input_stream.hpp"
-#include "core/io/record_reader.hpp"
-#include "core/io/record_writer.hpp"
-#include "core/status.hpp"
+#include "actorflow/core/io/buffered_input_stream.hpp"
+#include "actorflow/core/io/file_input_stream.hpp"
+#include "actorflow/core/io/record_reader.hpp"
+#include "actorflow/core/io/record_writer.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/allocator.hpp"
+#include "actorflow/core/allocator.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/cli_memory.hpp"
 

@@ -28,10 +28,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/session.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 #include "tools/json_tensor.hpp"
 
 namespace actorflow {

@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/runtime.hpp"
-#include "core/cluster_spec.hpp"
-#include "master/server.hpp"
-#include "net/tls.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/comm/tls.hpp"
 #include "tools/cli_common.hpp"
 
 namespace actorflow {

@@ -1,12 +1,12 @@
-#include "actors/device/actor_access.hpp"
+#include "actorflow/actors/device/actor_access.hpp"
 
 #include <caf/all.hpp>
 
 #include <algorithm>
 
-#include "devices/device.hpp"
-#include "net/queue_service.hpp"
-#include "net/variable_service.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/net/queue_service.hpp"
+#include "actorflow/net/variable_service.hpp"
 
 namespace actorflow {
 

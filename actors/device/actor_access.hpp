@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/device/executor.hpp"
-#include "net/rendezvous_service.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/net/rendezvous_service.hpp"
 
 namespace actorflow {
 

@@ -3,7 +3,7 @@
 // executor (resume, deadline timers, completions coming back) and owns the
 // accesses through which its kernels reach other actors
 // (actors/device/actor_access.hpp).
-#include "actors/device/device_actor.hpp"
+#include "actorflow/actors/device/device_actor.hpp"
 
 #include <caf/all.hpp>
 
@@ -11,17 +11,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "actors/device/actor_access.hpp"
-#include "actors/device/executor.hpp"
-#include "actors/device/executor_plan.hpp"
-#include "actors/device/kernel_segment.hpp"
-#include "core/exception_status.hpp"
-#include "core/proto/graph.pb.h"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
-#include "net/protocol.hpp"
+#include "actorflow/actors/device/actor_access.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/actors/device/kernel_segment.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 /// A graph's plan has been built on the pool (to the device actor itself only).
@@ -250,7 +250,7 @@ void RunStep(DeviceActor* self, RunStepRequest& req) noexcept {
 }
 
 caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor container, caf::actor rendezvous,
-                                  CollectiveExecutor* collectives) {
+                                  CollectiveAccess* collectives) {
   auto& st = self->state;
   st.device = device;
   st.host = std::make_unique<DeviceHost>(self, device);
@@ -344,7 +344,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
 }  // namespace
 
 caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container, caf::actor rendezvous,
-                            CollectiveExecutor* collectives) {
+                            CollectiveAccess* collectives) {
   return sys.spawn([device, container, rendezvous, collectives](DeviceActor* self) {
     return DeviceActorBehavior(self, device, container, rendezvous, collectives);
   });

@@ -19,7 +19,7 @@
 
 namespace actorflow {
 
-class CollectiveExecutor;
+class CollectiveAccess;
 class Device;
 
 /// Spawns the actor executing partitions on `device` (which must outlive it);
@@ -27,6 +27,6 @@ class Device;
 /// through `rendezvous` (none: an invalid actor), and run collectives on
 /// `collectives` (the process's; none: collective ops fail).
 caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor(),
-                            caf::actor rendezvous = caf::actor(), CollectiveExecutor* collectives = nullptr);
+                            caf::actor rendezvous = caf::actor(), CollectiveAccess* collectives = nullptr);
 
 }  // namespace actorflow

@@ -1,15 +1,15 @@
 // The executor's loop: steps, the ready queue, propagation and failure.
 // Kernel launch is in executor_launch.cpp, variable reads in executor_reads.cpp.
-#include "actors/device/executor.hpp"
+#include "actorflow/actors/device/executor.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "actors/device/propagation.hpp"
-#include "core/exception_status.hpp"
-#include "devices/compute_pool.hpp"
-#include "devices/device.hpp"
-#include "ops/sendrecv/sendrecv_common.hpp"
+#include "actorflow/actors/device/propagation.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/sendrecv/sendrecv_common.hpp"
 
 namespace actorflow {
 

@@ -37,19 +37,19 @@
 #include <utility>
 #include <vector>
 
-#include "actors/device/executor_plan.hpp"
-#include "actors/device/step_state.hpp"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "devices/compute_pool.hpp"
-#include "net/worker_service.hpp"
-#include "ops/queue/queue_access.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
-#include "ops/state/variable_access.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/actors/device/step_state.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/net/worker_service.hpp"
+#include "actorflow/ops/queue/queue_access.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
 
 namespace actorflow {
 
-class CollectiveExecutor;
+class CollectiveAccess;
 class Device;
 class Executor;
 
@@ -134,7 +134,7 @@ struct ExecutorServices {
   VariableAccess* variables = nullptr;
   ExecutorRendezvous* rendezvous = nullptr;
   ExecutorQueues* queues = nullptr;
-  CollectiveExecutor* collectives = nullptr;  // the process's
+  CollectiveAccess* collectives = nullptr;  // the process's
 };
 
 class Executor {

@@ -3,9 +3,9 @@
 // and the launch of nodes that run off the executor's thread.
 #include <caf/mailbox_element.hpp>
 
-#include "actors/device/executor.hpp"
-#include "core/exception_status.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/devices/device.hpp"
 
 namespace actorflow {
 

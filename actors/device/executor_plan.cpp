@@ -1,12 +1,12 @@
-#include "actors/device/executor_plan.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "actors/device/kernel_segment.hpp"
-#include "graph/control_flow_info.hpp"
-#include "graph/graph.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/actors/device/kernel_segment.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
 

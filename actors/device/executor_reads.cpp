@@ -4,8 +4,8 @@
 // wait in `read_wait_` until the ready queue is drained; then each step's
 // waiting nodes read in one request: one container round trip per batch
 // rather than one per node.
-#include "actors/device/executor.hpp"
-#include "core/resource_handle.hpp"
+#include "actorflow/actors/device/executor.hpp"
+#include "actorflow/core/resource_handle.hpp"
 
 namespace actorflow {
 

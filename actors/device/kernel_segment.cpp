@@ -1,4 +1,4 @@
-#include "actors/device/kernel_segment.hpp"
+#include "actorflow/actors/device/kernel_segment.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/status.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

@@ -1,10 +1,10 @@
-#include "actors/device/propagation.hpp"
+#include "actorflow/actors/device/propagation.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <string>
 
-#include "actors/device/executor_plan.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
 
 namespace actorflow {
 

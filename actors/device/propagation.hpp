@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/device/step_state.hpp"
+#include "actorflow/actors/device/step_state.hpp"
 
 namespace actorflow {
 

@@ -1,7 +1,7 @@
-#include "actors/device/step_state.hpp"
+#include "actorflow/actors/device/step_state.hpp"
 
-#include "actors/device/executor_plan.hpp"
-#include "devices/device.hpp"
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/devices/device.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -17,12 +17,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cancellation.hpp"
-#include "core/status.hpp"
-#include "core/step_stats.hpp"
-#include "core/tensor.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/step_resources.hpp"
+#include "actorflow/core/cancellation.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/step_stats.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/step_resources.hpp"
 
 namespace actorflow {
 

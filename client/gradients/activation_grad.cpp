@@ -4,8 +4,8 @@
 // of the incoming gradient g and the forward op's outputs or features v,
 // dg and dv are the gradients sent to its two inputs; an empty Output means
 // none (zero almost everywhere).
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

@@ -2,8 +2,8 @@
 // elements send each gradient element back to where its element came from.
 // TensorFlow's formulas (tensorflow/cc/gradients/array_grad.cc,
 // python/ops/array_grad.py). Shape, axis and index inputs get no gradient.
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

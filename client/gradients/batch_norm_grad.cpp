@@ -4,8 +4,8 @@
 // reserve spaces (training), or on the given population statistics
 // (inference). The gradient ops' own gradients (second derivatives of batch
 // normalization) are not written yet: asking for them is Unimplemented.
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

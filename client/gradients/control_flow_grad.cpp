@@ -2,9 +2,9 @@
 // Enter, Exit and NextIteration are differentiated with the while loop they
 // belong to (the gradient builder treats a loop as a whole,
 // client/gradients/while_gradients.cpp); on their own they refuse, saying so.
-#include "client/gradients/gradients.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow_ops.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
 
 namespace actorflow {
 namespace {

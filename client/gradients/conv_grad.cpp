@@ -3,8 +3,8 @@
 // backprop with the node's window attributes (strides, padding, ksize).
 #include <vector>
 
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/gradients/grad_helpers.hpp"
-#include "client/ops/state_ops.hpp"
-#include "client/gradients/gradients.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace {

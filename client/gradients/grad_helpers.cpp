@@ -1,9 +1,9 @@
-#include "client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
 
 #include <set>
 
-#include "core/tensor_proto.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace grad {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
 
 namespace actorflow {
 namespace grad {

@@ -1,6 +1,6 @@
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
-#include "client/gradients/while_gradients.hpp"
+#include "actorflow/client/gradients/while_gradients.hpp"
 
 #include <cstdlib>
 #include <deque>
@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
 
 namespace actorflow {
 

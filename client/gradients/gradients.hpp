@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "ops/op_registry.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 

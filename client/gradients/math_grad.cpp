@@ -3,8 +3,8 @@
 // (tensorflow/cc/gradients/math_grad.cc, python/ops/math_grad.py); each
 // function is followed by its registration. In the comments, dy is the
 // gradient arriving for the op's output and dx the one sent to input x.
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

@@ -2,8 +2,8 @@
 // the softmax cross entropies, and of their backprop ops (ReluGrad,
 // BiasAddGrad). TensorFlow's formulas (tensorflow/cc/gradients/nn_grad.cc,
 // python/ops/nn_grad.py). The softmax ops work on the last dimension.
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

@@ -2,8 +2,8 @@
 // python/ops/array_grad.py, nn_grad.py), and the ops TensorFlow gives none:
 // ShapeN, OneHot, All, Any, Where, Unique, InTopKV2, the summary ops and the
 // string ops.
-#include "client/gradients/grad_helpers.hpp"
-#include "client/gradients/gradients.hpp"
+#include "actorflow/client/gradients/grad_helpers.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/gradients/while_gradients.hpp"
+#include "actorflow/client/gradients/while_gradients.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -6,13 +6,13 @@
 #include <map>
 #include <utility>
 
-#include "client/gradients/gradients.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow.hpp"
-#include "client/ops/control_flow_ops.hpp"
-#include "client/ops/stack_ops.hpp"
-#include "graph/control_flow_info.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
+#include "actorflow/client/ops/stack_ops.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 

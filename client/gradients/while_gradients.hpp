@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -1,4 +1,4 @@
-#include "client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
 
 namespace actorflow {
 namespace ops {

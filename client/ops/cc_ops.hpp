@@ -3,7 +3,7 @@
 // may be passed wherever an Input is taken. See client/builder.hpp.
 #pragma once
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -1,12 +1,12 @@
-#include "client/ops/control_flow.hpp"
+#include "actorflow/client/ops/control_flow.hpp"
 
 #include <map>
 #include <utility>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/control_flow_ops.hpp"
-#include "graph/control_flow_info.hpp"
-#include "graph/graph.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
+#include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
 namespace ops {

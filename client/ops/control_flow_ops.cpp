@@ -1,4 +1,4 @@
-#include "client/ops/control_flow_ops.hpp"
+#include "actorflow/client/ops/control_flow_ops.hpp"
 
 namespace actorflow {
 namespace ops {

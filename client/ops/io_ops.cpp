@@ -1,4 +1,4 @@
-#include "client/ops/io_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -12,8 +12,8 @@
 
 #include <vector>
 
-#include "client/builder.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -1,6 +1,6 @@
-#include "client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
 
-#include "ops/attrs.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -3,7 +3,7 @@
 // actors/queue_actor.hpp.
 #pragma once
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -1,4 +1,4 @@
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 namespace ops {

@@ -1,8 +1,8 @@
-#include "client/train/all_reduce.hpp"
+#include "actorflow/client/train/all_reduce.hpp"
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/collective_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/collective_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

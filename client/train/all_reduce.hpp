@@ -21,15 +21,15 @@
 // whose models or options differ get InvalidArgument naming the first
 // differing line, never a hang. Each bucket is reduced as soon as its
 // gradients are computed, while backpropagation goes on (no order between
-// buckets is needed: net/collective_executor.hpp).
+// buckets is needed: comm/collective_executor.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "client/train/optimizers.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "client/train/coordinator.hpp"
+#include "actorflow/client/train/coordinator.hpp"
 
 namespace actorflow {
 

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

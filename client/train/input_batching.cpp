@@ -1,7 +1,7 @@
-#include "client/train/input_batching.hpp"
+#include "actorflow/client/train/input_batching.hpp"
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
 
 namespace actorflow {
 

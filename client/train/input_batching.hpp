@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
+#include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 namespace ops {

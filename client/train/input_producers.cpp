@@ -1,8 +1,8 @@
-#include "client/train/input_producers.hpp"
+#include "actorflow/client/train/input_producers.hpp"
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

@@ -22,8 +22,8 @@
 
 #include <string>
 
-#include "client/builder.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 

@@ -1,11 +1,11 @@
-#include "client/train/optimizers.hpp"
+#include "actorflow/client/train/optimizers.hpp"
 
 #include <algorithm>
 #include <unordered_set>
 
-#include "client/gradients/gradients.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/gradients/gradients.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

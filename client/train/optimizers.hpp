@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 

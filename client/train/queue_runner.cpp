@@ -1,6 +1,6 @@
-#include "client/train/queue_runner.hpp"
+#include "actorflow/client/train/queue_runner.hpp"
 
-#include "client/session.hpp"
+#include "actorflow/client/session.hpp"
 
 namespace actorflow {
 

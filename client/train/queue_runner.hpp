@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "client/train/coordinator.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/train/coordinator.hpp"
 
 namespace actorflow {
 

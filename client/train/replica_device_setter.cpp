@@ -1,12 +1,12 @@
-#include "client/train/replica_device_setter.hpp"
+#include "actorflow/client/train/replica_device_setter.hpp"
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
-#include "core/dtypes.hpp"
-#include "devices/device_name.hpp"
+#include "actorflow/core/dtypes.hpp"
+#include "actorflow/devices/device_name.hpp"
 
 namespace actorflow {
 

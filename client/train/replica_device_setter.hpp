@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "core/cluster_spec.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/core/cluster_spec.hpp"
 
 namespace actorflow {
 

@@ -1,10 +1,10 @@
-#include "client/train/saver.hpp"
+#include "actorflow/client/train/saver.hpp"
 
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/checkpoint_state.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/checkpoint_state.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "client/session.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 

@@ -1,6 +1,6 @@
-#include "client/train/summary_writer.hpp"
+#include "actorflow/client/train/summary_writer.hpp"
 
-#include "core/proto/summary.pb.h"
+#include "actorflow/core/proto/summary.pb.h"
 
 namespace actorflow {
 

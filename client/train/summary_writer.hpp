@@ -21,10 +21,10 @@
 #include <memory>
 #include <string>
 
-#include "core/io/events_writer.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/io/events_writer.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

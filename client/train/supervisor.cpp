@@ -1,10 +1,10 @@
-#include "client/train/supervisor.hpp"
+#include "actorflow/client/train/supervisor.hpp"
 
 #include <algorithm>
 #include <thread>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "client/builder.hpp"
-#include "client/session.hpp"
-#include "client/train/saver.hpp"
-#include "client/train/variables.hpp"
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/saver.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 namespace actorflow {
 

@@ -1,11 +1,11 @@
-#include "client/train/sync_replicas_optimizer.hpp"
+#include "actorflow/client/train/sync_replicas_optimizer.hpp"
 
 #include <utility>
 
-#include "client/ops/accumulator_ops.hpp"
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/queue_ops.hpp"
-#include "client/ops/state_ops.hpp"
+#include "actorflow/client/ops/accumulator_ops.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 
 namespace actorflow {
 

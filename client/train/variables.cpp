@@ -1,10 +1,10 @@
-#include "client/train/variables.hpp"
+#include "actorflow/client/train/variables.hpp"
 
 #include <cmath>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/state_ops.hpp"
-#include "ops/attrs.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

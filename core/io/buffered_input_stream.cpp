@@ -1,10 +1,10 @@
-#include "core/io/buffered_input_stream.hpp"
+#include "actorflow/core/io/buffered_input_stream.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "core/io/file_input_stream.hpp"
-#include "core/io/zlib_input_stream.hpp"
+#include "actorflow/core/io/file_input_stream.hpp"
+#include "actorflow/core/io/zlib_input_stream.hpp"
 
 namespace actorflow {
 namespace io {

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "core/io/compression.hpp"
-#include "core/io/input_stream.hpp"
-#include "core/io/record_limits.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/input_stream.hpp"
+#include "actorflow/core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {

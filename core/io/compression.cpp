@@ -1,4 +1,4 @@
-#include "core/io/compression.hpp"
+#include "actorflow/core/io/compression.hpp"
 
 namespace actorflow {
 namespace io {

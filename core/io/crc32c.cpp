@@ -1,4 +1,4 @@
-#include "core/io/crc32c.hpp"
+#include "actorflow/core/io/crc32c.hpp"
 
 #include <boost/crc.hpp>
 

@@ -1,4 +1,4 @@
-#include "core/io/events_writer.hpp"
+#include "actorflow/core/io/events_writer.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/io/record_writer.hpp"
+#include "actorflow/core/io/record_writer.hpp"
 
 namespace actorflow {
 namespace io {

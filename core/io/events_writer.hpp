@@ -16,9 +16,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/io/file_output_stream.hpp"
-#include "core/proto/event.pb.h"
-#include "core/status.hpp"
+#include "actorflow/core/io/file_output_stream.hpp"
+#include "actorflow/core/proto/event.pb.h"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace io {

@@ -1,4 +1,4 @@
-#include "core/io/file_input_stream.hpp"
+#include "actorflow/core/io/file_input_stream.hpp"
 
 namespace actorflow {
 namespace io {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "core/io/file_io.hpp"
-#include "core/io/input_stream.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/io/input_stream.hpp"
 
 namespace actorflow {
 namespace io {

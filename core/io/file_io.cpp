@@ -1,4 +1,4 @@
-#include "core/io/file_io.hpp"
+#include "actorflow/core/io/file_io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 namespace file_io {

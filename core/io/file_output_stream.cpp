@@ -1,4 +1,4 @@
-#include "core/io/file_output_stream.hpp"
+#include "actorflow/core/io/file_output_stream.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io/file_io.hpp"
-#include "core/io/output_stream.hpp"
+#include "actorflow/core/io/file_io.hpp"
+#include "actorflow/core/io/output_stream.hpp"
 
 namespace actorflow {
 namespace io {

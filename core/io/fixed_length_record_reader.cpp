@@ -1,4 +1,4 @@
-#include "core/io/fixed_length_record_reader.hpp"
+#include "actorflow/core/io/fixed_length_record_reader.hpp"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "core/io/record_reader.hpp"
+#include "actorflow/core/io/record_reader.hpp"
 
 #include <cstdint>
 
-#include "core/io/crc32c.hpp"
-#include "core/io/record_writer.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/record_writer.hpp"
 
 namespace actorflow {
 namespace io {

@@ -25,9 +25,9 @@
 #include <memory>
 #include <string>
 
-#include "core/io/buffered_input_stream.hpp"
-#include "core/io/compression.hpp"
-#include "core/io/record_limits.hpp"
+#include "actorflow/core/io/buffered_input_stream.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {

@@ -1,8 +1,8 @@
-#include "core/io/record_writer.hpp"
+#include "actorflow/core/io/record_writer.hpp"
 
-#include "core/io/crc32c.hpp"
-#include "core/io/file_output_stream.hpp"
-#include "core/io/zlib_output_stream.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/file_output_stream.hpp"
+#include "actorflow/core/io/zlib_output_stream.hpp"
 
 namespace actorflow {
 namespace io {

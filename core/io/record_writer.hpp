@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/io/compression.hpp"
-#include "core/io/output_stream.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/output_stream.hpp"
 
 namespace actorflow {
 namespace io {

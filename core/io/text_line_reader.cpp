@@ -1,4 +1,4 @@
-#include "core/io/text_line_reader.hpp"
+#include "actorflow/core/io/text_line_reader.hpp"
 
 namespace actorflow {
 namespace io {

@@ -1,4 +1,4 @@
-#include "core/io/tfrecord_file_reader.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
 
 namespace actorflow {
 namespace io {

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "core/io/compression.hpp"
-#include "core/io/file_record_reader.hpp"
-#include "core/io/record_limits.hpp"
-#include "core/io/record_reader.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/file_record_reader.hpp"
+#include "actorflow/core/io/record_limits.hpp"
+#include "actorflow/core/io/record_reader.hpp"
 
 namespace actorflow {
 namespace io {

@@ -1,11 +1,11 @@
-#include "core/io/zlib_input_stream.hpp"
+#include "actorflow/core/io/zlib_input_stream.hpp"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <climits>
 
-#include "core/io/record_limits.hpp"
+#include "actorflow/core/io/record_limits.hpp"
 
 namespace actorflow {
 namespace io {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io/compression.hpp"
-#include "core/io/input_stream.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/input_stream.hpp"
 
 struct z_stream_s;
 

@@ -1,4 +1,4 @@
-#include "core/io/zlib_output_stream.hpp"
+#include "actorflow/core/io/zlib_output_stream.hpp"
 
 #include <zlib.h>
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io/compression.hpp"
-#include "core/io/output_stream.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/output_stream.hpp"
 
 struct z_stream_s;
 

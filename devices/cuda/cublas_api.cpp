@@ -1,4 +1,4 @@
-#include "devices/cuda/cublas_api.hpp"
+#include "actorflow/devices/cuda/cublas_api.hpp"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

@@ -10,7 +10,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

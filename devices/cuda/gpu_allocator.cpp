@@ -1,4 +1,4 @@
-#include "devices/cuda/gpu_allocator.hpp"
+#include "actorflow/devices/cuda/gpu_allocator.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "devices/pool_allocator.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
 
 namespace actorflow {
 

@@ -1,15 +1,15 @@
-#include "devices/cuda/gpu_device.hpp"
+#include "actorflow/devices/cuda/gpu_device.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
-#include "devices/compute_pool.hpp"
-#include "devices/cuda/cublas_api.hpp"
-#include "devices/cuda/gpu_allocator.hpp"
-#include "devices/cuda/gpu_event_poller.hpp"
-#include "devices/device_factory.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/cuda/cublas_api.hpp"
+#include "actorflow/devices/cuda/gpu_allocator.hpp"
+#include "actorflow/devices/cuda/gpu_event_poller.hpp"
+#include "actorflow/devices/device_factory.hpp"
 
 namespace actorflow {
 

@@ -44,8 +44,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/status.hpp"
-#include "devices/device.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/devices/device.hpp"
 
 namespace actorflow {
 

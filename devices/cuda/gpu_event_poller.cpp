@@ -1,11 +1,11 @@
-#include "devices/cuda/gpu_event_poller.hpp"
+#include "actorflow/devices/cuda/gpu_event_poller.hpp"
 
 #include <sys/prctl.h>
 
 #include <chrono>
 #include <cstdio>
 
-#include "devices/compute_pool.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 
 namespace actorflow {
 

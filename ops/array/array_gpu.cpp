@@ -6,8 +6,8 @@
 // convention for non-float tensors (devices/cuda/gpu_device.hpp). Identity
 // forwards its input, wherever it lives; NoOp (a target of control edges)
 // does nothing, as on the CPU.
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

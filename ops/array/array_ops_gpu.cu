@@ -8,10 +8,10 @@
 // float32 costs one copy, and the step never waits for it.
 #include <cstdint>
 
-#include "devices/pool_allocator.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

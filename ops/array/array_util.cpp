@@ -1,11 +1,11 @@
-#include "ops/array/array_util.hpp"
+#include "actorflow/ops/array/array_util.hpp"
 
 #include <algorithm>
 #include <limits>
 
-#include "core/tensor_eigen.hpp"
-#include "ops/math/integer_wrap.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/ops/math/integer_wrap.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

@@ -5,13 +5,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/proto/tensor.pb.h"
-#include "core/tensor_proto.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/proto/tensor.pb.h"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

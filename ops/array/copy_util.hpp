@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "devices/compute_pool.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

@@ -1,9 +1,9 @@
 // OneHot, TensorFlow's op: indices expanded along a new axis of `depth`
 // elements, on_value where the index is, off_value elsewhere; an index out
 // of [0, depth) gives a row of off_value.
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

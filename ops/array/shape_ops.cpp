@@ -4,10 +4,10 @@
 #include <limits>
 #include <set>
 
-#include "ops/array/array_util.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <string>
 
-#include "devices/compute_pool.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/array/copy_util.hpp"
-#include "ops/array/strided_slice_spec.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/array/copy_util.hpp"
+#include "actorflow/ops/array/strided_slice_spec.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

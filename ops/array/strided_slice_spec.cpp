@@ -1,9 +1,9 @@
-#include "ops/array/strided_slice_spec.hpp"
+#include "actorflow/ops/array/strided_slice_spec.hpp"
 
 #include <algorithm>
 
-#include "ops/array/array_util.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

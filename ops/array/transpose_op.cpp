@@ -7,7 +7,7 @@
 // unit that is moved (a memcpy of a whole row). What remains is, for every
 // index of the other dims, a 2-D transpose between the input's innermost dim
 // and the output's innermost dim, copied in cache-sized tiles.
-#include "ops/array/transpose_op.hpp"
+#include "actorflow/ops/array/transpose_op.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -15,11 +15,11 @@
 #include <string>
 #include <utility>
 
-#include "devices/compute_pool.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

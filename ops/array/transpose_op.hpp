@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 

@@ -4,7 +4,7 @@
 //   CollectiveBcastSend(input) -> data    this task's input to every member
 //   CollectiveBcastRecv() -> data         the source's tensor
 // Every kernel is asynchronous: it hands the tensor to the process's
-// collective executor (net/collective_executor.hpp) and finishes when the
+// collective executor (ops/collective_access.hpp, run by comm/collective_executor.hpp) and finishes when the
 // collective has, so a waiting collective holds no thread. CollectiveReduce
 // gives it the arithmetic of its merge_op and final_op: the Add, Mul, Minimum,
 // Maximum and Div kernels' own (collective_reduction.hpp). A cancelled step
@@ -16,14 +16,14 @@
 // bounds the wait (0: the executor's default, 60 s). The attr `_bucket_plan`,
 // set by the all-reduce helper (client/train/all_reduce.hpp), is checked
 // across ranks.
-#include "core/cancellation.hpp"
-#include "core/exception_status.hpp"
-#include "devices/device.hpp"
-#include "net/collective_executor.hpp"
-#include "ops/collective/collective_reduction.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/cancellation.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/collective_access.hpp"
+#include "actorflow/ops/collective/collective_reduction.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {
@@ -107,7 +107,7 @@ class CollectiveOp : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    CollectiveExecutor* exec = ctx->collectives();
+    CollectiveAccess* exec = ctx->collectives();
     AF_REQUIRES_ASYNC(ctx, exec != nullptr, errors::FailedPrecondition(name(), ": no collective executor here"), done);
     AF_REQUIRES_ASYNC(ctx, ctx->device() == nullptr || ctx->device()->device_type() == DEVICE_CPU,
                       errors::Unimplemented(name(), ": collectives run on CPU devices"), done);

@@ -1,8 +1,8 @@
 // CollectiveReduce's merge and final ops, computed by the arithmetic kernels'
 // own functors (ops/collective/collective_reduction.hpp).
-#include "ops/collective/collective_reduction.hpp"
+#include "actorflow/ops/collective/collective_reduction.hpp"
 
-#include "ops/math/cwise_arithmetic.hpp"
+#include "actorflow/ops/math/cwise_arithmetic.hpp"
 
 namespace actorflow {
 namespace {
@@ -74,5 +74,16 @@ Status NewCollectiveReduction(const std::string& node, const std::string& merge_
   }
   return Status::OK();
 }
+
+uint64_t CollectivePlanHash(const std::string& plan) {
+  if (plan.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : plan) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
 
 }  // namespace actorflow

@@ -1,4 +1,4 @@
-// CollectiveReduce's arithmetic (net/collective_executor.hpp's
+// CollectiveReduce's arithmetic (ops/collective_access.hpp's
 // CollectiveReduction) from TensorFlow's names: merge_op Add, Mul, Min or Max,
 // final_op Id or Div. Each is computed by the functor of the kernel of the same
 // op (Add, Mul, Minimum, Maximum, Div: ops/math/cwise_arithmetic.hpp) through
@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "core/status.hpp"
-#include "net/collective_executor.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/collective_access.hpp"
 
 namespace actorflow {
 

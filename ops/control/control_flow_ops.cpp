@@ -8,10 +8,10 @@
 // Merge, which fires on its first live input; Enter moves its input into a
 // child frame, Exit back into the parent, NextIteration into the next
 // iteration of its frame.
-#include "devices/device.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

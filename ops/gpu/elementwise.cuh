@@ -15,7 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#include "ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
 
 namespace actorflow {
 

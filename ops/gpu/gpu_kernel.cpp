@@ -1,4 +1,4 @@
-#include "ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -7,9 +7,9 @@
 #include <mutex>
 #include <new>
 
-#include "devices/compute_pool.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 
-#include "devices/pool_allocator.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
 
 namespace actorflow {
 

@@ -33,8 +33,8 @@
 #include <functional>
 #include <vector>
 
-#include "devices/cuda/gpu_device.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/devices/cuda/gpu_device.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

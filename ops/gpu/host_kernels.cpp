@@ -11,8 +11,8 @@
 //    them, with no _Send/_Recv pair and no wait for the GPU.
 // Their float32 nodes have GPU kernels of their own or go to the CPU, as do
 // other dtypes (double math stays a CPU's).
-#include "devices/device.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

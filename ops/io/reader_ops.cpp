@@ -20,17 +20,17 @@
 // The builder sets it only when asked to, as compression_type.
 #include <atomic>
 
-#include "core/io/compression.hpp"
-#include "core/io/fixed_length_record_reader.hpp"
-#include "core/io/record_limits.hpp"
-#include "core/io/text_line_reader.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/device.hpp"
-#include "ops/io/reader_resource.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/fixed_length_record_reader.hpp"
+#include "actorflow/core/io/record_limits.hpp"
+#include "actorflow/core/io/text_line_reader.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/io/reader_resource.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,11 +1,11 @@
-#include "ops/io/reader_resource.hpp"
+#include "actorflow/ops/io/reader_resource.hpp"
 
 #include <utility>
 
-#include "core/cancellation.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/queue/queue_access.hpp"
+#include "actorflow/core/cancellation.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/queue/queue_access.hpp"
 
 namespace actorflow {
 

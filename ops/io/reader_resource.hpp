@@ -38,9 +38,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/io/file_record_reader.hpp"
-#include "core/status.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/core/io/file_record_reader.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

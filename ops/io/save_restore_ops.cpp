@@ -19,15 +19,15 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/bundle_format.hpp"
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/bundle_writer.hpp"
-#include "checkpoint/merge.hpp"
-#include "core/cancellation.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/merge.hpp"
+#include "actorflow/core/cancellation.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,9 +1,9 @@
 // AddN: the element-wise sum of N tensors of one shape (no broadcasting), as
 // symbolic gradients sum the gradients a tensor receives from its consumers.
 // Integer sums wrap in two's complement.
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

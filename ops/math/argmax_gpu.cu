@@ -7,11 +7,11 @@
 // as on the CPU.
 #include <cstring>
 
-#include "devices/pool_allocator.hpp"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/math/math_shapes.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/math/bcast.hpp"
+#include "actorflow/ops/math/bcast.hpp"
 
 namespace actorflow {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 namespace actorflow {
 

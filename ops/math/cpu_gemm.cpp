@@ -1,4 +1,4 @@
-#include "ops/math/cpu_gemm.hpp"
+#include "actorflow/ops/math/cpu_gemm.hpp"
 
 #include <dlfcn.h>
 #include <pthread.h>

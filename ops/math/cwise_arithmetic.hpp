@@ -14,7 +14,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/math/cwise_ops.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
 
 namespace actorflow {
 namespace cwise {

@@ -1,8 +1,8 @@
 // Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual (-> bool) and
 // LogicalAnd, LogicalOr, LogicalNot on bool tensors, broadcasting.
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

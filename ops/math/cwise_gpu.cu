@@ -9,10 +9,10 @@
 // broadcast dim). Same-shape inputs take a plain loop. An output may reuse the
 // buffer of an input of its size that nothing else holds (each element is read
 // before it is written, by the same thread).
-#include "ops/gpu/elementwise.cuh"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/math/bcast.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/ops/gpu/elementwise.cuh"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/math/bcast.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

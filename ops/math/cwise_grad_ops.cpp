@@ -2,9 +2,9 @@
 // an element-wise function computed from its output y and the incoming
 // gradient dy (TensorFlow's ops of these names). Gradient graphs use them
 // instead of spelling the formulas out in several nodes.
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

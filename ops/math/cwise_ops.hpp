@@ -13,11 +13,11 @@
 #include <optional>
 #include <type_traits>
 
-#include "core/tensor_eigen.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/math/bcast.hpp"
-#include "ops/math/integer_wrap.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/math/bcast.hpp"
+#include "actorflow/ops/math/integer_wrap.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

@@ -2,9 +2,9 @@
 // Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid. The output may reuse the input's
 // buffer when nothing else holds it (each element is read before it is
 // written, by the same thread).
-#include "ops/gpu/elementwise.cuh"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/ops/gpu/elementwise.cuh"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

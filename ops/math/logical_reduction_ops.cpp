@@ -1,10 +1,10 @@
 // All and Any: the logical AND and OR of a bool tensor over axes, with
 // TensorFlow's op definitions (keep_dims, int32 or int64 axes). Reducing
 // nothing gives true for All and false for Any.
-#include "ops/math/math_shapes.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

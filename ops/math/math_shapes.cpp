@@ -1,6 +1,6 @@
-#include "ops/math/math_shapes.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
 
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
 
 namespace actorflow {
 

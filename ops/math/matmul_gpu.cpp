@@ -16,10 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "devices/cuda/cublas_api.hpp"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/math/math_shapes.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/devices/cuda/cublas_api.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 namespace {

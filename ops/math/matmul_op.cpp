@@ -17,13 +17,13 @@
 #include <Eigen/Dense>
 #include <type_traits>
 
-#include "core/tensor_eigen.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/math/cpu_gemm.hpp"
-#include "ops/math/math_shapes.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/math/cpu_gemm.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -8,11 +8,11 @@
 // Mean), as on the CPU.
 #include <limits>
 
-#include "devices/cuda/block_reduce.cuh"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/math/math_shapes.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/cuda/block_reduce.cuh"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/math/math_shapes.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

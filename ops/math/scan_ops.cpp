@@ -6,10 +6,10 @@
 // so each step is an Eigen array operation on a row of the inner dims.
 // Signed integers accumulate in their unsigned type: overflow wraps in two's
 // complement (ops/math/integer_wrap.hpp).
-#include "ops/array/array_util.hpp"
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,12 +1,12 @@
 // Relu, ReluGrad, BiasAdd, BiasAddGrad, Softmax, LogSoftmax.
 // On signed integers BiasAdd and BiasAddGrad compute in the unsigned type, so
 // their sums wrap in two's complement (ops/math/integer_wrap.hpp).
-#include "core/tensor_eigen.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/math/cwise_ops.hpp"
-#include "ops/math/integer_wrap.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/math/integer_wrap.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -5,9 +5,9 @@
 // op's outputs, the others its features.
 #include <type_traits>
 
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

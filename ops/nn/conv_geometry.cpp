@@ -1,8 +1,8 @@
-#include "ops/nn/conv_geometry.hpp"
+#include "actorflow/ops/nn/conv_geometry.hpp"
 
 #include <algorithm>
 
-#include "ops/attrs.hpp"
+#include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "ops/op_kernel.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/ops/op_kernel.hpp"
 
 namespace actorflow {
 

@@ -6,11 +6,11 @@
 // The cross entropy's labels are int32 or int64 in host memory (the GPU
 // device's convention): they are checked there, as on the CPU, and copied to
 // the device through pinned staging.
-#include "devices/cuda/block_reduce.cuh"
-#include "ops/gpu/elementwise.cuh"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/cuda/block_reduce.cuh"
+#include "actorflow/ops/gpu/elementwise.cuh"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <limits>
 
-#include "devices/compute_pool.hpp"
-#include "ops/nn/conv_geometry.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/nn/conv_geometry.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,9 +1,9 @@
 // SoftmaxCrossEntropyWithLogits and SparseSoftmaxCrossEntropyWithLogits:
 // per-example loss and its gradient (backprop) with respect to the logits.
-#include "core/tensor_eigen.hpp"
-#include "ops/math/cwise_ops.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/ops/math/cwise_ops.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

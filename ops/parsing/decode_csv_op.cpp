@@ -18,10 +18,10 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/parsing/number_parsing.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/parsing/number_parsing.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

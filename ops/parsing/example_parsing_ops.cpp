@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/proto/example.pb.h"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/proto/example.pb.h"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

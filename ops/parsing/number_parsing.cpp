@@ -1,4 +1,4 @@
-#include "ops/parsing/number_parsing.hpp"
+#include "actorflow/ops/parsing/number_parsing.hpp"
 
 #include <charconv>
 #include <cstdlib>

@@ -4,10 +4,10 @@
 // InvalidArgument quoting it.
 #include <string>
 
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/parsing/number_parsing.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/parsing/number_parsing.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "core/status.hpp"
-#include "net/queue_service.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/net/queue_service.hpp"
 
 namespace actorflow {
 

@@ -5,13 +5,13 @@
 // blocked enqueue or dequeue holds no thread.
 #include <atomic>
 
-#include "core/exception_status.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/device.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/queue/queue_access.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/queue/queue_access.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

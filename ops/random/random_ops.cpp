@@ -10,14 +10,14 @@
 #include <limits>
 #include <random>
 
-#include "core/tensor_eigen.hpp"
-#include "devices/compute_pool.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/array/copy_util.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/random/philox.hpp"
-#include "ops/shape_inference.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/array/copy_util.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/random/philox.hpp"
+#include "actorflow/ops/shape_inference.hpp"
 
 namespace actorflow {
 namespace {

@@ -16,9 +16,9 @@
 #include <functional>
 #include <string>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "net/rendezvous_key.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 namespace actorflow {
 

@@ -1,7 +1,7 @@
-#include "ops/sendrecv/sendrecv_common.hpp"
+#include "actorflow/ops/sendrecv/sendrecv_common.hpp"
 
-#include "ops/op_kernel.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
 

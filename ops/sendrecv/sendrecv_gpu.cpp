@@ -14,11 +14,11 @@
 // thread never waits.
 #include <cstring>
 
-#include "devices/pool_allocator.hpp"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
-#include "ops/sendrecv/sendrecv_common.hpp"
+#include "actorflow/devices/pool_allocator.hpp"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/ops/sendrecv/sendrecv_common.hpp"
 
 namespace actorflow {
 namespace {

@@ -2,10 +2,10 @@
 // devices (graph/partition.hpp). They meet in the rendezvous actor under the
 // key made of their shared attrs (ops/sendrecv/rendezvous_access.hpp). The GPU
 // kernels, which copy between host and device memory, are in sendrecv_gpu.cpp.
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/sendrecv/rendezvous_access.hpp"
-#include "ops/sendrecv/sendrecv_common.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/sendrecv/rendezvous_access.hpp"
+#include "actorflow/ops/sendrecv/sendrecv_common.hpp"
 
 namespace actorflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/stack/stack.hpp"
+#include "actorflow/ops/stack/stack.hpp"
 
 #include <algorithm>
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "ops/step_resources.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/ops/step_resources.hpp"
 
 namespace actorflow {
 

@@ -7,12 +7,12 @@
 // (graph/placer.cpp). All four are stateful (TensorFlow marks only StackV2):
 // two pushes or pops of one stack must never be merged as common
 // subexpressions. None has a gradient.
-#include "core/resource_handle.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
-#include "ops/stack/stack.hpp"
-#include "ops/step_resources.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
+#include "actorflow/ops/stack/stack.hpp"
+#include "actorflow/ops/step_resources.hpp"
 
 namespace actorflow {
 namespace {

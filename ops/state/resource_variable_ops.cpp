@@ -14,16 +14,16 @@
 //   ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdam,
 //   ResourceApplyAdagrad, ResourceApplyRMSProp: the optimizers' updates, applied
 //   whole by the container actor (ops/state/variable_updates.cpp)
-#include "core/exception_status.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/device.hpp"
-#include "ops/array/array_util.hpp"
-#include "ops/array/copy_util.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
-#include "ops/state/variable_access.hpp"
-#include "ops/state/variable_ops.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/array/array_util.hpp"
+#include "actorflow/ops/array/copy_util.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
+#include "actorflow/ops/state/variable_ops.hpp"
 
 namespace actorflow {
 namespace {

@@ -2,10 +2,10 @@
 // variables (ref inputs) and arguments, and the container actor applies the
 // formula in place (ops/state/variable_updates.cpp). The output is the
 // variable's reference, after the update.
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
-#include "ops/state/variable_ops.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
+#include "actorflow/ops/state/variable_ops.hpp"
 
 namespace actorflow {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <functional>
 
-#include "core/status.hpp"
-#include "net/variable_service.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/net/variable_service.hpp"
 
 namespace actorflow {
 

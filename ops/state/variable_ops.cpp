@@ -4,14 +4,14 @@
 // reference by value (Identity, MatMul, a fetch) reads the variable when it
 // runs. IsVariableInitialized asks without reading; CountUpTo increments a
 // counter variable up to a limit (the epoch counter of input producers).
-#include "core/exception_status.hpp"
-#include "core/resource_handle.hpp"
-#include "devices/device.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
-#include "ops/state/variable_ops.hpp"
-#include "ops/state/variable_access.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/devices/device.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
+#include "actorflow/ops/state/variable_ops.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
 
 namespace actorflow {
 

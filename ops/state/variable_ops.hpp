@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/resource_handle.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/state/variable_access.hpp"
+#include "actorflow/core/resource_handle.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
 
 namespace actorflow {
 

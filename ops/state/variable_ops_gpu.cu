@@ -19,12 +19,12 @@
 // Assign copies the value into a new device buffer (on the stream) and hands
 // it to the container, which takes it as the variable's value: a step still
 // reading the old value keeps the old buffer, as on the host.
-#include "ops/gpu/elementwise.cuh"
-#include "ops/gpu/gpu_kernel.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/state/apply_formulas.hpp"
-#include "ops/state/variable_access.hpp"
-#include "ops/state/variable_ops.hpp"
+#include "actorflow/ops/gpu/elementwise.cuh"
+#include "actorflow/ops/gpu/gpu_kernel.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/state/apply_formulas.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
+#include "actorflow/ops/state/variable_ops.hpp"
 
 namespace actorflow {
 namespace {

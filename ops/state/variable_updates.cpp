@@ -1,12 +1,12 @@
-#include "ops/state/variable_updates.hpp"
+#include "actorflow/ops/state/variable_updates.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "core/tensor_eigen.hpp"
-#include "ops/math/integer_wrap.hpp"
+#include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/ops/math/integer_wrap.hpp"
 
 namespace actorflow {
 

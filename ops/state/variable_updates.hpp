@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "core/tensor_shape.hpp"
-#include "ops/state/variable_access.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/ops/state/variable_access.hpp"
 
 namespace actorflow {
 

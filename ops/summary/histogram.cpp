@@ -1,4 +1,4 @@
-#include "ops/summary/histogram.hpp"
+#include "actorflow/ops/summary/histogram.hpp"
 
 #include <algorithm>
 #include <cfloat>

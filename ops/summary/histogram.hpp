@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/proto/summary.pb.h"
+#include "actorflow/core/proto/summary.pb.h"
 
 namespace actorflow {
 

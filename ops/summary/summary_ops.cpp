@@ -8,12 +8,12 @@
 #include <set>
 #include <string>
 
-#include "core/proto/summary.pb.h"
-#include "core/tensor_proto.hpp"
-#include "ops/op_kernel.hpp"
-#include "ops/op_registry.hpp"
-#include "ops/shape_inference.hpp"
-#include "ops/summary/histogram.hpp"
+#include "actorflow/core/proto/summary.pb.h"
+#include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/ops/op_kernel.hpp"
+#include "actorflow/ops/op_registry.hpp"
+#include "actorflow/ops/shape_inference.hpp"
+#include "actorflow/ops/summary/histogram.hpp"
 
 namespace actorflow {
 namespace {

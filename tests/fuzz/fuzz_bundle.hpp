@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/bundle_reader.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/core/tensor.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 namespace actorflow {

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/bundle_format.hpp"
-#include "checkpoint/bundle_reader.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/tensor.hpp"
 #include "tests/fuzz/fuzz_bundle.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 

@@ -23,14 +23,14 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include "actors/runtime.hpp"
-#include "core/proto/graph.pb.h"
-#include "graph/graph.hpp"
-#include "graph/graph_def_io.hpp"
-#include "graph/partition.hpp"
-#include "graph/placer.hpp"
-#include "graph/static_shapes.hpp"
-#include "graph/subgraph.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/static_shapes.hpp"
+#include "actorflow/graph/subgraph.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace actorflow;

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tensor.hpp"
+#include "actorflow/core/tensor.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 #include "tools/json_tensor.hpp"
 

@@ -25,12 +25,12 @@
 #include <memory>
 #include <string>
 
-#include "core/io/compression.hpp"
-#include "core/io/crc32c.hpp"
-#include "core/io/fixed_length_record_reader.hpp"
-#include "core/io/record_reader.hpp"
-#include "core/io/text_line_reader.hpp"
-#include "core/io/tfrecord_file_reader.hpp"
+#include "actorflow/core/io/compression.hpp"
+#include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_length_record_reader.hpp"
+#include "actorflow/core/io/record_reader.hpp"
+#include "actorflow/core/io/text_line_reader.hpp"
+#include "actorflow/core/io/tfrecord_file_reader.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace actorflow;

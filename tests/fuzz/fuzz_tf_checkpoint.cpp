@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/bundle_reader.hpp"
-#include "checkpoint/sstable.hpp"
-#include "core/tensor.hpp"
+#include "actorflow/checkpoint/bundle_reader.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/core/tensor.hpp"
 #include "tests/fuzz/fuzz_bundle.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 

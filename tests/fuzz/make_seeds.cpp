@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/bundle_format.hpp"
-#include "checkpoint/bundle_writer.hpp"
-#include "checkpoint/sstable.hpp"
-#include "core/io/record_writer.hpp"
-#include "core/proto/graph.pb.h"
-#include "core/tensor.hpp"
-#include "graph/graph_def_io.hpp"
+#include "actorflow/checkpoint/bundle_format.hpp"
+#include "actorflow/checkpoint/bundle_writer.hpp"
+#include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/core/io/record_writer.hpp"
+#include "actorflow/core/proto/graph.pb.h"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
 
 using namespace actorflow;
 namespace fs = std::filesystem;

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <string>
 
-#include "client/ops/cc_ops.hpp"
-#include "client/ops/io_ops.hpp"
-#include "client/session.hpp"
-#include "core/proto/graph.pb.h"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/io_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/core/proto/graph.pb.h"
 
 using namespace actorflow;
 

@@ -3,7 +3,7 @@
 // that CA), checked before anything listens or connects.
 //
 // Both paths use them: CAF's openssl module for control messages and the
-// tensor transport's TLS 1.3 connections (net/tensor_transport.hpp). Each side
+// tensor transport's TLS 1.3 connections (comm/tensor_transport.hpp). Each side
 // requires the other's certificate and verifies it against the CA: a
 // plaintext peer, a certificate from another CA and an expired certificate
 // are refused. Who a peer is, beyond "the cluster CA signed it", is not
@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

@@ -1,6 +1,6 @@
 // Same-host peers: reading a peer process's memory directly (Linux
 // cross-memory attach, process_vm_readv), for the tensor transport's bulk
-// bytes between two processes of one machine (net/tensor_transport.hpp).
+// bytes between two processes of one machine (comm/tensor_transport.hpp).
 //
 // Over loopback TCP every byte is copied twice by the kernel (into a socket
 // buffer, out of it) and the reader wakes per segment; a cross-memory read is
@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/status.hpp"
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 

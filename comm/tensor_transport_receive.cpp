@@ -1,4 +1,4 @@
-// The incoming side of the tensor transport (net/tensor_transport_impl.hpp):
+// The incoming side of the tensor transport (comm/tensor_transport_impl.hpp):
 // accepting connections, the hello, frames read and validated before anything
 // is allocated, tensors read from the socket or from a same-host sender's
 // memory, and handed to the callbacks whole. The io thread only.
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/tensor_transport_impl.hpp"
+#include "actorflow/comm/tensor_transport_impl.hpp"
 
 namespace actorflow {
 

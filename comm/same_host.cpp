@@ -1,4 +1,4 @@
-#include "net/same_host.hpp"
+#include "actorflow/comm/same_host.hpp"
 
 #include <poll.h>
 #include <sys/syscall.h>

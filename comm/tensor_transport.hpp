@@ -26,7 +26,7 @@
 // u64 length + bytes per element.
 //
 // Same host (plaintext only): a hello may carry the sender's process proof
-// (net/same_host.hpp); the receiver answers whether it can read the proof's
+// (comm/same_host.hpp); the receiver answers whether it can read the proof's
 // bytes from the sender's memory (tensors that could be lent wait for that
 // answer; smaller ones do not). When it can, the sender lends numeric
 // tensors of 256 KiB and more instead of writing them: a lend frame gives
@@ -48,7 +48,7 @@
 // allocates what the peer merely claims.
 //
 // With TlsOptions, every connection is TLS 1.3 with certificates on both
-// sides, verified against the cluster CA (net/tls.hpp); a plaintext peer or
+// sides, verified against the cluster CA (comm/tls.hpp); a plaintext peer or
 // one the CA did not sign fails the handshake and is refused.
 //
 // Callbacks run on the transport's thread and must not block.
@@ -62,10 +62,10 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "net/rendezvous_key.hpp"
-#include "net/tls.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
+#include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
 

@@ -1,12 +1,12 @@
-// The data of collectives (net/collective_executor_impl.hpp): a rank's
+// The data of collectives (comm/collective_executor_impl.hpp): a rank's
 // sends and what it does with what arrives, for an all-reduce of two ranks
 // (one exchange), of more (a ring), and a broadcast.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 
-#include "core/allocator.hpp"
-#include "net/collective_executor_impl.hpp"
+#include "actorflow/core/allocator.hpp"
+#include "actorflow/comm/collective_executor_impl.hpp"
 
 namespace actorflow {
 

@@ -1,6 +1,6 @@
 // CollectiveExecutor: one process's side of TensorFlow's collective ops
 // (CollectiveReduce, CollectiveBcastSend/Recv; ops/collective/), run over the
-// tensor transport (net/tensor_transport.hpp), so collectives get what every
+// tensor transport (comm/tensor_transport.hpp), so collectives get what every
 // tensor between tasks gets: the same-host path (cross-memory reads), TCP
 // with TCP_NODELAY between machines, and mutual TLS where the cluster has it.
 //
@@ -62,60 +62,14 @@
 #include <memory>
 #include <string>
 
-#include "core/status.hpp"
-#include "core/tensor.hpp"
-#include "net/rendezvous_key.hpp"
+#include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
+#include "actorflow/ops/collective_access.hpp"
 
 namespace actorflow {
 
 class TensorTransport;
-
-enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv };
-
-/// The arithmetic of an all-reduce: TensorFlow's merge_op and final_op. The
-/// executor owns no arithmetic of its own: the op's kernel gives it the ops'
-/// math (ops/collective/collective_reduction.hpp builds it from the Add, Mul,
-/// Minimum, Maximum and Div kernels' functors), so a collective computes what
-/// those kernels compute (integers wrap in two's complement), as TensorFlow's
-/// CollectiveReduce runs its merge and final ops as kernels.
-///
-/// Contract: const and thread-safe (the executor's thread calls it; one
-/// instance is shared by every run of the op); tensors of one dtype the
-/// reduction accepts (Accepts) and equal element counts.
-class CollectiveReduction {
- public:
-  virtual ~CollectiveReduction() = default;
-  /// Whether it can reduce tensors of `dtype`.
-  virtual bool Accepts(DataType dtype) const = 0;
-  /// out = merge_op(a, b), elementwise; `out` may be `a` or `b`. Commutative,
-  /// so two ranks merging each other's tensors get the same bits.
-  virtual void Merge(const Tensor& a, const Tensor& b, Tensor* out) const = 0;
-  /// t = final_op(t, group_size), elementwise, in place (nothing for Id).
-  virtual void Finalize(Tensor* t, int64_t group_size) const = 0;
-  /// "Add/Id", "Add/Div", ...: for messages.
-  virtual std::string DebugString() const = 0;
-};
-
-struct CollectiveParams {
-  CollectiveKind kind = CollectiveKind::kReduce;
-  std::string node;  // the op's node name, for messages
-  int64_t group_size = 1;
-  int64_t group_key = 0;
-  int64_t instance_key = 0;
-  /// kReduce: merge_op and final_op (required; shared by every run of the op).
-  std::shared_ptr<const CollectiveReduction> reduction;
-  /// The bucket plan this op belongs to (client/train/all_reduce.hpp), null
-  /// none: shared, not copied, by every run of the op.
-  std::shared_ptr<const std::string> plan;
-  /// CollectivePlanHash(*plan), computed once by the op's kernel (0: the
-  /// executor computes it).
-  uint64_t plan_hash = 0;
-  /// What a kBroadcastRecv expects (the sender's must match).
-  DataType dtype = DT_FLOAT;
-  TensorShape shape;
-  /// 0: the executor's default.
-  std::chrono::milliseconds timeout{0};
-};
 
 struct CollectiveExecutorOptions {
   /// A collective with no timeout of its own fails with DeadlineExceeded
@@ -123,12 +77,11 @@ struct CollectiveExecutorOptions {
   std::chrono::milliseconds default_timeout{60000};
 };
 
-class CollectiveExecutor {
+class CollectiveExecutor final : public CollectiveAccess {
  public:
-  using Done = std::function<void(const Status& status, Tensor result)>;
   /// `transport` null: only groups of one member (a process outside a cluster).
   CollectiveExecutor(TensorTransport* transport, std::string task, CollectiveExecutorOptions options = {});
-  ~CollectiveExecutor();  // Stop()
+  ~CollectiveExecutor() override;  // Stop()
   CollectiveExecutor(const CollectiveExecutor&) = delete;
   CollectiveExecutor& operator=(const CollectiveExecutor&) = delete;
 
@@ -138,10 +91,10 @@ class CollectiveExecutor {
   /// caller: the input's dtype and shape) filled in; for kBroadcastSend the
   /// input; for kBroadcastRecv the tensor received (`input` and `output` are
   /// unused). `id` (from NewId) names it for Cancel.
-  void Start(uint64_t id, CollectiveParams params, Tensor input, Tensor output, Done done);
-  uint64_t NewId();
+  void Start(uint64_t id, CollectiveParams params, Tensor input, Tensor output, Done done) override;
+  uint64_t NewId() override;
   /// Ends collective `id` with `why` if it has not finished.
-  void Cancel(uint64_t id, Status why);
+  void Cancel(uint64_t id, Status why) override;
   /// Fails what is pending with Cancelled and joins the thread. Idempotent.
   void Stop();
 
@@ -165,7 +118,6 @@ class CollectiveExecutor {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The hash the executor compares for bucket plans (FNV-1a 64 of the text).
-uint64_t CollectivePlanHash(const std::string& plan);
+
 
 }  // namespace actorflow

@@ -1,9 +1,9 @@
-#include "net/collective_executor.hpp"
+#include "actorflow/comm/collective_executor.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "net/collective_executor_impl.hpp"
+#include "actorflow/comm/collective_executor_impl.hpp"
 
 namespace actorflow {
 namespace collective_internal {
@@ -75,16 +75,6 @@ const char* KindName(CollectiveKind k) {
 }  // namespace collective_internal
 
 using namespace collective_internal;
-
-uint64_t CollectivePlanHash(const std::string& plan) {
-  if (plan.empty()) return 0;
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : plan) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h == 0 ? 1 : h;
-}
 
 bool CollectiveExecutor::IsCollectiveKey(const RendezvousKey& key) { return NameOfKey(key.str()).rfind(kPrefix, 0) == 0; }
 

@@ -1,4 +1,4 @@
-// The collective executor's state and steps (net/collective_executor.hpp),
+// The collective executor's state and steps (comm/collective_executor.hpp),
 // shared by its two halves: collective_executor.cpp (the thread, the ops'
 // lives, group membership) and collective_exchange.cpp (the data: rings,
 // exchanges, broadcasts, and the checks of what arrives). Internal to net/.
@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "net/collective_executor.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 namespace collective_internal {

@@ -1,4 +1,4 @@
-#include "net/tls.hpp"
+#include "actorflow/comm/tls.hpp"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>

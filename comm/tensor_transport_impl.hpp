@@ -1,4 +1,4 @@
-// The tensor transport's state (net/tensor_transport.hpp), shared by its two
+// The tensor transport's state (comm/tensor_transport.hpp), shared by its two
 // halves: tensor_transport.cpp (the outgoing side, starting and stopping, the
 // API) and tensor_transport_receive.cpp (the incoming side: frames, checks,
 // reads from the socket and from a same-host sender's memory). Internal to
@@ -22,9 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/tensor_shape.hpp"
-#include "net/same_host.hpp"
-#include "net/tensor_transport.hpp"
+#include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/comm/same_host.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
 
@@ -123,7 +123,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   std::atomic<uint64_t> out_failures{0};  // connections to peers that failed (for tests)
   std::atomic<uint64_t> lent_returned{0};     // tensors of this process a receiver read and returned
   std::atomic<uint64_t> tensors_received{0};  // tensors delivered whole, by either path
-  std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (net/tls.hpp), when configured
+  std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (comm/tls.hpp), when configured
   std::atomic<bool> stopped{false};
 
   struct Peer {

@@ -1,9 +1,9 @@
-#include "net/tensor_transport.hpp"
+#include "actorflow/comm/tensor_transport.hpp"
 
 #include <algorithm>
 #include <future>
 
-#include "net/tensor_transport_impl.hpp"
+#include "actorflow/comm/tensor_transport_impl.hpp"
 
 namespace actorflow {
 

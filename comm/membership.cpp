@@ -1,0 +1,173 @@
+#include "actorflow/comm/membership.hpp"
+
+namespace actorflow {
+
+std::string TaskRecord::job() const {
+  const size_t slash = name.find('/', 1);
+  return slash == std::string::npos ? name : name.substr(0, slash);
+}
+
+const char* MembershipChangeName(MembershipChange::Kind kind) {
+  switch (kind) {
+    case MembershipChange::Kind::kAdded: return "added";
+    case MembershipChange::Kind::kReplaced: return "replaced";
+    case MembershipChange::Kind::kFailed: return "failed";
+    case MembershipChange::Kind::kRemoved: return "removed";
+  }
+  return "changed";
+}
+
+Status TaskRestartedError(const std::string& task, uint64_t now, uint64_t known) {
+  return errors::Aborted("task ", task, " restarted (incarnation ", now, ", this session knew ", known,
+                         "): its state is gone; open a new session");
+}
+
+Membership::Membership(std::string self, uint64_t incarnation)
+    : self_(std::move(self)), self_incarnation_(incarnation) {
+  TaskRecord me;
+  me.name = self_;
+  me.incarnation = incarnation;
+  me.liveness = TaskRecord::Liveness::kAlive;
+  tasks_.emplace(self_, me);
+}
+
+void Membership::AddName(const std::string& task) {
+  if (task.empty()) return;
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  std::vector<MembershipChange> changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(task)) return;
+    TaskRecord t;
+    t.name = task;
+    tasks_.emplace(task, t);
+    changes.push_back({MembershipChange::Kind::kAdded, t, {}, ++version_});
+  }
+  Publish(std::move(changes));
+}
+
+Status Membership::Update(const TaskRecord& task) {
+  if (task.name.empty()) return errors::InvalidArgument("a cluster member needs a task name");
+  if (task.incarnation == 0) return errors::InvalidArgument("task ", task.name, " has no incarnation");
+  if (task.name == self_ && task.incarnation != self_incarnation_)
+    return errors::FailedPrecondition("task ", task.name, " is this process (incarnation ", self_incarnation_,
+                                      "), not incarnation ", task.incarnation);
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  std::vector<MembershipChange> changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TaskRecord now = task;
+    now.liveness = TaskRecord::Liveness::kAlive;
+    now.failure = Status::OK();
+    auto it = tasks_.find(task.name);
+    if (it == tasks_.end()) {
+      tasks_.emplace(task.name, now);
+      changes.push_back({MembershipChange::Kind::kAdded, now, {}, ++version_});
+    } else {
+      TaskRecord& was = it->second;
+      const bool known = was.incarnation != 0;
+      if (known && was.incarnation == now.incarnation && was.host == now.host && was.port == now.port &&
+          was.liveness == TaskRecord::Liveness::kAlive)
+        return Status::OK();  // nothing new
+      const TaskRecord previous = was;
+      was = now;
+      // Known by name only until now: for its readers it is added, with an address.
+      const auto kind = known ? MembershipChange::Kind::kReplaced : MembershipChange::Kind::kAdded;
+      changes.push_back({kind, now, previous, ++version_});
+    }
+  }
+  Publish(std::move(changes));
+  return Status::OK();
+}
+
+void Membership::MarkFailed(const std::string& task, uint64_t incarnation, const Status& why) {
+  if (task == self_) return;
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  std::vector<MembershipChange> changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(task);
+    if (it == tasks_.end()) return;
+    TaskRecord& t = it->second;
+    if (incarnation != 0 && t.incarnation != 0 && incarnation != t.incarnation) return;  // an older process
+    const TaskRecord previous = t;
+    t.liveness = TaskRecord::Liveness::kFailed;
+    t.failure = why.ok() ? errors::Unavailable("task ", task, " failed") : why;
+    changes.push_back({MembershipChange::Kind::kFailed, t, previous, ++version_});
+  }
+  Publish(std::move(changes));
+}
+
+void Membership::Remove(const std::string& task) {
+  if (task == self_) return;
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  std::vector<MembershipChange> changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(task);
+    if (it == tasks_.end()) return;
+    changes.push_back({MembershipChange::Kind::kRemoved, it->second, it->second, ++version_});
+    tasks_.erase(it);
+  }
+  Publish(std::move(changes));
+}
+
+std::optional<TaskRecord> Membership::Find(const std::string& task) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<TaskRecord> Membership::Tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TaskRecord> out;
+  out.reserve(tasks_.size());
+  for (const auto& [name, t] : tasks_) out.push_back(t);
+  return out;
+}
+
+std::vector<std::string> Membership::TasksOfJob(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : tasks_)
+    if (t.job() == job) out.push_back(name);
+  return out;
+}
+
+Status Membership::CheckIncarnation(const std::string& task, uint64_t incarnation) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) return errors::NotFound("task ", task, " is not a member of this cluster");
+  if (it->second.incarnation != incarnation) return TaskRestartedError(task, it->second.incarnation, incarnation);
+  return Status::OK();
+}
+
+uint64_t Membership::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+uint64_t Membership::Subscribe(Listener listener) {
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  const uint64_t id = next_listener_++;
+  listeners_.emplace(id, std::move(listener));
+  return id;
+}
+
+void Membership::Unsubscribe(uint64_t id) {
+  std::lock_guard<std::recursive_mutex> order(notify_mu_);
+  listeners_.erase(id);
+}
+
+void Membership::Publish(std::vector<MembershipChange> changes) {
+  // notify_mu_ is held by the writer: changes reach listeners in version order.
+  for (const auto& c : changes) {
+    // Copies: a listener may unsubscribe itself (or another) while it runs.
+    std::vector<std::pair<uint64_t, Listener>> now(listeners_.begin(), listeners_.end());
+    for (auto& [id, l] : now)
+      if (listeners_.count(id)) l(c);
+  }
+}
+
+}  // namespace actorflow
