@@ -13,6 +13,7 @@
 #include "actorflow/actors/container_actor.hpp"
 #include "actorflow/actors/device/device_actor.hpp"
 #include "actorflow/actors/rendezvous_actor.hpp"
+#include "actorflow/actors/worker_session.hpp"
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/core/ids.hpp"
 #include "actorflow/devices/compute_pool.hpp"
@@ -164,6 +165,11 @@ struct Runtime::Impl {
         actors.push_back(SpawnDeviceActor(*system, devices.back(), container, rendezvous, collectives.get()));
       }
       device_manager = std::make_unique<DeviceManager>(devices);
+      WorkerConfig wc;
+      wc.task = task_name;
+      for (size_t i = 0; i < devices.size(); ++i)
+        wc.devices.push_back({devices[i]->name(), devices[i]->device_type(), actors[i]});
+      worker = SpawnWorker(*system, std::move(wc));
     } catch (...) {
       // No destructor runs for a half-built Impl: stop what was started, or
       // ~actor_system would wait for its actors for ever.
@@ -173,6 +179,8 @@ struct Runtime::Impl {
   }
   ~Impl() { Shutdown(); }
   void Shutdown() {
+    if (worker) caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    worker = caf::actor();
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     actors.clear();
     if (container) caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
@@ -203,6 +211,7 @@ struct Runtime::Impl {
   std::vector<caf::actor> actors;
   caf::actor container;   // the variables of every session of this runtime
   caf::actor rendezvous;  // where partitions of a step hand tensors over
+  caf::actor worker;      // the worker sessions of the masters using this task
   std::mutex transport_mu;  // guards `rendezvous` for the transport's callbacks
   std::unique_ptr<TensorTransport> transport;
   std::unique_ptr<CollectiveExecutor> collectives;  // after `transport`: destroyed first
@@ -233,6 +242,7 @@ const caf::actor& Runtime::container_actor() const { return impl_->container; }
 CollectiveExecutor* Runtime::collectives() const { return impl_->collectives.get(); }
 
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
+const caf::actor& Runtime::worker_actor() const { return impl_->worker; }
 TensorTransport* Runtime::transport() const { return impl_->transport.get(); }
 const DeviceManager& Runtime::device_manager() const { return *impl_->device_manager; }
 int Runtime::device_index(const Device* d) const { return impl_->device_manager->IndexOf(d); }

@@ -105,6 +105,9 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
+  /// The task's worker (actors/worker_session.hpp): the worker sessions of
+  /// every master using this task's devices, this process's own included.
+  const caf::actor& worker_actor() const;
   /// The process's collective ops (comm/collective_executor.hpp): groups of
   /// one everywhere, larger ones over the transport of a cluster task.
   CollectiveExecutor* collectives() const;

@@ -2,7 +2,6 @@
 
 #include <caf/all.hpp>
 
-#include <iostream>
 #include <map>
 
 #include "actorflow/net/protocol.hpp"
@@ -14,33 +13,17 @@ namespace {
 
 struct TaskState {
   TaskActorConfig config;
-  std::map<std::string, caf::actor> sessions;  // worker session -> its master
   static const char* name;
 };
 const char* TaskState::name = "task_actor";
 
 using TaskActor = caf::stateful_actor<TaskState>;
 
-void EndSession(TaskActor* self, const std::string& handle) {
-  for (const auto& d : self->state.config.devices) self->send(d.actor, CloseSession{handle});
-  self->state.sessions.erase(handle);
-}
-
 }  // namespace
 
 caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
   return sys.spawn([config = std::move(config)](TaskActor* self) -> caf::behavior {
     self->state.config = config;
-    self->set_down_handler([self](const caf::down_msg& down) {
-      std::vector<std::string> ended;
-      for (const auto& [handle, master] : self->state.sessions)
-        if (master && master.address() == down.source) ended.push_back(handle);
-      for (const auto& h : ended) {
-        std::cerr << "actorflow: " << self->state.config.task << ": the master of session " << h
-                  << " went down (" << to_string(down.reason) << "); its graphs are dropped\n";
-        EndSession(self, h);
-      }
-    });
     return {
         [self](const GetStatusRequest&) {
           const auto& c = self->state.config;
@@ -59,23 +42,29 @@ caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
         },
         [self](const CreateWorkerSessionRequest& req) {
           auto& st = self->state;
-          if (req.session_handle.empty()) return StatusResponse{errors::InvalidArgument("empty worker session handle")};
+          auto rp = self->make_response_promise();
+          if (req.session_handle.empty()) {
+            rp.deliver(CreateWorkerSessionResponse{errors::InvalidArgument("empty worker session handle"), {}});
+            return;
+          }
           for (const auto& p : req.peers) {
             if (p.task == st.config.task) {
-              if (p.incarnation != st.config.incarnation)
-                return StatusResponse{errors::Aborted("task ", st.config.task, " restarted: the master knows incarnation ",
-                                                      p.incarnation, ", this is ", st.config.incarnation)};
+              if (p.incarnation != st.config.incarnation) {
+                rp.deliver(CreateWorkerSessionResponse{
+                    errors::Aborted("task ", st.config.task, " restarted: the master knows incarnation ", p.incarnation,
+                                    ", this is ", st.config.incarnation),
+                    {}});
+                return;
+              }
               continue;
             }
             if (st.config.transport) st.config.transport->SetPeer(p.task, p.host, p.port, p.incarnation);
           }
-          st.sessions[req.session_handle] = req.master;
-          if (req.master) self->monitor(req.master);
-          return StatusResponse{Status::OK()};
+          // The worker opens the session (and monitors its master) and answers.
+          rp.delegate(st.config.worker, req);
         },
         [self](const DeleteWorkerSessionRequest& req) {
-          EndSession(self, req.session_handle);
-          return StatusResponse{Status::OK()};
+          self->make_response_promise().delegate(self->state.config.worker, req);
         },
         [self](const PingRequest&) { return PingResponse{self->state.config.incarnation}; },
         [self](const ShutdownRequest& req) {

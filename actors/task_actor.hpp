@@ -4,15 +4,17 @@
 // Protocol (net/cluster_service.hpp):
 //   GetStatusRequest           -> GetStatusResponse   the task, its incarnation, its device actors,
 //                                                     rendezvous, container, master service, transport
-//   CreateWorkerSessionRequest -> StatusResponse      remembers the session, monitors its master and
-//                                                     gives the transport the session's peers
-//   DeleteWorkerSessionRequest -> StatusResponse      the session's graphs are dropped on every device
+//   CreateWorkerSessionRequest -> CreateWorkerSessionResponse
+//                                                     makes the session's peers known to this process and
+//                                                     hands the request to the runtime's worker, which opens
+//                                                     the worker session (actors/worker_session.hpp) and answers
+//   DeleteWorkerSessionRequest -> StatusResponse      the worker closes the worker session
 //   PingRequest                -> PingResponse        proves this actor system runs handlers
 //   ShutdownRequest            -> StatusResponse      calls the server's shutdown hook
 //
-// When the master of a worker session goes down (its process died or lost
-// its connection), the session ends as if deleted: every device actor drops
-// its graphs and cancels their steps (CloseSession), where TensorFlow's
+// The worker monitors each session's master: when the master goes down (its
+// process died or lost its connection), the session ends as if deleted (every
+// device actor drops its graphs and cancels their steps), where TensorFlow's
 // workers needed a TTL.
 #pragma once
 
@@ -37,6 +39,7 @@ struct TaskActorConfig {
   caf::actor rendezvous;
   caf::actor container;
   caf::actor master;  // the server's master service (may be null)
+  caf::actor worker;  // the runtime's worker (actors/worker_session.hpp): it keeps the worker sessions
   TensorTransport* transport = nullptr;
   std::string transport_host;  // as peers reach it
   /// Called (on an actor thread; must not block) for an accepted ShutdownRequest.

@@ -1,12 +1,14 @@
-// LocalMaster: the master of this process's Runtime (MasterInterface).
-//
-// Run prepares each (feeds, fetches, targets) signature once with the graph
-// preparation pipeline (graph/preparation.hpp: prune, optimize, place,
-// partition), registers the partitions with the runtime's device actors and
-// caches them: a repeated Run does no graph work. A step of one partition is
-// one request to its device actor; a step of several starts them all at once
-// and joins them with a StepBarrier (master/step_barrier.hpp). Thread-safe:
-// concurrent Runs run as concurrent steps.
+// LocalMaster: the master of this process's Runtime (MasterInterface), the
+// master session of TensorFlow's terms: the session's graph, its executables
+// (one per (feeds, fetches, targets) signature, prepared once: a repeated Run
+// does no graph work) and its lifecycle. The rest is in pieces of their own:
+//   master/cluster_view.hpp       the devices of the session's tasks
+//   master/worker_sessions.hpp    the session's worker session on each task
+//   master/partition_registry.hpp preparing a signature and registering its partitions
+//   master/step_runner.hpp        running a step, joining its partitions
+// A single process is a cluster of one task: the same pieces, with a view of
+// this process's devices only. Thread-safe: concurrent Runs run as concurrent
+// steps.
 #pragma once
 
 #include <atomic>
@@ -33,7 +35,11 @@
 namespace actorflow {
 
 class ClusterView;
+class PartitionRegistry;
 class Runtime;
+class StepRunner;
+class WorkerSessions;
+struct Executable;
 
 class LocalMaster final : public MasterInterface {
  public:
@@ -76,24 +82,13 @@ class LocalMaster final : public MasterInterface {
   size_t num_cached_executables() const override;
 
  private:
-  struct Executable;
   using ExecutableFuture = std::shared_future<StatusOr<std::shared_ptr<const Executable>>>;
   Status GetExecutable(const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                        std::shared_ptr<const Executable>* out);
-  // Prunes and optimizes `g` (a copy of the session's graph), places and
-  // partitions it and registers the partitions; no lock held.
-  Status Prepare(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-                 const std::vector<std::string>& targets, std::shared_ptr<const Executable>* out);
-  // A step of several partitions: all started at once, all waited for.
-  Status RunPartitions(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
-                       std::vector<Tensor>* outputs, RunMetadata* metadata);
-  void Deregister(const Executable& exe);
-  // A step that failed with Unavailable in a cluster: a task it ran in that
-  // answers again with a new incarnation has restarted (Aborted, naming it).
-  Status ExplainUnavailable(Status s, const Executable& exe);
-  // Finds the cluster's devices and opens a worker session on every task.
-  Status ConnectCluster();
+  // Finds the session's devices and opens a worker session on each of its
+  // tasks (once; under mu_).
+  Status Connect();
 
  public:
   /// The placement of the last signature prepared: node name -> device
@@ -105,19 +100,16 @@ class LocalMaster final : public MasterInterface {
  private:
   Runtime* runtime_;
   SessionOptions options_;
-  // A cluster master: its cluster, its own task, what it found, and the actor
-  // the workers monitor as this master (when it goes, they drop the session).
-  bool in_cluster_ = false;
+  // The cluster (empty: this process alone) and this process's task in it.
   ClusterSpec cluster_;
   TaskId task_;
-  std::unique_ptr<ClusterView> view_;  // set by Create
-  caf::actor presence_;
-  CostModel cost_model_;
-  std::map<std::string, std::string> last_placement_;  // guarded by mu_
-  // Where each stateful node was placed, kept for later signatures (their
-  // kernels, shared per device, hold state); guarded by mu_.
-  std::map<std::string, std::string> stateful_placements_;
   const std::string handle_;  // names this session to device actors (shared stateful kernels)
+  CostModel cost_model_;
+  // Set by Connect, then constant until the master is destroyed.
+  std::unique_ptr<ClusterView> view_;
+  std::unique_ptr<WorkerSessions> sessions_;
+  std::unique_ptr<PartitionRegistry> registry_;
+  std::unique_ptr<StepRunner> runner_;
   mutable std::mutex mu_;  // guards graph_, executables_, closed_ (client threads only)
   Graph graph_;
   bool created_ = false;

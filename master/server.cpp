@@ -87,6 +87,7 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   tc.rendezvous = rt->rendezvous_actor();
   tc.container = rt->container_actor();
   tc.master = server->actors_->master;
+  tc.worker = rt->worker_actor();
   tc.transport = rt->transport();
   tc.transport_host = options.bind;
   Server* raw = server.get();

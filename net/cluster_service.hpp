@@ -5,9 +5,11 @@
 // Worker service (the task actor each server publishes, actors/task_actor.hpp):
 //   GetStatusRequest           -> GetStatusResponse        the task, its incarnation, its devices'
 //                                                          actors, its rendezvous and transport address
-//   CreateWorkerSessionRequest -> StatusResponse           the master's session: the worker monitors the
-//                                                          master and learns its peers' transport addresses
-//   DeleteWorkerSessionRequest -> StatusResponse           the session is over: its graphs are dropped
+//   CreateWorkerSessionRequest -> CreateWorkerSessionResponse   the master's session: the task starts a
+//                                                          worker session (actors/worker_session.hpp)
+//                                                          that monitors the master, and its membership
+//                                                          learns the peers' transport addresses
+//   DeleteWorkerSessionRequest -> StatusResponse           the session is over: its worker session closes
 //   PingRequest                -> PingResponse             answered by a scheduled actor (liveness)
 //   ShutdownRequest            -> StatusResponse           end the server (from a cluster member)
 //
@@ -69,6 +71,11 @@ struct CreateWorkerSessionRequest {
   std::string session_handle;
   caf::actor master;  // monitored: when it goes down, the session's graphs go too
   std::vector<TaskPeer> peers;
+};
+
+struct CreateWorkerSessionResponse {
+  Status status;
+  caf::actor worker_session;  // the session's partitions on this task (actors/worker_session.hpp)
 };
 
 struct DeleteWorkerSessionRequest {
@@ -151,6 +158,10 @@ typename Inspector::result_type inspect(Inspector& f, TaskPeer& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CreateWorkerSessionRequest& x) {
   return f(caf::meta::type_name("CreateWorkerSessionRequest"), x.session_handle, x.master, x.peers);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CreateWorkerSessionResponse& x) {
+  return f(caf::meta::type_name("CreateWorkerSessionResponse"), x.status, x.worker_session);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DeleteWorkerSessionRequest& x) {

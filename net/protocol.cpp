@@ -9,6 +9,8 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<NodeExecStats>("actorflow::NodeExecStats");
   cfg.add_message_type<RegisterGraphRequest>("actorflow::RegisterGraphRequest");
   cfg.add_message_type<RegisterGraphResponse>("actorflow::RegisterGraphResponse");
+  cfg.add_message_type<RegisterPartitionsRequest>("actorflow::RegisterPartitionsRequest");
+  cfg.add_message_type<RegisterPartitionsResponse>("actorflow::RegisterPartitionsResponse");
   cfg.add_message_type<RunStepRequest>("actorflow::RunStepRequest");
   cfg.add_message_type<RunStepResponse>("actorflow::RunStepResponse");
   cfg.add_message_type<DeregisterGraph>("actorflow::DeregisterGraph");
@@ -37,6 +39,7 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<GetStatusResponse>("actorflow::GetStatusResponse");
   cfg.add_message_type<TaskPeer>("actorflow::TaskPeer");
   cfg.add_message_type<CreateWorkerSessionRequest>("actorflow::CreateWorkerSessionRequest");
+  cfg.add_message_type<CreateWorkerSessionResponse>("actorflow::CreateWorkerSessionResponse");
   cfg.add_message_type<DeleteWorkerSessionRequest>("actorflow::DeleteWorkerSessionRequest");
   cfg.add_message_type<PingRequest>("actorflow::PingRequest");
   cfg.add_message_type<PingResponse>("actorflow::PingResponse");

@@ -1,6 +1,14 @@
-// The worker service: how a client (or master) drives a device actor, in
-// TensorFlow's terms the WorkerService of a task.
+// The worker service: how a master drives a task's worker session
+// (actors/worker_session.hpp: one master session's partitions on all of the
+// task's devices, TensorFlow's WorkerSession and GraphMgr, in the task's
+// worker), and how a worker (or a test) drives one device actor.
 //
+// To a task's worker:
+//   RegisterPartitionsRequest -> RegisterPartitionsResponse   compile the task's partitions, all at once
+//   RunStepRequest            -> RunStepResponse              one step of one partition (the worker's handle)
+//   DeregisterGraph                                           drop a partition, cancelling its steps
+//   CloseSession                                              the session is over: its partitions go
+// To a device actor:
 //   RegisterGraphRequest -> RegisterGraphResponse   compile a partition once
 //   RunStepRequest       -> RunStepResponse         run one step of it
 //   DeregisterGraph                                 drop it, cancelling its steps
@@ -31,6 +39,18 @@ struct RegisterGraphRequest {
 struct RegisterGraphResponse {
   Status status;
   uint64_t graph_handle = 0;
+};
+
+/// Partitions of one signature placed on one task, for its worker session.
+struct RegisterPartitionsRequest {
+  std::string session_handle;
+  std::vector<std::string> devices;     // full device names, one per partition
+  std::vector<std::string> graph_defs;  // serialized proto::GraphDef, one per partition
+};
+
+struct RegisterPartitionsResponse {
+  Status status;                         // the first failure, naming its device
+  std::vector<uint64_t> graph_handles;   // per partition, for RunStepRequest and DeregisterGraph
 };
 
 struct RunStepRequest {
@@ -85,6 +105,14 @@ typename Inspector::result_type inspect(Inspector& f, RegisterGraphResponse& x) 
   return f(caf::meta::type_name("RegisterGraphResponse"), x.status, x.graph_handle);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterPartitionsRequest& x) {
+  return f(caf::meta::type_name("RegisterPartitionsRequest"), x.session_handle, x.devices, x.graph_defs);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RegisterPartitionsResponse& x) {
+  return f(caf::meta::type_name("RegisterPartitionsResponse"), x.status, x.graph_handles);
+}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {
   return f(caf::meta::type_name("RunStepRequest"), x.graph_handle, x.step_id, x.args, x.timeout_ms, x.collect_stats,

@@ -115,6 +115,10 @@ TEST_CASE("every registered message type round-trips through a real connection")
   // Worker service.
   echo.RoundTrip("actorflow::RegisterGraphRequest", RegisterGraphRequest{"\x0a\x03node", "session-1"});
   echo.RoundTrip("actorflow::RegisterGraphResponse", RegisterGraphResponse{Error(), 42});
+  echo.RoundTrip("actorflow::RegisterPartitionsRequest",
+                 RegisterPartitionsRequest{"session-1", {"/job:w/replica:0/task:0/device:CPU:0", "/job:w/replica:0/task:0/device:CPU:1"},
+                                           {"\x0a\x03node", std::string("\x0a\x01\0z", 4)}});
+  echo.RoundTrip("actorflow::RegisterPartitionsResponse", RegisterPartitionsResponse{Error(), {7, 8, 1ull << 63}});
   RunStepRequest run;
   run.graph_handle = 42;
   run.step_id = -77;
@@ -220,6 +224,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   const TaskPeer peer{"/job:ps/replica:0/task:0", 77, "127.0.0.1", 40123};
   echo.RoundTrip("actorflow::TaskPeer", peer);
   echo.RoundTrip("actorflow::CreateWorkerSessionRequest", CreateWorkerSessionRequest{"s1", anyone, {peer, peer}});
+  echo.RoundTrip("actorflow::CreateWorkerSessionResponse", CreateWorkerSessionResponse{Error(), anyone});
   echo.RoundTrip("actorflow::DeleteWorkerSessionRequest", DeleteWorkerSessionRequest{"s1"});
   echo.RoundTrip("actorflow::PingRequest", PingRequest{});
   echo.RoundTrip("actorflow::PingResponse", PingResponse{99});
@@ -252,7 +257,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
     if (!echo.covered.count(name)) missed.insert(name);
   INFO("registered but not round-tripped: " << ::Catch::Detail::stringify(missed));
   CHECK(missed.empty());
-  CHECK(registered.size() == 44);  // 42 messages of the five services, Tensor and Status
+  CHECK(registered.size() == 47);  // 45 messages of the five services, Tensor and Status
   CHECK(!registered.count("actorflow::KernelDone"));
   CHECK(!registered.count("actorflow::GraphBuilt"));
   CHECK(!registered.count("actorflow::VarUpdateDone"));

@@ -1,0 +1,225 @@
+#include "actorflow/master/step_runner.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+
+#include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/core/ids.hpp"
+#include "actorflow/master/cluster_view.hpp"
+#include "actorflow/master/partition_registry.hpp"
+#include "actorflow/master/step_barrier.hpp"
+#include "actorflow/net/protocol.hpp"
+
+namespace actorflow {
+
+namespace {
+// Waits this much longer than a step's own deadline for the device actor's
+// answer before giving up on it (the actor answers at the deadline itself).
+constexpr auto kReplyGrace = std::chrono::seconds(30);
+
+// Steps that typically take less than this are waited for by spinning, up to
+// twice their typical time: on virtual machines waking a sleeping thread
+// costs 15-40 us, as much as such a step. Longer steps are slept through.
+constexpr int64_t kSpinForStepsUnderNs = 50'000;
+
+std::chrono::nanoseconds SpinBudget(int64_t typical_ns) {
+  if (typical_ns <= 0 || typical_ns >= kSpinForStepsUnderNs) return std::chrono::nanoseconds(0);
+  return std::chrono::nanoseconds(2 * typical_ns);
+}
+
+std::chrono::milliseconds ReplyWait(const RunOptions& options) {
+  if (options.timeout_in_ms <= 0) return std::chrono::milliseconds(0);  // none: the step runs as long as it needs
+  return std::chrono::milliseconds(options.timeout_in_ms) + kReplyGrace;
+}
+
+// How long ExplainUnavailable waits for a task to answer its probe: two of
+// this process's heartbeat intervals, at most its peer timeout. A restarted
+// task is a live process and answers a handshake at once; a hung one (whose
+// kernel still accepts connections) never does, and its silence has already
+// taken a peer timeout to be noticed: a longer probe only delays the error
+// (a fixed 2 s made a hung task's steps fail after 3 s with a 1 s peer
+// timeout). Each try lasts at most one interval anyway: CAF 0.17.6 starts an
+// outgoing connection with no last_seen, so its next heartbeat tick closes it
+// (connection_timeout) unless the peer's handshake came first, and
+// ConnectToTask tries again.
+std::chrono::milliseconds ProbeTimeout(const caf::actor_system& sys) {
+  using ms = std::chrono::milliseconds;
+  const auto heartbeat = caf::get_or(sys.config(), "middleman.heartbeat-interval", caf::timespan{0});
+  const auto peer_timeout = caf::get_or(sys.config(), "middleman.connection-timeout", caf::timespan{0});
+  if (heartbeat.count() <= 0) return ms(2000);  // no heartbeats: nothing to scale by
+  ms bound = std::chrono::duration_cast<ms>(2 * heartbeat);
+  if (peer_timeout.count() > 0) bound = std::min(bound, std::chrono::duration_cast<ms>(peer_timeout));
+  return std::max(bound, ms(1));
+}
+
+// Traced steps teach the placer's cost model what each node costs where. Not
+// on a GPU: its kernels only enqueue, so a node's traced time there is its
+// launch, not its work (the placer then keeps preferring the GPU).
+void RecordCosts(const std::vector<NodeExecStats>& stats, CostModel* model) {
+  for (const auto& st : stats)
+    if (!st.device.empty() && st.device.find("/device:GPU:") == std::string::npos)
+      model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
+}
+
+RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const RunOptions& options,
+                           const std::vector<Tensor>& args, bool multi_partition) {
+  RunStepRequest req;
+  req.graph_handle = part.graph_handle;
+  req.step_id = step_id;
+  req.timeout_ms = options.timeout_in_ms;
+  req.collect_stats = options.collects_step_stats();
+  req.multi_partition = multi_partition;
+  req.args.reserve(part.arg_indices.size());
+  for (int a : part.arg_indices) req.args.push_back(args[a]);
+  return req;
+}
+
+// The one reply path: a partition's answer, or `asked`, the failure to get one.
+Status Absorb(const Executable::Part& part, const Status& asked, RunStepResponse* resp, std::vector<Tensor>* results,
+              std::vector<NodeExecStats>* stats) {
+  // No answer at all (its process died, or went silent): say where.
+  if (!asked.ok()) return Status(asked.code(), "partition on " + part.device + ": " + asked.message());
+  for (auto& st : resp->stats) stats->push_back(std::move(st));
+  if (!resp->status.ok()) return resp->status;
+  if (resp->retvals.size() != part.retval_indices.size())
+    return errors::Internal("partition on ", part.device, " returned ", resp->retvals.size(), " tensors for ",
+                            part.retval_indices.size(), " results");
+  for (size_t r = 0; r < resp->retvals.size(); ++r) (*results)[part.retval_indices[r]] = std::move(resp->retvals[r]);
+  return Status::OK();
+}
+
+}  // namespace
+
+StepRunner::StepRunner(Runtime* runtime, const ClusterView* view, CostModel* cost_model)
+    : runtime_(runtime), view_(view), cost_model_(cost_model) {}
+
+Status StepRunner::Run(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
+                       std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  Status s = exe.parts.size() == 1 ? RunOne(exe, options, std::move(args), outputs, metadata)
+                                   : RunMany(exe, options, std::move(args), outputs, metadata);
+  return errors::IsUnavailable(s) ? ExplainUnavailable(s, exe) : s;
+}
+
+Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
+                          std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  const Executable::Part& part = exe.parts[0];
+  RunStepResponse resp;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point answered;
+  const Status asked = runtime_->channels()->Ask(
+      part.session, StepRequest(part, NewStepId(), options, args, false), ReplyWait(options), &resp,
+      SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)), &answered);
+  if (asked.ok()) {
+    // The step's own latency, up to its answer: were it measured after a sleeping
+    // caller woke, one sleep would add a wake-up to the average, push it past the
+    // spin limit, and every later step would sleep and pay a wake-up too.
+    const int64_t took = std::chrono::duration_cast<std::chrono::nanoseconds>(answered - t0).count();
+    const int64_t typical = exe.typical_ns.load(std::memory_order_relaxed);
+    exe.typical_ns.store(typical == 0 ? took : (7 * typical + took) / 8, std::memory_order_relaxed);
+  }
+  std::vector<Tensor> results(exe.info.fetch_types.size());
+  std::vector<NodeExecStats> stats;
+  const Status s = Absorb(part, asked, &resp, &results, &stats);
+  if (!stats.empty()) RecordCosts(stats, cost_model_);
+  if (metadata) metadata->step_stats = std::move(stats);
+  AF_RETURN_IF_ERROR(s);
+  if (outputs) *outputs = std::move(results);
+  return Status::OK();
+}
+
+Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,
+                           std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  const int64_t step_id = NewStepId();
+  const std::chrono::milliseconds wait = ReplyWait(options);
+  ChannelPool* channels = runtime_->channels();
+  std::vector<std::unique_ptr<ClientChannel>> started;
+  started.reserve(exe.parts.size());  // a started partition is always waited for
+  // Answers are taken as they come: the first failure aborts the others at
+  // once, even while an earlier partition waits for a tensor from it.
+  auto notifier = std::make_shared<ReplyNotifier>();
+  // Every process the step runs in takes part in its rendezvous.
+  StepBarrier barrier(step_id, exe.participants);
+  for (const auto& part : exe.parts) {
+    auto ch = channels->Acquire();
+    const Status s =
+        ch->Start(part.session, caf::make_message(StepRequest(part, step_id, options, args, true)), notifier);
+    if (!s.ok()) {
+      barrier.FailedToStart(s);
+      break;
+    }
+    started.push_back(std::move(ch));
+    barrier.Started();
+  }
+  // Every started partition answers (a failed one aborts the step at the
+  // rendezvous, so the others' Recvs fail rather than wait).
+  std::vector<Tensor> results(exe.info.fetch_types.size());
+  std::vector<NodeExecStats> stats;
+  auto take = [&](size_t i, std::chrono::milliseconds timeout) {
+    caf::message reply;
+    Status asked = started[i]->Wait(timeout, &reply);
+    RunStepResponse resp;
+    if (asked.ok()) asked = ReplyAs(reply, &resp);
+    if (!errors::IsDeadlineExceeded(asked)) channels->Release(std::move(started[i]));
+    barrier.PartitionDone(Absorb(exe.parts[i], asked, &resp, &results, &stats));
+  };
+  std::vector<bool> taken(started.size(), false);
+  size_t remaining = started.size();
+  const auto until = wait.count() > 0 ? std::chrono::steady_clock::now() + wait
+                                      : std::chrono::steady_clock::time_point::max();
+  while (remaining > 0) {
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> l(notifier->mu);
+      seen = notifier->replies;
+    }
+    bool progressed = false;
+    for (size_t i = 0; i < started.size(); ++i) {
+      if (taken[i] || !started[i]->Ready()) continue;
+      take(i, std::chrono::milliseconds(0));
+      taken[i] = true;
+      --remaining;
+      progressed = true;
+    }
+    if (remaining == 0 || progressed) continue;
+    std::unique_lock<std::mutex> l(notifier->mu);
+    const bool woke = notifier->cv.wait_until(l, until, [&] { return notifier->replies != seen; });
+    l.unlock();
+    if (!woke) {  // past the step's deadline and grace: whoever has not answered times out
+      for (size_t i = 0; i < started.size(); ++i)
+        if (!taken[i]) {
+          take(i, std::chrono::milliseconds(1));
+          taken[i] = true;
+        }
+      remaining = 0;
+    }
+  }
+  const Status finished = barrier.Finish();
+  Status status = barrier.status().ok() ? finished : barrier.status();
+  if (!stats.empty()) RecordCosts(stats, cost_model_);
+  if (metadata) metadata->step_stats = std::move(stats);
+  AF_RETURN_IF_ERROR(status);
+  if (outputs) *outputs = std::move(results);
+  return Status::OK();
+}
+
+Status StepRunner::ExplainUnavailable(Status s, const Executable& exe) {
+  std::vector<const ClusterTask*> tasks;
+  for (const auto& p : exe.parts) {
+    const ClusterTask* t = view_->TaskOf(p.device);
+    if (t && !t->local && std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
+  }
+  if (tasks.empty()) return s;
+  const auto probe_timeout = ProbeTimeout(runtime_->system());
+  for (const ClusterTask* t : tasks) {
+    uint64_t now = 0;
+    if (!ClusterView::Probe(runtime_->system(), *t, probe_timeout, &now).ok()) continue;
+    if (now != t->status.incarnation)
+      return errors::Aborted("task ", t->name, " restarted (incarnation ", now, ", this session knew ",
+                             t->status.incarnation, "): its state is gone; open a new session. ", s.message());
+  }
+  return s;
+}
+
+}  // namespace actorflow
