@@ -40,16 +40,6 @@ void Answer(caf::response_promise& rp, Status s, std::vector<Tensor> out = {}, i
   Reply(rp, QueueResponse{std::move(s), std::move(out), value});
 }
 
-// A status built by `make`, or OutOfMemoryStatus() when building it throws.
-template <class F>
-Status Safely(F make) noexcept {
-  try {
-    return make();
-  } catch (...) {
-    return OutOfMemoryStatus();
-  }
-}
-
 // out = a + b (element-wise, float or double); `out` may be `a`.
 template <class T>
 void Add(const Tensor& a, const Tensor& b, Tensor* out) {

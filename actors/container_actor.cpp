@@ -382,12 +382,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
         }
       }
       st.queues.clear();
-      Status gone;
-      try {
-        gone = errors::Cancelled("the container actor is shutting down");
-      } catch (...) {
-        gone = OutOfMemoryStatus();
-      }
+      const Status gone = Safely([] { return errors::Cancelled("the container actor is shutting down"); });
       for (auto& w : st.waiting) Fail(w, gone);
       st.waiting.clear();
       for (auto& [id, r] : st.running) Reply(r.promise, VarUpdateResponse{gone, Tensor(), {}, {}});

@@ -263,13 +263,10 @@ void Pump(QueueActor* self) noexcept {
         AnswerDequeue(self, p);
       } else {
         GiveBack(st, p.elements);
-        Status s;
-        try {
-          s = errors::OutOfRange(Describe(st), " is closed and has insufficient elements (requested ", p.num,
-                                 ", current size ", st.store->size(), ")");
-        } catch (...) {
-          s = OutOfMemoryStatus();
-        }
+        const Status s = Safely([&] {
+          return errors::OutOfRange(Describe(st), " is closed and has insufficient elements (requested ", p.num,
+                                    ", current size ", st.store->size(), ")");
+        });
         Answer(p, s);
       }
       st.dequeues.pop_front();
@@ -440,12 +437,7 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
     // On exit, answer everything that waits: its step could never end otherwise.
     self->set_exit_handler([self](const caf::exit_msg& msg) {
       auto& s = self->state;
-      Status gone;
-      try {
-        gone = errors::Cancelled(Describe(s), " was destroyed");
-      } catch (...) {
-        gone = OutOfMemoryStatus();
-      }
+      const Status gone = Safely([&] { return errors::Cancelled(Describe(s), " was destroyed"); });
       for (auto* list : {&s.enqueues, &s.dequeues})
         for (Pending& p : *list) Answer(p, gone);
       s.enqueues.clear();
@@ -472,12 +464,7 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
             case QueueOp::kClose: {
               st.closed = true;
               if (req.flag) {
-                Status closed;
-                try {
-                  closed = errors::Cancelled(Describe(st), " is closed");
-                } catch (...) {
-                  closed = OutOfMemoryStatus();
-                }
+                const Status closed = Safely([&] { return errors::Cancelled(Describe(st), " is closed"); });
                 for (Pending& e : st.enqueues) Answer(e, closed);
                 st.enqueues.clear();
               }
@@ -489,13 +476,7 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
             case QueueOp::kIsClosed: return Answer(p, Status::OK(), {}, st.closed ? 1 : 0);
             default: break;  // an accumulator's operation: not a queue's
           }
-          Status unknown;
-          try {
-            unknown = errors::InvalidArgument("unknown queue operation ", req.op);
-          } catch (...) {
-            unknown = OutOfMemoryStatus();
-          }
-          Answer(p, unknown);
+          Answer(p, Safely([&] { return errors::InvalidArgument("unknown queue operation ", req.op); }));
         },
         [self](const QueueCancelStep& c) {
           CancelStep(self, caf::actor_cast<caf::actor_addr>(self->current_sender()), c.step_id, c.status);

@@ -75,16 +75,6 @@ const char* RendezvousState::name = "rendezvous_actor";
 
 using RendezvousActor = caf::stateful_actor<RendezvousState>;
 
-// Builds a Status with `make()`; OutOfMemoryStatus() when that throws.
-template <class Make>
-Status Safely(Make&& make) noexcept {
-  try {
-    return make();
-  } catch (...) {
-    return OutOfMemoryStatus();
-  }
-}
-
 
 // Answers a waiter; never throws (without memory for the answer it carries
 // OutOfMemoryStatus() instead, which needs none to copy).

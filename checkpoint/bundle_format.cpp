@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "actorflow/core/io/fixed_width.hpp"
+
 namespace actorflow {
 namespace bundle {
 
@@ -17,50 +19,26 @@ bool HostIsLittleEndian() {
   return first == 1;
 }
 
-void PutU32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out->append(b, 4);
-}
-
-void PutU64(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out->append(b, 8);
-}
-
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 std::string EncodeHeaderPrefix(const Header& h) {
   std::string out(kMagic, sizeof(kMagic));
-  PutU32(&out, h.version);
-  PutU32(&out, kByteOrderMark);
-  PutU64(&out, h.index_offset);
-  PutU64(&out, h.index_length);
-  PutU64(&out, h.num_entries);
-  PutU32(&out, 0);  // reserved
+  fixed::Put<uint32_t>(&out, h.version);
+  fixed::Put<uint32_t>(&out, kByteOrderMark);
+  fixed::Put<uint64_t>(&out, h.index_offset);
+  fixed::Put<uint64_t>(&out, h.index_length);
+  fixed::Put<uint64_t>(&out, h.num_entries);
+  fixed::Put<uint32_t>(&out, 0);  // reserved
   return out;
 }
 
 void AppendIndexEntry(const IndexEntry& e, std::string* out) {
-  PutU32(out, static_cast<uint32_t>(e.name.size()));
+  fixed::Put<uint32_t>(out, static_cast<uint32_t>(e.name.size()));
   out->append(e.name);
-  PutU32(out, static_cast<uint32_t>(e.dtype));
-  PutU32(out, static_cast<uint32_t>(e.shape.dims()));
-  for (int i = 0; i < e.shape.dims(); ++i) PutU64(out, static_cast<uint64_t>(e.shape.dim_size(i)));
-  PutU64(out, e.offset);
-  PutU64(out, e.length);
-  PutU32(out, e.masked_crc);
+  fixed::Put<uint32_t>(out, static_cast<uint32_t>(e.dtype));
+  fixed::Put<uint32_t>(out, static_cast<uint32_t>(e.shape.dims()));
+  for (int i = 0; i < e.shape.dims(); ++i) fixed::Put<uint64_t>(out, static_cast<uint64_t>(e.shape.dim_size(i)));
+  fixed::Put<uint64_t>(out, e.offset);
+  fixed::Put<uint64_t>(out, e.length);
+  fixed::Put<uint32_t>(out, e.masked_crc);
 }
 
 Status Decoder::Truncated(const char* what, size_t need) const {
@@ -70,14 +48,14 @@ Status Decoder::Truncated(const char* what, size_t need) const {
 
 Status Decoder::ReadU32(const char* what, uint32_t* v) {
   if (remaining() < 4) return Truncated(what, 4);
-  *v = GetU32(p_ + pos_);
+  *v = fixed::DecodeFixed32(p_ + pos_);
   pos_ += 4;
   return Status::OK();
 }
 
 Status Decoder::ReadU64(const char* what, uint64_t* v) {
   if (remaining() < 8) return Truncated(what, 8);
-  *v = GetU64(p_ + pos_);
+  *v = fixed::DecodeFixed64(p_ + pos_);
   pos_ += 8;
   return Status::OK();
 }

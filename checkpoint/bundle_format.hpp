@@ -8,8 +8,8 @@
 // The checkpoint with prefix P in actorflow's format is the file
 // BundleFileName(P) = P + ".afckpt".
 //
-// Byte layout, format version 1. Integers are little-endian and fixed-width;
-// offsets count from the start of the file.
+// Byte layout, format version 1. Integers are little-endian and fixed-width
+// (core/io/fixed_width.hpp); offsets count from the start of the file.
 //
 //   [0, 48)  header
 //      0  8  magic         "AFCKPT\r\n"
@@ -104,12 +104,6 @@ struct IndexEntry {
 };
 
 void AppendIndexEntry(const IndexEntry& e, std::string* out);
-
-// Little-endian encoding of fixed-width integers.
-void PutU32(std::string* out, uint32_t v);
-void PutU64(std::string* out, uint64_t v);
-uint32_t GetU32(const char* p);
-uint64_t GetU64(const char* p);
 
 /// Reads little-endian fields from a byte range of `file` that starts at file
 /// offset `base`, refusing to run past its end: DataLoss naming the file, the

@@ -8,6 +8,7 @@
 
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/checkpoint/sstable.hpp"
 #include "actorflow/checkpoint/tf_bundle_format.hpp"
 
@@ -147,18 +148,18 @@ Status BundleReader::ReadHeaderAndIndex(const Options& options) {
     return errors::DataLoss("checkpoint '", path, "' is truncated: its header ends after ", got, " bytes");
   if (std::memcmp(header, bundle::kMagic, sizeof(bundle::kMagic)) != 0)
     return errors::DataLoss("'", path, "' is not a checkpoint bundle, or its header is corrupt: bad magic bytes");
-  const uint32_t byte_order = bundle::GetU32(header + 12);
+  const uint32_t byte_order = fixed::DecodeFixed32(header + 12);
   if (byte_order == ByteSwap32(bundle::kByteOrderMark))
     return errors::Unimplemented("checkpoint '", path, "' was written big-endian, which this reader does not read");
   if (byte_order != bundle::kByteOrderMark)
     return errors::DataLoss("checkpoint '", path, "' is corrupt: bad byte-order mark ", Hex(byte_order));
   bundle::Header h;
-  h.version = bundle::GetU32(header + 8);
-  h.index_offset = bundle::GetU64(header + 16);
-  h.index_length = bundle::GetU64(header + 24);
-  h.num_entries = bundle::GetU64(header + 32);
-  const uint32_t reserved = bundle::GetU32(header + 40);
-  const uint32_t stored_crc = crc32c::Unmask(bundle::GetU32(header + bundle::kMetaCrcOffset));
+  h.version = fixed::DecodeFixed32(header + 8);
+  h.index_offset = fixed::DecodeFixed64(header + 16);
+  h.index_length = fixed::DecodeFixed64(header + 24);
+  h.num_entries = fixed::DecodeFixed64(header + 32);
+  const uint32_t reserved = fixed::DecodeFixed32(header + 40);
+  const uint32_t stored_crc = crc32c::Unmask(fixed::DecodeFixed32(header + bundle::kMetaCrcOffset));
   if (h.index_offset < bundle::kDataStart || h.index_offset > file_size ||
       h.index_length != file_size - h.index_offset)
     return errors::DataLoss("checkpoint '", path, "' is truncated or corrupt: its header puts the index at [",

@@ -4,6 +4,7 @@
 
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/file_io.hpp"
 #include "actorflow/checkpoint/sstable.hpp"
 #include "actorflow/checkpoint/tf_bundle_format.hpp"
@@ -103,7 +104,7 @@ Status BundleWriter::Write(const std::string& name, const Tensor& tensor) {
     const std::string* strings = tensor.data<std::string>();
     for (int64_t i = 0; s.ok() && i < tensor.NumElements(); ++i) {
       std::string len;
-      bundle::PutU64(&len, strings[i].size());
+      fixed::Put<uint64_t>(&len, strings[i].size());
       s = AppendWithCrc(len.data(), len.size(), &crc);
       if (s.ok()) s = AppendWithCrc(strings[i].data(), strings[i].size(), &crc);
     }
@@ -185,7 +186,7 @@ Status BundleWriter::FinishImpl() {
   h.num_entries = entries_.size();
   std::string header = bundle::EncodeHeaderPrefix(h);
   const uint32_t meta_crc = crc32c::Extend(crc32c::Value(header.data(), header.size()), index.data(), index.size());
-  bundle::PutU32(&header, crc32c::Mask(meta_crc));
+  fixed::Put<uint32_t>(&header, crc32c::Mask(meta_crc));
   Status s = Append(index.data(), index.size());
   if (s.ok()) s = Flush();
   // The header goes in last: until then the file cannot pass for a bundle.

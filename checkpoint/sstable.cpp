@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/varint.hpp"
 
 namespace actorflow {
@@ -32,12 +33,6 @@ class StringFile : public leveldb::WritableFile {
   std::string* out_;
 };
 
-uint32_t Fixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 struct Handle {
   uint64_t offset = 0;
   uint64_t size = 0;
@@ -53,7 +48,7 @@ class Parser {
     if (size_ < kFooterSize)
       return Corrupt(0, "it has ", size_, " bytes, fewer than a table's ", kFooterSize, "-byte footer");
     const char* footer = data_ + size_ - kFooterSize;
-    const uint64_t magic = (uint64_t{Fixed32(footer + 40)}) | (uint64_t{Fixed32(footer + 44)} << 32);
+    const uint64_t magic = fixed::DecodeFixed64(footer + 40);
     if (magic != kMagic) return Corrupt(size_ - 8, "bad magic number (not a table, or truncated)");
     Handle metaindex, index;
     const char* p = footer;
@@ -112,7 +107,7 @@ class Parser {
       return Corrupt(h.offset, what, " of ", h.size, " bytes runs past the blocks' end at ", blocks_end);
     const char* b = data_ + h.offset;
     const size_t n = static_cast<size_t>(h.size);
-    const uint32_t stored = crc32c::Unmask(Fixed32(b + n + 1));
+    const uint32_t stored = crc32c::Unmask(fixed::DecodeFixed32(b + n + 1));
     const uint32_t actual = crc32c::Value(b, n + 1);  // the block and its type byte
     if (stored != actual) return Corrupt(h.offset, what, ": checksum mismatch");
     switch (b[n]) {
@@ -138,7 +133,7 @@ class Parser {
   template <class Fn>
   Status ForEachEntry(const std::string& block, uint64_t offset, const char* what, Fn fn) const {
     if (block.size() < 4) return Corrupt(offset, what, " has ", block.size(), " bytes, too few for its restart count");
-    const uint32_t num_restarts = Fixed32(block.data() + block.size() - 4);
+    const uint32_t num_restarts = fixed::DecodeFixed32(block.data() + block.size() - 4);
     if (num_restarts > (block.size() - 4) / 4)
       return Corrupt(offset, what, ": ", num_restarts, " restart points cannot fit in ", block.size(), " bytes");
     const char* p = block.data();

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/varint.hpp"
 #include "actorflow/core/proto/tensor_bundle.pb.h"
 
@@ -15,7 +16,7 @@ namespace {
 // little-endian when it fits in 32 bits, else 8.
 uint32_t ExtendLength(uint32_t crc, uint64_t len) {
   char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  fixed::EncodeFixed64(b, len);
   return crc32c::Extend(crc, b, len <= UINT32_MAX ? 4 : 8);
 }
 
@@ -128,7 +129,7 @@ std::string EncodeStringLengths(const Tensor& strings, uint32_t* crc) {
     varint::Put64(&out, s[i].size());
     c = ExtendLength(c, s[i].size());
   }
-  bundle::PutU32(&out, crc32c::Mask(c));
+  fixed::Put<uint32_t>(&out, crc32c::Mask(c));
   *crc = crc32c::Extend(c, out.data() + out.size() - 4, 4);
   return out;
 }
@@ -156,7 +157,7 @@ bool CheckStrings(const char* p, size_t size, int64_t n, uint32_t masked_crc, st
     *why = "the checksum of the lengths is missing";
     return false;
   }
-  if (crc32c::Unmask(bundle::GetU32(q)) != crc) {
+  if (crc32c::Unmask(fixed::DecodeFixed32(q)) != crc) {
     *why = "the checksum of the string lengths does not match";
     return false;
   }

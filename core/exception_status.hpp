@@ -2,8 +2,8 @@
 // escape: actor handlers (in CAF 0.17 an escaping exception kills the actor
 // for good), compute-pool jobs and kernel completion callbacks.
 //
-// Contract: neither function throws or allocates when memory is gone;
-// OutOfMemoryStatus() is made while the library loads.
+// Contract: none of these functions throws, nor allocates when memory is
+// gone; OutOfMemoryStatus() is made while the library loads.
 #pragma once
 
 #include <memory>
@@ -33,6 +33,19 @@ class TensorAllocationError final : public std::bad_alloc {
 /// ResourceExhausted "out of memory", made once at load time: what a handler
 /// can still answer with when there is no memory left to build a message.
 const Status& OutOfMemoryStatus() noexcept;
+
+/// The Status `make()` builds (an error with its message), or
+/// OutOfMemoryStatus() when building it throws: an answer that still goes out
+/// when there is no memory for its message.
+///   const Status gone = Safely([&] { return errors::Cancelled(name, " was destroyed"); });
+template <class Make>
+Status Safely(Make&& make) noexcept {
+  try {
+    return make();
+  } catch (...) {
+    return OutOfMemoryStatus();
+  }
+}
 
 /// The Status for the exception being handled (call it inside a catch
 /// block): ResourceExhausted with what() for std::bad_alloc (a refused tensor

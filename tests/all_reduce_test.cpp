@@ -25,6 +25,7 @@
 #include "actorflow/client/train/supervisor.hpp"
 #include "actorflow/client/train/variables.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
+#include "cluster_fixture.hpp"
 #include "local_cluster.hpp"
 #include "training_data.hpp"
 #include "actorflow/master/server.hpp"
@@ -41,25 +42,12 @@ using test::ToDef;
 namespace {
 
 // Worker `remote` is an `actorflow server` process; this process is the other.
-struct Cluster {
-  LocalCluster processes;
-  std::unique_ptr<Server> server;
-  explicit Cluster(int remote = 1) {
-    processes.Start("worker", remote);
-    ServerOptions o = processes.WorkerTaskOptions();
-    o.task.index = 1 - remote;  // the index ClusterJson gave this process's placeholder
-    Status s = Server::Create(o, &server);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
+struct Cluster : test::ClusterFixture {
+  explicit Cluster(int remote = 1) : ClusterFixture({{"worker", remote}}) {}
   // A session (its master in this process) on worker `task` alone: worker
   // 1's stands for the client a worker 1 process would run.
   SessionOptions Options(int task) const {
-    SessionOptions so;
-    so.target = server->target();
-    so.device_find_timeout_ms = 10000;
-    so.device_filters = {"/job:worker/task:" + std::to_string(task)};
-    return so;
+    return ClusterFixture::Options({"/job:worker/task:" + std::to_string(task)});
   }
 };
 

@@ -19,6 +19,7 @@
 #include "actorflow/checkpoint/bundle_writer.hpp"
 #include "actorflow/core/io/buffered_input_stream.hpp"
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/file_input_stream.hpp"
 #include "actorflow/core/io/file_output_stream.hpp"
 #include "actorflow/core/io/fixed_length_record_reader.hpp"
@@ -349,7 +350,7 @@ void WriteBundle(const std::string& path, uint64_t index_offset, uint64_t index_
   h.num_entries = 0;
   std::string header = bundle::EncodeHeaderPrefix(h);
   const uint32_t crc = crc32c::Extend(crc32c::Value(header.data(), header.size()), index.data(), index.size());
-  bundle::PutU32(&header, crc32c::Mask(crc));
+  fixed::Put<uint32_t>(&header, crc32c::Mask(crc));
   header.resize(bundle::kDataStart, '\0');
   WriteFile(path, header + index, Compression::kNone);
   std::filesystem::resize_file(path, file_size);

@@ -20,6 +20,7 @@
 #include "actorflow/checkpoint/checkpoint_state.hpp"
 #include "actorflow/client/ops/io_ops.hpp"
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -111,8 +112,8 @@ struct Region {
   uint64_t begin, end;
 };
 std::vector<Region> DataRegions(const std::string& bytes) {
-  const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
-  const uint64_t n = bundle::GetU64(bytes.data() + 32);
+  const uint64_t index_offset = fixed::DecodeFixed64(bytes.data() + 16);
+  const uint64_t n = fixed::DecodeFixed64(bytes.data() + 32);
   bundle::Decoder d(bytes.data() + index_offset, bytes.size() - index_offset, index_offset, "test", "index");
   std::vector<Region> regions;
   for (uint64_t i = 0; i < n; ++i) {
@@ -249,7 +250,7 @@ TEST_CASE("bundle: cutting the file at every byte of its header and index is Dat
   test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
-  const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
+  const uint64_t index_offset = fixed::DecodeFixed64(bytes.data() + 16);
   REQUIRE(index_offset < bytes.size());
   std::vector<size_t> cuts;
   for (size_t c = 0; c <= bundle::kHeaderSize; ++c) cuts.push_back(c);
@@ -284,7 +285,7 @@ TEST_CASE("bundle: a flipped byte in tensor data is DataLoss naming that tensor"
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
   const std::vector<Region> regions = DataRegions(bytes);
-  const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
+  const uint64_t index_offset = fixed::DecodeFixed64(bytes.data() + 16);
   int detected = 0;
   for (uint64_t pos = bundle::kDataStart; pos < index_offset; ++pos) {
     std::string bad = bytes;
@@ -312,7 +313,7 @@ TEST_CASE("bundle: a flipped byte in the header or index is DataLoss") {
   test::TempDir dir("af_ckpt_test");
   SaveOk(dir / "m", SmallTensors());
   const std::string bytes = ReadBytes(dir / "m.afckpt");
-  const uint64_t index_offset = bundle::GetU64(bytes.data() + 16);
+  const uint64_t index_offset = fixed::DecodeFixed64(bytes.data() + 16);
   std::vector<size_t> positions;
   for (size_t p = 0; p < bundle::kHeaderSize; ++p) positions.push_back(p);
   for (size_t p = index_offset; p < bytes.size(); ++p) positions.push_back(p);
@@ -339,7 +340,7 @@ TEST_CASE("bundle: lengths in a forged index are checked before anything is allo
     h.num_entries = num_entries;
     std::string header = bundle::EncodeHeaderPrefix(h);
     const uint32_t crc = crc32c::Extend(crc32c::Value(header.data(), header.size()), index.data(), index.size());
-    bundle::PutU32(&header, crc32c::Mask(crc));
+    fixed::Put<uint32_t>(&header, crc32c::Mask(crc));
     header.resize(bundle::kDataStart, '\0');
     WriteBytes(dir / "forged.afckpt", header + index);
     return OpenAndReadAll(dir / "forged");
@@ -348,14 +349,14 @@ TEST_CASE("bundle: lengths in a forged index are checked before anything is allo
                   uint64_t offset, uint64_t length) {
     // The masked CRC of no bytes: a forged entry passes every check but its lengths.
     std::string e;
-    bundle::PutU32(&e, name_len);
+    fixed::Put<uint32_t>(&e, name_len);
     e += name;
-    bundle::PutU32(&e, static_cast<uint32_t>(dtype));
-    bundle::PutU32(&e, static_cast<uint32_t>(dims.size()));
-    for (uint64_t d : dims) bundle::PutU64(&e, d);
-    bundle::PutU64(&e, offset);
-    bundle::PutU64(&e, length);
-    bundle::PutU32(&e, crc32c::Mask(0));
+    fixed::Put<uint32_t>(&e, static_cast<uint32_t>(dtype));
+    fixed::Put<uint32_t>(&e, static_cast<uint32_t>(dims.size()));
+    for (uint64_t d : dims) fixed::Put<uint64_t>(&e, d);
+    fixed::Put<uint64_t>(&e, offset);
+    fixed::Put<uint64_t>(&e, length);
+    fixed::Put<uint32_t>(&e, crc32c::Mask(0));
     return e;
   };
   CHECK(errors::IsDataLoss(forge(entry(0xFFFFFFF0u, "w", DT_FLOAT, {}, 64, 4), 1)));           // name length

@@ -22,6 +22,7 @@
 #include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "control_flow_util.hpp"
+#include "cluster_fixture.hpp"
 #include "local_cluster.hpp"
 #include "actorflow/master/server.hpp"
 #include "test_util.hpp"
@@ -39,22 +40,8 @@ constexpr char kPs0[] = "/job:ps/task:0";
 constexpr char kPs1[] = "/job:ps/task:1";
 
 // Two ps processes and this process as worker 0 (its own Server).
-struct Cluster {
-  LocalCluster processes;
-  std::unique_ptr<Server> server;
-  Cluster() {
-    processes.Start("ps", 0);
-    processes.Start("ps", 1);
-    Status s = Server::Create(processes.WorkerTaskOptions(), &server);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
-  SessionOptions Options() const {
-    SessionOptions so;
-    so.target = server->target();
-    so.device_find_timeout_ms = 10000;
-    return so;
-  }
+struct Cluster : test::ClusterFixture {
+  Cluster() : ClusterFixture({{"ps", 0}, {"ps", 1}}) {}
 };
 
 std::vector<Tensor> RunOk(Session* session, const std::vector<Output>& fetches,

@@ -27,6 +27,7 @@
 #include "actorflow/client/train/supervisor.hpp"
 #include "actorflow/client/train/sync_replicas_optimizer.hpp"
 #include "actorflow/client/train/variables.hpp"
+#include "cluster_fixture.hpp"
 #include "local_cluster.hpp"
 #include "training_data.hpp"
 #include "actorflow/master/server.hpp"
@@ -41,27 +42,12 @@ using test::ToDef;
 namespace {
 
 // A ps process, a second worker process, and this process as worker 0.
-struct Cluster {
-  LocalCluster processes;
-  std::unique_ptr<Server> server;
-  ClusterSpec spec;
-  Cluster() {
-    processes.Start("ps", 0);
-    processes.Start("worker", 1);
-    ServerOptions o = processes.WorkerTaskOptions();
-    spec = o.cluster;
-    Status s = Server::Create(o, &server);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
+struct Cluster : test::ClusterFixture {
+  Cluster() : ClusterFixture({{"ps", 0}, {"worker", 1}}) {}
   // A session whose master (in this process) uses the ps task and worker `task`:
   // worker 1's session stands for the client a worker 1 process would run.
   SessionOptions Options(int task = 0) const {
-    SessionOptions so;
-    so.target = server->target();
-    so.device_find_timeout_ms = 10000;
-    so.device_filters = {"/job:ps", "/job:worker/task:" + std::to_string(task)};
-    return so;
+    return ClusterFixture::Options({"/job:ps", "/job:worker/task:" + std::to_string(task)});
   }
 };
 

@@ -24,7 +24,7 @@
 #include "actorflow/devices/device.hpp"
 #include "actorflow/devices/device_manager.hpp"
 #include "actorflow/devices/pool_allocator.hpp"
-#include "local_cluster.hpp"
+#include "cluster_fixture.hpp"
 #include "actorflow/master/server.hpp"
 #include "gpu_util.hpp"
 #include "test_util.hpp"
@@ -455,14 +455,7 @@ TEST_CASE("a while loop whose body runs on GPU:0 (its control loop there) matche
 
 TEST_CASE("GPU tensors cross processes, staged through the host: from another task's GPU and to this task's GPU") {
   // A ps process with a GPU, and this process as worker 0 with one.
-  test::LocalCluster processes;
-  processes.Start("ps", 0, {"--devices", "cpu:1,gpu:1"});
-  ServerOptions o = processes.WorkerTaskOptions();
-  o.num_gpu_devices = 1;
-  std::unique_ptr<Server> server;
-  Status created = Server::Create(o, &server);
-  INFO(created.ToString());
-  REQUIRE(created.ok());
+  test::ClusterFixture c({{"ps", 0, {"--devices", "cpu:1,gpu:1"}}}, [](ServerOptions* o) { o->num_gpu_devices = 1; });
 
   Scope root = Scope::NewRootScope().WithDevice("/job:worker/task:0/device:CPU:0");
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
@@ -472,10 +465,7 @@ TEST_CASE("GPU tensors cross processes, staged through the host: from another ta
   auto twice = ops::Add(root.WithOpName("twice").WithDevice("/job:worker/task:0/device:GPU:0"), sq, sq);
   ops::Identity(root.WithOpName("back"), twice);
   ops::Identity(root.WithOpName("sq_back"), sq);
-  SessionOptions so;
-  so.target = server->target();
-  so.device_find_timeout_ms = 10000;
-  Session session(so);
+  Session session(c.Options());
   REQUIRE(session.Create(ToDef(root)).ok());
   Tensor in = Random({768, 1024 + 1}, 7);
   std::vector<Tensor> out;

@@ -1,4 +1,4 @@
-// Record files (core/io): CRC32C, the TFRecord writer and reader (TensorFlow's
+// Record files (core/io): the fixed-width codec, CRC32C, the TFRecord writer and reader (TensorFlow's
 // bytes, plain / GZIP / ZLIB round trips, every kind of damage reported as
 // DataLoss with file and offset), the text line and fixed-length record
 // readers, and the streams under them.
@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -16,6 +17,7 @@
 #include "actorflow/core/io/buffered_input_stream.hpp"
 #include "actorflow/core/io/crc32c.hpp"
 #include "actorflow/core/io/fixed_length_record_reader.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/record_reader.hpp"
 #include "actorflow/core/io/record_writer.hpp"
 #include "actorflow/core/io/text_line_reader.hpp"
@@ -176,6 +178,56 @@ uint32_t ValueThenExtend(uint32_t crc, const void* p, size_t n) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Fixed-width integers (core/io/fixed_width.hpp)
+
+TEST_CASE("fixed width: little-endian bytes, signed values as two's complement, round trips") {
+  std::string s;
+  fixed::Put<uint32_t>(&s, 0x01020304u);
+  fixed::Put<uint64_t>(&s, 0x0102030405060708ull);
+  fixed::Put<uint16_t>(&s, 0xA1B2);
+  fixed::Put<int32_t>(&s, -2);
+  fixed::Put<int64_t>(&s, INT64_MIN);
+  fixed::Put<uint8_t>(&s, 0xFF);
+  CHECK(s == std::string("\x04\x03\x02\x01"
+                         "\x08\x07\x06\x05\x04\x03\x02\x01"
+                         "\xB2\xA1"
+                         "\xFE\xFF\xFF\xFF"
+                         "\x00\x00\x00\x00\x00\x00\x00\x80"
+                         "\xFF",
+                         4 + 8 + 2 + 4 + 8 + 1));
+  const char* p = s.data();
+  CHECK(fixed::DecodeFixed32(p) == 0x01020304u);
+  CHECK(fixed::DecodeFixed64(p + 4) == 0x0102030405060708ull);
+  CHECK(fixed::Get<uint16_t>(p + 12) == 0xA1B2);
+  CHECK(fixed::Get<int32_t>(p + 14) == -2);
+  CHECK(fixed::Get<uint32_t>(p + 14) == 0xFFFFFFFEu);
+  CHECK(fixed::Get<int64_t>(p + 18) == INT64_MIN);
+  CHECK(fixed::Get<uint8_t>(p + 26) == 0xFF);
+
+  char b[8];
+  fixed::EncodeFixed32(b, 0xDEADBEEFu);
+  CHECK(std::string(b, 4) == "\xEF\xBE\xAD\xDE");
+  fixed::EncodeFixed64(b, 5);
+  CHECK(std::string(b, 8) == std::string("\x05\0\0\0\0\0\0\0", 8));
+
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t u = rng();
+    const int64_t v = static_cast<int64_t>(u);
+    fixed::Encode<int64_t>(b, v);
+    CHECK(fixed::Get<int64_t>(b) == v);
+    fixed::Encode<int32_t>(b, static_cast<int32_t>(v));
+    CHECK(fixed::Get<int32_t>(b) == static_cast<int32_t>(v));
+    fixed::EncodeFixed64(b, u);
+    CHECK(fixed::DecodeFixed64(b) == u);
+    CHECK(fixed::DecodeFixed32(b) == static_cast<uint32_t>(u));  // the low half comes first
+  }
+}
+
+// ---------------------------------------------------------------------------
+// CRC32C
 
 // The CPU's own paths (the crc32 instruction, carry-less folding) are checked
 // by the [crc32c_sse42] and [crc32c_avx512] cases below, each skipping on a CPU without it.

@@ -3,21 +3,11 @@
 #include <cstdint>
 
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/record_writer.hpp"
 
 namespace actorflow {
 namespace io {
-namespace {
-
-uint32_t GetFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-uint64_t GetFixed64(const char* p) { return uint64_t{GetFixed32(p + 4)} << 32 | GetFixed32(p); }
-
-}  // namespace
-
 Status RecordReaderOptions::Validate() const {
   AF_RETURN_IF_ERROR(CheckBufferBytes("RecordReaderOptions::buffer_bytes", buffer_bytes));
   if (max_record_bytes == 0) return errors::InvalidArgument("RecordReaderOptions::max_record_bytes must be > 0");
@@ -54,8 +44,9 @@ Status RecordReader::ReadRecord(std::string* record) {
     if (header_.empty()) return status_ = errors::OutOfRange("end of TFRecord file '", in_->filename(), "'");
     return status_ = Damaged("truncated record (a partial length)");
   }
-  const uint64_t length = GetFixed64(header_.data());
-  if (crc32c::Unmask(GetFixed32(header_.data() + sizeof(uint64_t))) != crc32c::Value(header_.data(), sizeof(uint64_t)))
+  const uint64_t length = fixed::DecodeFixed64(header_.data());
+  const uint32_t length_crc = crc32c::Unmask(fixed::DecodeFixed32(header_.data() + sizeof(uint64_t)));
+  if (length_crc != crc32c::Value(header_.data(), sizeof(uint64_t)))
     return status_ = Damaged("corrupted record (length CRC mismatch)");
   // Bounded before anything is read for it: a gzip file of a few MB can
   // inflate to any length, and zeros inflate to a matching data CRC.
@@ -70,7 +61,7 @@ Status RecordReader::ReadRecord(std::string* record) {
     return status_ = Damaged(strings::StrCat("truncated record (", length, " bytes of data announced)"));
   }
   const size_t n = static_cast<size_t>(length);
-  if (crc32c::Unmask(GetFixed32(record->data() + n)) != crc32c::Value(record->data(), n)) {
+  if (crc32c::Unmask(fixed::DecodeFixed32(record->data() + n)) != crc32c::Value(record->data(), n)) {
     record->clear();
     return status_ = Damaged("corrupted record (data CRC mismatch)");
   }

@@ -2,21 +2,11 @@
 
 #include "actorflow/core/io/crc32c.hpp"
 #include "actorflow/core/io/file_output_stream.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/io/zlib_output_stream.hpp"
 
 namespace actorflow {
 namespace io {
-namespace {
-
-void PutFixed32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutFixed64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-
-}  // namespace
-
 Status RecordWriterOptions::FromCompressionType(const std::string& compression_type, RecordWriterOptions* out) {
   RecordWriterOptions options;
   AF_RETURN_IF_ERROR(ParseCompression(compression_type, &options.compression));
@@ -25,9 +15,9 @@ Status RecordWriterOptions::FromCompressionType(const std::string& compression_t
 }
 
 void EncodeRecordFraming(std::string_view data, char header[kRecordHeaderBytes], char footer[kRecordFooterBytes]) {
-  PutFixed64(header, data.size());
-  PutFixed32(header + sizeof(uint64_t), crc32c::Mask(crc32c::Value(header, sizeof(uint64_t))));
-  PutFixed32(footer, crc32c::Mask(crc32c::Value(data.data(), data.size())));
+  fixed::EncodeFixed64(header, data.size());
+  fixed::EncodeFixed32(header + sizeof(uint64_t), crc32c::Mask(crc32c::Value(header, sizeof(uint64_t))));
+  fixed::EncodeFixed32(footer, crc32c::Mask(crc32c::Value(data.data(), data.size())));
 }
 
 Status RecordWriter::Create(const std::string& path, const RecordWriterOptions& options,

@@ -22,6 +22,7 @@
 #include "actorflow/checkpoint/bundle_format.hpp"
 #include "actorflow/checkpoint/bundle_reader.hpp"
 #include "actorflow/core/io/crc32c.hpp"
+#include "actorflow/core/io/fixed_width.hpp"
 #include "actorflow/core/tensor.hpp"
 #include "tests/fuzz/fuzz_bundle.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
@@ -36,23 +37,23 @@ void FixChecksums(std::string* file) {
   char* f = &(*file)[0];
   const uint64_t size = file->size();
   if (size < bundle::kHeaderSize) return;
-  const uint64_t index_offset = bundle::GetU64(f + 16);
-  const uint64_t index_length = bundle::GetU64(f + 24);
-  const uint64_t num_entries = bundle::GetU64(f + 32);
+  const uint64_t index_offset = fixed::DecodeFixed64(f + 16);
+  const uint64_t index_length = fixed::DecodeFixed64(f + 24);
+  const uint64_t num_entries = fixed::DecodeFixed64(f + 32);
   if (index_offset > size || index_length > size - index_offset) return;
   uint64_t p = index_offset;
   const uint64_t end = index_offset + index_length;
   auto have = [&](uint64_t n) { return n <= end - p; };
   for (uint64_t i = 0; i < num_entries && have(4); ++i) {
-    const uint64_t name_length = bundle::GetU32(f + p);
+    const uint64_t name_length = fixed::DecodeFixed32(f + p);
     if (!have(4 + name_length + 8)) break;
     p += 4 + name_length + 4;  // name_length, name, dtype
-    const uint64_t rank = bundle::GetU32(f + p);
+    const uint64_t rank = fixed::DecodeFixed32(f + p);
     p += 4;
     if (rank > bundle::kMaxRank || !have(8 * rank + 20)) break;
     p += 8 * rank;
-    const uint64_t offset = bundle::GetU64(f + p);
-    const uint64_t length = bundle::GetU64(f + p + 8);
+    const uint64_t offset = fixed::DecodeFixed64(f + p);
+    const uint64_t length = fixed::DecodeFixed64(f + p + 8);
     p += 16;
     if (offset <= size && length <= size - offset) {
       const uint32_t crc = crc32c::Mask(crc32c::Value(f + offset, length));
