@@ -35,10 +35,7 @@ std::string FirstDifference(const std::string& mine, const std::string& theirs, 
 // --- data ----------------------------------------------------------------
 Status CollectiveExecutor::Impl::SendTo(const Group& g, int64_t rank, const Op& op, int64_t phase,
                                         const Tensor& value) {
-  CollectiveMessage m;
-  m.kind = CollectiveMessage::kData;
-  m.group = g.key;
-  m.epoch = g.epoch;
+  CollectiveMessage m = CollectiveMessage::Of(CollectiveMessage::kData, g.key, g.epoch);
   m.instance = op.p.instance_key;
   m.execution = op.execution;
   m.phase = phase;
@@ -57,10 +54,7 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   if (op.plan_hash != 0 && g.plans_sent.insert(op.plan_hash).second) {
     Tensor text(DT_STRING, TensorShape{});
     text.scalar<std::string>() = *op.p.plan;
-    CollectiveMessage plan;
-    plan.kind = CollectiveMessage::kPlan;
-    plan.group = g.key;
-    plan.epoch = g.epoch;
+    CollectiveMessage plan = CollectiveMessage::Of(CollectiveMessage::kPlan, g.key, g.epoch);
     plan.plan = op.plan_hash;
     plan.from = r;
     const std::string meta = EncodeCollectiveMessage(plan);

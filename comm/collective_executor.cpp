@@ -277,11 +277,8 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
 }
 
 bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool forming) {
-  CollectiveMessage m;
-  m.kind = CollectiveMessage::kJoin;
-  m.group = g.key;
+  CollectiveMessage m = CollectiveMessage::Of(CollectiveMessage::kJoin, g.key, g.epoch);
   m.size = g.size;
-  m.epoch = g.epoch;
   m.forming = forming;
   m.incarnation = transport->incarnation();
   const Status s = transport->SendMessage(to, Channel::kCollective, EncodeCollectiveMessage(m));

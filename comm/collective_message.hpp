@@ -29,6 +29,15 @@ struct CollectiveMessage {
   enum Kind : uint8_t { kJoin = 1, kPlan = 2, kData = 3 };
   static constexpr size_t kBytes = 88;
 
+  /// A header of `kind` for `group` at `epoch`, its other fields zero.
+  static CollectiveMessage Of(Kind kind, int64_t group, uint64_t epoch) {
+    CollectiveMessage m;
+    m.kind = kind;
+    m.group = group;
+    m.epoch = epoch;
+    return m;
+  }
+
   Kind kind = kJoin;
   bool forming = false;
   int32_t dtype = 0;

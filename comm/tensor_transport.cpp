@@ -323,7 +323,8 @@ void TensorTransport::Impl::Enqueue(const std::string& task, std::shared_ptr<Out
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = peers.find(task);
-    if (it == peers.end()) return RejectOut(task, *st, errors::Unavailable("tensor transport: no address for task ", task));
+    if (it == peers.end())
+      return RejectOut(task, *st, errors::Unavailable("tensor transport: no address for task ", task));
     peer = it->second;
   }
   auto out = OutFor(task, peer);
@@ -369,7 +370,8 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
       return errors::InvalidArgument("tensor transport: TLS files: ", e.what());
     }
   }
-  impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, frame::kMaxDataBody)) & ~size_t{7};
+  impl->options.chunk_bytes =
+      std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, frame::kMaxDataBody)) & ~size_t{7};
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
   impl->thread = std::thread([impl] {

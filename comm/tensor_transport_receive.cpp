@@ -416,7 +416,8 @@ void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags
   st.flags = flags;
   st.meta = std::move(begin.meta);
   const ChannelHandler& handler = HandlerOf(st.channel);
-  if (!handler.deliver) return Bad(in, "a message on channel " + std::to_string(begin.channel) + ", which this task does not take");
+  if (!handler.deliver)
+    return Bad(in, "a message on channel " + std::to_string(begin.channel) + ", which this task does not take");
   if (handler.check && !(s = handler.check(in->task, st.meta)).ok()) return Bad(in, s.message());
   const bool has_tensor = st.dtype != DT_INVALID;
   const bool is_string = DataTypeIsStringLike(st.dtype);

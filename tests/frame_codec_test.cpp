@@ -250,7 +250,8 @@ TEST_CASE("frame codec: lend frames and string payloads round-trip; bad ones are
   };
   CHECK_THAT(error(payload.substr(0, 4), 1), Contains("string payload truncated"));
   CHECK_THAT(error(std::string("\xff\0\0\0\0\0\0\0x", 9), 1), Contains("string element longer than its payload"));
-  CHECK_THAT(error(payload + "z", static_cast<int64_t>(in.size())), Contains("string payload longer than its elements"));
+  CHECK_THAT(error(payload + "z", static_cast<int64_t>(in.size())),
+             Contains("string payload longer than its elements"));
 }
 
 TEST_CASE("rendezvous meta: step id and key round-trip; bad lengths and another task's key are DataLoss") {
