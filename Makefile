@@ -65,7 +65,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
 FUZZ_RSS_MB ?= 2048
 FUZZ_MAX_LEN ?= 65536
-FUZZ_TARGETS ?= fuzz_graphdef fuzz_records fuzz_json_tensor fuzz_checkpoint fuzz_tf_checkpoint
+FUZZ_TARGETS ?= fuzz_graphdef fuzz_records fuzz_json_tensor fuzz_checkpoint fuzz_tf_checkpoint fuzz_frames
 FUZZ_FLAGS ?=
 
 fuzz-build: deps

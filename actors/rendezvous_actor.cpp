@@ -13,6 +13,7 @@
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 namespace actorflow {
 
@@ -279,7 +280,8 @@ bool RouteRemote(RendezvousActor* self, int64_t step_id, const RendezvousKey& ke
     // No allocation for a tensor that stays in this task.
     const std::string_view task = RecvTaskOfKey(key.str());
     if (task.empty() || task == st.task) return false;
-    const Status s = st.transport->Send(std::string(task), step_id, key, value, is_dead, truncate16);
+    const Status s = st.transport->Send(std::string(task), Channel::kRendezvous, EncodeRendezvousMeta(step_id, key),
+                                        value, SendFlags{is_dead, truncate16});
     if (!s.ok())
       if (StepTable* table = Table(self, step_id)) Abort(self, step_id, *table, s);
   } catch (...) {

@@ -23,6 +23,7 @@
 #include "actorflow/comm/collective_executor.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 namespace actorflow {
 
@@ -107,25 +108,36 @@ struct Runtime::Impl {
         std::lock_guard<std::mutex> lock(transport_mu);
         return rendezvous;
       };
-      // Collective traffic (comm/collective_executor.hpp) goes to the
-      // collective executor, the rest to the rendezvous actor.
+      // Two clients of the transport, a channel each: the rendezvous actor
+      // (a step id and key as each message's meta, net/rendezvous_key.hpp)
+      // and the collective executor (comm/collective_executor.hpp).
       auto coll = [this] {
         std::lock_guard<std::mutex> lock(transport_mu);
         return collectives.get();
       };
-      cb.deliver = [target, coll](int64_t step, RendezvousKey key, Tensor value, bool dead) {
-        if (step == CollectiveExecutor::kStepId && CollectiveExecutor::IsCollectiveKey(key)) {
-          if (CollectiveExecutor* c = coll()) c->Deliver(std::move(key), std::move(value));
-          return;
-        }
-        caf::anon_send(target(), RendezvousSend{step, std::move(key), std::move(value), dead});
+      ChannelHandler& rendezvous_channel = cb.handler(Channel::kRendezvous);
+      rendezvous_channel.check = [task = task_name](const std::string&, const std::string& meta) {
+        return CheckRendezvousMeta(meta, task);
       };
-      cb.reject = [target, coll](int64_t step, Status s) {
-        if (step == CollectiveExecutor::kStepId) {
-          if (CollectiveExecutor* c = coll()) c->Rejected(std::move(s));
-          return;
-        }
-        caf::anon_send(target(), RendezvousAbort{step, std::move(s)});
+      rendezvous_channel.deliver = [target](const std::string&, std::string meta, Tensor value, bool dead) {
+        int64_t step;
+        RendezvousKey key;
+        if (DecodeRendezvousMeta(meta, &step, &key).ok())  // checked when it began
+          caf::anon_send(target(), RendezvousSend{step, std::move(key), std::move(value), dead});
+      };
+      rendezvous_channel.reject = [target](const std::string&, const std::string& meta, Status s) {
+        int64_t step;
+        RendezvousKey key;
+        if (!DecodeRendezvousMeta(meta, &step, &key).ok()) return;
+        caf::anon_send(target(), RendezvousAbort{step, Status(s.code(), s.message() + "; key " + key.str())});
+      };
+      ChannelHandler& collective_channel = cb.handler(Channel::kCollective);
+      collective_channel.check = &CollectiveExecutor::CheckMessage;
+      collective_channel.deliver = [coll](const std::string& from, std::string meta, Tensor value, bool) {
+        if (CollectiveExecutor* c = coll()) c->Deliver(from, std::move(meta), std::move(value));
+      };
+      collective_channel.reject = [coll](const std::string&, const std::string&, Status s) {
+        if (CollectiveExecutor* c = coll()) c->Rejected(std::move(s));
       };
       cb.peer_failed = [target, coll](const std::string& task, Status s) {
         if (CollectiveExecutor* c = coll()) c->PeerFailed(task, s);

@@ -132,9 +132,8 @@ class ActorflowRing {
     o.incarnation = 10 + rank;
     o.same_host = same_host;
     TransportCallbacks cb;
-    cb.deliver = [target](int64_t step, RendezvousKey key, Tensor v, bool) {
-      if (step == CollectiveExecutor::kStepId)
-        if (auto* e = target->load()) e->Deliver(std::move(key), std::move(v));
+    cb.handler(Channel::kCollective).deliver = [target](const std::string& from, std::string meta, Tensor v, bool) {
+      if (auto* e = target->load()) e->Deliver(from, std::move(meta), std::move(v));
     };
     cb.peer_failed = [target](const std::string& task, Status s) {
       if (auto* e = target->load()) e->PeerFailed(task, std::move(s));

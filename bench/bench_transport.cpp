@@ -62,6 +62,7 @@
 #include "actorflow/master/server.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -80,6 +81,12 @@ RendezvousKey Key(const std::string& name, bool to_receiver, const std::string& 
   const std::string s = (to_receiver ? sender : std::string(kReceiver)) + "/device:CPU:0";
   const std::string r = (to_receiver ? std::string(kReceiver) : sender) + "/device:CPU:0";
   return MakeRendezvousKey(s, 1, r, name, 0, 0);
+}
+
+// Sends `t` on the rendezvous channel under (step, key), as the rendezvous actor does.
+void SendKeyed(TensorTransport* tp, const std::string& to, int64_t step, const RendezvousKey& key, const Tensor& t,
+               bool truncate = false) {
+  (void)tp->Send(to, Channel::kRendezvous, EncodeRendezvousMeta(step, key), t, SendFlags{false, truncate});
 }
 
 struct NetConfig : caf::actor_system_config {
@@ -124,11 +131,11 @@ std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
   to.incarnation = 2;
   to.tls = tls;
   TransportCallbacks cb;
-  cb.deliver = [tp](int64_t step, RendezvousKey key, Tensor, bool) {
-    if (key.str().find(";last") != std::string::npos) {
-      const std::string sender(SendTaskOfKey(key.str()));
-      (void)(*tp)->Send(sender, step, Key("ack", false, sender), Tensor::Scalar<float>(1.f), false);
-    }
+  cb.handler(Channel::kRendezvous).deliver = [tp](const std::string& sender, std::string meta, Tensor, bool) {
+    int64_t step;
+    RendezvousKey key;
+    if (DecodeRendezvousMeta(meta, &step, &key).ok() && key.str().find(";last") != std::string::npos)
+      SendKeyed(*tp, sender, step, Key("ack", false, sender), Tensor::Scalar<float>(1.f));
   };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
   *tp = transport.get();
@@ -231,7 +238,7 @@ std::unique_ptr<TensorTransport> SendingEndpoint(const std::string& task, bool s
   to.same_host = same_host;
   if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
   TransportCallbacks cb;
-  cb.deliver = [waiter](int64_t, RendezvousKey, Tensor, bool) { waiter->Ack(); };
+  cb.handler(Channel::kRendezvous).deliver = [waiter](const std::string&, std::string, Tensor, bool) { waiter->Ack(); };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
   transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(peer_port), 2);
   return transport;
@@ -290,8 +297,8 @@ int Driver(const char* self, Part part) {
     ++step;
     TensorTransport* tp = same_host ? transport.get() : transport_tcp.get();
     for (int i = 0; i < n; ++i)
-      (void)tp->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true, tp->task()), t, false,
-                     truncate);
+      SendKeyed(tp, kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true, tp->task()), t,
+                truncate);
     if (same_host) waiter.WaitFor(++sent_acks);
     else waiter_tcp.WaitFor(++sent_acks_tcp);
   };
@@ -458,8 +465,8 @@ int TlsDriver(const char* self) {
            static int64_t step = 0;
            ++step;
            for (int i = 0; i < n; ++i)
-             (void)transport->Send(kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true), t,
-                                   false);
+             SendKeyed(transport.get(), kReceiver, step, Key((i + 1 == n ? "last" : "t") + std::to_string(i), true),
+                       t);
            waiter.WaitFor(++sent_acks);
          },
          [&] {

@@ -35,13 +35,15 @@ std::string FirstDifference(const std::string& mine, const std::string& theirs, 
 // --- data ----------------------------------------------------------------
 Status CollectiveExecutor::Impl::SendTo(const Group& g, int64_t rank, const Op& op, int64_t phase,
                                         const Tensor& value) {
-  const std::string name = std::string(kPrefix) + "d|" + std::to_string(g.key) + "|" + std::to_string(g.epoch) +
-                           "|" + std::to_string(op.p.instance_key) + "|" + std::to_string(op.execution) + "|" +
-                           std::to_string(phase) + "|" + std::to_string(g.rank) + "|" +
-                           std::to_string(static_cast<int>(op.input.dtype())) + "|" +
-                           std::to_string(op.input.NumElements()) + "|" + std::to_string(op.plan_hash);
-  const std::string& to = g.members[rank];
-  return transport->Send(to, CollectiveExecutor::kStepId, Key(to, name), value, false);
+  CollectiveMessage m = CollectiveMessage::Of(CollectiveMessage::kData, g.key, g.epoch);
+  m.instance = op.p.instance_key;
+  m.execution = op.execution;
+  m.phase = phase;
+  m.from = g.rank;
+  m.dtype = static_cast<int32_t>(op.input.dtype());
+  m.elements = op.input.NumElements();
+  m.plan = op.plan_hash;
+  return transport->Send(g.members[rank], Channel::kCollective, EncodeCollectiveMessage(m), value);
 }
 
 void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
@@ -52,10 +54,12 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   if (op.plan_hash != 0 && g.plans_sent.insert(op.plan_hash).second) {
     Tensor text(DT_STRING, TensorShape{});
     text.scalar<std::string>() = *op.p.plan;
-    const std::string name = std::string(kPrefix) + "p|" + std::to_string(g.key) + "|" + std::to_string(g.epoch) +
-                             "|" + std::to_string(op.plan_hash) + "|" + std::to_string(r);
+    CollectiveMessage plan = CollectiveMessage::Of(CollectiveMessage::kPlan, g.key, g.epoch);
+    plan.plan = op.plan_hash;
+    plan.from = r;
+    const std::string meta = EncodeCollectiveMessage(plan);
     for (int64_t m = 0; m < n && s.ok(); ++m)
-      if (m != r) s = transport->Send(g.members[m], CollectiveExecutor::kStepId, Key(g.members[m], name), text, false);
+      if (m != r) s = transport->Send(g.members[m], Channel::kCollective, meta, text);
   }
   if (s.ok() && op.p.kind == CollectiveKind::kBroadcastSend) {
     for (int64_t m = 0; m < n && s.ok(); ++m)
@@ -176,55 +180,36 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
   }
 }
 
-void CollectiveExecutor::Impl::OnData(const std::vector<std::string>& f, Tensor value) {
-  // coll|d|group|epoch|instance|execution|phase|from|dtype|elements|plan
-  int64_t group, instance, execution, phase, from, dtype, elements;
-  uint64_t epoch, plan;
-  if (f.size() != 11 || !ToInt(f[2], &group) || !ToU64(f[3], &epoch) || !ToInt(f[4], &instance) ||
-      !ToInt(f[5], &execution) || !ToInt(f[6], &phase) || !ToInt(f[7], &from) || !ToInt(f[8], &dtype) ||
-      !ToInt(f[9], &elements) || !ToU64(f[10], &plan))
-    return;
-  auto git = groups.find(group);
+void CollectiveExecutor::Impl::OnData(const CollectiveMessage& m, Tensor value) {
+  auto git = groups.find(m.group);
   if (git == groups.end()) return;
   Group& g = git->second;
-  if (epoch != g.epoch || from < 0 || from >= g.size || from == g.rank) return;  // a past epoch's
-  Msg msg{static_cast<DataType>(dtype), elements, plan, std::move(value)};
-  g.inbox[InboxKey{instance, execution, phase, from}] = std::move(msg);
+  if (m.epoch != g.epoch || m.from >= g.size || m.from == g.rank) return;  // a past epoch's
+  Msg msg{static_cast<DataType>(m.dtype), m.elements, m.plan, std::move(value)};
+  g.inbox[InboxKey{m.instance, m.execution, m.phase, m.from}] = std::move(msg);
   const std::vector<uint64_t> ids(g.ops.begin(), g.ops.end());
   for (uint64_t id : ids) {
     auto it = ops.find(id);
-    if (it != ops.end() && it->second.running && it->second.p.instance_key == instance &&
-        it->second.execution == execution)
+    if (it != ops.end() && it->second.running && it->second.p.instance_key == m.instance &&
+        it->second.execution == m.execution)
       Progress(g, id);
   }
 }
 
-void CollectiveExecutor::Impl::OnMessage(const RendezvousKey& key, Tensor value) {
-  const std::vector<std::string> k = SplitKey(key.str(), ';');
-  const std::vector<std::string> f = SplitKey(std::string(NameOfKey(key.str())), '|');
-  if (f.size() < 2 || k.size() < 2) return;
-  if (f[1] == "j" && f.size() == 6 && (f[5] == "0" || f[5] == "1")) {
-    int64_t group, size;
-    uint64_t epoch, incarnation;
-    try {
-      size_t used = 0;
-      incarnation = std::stoull(k[1], &used, 16);
-      if (used != k[1].size()) return;
-    } catch (...) {
+void CollectiveExecutor::Impl::OnMessage(const std::string& from, const CollectiveMessage& m, Tensor value) {
+  switch (m.kind) {
+    case CollectiveMessage::kJoin:
+      return OnJoin(m.group, m.size, m.epoch, m.forming, from, m.incarnation);
+    case CollectiveMessage::kPlan: {
+      auto git = groups.find(m.group);
+      if (git == groups.end() || git->second.epoch != m.epoch || !value.IsInitialized() ||
+          value.dtype() != DT_STRING || value.NumElements() != 1)
+        return;
+      git->second.peer_plans[{m.from, m.plan}] = value.scalar<std::string>();
       return;
     }
-    if (ToInt(f[2], &group) && ToInt(f[3], &size) && ToU64(f[4], &epoch) && size > 0)
-      OnJoin(group, size, epoch, f[5] == "1", std::string(SendTaskOfKey(key.str())), incarnation);
-  } else if (f[1] == "p" && f.size() == 6) {
-    int64_t group, from;
-    uint64_t epoch, hash;
-    if (!ToInt(f[2], &group) || !ToU64(f[3], &epoch) || !ToU64(f[4], &hash) || !ToInt(f[5], &from)) return;
-    auto git = groups.find(group);
-    if (git == groups.end() || git->second.epoch != epoch || value.dtype() != DT_STRING || value.NumElements() != 1)
-      return;
-    git->second.peer_plans[{from, hash}] = value.scalar<std::string>();
-  } else if (f[1] == "d") {
-    OnData(f, std::move(value));
+    case CollectiveMessage::kData:
+      return OnData(m, std::move(value));
   }
 }
 }  // namespace actorflow

@@ -8,59 +8,11 @@
 namespace actorflow {
 namespace collective_internal {
 
-std::vector<std::string> SplitKey(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t end = text.find(sep, start);
-    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
-bool ToInt(const std::string& s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used != s.size()) return false;
-    *out = v;
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-bool ToU64(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  try {
-    size_t used = 0;
-    *out = std::stoull(s, &used);
-    return used == s.size();
-  } catch (...) {
-    return false;
-  }
-}
-
 std::string JobOf(const std::string& task) {
   const size_t start = task.find("/job:");
   if (start == std::string::npos) return "";
   const size_t end = task.find('/', start + 5);
   return task.substr(start + 5, end == std::string::npos ? std::string::npos : end - start - 5);
-}
-
-// The tensor name of a key (its fourth field), or "" when it has not the layout.
-std::string_view NameOfKey(const std::string& key) {
-  size_t a = 0;
-  for (int i = 0; i < 3; ++i) {
-    a = key.find(';', a);
-    if (a == std::string::npos) return {};
-    ++a;
-  }
-  const size_t b = key.find(';', a);
-  if (b == std::string::npos) return {};
-  return std::string_view(key).substr(a, b - a);
 }
 
 const char* KindName(CollectiveKind k) {
@@ -76,7 +28,10 @@ const char* KindName(CollectiveKind k) {
 
 using namespace collective_internal;
 
-bool CollectiveExecutor::IsCollectiveKey(const RendezvousKey& key) { return NameOfKey(key.str()).rfind(kPrefix, 0) == 0; }
+Status CollectiveExecutor::CheckMessage(const std::string&, const std::string& meta) {
+  CollectiveMessage m;
+  return DecodeCollectiveMessage(meta, &m);
+}
 
 // --- the queue -----------------------------------------------------------
 bool CollectiveExecutor::Impl::Post(std::function<void()> fn) {
@@ -322,9 +277,11 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
 }
 
 bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool forming) {
-  const std::string name = std::string(kPrefix) + "j|" + std::to_string(g.key) + "|" + std::to_string(g.size) + "|" +
-                           std::to_string(g.epoch) + (forming ? "|1" : "|0");
-  const Status s = transport->Send(to, CollectiveExecutor::kStepId, Key(to, name), Tensor::Scalar<int64_t>(0), false);
+  CollectiveMessage m = CollectiveMessage::Of(CollectiveMessage::kJoin, g.key, g.epoch);
+  m.size = g.size;
+  m.forming = forming;
+  m.incarnation = transport->incarnation();
+  const Status s = transport->SendMessage(to, Channel::kCollective, EncodeCollectiveMessage(m));
   if (s.ok()) return true;
   g.state = Group::kBroken;
   g.broken = errors::Unavailable("collective group ", g.key, ": cannot reach ", to, ": ", s.message());
@@ -495,11 +452,13 @@ void CollectiveExecutor::Cancel(uint64_t id, Status why) {
   });
 }
 
-void CollectiveExecutor::Deliver(RendezvousKey key, Tensor value) {
+void CollectiveExecutor::Deliver(const std::string& from_task, std::string meta, Tensor value) {
+  CollectiveMessage m;
+  if (!DecodeCollectiveMessage(meta, &m).ok()) return;  // malformed: dropped
   Impl* impl = impl_.get();
   auto v = std::make_shared<Tensor>(std::move(value));
-  impl->Post([impl, key = std::move(key), v] {
-    if (!impl->stopping) impl->OnMessage(key, std::move(*v));
+  impl->Post([impl, from_task, m, v] {
+    if (!impl->stopping) impl->OnMessage(from_task, m, std::move(*v));
   });
 }
 

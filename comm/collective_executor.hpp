@@ -64,7 +64,6 @@
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
-#include "actorflow/net/rendezvous_key.hpp"
 #include "actorflow/ops/collective_access.hpp"
 
 namespace actorflow {
@@ -98,10 +97,12 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// Fails what is pending with Cancelled and joins the thread. Idempotent.
   void Stop();
 
-  // The transport's callbacks route collective traffic here.
-  static constexpr int64_t kStepId = INT64_MIN;  // the step id of every collective message
-  static bool IsCollectiveKey(const RendezvousKey& key);
-  void Deliver(RendezvousKey key, Tensor value);
+  // The handler of the transport's collective channel (Channel::kCollective)
+  // routes its messages here; their meta is a CollectiveMessage
+  // (comm/collective_message.hpp).
+  /// The channel's check: DataLoss unless `meta` is a well-formed header.
+  static Status CheckMessage(const std::string& from_task, const std::string& meta);
+  void Deliver(const std::string& from_task, std::string meta, Tensor value);
   void PeerFailed(const std::string& task, Status status);
   void Rejected(Status status);
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/collective_message.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -27,23 +28,13 @@ namespace collective_internal {
 
 using Clock = std::chrono::steady_clock;
 
-// Messages are rendezvous keys (net/rendezvous_key.hpp) from the sender's
-// task (and incarnation) to the receiver's, step id kStepId, whose tensor
-// name says what they are:
-//   coll|j|<group>|<size>|<epoch>|<forming>      JOIN, an int64 scalar; forming 1: the sender
-//                                                still waits for JOINs (a formed member answers it)
-//   coll|p|<group>|<epoch>|<plan hash>|<from rank>  a bucket plan's text, a string scalar
-//   coll|d|<group>|<epoch>|<instance>|<execution>|<phase>|<from rank>|<dtype>|<elements>|<plan hash>
-//                                                a chunk (phase >= 0) or a broadcast (phase -1)
-constexpr const char* kPrefix = "coll|";
+// Messages go on the transport's collective channel, each with a
+// CollectiveMessage header as its meta (comm/collective_message.hpp): JOINs
+// (no tensor), bucket plans' text (a string scalar) and data (chunks and
+// broadcasts).
 
-std::vector<std::string> SplitKey(const std::string& text, char sep);
-bool ToInt(const std::string& s, int64_t* out);
-bool ToU64(const std::string& s, uint64_t* out);
 /// The job of a task name ("/job:worker/replica:0/task:1" -> "worker").
 std::string JobOf(const std::string& task);
-/// The tensor name of a key (its fourth field), or "" when it has not the layout.
-std::string_view NameOfKey(const std::string& key);
 const char* KindName(CollectiveKind k);
 
 }  // namespace collective_internal
@@ -91,10 +82,6 @@ struct CollectiveExecutor::Impl {
     std::map<std::string, uint64_t> incarnations;  // the members' when it formed
   };
   static constexpr std::chrono::milliseconds kResend{250};
-
-  RendezvousKey Key(const std::string& to, const std::string& name) const {
-    return MakeRendezvousKey(task + "/device:CPU:0", transport->incarnation(), to + "/device:CPU:0", name);
-  }
 
   Impl(TensorTransport* t, std::string task_name, CollectiveExecutorOptions o)
       : transport(t), task(std::move(task_name)), job(collective_internal::JobOf(task)), options(o) {
@@ -157,9 +144,9 @@ struct CollectiveExecutor::Impl {
   // Takes the messages that have come for `id`, in phase order.
   void Progress(Group& g, uint64_t id);
 
-  void OnData(const std::vector<std::string>& f, Tensor value);
+  void OnData(const CollectiveMessage& m, Tensor value);
 
-  void OnMessage(const RendezvousKey& key, Tensor value);
+  void OnMessage(const std::string& from, const CollectiveMessage& m, Tensor value);
 
   TensorTransport* transport;
   const std::string task;

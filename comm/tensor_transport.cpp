@@ -25,8 +25,7 @@ void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& out, const Statu
   if (out->dead) return;
   auto it = outs.find(out->task);
   if (it != outs.end() && it->second == out) outs.erase(it);
-  for (auto& st : CloseOut(out))
-    if (callbacks.reject) callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes), s);
+  for (auto& st : CloseOut(out)) RejectOut(out->task, *st, s);
   // Only the current incarnation's failure is the peer's, as for incoming
   // connections: the old connection to a task that restarted closes when it
   // will, possibly after the new incarnation joined a collective group, which
@@ -53,25 +52,19 @@ auto TensorTransport::Impl::OutFor(const std::string& task, const Peer& peer) ->
     auto old = o;
     outs.erase(it);
     for (auto& st : CloseOut(old))
-      if (callbacks.reject)
-        callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
-                         errors::Aborted("tensor transport: task ", task, " moved or restarted"));
+      RejectOut(task, *st, errors::Aborted("tensor transport: task ", task, " moved or restarted"));
   }
   auto out = std::make_shared<Out>(io);
   out->task = task;
   out->peer = peer;
   const bool offer = options.same_host && !ssl;  // the same-host path: plaintext connections only
-  out->hello = Header(kHello, 0, 0, static_cast<uint32_t>(12 + options.task.size() + (offer ? kProofBytes : 0)));
-  Put<uint64_t>(&out->hello, options.incarnation);
-  Put<uint32_t>(&out->hello, static_cast<uint32_t>(options.task.size()));
-  out->hello += options.task;
+  frame::Hello hello;
+  hello.incarnation = options.incarnation;
+  hello.task = options.task;
+  hello.has_proof = offer;
+  if (offer) hello.proof = ThisProcessProof();
+  frame::AppendHello(&out->hello, hello);
   out->offered = offer;
-  if (offer) {
-    const ProcessProof& proof = ThisProcessProof();
-    Put<uint32_t>(&out->hello, proof.pid);
-    Put<uint64_t>(&out->hello, proof.address);
-    out->hello.append(reinterpret_cast<const char*>(proof.cookie.data()), proof.cookie.size());
-  }
   outs[task] = out;
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(peer.host, ec);
@@ -141,19 +134,19 @@ void TensorTransport::Impl::ReadControl(const std::shared_ptr<Out>& out) {
     if (ec)
       return self->FailOut(out, errors::Unavailable("tensor transport: task ", out->task, " closed the connection: ",
                                                     ec.message()));
-    const char* h = out->control;
-    const uint8_t kind = Get<uint8_t>(h + 4);
-    const uint32_t stream = Get<uint32_t>(h + 8);
-    if (Get<uint32_t>(h) != kMagic || Get<uint32_t>(h + 12) != 0 ||
-        (kind != kSameHost && kind != kNotSameHost && kind != kReturn)) {
+    frame::Header h;
+    const bool good = frame::DecodeHeader(out->control, &h).ok();
+    const uint8_t kind = h.kind;
+    const uint32_t stream = h.stream;
+    if (!good || (kind != frame::kSameHost && kind != frame::kNotSameHost && kind != frame::kReturn)) {
       self->data_loss.fetch_add(1);
       return self->FailOut(out, errors::DataLoss("tensor transport: a bad answer from task ", out->task,
                                                  "; connection closed"));
     }
-    if (kind == kSameHost || kind == kNotSameHost) {
+    if (kind == frame::kSameHost || kind == frame::kNotSameHost) {
       std::lock_guard<std::mutex> lock(out->wmu);
       out->answered = true;
-      out->same_host = kind == kSameHost;
+      out->same_host = kind == frame::kSameHost;
       self->WriteNext(out);  // tensors held for the answer go now
     } else {
       auto it = out->lent.find(stream);
@@ -221,10 +214,10 @@ void TensorTransport::Impl::WriteNext(const std::shared_ptr<Out>& out) {
     if (lend) {
       // Same host: the receiver reads the payload from this process's memory.
       out->buffers.push_back(asio::buffer(st->begin));
-      out->chunk_headers.push_back(Header(kLend, 0, st->id, 8));
-      Put<uint64_t>(&out->chunk_headers.back(), reinterpret_cast<uint64_t>(st->tensor.raw_data()));
+      out->chunk_headers.emplace_back();
+      frame::AppendLend(&out->chunk_headers.back(), st->id, reinterpret_cast<uint64_t>(st->tensor.raw_data()));
       out->buffers.push_back(asio::buffer(out->chunk_headers.back()));
-      gathered += st->begin.size() + kHeaderBytes + 8;
+      gathered += st->begin.size() + kHeaderBytes + frame::kLendBytes;
       st->begun = true;
       st->offset = st->payload_len;
       out->lent_bytes += st->payload_len;
@@ -242,7 +235,7 @@ void TensorTransport::Impl::WriteNext(const std::shared_ptr<Out>& out) {
                                                          : options.chunk_bytes,
                                           st->payload_len - st->offset);
     if (n > 0) {
-      out->chunk_headers.push_back(Header(kData, 0, st->id, static_cast<uint32_t>(n)));
+      out->chunk_headers.push_back(Header(frame::kData, 0, st->id, static_cast<uint32_t>(n)));
       out->buffers.push_back(asio::buffer(out->chunk_headers.back()));
       if (st->truncate16) {
         out->encoded.resize(n / 2);
@@ -294,9 +287,9 @@ bool TensorTransport::Impl::WriteDirect(const std::string& task, const std::shar
   std::unique_lock<std::mutex> lock(out->wmu, std::try_to_lock);
   if (!lock.owns_lock() || out->dead || out->writing || !out->queue.empty() || !out->pending.empty()) return false;
   const uint32_t id = out->next_stream++;
-  std::memcpy(st->begin.data() + 8, &id, 4);
+  frame::SetStream(st->begin.data(), id);
   const std::string chunk = st->payload_len > 0
-                                ? Header(kData, 0, id, static_cast<uint32_t>(st->payload_len))
+                                ? Header(frame::kData, 0, id, static_cast<uint32_t>(st->payload_len))
                                 : std::string();
   iovec iov[3] = {{st->begin.data(), st->begin.size()},
                   {const_cast<char*>(chunk.data()), chunk.size()},
@@ -330,24 +323,15 @@ void TensorTransport::Impl::Enqueue(const std::string& task, std::shared_ptr<Out
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = peers.find(task);
-    if (it == peers.end()) {
-      if (callbacks.reject)
-        callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
-                         errors::Unavailable("tensor transport: no address for task ", task));
-      return;
-    }
+    if (it == peers.end())
+      return RejectOut(task, *st, errors::Unavailable("tensor transport: no address for task ", task));
     peer = it->second;
   }
   auto out = OutFor(task, peer);
-  if (!out) {
-    if (callbacks.reject)
-      callbacks.reject(Get<int64_t>(st->begin.data() + kHeaderBytes),
-                       errors::Unavailable("tensor transport: task ", task, " unreachable"));
-    return;
-  }
+  if (!out) return RejectOut(task, *st, errors::Unavailable("tensor transport: task ", task, " unreachable"));
   std::lock_guard<std::mutex> lock(out->wmu);
   st->id = out->next_stream++;
-  std::memcpy(st->begin.data() + 8, &st->id, 4);
+  frame::SetStream(st->begin.data(), st->id);
   out->queue.push_back(std::move(st));
   WriteNext(out);
 }
@@ -386,7 +370,8 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
       return errors::InvalidArgument("tensor transport: TLS files: ", e.what());
     }
   }
-  impl->options.chunk_bytes = std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, kMaxDataBody)) & ~size_t{7};
+  impl->options.chunk_bytes =
+      std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, frame::kMaxDataBody)) & ~size_t{7};
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
   impl->thread = std::thread([impl] {
@@ -475,27 +460,22 @@ std::vector<std::string> TensorTransport::Peers() const {
   return out;
 }
 
-Status TensorTransport::Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value,
-                             bool is_dead, bool truncate16) {
+Status TensorTransport::Send(const std::string& task, Channel channel, std::string meta, const Tensor& value,
+                             SendFlags flags) {
   if (impl_->stopped.load()) return errors::Cancelled("tensor transport of ", impl_->options.task, " is stopped");
   if (!HasPeer(task)) return errors::NotFound("tensor transport: task ", task, " is not a peer of ", impl_->options.task);
   auto st = std::make_shared<OutStream>();
-  const DataType dtype = value.IsInitialized() ? value.dtype() : DT_FLOAT;
-  const TensorShape shape = value.IsInitialized() ? value.shape() : TensorShape({0});
-  truncate16 = truncate16 && dtype == DT_FLOAT && value.IsInitialized();
-  if (!value.IsInitialized()) {
-    // A dead tensor may have no value: an empty float32 stands for it.
-    st->payload_len = 0;
+  st->channel = channel;
+  frame::Begin begin;
+  begin.channel = static_cast<uint8_t>(channel);
+  const bool has_tensor = value.IsInitialized();
+  const DataType dtype = has_tensor ? value.dtype() : DT_INVALID;
+  const bool truncate16 = flags.truncate16 && dtype == DT_FLOAT;
+  if (!has_tensor) {
+    // No tensor (a control message, or a dead tensor without a value).
   } else if (DataTypeIsStringLike(dtype)) {
     auto enc = std::make_shared<std::string>();
-    const std::string* e = value.data<std::string>();
-    size_t total = 0;
-    for (int64_t i = 0; i < value.NumElements(); ++i) total += 8 + e[i].size();
-    enc->reserve(total);
-    for (int64_t i = 0; i < value.NumElements(); ++i) {
-      Put<uint64_t>(enc.get(), e[i].size());
-      enc->append(e[i]);
-    }
+    frame::AppendStrings(enc.get(), value.data<std::string>(), value.NumElements());
     st->encoded = enc;
     st->payload = enc->data();
     st->payload_len = enc->size();
@@ -508,25 +488,26 @@ Status TensorTransport::Send(const std::string& task, int64_t step_id, const Ren
     st->payload = static_cast<const char*>(value.raw_data());
     st->payload_len = value.TotalBytes();
   }
-  const std::string& k = key.str();
-  const uint32_t ndims = static_cast<uint32_t>(shape.dims());
-  if (k.empty() || k.size() > kMaxKeyBytes || ndims > kMaxDims || st->payload_len > impl_->options.max_payload_bytes)
-    return errors::InvalidArgument("tensor transport: cannot send ", key.str(), ": ", ndims, " dims, ",
-                                   st->payload_len, " bytes (the most are ", kMaxDims, " dims and ",
-                                   impl_->options.max_payload_bytes, " bytes, keys of ", kMaxKeyBytes, " bytes)");
-  const uint32_t body = static_cast<uint32_t>(kBeginFixed + k.size() + size_t{8} * ndims);
-  uint8_t flags = (is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
-  st->begin = Header(kBegin, flags, 0, body);
-  Put<int64_t>(&st->begin, step_id);
-  Put<int32_t>(&st->begin, static_cast<int32_t>(dtype));
-  Put<uint32_t>(&st->begin, ndims);
-  Put<uint64_t>(&st->begin, st->payload_len);
-  Put<uint32_t>(&st->begin, static_cast<uint32_t>(k.size()));
-  st->begin += k;
-  for (uint32_t d = 0; d < ndims; ++d) Put<int64_t>(&st->begin, shape.dim_size(static_cast<int>(d)));
+  if (has_tensor) begin.dims = value.shape().dim_sizes();
+  if (meta.size() > frame::kMaxMetaBytes || begin.dims.size() > frame::kMaxDims ||
+      st->payload_len > impl_->options.max_payload_bytes)
+    return errors::InvalidArgument("tensor transport: cannot send a message of ", meta.size(), " meta bytes, ",
+                                   begin.dims.size(), " dims, ", st->payload_len, " bytes (the most are ",
+                                   frame::kMaxMetaBytes, " meta bytes, ", frame::kMaxDims, " dims and ",
+                                   impl_->options.max_payload_bytes, " bytes)");
+  begin.dtype = static_cast<int32_t>(dtype);
+  begin.payload_len = st->payload_len;
+  begin.meta = std::move(meta);
+  const uint8_t frame_flags = (flags.is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
+  frame::AppendBegin(&st->begin, frame_flags, 0, begin);
+  st->meta = std::move(begin.meta);
   if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && impl_->WriteDirect(task, st)) return Status::OK();
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();
+}
+
+Status TensorTransport::SendMessage(const std::string& task, Channel channel, std::string meta) {
+  return Send(task, channel, std::move(meta), Tensor());
 }
 
 }  // namespace actorflow

@@ -5,18 +5,27 @@
 //
 // One Boost.Asio thread per process. A process opens one TCP connection to
 // each peer task it sends to (TCP_NODELAY), introduces itself with a hello
-// frame (task name, incarnation), then writes frames:
+// frame (task name, incarnation), then writes frames (comm/frame_codec.hpp
+// encodes and checks them):
 //
-//   header  u32 magic "AFT1" | u8 kind | u8 flags | u16 zero | u32 stream | u32 body_len   (16 bytes, LE)
+//   header  u32 magic "AFT2" | u8 kind | u8 flags | u16 zero | u32 stream | u32 body_len   (16 bytes, LE)
 //   kind 1  hello: u64 incarnation | u32 task_len | task [| u32 pid | u64 address | 16 bytes cookie]
-//   kind 2  begin: i64 step_id | i32 dtype | u32 ndims | u64 payload_len | u32 key_len | key | i64 dims[ndims]
+//   kind 2  begin: u8 channel | i32 dtype | u32 ndims | u64 payload_len | u32 meta_len | meta | i64 dims[ndims]
 //   kind 3  data:  body_len bytes of the stream's payload, at the next offset
 //   kind 4  lend:  u64 address: the whole payload lies there in the sender's memory (same host)
-//   flags   1 = dead tensor (control flow), 2 = float32 sent as its upper 16 bits
+//   flags   (begin only) 1 = dead tensor (control flow), 2 = float32 sent as its upper 16 bits
 // and the receiver answers on the same connection (empty bodies):
 //   kind 5  same host: "I can read your memory" (the hello's proof checked out)
 //   kind 7  not the same host: the answer when it did not (every byte then goes over TCP)
 //   kind 6  return: the receiver has read lent stream `stream`; the sender lets its tensor go
+//
+// Neutral verbs: a message goes on a channel (Channel) to a task, with its
+// client's meta bytes (opaque here: the rendezvous client puts a step id and
+// a rendezvous key there, net/rendezvous_key.hpp; the collective executor a
+// binary header, comm/collective_message.hpp) and a tensor, or none (dtype
+// DT_INVALID: a control message). The receiver hands it to that channel's
+// handler; a channel without one takes nothing (a message for it is a bad
+// frame). Every path below (chunks, lending) serves every channel alike.
 //
 // A tensor is one stream: a begin frame, then its payload in chunks (4 MiB by
 // default). The writer takes queued tensors in turn, one chunk each, so a
@@ -38,14 +47,15 @@
 // host, or one whose memory cannot be read, gets every byte over TCP.
 //
 // The receiver validates every frame before allocating: magic, kind, a hello
-// first, body and key lengths under caps, a supported dtype, dims that make a
-// shape, dims x element size = payload length, payload under the cap, chunks
-// that fit their stream. A bad frame closes the connection with DataLoss and
-// reports the peer failed; a tensor whose sender is not the incarnation this
-// process knows for that task (a restarted task) is discarded and its step
-// rejected with Aborted ("task restarted"); a tensor that does not fit in
-// memory rejects its step with ResourceExhausted. Nothing crashes, nothing
-// allocates what the peer merely claims.
+// first, body and meta lengths under caps, a known channel, a supported
+// dtype, dims that make a shape, dims x element size = payload length,
+// payload under the cap, chunks that fit their stream, and the meta as the
+// channel's handler checks it. A bad frame closes the connection with
+// DataLoss and reports the peer failed; a message whose sender is not the
+// incarnation this process knows for that task (a restarted task) is
+// discarded and rejected to its channel with Aborted ("task restarted"); a
+// tensor that does not fit in memory is rejected with ResourceExhausted.
+// Nothing crashes, nothing allocates what the peer merely claims.
 //
 // With TlsOptions, every connection is TLS 1.3 with certificates on both
 // sides, verified against the cluster CA (comm/tls.hpp); a plaintext peer or
@@ -64,7 +74,6 @@
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
-#include "actorflow/net/rendezvous_key.hpp"
 #include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
@@ -85,12 +94,32 @@ struct TransportOptions {
   TlsOptions tls;
 };
 
+/// The clients of the transport, one channel each.
+enum class Channel : uint8_t { kRendezvous = 1, kCollective = 2, kControl = 3 };
+
+/// How a tensor travels: `is_dead` (control flow) is delivered with it;
+/// `truncate16`: a float32 tensor travels as its upper 16 bits.
+struct SendFlags {
+  bool is_dead = false;
+  bool truncate16 = false;
+};
+
+/// What one channel's client does with its messages (each optional).
+struct ChannelHandler {
+  /// Checks a message's meta when it begins, before anything is allocated
+  /// for it: not OK (why) is a bad frame: the connection closes with DataLoss.
+  std::function<Status(const std::string& from_task, const std::string& meta)> check;
+  /// A message arrived whole; `value` is uninitialized for a message without a tensor.
+  std::function<void(const std::string& from_task, std::string meta, Tensor value, bool is_dead)> deliver;
+  /// A message to or from `task` could not be taken (its sender restarted, no
+  /// memory, its connection failed before it was whole or written).
+  std::function<void(const std::string& task, const std::string& meta, Status status)> reject;
+};
+
 struct TransportCallbacks {
-  /// A tensor arrived whole.
-  std::function<void(int64_t step_id, RendezvousKey key, Tensor value, bool is_dead)> deliver;
-  /// A tensor of `step_id` could not be taken (its sender restarted, no memory).
-  std::function<void(int64_t step_id, Status status)> reject;
-  /// A connection with `task` failed (a dead peer, a bad frame); its queued tensors are dropped.
+  ChannelHandler handlers[4];  // by Channel; [0] unused
+  ChannelHandler& handler(Channel c) { return handlers[static_cast<uint8_t>(c)]; }
+  /// A connection with `task` failed (a dead peer, a bad frame); its queued messages are dropped.
   std::function<void(const std::string& task, Status status)> peer_failed;
 };
 
@@ -121,11 +150,14 @@ class TensorTransport {
   /// Every known peer task, sorted.
   std::vector<std::string> Peers() const;
 
-  /// Queues a tensor for `task` (never blocks; the bytes are written from the
-  /// tensor's buffer later). NotFound when the task is not a known peer.
-  /// `truncate16`: a float32 tensor travels as its upper 16 bits.
-  Status Send(const std::string& task, int64_t step_id, const RendezvousKey& key, const Tensor& value, bool is_dead,
-              bool truncate16 = false);
+  /// Queues a message with a tensor for `channel` of `task` (never blocks;
+  /// the bytes are written from the tensor's buffer later). An uninitialized
+  /// `value` sends none. NotFound when the task is not a known peer;
+  /// InvalidArgument for meta over frame::kMaxMetaBytes, more than 64 dims or
+  /// a payload over the cap.
+  Status Send(const std::string& task, Channel channel, std::string meta, const Tensor& value, SendFlags flags = {});
+  /// Queues a message without a tensor (a control message).
+  Status SendMessage(const std::string& task, Channel channel, std::string meta);
 
   /// Connections closed because of a bad frame (for tests).
   uint64_t data_loss_count() const;

@@ -2,7 +2,8 @@
 // halves: tensor_transport.cpp (the outgoing side, starting and stopping, the
 // API) and tensor_transport_receive.cpp (the incoming side: frames, checks,
 // reads from the socket and from a same-host sender's memory). Internal to
-// net/; the wire format is described in the public header.
+// comm/; the wire format is described in the public header, its codec is
+// comm/frame_codec.hpp.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/comm/frame_codec.hpp"
 #include "actorflow/comm/same_host.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
@@ -33,19 +35,10 @@ using tcp = asio::ip::tcp;
 
 namespace transport_internal {
 
-constexpr uint32_t kMagic = 0x31544641;  // "AFT1" little endian
-constexpr size_t kHeaderBytes = 16;
-constexpr uint8_t kHello = 1, kBegin = 2, kData = 3, kLend = 4;
-constexpr uint8_t kSameHost = 5, kReturn = 6, kNotSameHost = 7;  // receiver to sender
-constexpr size_t kProofBytes = 4 + 8 + 16;      // the hello's optional tail: pid, address, cookie
+using frame::kHeaderBytes;
+using frame::kFlagDead;
+using frame::kFlagTruncate16;
 constexpr uint64_t kLendMinBytes = 256 << 10;   // same host: tensors lent rather than written
-constexpr uint8_t kFlagDead = 1, kFlagTruncate16 = 2;
-constexpr uint32_t kMaxBodyBytes = 64 << 10;  // hello and begin bodies
-constexpr uint32_t kMaxKeyBytes = 8 << 10;
-constexpr uint32_t kMaxTaskBytes = 1024;
-constexpr uint32_t kMaxDims = 64;
-constexpr uint32_t kMaxDataBody = 64 << 20;  // one chunk
-constexpr size_t kBeginFixed = 8 + 4 + 4 + 8 + 4;
 constexpr auto kHelloTimeout = std::chrono::seconds(10);  // a connection that never introduces itself is closed
 constexpr uint64_t kBegunBudget = uint64_t{1} << 30;  // sender: bytes of tensors begun and not finished
 // A float32 stream sent as 16 bits goes in chunks of this many wire bytes
@@ -59,34 +52,18 @@ constexpr size_t kBulkBytes = 256 << 10;  // plaintext chunks at least this long
 constexpr size_t kBulkWake = 256 << 10;   // ... which wakes when this much (or the rest) has arrived
 constexpr size_t kReadBuffer = 128 << 10;  // per plaintext connection: frames up to the longest begin body
 
-template <class T>
-void Put(std::string* out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
-  out->append(b, sizeof(T));
-}
-template <class T>
-T Get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
+// A frame's header alone (a data frame's, an answer's).
 inline std::string Header(uint8_t kind, uint8_t flags, uint32_t stream, uint32_t body_len) {
   std::string h;
-  h.reserve(kHeaderBytes);
-  Put<uint32_t>(&h, kMagic);
-  Put<uint8_t>(&h, kind);
-  Put<uint8_t>(&h, flags);
-  Put<uint16_t>(&h, 0);
-  Put<uint32_t>(&h, stream);
-  Put<uint32_t>(&h, body_len);
+  frame::AppendHeader(&h, frame::Header{kind, flags, stream, body_len});
   return h;
 }
 
-// One tensor on its way out.
+// One message on its way out.
 struct OutStream {
   uint32_t id = 0;
+  Channel channel = Channel::kControl;
+  std::string meta;   // for its channel's reject
   std::string begin;  // header + begin body
   Tensor tensor;      // keeps the payload alive while it is written
   std::shared_ptr<std::string> encoded;  // the payload, when not the tensor's own bytes
@@ -182,8 +159,8 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
 
   // --- incoming: io thread only -------------------------------------------
   struct InStream {
-    int64_t step_id = 0;
-    RendezvousKey key;
+    Channel channel = Channel::kControl;
+    std::string meta;
     DataType dtype = DT_INVALID;
     TensorShape shape;
     uint8_t flags = 0;
@@ -323,6 +300,18 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   bool WriteDirect(const std::string& task, const std::shared_ptr<OutStream>& st);
 
   void Enqueue(const std::string& task, std::shared_ptr<OutStream> st);
-};
+
+  // The handler of a message's channel.
+  ChannelHandler& HandlerOf(Channel c) { return callbacks.handler(c); }
+  // Tells `st`'s channel that its message from the sender of `in` could not be taken.
+  void Reject(const std::shared_ptr<In>& in, const InStream& st, const Status& s) {
+    auto& h = HandlerOf(st.channel);
+    if (h.reject) h.reject(in->task, st.meta, s);
+  }
+  // Tells `st`'s channel that its message to `task` could not go.
+  void RejectOut(const std::string& task, const OutStream& st, const Status& s) {
+    auto& h = HandlerOf(st.channel);
+    if (h.reject) h.reject(task, st.meta, s);
+  }};
 
 }  // namespace actorflow

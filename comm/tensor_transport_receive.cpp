@@ -68,7 +68,7 @@ void TensorTransport::Impl::CloseIn(const std::shared_ptr<In>& in, const Status&
     }
   // Tensors begun on this connection will never complete: their steps fail.
   for (auto& [id, st] : in->streams)
-    if (!st.discard && callbacks.reject) callbacks.reject(st.step_id, s);
+    if (!st.discard) Reject(in, st, s);
   in->streams.clear();
   if (!in->task.empty() && callbacks.peer_failed) {
     bool current;
@@ -104,42 +104,44 @@ void TensorTransport::Impl::ReadHeader(const std::shared_ptr<In>& in) {
 }
 
 void TensorTransport::Impl::OnHeader(const std::shared_ptr<In>& in) {
-  const char* h = in->header;
-  if (Get<uint32_t>(h) != kMagic) return Bad(in, "bad magic");
-  const uint8_t kind = Get<uint8_t>(h + 4), flags = Get<uint8_t>(h + 5);
-  const uint32_t stream = Get<uint32_t>(h + 8), body_len = Get<uint32_t>(h + 12);
-  if (Get<uint16_t>(h + 6) != 0 || (flags & ~(kFlagDead | kFlagTruncate16))) return Bad(in, "unknown flags");
-  if (!in->hello && kind != kHello) return Bad(in, "a frame before the hello");
-  if (kind == kHello || kind == kBegin) {
-    if (in->hello && kind == kHello) return Bad(in, "a second hello");
-    if (body_len > kMaxBodyBytes) return Bad(in, "header body too long");
+  frame::Header h;
+  const Status s = frame::DecodeHeader(in->header, &h);
+  if (!s.ok()) return Bad(in, s.message());
+  const uint8_t kind = h.kind, flags = h.flags;
+  const uint32_t stream = h.stream, body_len = h.body_len;
+  if (!in->hello && kind != frame::kHello) return Bad(in, "a frame before the hello");
+  if (kind == frame::kHello || kind == frame::kBegin) {
+    if (in->hello && kind == frame::kHello) return Bad(in, "a second hello");
     in->body.resize(body_len);
     ReadIn(in, in->body.data(), body_len,
                      [self = shared_from_this(), in, kind, flags, stream](const boost::system::error_code& ec,
                                                                           size_t) {
                        if (in->closed) return;
                        if (ec) return self->Bad(in, "truncated frame: " + ec.message());
-                       if (kind == kHello) self->OnHello(in);
+                       if (kind == frame::kHello) self->OnHello(in);
                        else self->OnBegin(in, flags, stream);
                      });
     return;
   }
-  if (kind == kLend) {
-    if (body_len != 8) return Bad(in, "a lend frame of " + std::to_string(body_len) + " bytes");
-    in->body.resize(8);
-    ReadIn(in, in->body.data(), 8, [self = shared_from_this(), in, stream](const boost::system::error_code& ec, size_t) {
+  if (kind == frame::kLend) {
+    in->body.resize(body_len);
+    ReadIn(in, in->body.data(), body_len, [self = shared_from_this(), in, stream](const boost::system::error_code& ec,
+                                                                                  size_t) {
       if (in->closed) return;
       if (ec) return self->Bad(in, "truncated frame: " + ec.message());
-      self->OnLend(in, stream, Get<uint64_t>(in->body.data()));
+      uint64_t address = 0;
+      const Status s = frame::DecodeLend(in->body.data(), in->body.size(), &address);
+      if (!s.ok()) return self->Bad(in, s.message());
+      self->OnLend(in, stream, address);
     });
     return;
   }
-  if (kind != kData) return Bad(in, "unknown frame kind " + std::to_string(kind));
+  if (kind != frame::kData) return Bad(in, "a frame of kind " + std::to_string(kind) + " from a sender");
   auto it = in->streams.find(stream);
   if (it == in->streams.end()) return Bad(in, "data for unknown stream " + std::to_string(stream));
   InStream& st = it->second;
   if (st.lent) return Bad(in, "data for a lent stream");
-  if (body_len == 0 || body_len > kMaxDataBody || body_len > st.payload_len - st.received)
+  if (body_len > st.payload_len - st.received)
     return Bad(in, "chunk of " + std::to_string(body_len) + " bytes does not fit its tensor");
   char* dest;
   if (st.discard) {
@@ -310,26 +312,16 @@ void TensorTransport::Impl::ReadDiscard(const std::shared_ptr<In>& in, uint32_t 
 }
 
 void TensorTransport::Impl::OnHello(const std::shared_ptr<In>& in) {
-  const auto& b = in->body;
-  if (b.size() < 12) return Bad(in, "short hello");
-  const uint64_t incarnation = Get<uint64_t>(b.data());
-  const uint32_t len = Get<uint32_t>(b.data() + 8);
-  if (len == 0 || len > kMaxTaskBytes || (b.size() != 12 + len && b.size() != 12 + len + kProofBytes))
-    return Bad(in, "bad hello");
-  in->task.assign(b.data() + 12, len);
-  in->incarnation = incarnation;
+  frame::Hello hello;
+  const Status s = frame::DecodeHello(in->body.data(), in->body.size(), &hello);
+  if (!s.ok()) return Bad(in, s.message());
+  in->task = std::move(hello.task);
+  in->incarnation = hello.incarnation;
   in->hello = true;
   if (in->hello_deadline) in->hello_deadline->cancel();
-  if (b.size() > 12 + len && options.same_host && !in->tls) {
-    // The sender offers its memory: take it if this process can read the proof there.
-    const char* q = b.data() + 12 + len;
-    ProcessProof proof;
-    proof.pid = Get<uint32_t>(q);
-    proof.address = Get<uint64_t>(q + 4);
-    std::memcpy(proof.cookie.data(), q + 12, proof.cookie.size());
-    in->peer_memory = PeerMemory::Attach(proof);
-  }
-  if (b.size() > 12 + len && !in->tls) SendControl(in, in->peer_memory ? kSameHost : kNotSameHost, 0);
+  // The sender offers its memory: take it if this process can read the proof there.
+  if (hello.has_proof && options.same_host && !in->tls) in->peer_memory = PeerMemory::Attach(hello.proof);
+  if (hello.has_proof && !in->tls) SendControl(in, in->peer_memory ? frame::kSameHost : frame::kNotSameHost, 0);
   ReadHeader(in);
 }
 
@@ -362,7 +354,7 @@ void TensorTransport::Impl::OnLend(const std::shared_ptr<In>& in, uint32_t strea
     return Bad(in, "a lend for stream " + std::to_string(stream) + " that cannot take one");
   if (st.discard) {  // rejected at its begin: nothing to read, the sender may let it go
     in->streams.erase(it);
-    SendControl(in, kReturn, stream);
+    SendControl(in, frame::kReturn, stream);
     return ReadHeader(in);
   }
   st.lent = true;
@@ -407,46 +399,29 @@ void TensorTransport::Impl::ReadLent(const std::shared_ptr<In>& in, uint32_t str
                    false);
   st.received = st.payload_len;
   same_host_reads.fetch_add(1);
-  SendControl(in, kReturn, stream);
+  SendControl(in, frame::kReturn, stream);
   Complete(in, it);
 }
 
 void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags, uint32_t stream) {
-  const auto& b = in->body;
-  if (b.size() < kBeginFixed) return Bad(in, "short begin frame");
-  const char* p = b.data();
+  frame::Begin begin;
   InStream st;
-  st.step_id = Get<int64_t>(p);
-  st.dtype = static_cast<DataType>(Get<int32_t>(p + 8));
-  const uint32_t ndims = Get<uint32_t>(p + 12);
-  st.payload_len = Get<uint64_t>(p + 16);
-  const uint32_t key_len = Get<uint32_t>(p + 24);
-  st.flags = flags;
-  if (ndims > kMaxDims || key_len == 0 || key_len > kMaxKeyBytes ||
-      b.size() != kBeginFixed + key_len + size_t{8} * ndims)
-    return Bad(in, "begin frame lengths disagree");
+  Status s = frame::DecodeBegin(in->body.data(), in->body.size(), flags, options.max_payload_bytes, &begin,
+                                &st.shape);
+  if (!s.ok()) return Bad(in, s.message());
   if (in->streams.count(stream)) return Bad(in, "stream " + std::to_string(stream) + " begun twice");
-  if (static_cast<int32_t>(st.dtype) <= 0 || static_cast<int32_t>(st.dtype) >= 100 || !DataTypeIsSupported(st.dtype))
-    return Bad(in, "unsupported dtype " + std::to_string(st.dtype));
-  std::vector<int64_t> dims(ndims);
-  if (ndims > 0) std::memcpy(dims.data(), p + kBeginFixed + key_len, size_t{8} * ndims);
-  if (!TensorShape::FromDims(dims, &st.shape).ok()) return Bad(in, "invalid dims");
-  if (st.payload_len > options.max_payload_bytes) return Bad(in, "payload over the cap");
+  st.channel = static_cast<Channel>(begin.channel);
+  st.dtype = static_cast<DataType>(begin.dtype);
+  st.payload_len = begin.payload_len;
+  st.flags = flags;
+  st.meta = std::move(begin.meta);
+  const ChannelHandler& handler = HandlerOf(st.channel);
+  if (!handler.deliver)
+    return Bad(in, "a message on channel " + std::to_string(begin.channel) + ", which this task does not take");
+  if (handler.check && !(s = handler.check(in->task, st.meta)).ok()) return Bad(in, s.message());
+  const bool has_tensor = st.dtype != DT_INVALID;
   const bool is_string = DataTypeIsStringLike(st.dtype);
-  const bool truncated = flags & kFlagTruncate16;
-  if (truncated && st.dtype != DT_FLOAT) return Bad(in, "16-bit truncation of a non-float32 tensor");
-  const uint64_t n = static_cast<uint64_t>(st.shape.num_elements());
-  if (is_string) {
-    if (n > st.payload_len / 8) return Bad(in, "string payload shorter than its lengths");
-    st.extra = n * sizeof(std::string);
-  } else {
-    const uint64_t elem = truncated ? 2 : DataTypeSize(st.dtype);
-    if (elem == 0 || (n != 0 && n > st.payload_len / elem) || n * elem != st.payload_len)
-      return Bad(in, "dims x element size != payload length");
-  }
-  st.key = RendezvousKey(std::string(p + kBeginFixed, key_len));
-  // A tensor for another task is not this process's to take (never forwarded).
-  if (RecvTaskOfKey(st.key.str()) != options.task) return Bad(in, "a tensor for another task (key " + st.key.str() + ")");
+  if (is_string) st.extra = static_cast<uint64_t>(st.shape.num_elements()) * sizeof(std::string);
   // The sender must be the incarnation this process knows for its task.
   uint64_t known = 0;
   bool found;
@@ -459,14 +434,13 @@ void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags
   Status reject;
   if (in->inflight + st.payload_len + st.extra > options.max_inflight_bytes)
     reject = errors::ResourceExhausted("tensor transport: more than ", options.max_inflight_bytes,
-                                       " bytes in flight from ", in->task, "; key ", st.key.str());
+                                       " bytes in flight from ", in->task);
   else if (!found || known != in->incarnation)
     reject = errors::Aborted("tensor from task ", in->task, " with incarnation ", in->incarnation,
                              found ? " after the task restarted (this session knows incarnation " +
                                          std::to_string(known) + ")"
-                                   : " that this process does not know as a peer",
-                             "; key ", st.key.str());
-  if (reject.ok()) {
+                                   : " that this process does not know as a peer");
+  if (reject.ok() && has_tensor) {
     try {
       if (is_string) {
         st.staging.resize(st.payload_len);
@@ -475,15 +449,14 @@ void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags
         reject = Tensor::Create(nullptr, st.dtype, st.shape, &st.tensor);
       }
     } catch (...) {
-      reject = errors::ResourceExhausted("no memory for a tensor of ", st.payload_len, " bytes from ", in->task,
-                                         "; key ", st.key.str());
+      reject = errors::ResourceExhausted("no memory for a tensor of ", st.payload_len, " bytes from ", in->task);
     }
   }
   if (!reject.ok()) {
     st.discard = true;
     st.tensor = Tensor();
     std::string().swap(st.staging);
-    if (callbacks.reject) callbacks.reject(st.step_id, reject);
+    Reject(in, st, reject);
   }
   if (!st.discard) in->inflight += st.payload_len + st.extra;
   auto it = in->streams.emplace(stream, std::move(st)).first;
@@ -504,29 +477,17 @@ void TensorTransport::Impl::Complete(const std::shared_ptr<In>& in, std::unorder
   in->streams.erase(it);
   if (st.discard) return;
   // A bad string payload fails its step as well as the connection.
-  auto bad = [&](const std::string& why) {
-    if (callbacks.reject)
-      callbacks.reject(st.step_id, errors::DataLoss("tensor transport: bad string tensor from ", in->task, ": ", why));
-    Bad(in, why);
-  };
   if (DataTypeIsStringLike(st.dtype)) {
-    const char* p = st.staging.data();
-    uint64_t left = st.payload_len;
-    std::string* out = st.tensor.data<std::string>();
-    for (int64_t i = 0; i < st.shape.num_elements(); ++i) {
-      if (left < 8) return bad("string payload truncated");
-      const uint64_t len = Get<uint64_t>(p);
-      p += 8;
-      left -= 8;
-      if (len > left) return bad("string element longer than its payload");
-      out[i].assign(p, len);
-      p += len;
-      left -= len;
+    const Status s =
+        frame::DecodeStrings(st.staging.data(), st.payload_len, st.tensor.data<std::string>(), st.shape.num_elements());
+    if (!s.ok()) {  // a bad string payload fails its message as well as the connection
+      Reject(in, st, errors::DataLoss("tensor transport: bad string tensor from ", in->task, ": ", s.message()));
+      return Bad(in, s.message());
     }
-    if (left != 0) return bad("string payload longer than its elements");
   }
   tensors_received.fetch_add(1);
-  if (callbacks.deliver) callbacks.deliver(st.step_id, std::move(st.key), std::move(st.tensor), st.flags & kFlagDead);
+  const ChannelHandler& handler = HandlerOf(st.channel);
+  if (handler.deliver) handler.deliver(in->task, std::move(st.meta), std::move(st.tensor), st.flags & kFlagDead);
 }
 
 }  // namespace actorflow

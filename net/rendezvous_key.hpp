@@ -9,6 +9,11 @@
 // a reference, not a copy of the text, and carry its hash, so a transfer in
 // one process allocates nothing for its key. Keys compare by text (by identity
 // first); across processes the text is what is serialized.
+//
+// Across processes a transfer is a message on the tensor transport's
+// rendezvous channel (comm/tensor_transport.hpp) whose meta bytes are
+//   i64 step_id | u32 key_len | key text      (little endian, core/io/fixed_width.hpp)
+// made by EncodeRendezvousMeta and checked by DecodeRendezvousMeta.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +21,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 
@@ -55,5 +62,18 @@ std::string_view RecvTaskOfKey(const std::string& key);
 RendezvousKey MakeRendezvousKey(const std::string& send_device, uint64_t send_device_incarnation,
                                 const std::string& recv_device, const std::string& tensor_name, int64_t frame_id = 0,
                                 int64_t iteration = 0);
+
+/// The longest key a rendezvous meta carries.
+constexpr uint32_t kMaxRendezvousKeyBytes = 8 << 10;
+
+/// The meta of a transfer of `key` in step `step_id` (see the file comment).
+std::string EncodeRendezvousMeta(int64_t step_id, const RendezvousKey& key);
+/// DataLoss (saying what is wrong) unless `meta` has that layout, with a key
+/// of 1..kMaxRendezvousKeyBytes bytes; `key` null: only checked.
+Status DecodeRendezvousMeta(const std::string& meta, int64_t* step_id, RendezvousKey* key);
+/// DecodeRendezvousMeta's checks, and that the key's receiving task is `task`
+/// (a tensor for another task is not this process's to take): a meta that
+/// arrived at `task`, checked without allocating.
+Status CheckRendezvousMeta(const std::string& meta, const std::string& task);
 
 }  // namespace actorflow

@@ -47,13 +47,13 @@ struct Rank {
     TransportCallbacks cb;
     auto t = target;
     auto rejects = rejected;
-    cb.deliver = [t](int64_t step, RendezvousKey key, Tensor v, bool) {
-      if (step == CollectiveExecutor::kStepId && CollectiveExecutor::IsCollectiveKey(key))
-        if (auto* e = t->load()) e->Deliver(std::move(key), std::move(v));
+    ChannelHandler& h = cb.handler(Channel::kCollective);
+    h.check = &CollectiveExecutor::CheckMessage;
+    h.deliver = [t](const std::string& from, std::string meta, Tensor v, bool) {
+      if (auto* e = t->load()) e->Deliver(from, std::move(meta), std::move(v));
     };
-    cb.reject = [t, rejects](int64_t step, Status s) {
-      if (step == CollectiveExecutor::kStepId)
-        if (auto* e = t->load()) e->Rejected(std::move(s));
+    h.reject = [t, rejects](const std::string&, const std::string&, Status s) {
+      if (auto* e = t->load()) e->Rejected(std::move(s));
       rejects->fetch_add(1);
     };
     cb.peer_failed = [t](const std::string& task, Status s) {

@@ -100,12 +100,12 @@ TEST_CASE("same host: tensors of 256 KiB and more are read from the sender's mem
   for (int64_t i = 0; i < under.NumElements(); ++i) under.data<int32_t>()[i] = static_cast<int32_t>(i ^ 0x5a5a);
   Tensor strings = test::Strings({std::string(300000, 's'), "", "x"});
   Tensor wide = Floats(int64_t{1} << 18, 1.7f);  // 1 MiB, sent truncated to 16 bits
-  REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("edge"), edge, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("small"), small, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("under"), under, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("strings"), strings, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("wide"), wide, false, /*truncate16=*/true).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("big"), big, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("edge"), edge, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("small"), small, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("under"), under, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("strings"), strings, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("wide"), wide, false, /*truncate16=*/true).ok());
   std::map<std::string, Tensor> got;
   for (int i = 0; i < 6; ++i) {
     auto item = p.in_b.Next();
@@ -142,7 +142,7 @@ TEST_CASE("same host: a lent tensor the receiver rejects (an unknown incarnation
   Pair p(size_t{4} << 20, /*same_host=*/true);
   p.b->SetPeer(kA, "127.0.0.1", p.a->port(), 999);  // B knows another incarnation of A
   Tensor big = Floats(int64_t{1} << 20, 0.5f);
-  REQUIRE(p.a->Send(kB, 4, Key("big"), big, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 4, Key("big"), big, false).ok());
   auto r = p.in_b.Next();
   CHECK(r.step == 4);
   CHECK(errors::IsAborted(r.status));
@@ -167,11 +167,11 @@ TEST_CASE("same host: the sender waits for the answer to its offer, lends, and h
   TransportOptions oa;
   oa.task = kA;
   oa.incarnation = 111;
-  REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
+  REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
   a->SetPeer(kB, "127.0.0.1", ntohs(addr.sin_port), 222);
   Tensor big = Floats(int64_t{1} << 20, 0.25f);  // 4 MiB
-  REQUIRE(a->Send(kB, 1, Key("big"), big, false).ok());
-  REQUIRE(a->Send(kB, 1, Key("small"), Tensor::Scalar<float>(5.f), false).ok());
+  REQUIRE(SendTensor(*a, kB, 1, Key("big"), big, false).ok());
+  REQUIRE(SendTensor(*a, kB, 1, Key("small"), Tensor::Scalar<float>(5.f), false).ok());
 
   timeval tv{10, 0};
   ::setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);  // bounds accept
@@ -284,7 +284,7 @@ TEST_CASE("same host: hostile lend frames close the connection with DataLoss, ne
   // B still takes tensors, lent ones too, from its real peer.
   const uint64_t lent_before = p.b->same_host_count();
   Tensor big = Floats(int64_t{1} << 19, 0.1f);
-  REQUIRE(p.a->Send(kB, 3, Key("after"), big, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 3, Key("after"), big, false).ok());
   Inbox::Item got = p.in_b.Next();
   // The hostile tensors' rejects come first, and tensors a hostile peer lent before its bad frame.
   while (got.key != Key("after").str()) got = p.in_b.Next();
@@ -299,7 +299,7 @@ TEST_CASE("drain: a sender about to end lets its peer read what it sent, lent or
     INFO("same host " << same_host);
     Pair p(size_t{4} << 20, same_host);
     Tensor big = Floats(int64_t{16} << 20, 0.5f);  // 64 MiB: lent, or many chunks
-    REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
+    REQUIRE(SendTensor(*p.a, kB, 1, Key("big"), big, false).ok());
     REQUIRE(p.a->Drain(std::chrono::seconds(20)));
     p.a->Stop();  // gone: whatever it had not delivered would be lost now
     auto item = p.in_b.Next();
@@ -319,7 +319,7 @@ TEST_CASE("drain: a sender about to end lets its peer read what it sent, lent or
   REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   Pair p(size_t{4} << 20, /*same_host=*/false);
   p.a->SetPeer(kB, "127.0.0.1", ntohs(addr.sin_port), 222);
-  REQUIRE(p.a->Send(kB, 1, Key("big"), Floats(int64_t{16} << 20, 0.5f), false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("big"), Floats(int64_t{16} << 20, 0.5f), false).ok());
   CHECK_FALSE(p.a->Drain(std::chrono::milliseconds(300)));
   ::close(listener);
 }

@@ -18,6 +18,7 @@
 #include "local_cluster.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 #include "test_util.hpp"
 #include "tls_util.hpp"
 
@@ -49,8 +50,9 @@ struct Received {
   std::deque<std::pair<bool, Status>> events;  // (delivered, reject/peer failure status)
   TransportCallbacks Callbacks() {
     TransportCallbacks cb;
-    cb.deliver = [this](int64_t, RendezvousKey, Tensor, bool) { Push(true, Status::OK()); };
-    cb.reject = [this](int64_t, Status s) { Push(false, s); };
+    ChannelHandler& h = cb.handler(Channel::kRendezvous);
+    h.deliver = [this](const std::string&, std::string, Tensor, bool) { Push(true, Status::OK()); };
+    h.reject = [this](const std::string&, const std::string&, Status s) { Push(false, s); };
     cb.peer_failed = [this](const std::string&, Status s) { Push(false, s); };
     return cb;
   }
@@ -122,7 +124,7 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
     b->SetPeer(kA, "127.0.0.1", a->port(), 1);
     Tensor big(DT_FLOAT, TensorShape{int64_t{3} << 20});  // 12 MiB: several chunks through TLS
     for (int64_t i = 0; i < big.NumElements(); ++i) big.data<float>()[i] = static_cast<float>(i);
-    REQUIRE(a->Send(kB, 1, KeyAB(), big, false).ok());
+    REQUIRE(a->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), big).ok());
     CHECK(rb.Next().first);
     CHECK(b->tls_refused_count() == 0);
   }
@@ -140,7 +142,7 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
     Received rx;
     auto x = Endpoint(kA, 1, bad.tls, &rx);
     x->SetPeer(kB, "127.0.0.1", b->port(), 2);
-    REQUIRE(x->Send(kB, 1, KeyAB(), Tensor::Scalar<float>(1.f), false).ok());
+    REQUIRE(x->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), Tensor::Scalar<float>(1.f)).ok());
     auto e = rx.Next();  // the sender learns its tensor did not go
     CHECK(!e.first);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -176,11 +178,13 @@ TEST_CASE("a certificate issued by an intermediate CA, its file holding the chai
   auto b = Endpoint(kB, 2, pki.Issue("b"), &rb);
   a->SetPeer(kB, "127.0.0.1", b->port(), 2);
   b->SetPeer(kA, "127.0.0.1", a->port(), 1);
-  REQUIRE(a->Send(kB, 1, KeyAB(), Tensor::Scalar<float>(1.f), false).ok());  // a presents its chain as a client
+  // a presents its chain as a client
+  REQUIRE(a->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), Tensor::Scalar<float>(1.f)).ok());
   CHECK(rb.Next().first);
   const RendezvousKey back = MakeRendezvousKey(std::string(kB) + "/device:CPU:0", 2, std::string(kA) + "/device:CPU:0",
                                                "back", 0, 0);
-  REQUIRE(b->Send(kA, 1, back, Tensor::Scalar<float>(2.f), false).ok());  // ... and as a server
+  // ... and as a server
+  REQUIRE(b->Send(kA, Channel::kRendezvous, EncodeRendezvousMeta(1, back), Tensor::Scalar<float>(2.f)).ok());
   CHECK(ra.Next().first);
   CHECK(a->tls_refused_count() == 0);
   CHECK(b->tls_refused_count() == 0);

@@ -39,11 +39,11 @@ TEST_CASE("transport: tensors of every kind cross intact") {
   Tensor ints = test::MakeTensor<int64_t>({1, -2, int64_t{1} << 40, 4}, TensorShape{2, 2});
   Tensor strings = test::Strings({"", "x", std::string(70000, 'q'), std::string("a\0b", 3)});
   Tensor empty(DT_INT32, TensorShape{0, 5});
-  REQUIRE(p.a->Send(kB, 1, Key("f"), floats, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("i"), ints, false).ok());
-  REQUIRE(p.a->Send(kB, 2, Key("s", 3, 4), strings, false).ok());
-  REQUIRE(p.a->Send(kB, 2, Key("dead"), Tensor(), true).ok());
-  REQUIRE(p.a->Send(kB, 2, Key("empty"), empty, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("f"), floats, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("i"), ints, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 2, Key("s", 3, 4), strings, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 2, Key("dead"), Tensor(), true).ok());
+  REQUIRE(SendTensor(*p.a, kB, 2, Key("empty"), empty, false).ok());
   // The writer takes queued tensors in turn, a chunk each, so a tensor may
   // arrive before one queued ahead of it (the dead one before the strings).
   std::map<std::string, Inbox::Item> got;
@@ -68,7 +68,7 @@ TEST_CASE("transport: tensors of every kind cross intact") {
   // And the other way.
   const RendezvousKey back = MakeRendezvousKey(std::string(kB) + "/device:CPU:0", 222, std::string(kA) + "/device:CPU:0",
                                                "back", 0, 0);
-  REQUIRE(p.b->Send(kA, 9, back, floats, false).ok());
+  REQUIRE(SendTensor(*p.b, kA, 9, back, floats, false).ok());
   CHECK(test::Values<float>(p.in_a.Next().value) == test::Values<float>(floats));
   CHECK(p.a->data_loss_count() == 0);
   CHECK(p.b->data_loss_count() == 0);
@@ -77,7 +77,7 @@ TEST_CASE("transport: tensors of every kind cross intact") {
 TEST_CASE("transport: float32 truncated to 16 bits keeps the upper half of each value, dtype and shape") {
   Pair p;
   Tensor x = test::MakeTensor<float>({1.f, 3.14159265f, -1e-20f, 65504.f, 1e30f, 0.1f}, TensorShape{2, 3});
-  REQUIRE(p.a->Send(kB, 1, Key("t"), x, false, /*truncate16=*/true).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("t"), x, false, /*truncate16=*/true).ok());
   auto got = p.in_b.Next();
   REQUIRE(got.value.dtype() == DT_FLOAT);
   CHECK(got.value.shape() == x.shape());
@@ -97,8 +97,8 @@ TEST_CASE("transport: a small tensor is not held behind a huge one, over TCP and
   Pair p(size_t{1} << 20, same_host);  // 1 MiB chunks (or pieces read from the sender)
   Tensor big(DT_FLOAT, TensorShape{(int64_t{64} << 20) / 4});
   std::memset(big.raw_data(), 7, big.TotalBytes());
-  REQUIRE(p.a->Send(kB, 1, Key("big"), big, false).ok());
-  REQUIRE(p.a->Send(kB, 1, Key("small"), Tensor::Scalar<float>(1.f), false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("big"), big, false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("small"), Tensor::Scalar<float>(1.f), false).ok());
   CHECK(p.in_b.Next().key == Key("small").str());  // 64 chunks of the big one were queued first
   auto b = p.in_b.Next();
   CHECK(b.key == Key("big").str());
@@ -127,10 +127,10 @@ TEST_CASE("transport: small tensors written by their callers' threads interleave
   for (int t = 0; t < kThreads; ++t)
     senders.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i)
-        if (!p.a->Send(kB, 1, Key("s" + std::to_string(t) + "_" + std::to_string(i)), value(t, i), false).ok())
+        if (!SendTensor(*p.a, kB, 1, Key("s" + std::to_string(t) + "_" + std::to_string(i)), value(t, i), false).ok())
           failed_sends.fetch_add(1);
     });
-  for (int b = 0; b < kBig; ++b) REQUIRE(p.a->Send(kB, 1, Key("big" + std::to_string(b)), big, false).ok());
+  for (int b = 0; b < kBig; ++b) REQUIRE(SendTensor(*p.a, kB, 1, Key("big" + std::to_string(b)), big, false).ok());
   for (auto& s : senders) s.join();
   CHECK(failed_sends.load() == 0);
   std::map<std::string, Tensor> got;
@@ -166,15 +166,15 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
   std::condition_variable gate_cv;
   bool open = false;
   std::atomic<bool> stalled{false};  // the receiver's thread is in the gate's delivery
-  TransportCallbacks cb = in_b.Callbacks();
-  auto deliver = cb.deliver;
-  cb.deliver = [&](int64_t step, RendezvousKey key, Tensor v, bool dead) {
-    if (key.str() == Key("gate").str()) {
+  TransportCallbacks cb = in_b.Callbacks(kB);
+  auto deliver = cb.handler(Channel::kRendezvous).deliver;
+  cb.handler(Channel::kRendezvous).deliver = [&](const std::string& from, std::string meta, Tensor v, bool dead) {
+    if (meta == EncodeRendezvousMeta(1, Key("gate"))) {
       stalled = true;
       std::unique_lock<std::mutex> l(gate_mu);
       gate_cv.wait_for(l, std::chrono::seconds(10), [&] { return open; });  // bounded
     }
-    deliver(step, std::move(key), std::move(v), dead);
+    deliver(from, std::move(meta), std::move(v), dead);
   };
   Inbox in_a;
   std::unique_ptr<TensorTransport> a, b;
@@ -183,11 +183,11 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
   oa.incarnation = 111;
   ob.task = kB;
   ob.incarnation = 222;
-  REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
+  REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
   REQUIRE(TensorTransport::Start(ob, cb, &b).ok());
   a->SetPeer(kB, "127.0.0.1", b->port(), 222);
   b->SetPeer(kA, "127.0.0.1", a->port(), 111);
-  REQUIRE(a->Send(kB, 1, Key("gate"), Tensor::Scalar<int32_t>(0), false).ok());
+  REQUIRE(SendTensor(*a, kB, 1, Key("gate"), Tensor::Scalar<int32_t>(0), false).ok());
   constexpr int kCount = 600;  // 600 x 64 KiB: far more than the sockets hold
   auto value = [](int i) {
     Tensor v(DT_INT32, TensorShape{(int64_t{64} << 10) / 4 - (i % 3)});
@@ -195,7 +195,7 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
     return v;
   };
   REQUIRE(WaitUntil([&] { return stalled.load(); }, std::chrono::seconds(10)));  // the gate is delivered and stalls
-  for (int i = 0; i < kCount; ++i) REQUIRE(a->Send(kB, 1, Key("t" + std::to_string(i)), value(i), false).ok());
+  for (int i = 0; i < kCount; ++i) REQUIRE(SendTensor(*a, kB, 1, Key("t" + std::to_string(i)), value(i), false).ok());
   {
     std::lock_guard<std::mutex> l(gate_mu);
     open = true;
@@ -221,12 +221,12 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
 TEST_CASE("transport: a tensor from an incarnation the receiver does not know is rejected: Aborted, task restarted") {
   Pair p;
   p.b->SetPeer(kA, "127.0.0.1", p.a->port(), 999);  // B knows another incarnation of A
-  REQUIRE(p.a->Send(kB, 5, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 5, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
   auto r = p.in_b.Next();
   CHECK(r.step == 5);
   CHECK(errors::IsAborted(r.status));
   CHECK(r.status.message().find("restarted") != std::string::npos);
-  CHECK(p.a->Send("/job:nobody/replica:0/task:0", 5, Key("x"), Tensor::Scalar<float>(1.f), false).code() ==
+  CHECK(SendTensor(*p.a, "/job:nobody/replica:0/task:0", 5, Key("x"), Tensor::Scalar<float>(1.f), false).code() ==
         Code::kNotFound);
 }
 
@@ -237,7 +237,7 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
   };
   SECTION("the peer ends: reported") {
     Pair p;
-    REQUIRE(p.a->Send(kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+    REQUIRE(SendTensor(*p.a, kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
     REQUIRE(p.in_b.Next().status.ok());
     p.b.reset();  // its end of A's connection closes
     std::unique_lock<std::mutex> l(p.in_a.mu);
@@ -247,7 +247,7 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
   }
   SECTION("the peer restarted (a new incarnation known) and the old one ends: not reported") {
     Pair p;
-    REQUIRE(p.a->Send(kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+    REQUIRE(SendTensor(*p.a, kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
     REQUIRE(p.in_b.Next().status.ok());
     const uint16_t port = p.b->port();
     p.a->SetPeer(kB, "127.0.0.1", port, 333);  // as a session finds the restarted task
@@ -257,7 +257,7 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
     // is not listening: that failure is the current one's and is reported.
     REQUIRE(WaitUntil([&] { return p.a->failed_connection_count() >= 1; }, std::chrono::seconds(20)));
     CHECK(failures_of(p.in_a).empty());
-    p.a->Send(kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false);
+    SendTensor(*p.a, kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false);
     std::unique_lock<std::mutex> l(p.in_a.mu);
     REQUIRE(p.in_a.cv.wait_for(l, std::chrono::seconds(20), [&] { return !p.in_a.failures.empty(); }));
     for (const auto& [task, status] : p.in_a.failures) {
@@ -315,7 +315,7 @@ TEST_CASE("transport: hostile bytes close the connection with DataLoss, never cr
     }
   }
   // B still takes tensors from its real peer.
-  REQUIRE(p.a->Send(kB, 3, Key("after"), Tensor::Scalar<float>(2.f), false).ok());
+  REQUIRE(SendTensor(*p.a, kB, 3, Key("after"), Tensor::Scalar<float>(2.f), false).ok());
   Inbox::Item got = p.in_b.Next();
   while (!got.status.ok()) got = p.in_b.Next();  // rejects of the hostile tensors' steps come first
   CHECK(got.key == Key("after").str());

@@ -1,6 +1,8 @@
 // Helpers for the tensor transport's tests (transport_test, same_host_test):
-// an inbox of what an endpoint delivered, a connected pair of endpoints in
-// this process, and the wire frames written by hand for hostile peers.
+// an inbox of what an endpoint delivered on its rendezvous channel (a step id
+// and key as each message's meta, as the rendezvous actor's), a connected
+// pair of endpoints in this process, a send of a tensor under a step id and
+// key, and the wire frames (comm/frame_codec.hpp) for hostile peers.
 // The inbox's callbacks run on the transport's thread and only record what
 // came (under its mutex); Next, Pair, Dial and SendHostile assert, so they
 // are called on the test's main thread only (Catch2 2.x is not thread-safe).
@@ -13,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -22,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/comm/frame_codec.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 #include "wait_until.hpp"
 
 namespace actorflow {
@@ -44,14 +49,22 @@ struct Inbox {
   std::deque<Item> items;
   std::deque<std::pair<std::string, Status>> failures;
 
-  TransportCallbacks Callbacks() {
+  // The callbacks of the endpoint of `task`.
+  TransportCallbacks Callbacks(const std::string& task) {
     TransportCallbacks cb;
-    cb.deliver = [this](int64_t step, RendezvousKey key, Tensor v, bool dead) {
+    ChannelHandler& h = cb.handler(Channel::kRendezvous);
+    h.check = [task](const std::string&, const std::string& meta) { return CheckRendezvousMeta(meta, task); };
+    h.deliver = [this](const std::string&, std::string meta, Tensor v, bool dead) {
+      int64_t step = 0;
+      RendezvousKey key;
+      (void)DecodeRendezvousMeta(meta, &step, &key);  // checked when it began
       std::lock_guard<std::mutex> l(mu);
       items.push_back({step, key.str(), std::move(v), dead, Status::OK()});
       cv.notify_all();
     };
-    cb.reject = [this](int64_t step, Status s) {
+    h.reject = [this](const std::string&, const std::string& meta, Status s) {
+      int64_t step = 0;
+      (void)DecodeRendezvousMeta(meta, &step, nullptr);
       std::lock_guard<std::mutex> l(mu);
       items.push_back({step, "", Tensor(), false, std::move(s)});
       cv.notify_all();
@@ -84,8 +97,8 @@ struct Pair {
     ob.task = kB;
     ob.incarnation = 222;
     oa.chunk_bytes = ob.chunk_bytes = chunk;
-    REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
-    REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(), &b).ok());
+    REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
+    REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(kB), &b).ok());
     a->SetPeer(kB, "127.0.0.1", b->port(), 222);
     b->SetPeer(kA, "127.0.0.1", a->port(), 111);
   }
@@ -94,6 +107,12 @@ struct Pair {
 inline RendezvousKey Key(const std::string& name, int64_t frame = 0, int64_t iter = 0) {
   return MakeRendezvousKey(std::string(kA) + "/device:CPU:0", 111, std::string(kB) + "/device:CPU:0", name, frame,
                            iter);
+}
+
+// Sends `value` on the rendezvous channel as the rendezvous actor does.
+inline Status SendTensor(TensorTransport& t, const std::string& task, int64_t step, const RendezvousKey& key,
+                         const Tensor& value, bool is_dead, bool truncate16 = false) {
+  return t.Send(task, Channel::kRendezvous, EncodeRendezvousMeta(step, key), value, SendFlags{is_dead, truncate16});
 }
 
 // A raw connection to `port` for writing hostile bytes.
@@ -108,59 +127,45 @@ inline int Dial(uint16_t port) {
   return fd;
 }
 
-template <class T>
-void Put(std::string* s, T v) {
-  s->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
 inline std::string Frame(uint8_t kind, uint32_t stream, const std::string& body, uint8_t flags = 0) {
   std::string f;
-  Put<uint32_t>(&f, 0x31544641);
-  Put<uint8_t>(&f, kind);
-  Put<uint8_t>(&f, flags);
-  Put<uint16_t>(&f, 0);
-  Put<uint32_t>(&f, stream);
-  Put<uint32_t>(&f, static_cast<uint32_t>(body.size()));
+  frame::AppendHeader(&f, frame::Header{kind, flags, stream, static_cast<uint32_t>(body.size())});
   return f + body;
 }
 
 inline std::string Hello(const std::string& task, uint64_t incarnation) {
-  std::string b;
-  Put<uint64_t>(&b, incarnation);
-  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
-  return Frame(1, 0, b + task);
+  std::string f;
+  frame::AppendHello(&f, frame::Hello{incarnation, task, false, {}});
+  return f;
 }
 
+// A begin frame on the rendezvous channel (step 7, key `key`).
 inline std::string Begin(uint32_t stream, int32_t dtype, const std::vector<int64_t>& dims, uint64_t payload,
-                  const std::string& key = Key("k").str()) {
-  std::string b;
-  Put<int64_t>(&b, 7);
-  Put<int32_t>(&b, dtype);
-  Put<uint32_t>(&b, static_cast<uint32_t>(dims.size()));
-  Put<uint64_t>(&b, payload);
-  Put<uint32_t>(&b, static_cast<uint32_t>(key.size()));
-  b += key;
-  for (int64_t d : dims) Put<int64_t>(&b, d);
-  return Frame(2, stream, b);
+                         const std::string& key = Key("k").str()) {
+  std::string f;
+  frame::AppendBegin(&f, 0, stream,
+                     frame::Begin{static_cast<uint8_t>(Channel::kRendezvous), dtype, payload,
+                                  EncodeRendezvousMeta(7, RendezvousKey(key)), dims});
+  return f;
 }
 
 // A hello carrying a process proof (the same-host offer).
 inline std::string HelloWithProof(const std::string& task, uint64_t incarnation, uint32_t pid, uint64_t address,
                                   const std::string& cookie) {
-  std::string b;
-  Put<uint64_t>(&b, incarnation);
-  Put<uint32_t>(&b, static_cast<uint32_t>(task.size()));
-  b += task;
-  Put<uint32_t>(&b, pid);
-  Put<uint64_t>(&b, address);
-  return Frame(1, 0, b + cookie);
+  frame::Hello h{incarnation, task, true, {}};
+  h.proof.pid = pid;
+  h.proof.address = address;
+  std::memcpy(h.proof.cookie.data(), cookie.data(), std::min(cookie.size(), h.proof.cookie.size()));
+  std::string f;
+  frame::AppendHello(&f, h);
+  return f;
 }
 
 // A lend frame: stream `stream`'s payload lies at `address` of the sender.
 inline std::string Lend(uint32_t stream, uint64_t address) {
-  std::string b;
-  Put<uint64_t>(&b, address);
-  return Frame(4, stream, b);
+  std::string f;
+  frame::AppendLend(&f, stream, address);
+  return f;
 }
 
 // Writes `bytes`, closes the writing half (unless `half_close` is false: a

@@ -23,10 +23,13 @@
 #include "actorflow/checkpoint/bundle_format.hpp"
 #include "actorflow/checkpoint/bundle_writer.hpp"
 #include "actorflow/checkpoint/sstable.hpp"
+#include "actorflow/comm/collective_message.hpp"
+#include "actorflow/comm/frame_codec.hpp"
 #include "actorflow/core/io/record_writer.hpp"
 #include "actorflow/core/proto/graph.pb.h"
 #include "actorflow/core/tensor.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/net/rendezvous_key.hpp"
 
 using namespace actorflow;
 namespace fs = std::filesystem;
@@ -195,6 +198,65 @@ void JsonSeeds(const fs::path& out) {
   for (const auto& [name, text] : seeds) WriteFile(out / (name + ".json"), text);
 }
 
+// fuzz_frames: mode, param (begin flags / string count), cap byte, then the bytes.
+void FrameSeeds(const fs::path& out) {
+  auto seed = [&](const std::string& name, uint8_t mode, uint8_t param, const std::string& bytes) {
+    WriteFile(out / name, std::string{static_cast<char>(mode), static_cast<char>(param), '\0'} + bytes);
+  };
+  auto body = [](const std::string& f) { return f.substr(frame::kHeaderBytes); };
+  const std::string task = "/job:a/replica:0/task:0";
+  const RendezvousKey key = MakeRendezvousKey(task + "/device:CPU:0", 0x1234, "/job:b/replica:0/task:0/device:CPU:0",
+                                              "edge_7", 0, 0);
+  std::string hello, proven, tensor, strings, control, lend, data;
+  frame::AppendHello(&hello, frame::Hello{111, task, false, {}});
+  frame::Hello with_proof{111, task, true, {}};
+  with_proof.proof.pid = 4242;
+  with_proof.proof.address = 0x7f0000001000u;
+  for (size_t i = 0; i < with_proof.proof.cookie.size(); ++i) with_proof.proof.cookie[i] = static_cast<uint8_t>(i);
+  frame::AppendHello(&proven, with_proof);
+  frame::AppendBegin(&tensor, frame::kFlagDead, 1,
+                     frame::Begin{1, DT_FLOAT, 24, EncodeRendezvousMeta(5, key), {2, 3}});
+  frame::AppendBegin(&strings, 0, 2, frame::Begin{1, DT_STRING, 19, EncodeRendezvousMeta(5, key), {2}});
+  CollectiveMessage join;
+  join.group = 1;
+  join.size = 2;
+  join.forming = true;
+  join.incarnation = 111;
+  frame::AppendBegin(&control, 0, 3, frame::Begin{2, DT_INVALID, 0, EncodeCollectiveMessage(join), {}});
+  frame::AppendLend(&lend, 1, 0x7f0000002000u);
+  frame::AppendHeader(&data, frame::Header{frame::kData, 0, 1, 24});
+  data += std::string(24, '\x01');
+  const std::vector<std::string> elements = {"abc", ""};
+  std::string payload;
+  frame::AppendStrings(&payload, elements.data(), 2);
+  std::string answer;
+  frame::AppendHeader(&answer, frame::Header{frame::kSameHost, 0, 0, 0});
+  CollectiveMessage chunk;
+  chunk.kind = CollectiveMessage::kData;
+  chunk.group = 1;
+  chunk.epoch = 3;
+  chunk.instance = 7;
+  chunk.phase = 1;
+  chunk.from = 1;
+  chunk.dtype = DT_FLOAT;
+  chunk.elements = 1024;
+  chunk.plan = 99;
+
+  seed("stream", 0, 0, hello + tensor + data);
+  seed("stream_lend", 0, 0, proven + tensor + lend + strings + control);
+  seed("header", 1, 0, answer);
+  seed("hello", 2, 0, body(hello));
+  seed("hello_proof", 2, 0, body(proven));
+  seed("begin", 3, frame::kFlagDead, body(tensor));
+  seed("begin_strings", 3, 0, body(strings));
+  seed("begin_control", 3, 0, body(control));
+  seed("lend", 4, 0, body(lend));
+  seed("strings", 5, 2, payload);
+  seed("rendezvous_meta", 6, 0, EncodeRendezvousMeta(-3, key));
+  seed("collective_join", 7, 0, EncodeCollectiveMessage(join));
+  seed("collective_data", 7, 0, EncodeCollectiveMessage(chunk));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,7 +269,8 @@ int main(int argc, char** argv) {
     const fs::path scratch_dir = fs::temp_directory_path() / ("af_fuzz_seeds_" + std::to_string(::getpid()));
     fs::create_directories(scratch_dir);
     const fs::path scratch = scratch_dir / "file";
-    for (const char* t : {"fuzz_graphdef", "fuzz_records", "fuzz_checkpoint", "fuzz_json_tensor", "fuzz_tf_checkpoint"}) {
+    for (const char* t : {"fuzz_graphdef", "fuzz_records", "fuzz_checkpoint", "fuzz_json_tensor", "fuzz_tf_checkpoint",
+                          "fuzz_frames"}) {
       fs::remove_all(corpus / t);
       fs::create_directories(corpus / t);
     }
@@ -216,6 +279,7 @@ int main(int argc, char** argv) {
     CheckpointSeeds(corpus / "fuzz_checkpoint", scratch);
     JsonSeeds(corpus / "fuzz_json_tensor");
     TfCheckpointSeeds(corpus / "fuzz_tf_checkpoint", scratch);
+    FrameSeeds(corpus / "fuzz_frames");
     fs::remove_all(scratch_dir);
   } catch (const std::exception& e) {
     std::cerr << "fuzz_make_seeds: " << e.what() << "\n";

@@ -1,0 +1,59 @@
+// The header of every message of the collective executor
+// (comm/collective_executor.hpp): the meta bytes of a message on the tensor
+// transport's collective channel (comm/tensor_transport.hpp), a fixed-width
+// binary layout (core/io/fixed_width.hpp, little endian), 88 bytes:
+//
+//   u8 kind | u8 forming | u16 zero | i32 dtype | i64 group | i64 size | u64 epoch | u64 incarnation
+//   | u64 plan | i64 from | i64 instance | i64 execution | i64 phase | i64 elements
+//
+// kind 1 JOIN (no tensor): the sender joins `group` (of `size` members) at
+//        `epoch`; `forming` 1: it still waits for JOINs (a formed member
+//        answers it); `incarnation`: the sender's
+// kind 2 PLAN: a bucket plan's text (a string scalar) of hash `plan`, at
+//        `epoch`, from rank `from`
+// kind 3 DATA: a chunk (phase >= 0) or a broadcast (phase -1) of
+//        (`instance`, `execution`) at `epoch`, from rank `from`, of an op
+//        whose input is dtype[elements] with bucket-plan hash `plan`
+// Fields a kind does not use are zero. Decode checks the length, the kind,
+// the zero field and each field's range (a malformed header is DataLoss).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "actorflow/core/status.hpp"
+
+namespace actorflow {
+
+struct CollectiveMessage {
+  enum Kind : uint8_t { kJoin = 1, kPlan = 2, kData = 3 };
+  static constexpr size_t kBytes = 88;
+
+  /// A header of `kind` for `group` at `epoch`, its other fields zero.
+  static CollectiveMessage Of(Kind kind, int64_t group, uint64_t epoch) {
+    CollectiveMessage m;
+    m.kind = kind;
+    m.group = group;
+    m.epoch = epoch;
+    return m;
+  }
+
+  Kind kind = kJoin;
+  bool forming = false;
+  int32_t dtype = 0;
+  int64_t group = 0;
+  int64_t size = 0;
+  uint64_t epoch = 0;
+  uint64_t incarnation = 0;
+  uint64_t plan = 0;
+  int64_t from = 0;
+  int64_t instance = 0;
+  int64_t execution = 0;
+  int64_t phase = 0;
+  int64_t elements = 0;
+};
+
+std::string EncodeCollectiveMessage(const CollectiveMessage& m);
+Status DecodeCollectiveMessage(const std::string& meta, CollectiveMessage* out);
+
+}  // namespace actorflow
