@@ -3,7 +3,10 @@
 # another revision, measured in one run, alternating round by round (these
 # shared machines are noisy: compare within a run, by ratio):
 #   executor_chain, executor_fanout, session_run_one_node (bench_executor),
-#   train_step mlp64, mlp256, softmax32 at 2 threads (bench_train).
+#   train_step mlp64, mlp256, softmax32 at 2 threads (bench_train),
+#   the tensor transport between two processes (bench_transport: throughput
+#   by size, on the same-host path and over TCP, and latency), and all-reduce
+#   among 2 ranks (bench_allreduce --ranks 2, actorflow's and gloo's).
 #   bench/compare_rev.sh REV [ROUNDS]   # REV: any commit, e.g. HEAD~1; ROUNDS default 3
 # REV is built (Release, benchmarks only) from a git worktree in build-rev/.
 # Prints every figure as a JSON line with "rev", then one summary line per
@@ -19,9 +22,10 @@ if [ ! -d "$src" ]; then
   git worktree add --detach "$src" "$sha" >/dev/null
 fi
 cmake -S "$src" -B "build-rev/build-$sha" -DCMAKE_BUILD_TYPE=Release -DAF_BUILD_TESTS=OFF >/dev/null
-cmake --build "build-rev/build-$sha" -j2 --target bench_executor bench_train >/dev/null
+targets="bench_executor bench_train bench_transport bench_allreduce"
+cmake --build "build-rev/build-$sha" -j2 --target $targets >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target bench_executor bench_train >/dev/null
+cmake --build build -j2 --target $targets >/dev/null
 
 tag() { /usr/bin/python3 -c '
 import json, sys
@@ -36,6 +40,8 @@ run_at() {  # run_at LABEL BUILD_DIR
   for figure in mlp64 mlp256 softmax32; do
     ACTORFLOW_NUM_THREADS=2 "$2/bench/bench_train" $figure | tag "$1"
   done
+  ACTORFLOW_NUM_THREADS=1 "$2/bench/bench_transport" | tag "$1"
+  ACTORFLOW_NUM_THREADS=1 "$2/bench/bench_allreduce" --ranks 2 --rounds 5 | tag "$1"
 }
 
 for round in $(seq "$rounds"); do
@@ -51,7 +57,8 @@ rev = sys.argv[1]
 figs = {}
 for line in sys.stdin:
     d = json.loads(line)
-    key = d["bench"] + " " + json.dumps({k: v for k, v in d["params"].items() if k != "impl"}, sort_keys=True)
+    if "median" not in d: continue  # a ratio line of the bench itself
+    key = d["bench"] + " " + json.dumps(d.get("params", {}), sort_keys=True)
     figs.setdefault(key, {}).setdefault(d["rev"], []).append(d["median"])
     figs[key]["unit"] = d["unit"]
 for key, by in figs.items():
