@@ -39,6 +39,9 @@ TEST_CASE("an installed copy builds and runs a program with find_package and wit
     INFO(f);
     CHECK(fs::exists(prefix + "/" + f));
   }
+  // Every header lies under include/actorflow/: nothing takes a name such as
+  // include/core/ that a user's project has too.
+  for (const auto& e : fs::directory_iterator(prefix + "/include")) CHECK(e.path().filename() == "actorflow");
   // The headers of the GPU device (which include CUDA's) stay inside.
   CHECK(!fs::exists(prefix + "/include/actorflow/devices/cuda"));
   std::string lib;
@@ -57,13 +60,15 @@ TEST_CASE("an installed copy builds and runs a program with find_package and wit
         " -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=" + Q(prefix));
   RunOk(Q(AF_CMAKE_COMMAND) + " --build " + Q(build));
   std::string out = RunOk(Q(build + "/consumer") + " " + Q(dir / "ckpt/model"));
-  CHECK_THAT(out, Contains("y = [2, 3]") && Contains("restored w = [2, 0, 0, 3]"));
+  CHECK_THAT(out, Contains("y = [2, 3]") && Contains("restored w = [2, 0, 0, 3]") &&
+                      Contains("the consumer's own core/status.hpp"));
   CHECK(fs::exists(dir / "ckpt/model.index"));
 
   const std::string pc = "env PKG_CONFIG_PATH=" + Q(prefix + "/lib/pkgconfig") + " pkg-config";
   const std::string flags = RunOk(pc + " --cflags --libs actorflow");
-  RunOk("c++ -O1 " + Q(AF_SOURCE_DIR "/tests/install/consumer.cpp") + " -o " + Q(dir / "consumer_pc") + " $(" + pc +
-        " --cflags --libs actorflow)");
+  RunOk("c++ -O1 -I" + Q(AF_SOURCE_DIR "/tests/install") + " " + Q(AF_SOURCE_DIR "/tests/install/consumer.cpp") +
+        " -o " + Q(dir / "consumer_pc") + " $(" + pc + " --cflags --libs actorflow)");
   out = RunOk(Q(dir / "consumer_pc") + " " + Q(dir / "ckpt2/model"));
-  CHECK_THAT(out, Contains("y = [2, 3]") && Contains("restored w = [2, 0, 0, 3]"));
+  CHECK_THAT(out, Contains("y = [2, 3]") && Contains("restored w = [2, 0, 0, 3]") &&
+                      Contains("the consumer's own core/status.hpp"));
 }

@@ -1,6 +1,7 @@
 // A small program using the installed library's public API: a graph with a
 // variable, a step, a TensorFlow checkpoint saved and restored. Prints
-// "y = [...]" and "restored w = [...]".
+// "y = [...]" and "restored w = [...]". It has a core/status.hpp of its own
+// (core/status.hpp here), as many projects do.
 #include <cstdio>
 #include <string>
 
@@ -8,11 +9,13 @@
 #include "actorflow/client/ops/io_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/core/proto/graph.pb.h"
+#include "core/status.hpp"  // the consumer's own, beside actorflow's core/status.hpp
 
 using namespace actorflow;
 
 int main(int argc, char** argv) {
   const std::string prefix = argc > 1 ? argv[1] : "/tmp/actorflow_consumer/model";
+  std::printf("%s\n", consumer::OwnStatus());
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   auto w = ops::Const(root.WithOpName("w"), {{2.f, 0.f}, {0.f, 3.f}});
