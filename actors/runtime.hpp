@@ -31,6 +31,7 @@ class CollectiveExecutor;
 class ComputePool;
 class Device;
 class DeviceManager;
+class Membership;
 class TensorTransport;
 
 struct RuntimeOptions {
@@ -105,6 +106,11 @@ class Runtime {
   /// The actor where partitions of one step hand tensors to each other
   /// (actors/rendezvous_actor.hpp).
   const caf::actor& rendezvous_actor() const;
+  /// Who is in the cluster, as this process knows it (comm/membership.hpp):
+  /// the one record of the cluster's tasks, their addresses, incarnations and
+  /// liveness, which the transport and the collectives read. Always there; a
+  /// process outside a cluster has only itself in it.
+  Membership* membership() const;
   /// The process's collective ops (comm/collective_executor.hpp): groups of
   /// one everywhere, larger ones over the transport of a cluster task.
   CollectiveExecutor* collectives() const;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -67,7 +68,8 @@ caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
                                                       p.incarnation, ", this is ", st.config.incarnation)};
               continue;
             }
-            if (st.config.transport) st.config.transport->SetPeer(p.task, p.host, p.port, p.incarnation);
+            if (st.config.membership)
+              st.config.membership->Update(TaskRecord::At(p.task, p.host, p.port, p.incarnation));
           }
           st.sessions[req.session_handle] = req.master;
           if (req.master) self->monitor(req.master);

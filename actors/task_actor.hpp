@@ -5,7 +5,7 @@
 //   GetStatusRequest           -> GetStatusResponse   the task, its incarnation, its device actors,
 //                                                     rendezvous, container, master service, transport
 //   CreateWorkerSessionRequest -> StatusResponse      remembers the session, monitors its master and
-//                                                     gives the transport the session's peers
+//                                                     gives the membership the session's peers
 //   DeleteWorkerSessionRequest -> StatusResponse      the session's graphs are dropped on every device
 //   PingRequest                -> PingResponse        proves this actor system runs handlers
 //   ShutdownRequest            -> StatusResponse      calls the server's shutdown hook
@@ -28,6 +28,7 @@
 
 namespace actorflow {
 
+class Membership;
 class TensorTransport;
 
 struct TaskActorConfig {
@@ -38,6 +39,7 @@ struct TaskActorConfig {
   caf::actor container;
   caf::actor master;  // the server's master service (may be null)
   TensorTransport* transport = nullptr;
+  Membership* membership = nullptr;  // the process's: a session's peers go there
   std::string transport_host;  // as peers reach it
   /// Called (on an actor thread; must not block) for an accepted ShutdownRequest.
   std::function<void(const std::string& reason)> on_shutdown;

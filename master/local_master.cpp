@@ -16,7 +16,7 @@
 #include "actorflow/graph/preparation.hpp"
 #include "actorflow/master/cluster_view.hpp"
 #include "actorflow/master/step_barrier.hpp"
-#include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
@@ -115,26 +115,28 @@ Status LocalMaster::ConnectCluster() {
                                        std::chrono::milliseconds(options_.device_find_timeout_ms), &view_));
   // An actor that stands for this master: workers monitor it. It monitors
   // the other tasks in turn: one that dies, or hangs past CAF's heartbeat
-  // timeout, fails this process's collectives with it at once (the
-  // collectives' own timeout is the bound only where no session watches).
-  std::vector<std::pair<caf::actor, std::string>> watched;
+  // timeout, is marked failed in the membership, which fails this process's
+  // collectives with it at once (the collectives' own timeout is the bound
+  // only where no session watches).
+  std::vector<std::tuple<caf::actor, std::string, uint64_t>> watched;
   for (const auto& t : view_->tasks())
-    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name);
-  CollectiveExecutor* collectives = runtime_->collectives();
-  presence_ = runtime_->system().spawn([watched, collectives](caf::event_based_actor* self) -> caf::behavior {
-    for (const auto& [actor, name] : watched) self->monitor(actor);
-    self->set_down_handler([watched, collectives](caf::down_msg& down) {
-      for (const auto& [actor, name] : watched)
-        if (actor.address() == down.source && collectives)
-          collectives->PeerFailed(name, errors::Unavailable("task ", name, " is down (", caf::to_string(down.reason),
-                                                            ")"));
+    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name, t.status.incarnation);
+  Membership* membership = runtime_->membership();
+  presence_ = runtime_->system().spawn([watched, membership](caf::event_based_actor* self) -> caf::behavior {
+    for (const auto& w : watched) self->monitor(std::get<0>(w));
+    self->set_down_handler([watched, membership](caf::down_msg& down) {
+      for (const auto& [actor, name, incarnation] : watched)
+        if (actor.address() == down.source)
+          membership->MarkFailed(name, incarnation, errors::Unavailable("task ", name, " is down (",
+                                                                        caf::to_string(down.reason), ")"));
     });
     return {[](int) {}};
   });
   const std::vector<TaskPeer> peers = view_->Peers();
-  if (TensorTransport* transport = runtime_->transport())
+  if (runtime_->transport())
     for (const auto& p : peers)
-      if (p.task != runtime_->task_name()) transport->SetPeer(p.task, p.host, p.port, p.incarnation);
+      if (p.task != runtime_->task_name())
+        runtime_->membership()->Update(TaskRecord::At(p.task, p.host, p.port, p.incarnation));
   // Every other task opens the worker session, in parallel.
   const auto deadline = std::chrono::milliseconds(options_.device_find_timeout_ms);
   std::vector<std::unique_ptr<ClientChannel>> started;

@@ -88,6 +88,7 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   tc.container = rt->container_actor();
   tc.master = server->actors_->master;
   tc.transport = rt->transport();
+  tc.membership = rt->membership();
   tc.transport_host = options.bind;
   Server* raw = server.get();
   tc.on_shutdown = [raw](const std::string& reason) { raw->RequestStop("shutdown requested: " + reason); };

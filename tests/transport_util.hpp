@@ -1,6 +1,7 @@
 // Helpers for the tensor transport's tests (transport_test, same_host_test):
 // an inbox of what an endpoint delivered, a connected pair of endpoints in
-// this process, and the wire frames written by hand for hostile peers.
+// this process (each with its own membership, as two processes have), and
+// the wire frames written by hand for hostile peers.
 // The inbox's callbacks run on the transport's thread and only record what
 // came (under its mutex); Next, Pair, Dial and SendHostile assert, so they
 // are called on the test's main thread only (Catch2 2.x is not thread-safe).
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "wait_until.hpp"
 
@@ -72,8 +74,14 @@ struct Inbox {
   }
 };
 
+// What a session tells the membership `m` of a task: it listens on loopback `port`, at `incarnation`.
+inline void Introduce(Membership& m, const std::string& task, uint16_t port, uint64_t incarnation) {
+  REQUIRE(m.Update(TaskRecord::At(task, "127.0.0.1", port, incarnation)).ok());
+}
+
 struct Pair {
   Inbox in_a, in_b;
+  Membership ma{kA, 111}, mb{kB, 222};  // each endpoint's process's (they outlive the endpoints)
   std::unique_ptr<TensorTransport> a, b;
   // `same_host` off: every byte over TCP, as between machines.
   explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false) {
@@ -81,13 +89,15 @@ struct Pair {
     oa.same_host = ob.same_host = same_host;
     oa.task = kA;
     oa.incarnation = 111;
+    oa.membership = &ma;
     ob.task = kB;
     ob.incarnation = 222;
+    ob.membership = &mb;
     oa.chunk_bytes = ob.chunk_bytes = chunk;
     REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(), &a).ok());
     REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(), &b).ok());
-    a->SetPeer(kB, "127.0.0.1", b->port(), 222);
-    b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+    Introduce(ma, kB, b->port(), 222);
+    Introduce(mb, kA, a->port(), 111);
   }
 };
 
