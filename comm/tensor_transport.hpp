@@ -108,6 +108,7 @@ struct TransportCallbacks {
   /// A tensor of `step_id` could not be taken (its sender restarted, no memory).
   std::function<void(int64_t step_id, Status status)> reject;
   /// A connection with `task` failed (a dead peer, a bad frame); its queued tensors are dropped.
+  /// Only for the task's current incarnation, which the membership then marks failed too.
   std::function<void(const std::string& task, Status status)> peer_failed;
 };
 
