@@ -21,6 +21,7 @@
 #include "actorflow/devices/device_factory.hpp"
 #include "actorflow/devices/device_manager.hpp"
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/net/rendezvous_key.hpp"
@@ -90,6 +91,7 @@ struct Runtime::Impl {
       : threads(ResolveThreads(CheckedTls(o).num_threads)),
         task_name("/job:" + o.job + "/replica:" + std::to_string(o.replica) + "/task:" + std::to_string(o.task)),
         incarnation(NewIncarnation()),
+        membership(std::make_unique<Membership>(task_name, incarnation)),
         cfg(threads, o),
         system(std::make_unique<caf::actor_system>(cfg)) {
     const int intra = o.intra_op_threads > 0 ? o.intra_op_threads : FromEnv("ACTORFLOW_INTRA_OP_THREADS");
@@ -99,6 +101,7 @@ struct Runtime::Impl {
       TransportOptions to;
       to.task = task_name;
       to.incarnation = incarnation;
+      to.membership = membership.get();
       to.bind_host = o.bind_host;
       to.tls = o.tls;
       TransportCallbacks cb;
@@ -139,15 +142,15 @@ struct Runtime::Impl {
       collective_channel.reject = [coll](const std::string&, const std::string&, Status s) {
         if (CollectiveExecutor* c = coll()) c->Rejected(std::move(s));
       };
-      cb.peer_failed = [target, coll](const std::string& task, Status s) {
-        if (CollectiveExecutor* c = coll()) c->PeerFailed(task, s);
+      // The collectives learn a failed peer from the membership (the transport marks it failed there).
+      cb.peer_failed = [target](const std::string& task, Status s) {
         caf::anon_send(target(), RendezvousPeerFailed{task, std::move(s)});
       };
       const Status s = TensorTransport::Start(std::move(to), std::move(cb), &transport);
       if (!s.ok()) throw std::runtime_error(s.ToString());
     }
     {
-      auto c = std::make_unique<CollectiveExecutor>(transport.get(), task_name);
+      auto c = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task_name);
       std::lock_guard<std::mutex> lock(transport_mu);
       collectives = std::move(c);
     }
@@ -212,6 +215,7 @@ struct Runtime::Impl {
   int threads;
   std::string task_name;
   uint64_t incarnation;
+  std::unique_ptr<Membership> membership;  // outlives the transport and the collectives
   Config cfg;
   std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<ComputePool> pool;
@@ -252,6 +256,7 @@ const std::vector<Device*>& Runtime::devices() const { return impl_->devices; }
 const caf::actor& Runtime::device_actor(int i) const { return impl_->actors[i]; }
 const caf::actor& Runtime::container_actor() const { return impl_->container; }
 CollectiveExecutor* Runtime::collectives() const { return impl_->collectives.get(); }
+Membership* Runtime::membership() const { return impl_->membership.get(); }
 
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
 const caf::actor& Runtime::worker_actor() const { return impl_->worker; }

@@ -31,6 +31,7 @@ class CollectiveExecutor;
 class ComputePool;
 class Device;
 class DeviceManager;
+class Membership;
 class TensorTransport;
 
 struct RuntimeOptions {
@@ -108,6 +109,11 @@ class Runtime {
   /// The task's worker (actors/worker_session.hpp): the worker sessions of
   /// every master using this task's devices, this process's own included.
   const caf::actor& worker_actor() const;
+  /// Who is in the cluster, as this process knows it (comm/membership.hpp):
+  /// the one record of the cluster's tasks, their addresses, incarnations and
+  /// liveness, which the transport and the collectives read. Always there; a
+  /// process outside a cluster has only itself in it.
+  Membership* membership() const;
   /// The process's collective ops (comm/collective_executor.hpp): groups of
   /// one everywhere, larger ones over the transport of a cluster task.
   CollectiveExecutor* collectives() const;

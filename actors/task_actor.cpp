@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -58,7 +59,8 @@ caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
               }
               continue;
             }
-            if (st.config.transport) st.config.transport->SetPeer(p.task, p.host, p.port, p.incarnation);
+            if (st.config.membership)
+              st.config.membership->Update(TaskRecord::At(p.task, p.host, p.port, p.incarnation));
           }
           // The worker opens the session (and monitors its master) and answers.
           rp.delegate(st.config.worker, req);

@@ -5,7 +5,7 @@
 //   GetStatusRequest           -> GetStatusResponse   the task, its incarnation, its device actors,
 //                                                     rendezvous, container, master service, transport
 //   CreateWorkerSessionRequest -> CreateWorkerSessionResponse
-//                                                     makes the session's peers known to this process and
+//                                                     gives the membership the session's peers and
 //                                                     hands the request to the runtime's worker, which opens
 //                                                     the worker session (actors/worker_session.hpp) and answers
 //   DeleteWorkerSessionRequest -> StatusResponse      the worker closes the worker session
@@ -30,6 +30,7 @@
 
 namespace actorflow {
 
+class Membership;
 class TensorTransport;
 
 struct TaskActorConfig {
@@ -41,6 +42,7 @@ struct TaskActorConfig {
   caf::actor master;  // the server's master service (may be null)
   caf::actor worker;  // the runtime's worker (actors/worker_session.hpp): it keeps the worker sessions
   TensorTransport* transport = nullptr;
+  Membership* membership = nullptr;  // the process's: a session's peers go there
   std::string transport_host;  // as peers reach it
   /// Called (on an actor thread; must not block) for an accepted ShutdownRequest.
   std::function<void(const std::string& reason)> on_shutdown;

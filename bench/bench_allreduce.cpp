@@ -59,6 +59,7 @@
 
 #include "bench_util.hpp"
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/ops/collective/collective_reduction.hpp"
 
@@ -125,18 +126,17 @@ std::string WaitFile(const std::string& path) {
 // over it, with every other rank as a peer (found by files in `dir`).
 class ActorflowRing {
  public:
-  ActorflowRing(int rank, int ranks, const std::string& dir, bool same_host) : ranks_(ranks) {
+  ActorflowRing(int rank, int ranks, const std::string& dir, bool same_host)
+      : ranks_(ranks), membership_(Task(rank), 10 + rank) {
     auto target = target_;
     TransportOptions o;
     o.task = Task(rank);
     o.incarnation = 10 + rank;
+    o.membership = &membership_;
     o.same_host = same_host;
     TransportCallbacks cb;
     cb.handler(Channel::kCollective).deliver = [target](const std::string& from, std::string meta, Tensor v, bool) {
       if (auto* e = target->load()) e->Deliver(from, std::move(meta), std::move(v));
-    };
-    cb.peer_failed = [target](const std::string& task, Status s) {
-      if (auto* e = target->load()) e->PeerFailed(task, std::move(s));
     };
     const Status s = TensorTransport::Start(o, cb, &transport_);
     if (!s.ok()) Fail(s.ToString());
@@ -145,9 +145,9 @@ class ActorflowRing {
     for (int peer = 0; peer < ranks; ++peer) {
       if (peer == rank) continue;
       const int port = std::stoi(WaitFile(tag + std::to_string(peer)));
-      transport_->SetPeer(Task(peer), "127.0.0.1", static_cast<uint16_t>(port), 10 + peer);
+      membership_.Update(TaskRecord::At(Task(peer), "127.0.0.1", static_cast<uint16_t>(port), 10 + peer));
     }
-    exec_ = std::make_unique<CollectiveExecutor>(transport_.get(), Task(rank));
+    exec_ = std::make_unique<CollectiveExecutor>(transport_.get(), &membership_, Task(rank));
     target_->store(exec_.get());
     if (!NewCollectiveReduction("bench", "Add", "Id", &sum_).ok()) Fail("no Add/Id reduction");
   }
@@ -175,6 +175,7 @@ class ActorflowRing {
 
  private:
   int ranks_;
+  Membership membership_;  // this rank's process's: outlives its transport and executor
   std::shared_ptr<std::atomic<CollectiveExecutor*>> target_ = std::make_shared<std::atomic<CollectiveExecutor*>>();
   std::unique_ptr<TensorTransport> transport_;
   std::unique_ptr<CollectiveExecutor> exec_;

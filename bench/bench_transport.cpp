@@ -51,6 +51,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -61,6 +62,7 @@
 #include "actorflow/core/cluster_spec.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/net/protocol.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/net/rendezvous_key.hpp"
 
@@ -121,6 +123,16 @@ void RawReceiveOn(Stream& sock) {
 }
 void RawReceive(tcp::socket sock) { RawReceiveOn(sock); }
 
+// The membership of an endpoint's process, task `task` (each endpoint here
+// stands for a process of its own); it lives until the program exits, after
+// every endpoint.
+Membership* MembershipOf(const std::string& task, uint64_t incarnation) {
+  static std::map<std::string, std::unique_ptr<Membership>> all;
+  auto& m = all[task];
+  if (!m) m = std::make_unique<Membership>(task, incarnation);
+  return m.get();
+}
+
 // The receiving process's transport: it acknowledges each batch's last tensor
 // with a 4-byte tensor back to the sender. Null when it cannot start.
 std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
@@ -129,6 +141,7 @@ std::unique_ptr<TensorTransport> ReceivingEndpoint(const TlsOptions& tls) {
   TransportOptions to;
   to.task = kReceiver;
   to.incarnation = 2;
+  to.membership = MembershipOf(kReceiver, 2);
   to.tls = tls;
   TransportCallbacks cb;
   cb.handler(Channel::kRendezvous).deliver = [tp](const std::string& sender, std::string meta, Tensor, bool) {
@@ -148,7 +161,8 @@ void TakeSenders(TensorTransport* transport) {
   std::string task;
   int port = 0;
   while (std::cin >> task && task != "go" && std::cin >> port)
-    transport->SetPeer(task, "127.0.0.1", static_cast<uint16_t>(port), 1);
+    MembershipOf(transport->task(), transport->incarnation())
+        ->Update(TaskRecord::At(task, "127.0.0.1", static_cast<uint16_t>(port), 1));
   std::cout << "ready" << std::endl;
 }
 
@@ -234,13 +248,14 @@ std::unique_ptr<TensorTransport> SendingEndpoint(const std::string& task, bool s
   TransportOptions to;
   to.task = task;
   to.incarnation = 1;
+  to.membership = MembershipOf(task, 1);
   to.tls = tls;
   to.same_host = same_host;
   if (const char* c = std::getenv("AF_BENCH_CHUNK_MB")) to.chunk_bytes = static_cast<size_t>(std::atoi(c)) << 20;
   TransportCallbacks cb;
   cb.handler(Channel::kRendezvous).deliver = [waiter](const std::string&, std::string, Tensor, bool) { waiter->Ack(); };
   if (!TensorTransport::Start(to, cb, &transport).ok()) return nullptr;
-  transport->SetPeer(kReceiver, "127.0.0.1", static_cast<uint16_t>(peer_port), 2);
+  to.membership->Update(TaskRecord::At(kReceiver, "127.0.0.1", static_cast<uint16_t>(peer_port), 2));
   return transport;
 }
 

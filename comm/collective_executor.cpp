@@ -73,6 +73,10 @@ void CollectiveExecutor::Impl::Loop() {
 }
 
 void CollectiveExecutor::Impl::StopNow() {
+  if (subscription != 0) {  // after this, no change is posted (outside `mu`: a change being delivered posts)
+    membership->Unsubscribe(subscription);
+    subscription = 0;
+  }
   {
     std::lock_guard<std::mutex> lock(mu);
     if (stopping) return;
@@ -183,7 +187,7 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
     op.done(errors::Cancelled(Describe(op), ": the collective executor of ", task, " stopped"), Tensor());
     return;
   }
-  if (!transport) {
+  if (!transport || !membership) {
     op.done(errors::FailedPrecondition(Describe(op), ": group of ", op.p.group_size, " but task ", task,
                                        " is not in a cluster"),
             Tensor());
@@ -237,8 +241,8 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
                                  "collective failed or it restarted); the step may be run again"),
               /*only_running=*/!g.formed_once);
   std::vector<std::string> members{task};
-  for (const auto& p : transport->Peers())
-    if (JobOf(p) == job) members.push_back(p);
+  for (const auto& t : membership->Tasks())
+    if (t.name != task && JobOf(t.name) == job && !t.host.empty() && t.port != 0) members.push_back(t.name);
   std::sort(members.begin(), members.end());
   g.epoch = epoch;
   g.inbox.clear();
@@ -316,7 +320,8 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
   for (const auto& m : g.members) {
     if (m == task) continue;
     auto it = join_epoch.find(m);
-    if (it == join_epoch.end() || it->second.first != g.epoch) return;
+    // Joined at this epoch, as the incarnation the membership knows (not one it has replaced since).
+    if (it == join_epoch.end() || it->second.first != g.epoch || !CurrentMember(m, it->second.second)) return;
   }
   for (const auto& m : g.members)
     if (m != task) g.incarnations[m] = join_epoch[m].second;
@@ -363,10 +368,44 @@ void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoc
   Form(g, g.epoch + 1);  // we had broken off: meet at a new epoch
 }
 
-void CollectiveExecutor::Impl::OnPeerFailed(const std::string& peer, const Status& s) {
+void CollectiveExecutor::Impl::OnChange(const MembershipChange& c) {
+  const std::string& peer = c.task.name;
+  if (peer == task || JobOf(peer) != job) return;
+  Status why;
+  uint64_t incarnation = 0;
+  switch (c.kind) {
+    case MembershipChange::Kind::kAdded:
+      return;  // a group waiting for its members looks again at its next resend
+    case MembershipChange::Kind::kFailed:
+      why = c.task.failure;
+      break;
+    case MembershipChange::Kind::kReplaced:
+      if (!c.Superseded()) return;  // alive again, the same process: nothing ended
+      why = errors::Unavailable("task ", peer, " was replaced (incarnation ", c.task.incarnation, " at ", c.task.host,
+                                ":", c.task.port, "; it was ", c.previous.incarnation, ")");
+      incarnation = c.task.incarnation;
+      break;
+    case MembershipChange::Kind::kRemoved:
+      why = errors::Unavailable("task ", peer, " left the cluster");
+      break;
+  }
+  Post([this, peer, why, incarnation] {
+    if (!stopping) OnPeerFailed(peer, why, incarnation);
+  });
+}
+
+void CollectiveExecutor::Impl::OnPeerFailed(const std::string& peer, const Status& s, uint64_t incarnation) {
   for (auto& [key, g] : groups) {
     if (g.state != Group::kFormed && g.state != Group::kForming) continue;
     if (std::find(g.members.begin(), g.members.end(), peer) == g.members.end()) continue;
+    if (incarnation != 0) {  // replaced: a group that met the new incarnation already goes on
+      auto formed = g.incarnations.find(peer);
+      auto joined = join_epoch.find(peer);
+      if (g.state == Group::kFormed && formed != g.incarnations.end() && formed->second == incarnation) continue;
+      if (g.state == Group::kForming && joined != join_epoch.end() && joined->second.first == g.epoch &&
+          joined->second.second == incarnation)
+        continue;
+    }
     g.state = Group::kBroken;
     FailGroup(g, errors::Unavailable("collective group ", key, " on ", task, ": peer ", peer, " failed: ",
                                      s.message()),
@@ -400,8 +439,9 @@ void CollectiveExecutor::Impl::OnRejected(const Status& s) {
   }
 }
 
-CollectiveExecutor::CollectiveExecutor(TensorTransport* transport, std::string task, CollectiveExecutorOptions options)
-    : impl_(std::make_unique<Impl>(transport, std::move(task), options)) {}
+CollectiveExecutor::CollectiveExecutor(TensorTransport* transport, Membership* membership, std::string task,
+                                       CollectiveExecutorOptions options)
+    : impl_(std::make_unique<Impl>(transport, membership, std::move(task), options)) {}
 
 CollectiveExecutor::~CollectiveExecutor() { Stop(); }
 
@@ -459,13 +499,6 @@ void CollectiveExecutor::Deliver(const std::string& from_task, std::string meta,
   auto v = std::make_shared<Tensor>(std::move(value));
   impl->Post([impl, from_task, m, v] {
     if (!impl->stopping) impl->OnMessage(from_task, m, std::move(*v));
-  });
-}
-
-void CollectiveExecutor::PeerFailed(const std::string& task, Status status) {
-  Impl* impl = impl_.get();
-  impl->Post([impl, task, status = std::move(status)] {
-    if (!impl->stopping) impl->OnPeerFailed(task, status);
   });
 }
 

@@ -4,9 +4,10 @@
 // tensor between tasks gets: the same-host path (cross-memory reads), TCP
 // with TCP_NODELAY between machines, and mutual TLS where the cluster has it.
 //
-// A group is every task of this task's job that the transport knows (a
-// session finds them; docs/distributed-design.md section 5): with
-// `group_size` of them, ranked by task name. One member per task.
+// A group is every task of this task's job that the process's membership
+// has with an address (comm/membership.hpp; a session finds them:
+// docs/distributed-design.md section 5): with `group_size` of them, ranked
+// by task name. One member per task.
 //
 // All-reduce is a ring (reduce-scatter, then all-gather): the tensor is cut
 // into group_size chunks, each rank sends one chunk and receives one per
@@ -27,11 +28,14 @@
 // member sends JOIN(epoch) to the others and waits for theirs. A member whose
 // collective was abandoned mid-way (cancelled, timed out) forms again at
 // epoch + 1 at once; a member that sees a higher epoch drops what it had in
-// flight (Aborted: "re-formed") and joins it. A peer that failed (connection
-// lost, restarted: a new incarnation, or down by CAF's heartbeats as a
-// session of this process watches it: master/local_master.cpp) fails the
-// group's collectives with Unavailable, and the group forms again at its next
-// collective. So a killed peer is an error within milliseconds, a hung one at
+// flight (Aborted: "re-formed") and joins it. A member the membership says
+// failed (its connection lost, as the transport saw it, or down by CAF's
+// heartbeats as a session of this process watches it:
+// master/local_master.cpp), replaced (a new incarnation or address, unless
+// the group already met that incarnation) or removed fails the group's
+// collectives with Unavailable, and the group forms again at its next
+// collective. A member's JOIN counts only from the incarnation the
+// membership knows. So a killed peer is an error within milliseconds, a hung one at
 // the heartbeat timeout (the collective's own timeout where no session
 // watches it), and a restarted one meets the others at a fresh epoch.
 //
@@ -53,7 +57,8 @@
 //
 // Threading: one thread of its own (never a CAF worker: merging a 32 MiB
 // chunk is milliseconds of compute), fed by a queue; it owns all state.
-// Start, Cancel and the transport's callbacks only enqueue.
+// Start, Cancel, the transport's callbacks and the membership's changes only
+// enqueue.
 #pragma once
 
 #include <chrono>
@@ -68,6 +73,7 @@
 
 namespace actorflow {
 
+class Membership;
 class TensorTransport;
 
 struct CollectiveExecutorOptions {
@@ -78,8 +84,11 @@ struct CollectiveExecutorOptions {
 
 class CollectiveExecutor final : public CollectiveAccess {
  public:
-  /// `transport` null: only groups of one member (a process outside a cluster).
-  CollectiveExecutor(TensorTransport* transport, std::string task, CollectiveExecutorOptions options = {});
+  /// `transport` null: only groups of one member (a process outside a
+  /// cluster). `membership` (required with a transport; it outlives the
+  /// executor): who the members are and which fail; `task` is its self().
+  CollectiveExecutor(TensorTransport* transport, Membership* membership, std::string task,
+                     CollectiveExecutorOptions options = {});
   ~CollectiveExecutor() override;  // Stop()
   CollectiveExecutor(const CollectiveExecutor&) = delete;
   CollectiveExecutor& operator=(const CollectiveExecutor&) = delete;
@@ -103,7 +112,6 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// The channel's check: DataLoss unless `meta` is a well-formed header.
   static Status CheckMessage(const std::string& from_task, const std::string& meta);
   void Deliver(const std::string& from_task, std::string meta, Tensor value);
-  void PeerFailed(const std::string& task, Status status);
   void Rejected(Status status);
 
   /// Epochs formed (for tests).

@@ -21,6 +21,7 @@
 
 #include "actorflow/comm/collective_executor.hpp"
 #include "actorflow/comm/collective_message.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -83,9 +84,11 @@ struct CollectiveExecutor::Impl {
   };
   static constexpr std::chrono::milliseconds kResend{250};
 
-  Impl(TensorTransport* t, std::string task_name, CollectiveExecutorOptions o)
-      : transport(t), task(std::move(task_name)), job(collective_internal::JobOf(task)), options(o) {
+  Impl(TensorTransport* t, Membership* m, std::string task_name, CollectiveExecutorOptions o)
+      : transport(t), membership(m), task(std::move(task_name)), job(collective_internal::JobOf(task)), options(o) {
     thread = std::thread([this] { Loop(); });
+    // After the thread: a change only posts.
+    if (membership) subscription = membership->Subscribe([this](const MembershipChange& c) { OnChange(c); });
   }
 
   // --- the queue -----------------------------------------------------------
@@ -126,7 +129,19 @@ struct CollectiveExecutor::Impl {
 
   void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation);
 
-  void OnPeerFailed(const std::string& peer, const Status& s);
+  // The membership's changes (on the writer's thread: posted). A member
+  // failed, replaced or removed fails its groups' collectives.
+  void OnChange(const MembershipChange& c);
+
+  // `peer` failed (or was replaced by `incarnation`, not 0): its groups'
+  // collectives fail with Unavailable; a group that has already met that
+  // incarnation is left alone.
+  void OnPeerFailed(const std::string& peer, const Status& s, uint64_t incarnation = 0);
+
+  // Whether `incarnation` of member `m` is the one the membership knows.
+  bool CurrentMember(const std::string& m, uint64_t incarnation) const {
+    return membership->CheckIncarnation(m, incarnation).ok();
+  }
 
   // A collective message this task's transport could not take: most often
   // from a member that restarted, which this process does not know yet (its
@@ -149,6 +164,8 @@ struct CollectiveExecutor::Impl {
   void OnMessage(const std::string& from, const CollectiveMessage& m, Tensor value);
 
   TensorTransport* transport;
+  Membership* membership;
+  uint64_t subscription = 0;  // to membership's changes, until StopNow
   const std::string task;
   const std::string job;
   const CollectiveExecutorOptions options;

@@ -7,6 +7,21 @@ std::string TaskRecord::job() const {
   return slash == std::string::npos ? name : name.substr(0, slash);
 }
 
+bool MembershipChange::Superseded() const {
+  if (kind == Kind::kRemoved) return true;
+  return kind == Kind::kReplaced && (task.incarnation != previous.incarnation || task.host != previous.host ||
+                                     task.port != previous.port);
+}
+
+TaskRecord TaskRecord::At(std::string name, std::string host, uint16_t port, uint64_t incarnation) {
+  TaskRecord t;
+  t.name = std::move(name);
+  t.host = std::move(host);
+  t.port = port;
+  t.incarnation = incarnation;
+  return t;
+}
+
 const char* MembershipChangeName(MembershipChange::Kind kind) {
   switch (kind) {
     case MembershipChange::Kind::kAdded: return "added";
@@ -65,13 +80,15 @@ Status Membership::Update(const TaskRecord& task) {
       changes.push_back({MembershipChange::Kind::kAdded, now, {}, ++version_});
     } else {
       TaskRecord& was = it->second;
-      const bool known = was.incarnation != 0;
-      if (known && was.incarnation == now.incarnation && was.host == now.host && was.port == now.port &&
+      // Known by name only (or without an address, at this incarnation) until
+      // now: for its readers it is added, with an address.
+      const bool addressed = !was.host.empty() || was.port != 0;
+      const bool known = was.incarnation != 0 && (addressed || was.incarnation != now.incarnation);
+      if (was.incarnation == now.incarnation && was.host == now.host && was.port == now.port &&
           was.liveness == TaskRecord::Liveness::kAlive)
         return Status::OK();  // nothing new
       const TaskRecord previous = was;
       was = now;
-      // Known by name only until now: for its readers it is added, with an address.
       const auto kind = known ? MembershipChange::Kind::kReplaced : MembershipChange::Kind::kAdded;
       changes.push_back({kind, now, previous, ++version_});
     }
@@ -117,6 +134,12 @@ std::optional<TaskRecord> Membership::Find(const std::string& task) const {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return std::nullopt;
   return it->second;
+}
+
+bool Membership::HasAddress(const std::string& task) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(task);
+  return it != tasks_.end() && !it->second.host.empty() && it->second.port != 0;
 }
 
 std::vector<TaskRecord> Membership::Tasks() const {

@@ -52,6 +52,8 @@ struct TaskRecord {
 
   /// "/job:worker" of "/job:worker/replica:0/task:1".
   std::string job() const;
+  /// What a task says of itself (for Update): where its transport listens, its incarnation.
+  static TaskRecord At(std::string name, std::string host, uint16_t port, uint64_t incarnation);
 };
 
 struct MembershipChange {
@@ -60,6 +62,12 @@ struct MembershipChange {
   TaskRecord task;      // as it is now (kRemoved: as it was)
   TaskRecord previous;  // kReplaced, kFailed: as it was before
   uint64_t version = 0;
+
+  /// What the old record named ended: kRemoved, or kReplaced by another
+  /// incarnation or address (its connections and collective epochs end). Not
+  /// a failed task alive again at the same incarnation and address (kReplaced
+  /// too: its liveness changed, nothing else).
+  bool Superseded() const;
 };
 
 const char* MembershipChangeName(MembershipChange::Kind kind);
@@ -80,7 +88,9 @@ class Membership {
   void AddName(const std::string& task);
   /// What `task` said of itself (address, incarnation): adds it, or replaces
   /// it when its incarnation or address changed (a restart: kReplaced), or
-  /// marks a failed one alive again at the same incarnation. InvalidArgument
+  /// marks a failed one alive again at the same incarnation (kReplaced, not
+  /// Superseded). A task known without an address until now (by name, or
+  /// this process before its transport listened) is kAdded. InvalidArgument
   /// for an empty name or incarnation 0; for this process's own task, only
   /// its own incarnation is accepted (FailedPrecondition otherwise).
   Status Update(const TaskRecord& task);
@@ -93,6 +103,8 @@ class Membership {
 
   // --- Readers ---------------------------------------------------------
   std::optional<TaskRecord> Find(const std::string& task) const;
+  /// Whether `task` is a member whose address is known (a transport can reach it).
+  bool HasAddress(const std::string& task) const;
   /// Every task, sorted by name.
   std::vector<TaskRecord> Tasks() const;
   /// The names of `job`'s tasks ("/job:worker"), sorted.

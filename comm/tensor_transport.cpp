@@ -31,16 +31,38 @@ void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& out, const Statu
   // will, possibly after the new incarnation joined a collective group, which
   // this report would break again (seen: the survivor of a restart re-formed
   // its group a second time and aborted the newcomer's waiting collective).
-  if (callbacks.peer_failed) {
-    bool current;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = peers.find(out->task);
-      current = it != peers.end() && it->second.incarnation == out->peer.incarnation;
-    }
-    if (current) callbacks.peer_failed(out->task, s);
-  }
+  ReportFailed(out->task, out->peer.incarnation, s);
   out_failures.fetch_add(1);  // after the report, if any (failed_connection_count)
+}
+
+void TensorTransport::Impl::ReportFailed(const std::string& task, uint64_t incarnation, const Status& s) {
+  if (!Current(task, incarnation)) return;
+  if (callbacks.peer_failed) callbacks.peer_failed(task, s);
+  // The membership's subscribers (collective groups) learn it there. This
+  // transport's own listener ignores a failure: no loop.
+  options.membership->MarkFailed(task, incarnation, s);
+}
+
+void TensorTransport::Impl::OnMembershipChange(const MembershipChange& change) {
+  if (!change.Superseded() || stopped.load()) return;
+  const std::string& task = change.task.name;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    direct.erase(task);  // no direct write reaches the old process from now on
+  }
+  const Status why = change.kind == MembershipChange::Kind::kRemoved
+                         ? errors::Unavailable("tensor transport: task ", task, " left the cluster")
+                         : errors::Aborted("tensor transport: task ", task, " moved or restarted");
+  asio::post(io, [self = shared_from_this(), task, why] { self->DropOut(task, why); });
+}
+
+void TensorTransport::Impl::DropOut(const std::string& task, const Status& why) {
+  auto it = outs.find(task);
+  if (it == outs.end() || Addresses(task, it->second->peer)) return;
+  auto old = it->second;
+  outs.erase(it);
+  for (auto& st : CloseOut(old)) RejectOut(task, *st, why);
+  out_failures.fetch_add(1);  // ended without a report (failed_connection_count)
 }
 
 auto TensorTransport::Impl::OutFor(const std::string& task, const Peer& peer) -> std::shared_ptr<Out> {
@@ -275,13 +297,11 @@ bool TensorTransport::Impl::Lendable(const Out& out, const OutStream& st) {
 bool TensorTransport::Impl::WriteDirect(const std::string& task, const std::shared_ptr<OutStream>& st) {
   std::shared_ptr<Out> out;
   {
+    // Only connections to where the membership has the task now are here
+    // (a task that moved or restarted is queued: the io thread replaces its connection).
     std::lock_guard<std::mutex> lock(mu);
     auto it = direct.find(task);
-    auto peer = peers.find(task);
-    if (it == direct.end() || peer == peers.end()) return false;
-    const Peer& p = it->second->peer;
-    if (p.host != peer->second.host || p.port != peer->second.port || p.incarnation != peer->second.incarnation)
-      return false;  // the task moved or restarted: the io thread replaces the connection
+    if (it == direct.end()) return false;
     out = it->second;
   }
   std::unique_lock<std::mutex> lock(out->wmu, std::try_to_lock);
@@ -319,14 +339,11 @@ bool TensorTransport::Impl::WriteDirect(const std::string& task, const std::shar
 
 void TensorTransport::Impl::Enqueue(const std::string& task, std::shared_ptr<OutStream> st) {
   if (stopped.load()) return;
-  Peer peer;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = peers.find(task);
-    if (it == peers.end())
-      return RejectOut(task, *st, errors::Unavailable("tensor transport: no address for task ", task));
-    peer = it->second;
+  const auto record = options.membership->Find(task);
+  if (!record || record->host.empty() || record->port == 0) {
+    return RejectOut(task, *st, errors::Unavailable("tensor transport: no address for task ", task));
   }
+  const Peer peer{record->host, record->port, record->incarnation};
   auto out = OutFor(task, peer);
   if (!out) return RejectOut(task, *st, errors::Unavailable("tensor transport: task ", task, " unreachable"));
   std::lock_guard<std::mutex> lock(out->wmu);
@@ -340,6 +357,11 @@ TensorTransport::TensorTransport(std::shared_ptr<Impl> impl) : impl_(std::move(i
 
 Status TensorTransport::Start(TransportOptions options, TransportCallbacks callbacks,
                               std::unique_ptr<TensorTransport>* out) {
+  if (!options.membership) return errors::InvalidArgument("tensor transport of ", options.task, ": no membership");
+  if (options.membership->self() != options.task || options.membership->self_incarnation() != options.incarnation)
+    return errors::InvalidArgument("tensor transport of ", options.task, " (incarnation ", options.incarnation,
+                                   "): the membership is ", options.membership->self(), "'s (incarnation ",
+                                   options.membership->self_incarnation(), ")");
   auto impl = std::make_shared<Impl>();
   impl->options = std::move(options);
   impl->callbacks = std::move(callbacks);
@@ -374,6 +396,10 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
       std::max<size_t>(4096, std::min<size_t>(impl->options.chunk_bytes, frame::kMaxDataBody)) & ~size_t{7};
   impl->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(impl->io.get_executor());
   impl->Accept();
+  std::weak_ptr<Impl> weak = impl;
+  impl->subscription = impl->options.membership->Subscribe([weak](const MembershipChange& change) {
+    if (auto self = weak.lock()) self->OnMembershipChange(change);
+  });
   impl->thread = std::thread([impl] {
     for (;;) {
       try {
@@ -392,6 +418,7 @@ TensorTransport::~TensorTransport() { Stop(); }
 void TensorTransport::Stop() {
   auto impl = impl_;
   if (impl->stopped.exchange(true)) return;
+  impl->options.membership->Unsubscribe(impl->subscription);  // no change posts anything after this
   asio::post(impl->io, [impl] {
     boost::system::error_code ignore;
     impl->acceptor.close(ignore);
@@ -443,27 +470,11 @@ uint64_t TensorTransport::failed_connection_count() const { return impl_->out_fa
 uint64_t TensorTransport::lent_count() const { return impl_->lent_returned.load(); }
 uint64_t TensorTransport::received_count() const { return impl_->tensors_received.load(); }
 
-void TensorTransport::SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->peers[task] = Impl::Peer{host, port, incarnation};
-}
-
-bool TensorTransport::HasPeer(const std::string& task) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->peers.count(task) > 0;
-}
-
-std::vector<std::string> TensorTransport::Peers() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  std::vector<std::string> out;
-  for (const auto& [task, peer] : impl_->peers) out.push_back(task);
-  return out;
-}
-
 Status TensorTransport::Send(const std::string& task, Channel channel, std::string meta, const Tensor& value,
                              SendFlags flags) {
   if (impl_->stopped.load()) return errors::Cancelled("tensor transport of ", impl_->options.task, " is stopped");
-  if (!HasPeer(task)) return errors::NotFound("tensor transport: task ", task, " is not a peer of ", impl_->options.task);
+  if (task == impl_->options.task || !impl_->options.membership->HasAddress(task))
+    return errors::NotFound("tensor transport: task ", task, " is not a peer of ", impl_->options.task);
   auto st = std::make_shared<OutStream>();
   st->channel = channel;
   frame::Begin begin;

@@ -57,6 +57,17 @@
 // tensor that does not fit in memory is rejected with ResourceExhausted.
 // Nothing crashes, nothing allocates what the peer merely claims.
 //
+// Peers (comm/membership.hpp): the transport keeps no table of its own. It
+// reads a task's address and incarnation from the process's membership when
+// it connects, and a sender's incarnation when a tensor arrives. It writes
+// one thing there: a connection to a task's current incarnation that failed
+// (MarkFailed, besides peer_failed), never one of an older incarnation. It
+// subscribes: a task replaced (another incarnation or address) or removed
+// loses its connection at once (the tensors still queued for it are rejected:
+// Aborted "moved or restarted", Unavailable "left the cluster"); a task
+// failed changes nothing here (its connection, if it was this transport's,
+// is gone already).
+//
 // With TlsOptions, every connection is TLS 1.3 with certificates on both
 // sides, verified against the cluster CA (comm/tls.hpp); a plaintext peer or
 // one the CA did not sign fails the handshake and is refused.
@@ -78,9 +89,15 @@
 
 namespace actorflow {
 
+class Membership;
+
 struct TransportOptions {
   std::string task;  // this process's task ("/job:worker/replica:0/task:0")
   uint64_t incarnation = 0;
+  /// The process's membership (required; its self() is `task` at
+  /// `incarnation`): where peers are, which incarnation each must be. It
+  /// outlives the transport.
+  Membership* membership = nullptr;
   std::string bind_host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port
   size_t chunk_bytes = size_t{4} << 20;
@@ -120,12 +137,14 @@ struct TransportCallbacks {
   ChannelHandler handlers[4];  // by Channel; [0] unused
   ChannelHandler& handler(Channel c) { return handlers[static_cast<uint8_t>(c)]; }
   /// A connection with `task` failed (a dead peer, a bad frame); its queued messages are dropped.
+  /// Only for the task's current incarnation, which the membership then marks failed too.
   std::function<void(const std::string& task, Status status)> peer_failed;
 };
 
 class TensorTransport {
  public:
-  /// Binds and starts the thread; InvalidArgument/Unavailable naming the address when it cannot bind.
+  /// Binds and starts the thread; InvalidArgument/Unavailable naming the address when it cannot bind,
+  /// InvalidArgument without a membership (or one of another task).
   static Status Start(TransportOptions options, TransportCallbacks callbacks, std::unique_ptr<TensorTransport>* out);
   /// Stops the thread and closes every connection; later Sends are dropped. Idempotent.
   void Stop();
@@ -142,19 +161,11 @@ class TensorTransport {
   const std::string& task() const;
   uint64_t incarnation() const;
 
-  /// Where `task` takes tensors, and the incarnation its tensors must carry.
-  /// A changed address or incarnation drops the old connection.
-  void SetPeer(const std::string& task, const std::string& host, uint16_t port, uint64_t incarnation);
-  /// Whether `task` is a known peer.
-  bool HasPeer(const std::string& task) const;
-  /// Every known peer task, sorted.
-  std::vector<std::string> Peers() const;
-
   /// Queues a message with a tensor for `channel` of `task` (never blocks;
   /// the bytes are written from the tensor's buffer later). An uninitialized
-  /// `value` sends none. NotFound when the task is not a known peer;
-  /// InvalidArgument for meta over frame::kMaxMetaBytes, more than 64 dims or
-  /// a payload over the cap.
+  /// `value` sends none. NotFound when the membership knows no address for
+  /// the task (or it is this process's); InvalidArgument for meta over
+  /// frame::kMaxMetaBytes, more than 64 dims or a payload over the cap.
   Status Send(const std::string& task, Channel channel, std::string meta, const Tensor& value, SendFlags flags = {});
   /// Queues a message without a tensor (a control message).
   Status SendMessage(const std::string& task, Channel channel, std::string meta);
@@ -172,8 +183,9 @@ class TensorTransport {
   /// Tensors this endpoint received whole, by either path (delivered).
   uint64_t received_count() const;
   /// Connections to peers that failed (the peer closed or reset one, or
-  /// answered badly), each counted after its peer_failed report, if it makes
-  /// one, has run: a test that sees the count sees the report (for tests).
+  /// answered badly) or were dropped because the membership replaced or
+  /// removed their task, each counted after its peer_failed report, if it
+  /// makes one, has run: a test that sees the count sees the report (for tests).
   uint64_t failed_connection_count() const;
 
   struct Impl;

@@ -25,6 +25,7 @@
 
 #include "actorflow/core/tensor_shape.hpp"
 #include "actorflow/comm/frame_codec.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/same_host.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
@@ -103,13 +104,33 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (comm/tls.hpp), when configured
   std::atomic<bool> stopped{false};
 
+  // Where a connection goes: the membership's record of its task when it was made.
   struct Peer {
     std::string host;
     uint16_t port = 0;
     uint64_t incarnation = 0;
   };
-  mutable std::mutex mu;                // guards peers (read by the io thread, written by callers)
-  std::map<std::string, Peer> peers;
+  mutable std::mutex mu;  // guards `direct`
+  uint64_t subscription = 0;  // to options.membership's changes (Start to Stop)
+
+  // --- the membership ------------------------------------------------------
+  // Whether `incarnation` is the one the membership knows for `task` (a peer, not this process).
+  bool Current(const std::string& task, uint64_t incarnation) const {
+    return task != options.task && options.membership->CheckIncarnation(task, incarnation).ok();
+  }
+  // Whether `peer` is where the membership has `task` now.
+  bool Addresses(const std::string& task, const Peer& peer) const {
+    auto r = options.membership->Find(task);
+    return r && r->host == peer.host && r->port == peer.port && r->incarnation == peer.incarnation;
+  }
+  // A connection with `task` (of `incarnation`) failed: reported, with
+  // peer_failed and to the membership, when that is the task's current
+  // incarnation (not a stale one, not a stranger).
+  void ReportFailed(const std::string& task, uint64_t incarnation, const Status& s);
+  // A membership change (on the writer's thread): a task replaced or removed loses its connection.
+  void OnMembershipChange(const MembershipChange& change);
+  // The io thread's half: `task`'s connection, unless the membership has it there again, closes.
+  void DropOut(const std::string& task, const Status& why);
 
   // --- outgoing: the io thread, and Send's direct writes ---------------------
   //
@@ -148,13 +169,18 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
     char control[kHeaderBytes];  // the receiver's frame being read
   };
   std::unordered_map<std::string, std::shared_ptr<Out>> outs;
-  // Plaintext connections past their hello, for Send's direct writes (under mu).
+  // Plaintext connections past their hello, for Send's direct writes (under
+  // mu): only to where the membership has the task now (a change that
+  // supersedes it takes it out at once, under mu too).
   std::unordered_map<std::string, std::shared_ptr<Out>> direct;
   void SetDirect(const std::shared_ptr<Out>& out, bool on) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = direct.find(out->task);
-    if (on) direct[out->task] = out;
-    else if (it != direct.end() && it->second == out) direct.erase(it);
+    if (on) {
+      if (Addresses(out->task, out->peer)) direct[out->task] = out;
+    } else if (it != direct.end() && it->second == out) {
+      direct.erase(it);
+    }
   }
 
   // --- incoming: io thread only -------------------------------------------

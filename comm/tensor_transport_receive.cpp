@@ -70,15 +70,7 @@ void TensorTransport::Impl::CloseIn(const std::shared_ptr<In>& in, const Status&
   for (auto& [id, st] : in->streams)
     if (!st.discard) Reject(in, st, s);
   in->streams.clear();
-  if (!in->task.empty() && callbacks.peer_failed) {
-    bool current;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = peers.find(in->task);
-      current = it != peers.end() && it->second.incarnation == in->incarnation;
-    }
-    if (current) callbacks.peer_failed(in->task, s);  // not for a stale incarnation or a stranger
-  }
+  if (!in->task.empty()) ReportFailed(in->task, in->incarnation, s);  // not for a stale incarnation or a stranger
 }
 
 void TensorTransport::Impl::Bad(const std::shared_ptr<In>& in, const std::string& why) {
@@ -422,24 +414,20 @@ void TensorTransport::Impl::OnBegin(const std::shared_ptr<In>& in, uint8_t flags
   const bool has_tensor = st.dtype != DT_INVALID;
   const bool is_string = DataTypeIsStringLike(st.dtype);
   if (is_string) st.extra = static_cast<uint64_t>(st.shape.num_elements()) * sizeof(std::string);
-  // The sender must be the incarnation this process knows for its task.
-  uint64_t known = 0;
-  bool found;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = peers.find(in->task);
-    found = it != peers.end();
-    if (found) known = it->second.incarnation;
-  }
+  // The sender must be the incarnation the membership knows for its task.
   Status reject;
-  if (in->inflight + st.payload_len + st.extra > options.max_inflight_bytes)
+  if (in->inflight + st.payload_len + st.extra > options.max_inflight_bytes) {
     reject = errors::ResourceExhausted("tensor transport: more than ", options.max_inflight_bytes,
                                        " bytes in flight from ", in->task);
-  else if (!found || known != in->incarnation)
+  } else if (!Current(in->task, in->incarnation)) {
+    const auto record = in->task == options.task ? std::nullopt : options.membership->Find(in->task);
+    const bool found = record && record->incarnation != 0;
+    const uint64_t known = found ? record->incarnation : 0;
     reject = errors::Aborted("tensor from task ", in->task, " with incarnation ", in->incarnation,
                              found ? " after the task restarted (this session knows incarnation " +
                                          std::to_string(known) + ")"
                                    : " that this process does not know as a peer");
+  }
   if (reject.ok() && has_tensor) {
     try {
       if (is_string) {

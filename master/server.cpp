@@ -89,6 +89,7 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   tc.master = server->actors_->master;
   tc.worker = rt->worker_actor();
   tc.transport = rt->transport();
+  tc.membership = rt->membership();
   tc.transport_host = options.bind;
   Server* raw = server.get();
   tc.on_shutdown = [raw](const std::string& reason) { raw->RequestStop("shutdown requested: " + reason); };

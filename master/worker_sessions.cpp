@@ -2,37 +2,40 @@
 
 #include <caf/all.hpp>
 
+#include <tuple>
+
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/runtime.hpp"
-#include "actorflow/comm/collective_executor.hpp"
-#include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/master/cluster_view.hpp"
 #include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 
 void AnnouncePeers(Runtime* runtime, const std::vector<TaskPeer>& peers) {
-  if (TensorTransport* transport = runtime->transport())
-    for (const auto& p : peers)
-      if (p.task != runtime->task_name()) transport->SetPeer(p.task, p.host, p.port, p.incarnation);
+  for (const auto& p : peers)
+    if (p.task != runtime->task_name())
+      runtime->membership()->Update(TaskRecord::At(p.task, p.host, p.port, p.incarnation));
 }
 
 namespace {
 
-// The actor standing for a master: worker sessions monitor it, and it
-// monitors the other tasks, reporting one that goes down.
+// The actor standing for a master: remote workers monitor it, and it
+// monitors the other tasks, marking one that goes down failed in the
+// membership (which fails this process's collectives with it at once: their
+// own timeout is the bound only where no session watches).
 caf::actor SpawnPresence(Runtime* runtime, const ClusterView& view) {
-  std::vector<std::pair<caf::actor, std::string>> watched;
+  std::vector<std::tuple<caf::actor, std::string, uint64_t>> watched;
   for (const auto& t : view.tasks())
-    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name);
-  CollectiveExecutor* collectives = runtime->collectives();
-  return runtime->system().spawn([watched, collectives](caf::event_based_actor* self) -> caf::behavior {
-    for (const auto& [actor, name] : watched) self->monitor(actor);
-    self->set_down_handler([watched, collectives](caf::down_msg& down) {
-      for (const auto& [actor, name] : watched)
-        if (actor.address() == down.source && collectives)
-          collectives->PeerFailed(name, errors::Unavailable("task ", name, " is down (", caf::to_string(down.reason),
-                                                            ")"));
+    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name, t.status.incarnation);
+  Membership* membership = runtime->membership();
+  return runtime->system().spawn([watched, membership](caf::event_based_actor* self) -> caf::behavior {
+    for (const auto& w : watched) self->monitor(std::get<0>(w));
+    self->set_down_handler([watched, membership](caf::down_msg& down) {
+      for (const auto& [actor, name, incarnation] : watched)
+        if (actor.address() == down.source)
+          membership->MarkFailed(name, incarnation,
+                                 errors::Unavailable("task ", name, " is down (", caf::to_string(down.reason), ")"));
     });
     return {[](int) {}};
   });
@@ -47,9 +50,10 @@ WorkerSessions::~WorkerSessions() { Close(); }
 
 Status WorkerSessions::Open(Runtime* runtime, const ClusterView& view, const std::string& handle,
                             std::chrono::milliseconds deadline, std::unique_ptr<WorkerSessions>* out) {
-  std::unique_ptr<WorkerSessions> sessions(new WorkerSessions(handle, SpawnPresence(runtime, view)));
+  // The peers first: a task the presence actor sees go down is then one the membership knows.
   const std::vector<TaskPeer> peers = view.Peers();
   AnnouncePeers(runtime, peers);
+  std::unique_ptr<WorkerSessions> sessions(new WorkerSessions(handle, SpawnPresence(runtime, view)));
   std::vector<std::unique_ptr<ClientChannel>> started;
   std::vector<const ClusterTask*> asked;
   Status status;

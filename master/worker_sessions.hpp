@@ -8,8 +8,8 @@
 // too. An actor standing for the master ("presence") is what each remote
 // worker monitors: when it goes (the master's process died), the workers drop
 // the session. It monitors the remote tasks in turn: one that dies, or hangs
-// past CAF's heartbeat timeout, is reported failed to this process's
-// collectives at once.
+// past CAF's heartbeat timeout, is marked failed in this process's
+// membership, which fails its collectives with that task at once.
 //
 // Close ends every worker session once (each worker sends CloseSession to
 // its devices once), then the presence actor. Thread-safe after Open.
@@ -33,7 +33,8 @@ class ClusterView;
 class Runtime;
 
 /// Makes the transport addresses and incarnations of a session's tasks known
-/// to this process (`peers` may include this process's own task, skipped).
+/// to this process's membership (`peers` may include this process's own
+/// task, skipped).
 void AnnouncePeers(Runtime* runtime, const std::vector<TaskPeer>& peers);
 
 class WorkerSessions {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/ops/collective/collective_reduction.hpp"
 #include "tls_util.hpp"
@@ -30,6 +31,7 @@ std::string Task(int i) { return "/job:worker/replica:0/task:" + std::to_string(
 
 struct Rank {
   std::string task;
+  std::unique_ptr<Membership> membership;  // its process's: outlives the transport and the executor
   std::unique_ptr<TensorTransport> transport;
   std::unique_ptr<CollectiveExecutor> exec;
   std::shared_ptr<std::atomic<CollectiveExecutor*>> target = std::make_shared<std::atomic<CollectiveExecutor*>>(nullptr);
@@ -38,10 +40,11 @@ struct Rank {
   std::shared_ptr<std::atomic<int>> rejected = std::make_shared<std::atomic<int>>(0);
 
   Rank(int i, uint64_t incarnation, std::chrono::milliseconds timeout, bool same_host, TlsOptions tls = {})
-      : task(Task(i)) {
+      : task(Task(i)), membership(std::make_unique<Membership>(task, incarnation)) {
     TransportOptions o;
     o.task = task;
     o.incarnation = incarnation;
+    o.membership = membership.get();
     o.same_host = same_host;
     o.tls = tls;
     TransportCallbacks cb;
@@ -56,13 +59,10 @@ struct Rank {
       if (auto* e = t->load()) e->Rejected(std::move(s));
       rejects->fetch_add(1);
     };
-    cb.peer_failed = [t](const std::string& task, Status s) {
-      if (auto* e = t->load()) e->PeerFailed(task, std::move(s));
-    };
     REQUIRE(TensorTransport::Start(o, cb, &transport).ok());
     CollectiveExecutorOptions eo;
     eo.default_timeout = timeout;
-    exec = std::make_unique<CollectiveExecutor>(transport.get(), task, eo);
+    exec = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task, eo);
     target->store(exec.get());
   }
   ~Rank() { Kill(); }
@@ -89,7 +89,7 @@ struct Ring {
     for (auto& a : ranks)
       for (auto& b : ranks)
         if (a != b && a->transport && b->transport)
-          a->transport->SetPeer(b->task, "127.0.0.1", b->transport->port(), b->transport->incarnation());
+          Introduce(*a, *b);
   }
   Rank& operator[](int i) { return *ranks[i]; }
   // Rank i dies and a new process takes its place (a new incarnation) that
@@ -99,9 +99,11 @@ struct Ring {
     ranks[i] = std::make_unique<Rank>(i, incarnation, std::chrono::seconds(20), true);
   }
   // Rank `from` learns where rank `to` is (as a session finds it).
-  void Introduce(int from, int to) {
-    ranks[from]->transport->SetPeer(Task(to), "127.0.0.1", ranks[to]->transport->port(),
-                                    ranks[to]->transport->incarnation());
+  void Introduce(int from, int to) { Introduce(*ranks[from], *ranks[to]); }
+  static void Introduce(Rank& from, Rank& to) {
+    REQUIRE(from.membership
+                ->Update(TaskRecord::At(to.task, "127.0.0.1", to.transport->port(), to.transport->incarnation()))
+                .ok());
   }
 };
 
@@ -145,6 +147,18 @@ Tensor Input(int r, int64_t n, DataType dtype = DT_FLOAT) {
     if (dtype == DT_INT64) t.data<int64_t>()[i] = v;
   }
   return t;
+}
+
+// Ranks 0 and 1 of `ring` form their group with one all-reduce; then rank
+// 0 starts another, which exchanges and waits for rank 1's data.
+std::future<Result> FormedAndWaiting(Ring& ring) {
+  auto a = Start(ring[0], Reduce(2, 1), Input(0, 8));
+  auto b = Start(ring[1], Reduce(2, 1), Input(1, 8));
+  REQUIRE(Wait(a).first.ok());
+  REQUIRE(Wait(b).first.ok());
+  a = Start(ring[0], Reduce(2, 1), Input(0, 8));  // waits for rank 1
+  REQUIRE(WaitUntil([&] { return ring[0].exec->pending_count() == 1; }, std::chrono::seconds(10)));
+  return a;
 }
 
 }  // namespace
@@ -339,12 +353,7 @@ TEST_CASE("collective: different tensors or bucket plans on the ranks are Invali
 TEST_CASE("collective: a dead peer is Unavailable, a hung one DeadlineExceeded, a cancelled one lets its peer fail") {
   SECTION("dead") {
     Ring ring(2);
-    auto a = Start(ring[0], Reduce(2, 1), Input(0, 8));
-    auto b = Start(ring[1], Reduce(2, 1), Input(1, 8));
-    REQUIRE(Wait(a).first.ok());
-    REQUIRE(Wait(b).first.ok());
-    a = Start(ring[0], Reduce(2, 1), Input(0, 8));  // waits for rank 1
-    REQUIRE(WaitUntil([&] { return ring[0].exec->pending_count() == 1; }, std::chrono::seconds(10)));
+    auto a = FormedAndWaiting(ring);
     ring[1].Kill();
     Result r = Wait(a);
     CHECK(r.first.code() == Code::kUnavailable);
@@ -392,6 +401,29 @@ TEST_CASE("collective: a dead peer is Unavailable, a hung one DeadlineExceeded, 
     for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(3, 1), Input(r, 30)));
     for (auto& f : fs) CHECK(Wait(f).first.ok());
   }
+}
+
+TEST_CASE("collective: a member the membership marks failed, replaces or removes fails the group's collectives") {
+  Ring ring(2);
+  auto a = FormedAndWaiting(ring);
+  Membership& m = *ring[0].membership;
+  std::string why;
+  SECTION("failed (as a session's monitor saw it go down)") {
+    m.MarkFailed(Task(1), 101, errors::Unavailable("task ", Task(1), " is down (heartbeat)"));
+    why = "is down (heartbeat)";
+  }
+  SECTION("replaced (a new incarnation)") {
+    REQUIRE(m.Update(TaskRecord::At(Task(1), "127.0.0.1", ring[1].transport->port(), 555)).ok());
+    why = "replaced (incarnation 555";
+  }
+  SECTION("removed") {
+    m.Remove(Task(1));
+    why = "left the cluster";
+  }
+  Result r = Wait(a);
+  INFO(r.first.ToString());
+  CHECK(r.first.code() == Code::kUnavailable);
+  CHECK_THAT(r.first.message(), Catch::Contains("peer " + Task(1) + " failed") && Catch::Contains(why));
 }
 
 TEST_CASE("collective: a group smaller than the job is InvalidArgument; one waiting for a member not found yet forms when it is") {
@@ -494,7 +526,7 @@ TEST_CASE("collective: a collective started just before the executor stops is an
   // the checks are made here.
   int unanswered = 0, answered_ok = 0;
   for (int i = 0; i < 300; ++i) {
-    CollectiveExecutor exec(nullptr, Task(0));
+    CollectiveExecutor exec(nullptr, nullptr, Task(0));
     std::atomic<int> answers{0}, oks{0};
     exec.Start(exec.NewId(), Reduce(2, 1), Input(0, 4), Tensor(DT_FLOAT, TensorShape{4}),
                [&](const Status& s, Tensor) {

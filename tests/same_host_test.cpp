@@ -140,7 +140,7 @@ TEST_CASE("same host: tensors of 256 KiB and more are read from the sender's mem
 
 TEST_CASE("same host: a lent tensor the receiver rejects (an unknown incarnation) is returned at once, its step Aborted") {
   Pair p(size_t{4} << 20, /*same_host=*/true);
-  p.b->SetPeer(kA, "127.0.0.1", p.a->port(), 999);  // B knows another incarnation of A
+  Introduce(p.mb, kA, p.a->port(), 999);  // B knows another incarnation of A
   Tensor big = Floats(int64_t{1} << 20, 0.5f);
   REQUIRE(SendTensor(*p.a, kB, 4, Key("big"), big, false).ok());
   auto r = p.in_b.Next();
@@ -163,12 +163,14 @@ TEST_CASE("same host: the sender waits for the answer to its offer, lends, and h
   REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &alen) == 0);
 
   Inbox in_a;
+  Membership ma(kA, 111);
   std::unique_ptr<TensorTransport> a;
   TransportOptions oa;
   oa.task = kA;
   oa.incarnation = 111;
+  oa.membership = &ma;
   REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
-  a->SetPeer(kB, "127.0.0.1", ntohs(addr.sin_port), 222);
+  Introduce(ma, kB, ntohs(addr.sin_port), 222);
   Tensor big = Floats(int64_t{1} << 20, 0.25f);  // 4 MiB
   REQUIRE(SendTensor(*a, kB, 1, Key("big"), big, false).ok());
   REQUIRE(SendTensor(*a, kB, 1, Key("small"), Tensor::Scalar<float>(5.f), false).ok());
@@ -318,7 +320,7 @@ TEST_CASE("drain: a sender about to end lets its peer read what it sent, lent or
   socklen_t len = sizeof(addr);
   REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   Pair p(size_t{4} << 20, /*same_host=*/false);
-  p.a->SetPeer(kB, "127.0.0.1", ntohs(addr.sin_port), 222);
+  Introduce(p.ma, kB, ntohs(addr.sin_port), 222);
   REQUIRE(SendTensor(*p.a, kB, 1, Key("big"), Floats(int64_t{16} << 20, 0.5f), false).ok());
   CHECK_FALSE(p.a->Drain(std::chrono::milliseconds(300)));
   ::close(listener);

@@ -17,6 +17,7 @@
 #include "actorflow/client/session.hpp"
 #include "local_cluster.hpp"
 #include "actorflow/master/server.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/net/rendezvous_key.hpp"
 #include "test_util.hpp"
@@ -70,16 +71,24 @@ struct Received {
   }
 };
 
-std::unique_ptr<TensorTransport> Endpoint(const char* task, uint64_t inc, const TlsOptions& tls, Received* r) {
+// `m`: the endpoint's process's membership (it outlives the endpoint).
+std::unique_ptr<TensorTransport> Endpoint(const char* task, uint64_t inc, const TlsOptions& tls, Received* r,
+                                          Membership* m) {
   TransportOptions o;
   o.task = task;
   o.incarnation = inc;
+  o.membership = m;
   o.tls = tls;
   std::unique_ptr<TensorTransport> t;
   const Status s = TensorTransport::Start(o, r->Callbacks(), &t);
   INFO(s.ToString());
   REQUIRE(s.ok());
   return t;
+}
+
+// What a session tells the membership `m` of a task: it listens on loopback `port`, at `incarnation`.
+void Introduce(Membership& m, const char* task, uint16_t port, uint64_t incarnation) {
+  REQUIRE(m.Update(TaskRecord::At(task, "127.0.0.1", port, incarnation)).ok());
 }
 
 RendezvousKey KeyAB() {
@@ -117,11 +126,13 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
   Dir dir;
   TestPki pki(dir.path);
   Received ra, rb;
-  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb);
+  Membership mb(kB, 2);
+  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb, &mb);
   {
-    auto a = Endpoint(kA, 1, pki.Issue("a"), &ra);
-    a->SetPeer(kB, "127.0.0.1", b->port(), 2);
-    b->SetPeer(kA, "127.0.0.1", a->port(), 1);
+    Membership ma(kA, 1);
+    auto a = Endpoint(kA, 1, pki.Issue("a"), &ra, &ma);
+    Introduce(ma, kB, b->port(), 2);
+    Introduce(mb, kA, a->port(), 1);
     Tensor big(DT_FLOAT, TensorShape{int64_t{3} << 20});  // 12 MiB: several chunks through TLS
     for (int64_t i = 0; i < big.NumElements(); ++i) big.data<float>()[i] = static_cast<float>(i);
     REQUIRE(a->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), big).ok());
@@ -140,8 +151,9 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
     INFO(bad.what);
     const uint64_t refused = b->tls_refused_count();
     Received rx;
-    auto x = Endpoint(kA, 1, bad.tls, &rx);
-    x->SetPeer(kB, "127.0.0.1", b->port(), 2);
+    Membership mx(kA, 1);
+    auto x = Endpoint(kA, 1, bad.tls, &rx, &mx);
+    Introduce(mx, kB, b->port(), 2);
     REQUIRE(x->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), Tensor::Scalar<float>(1.f)).ok());
     auto e = rx.Next();  // the sender learns its tensor did not go
     CHECK(!e.first);
@@ -151,8 +163,10 @@ TEST_CASE("the tensor transport over mutual TLS: tensors cross; plaintext, anoth
     CHECK(b->tls_refused_count() > refused);
   }
   // An expired certificate does not even start (checked at Start).
+  Membership mo(kA, 0);
   TransportOptions o;
   o.task = kA;
+  o.membership = &mo;
   o.tls = pki.Issue("old", false, true);
   std::unique_ptr<TensorTransport> x;
   const Status s = TensorTransport::Start(o, ra.Callbacks(), &x);
@@ -174,10 +188,11 @@ TEST_CASE("a certificate issued by an intermediate CA, its file holding the chai
   }
   CHECK(errors::IsInvalidArgument(CheckTlsFiles(leaf_only)));
   Received ra, rb;
-  auto a = Endpoint(kA, 1, chained, &ra);
-  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb);
-  a->SetPeer(kB, "127.0.0.1", b->port(), 2);
-  b->SetPeer(kA, "127.0.0.1", a->port(), 1);
+  Membership ma(kA, 1), mb(kB, 2);
+  auto a = Endpoint(kA, 1, chained, &ra, &ma);
+  auto b = Endpoint(kB, 2, pki.Issue("b"), &rb, &mb);
+  Introduce(ma, kB, b->port(), 2);
+  Introduce(mb, kA, a->port(), 1);
   // a presents its chain as a client
   REQUIRE(a->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, KeyAB()), Tensor::Scalar<float>(1.f)).ok());
   CHECK(rb.Next().first);

@@ -177,16 +177,19 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
     deliver(from, std::move(meta), std::move(v), dead);
   };
   Inbox in_a;
+  Membership ma(kA, 111), mb(kB, 222);
   std::unique_ptr<TensorTransport> a, b;
   TransportOptions oa, ob;
   oa.task = kA;
   oa.incarnation = 111;
+  oa.membership = &ma;
   ob.task = kB;
   ob.incarnation = 222;
+  ob.membership = &mb;
   REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
   REQUIRE(TensorTransport::Start(ob, cb, &b).ok());
-  a->SetPeer(kB, "127.0.0.1", b->port(), 222);
-  b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+  Introduce(ma, kB, b->port(), 222);
+  Introduce(mb, kA, a->port(), 111);
   REQUIRE(SendTensor(*a, kB, 1, Key("gate"), Tensor::Scalar<int32_t>(0), false).ok());
   constexpr int kCount = 600;  // 600 x 64 KiB: far more than the sockets hold
   auto value = [](int i) {
@@ -220,7 +223,7 @@ TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, 
 
 TEST_CASE("transport: a tensor from an incarnation the receiver does not know is rejected: Aborted, task restarted") {
   Pair p;
-  p.b->SetPeer(kA, "127.0.0.1", p.a->port(), 999);  // B knows another incarnation of A
+  Introduce(p.mb, kA, p.a->port(), 999);  // B knows another incarnation of A
   REQUIRE(SendTensor(*p.a, kB, 5, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
   auto r = p.in_b.Next();
   CHECK(r.step == 5);
@@ -250,11 +253,12 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
     REQUIRE(SendTensor(*p.a, kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
     REQUIRE(p.in_b.Next().status.ok());
     const uint16_t port = p.b->port();
-    p.a->SetPeer(kB, "127.0.0.1", port, 333);  // as a session finds the restarted task
-    p.b.reset();                               // the old incarnation's end of A's connection closes
-    // A reads the end of the old connection (a report of it would have come
-    // by the time it is counted); then a send to the new incarnation, which
-    // is not listening: that failure is the current one's and is reported.
+    Introduce(p.ma, kB, port, 333);  // as a session finds the restarted task
+    p.b.reset();                     // the old incarnation's end of A's connection closes
+    // A drops the old connection as its membership replaces B (a report of
+    // it would have come by the time it is counted); then a send to the new
+    // incarnation, which is not listening: that failure is the current
+    // one's and is reported.
     REQUIRE(WaitUntil([&] { return p.a->failed_connection_count() >= 1; }, std::chrono::seconds(20)));
     CHECK(failures_of(p.in_a).empty());
     SendTensor(*p.a, kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false);
@@ -266,6 +270,36 @@ TEST_CASE("transport: a closed connection reports its peer failed only for the p
       CHECK(status.message().find("closed the connection") == std::string::npos);
     }
   }
+}
+
+TEST_CASE("transport: its peers are the membership's: removed is NotFound and loses its connection; a failure is marked there") {
+  Pair p;
+  REQUIRE(SendTensor(*p.a, kB, 1, Key("x"), Tensor::Scalar<float>(1.f), false).ok());
+  REQUIRE(p.in_b.Next().status.ok());
+  // This process is never its own peer, whatever its record says.
+  Introduce(p.ma, kA, p.a->port(), 111);
+  CHECK(SendTensor(*p.a, kA, 1, Key("x"), Tensor::Scalar<float>(1.f), false).code() == Code::kNotFound);
+  // B leaves the cluster: no sends to it, and its connection is dropped (not reported as a failure).
+  p.ma.Remove(kB);
+  CHECK(SendTensor(*p.a, kB, 2, Key("y"), Tensor::Scalar<float>(2.f), false).code() == Code::kNotFound);
+  REQUIRE(WaitUntil([&] { return p.a->failed_connection_count() >= 1; }, std::chrono::seconds(20)));
+  {
+    std::lock_guard<std::mutex> l(p.in_a.mu);
+    CHECK(p.in_a.failures.empty());
+  }
+  // Found again (as a session does): a new connection.
+  Introduce(p.ma, kB, p.b->port(), 222);
+  REQUIRE(SendTensor(*p.a, kB, 3, Key("z"), Tensor::Scalar<float>(3.f), false).ok());
+  auto r = p.in_b.Next();
+  REQUIRE(r.status.ok());
+  CHECK(r.step == 3);
+  // B ends: A's connection to it fails, and A's membership marks B failed (at its incarnation).
+  p.b.reset();
+  REQUIRE(WaitUntil([&] { return p.ma.Find(kB)->liveness == TaskRecord::Liveness::kFailed; },
+                    std::chrono::seconds(20)));
+  const auto b = p.ma.Find(kB);
+  CHECK(b->incarnation == 222);
+  CHECK(errors::IsUnavailable(b->failure));
 }
 
 TEST_CASE("transport: hostile bytes close the connection with DataLoss, never crash, and the endpoint goes on") {

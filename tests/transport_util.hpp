@@ -1,8 +1,9 @@
 // Helpers for the tensor transport's tests (transport_test, same_host_test):
 // an inbox of what an endpoint delivered on its rendezvous channel (a step id
 // and key as each message's meta, as the rendezvous actor's), a connected
-// pair of endpoints in this process, a send of a tensor under a step id and
-// key, and the wire frames (comm/frame_codec.hpp) for hostile peers.
+// pair of endpoints in this process (each with its own membership, as two
+// processes have), a send of a tensor under a step id and key, and the wire
+// frames (comm/frame_codec.hpp) for hostile peers.
 // The inbox's callbacks run on the transport's thread and only record what
 // came (under its mutex); Next, Pair, Dial and SendHostile assert, so they
 // are called on the test's main thread only (Catch2 2.x is not thread-safe).
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "actorflow/comm/frame_codec.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/net/rendezvous_key.hpp"
 #include "wait_until.hpp"
@@ -85,8 +87,14 @@ struct Inbox {
   }
 };
 
+// What a session tells the membership `m` of a task: it listens on loopback `port`, at `incarnation`.
+inline void Introduce(Membership& m, const std::string& task, uint16_t port, uint64_t incarnation) {
+  REQUIRE(m.Update(TaskRecord::At(task, "127.0.0.1", port, incarnation)).ok());
+}
+
 struct Pair {
   Inbox in_a, in_b;
+  Membership ma{kA, 111}, mb{kB, 222};  // each endpoint's process's (they outlive the endpoints)
   std::unique_ptr<TensorTransport> a, b;
   // `same_host` off: every byte over TCP, as between machines.
   explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false) {
@@ -94,13 +102,15 @@ struct Pair {
     oa.same_host = ob.same_host = same_host;
     oa.task = kA;
     oa.incarnation = 111;
+    oa.membership = &ma;
     ob.task = kB;
     ob.incarnation = 222;
+    ob.membership = &mb;
     oa.chunk_bytes = ob.chunk_bytes = chunk;
     REQUIRE(TensorTransport::Start(oa, in_a.Callbacks(kA), &a).ok());
     REQUIRE(TensorTransport::Start(ob, in_b.Callbacks(kB), &b).ok());
-    a->SetPeer(kB, "127.0.0.1", b->port(), 222);
-    b->SetPeer(kA, "127.0.0.1", a->port(), 111);
+    Introduce(ma, kB, b->port(), 222);
+    Introduce(mb, kA, a->port(), 111);
   }
 };
 
