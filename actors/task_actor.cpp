@@ -6,7 +6,9 @@
 
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/membership.hpp"
+#include "actorflow/actors/runtime.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/devices/device.hpp"
 
 namespace actorflow {
 
@@ -22,25 +24,28 @@ using TaskActor = caf::stateful_actor<TaskState>;
 
 }  // namespace
 
+GetStatusResponse DescribeTask(Runtime& runtime, const std::string& transport_host, caf::actor master) {
+  GetStatusResponse r;
+  r.task = runtime.task_name();
+  r.incarnation = runtime.incarnation();
+  for (size_t i = 0; i < runtime.devices().size(); ++i)
+    r.devices.push_back({runtime.devices()[i]->name(), runtime.devices()[i]->device_type(),
+                         runtime.device_actor(static_cast<int>(i))});
+  r.rendezvous = runtime.rendezvous_actor();
+  r.container = runtime.container_actor();
+  r.master = std::move(master);
+  if (runtime.transport()) {
+    r.transport_host = transport_host;
+    r.transport_port = runtime.transport()->port();
+  }
+  return r;
+}
+
 caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
   return sys.spawn([config = std::move(config)](TaskActor* self) -> caf::behavior {
     self->state.config = config;
     return {
-        [self](const GetStatusRequest&) {
-          const auto& c = self->state.config;
-          GetStatusResponse r;
-          r.task = c.task;
-          r.incarnation = c.incarnation;
-          r.devices = c.devices;
-          r.rendezvous = c.rendezvous;
-          r.container = c.container;
-          r.master = c.master;
-          if (c.transport) {
-            r.transport_host = c.transport_host;
-            r.transport_port = c.transport->port();
-          }
-          return r;
-        },
+        [self](const GetStatusRequest&) { return self->state.config.status; },
         [self](const CreateWorkerSessionRequest& req) {
           auto& st = self->state;
           auto rp = self->make_response_promise();
@@ -49,12 +54,10 @@ caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
             return;
           }
           for (const auto& p : req.peers) {
-            if (p.task == st.config.task) {
-              if (p.incarnation != st.config.incarnation) {
+            if (p.task == st.config.status.task) {
+              if (p.incarnation != st.config.status.incarnation) {
                 rp.deliver(CreateWorkerSessionResponse{
-                    errors::Aborted("task ", st.config.task, " restarted: the master knows incarnation ", p.incarnation,
-                                    ", this is ", st.config.incarnation),
-                    {}});
+                    TaskRestartedError(p.task, st.config.status.incarnation, p.incarnation), {}});
                 return;
               }
               continue;
@@ -68,7 +71,7 @@ caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config) {
         [self](const DeleteWorkerSessionRequest& req) {
           self->make_response_promise().delegate(self->state.config.worker, req);
         },
-        [self](const PingRequest&) { return PingResponse{self->state.config.incarnation}; },
+        [self](const PingRequest&) { return PingResponse{self->state.config.status.incarnation}; },
         [self](const ShutdownRequest& req) {
           if (self->state.config.on_shutdown) self->state.config.on_shutdown(req.reason);
           return StatusResponse{Status::OK()};

@@ -31,22 +31,22 @@
 namespace actorflow {
 
 class Membership;
-class TensorTransport;
+class Runtime;
 
 struct TaskActorConfig {
-  std::string task;  // "/job:ps/replica:0/task:0"
-  uint64_t incarnation = 0;
-  std::vector<RemoteDeviceInfo> devices;
-  caf::actor rendezvous;
-  caf::actor container;
-  caf::actor master;  // the server's master service (may be null)
+  GetStatusResponse status;  // what GetStatusRequest answers (DescribeTask)
   caf::actor worker;  // the runtime's worker (actors/worker_session.hpp): it keeps the worker sessions
-  TensorTransport* transport = nullptr;
   Membership* membership = nullptr;  // the process's: a session's peers go there
-  std::string transport_host;  // as peers reach it
   /// Called (on an actor thread; must not block) for an accepted ShutdownRequest.
   std::function<void(const std::string& reason)> on_shutdown;
 };
+
+/// A task's status, built in this one place for the task actor's answer and
+/// for a master's view of its own task: the task, its incarnation, its
+/// devices and their actors, its rendezvous and container, `master` (the
+/// server's master service, may be invalid), and where its transport listens
+/// (`transport_host` as peers reach it; none without a transport).
+GetStatusResponse DescribeTask(Runtime& runtime, const std::string& transport_host, caf::actor master);
 
 caf::actor SpawnTaskActor(caf::actor_system& sys, TaskActorConfig config);
 

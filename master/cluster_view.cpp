@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/actors/task_actor.hpp"
 #include "actorflow/devices/device_name.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
@@ -87,17 +88,7 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
   self.name = runtime->task_name();
   self.local = true;
   (void)cluster.Address(local, &self.address);
-  self.status.task = self.name;
-  self.status.incarnation = runtime->incarnation();
-  for (size_t i = 0; i < runtime->devices().size(); ++i)
-    self.status.devices.push_back({runtime->devices()[i]->name(), runtime->devices()[i]->device_type(),
-                                   runtime->device_actor(static_cast<int>(i))});
-  self.status.rendezvous = runtime->rendezvous_actor();
-  self.status.container = runtime->container_actor();
-  if (runtime->transport()) {
-    self.status.transport_host = runtime->transport()->host();
-    self.status.transport_port = runtime->transport()->port();
-  }
+  self.status = DescribeTask(*runtime, runtime->transport() ? runtime->transport()->host() : "", caf::actor());
   view->tasks_.push_back(std::move(self));
 
   // Every other task, in parallel.

@@ -79,18 +79,9 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   server->actors_->master =
       SpawnMasterService(rt->system(), rt, options.has_cluster, options.cluster, options.task);
   TaskActorConfig tc;
-  tc.task = rt->task_name();
-  tc.incarnation = rt->incarnation();
-  for (size_t i = 0; i < rt->devices().size(); ++i)
-    tc.devices.push_back({rt->devices()[i]->name(), rt->devices()[i]->device_type(),
-                          rt->device_actor(static_cast<int>(i))});
-  tc.rendezvous = rt->rendezvous_actor();
-  tc.container = rt->container_actor();
-  tc.master = server->actors_->master;
+  tc.status = DescribeTask(*rt, options.bind, server->actors_->master);
   tc.worker = rt->worker_actor();
-  tc.transport = rt->transport();
   tc.membership = rt->membership();
-  tc.transport_host = options.bind;
   Server* raw = server.get();
   tc.on_shutdown = [raw](const std::string& reason) { raw->RequestStop("shutdown requested: " + reason); };
   server->actors_->task = SpawnTaskActor(rt->system(), std::move(tc));

@@ -6,6 +6,7 @@
 
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/core/ids.hpp"
 #include "actorflow/master/cluster_view.hpp"
 #include "actorflow/master/partition_registry.hpp"
@@ -215,9 +216,10 @@ Status StepRunner::ExplainUnavailable(Status s, const Executable& exe) {
   for (const ClusterTask* t : tasks) {
     uint64_t now = 0;
     if (!ClusterView::Probe(runtime_->system(), *t, probe_timeout, &now).ok()) continue;
-    if (now != t->status.incarnation)
-      return errors::Aborted("task ", t->name, " restarted (incarnation ", now, ", this session knew ",
-                             t->status.incarnation, "): its state is gone; open a new session. ", s.message());
+    if (now != t->status.incarnation) {  // the incarnation this session's partitions were registered with
+      const Status restarted = TaskRestartedError(t->name, now, t->status.incarnation);
+      return Status(restarted.code(), restarted.message() + ". " + s.message());
+    }
   }
   return s;
 }
