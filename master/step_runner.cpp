@@ -212,6 +212,15 @@ Status StepRunner::ExplainUnavailable(Status s, const Executable& exe) {
     if (t && !t->local && std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
   }
   if (tasks.empty()) return s;
+  // The membership may know already (another session, or a resolver, found
+  // the task again at a new incarnation): no probe then.
+  for (const ClusterTask* t : tasks) {
+    const auto known = runtime_->membership()->Find(t->name);
+    if (known && known->incarnation != 0 && known->incarnation != t->status.incarnation) {
+      const Status restarted = TaskRestartedError(t->name, known->incarnation, t->status.incarnation);
+      return Status(restarted.code(), restarted.message() + ". " + s.message());
+    }
+  }
   const auto probe_timeout = ProbeTimeout(runtime_->system());
   for (const ClusterTask* t : tasks) {
     uint64_t now = 0;

@@ -9,8 +9,9 @@
 // StepBarrier (master/step_barrier.hpp), taking answers as they come so the
 // first failure aborts the others at once.
 //
-// A step that fails with Unavailable is explained: a task it ran in that
-// answers again with another incarnation has restarted (Aborted, naming it).
+// A step that fails with Unavailable is explained: a task it ran in that the
+// membership knows at another incarnation, or that answers a probe with one,
+// has restarted (Aborted, naming it).
 // Thread-safe: concurrent Runs are concurrent steps.
 #pragma once
 
