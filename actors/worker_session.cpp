@@ -131,6 +131,10 @@ void Register(WorkerActor* self, RegisterPartitionsRequest& req) {
 caf::actor SpawnWorker(caf::actor_system& sys, WorkerConfig config) {
   return sys.spawn([config = std::move(config)](WorkerActor* self) -> caf::behavior {
     self->state.config = config;
+    // Linked to its devices: a device actor that ends takes the worker down,
+    // so a master waiting for a step delegated to it (monitoring the worker)
+    // hears of it at once, as it would from the device actor itself.
+    for (const auto& d : config.devices) self->link_to(d.actor);
     self->set_down_handler([self](const caf::down_msg& down) {
       std::vector<std::string> ended;
       for (const auto& [handle, session] : self->state.sessions)

@@ -30,6 +30,7 @@ LocalMaster::LocalMaster(SessionOptions options, std::string handle, ClusterSpec
 LocalMaster::~LocalMaster() { Close(); }
 
 Status LocalMaster::Connect() {
+  if (closed_) return errors::Cancelled("Session has been closed");
   if (view_) return Status::OK();
   // By default a session of a cluster with parameter servers uses them and
   // its own task, not the other workers (TensorFlow users had to learn to set
@@ -71,6 +72,7 @@ Status LocalMaster::Extend(const proto::GraphDef& graph) try {
   for (const auto& n : graph.node()) *merged.add_node() = n;
   Graph g;
   AF_RETURN_IF_ERROR(ImportGraphDef(merged, &g));
+  AF_RETURN_IF_ERROR(Connect());  // Extend may come first (a remote client's MasterExtendRequest)
   AF_RETURN_IF_ERROR(graph_.CopyFrom(g));
   created_ = true;
   // Signatures still being prepared saw the old graph: later Runs start afresh
@@ -145,8 +147,8 @@ Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tenso
       s = errors::Internal("preparing the graph for this Run threw: ", e.what());
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (s.ok() && closed_) {  // closed while we prepared: release what we registered
-      registry_->Deregister(*exe);
+    if (closed_) {  // closed while we prepared: release what we registered (the workers may have refused)
+      if (s.ok()) registry_->Deregister(*exe);
       s = errors::Cancelled("Session has been closed");
     }
     auto it = executables_.find(key);  // ours, unless Close or Extend dropped it meanwhile
@@ -216,8 +218,9 @@ Status LocalMaster::ResetContainers(const std::vector<std::string>& containers) 
   }
   for (const auto& t : view_->tasks()) {  // every task's variables
     ResetContainersResponse resp;
-    Status s = runtime_->channels()->Ask(t.status.container, ResetContainersRequest{containers},
-                                         std::chrono::milliseconds(options_.device_find_timeout_ms), &resp);
+    // This process's container is waited for as long as it takes; another task's within the find deadline.
+    const auto wait = std::chrono::milliseconds(t.local ? 0 : options_.device_find_timeout_ms);
+    Status s = runtime_->channels()->Ask(t.status.container, ResetContainersRequest{containers}, wait, &resp);
     if (s.ok()) s = resp.status;
     if (!s.ok()) return t.local ? s : Status(s.code(), "resetting containers on " + t.name + ": " + s.message());
   }

@@ -222,6 +222,30 @@ TEST_CASE("a session on its own runtime, and Extend") {
   REQUIRE(out[0].scalar<float>() == -2.f);
 }
 
+TEST_CASE("a session extended before it was created runs its graph, and one closed resets nothing") {
+  // A remote client's first request may be Extend: the master finds its
+  // devices and opens its worker sessions then, as Create would.
+  RuntimeOptions ro;
+  ro.num_threads = 1;
+  Runtime rt(ro);
+  SessionOptions so;
+  so.runtime = &rt;
+  Session session(so);
+  Scope root = Scope::NewRootScope();
+  ops::Neg(root.WithOpName("b"), ops::Const(root.WithOpName("a"), 2.f));
+  const Status es = session.Extend(ToDef(root));
+  INFO(es.ToString());
+  REQUIRE(es.ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({}, {"b"}, {}, &out).ok());
+  CHECK(out[0].scalar<float>() == -2.f);
+  REQUIRE(session.Close().ok());
+  CHECK(session.Run({}, {"b"}, {}, &out).code() == Code::kCancelled);
+  Session closed(so);
+  REQUIRE(closed.Close().ok());
+  CHECK(closed.ResetContainers({}).code() == Code::kCancelled);  // no worker session opened after Close
+}
+
 TEST_CASE("each intermediate tensor is released when its last consumer has run") {
   // 20 Casts alternating float <-> double over 1M elements: every node needs a
   // new buffer. Kept alive, they would total ~120 MB; released, a few at a time.
