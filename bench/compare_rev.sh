@@ -57,7 +57,13 @@ rev = sys.argv[1]
 figs = {}
 for line in sys.stdin:
     d = json.loads(line)
-    if "median" not in d: continue  # a ratio line of the bench itself
+    if "median" not in d:  # all-reduce: one line per size with each impl's time; else the bench's own ratios
+        for k, v in d.items():
+            if k.endswith("_ms"):
+                key = d["bench"] + " " + json.dumps(dict(d.get("params", {}), impl=k[:-3]), sort_keys=True)
+                figs.setdefault(key, {}).setdefault(d["rev"], []).append(v)
+                figs[key]["unit"] = "ms"
+        continue
     key = d["bench"] + " " + json.dumps(d.get("params", {}), sort_keys=True)
     figs.setdefault(key, {}).setdefault(d["rev"], []).append(d["median"])
     figs[key]["unit"] = d["unit"]
