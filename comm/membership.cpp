@@ -48,17 +48,13 @@ Membership::Membership(std::string self, uint64_t incarnation)
 
 void Membership::AddName(const std::string& task) {
   if (task.empty()) return;
-  std::lock_guard<std::recursive_mutex> order(notify_mu_);
-  std::vector<MembershipChange> changes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.count(task)) return;
+  Change([&]() -> std::optional<MembershipChange> {
+    if (tasks_.count(task)) return std::nullopt;
     TaskRecord t;
     t.name = task;
     tasks_.emplace(task, t);
-    changes.push_back({MembershipChange::Kind::kAdded, t, {}, ++version_});
-  }
-  Publish(std::move(changes));
+    return MembershipChange{MembershipChange::Kind::kAdded, t, {}, 0};
+  });
 }
 
 Status Membership::Update(const TaskRecord& task) {
@@ -67,66 +63,55 @@ Status Membership::Update(const TaskRecord& task) {
   if (task.name == self_ && task.incarnation != self_incarnation_)
     return errors::FailedPrecondition("task ", task.name, " is this process (incarnation ", self_incarnation_,
                                       "), not incarnation ", task.incarnation);
-  std::lock_guard<std::recursive_mutex> order(notify_mu_);
-  std::vector<MembershipChange> changes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  Change([&]() -> std::optional<MembershipChange> {
     TaskRecord now = task;
     now.liveness = TaskRecord::Liveness::kAlive;
     now.failure = Status::OK();
     auto it = tasks_.find(task.name);
     if (it == tasks_.end()) {
       tasks_.emplace(task.name, now);
-      changes.push_back({MembershipChange::Kind::kAdded, now, {}, ++version_});
-    } else {
-      TaskRecord& was = it->second;
-      // Known by name only (or without an address, at this incarnation) until
-      // now: for its readers it is added, with an address.
-      const bool addressed = !was.host.empty() || was.port != 0;
-      const bool known = was.incarnation != 0 && (addressed || was.incarnation != now.incarnation);
-      if (was.incarnation == now.incarnation && was.host == now.host && was.port == now.port &&
-          was.liveness == TaskRecord::Liveness::kAlive)
-        return Status::OK();  // nothing new
-      const TaskRecord previous = was;
-      was = now;
-      const auto kind = known ? MembershipChange::Kind::kReplaced : MembershipChange::Kind::kAdded;
-      changes.push_back({kind, now, previous, ++version_});
+      return MembershipChange{MembershipChange::Kind::kAdded, now, {}, 0};
     }
-  }
-  Publish(std::move(changes));
+    TaskRecord& was = it->second;
+    // Known by name only (or without an address, at this incarnation) until
+    // now: for its readers it is added, with an address.
+    const bool addressed = !was.host.empty() || was.port != 0;
+    const bool known = was.incarnation != 0 && (addressed || was.incarnation != now.incarnation);
+    if (was.incarnation == now.incarnation && was.host == now.host && was.port == now.port &&
+        was.liveness == TaskRecord::Liveness::kAlive)
+      return std::nullopt;  // nothing new
+    const TaskRecord previous = was;
+    was = now;
+    return MembershipChange{known ? MembershipChange::Kind::kReplaced : MembershipChange::Kind::kAdded, now, previous,
+                            0};
+  });
   return Status::OK();
 }
 
 void Membership::MarkFailed(const std::string& task, uint64_t incarnation, const Status& why) {
   if (task == self_) return;
-  std::lock_guard<std::recursive_mutex> order(notify_mu_);
-  std::vector<MembershipChange> changes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  Change([&]() -> std::optional<MembershipChange> {
     auto it = tasks_.find(task);
-    if (it == tasks_.end()) return;
+    if (it == tasks_.end()) return std::nullopt;
     TaskRecord& t = it->second;
-    if (incarnation != 0 && t.incarnation != 0 && incarnation != t.incarnation) return;  // an older process
+    // An older process than the one known: not this record's failure.
+    if (incarnation != 0 && t.incarnation != 0 && incarnation != t.incarnation) return std::nullopt;
     const TaskRecord previous = t;
     t.liveness = TaskRecord::Liveness::kFailed;
     t.failure = why.ok() ? errors::Unavailable("task ", task, " failed") : why;
-    changes.push_back({MembershipChange::Kind::kFailed, t, previous, ++version_});
-  }
-  Publish(std::move(changes));
+    return MembershipChange{MembershipChange::Kind::kFailed, t, previous, 0};
+  });
 }
 
 void Membership::Remove(const std::string& task) {
   if (task == self_) return;
-  std::lock_guard<std::recursive_mutex> order(notify_mu_);
-  std::vector<MembershipChange> changes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  Change([&]() -> std::optional<MembershipChange> {
     auto it = tasks_.find(task);
-    if (it == tasks_.end()) return;
-    changes.push_back({MembershipChange::Kind::kRemoved, it->second, it->second, ++version_});
+    if (it == tasks_.end()) return std::nullopt;
+    MembershipChange c{MembershipChange::Kind::kRemoved, it->second, it->second, 0};
     tasks_.erase(it);
-  }
-  Publish(std::move(changes));
+    return c;
+  });
 }
 
 std::optional<TaskRecord> Membership::Find(const std::string& task) const {
@@ -183,14 +168,12 @@ void Membership::Unsubscribe(uint64_t id) {
   listeners_.erase(id);
 }
 
-void Membership::Publish(std::vector<MembershipChange> changes) {
+void Membership::Publish(const MembershipChange& change) {
   // notify_mu_ is held by the writer: changes reach listeners in version order.
-  for (const auto& c : changes) {
-    // Copies: a listener may unsubscribe itself (or another) while it runs.
-    std::vector<std::pair<uint64_t, Listener>> now(listeners_.begin(), listeners_.end());
-    for (auto& [id, l] : now)
-      if (listeners_.count(id)) l(c);
-  }
+  // Copies: a listener may unsubscribe itself (or another) while it runs.
+  std::vector<std::pair<uint64_t, Listener>> now(listeners_.begin(), listeners_.end());
+  for (auto& [id, l] : now)
+    if (listeners_.count(id)) l(change);
 }
 
 }  // namespace actorflow

@@ -123,7 +123,21 @@ class Membership {
   void Unsubscribe(uint64_t id);
 
  private:
-  void Publish(std::vector<MembershipChange> changes);
+  // One write: `edit` changes tasks_ under mu_ and returns the change it
+  // made (none: nothing new); the change gets the next version and reaches
+  // the listeners in that order, after mu_ is released.
+  template <class Edit>
+  void Change(Edit edit) {
+    std::lock_guard<std::recursive_mutex> order(notify_mu_);
+    std::optional<MembershipChange> change;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      change = edit();
+      if (change) change->version = ++version_;
+    }
+    if (change) Publish(*change);
+  }
+  void Publish(const MembershipChange& change);
 
   const std::string self_;
   const uint64_t self_incarnation_;
