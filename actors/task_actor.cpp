@@ -2,13 +2,11 @@
 
 #include <caf/all.hpp>
 
-#include <map>
-
-#include "actorflow/net/protocol.hpp"
-#include "actorflow/comm/membership.hpp"
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/devices/device.hpp"
+#include "actorflow/net/protocol.hpp"
 
 namespace actorflow {
 
