@@ -51,6 +51,7 @@
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
 #include "actorflow/master/server.hpp"
+#include "actorflow/master/server_environment.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;
@@ -200,6 +201,8 @@ int main(int argc, char** argv) {
   const std::string me = "worker:" + std::to_string(task);
   so.has_cluster = true;
   so.port = -1;  // this task's address in the cluster
+  // How to serve (bind address, TLS, peer timeout): what `actorflow launch` or the cluster manager set.
+  if (!(s = ApplyServerEnvironment(&so)).ok()) return Fail(me, s);
   std::unique_ptr<Server> server;
   if (!(s = Server::Create(so, &server)).ok()) return Fail(me, s);
 

@@ -4,9 +4,11 @@
 
 #include <stdlib.h>  // setenv, unsetenv
 
+#include <map>
 #include <string>
 
 #include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/master/server_environment.hpp"
 
 using namespace actorflow;
 
@@ -117,4 +119,48 @@ TEST_CASE("cluster spec: TF_CONFIG is read from the environment verbatim") {
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK(s.message().find("TF_CONFIG environment variable") != std::string::npos);
   unsetenv("TF_CONFIG");
+}
+
+TEST_CASE("server environment: ACTORFLOW_* variables set how a task serves", "[cluster]") {
+  std::map<std::string, std::string> vars;
+  const EnvironmentReader env = [&vars](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  ServerOptions o;
+  REQUIRE(ApplyServerEnvironment(&o, env).ok());  // nothing set: unchanged
+  CHECK(o.bind == "127.0.0.1");
+  CHECK_FALSE(o.insecure);
+  vars = {{"ACTORFLOW_BIND", "10.9.0.2"}, {"ACTORFLOW_INSECURE", "1"}, {"ACTORFLOW_PEER_TIMEOUT_MS", "900"},
+          {"ACTORFLOW_HEARTBEAT_MS", "100"}};
+  REQUIRE(ApplyServerEnvironment(&o, env).ok());
+  CHECK(o.bind == "10.9.0.2");
+  CHECK(o.insecure);
+  CHECK(o.peer_timeout_ms == 900);
+  CHECK(o.heartbeat_ms == 100);
+  // What a launcher passes on reads back the same.
+  std::map<std::string, std::string> passed;
+  for (const std::string& kv : ServerEnvironment(o)) passed[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  ServerOptions back;
+  vars = passed;
+  REQUIRE(ApplyServerEnvironment(&back, env).ok());
+  CHECK(back.bind == o.bind);
+  CHECK(back.insecure);
+  CHECK(back.peer_timeout_ms == 900);
+
+  vars = {{"ACTORFLOW_PEER_TIMEOUT_MS", "soon"}};
+  Status s = ApplyServerEnvironment(&o, env);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("ACTORFLOW_PEER_TIMEOUT_MS"));
+  vars = {{"ACTORFLOW_TLS_CERT", "/x.pem"}};
+  s = ApplyServerEnvironment(&o, env);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("go together"));
+  vars = {{"ACTORFLOW_TLS_CERT", "/nonexistent/c.pem"}, {"ACTORFLOW_TLS_KEY", "/nonexistent/k.pem"},
+          {"ACTORFLOW_TLS_CA", "/nonexistent/ca.pem"}};
+  s = ApplyServerEnvironment(&o, env);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("/nonexistent/"));
+  vars = {{"ACTORFLOW_INSECURE", "yes please"}};
+  CHECK(ApplyServerEnvironment(&o, env).code() == Code::kInvalidArgument);
 }
