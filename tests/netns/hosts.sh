@@ -32,8 +32,9 @@ usage: hosts.sh COMMAND ...
                                  N hosts NAME-h0..NAME-h{N-1} on a bridge in NAME-br; host I has
                                  address A.B.C.(I+1) (default subnet 10.77.0); RATE (e.g. 1gbit,
                                  500mbit) limits every link, both directions (tc tbf)
-  exec NAME I CMD [ARG...]       runs CMD on host I (its network, PID and mount namespaces; cwd
-                                 kept); CMD dies with this command (SIGKILL when it ends); exit code of CMD
+  exec NAME I CMD [ARG...]       runs CMD on host I (its network, PID and mount namespaces; cwd and
+                                 environment kept); exits with CMD's code; killed, it passes SIGTERM
+                                 on to CMD (CMD's parent-death signal)
   ip NAME I                      prints host I's address
   pid NAME I                     prints the PID (in the root namespace) of host I's init
   link NAME I down|up            takes host I's link (its bridge port) down or up: its peers hear
@@ -185,7 +186,7 @@ cmd_exec() {
   check_host "$name" "$i"
   local p
   p=$(init_pid "$name" "$i")
-  exec nsenter -t "$p" --net --pid --mount --wd="$PWD" -- setpriv --pdeathsig KILL -- "$@"
+  exec nsenter -t "$p" --net --pid --mount --wd="$PWD" -- setpriv --pdeathsig TERM -- "$@"
 }
 
 cmd_down() {
