@@ -25,8 +25,11 @@
 //   cut=P                with probability P the connection to the peer is cut
 //                        when it is released: the connection fails as on a
 //                        reset (its queued messages and this one are rejected
-//                        Unavailable, the peer reported failed); the next
-//                        message opens a new one;
+//                        Unavailable, the peer reported failed; the receiver
+//                        sees it closed); the next message opens a new one.
+//                        With no connection open, the message is rejected as
+//                        if the connect had been refused (its receiver never
+//                        hears of it);
 //   seed=N               the draws' seed (each transport mixes in its task's
 //                        name, so peers do not draw alike).
 // The decisions are this process's: CAF's own traffic (heartbeats, actor
