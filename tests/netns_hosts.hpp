@@ -8,7 +8,9 @@
 // destructor (RAII: also when a REQUIRE throws) ends every process Spawn
 // started, by its PID (SIGTERM, SIGKILL after a grace period, each reaped),
 // then takes the hosts down (which kills whatever is left in their PID
-// namespaces and deletes the namespaces). Spawn runs a program on a host,
+// namespaces and deletes the namespaces); a set this process owns, left by
+// one killed before its destructor ran, is pruned by the next test's
+// constructor (hosts.sh prune). Spawn runs a program on a host,
 // its output appended to a log file; Wait bounds every wait. Checks run on
 // the test's main thread only (Catch2 2.x is not thread-safe).
 #pragma once
@@ -55,7 +57,9 @@ class NetnsHosts {
   /// Hosts NAME-h0..NAME-h{n-1} (addresses 10.77.0.1..n), links at `rate` (e.g. "1gbit"; empty: unlimited).
   NetnsHosts(const std::string& name, int n, const std::string& rate = "") : name_(name), n_(n) {
     std::string out;
-    const int rc = Shell(Script() + " up " + name_ + " " + std::to_string(n) + (rate.empty() ? "" : " --rate " + rate),
+    Shell(Script() + " prune", &out);  // what a test killed before its clean-up left
+    const int rc = Shell(Script() + " up " + name_ + " " + std::to_string(n) + " --owner " +
+                             std::to_string(::getpid()) + (rate.empty() ? "" : " --rate " + rate),
                          &out);
     up_ = rc == 0;
     INFO("hosts.sh up " << name_ << ": " << out);
