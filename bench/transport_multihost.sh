@@ -16,6 +16,7 @@ build=${1:-build}
 hosts=tests/netns/hosts.sh
 peer=$build/tests/transport_peer
 if ! why=$($hosts check 2>&1); then
+  # shellcheck disable=SC1003  # the quotes and backslashes go
   printf '{"bench":"transport_multihost","skipped":"%s"}\n' "$(echo "$why" | tr -d '"\\' | head -1)"
   exit 0
 fi
@@ -24,7 +25,8 @@ name="afbt$$"
 dir=$(mktemp -d)
 cleanup() { $hosts down "$name" >/dev/null 2>&1 || true; rm -rf "$dir"; }
 trap cleanup EXIT
-$hosts up "$name" 2 >/dev/null
+$hosts prune >/dev/null 2>&1 || true
+$hosts up "$name" 2 --owner $$ >/dev/null
 n=24
 bytes=$((4 << 20))
 cat >"$dir/stream.py" <<'EOF'
