@@ -206,6 +206,30 @@ TEST_CASE("slurm: a real step of 2 nodes x 2 tasks; every task a worker, ports f
   CHECK(chief.cluster.chief().job == "chief");
 }
 
+TEST_CASE("slurm: the variables a real srun -n 3 gave (tests/data/slurm_env_3tasks.txt)", "[cluster]") {
+  // The dump slurm_test records from a live one-node cluster: "# task N", then its SLURM_* lines.
+  std::ifstream in(std::string(AF_TEST_DATA_DIR) + "/slurm_env_3tasks.txt");
+  REQUIRE(in);
+  std::vector<Vars> tasks;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# task ", 0) == 0) tasks.emplace_back();
+    const size_t eq = line.find('=');
+    if (!tasks.empty() && line[0] != '#' && eq != std::string::npos)
+      tasks.back()[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  REQUIRE(tasks.size() == 3);
+  const char* roles[] = {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"};
+  for (int rank = 0; rank < 3; ++rank) {
+    INFO("task " << rank);
+    CHECK(InsideSlurmStep(Reader(tasks[rank])));
+    const ResolvedCluster r = Resolve("auto", tasks[rank], "ps:1,worker:2", 7100);
+    CHECK(r.task.name() == roles[rank]);
+    CHECK(r.local_index == rank);
+    CHECK(r.host == "localhost");
+    CHECK(r.cluster.ToJson() == R"({"ps":["localhost:7100"],"worker":["localhost:7101","localhost:7102"]})");
+  }
+}
+
 TEST_CASE("slurm: the step's variables win over the job's; the job's serve when the step has none", "[cluster]") {
   // A job of 4 tasks on 2 nodes; this step runs 3 tasks on one node of it.
   Vars step = TwoNodesTwoTasks(0);
