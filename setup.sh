@@ -14,6 +14,7 @@ packages=(
   dataset-fashion-mnist  # cli_test's Fashion-MNIST case (a failure in CI without it)
   graphviz  # cli_test parses the graphs `actorflow graph --dot` draws with Graphviz's dot (a failure in CI without it)
   clang libclang-rt-14-dev  # make sanitize and make fuzz (ASan, UBSan, libFuzzer)
+  slurm-wlm munge  # slurm_test starts a one-node Slurm cluster (tests/slurm_cluster.hpp; a failure in CI without it)
 )
 # Peers measured by bench/run_all.sh (not needed to build or test). With
 # libopenblas0 installed, Debian's alternatives give PyTorch an optimized BLAS.

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <set>
 
 namespace actorflow {
 
@@ -14,13 +13,6 @@ using json = nlohmann::json;
 constexpr const char* kChief = "chief";
 constexpr const char* kEvaluator = "evaluator";
 
-bool ValidJobName(const std::string& name) {
-  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
-
 // A task index written as a JSON object key: decimal digits only.
 bool ParseIndex(const std::string& key, int* out) {
   if (key.empty() || key.size() > 9) return false;
@@ -30,16 +22,17 @@ bool ParseIndex(const std::string& key, int* out) {
   return true;
 }
 
-Status ParseJob(const std::string& job, const json& tasks, std::vector<std::string>* out) {
+// A job's tasks, by index. `sparse`: TF_CONFIG's partial view, whose
+// indices need not be dense from 0.
+Status ParseJob(const std::string& job, const json& tasks, bool sparse, std::map<int, std::string>* out) {
   if (tasks.is_array()) {
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (!tasks[i].is_string())
         return errors::InvalidArgument("cluster: task ", i, " of job '", job, "' is not a \"host:port\" string");
-      out->push_back(tasks[i].get<std::string>());
+      (*out)[static_cast<int>(i)] = tasks[i].get<std::string>();
     }
   } else if (tasks.is_object()) {
-    // JobDef's map from task index to address: only dense ids from 0.
-    std::map<int, std::string> by_index;
+    // JobDef's map from task index to address.
     for (auto it = tasks.begin(); it != tasks.end(); ++it) {
       int index = -1;
       if (!ParseIndex(it.key(), &index))
@@ -48,14 +41,14 @@ Status ParseJob(const std::string& job, const json& tasks, std::vector<std::stri
       if (!it.value().is_string())
         return errors::InvalidArgument("cluster: task ", index, " of job '", job,
                                        "' is not a \"host:port\" string");
-      by_index[index] = it.value().get<std::string>();
+      (*out)[index] = it.value().get<std::string>();
     }
     int expected = 0;
-    for (const auto& [index, address] : by_index) {
-      if (index != expected)
+    for (const auto& entry : *out) {
+      if (entry.first != expected && !sparse)
         return errors::InvalidArgument("cluster: job '", job, "' has no task ", expected,
-                                       ": task ids must be dense from 0 (rule: dense task ids)");
-      out->push_back(address);
+                                       ": task ids must be dense from 0 (rule: dense task ids; only TF_CONFIG's "
+                                       "view of a cluster may be sparse)");
       ++expected;
     }
   } else {
@@ -63,9 +56,9 @@ Status ParseJob(const std::string& job, const json& tasks, std::vector<std::stri
                                    "' must be a list of \"host:port\" addresses or an object from task id to address");
   }
   if (out->empty()) return errors::InvalidArgument("cluster: job '", job, "' has no tasks");
-  for (size_t i = 0; i < out->size(); ++i) {
-    const Status s = CheckHostPort((*out)[i]);
-    if (!s.ok()) return errors::InvalidArgument("cluster: task ", i, " of job '", job, "': ", s.message());
+  for (const auto& [index, address] : *out) {
+    const Status s = CheckHostPort(address);
+    if (!s.ok()) return errors::InvalidArgument("cluster: task ", index, " of job '", job, "': ", s.message());
   }
   return Status::OK();
 }
@@ -90,6 +83,13 @@ Status ParseTask(const json& t, TaskId* task) {
 }
 
 }  // namespace
+
+bool IsValidJobName(const std::string& name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
 
 std::string TaskId::name() const { return "/job:" + job + "/replica:0/task:" + std::to_string(index); }
 
@@ -133,40 +133,46 @@ Status ClusterSpec::Parse(const std::string& text, ClusterSpec* out, TaskId* tas
   if (doc.is_discarded()) return errors::InvalidArgument("cluster: not valid JSON");
   if (!doc.is_object()) return errors::InvalidArgument("cluster: expected a JSON object of jobs");
   const json* cluster = &doc;
-  const bool tf_config = doc.contains("cluster") || doc.contains("task");
+  const bool tf_config = doc.contains("cluster") || doc.contains("sparseCluster") || doc.contains("task");
+  // Kubeflow's dynamic workers: the sparse view under "sparseCluster".
+  const bool kubeflow_sparse = doc.contains("sparseCluster");
   if (tf_config) {
-    auto c = doc.find("cluster");
+    if (doc.contains("cluster") && kubeflow_sparse)
+      return errors::InvalidArgument("TF_CONFIG: both \"cluster\" and \"sparseCluster\": give one");
+    auto c = doc.find(kubeflow_sparse ? "sparseCluster" : "cluster");
     if (c == doc.end() || !c->is_object())
-      return errors::InvalidArgument("TF_CONFIG: \"cluster\" must be an object of jobs");
+      return errors::InvalidArgument("TF_CONFIG: \"", kubeflow_sparse ? "sparseCluster" : "cluster",
+                                     "\" must be an object of jobs");
     cluster = &*c;
   }
+  TaskId parsed;
+  if (tf_config && doc.contains("task")) AF_RETURN_IF_ERROR(ParseTask(doc["task"], &parsed));
   ClusterSpec spec;
   std::map<std::string, std::string> owner;  // address -> "job:index", for duplicates
   for (auto it = cluster->begin(); it != cluster->end(); ++it) {
     const std::string& job = it.key();
-    if (!ValidJobName(job))
+    if (!IsValidJobName(job))
       return errors::InvalidArgument("cluster: job name '", job, "' is not [a-z][a-z0-9_]*");
-    std::vector<std::string> addresses;
-    AF_RETURN_IF_ERROR(ParseJob(job, it.value(), &addresses));
+    if (kubeflow_sparse && it.value().empty()) continue;  // a job this task does not see
+    std::map<int, std::string> addresses;
+    AF_RETURN_IF_ERROR(ParseJob(job, it.value(), tf_config, &addresses));
+    if (kubeflow_sparse && job == parsed.job && it.value().is_array() && addresses.size() == 1 && parsed.index > 0)
+      addresses = {{parsed.index, addresses.begin()->second}};  // the operator's view of a ps: itself alone
     if (job == kEvaluator) continue;  // beside the cluster, not in it
     if (job == kChief && addresses.size() > 1)
       return errors::InvalidArgument("cluster: job 'chief' has ", addresses.size(),
                                      " tasks: a cluster has at most one chief (rule: one chief)");
-    for (size_t i = 0; i < addresses.size(); ++i) {
-      const std::string me = job + ":" + std::to_string(i);
-      auto [seen, fresh] = owner.emplace(addresses[i], me);
+    for (const auto& [index, address] : addresses) {
+      const std::string me = job + ":" + std::to_string(index);
+      auto [seen, fresh] = owner.emplace(address, me);
       if (!fresh)
-        return errors::InvalidArgument("cluster: address '", addresses[i], "' is given to both ", seen->second,
+        return errors::InvalidArgument("cluster: address '", address, "' is given to both ", seen->second,
                                        " and ", me, " (rule: no duplicate address)");
     }
     spec.jobs_[job] = std::move(addresses);
   }
   if (spec.jobs_.empty()) return errors::InvalidArgument("cluster: no jobs");
-  TaskId parsed;
-  if (tf_config && doc.contains("task")) {
-    AF_RETURN_IF_ERROR(ParseTask(doc["task"], &parsed));
-    AF_RETURN_IF_ERROR(spec.CheckTask(parsed));
-  }
+  if (parsed.valid()) AF_RETURN_IF_ERROR(spec.CheckTask(parsed));
   *out = std::move(spec);
   if (task) *task = parsed;
   return Status::OK();
@@ -183,7 +189,7 @@ Status ClusterSpec::FromEnvironment(ClusterSpec* out, TaskId* task, bool* found)
 
 std::vector<std::string> ClusterSpec::jobs() const {
   std::vector<std::string> out;
-  for (const auto& [job, tasks] : jobs_) out.push_back(job);
+  for (const auto& entry : jobs_) out.push_back(entry.first);
   return out;
 }
 
@@ -192,24 +198,42 @@ int ClusterSpec::num_tasks(const std::string& job) const {
   return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
+std::vector<int> ClusterSpec::task_indices(const std::string& job) const {
+  std::vector<int> out;
+  auto it = jobs_.find(job);
+  if (it != jobs_.end())
+    for (const auto& entry : it->second) out.push_back(entry.first);
+  return out;
+}
+
+bool ClusterSpec::IsDense(const std::string& job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() || it->second.empty() || it->second.rbegin()->first + 1 == static_cast<int>(it->second.size());
+}
+
 Status ClusterSpec::Address(const TaskId& task, std::string* address) const {
   auto it = jobs_.find(task.job);
-  if (it == jobs_.end() || task.index < 0 || task.index >= static_cast<int>(it->second.size()))
-    return errors::NotFound("the cluster has no task ", task.job, ":", task.index);
-  *address = it->second[static_cast<size_t>(task.index)];
-  return Status::OK();
+  if (it != jobs_.end()) {
+    auto t = it->second.find(task.index);
+    if (t != it->second.end()) {
+      *address = t->second;
+      return Status::OK();
+    }
+  }
+  return errors::NotFound("the cluster has no task ", task.job, ":", task.index);
 }
 
 std::vector<TaskId> ClusterSpec::tasks() const {
   std::vector<TaskId> out;
   for (const auto& [job, tasks] : jobs_)
-    for (size_t i = 0; i < tasks.size(); ++i) out.push_back({job, static_cast<int>(i)});
+    for (const auto& entry : tasks) out.push_back({job, entry.first});
   return out;
 }
 
 TaskId ClusterSpec::chief() const {
-  if (num_tasks(kChief) > 0) return {kChief, 0};
-  if (num_tasks("worker") > 0) return {"worker", 0};
+  if (num_tasks(kChief) > 0) return {kChief, task_indices(kChief).front()};
+  std::string ignored;
+  if (Address({"worker", 0}, &ignored).ok()) return {"worker", 0};
   return {};
 }
 
@@ -221,16 +245,34 @@ Status ClusterSpec::CheckTask(const TaskId& task) const {
   const int n = num_tasks(task.job);
   if (n == 0)
     return errors::InvalidArgument("task: the cluster has no job '", task.job, "' (rule: task type in the cluster)");
-  if (task.index >= n)
+  std::string ignored;
+  if (Address(task, &ignored).ok()) return Status::OK();
+  if (IsDense(task.job))
     return errors::InvalidArgument("task: job '", task.job, "' has ", n, " tasks, so index ", task.index,
                                    " is out of range (rule: index in range)");
-  return Status::OK();
+  return errors::InvalidArgument("task: the sparse job '", task.job, "' does not list index ", task.index,
+                                 " (rule: index in range)");
 }
 
 std::string ClusterSpec::ToJson() const {
   json j = json::object();
-  for (const auto& [job, tasks] : jobs_) j[job] = tasks;
+  for (const auto& [job, tasks] : jobs_) {
+    if (IsDense(job)) {
+      json list = json::array();
+      for (const auto& entry : tasks) list.push_back(entry.second);
+      j[job] = std::move(list);
+    } else {
+      json by_index = json::object();
+      for (const auto& [index, address] : tasks) by_index[std::to_string(index)] = address;
+      j[job] = std::move(by_index);
+    }
+  }
   return j.dump();
+}
+
+std::string ClusterSpec::ToTfConfig(const TaskId& task) const {
+  return "{\"cluster\": " + ToJson() + ", \"task\": {\"type\": " + json(task.job).dump() +
+         ", \"index\": " + std::to_string(task.index) + "}}";
 }
 
 }  // namespace actorflow

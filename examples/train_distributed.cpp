@@ -4,11 +4,16 @@
 //
 //   actorflow launch --cluster cluster.json --max-restarts 3 --
 //       build/examples/train_distributed --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR]
-//       [--logdir DIR]
+//       [--logdir DIR] [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]
+//   srun -n 3 actorflow launch --cluster slurm --jobs ps:1,worker:2 --port-base 7000 -- build/examples/train_distributed ...
+//   srun -n 4 build/examples/train_distributed --mode allreduce      (every Slurm task a worker)
 //
-// Each worker is a task of the cluster TF_CONFIG describes (`actorflow launch`
-// sets it; ps tasks are `actorflow server`s): it serves its own task in this
-// process and trains through the master there. Every worker computes
+// Each worker is a task of the cluster --cluster resolves
+// (core/cluster_resolver.hpp; default auto: TF_CONFIG, which `actorflow
+// launch` sets, else the Slurm step, else one local worker; ps tasks are
+// `actorflow server`s): it serves its own task in this process, as the
+// ACTORFLOW_* variables say (master/server_environment.hpp: bind address, TLS,
+// peer timeout), and trains through the master there. Every worker computes
 // gradients on its own shard of the training set:
 //   async      variables live on the ps tasks (ReplicaDeviceSetter, by
 //              bytes); each worker's Adam update is applied there as it comes;
@@ -47,7 +52,7 @@
 #include "actorflow/client/train/summary_writer.hpp"
 #include "actorflow/client/train/supervisor.hpp"
 #include "actorflow/client/train/sync_replicas_optimizer.hpp"
-#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/cluster_resolver.hpp"
 #include "examples/datasets.hpp"
 #include "examples/mlp_model.hpp"
 #include "actorflow/master/server.hpp"
@@ -69,14 +74,19 @@ struct Options {
   bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
   std::string logdir;        // empty: no TensorBoard events
+  std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
+  ClusterResolverOptions resolver;  // --jobs, --port-base
 };
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
                "STEPS] [--steps N] [--report] [--bucket-bytes N] [--logdir DIR]\n"
+               "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
-               "  run by `actorflow launch` (TF_CONFIG names the cluster and this worker)\n",
+               "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
+               "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
+               "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
                argv0);
   return 2;
 }
@@ -181,19 +191,29 @@ int main(int argc, char** argv) {
     else if (a == "--report") o.report = true;
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
+    else if (a == "--cluster" && has) o.cluster = argv[++i];
+    else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
+    else if (a == "--port-base" && has) o.resolver.port_base = std::atoi(argv[++i]);
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
     return Usage(argv[0]);
 
-  // This worker: its task in the cluster TF_CONFIG describes, served in this process.
+  // This worker: its task in the cluster --cluster resolves, served in this process.
   ServerOptions so;
-  bool found = false;
-  Status s = ClusterSpec::FromEnvironment(&so.cluster, &so.task, &found);
-  if (!s.ok() || !found || so.task.job != "worker")
-    return Fail("", s.ok() ? errors::InvalidArgument("TF_CONFIG must name a worker task (run me by `actorflow "
-                                                     "launch`)")
-                           : s);
+  ResolvedCluster resolved;
+  Status s = ResolveCluster(o.cluster, o.resolver, nullptr, &resolved);
+  if (s.ok() && resolved.task.job != "worker")
+    s = errors::InvalidArgument("--cluster ", o.cluster, " (", resolved.source, ") must name a worker task, not '",
+                                resolved.task.valid() ? resolved.task.job : "none",
+                                "' (run me by `actorflow launch`, which serves the ps tasks)");
+  if (s.ok() && !resolved.cluster.IsDense("worker"))
+    s = errors::InvalidArgument("--cluster ", o.cluster, " (", resolved.source,
+                                "): the worker job is sparse (Kubeflow's dynamic workers); every worker's address "
+                                "is needed: sync and allreduce average over them all, the chief waits for them");
+  if (!s.ok()) return Fail("", s);
+  so.cluster = resolved.cluster;
+  so.task = resolved.task;
   const int task = so.task.index, workers = so.cluster.num_tasks("worker");
   // The linear scaling rule (Goyal et al., 2017): a sync step's batch is `workers` batches.
   const bool allreduce = o.mode == "allreduce";

@@ -26,6 +26,14 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
+Status CheckBindSecurity(const ServerOptions& options) {
+  if (IsLoopback(options.bind) || options.insecure || options.tls.enabled()) return Status::OK();
+  return errors::InvalidArgument(
+      "refusing to bind ", options.bind,
+      " without mutual TLS: a server runs any graph a peer sends it (graphs read and write files). Bind to "
+      "127.0.0.1, or pass --insecure on a network you trust");
+}
+
 struct Server::Actors {
   caf::actor task;
   caf::actor master;
@@ -46,11 +54,7 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
   }
   if (options.port > 65535) return errors::InvalidArgument("--port must be in 0..65535, got ", options.port);
   if (options.tls.enabled()) AF_RETURN_IF_ERROR(CheckTlsFiles(options.tls));
-  if (!IsLoopback(options.bind) && !options.insecure && !options.tls.enabled())
-    return errors::InvalidArgument(
-        "refusing to bind ", options.bind,
-        " without mutual TLS: a server runs any graph a peer sends it (graphs read and write files). Bind to "
-        "127.0.0.1, or pass --insecure on a network you trust");
+  AF_RETURN_IF_ERROR(CheckBindSecurity(options));
   if (options.bind == "localhost") options.bind = "127.0.0.1";
   if (options.bind == "[::1]") options.bind = "::1";
   if (options.num_cpu_devices < 1) return errors::InvalidArgument("a server needs at least one CPU device");
@@ -152,7 +156,7 @@ void Server::RequestStop(const std::string& reason) {
 }
 
 Status Server::ShutdownTasks(const std::string& job, const std::string& reason, std::chrono::milliseconds timeout) {
-  for (int i = 0; i < options_.cluster.num_tasks(job); ++i) {
+  for (const int i : options_.cluster.task_indices(job)) {
     const TaskId id{job, i};
     std::string address;
     AF_RETURN_IF_ERROR(options_.cluster.Address(id, &address));

@@ -49,6 +49,8 @@ struct ServerOptions {
 
 /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
 bool IsLoopback(const std::string& host);
+/// InvalidArgument unless `options` binds to loopback, or is insecure, or has mutual TLS.
+Status CheckBindSecurity(const ServerOptions& options);
 
 class Server {
  public:

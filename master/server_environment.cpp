@@ -20,7 +20,7 @@ Status ParseMs(const char* name, const char* value, int* out) {
 }  // namespace
 
 Status ApplyServerEnvironment(ServerOptions* options, const EnvironmentReader& env) {
-  const EnvironmentReader get = env ? env : [](const char* n) -> const char* { return std::getenv(n); };
+  auto get = [&env](const char* name) { return ReadVariable(env, name); };
   if (const char* bind = get("ACTORFLOW_BIND")) {
     if (*bind == '\0') return errors::InvalidArgument("ACTORFLOW_BIND is set but empty: expects an address to serve on");
     options->bind = bind;
@@ -53,6 +53,13 @@ Status ApplyServerEnvironment(ServerOptions* options, const EnvironmentReader& e
     return errors::InvalidArgument("ACTORFLOW_PEER_TIMEOUT_MS (", options->peer_timeout_ms,
                                    ") must exceed ACTORFLOW_HEARTBEAT_MS (", options->heartbeat_ms, ")");
   return Status::OK();
+}
+
+const std::vector<std::string>& ServerEnvironmentNames() {
+  static const std::vector<std::string> names = {"ACTORFLOW_BIND",        "ACTORFLOW_INSECURE",     "ACTORFLOW_TLS_CERT",
+                                                 "ACTORFLOW_TLS_KEY",     "ACTORFLOW_TLS_CA",       "ACTORFLOW_HEARTBEAT_MS",
+                                                 "ACTORFLOW_PEER_TIMEOUT_MS"};
+  return names;
 }
 
 std::vector<std::string> ServerEnvironment(const ServerOptions& options) {

@@ -17,20 +17,21 @@
 // Server::Create's: a non-loopback bind still needs INSECURE or TLS.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "actorflow/core/environment.hpp"
 #include "actorflow/core/status.hpp"
 #include "actorflow/master/server.hpp"
 
 namespace actorflow {
 
-/// Reads a variable: nullptr when unset (std::getenv by default; tests pass a map).
-using EnvironmentReader = std::function<const char*(const char*)>;
-
 /// Applies the ACTORFLOW_* server variables above to `options`.
 Status ApplyServerEnvironment(ServerOptions* options, const EnvironmentReader& env = nullptr);
+
+/// The names of every ACTORFLOW_* server variable above (a launcher drops
+/// inherited ones before it passes ServerEnvironment on).
+const std::vector<std::string>& ServerEnvironmentNames();
 
 /// The ACTORFLOW_* server variables for `options`' bind, insecure, TLS,
 /// heartbeat and peer timeout, as "NAME=VALUE" (what a launcher passes on).

@@ -2,7 +2,12 @@
 // TF_CONFIG set, output prefixed with the task and logged, a task that dies
 // restarted up to --max-restarts times and then given up on (exit 1), the
 // children ended by PID when the launcher is told to stop, usage errors exit
-// 2. Every run is bounded (`timeout`), on loopback addresses nobody dials.
+// 2. Inside a cluster manager, one launch per task: three launches with the
+// variables srun gives a step's tasks (no Slurm needed), each becoming its
+// task, exit codes passed on, the ps served until the chief (here the test)
+// stops it; and Kubeflow's TF_CONFIG strings (DNS names, the sparse view,
+// an evaluator). Every run is bounded (`timeout` or a waited-for PID), on
+// loopback addresses.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -10,15 +15,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "actorflow/master/server.hpp"
 #include "test_util.hpp"
+#include "wait_until.hpp"
 
 extern char** environ;
 
@@ -29,9 +43,14 @@ struct Result {
   std::string out;
 };
 
-// Runs `actorflow launch ARGS` through a shell, bounded by `timeout 60`.
-Result Launch(const std::string& args) {
-  const std::string cmd = std::string("timeout 60 ") + AF_CLI_PATH + " launch " + args + " 2>&1";
+// Runs `actorflow launch ARGS` through a shell, bounded by `timeout 60`, with
+// TF_CONFIG set to `tf_config` (unset when empty), no Slurm step's variables
+// but `vars` ("NAME=VALUE ...").
+Result Launch(const std::string& args, const std::string& tf_config = "", const std::string& vars = "") {
+  const std::string env = "env -u SLURM_PROCID -u SLURM_STEP_ID -u SLURM_STEPID " +
+                          (tf_config.empty() ? std::string("-u TF_CONFIG") : "TF_CONFIG='" + tf_config + "'") + " " +
+                          vars + " ";
+  const std::string cmd = env + "timeout 60 " + AF_CLI_PATH + " launch " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   Result r;
@@ -51,6 +70,112 @@ int Count(const std::string& text, const std::string& what) {
 
 const char kTwoWorkers[] = R"('{"worker": ["127.0.0.1:1", "127.0.0.1:2"]}')";
 const char kOneWorker[] = R"('{"worker": ["127.0.0.1:1"]}')";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  return text.str();
+}
+
+// Whether 127.0.0.1:port can be bound now.
+bool Bindable(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A port base with `n` free ports from it, below the ephemeral range (where
+// the servers' transports take theirs).
+int FreePorts(int n) {
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int base = 20000 + static_cast<int>(rng() % 12000);
+    bool all = true;
+    for (int i = 0; i < n && all; ++i) all = Bindable(base + i);
+    if (all) return base;
+  }
+  FAIL("no " << n << " free ports in 20000..32000");
+  return 0;
+}
+
+// `actorflow launch ARGS` started with `vars` added to the environment, its
+// output (stdout and stderr) to `out`.
+pid_t StartLaunch(const std::vector<std::string>& args, const std::map<std::string, std::string>& vars,
+                  const std::string& out) {
+  std::vector<std::string> all = {AF_CLI_PATH, "launch"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    if (!vars.count(entry.substr(0, entry.find('=')))) env_store.push_back(entry);
+  }
+  for (const auto& [name, value] : vars) env_store.push_back(name + "=" + value);
+  std::vector<char*> argv, env;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_store) env.push_back(e.data());
+  env.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, AF_CLI_PATH, &actions, nullptr, argv.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+// The exit status of `pid` within `bound` (killed and -1 when it runs longer).
+int WaitExit(pid_t pid, std::chrono::seconds bound) {
+  int status = 0;
+  pid_t got = 0;
+  const bool exited = actorflow::test::WaitUntil([&] { return (got = ::waitpid(pid, &status, WNOHANG)) != 0; },
+                                                 bound, std::chrono::milliseconds(10));
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return got == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The pid a launcher reports for its task ("[launch] ps:0 started (pid N)"), or -1.
+pid_t StartedPid(const std::string& out, const std::string& label) {
+  const std::string mark = "[launch] " + label + " started (pid ";
+  const size_t at = out.find(mark);
+  return at == std::string::npos ? -1 : std::stoi(out.substr(at + mark.size()));
+}
+
+// What srun gives task `rank` of `srun -n 3` on one node (localhost).
+std::map<std::string, std::string> SrunVars(int rank) {
+  return {{"SLURM_JOB_ID", "7"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_STEPID", "0"},
+          {"SLURM_PROCID", std::to_string(rank)},
+          {"SLURM_LOCALID", std::to_string(rank)},
+          {"SLURM_NODEID", "0"},
+          {"SLURMD_NODENAME", "localhost"},
+          {"SLURM_NTASKS", "3"},
+          {"SLURM_NPROCS", "3"},
+          {"SLURM_STEP_NUM_TASKS", "3"},
+          {"SLURM_STEP_NUM_NODES", "1"},
+          {"SLURM_JOB_NODELIST", "localhost"},
+          {"SLURM_NODELIST", "localhost"},
+          {"SLURM_STEP_NODELIST", "localhost"},
+          {"SLURM_TASKS_PER_NODE", "3"},
+          {"SLURM_STEP_TASKS_PER_NODE", "3"},
+          // What the flags override, and the launcher must not hand on.
+          {"ACTORFLOW_BIND", "10.1.2.3"},
+          {"ACTORFLOW_INSECURE", "1"}};
+}
 
 }  // namespace
 
@@ -147,4 +272,144 @@ TEST_CASE("launch: usage errors exit 2 naming the problem", "[distributed]") {
   CHECK(only_ps.code == 2);
   Result no_cluster = Launch("-- true");
   CHECK(no_cluster.code == 2);
+}
+
+TEST_CASE("launch under srun: each Slurm task becomes its task; exit codes pass; the chief stops the ps",
+          "[distributed]") {
+  actorflow::test::TempDir dir("af_launch_slurm");
+  const int base = FreePorts(3);
+  const std::string p0 = std::to_string(base), p1 = std::to_string(base + 1), p2 = std::to_string(base + 2);
+  // The same command line for every task, as srun starts it; worker 1 (rank 2) fails with 3.
+  const std::vector<std::string> args = {
+      "--cluster", "slurm", "--jobs", "ps:1,worker:2", "--port-base", p0, "--bind", "127.0.0.1",
+      "--heartbeat-ms", "100", "--peer-timeout-ms", "1500", "--",
+      "sh", "-c", R"(echo "config $TF_CONFIG"; env | grep ^ACTORFLOW_ | sort; exit $((SLURM_PROCID == 2 ? 3 : 0)))"};
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < 3; ++rank)
+    pids.push_back(StartLaunch(args, SrunVars(rank), dir / ("rank" + std::to_string(rank))));
+  const int worker0 = WaitExit(pids[1], std::chrono::seconds(30));
+  const int worker1 = WaitExit(pids[2], std::chrono::seconds(30));
+  const std::string w0 = ReadFile(dir / "rank1"), w1 = ReadFile(dir / "rank2");
+  INFO(w0 << w1);
+  CHECK(worker0 == 0);
+  CHECK(worker1 == 3);  // the task's own status, as srun collects it
+  const std::string cluster = R"({"ps":["localhost:)" + p0 + R"("],"worker":["localhost:)" + p1 +
+                              R"(","localhost:)" + p2 + R"("]})";
+  CHECK(Count(w0, R"([worker:0] config {"cluster": )" + cluster + R"(, "task": {"type": "worker", "index": 0}})") == 1);
+  CHECK(Count(w1, R"([worker:1] config {"cluster": )" + cluster + R"(, "task": {"type": "worker", "index": 1}})") == 1);
+  // How to serve: the flags, over the inherited variables, each once.
+  for (const std::string* out : {&w0, &w1}) {
+    CHECK(Count(*out, "ACTORFLOW_BIND=") == 1);
+    CHECK(Count(*out, "ACTORFLOW_BIND=127.0.0.1") == 1);
+    CHECK(Count(*out, "ACTORFLOW_INSECURE=1") == 1);  // from the environment: no flag said otherwise
+    CHECK(Count(*out, "ACTORFLOW_HEARTBEAT_MS=100") == 1);
+    CHECK(Count(*out, "ACTORFLOW_PEER_TIMEOUT_MS=1500") == 1);
+  }
+  CHECK(Count(w0, "[launch] worker:0 of the cluster from Slurm step: SLURM_PROCID=1") == 1);
+  CHECK(Count(w1, "worker:1 exited with 3: giving up") == 1);
+  // The ps serves on its address until the chief stops it.
+  std::string ps;
+  REQUIRE(actorflow::test::WaitUntil(
+      [&] { return (ps = ReadFile(dir / "rank0")).find("serving at actorflow://127.0.0.1:" + p0) != std::string::npos; },
+      std::chrono::seconds(20), std::chrono::milliseconds(20)));
+  const pid_t server = StartedPid(ps, "ps:0");
+  CHECK(server > 0);
+  {
+    actorflow::ServerOptions chief;
+    REQUIRE(actorflow::ClusterSpec::Parse(cluster, &chief.cluster).ok());
+    chief.has_cluster = true;
+    chief.task = {"worker", 0};
+    chief.port = 0;
+    chief.num_threads = 2;
+    std::unique_ptr<actorflow::Server> me;
+    REQUIRE(actorflow::Server::Create(chief, &me).ok());
+    const actorflow::Status stopped = me->ShutdownTasks("ps", "training is over");
+    INFO(stopped.ToString());
+    CHECK(stopped.ok());
+  }
+  const int ps_code = WaitExit(pids[0], std::chrono::seconds(30));
+  ps = ReadFile(dir / "rank0");
+  INFO(ps);
+  CHECK(ps_code == 0);
+  CHECK(Count(ps, "stopping (shutdown requested: training is over)") == 1);
+  CHECK(Count(ps, "[launch] ps:0 finished") == 1);
+  CHECK(::kill(server, 0) == -1);  // ended and reaped by its launcher
+}
+
+TEST_CASE("launch --cluster tf_config: Kubeflow's TF_CONFIG, one task per pod", "[distributed]") {
+  const std::string print = R"( -- sh -c 'echo "config $TF_CONFIG"; exit 5')";
+  // A worker of a TFJob: DNS names, "environment": "cloud"; it runs alone, its exit status passes.
+  const std::string cluster = R"("cluster":{"ps":["mnist-ps-0.kubeflow.svc:2222"],)"
+                              R"("worker":["mnist-worker-0.kubeflow.svc:2222","mnist-worker-1.kubeflow.svc:2222"],)"
+                              R"("evaluator":["mnist-evaluator-0.kubeflow.svc:2222"]})";
+  const std::string seen = R"({"cluster": {"ps":["mnist-ps-0.kubeflow.svc:2222"],)"
+                           R"("worker":["mnist-worker-0.kubeflow.svc:2222","mnist-worker-1.kubeflow.svc:2222"]}, )";
+  Result worker = Launch("--cluster tf_config" + print,
+                         "{" + cluster + R"(,"task":{"type":"worker","index":1},"environment":"cloud"})");
+  INFO(worker.out);
+  CHECK(worker.code == 5);
+  CHECK(Count(worker.out, "[worker:1] config " + seen + R"("task": {"type": "worker", "index": 1}})") == 1);
+  CHECK(Count(worker.out, "[launch] worker:1 of the cluster from TF_CONFIG, on host mnist-worker-1.kubeflow.svc") == 1);
+  CHECK(Count(worker.out, "[worker:0]") == 0);
+  CHECK(Count(worker.out, "[ps:0]") == 0);
+  // The evaluator runs the program beside the cluster.
+  Result evaluator = Launch("--cluster auto" + print,
+                            "{" + cluster + R"(,"task":{"type":"evaluator","index":0},"environment":"cloud"})");
+  INFO(evaluator.out);
+  CHECK(evaluator.code == 5);
+  CHECK(Count(evaluator.out, "[evaluator:0] config " + seen + R"("task": {"type": "evaluator", "index": 0}})") == 1);
+  // A dynamic worker's sparse view, handed on as TensorFlow's sparse ClusterSpec.
+  Result sparse = Launch("--cluster tf_config" + print,
+                         R"({"sparseCluster":{"worker":{"3":"mnist-worker-3.kubeflow.svc:2222"},)"
+                         R"("ps":["mnist-ps-0.kubeflow.svc:2222"]},"task":{"type":"worker","index":3}})");
+  INFO(sparse.out);
+  CHECK(sparse.code == 5);
+  CHECK(Count(sparse.out, R"([worker:3] config {"cluster": {"ps":["mnist-ps-0.kubeflow.svc:2222"],)"
+                          R"("worker":{"3":"mnist-worker-3.kubeflow.svc:2222"}}, "task": {"type": "worker", "index": 3}})") == 1);
+
+  // The TFJob's ps, on its port (its DNS name is for the others to dial): it serves until its
+  // launcher is told to stop, which ends it by PID.
+  actorflow::test::TempDir dir("af_launch_k8s");
+  const std::string port = std::to_string(FreePorts(1));
+  const pid_t launcher = StartLaunch(
+      {"--cluster", "tf_config", "--", "false"},
+      {{"TF_CONFIG", R"({"cluster":{"ps":["mnist-ps-0.kubeflow.svc:)" + port +
+                         R"("],"worker":["mnist-worker-0.kubeflow.svc:2222"]},"task":{"type":"ps","index":0},)"
+                         R"("environment":"cloud"})"}},
+      dir / "ps");
+  std::string ps;
+  const bool serving = actorflow::test::WaitUntil(
+      [&] { return (ps = ReadFile(dir / "ps")).find("serving at actorflow://127.0.0.1:" + port) != std::string::npos; },
+      std::chrono::seconds(20), std::chrono::milliseconds(20));
+  const pid_t server = StartedPid(ps, "ps:0");
+  ::kill(launcher, SIGTERM);
+  const int code = WaitExit(launcher, std::chrono::seconds(30));
+  INFO(ReadFile(dir / "ps"));
+  CHECK(serving);
+  CHECK(server > 0);
+  CHECK(code == 1);
+  CHECK(::kill(server, 0) == -1);  // ended and reaped by its launcher
+}
+
+TEST_CASE("launch inside a cluster manager: usage errors exit 2 naming the variable or flag", "[distributed]") {
+  Result outside = Launch("--cluster slurm -- true");
+  CHECK(outside.code == 2);
+  CHECK(outside.out.find("SLURM_PROCID") != std::string::npos);
+  Result open = Launch(std::string("--cluster ") + kOneWorker + " --bind 0.0.0.0 -- true");
+  CHECK(open.code == 2);
+  CHECK(open.out.find("refusing to bind 0.0.0.0") != std::string::npos);
+  Result mtls = Launch(std::string("--cluster ") + kOneWorker + " --security mtls --cert /no/c.pem -- true");
+  CHECK(mtls.code == 2);
+  CHECK(mtls.out.find("--security mtls") != std::string::npos);
+  Result passphrase = Launch(std::string("--cluster ") + kOneWorker + " --key-passphrase-file /x -- true");
+  CHECK(passphrase.code == 2);
+  CHECK(passphrase.out.find("--key-passphrase-file") != std::string::npos);
+  Result jobs = Launch("--cluster slurm --jobs ps:1,worker:2 -- true", "",
+                       "SLURM_PROCID=0 SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=2 SLURM_STEP_NODELIST=localhost "
+                       "SLURM_STEP_TASKS_PER_NODE=2");
+  CHECK(jobs.code == 2);
+  CHECK(jobs.out.find("--jobs ps:1,worker:2 has 3 tasks but SLURM_STEP_NUM_TASKS=2") != std::string::npos);
+  Result env = Launch(std::string("--cluster ") + kOneWorker + " -- true", "", "ACTORFLOW_HEARTBEAT_MS=soon");
+  CHECK(env.code == 2);
+  CHECK(env.out.find("ACTORFLOW_HEARTBEAT_MS") != std::string::npos);
 }

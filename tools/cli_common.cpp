@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "actorflow/devices/device.hpp"
 #include "actorflow/devices/device_manager.hpp"
@@ -68,22 +66,6 @@ Status ParseInt(const std::string& flag, const std::string& text, int lo, int hi
   if (used == 0 || used != text.size() || v < lo || v > hi)
     return errors::InvalidArgument(flag, " expects an integer from ", lo, " to ", hi, ", got '", text, "'");
   *out = static_cast<int>(v);
-  return Status::OK();
-}
-
-Status ParseClusterArg(const std::string& arg, ClusterSpec* cluster, TaskId* task) {
-  std::string text = arg;
-  const size_t first = arg.find_first_not_of(" \t\n");
-  const bool inline_json = first != std::string::npos && arg[first] == '{';
-  if (!inline_json) {
-    std::ifstream f(arg);
-    if (!f) return errors::InvalidArgument("--cluster: cannot read '", arg, "'");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
-  }
-  const Status s = ClusterSpec::Parse(text, cluster, task);
-  if (!s.ok()) return errors::InvalidArgument("--cluster ", inline_json ? "" : "'" + arg + "' ", s.message());
   return Status::OK();
 }
 

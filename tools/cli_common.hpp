@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 
 #include "actorflow/actors/runtime.hpp"
-#include "actorflow/core/cluster_spec.hpp"
 #include "actorflow/core/status.hpp"
 
 namespace actorflow {
@@ -72,12 +71,6 @@ Status NormalizeTensorName(const std::string& name, std::string* out);
 
 /// Parses `text` as an integer from lo to hi for `flag`; InvalidArgument naming the flag otherwise.
 Status ParseInt(const std::string& flag, const std::string& text, int lo, int hi, int* out);
-
-/// --cluster FILE|JSON: the JSON itself (it starts with '{') or the file
-/// holding it, parsed as ClusterSpec::Parse does (TF_CONFIG's form too: its
-/// task goes to `task`, which may be null). InvalidArgument naming the flag,
-/// the file and the rule broken.
-Status ParseClusterArg(const std::string& arg, ClusterSpec* cluster, TaskId* task);
 
 /// Sets `*field` to `value` for `flag`; InvalidArgument when it was set
 /// already or `value` is empty.

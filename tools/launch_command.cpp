@@ -19,28 +19,57 @@
 #include <set>
 #include <thread>
 
-#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/cluster_resolver.hpp"
+#include "actorflow/master/server.hpp"
+#include "actorflow/master/server_environment.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/task_flags.hpp"
 
 extern char** environ;
 
 namespace actorflow {
 namespace cli {
 
-extern const char kLaunchUsage[] = R"(usage: actorflow launch --cluster FILE|JSON [--max-restarts N] [--log-dir D] [--grace-ms N]
-                        -- PROGRAM [ARGS...]
-Runs every task of the cluster on this machine, one process each, with TF_CONFIG set
-({"cluster": ..., "task": {"type": JOB, "index": I}}): ps tasks run 'actorflow server' on
-their address, every other task runs PROGRAM ARGS. Each line a task prints is prefixed
-with the task ("[worker:1] ...").
+extern const char kLaunchUsage[] = R"(usage: actorflow launch --cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]
+                        [--bind ADDR] [--insecure] [--security none|mtls --cert F --key F --ca F]
+                        [--heartbeat-ms N] [--peer-timeout-ms N]
+                        [--max-restarts N] [--log-dir D] [--grace-ms N] -- PROGRAM [ARGS...]
+Runs tasks of a cluster, one process each, with TF_CONFIG set ({"cluster": ..., "task":
+{"type": JOB, "index": I}}): ps tasks run 'actorflow server' on their address, every other
+task runs PROGRAM ARGS with the ACTORFLOW_* variables saying how to serve (ACTORFLOW_BIND,
+ACTORFLOW_INSECURE, ACTORFLOW_TLS_CERT, _KEY, _CA, ACTORFLOW_HEARTBEAT_MS,
+ACTORFLOW_PEER_TIMEOUT_MS). Each line a task prints is prefixed with the task ("[worker:1] ...").
+Which tasks: a cluster that does not name this process's task (a FILE or JSON of jobs) runs
+every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's form with
+"task") runs that task only, for a cluster manager that starts one launch per task:
+  srun -n 3 actorflow launch --cluster slurm --jobs ps:1,worker:2 --port-base 7000 -- PROG
+  (Kubernetes: one pod per task, TF_CONFIG from Kubeflow's TFJob or the pod's ordinal).
   --cluster FILE|JSON   TensorFlow's ClusterSpec (the file, or the JSON itself)
+  --cluster tf_config   the TF_CONFIG variable (DNS names, Kubeflow's sparse "sparseCluster")
+  --cluster slurm       this Slurm task's place in its job step (SLURM_PROCID, SLURM_STEP_*)
+  --cluster auto        tf_config if TF_CONFIG is set, else slurm inside a Slurm step, else one
+                        local worker task at 127.0.0.1:P
+  --jobs JOB:N,...      slurm: ranks go to the jobs in that order (default: every task a worker)
+  --port-base P         slurm: a task serves on its node at P plus its index among the node's
+                        tasks (default 8888)
+  --bind ADDR           the address every task serves on (default 127.0.0.1; across machines
+                        0.0.0.0, which needs --insecure or --security mtls)
+  --insecure            allow a non-loopback --bind in plaintext
+  --security none|mtls  mutual TLS with --cert F --key F --ca F (checked now; PEM files every
+                        task can read, the key unencrypted)
+  --heartbeat-ms N      heartbeat interval to peers (default 500)
+  --peer-timeout-ms N   a peer silent this long is down (default 3000)
   --max-restarts N      restart a task that dies (a signal or a non-zero exit) up to N
                         times (default 0)
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
-Exit status: 0 every non-ps task finished with 0 (the ps tasks are then stopped); 1 a task
-failed more than --max-restarts times, or SIGINT/SIGTERM (every task is ended by PID:
-SIGTERM, then SIGKILL); 2 usage error.
+The ACTORFLOW_* variables above, when set, are defaults the flags override.
+Exit status, every task of a cluster: 0 every non-ps task finished with 0 (the ps tasks are
+then stopped); 1 a task failed more than --max-restarts times, or SIGINT/SIGTERM (every task
+is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
+One task: 0 it finished with 0 (a ps task: when the chief stopped it); its own exit status
+(128+N for signal N) when it failed more than --max-restarts times; 1 on SIGINT/SIGTERM
+(the task is ended by PID); 2 usage error.
 )";
 
 namespace {
@@ -82,17 +111,32 @@ std::string Describe(int status) {
   return "ended";
 }
 
+// What a launcher runs and how.
+struct LaunchPlan {
+  ClusterSpec cluster;
+  std::vector<TaskId> tasks;  // the whole cluster, or this process's task
+  bool one_task = false;      // a cluster manager's launch: this process's task only
+  ServerOptions serve;        // how every task serves (bind, TLS, heartbeats)
+  std::vector<std::string> program;
+  int max_restarts = 0;
+  std::string log_dir;
+  int grace_ms = 5000;
+};
+
 class Launcher {
  public:
-  Launcher(ClusterSpec cluster, std::vector<std::string> program, int max_restarts, std::string log_dir, int grace_ms)
-      : cluster_(std::move(cluster)),
-        program_(std::move(program)),
-        max_restarts_(max_restarts),
-        log_dir_(std::move(log_dir)),
-        grace_ms_(grace_ms) {}
+  explicit Launcher(LaunchPlan plan)
+      : cluster_(std::move(plan.cluster)),
+        run_(std::move(plan.tasks)),
+        one_task_(plan.one_task),
+        serve_(std::move(plan.serve)),
+        program_(std::move(plan.program)),
+        max_restarts_(plan.max_restarts),
+        log_dir_(std::move(plan.log_dir)),
+        grace_ms_(plan.grace_ms) {}
 
   int Run() {
-    for (const TaskId& t : cluster_.tasks()) {
+    for (const TaskId& t : run_) {
       auto task = std::make_unique<Task>();
       task->job = t.job;
       task->index = t.index;
@@ -105,7 +149,7 @@ class Launcher {
     }
     bool any_program = false;
     for (auto& t : tasks_) any_program = any_program || !t->is_ps;
-    if (!any_program) {
+    if (!any_program && !one_task_) {
       std::cerr << "actorflow launch: the cluster has no task to run the program (only ps tasks)" << std::endl;
       return kExitUsage;
     }
@@ -118,13 +162,13 @@ class Launcher {
         Say("stopping on a signal: ending every task");
         return EndAll(kExitStepFailed);
       }
-      if (failed_) return EndAll(kExitStepFailed);
+      if (failed_) return EndAll(one_task_ && failed_status_ >= 0 ? failed_status_ : kExitStepFailed);
       bool done = true;
-      for (auto& t : tasks_) done = done && (t->is_ps || t->finished);
+      for (auto& t : tasks_) done = done && ((t->is_ps && !one_task_) || t->finished);
       if (done) {
         bool any_ps = false;
         for (auto& t : tasks_) any_ps = any_ps || (t->is_ps && !t->finished);
-        Say(any_ps ? "every worker finished: stopping the ps tasks" : "every worker finished");
+        if (!one_task_) Say(any_ps ? "every worker finished: stopping the ps tasks" : "every worker finished");
         return EndAll(kExitOk);
       }
     }
@@ -133,11 +177,20 @@ class Launcher {
  private:
   void Say(const std::string& line) { std::cout << "[launch] " << line << std::endl; }
 
+  // Whether an inherited "NAME=VALUE" is one the launcher sets itself.
+  static bool Replaced(const char* entry) {
+    const std::string name(entry, std::strcspn(entry, "="));
+    if (name == "TF_CONFIG") return true;
+    const auto& names = ServerEnvironmentNames();
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+
   bool Spawn(Task* t) {
+    const TaskId id{t->job, t->index};
     std::vector<std::string> args;
     if (t->is_ps) {
-      args = {SelfPath(), "server", "--cluster", cluster_.ToJson(), "--job", t->job, "--task",
-              std::to_string(t->index)};
+      args = {SelfPath(), "server", "--cluster", cluster_.ToTfConfig(id)};
+      for (auto& a : ServeArgs(serve_)) args.push_back(a);
     } else {
       args = program_;
     }
@@ -157,13 +210,12 @@ class Launcher {
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
-    // The environment, with this task's TF_CONFIG.
-    const std::string tf_config = "TF_CONFIG={\"cluster\": " + cluster_.ToJson() + ", \"task\": {\"type\": \"" +
-                                  t->job + "\", \"index\": " + std::to_string(t->index) + "}}";
+    // The environment, with this task's TF_CONFIG and how it serves instead of what it inherited.
     std::vector<std::string> env_store;
     for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "TF_CONFIG=", 10) != 0) env_store.emplace_back(*e);
-    env_store.push_back(tf_config);
+      if (!Replaced(*e)) env_store.emplace_back(*e);
+    env_store.push_back("TF_CONFIG=" + cluster_.ToTfConfig(id));
+    for (auto& v : ServerEnvironment(serve_)) env_store.push_back(v);
     std::vector<char*> env, argv;
     for (auto& e : env_store) env.push_back(e.data());
     env.push_back(nullptr);
@@ -252,6 +304,7 @@ class Launcher {
                                                                         " restarts: giving up"
                                                                   : ": giving up (--max-restarts 0)"));
       failed_ = true;
+      failed_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     }
   }
 
@@ -285,6 +338,9 @@ class Launcher {
   }
 
   ClusterSpec cluster_;
+  std::vector<TaskId> run_;
+  bool one_task_;
+  ServerOptions serve_;
   std::vector<std::string> program_;
   int max_restarts_;
   std::string log_dir_;
@@ -292,6 +348,7 @@ class Launcher {
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<Stream> streams_;
   bool failed_ = false;
+  int failed_status_ = -1;  // the exit status of the task given up on (one task: the launcher's)
   bool stopping_ = false;
 };
 
@@ -309,36 +366,55 @@ int LaunchCommand(const std::vector<std::string>& argv) {
     (after ? program : flags).push_back(a);
   }
   bool help = false;
-  std::string cluster_arg, log_dir;
-  int max_restarts = 0, grace_ms = 5000;
-  Status parsed = ParseFlags(flags, {"--cluster", "--max-restarts", "--log-dir", "--grace-ms"}, &help,
-                             [&](const std::string& flag, const std::string& value) -> Status {
-                               if (flag == "--cluster") return SetOnce(flag, value, &cluster_arg);
-                               if (flag == "--log-dir") return SetOnce(flag, value, &log_dir);
-                               if (flag == "--max-restarts") return ParseInt(flag, value, 0, 1000, &max_restarts);
-                               return ParseInt(flag, value, 0, 3600000, &grace_ms);
-                             });
+  LaunchPlan plan;
+  TaskFlags task_flags;
+  std::set<std::string> known = {"--max-restarts", "--log-dir", "--grace-ms"};
+  known.insert(kTaskFlags.begin(), kTaskFlags.end());
+  known.erase("--key-passphrase-file");  // its programs get no passphrase (ACTORFLOW_TLS_* has none)
+  Status parsed = ParseFlags(
+      flags, known, &help,
+      [&](const std::string& flag, const std::string& value) -> Status {
+        bool taken = false;
+        AF_RETURN_IF_ERROR(ParseTaskFlag(flag, value, &task_flags, &taken));
+        if (taken) return Status::OK();
+        if (flag == "--log-dir") return SetOnce(flag, value, &plan.log_dir);
+        if (flag == "--max-restarts") return ParseInt(flag, value, 0, 1000, &plan.max_restarts);
+        return ParseInt(flag, value, 0, 3600000, &plan.grace_ms);
+      },
+      {kServeSwitch});
   if (help) {
     std::cout << kLaunchUsage;
     return kExitOk;
   }
   if (!parsed.ok()) return UsageError(parsed);
-  if (cluster_arg.empty()) return UsageError(errors::InvalidArgument("--cluster is required"));
+  if (task_flags.cluster.empty()) return UsageError(errors::InvalidArgument("--cluster is required"));
   if (program.empty()) return UsageError(errors::InvalidArgument("no program: put it after '--'"));
-  ClusterSpec cluster;
-  Status s = ParseClusterArg(cluster_arg, &cluster, nullptr);
+  Status s = ApplyServeFlags(task_flags.serve, nullptr, &plan.serve);
+  if (s.ok()) s = CheckBindSecurity(plan.serve);
   if (!s.ok()) return UsageError(s);
-  if (!log_dir.empty()) {
+  ResolvedCluster resolved;
+  s = ResolveCluster(task_flags.cluster, task_flags.resolver, nullptr, &resolved);
+  if (!s.ok()) return UsageError(s);
+  plan.cluster = std::move(resolved.cluster);
+  plan.one_task = resolved.task.valid();
+  plan.tasks = plan.one_task ? std::vector<TaskId>{resolved.task} : plan.cluster.tasks();
+  plan.program = std::move(program);
+  if (!plan.log_dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(log_dir, ec);
-    if (ec) return UsageError(errors::InvalidArgument("--log-dir: cannot create '", log_dir, "': ", ec.message()));
+    std::filesystem::create_directories(plan.log_dir, ec);
+    if (ec)
+      return UsageError(errors::InvalidArgument("--log-dir: cannot create '", plan.log_dir, "': ", ec.message()));
   }
+  if (plan.one_task)
+    std::cout << "[launch] " << resolved.task.job << ":" << resolved.task.index << " of the cluster from "
+              << resolved.source << (resolved.host.empty() ? "" : ", on host " + resolved.host)
+              << " (task " << resolved.local_index << " there)" << std::endl;
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  Launcher launcher(std::move(cluster), std::move(program), max_restarts, log_dir, grace_ms);
+  Launcher launcher(std::move(plan));
   return launcher.Run();
 }
 

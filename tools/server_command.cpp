@@ -12,26 +12,36 @@
 #include <thread>
 
 #include "actorflow/actors/runtime.hpp"
-#include "actorflow/core/cluster_spec.hpp"
+#include "actorflow/core/cluster_resolver.hpp"
 #include "actorflow/master/server.hpp"
-#include "actorflow/comm/tls.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/task_flags.hpp"
 
 namespace actorflow {
 namespace cli {
 
 namespace {
 
-extern const char kServerUsage[] = R"(usage: actorflow server [--cluster FILE|JSON] [--job NAME --task N] [--port P]
-                        [--bind ADDR] [--port-file FILE] [--devices cpu:N[,gpu:M]] [--threads N]
-                        [--heartbeat-ms N] [--peer-timeout-ms N] [--insecure]
+extern const char kServerUsage[] = R"(usage: actorflow server [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]
+                        [--job NAME --task N] [--port P] [--bind ADDR] [--port-file FILE]
+                        [--devices cpu:N[,gpu:M]] [--threads N] [--heartbeat-ms N]
+                        [--peer-timeout-ms N] [--insecure]
                         [--security none|mtls --cert F --key F --ca F [--key-passphrase-file F]]
 Runs one task of a cluster until SIGINT, SIGTERM or a shutdown request.
   --cluster FILE|JSON   the cluster ({"worker": ["127.0.0.1:2223"], "ps": [...]}, or TF_CONFIG's
-                        form); default: the TF_CONFIG environment variable
-  --job NAME --task N   this task (default: TF_CONFIG's task)
+                        form), the JSON itself or a file holding it
+  --cluster tf_config   the TF_CONFIG variable (as Kubeflow's TFJob writes it too)
+  --cluster slurm       this Slurm task's place in its job step (SLURM_PROCID, SLURM_STEP_*):
+                        --jobs JOB:N,... gives ranks to jobs in that order (default: every task
+                        a worker); a task serves on its node at --port-base P (default 8888)
+                        plus its index among the node's tasks
+  --cluster auto        tf_config if TF_CONFIG is set, else slurm inside a Slurm step, else one
+                        local worker task at 127.0.0.1:P
+                        (default: the TF_CONFIG variable when set, else no cluster)
+  --job NAME --task N   this task (default: the cluster's task)
   --port P              the port to serve on (default: this task's in the cluster; 0: any free one)
-  --bind ADDR           the address to serve on (default 127.0.0.1; another address needs --insecure)
+  --bind ADDR           the address to serve on (default 127.0.0.1; another address needs --insecure
+                        or --security mtls)
   --port-file FILE      writes "PORT TRANSPORT_PORT" there once serving (atomically)
   --devices cpu:N[,gpu:M]  devices of this task (default cpu:1 and every GPU)
   --threads N           compute threads (default: ACTORFLOW_NUM_THREADS or the cores)
@@ -41,6 +51,8 @@ Runs one task of a cluster until SIGINT, SIGTERM or a shutdown request.
                         control messages and tensors: --cert and --key (PEM, signed by the
                         cluster CA) and --ca (the cluster CA), checked before the server starts
   --insecure            allow a non-loopback --bind in plaintext
+The ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_INSECURE, ACTORFLOW_TLS_CERT, _KEY, _CA,
+ACTORFLOW_HEARTBEAT_MS, ACTORFLOW_PEER_TIMEOUT_MS) are defaults the flags override.
 Exit status: 0 stopped cleanly, 1 failed while running, 2 usage or configuration error.
 )";
 
@@ -73,104 +85,65 @@ int ServerCommand(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   bool help = false;
-  std::string cluster_arg, job, port_file, security = "none";
-  int task = -1, port = -2, threads = 0, heartbeat = 500, peer_timeout = 3000;
-  bool has_task = false, insecure = false, has_devices = false;
-  std::string bind;  // default 127.0.0.1
+  std::string job, port_file;
+  int task = -1, port = -2, threads = 0;
+  bool has_task = false, has_devices = false;
   DeviceCounts devices;
-  const std::set<std::string> known = {"--cluster", "--job",     "--task",         "--port",
-                                       "--bind",    "--port-file", "--devices",    "--threads",
-                                       "--heartbeat-ms", "--peer-timeout-ms", "--security", "--cert",
-                                       "--key",     "--ca",      "--key-passphrase-file"};
-  std::string cert, key, ca, passphrase_file;
+  TaskFlags task_flags;
+  std::string& cluster_arg = task_flags.cluster;
+  std::set<std::string> known = {"--job", "--task", "--port", "--port-file", "--devices", "--threads"};
+  known.insert(kTaskFlags.begin(), kTaskFlags.end());
   Status parsed = ParseFlags(
       argv, known, &help,
       [&](const std::string& flag, const std::string& value) -> Status {
-        if (flag == "--cluster") return SetOnce(flag, value, &cluster_arg);
+        bool taken = false;
+        AF_RETURN_IF_ERROR(ParseTaskFlag(flag, value, &task_flags, &taken));
+        if (taken) return Status::OK();
         if (flag == "--job") return SetOnce(flag, value, &job);
         if (flag == "--task") {
           has_task = true;
           return ParseInt(flag, value, 0, 1 << 20, &task);
         }
         if (flag == "--port") return ParseInt(flag, value, 0, 65535, &port);
-        if (flag == "--bind") return SetOnce(flag, value, &bind);
         if (flag == "--port-file") return SetOnce(flag, value, &port_file);
         if (flag == "--devices") {
           has_devices = true;
           return ParseDevices(value, &devices);
         }
         if (flag == "--threads") return ParseInt(flag, value, 1, 1024, &threads);
-        if (flag == "--heartbeat-ms") return ParseInt(flag, value, 1, 3600000, &heartbeat);
-        if (flag == "--peer-timeout-ms") return ParseInt(flag, value, 1, 3600000, &peer_timeout);
-        if (flag == "--security") {
-          security = value;
-          if (value != "none" && value != "mtls")
-            return errors::InvalidArgument("--security expects none or mtls, got '", value, "'");
-          return Status::OK();
-        }
-        if (flag == "--cert") return SetOnce(flag, value, &cert);
-        if (flag == "--key") return SetOnce(flag, value, &key);
-        if (flag == "--ca") return SetOnce(flag, value, &ca);
-        if (flag == "--key-passphrase-file") return SetOnce(flag, value, &passphrase_file);
-        if (flag == "--insecure") {
-          insecure = true;
-          return Status::OK();
-        }
         return errors::InvalidArgument("unknown flag ", flag);
       },
-      {"--insecure"});
+      {kServeSwitch});
   if (help) {
     std::cout << kServerUsage;
     return kExitOk;
   }
   if (!parsed.ok()) return UsageError(parsed);
-  if (security == "none" && (!cert.empty() || !key.empty() || !ca.empty() || !passphrase_file.empty()))
-    return UsageError(errors::InvalidArgument("--cert, --key, --ca and --key-passphrase-file go with --security mtls"));
-  TlsOptions tls;
-  if (security == "mtls") {
-    if (cert.empty() || key.empty() || ca.empty())
-      return UsageError(errors::InvalidArgument("--security mtls needs --cert, --key and --ca"));
-    tls.cert = cert;
-    tls.key = key;
-    tls.ca = ca;
-    if (!passphrase_file.empty()) {
-      std::ifstream f(passphrase_file);
-      if (!f) return UsageError(errors::InvalidArgument("--key-passphrase-file: cannot read '", passphrase_file, "'"));
-      std::getline(f, tls.key_passphrase);
-    }
-    // Every file is checked now: a wrong one is a usage error naming it, never an abort at the first connection.
-    const Status checked = CheckTlsFiles(tls);
-    if (!checked.ok()) return UsageError(errors::InvalidArgument("--security mtls: ", checked.message()));
-  }
-
   ServerOptions options;
+  const Status served = ApplyServeFlags(task_flags.serve, nullptr, &options);
+  if (!served.ok()) return UsageError(served);
+
+  // The cluster: --cluster, else TF_CONFIG when set, else none (--job, --task and --port say it all).
   TaskId from_config;
+  if (cluster_arg.empty() && ReadVariable(nullptr, "TF_CONFIG") && *ReadVariable(nullptr, "TF_CONFIG"))
+    cluster_arg = "tf_config";
   if (!cluster_arg.empty()) {
-    const Status s = ParseClusterArg(cluster_arg, &options.cluster, &from_config);
+    ResolvedCluster resolved;
+    const Status s = ResolveCluster(cluster_arg, task_flags.resolver, nullptr, &resolved);
     if (!s.ok()) return UsageError(s);
+    options.cluster = resolved.cluster;
     options.has_cluster = true;
-  } else {
-    bool found = false;
-    const Status s = ClusterSpec::FromEnvironment(&options.cluster, &from_config, &found);
-    if (!s.ok()) return UsageError(errors::InvalidArgument("TF_CONFIG: ", s.message()));
-    options.has_cluster = found;
+    from_config = resolved.task;
   }
   options.task = from_config;
   if (!job.empty()) options.task.job = job;
   if (has_task) options.task.index = task;
   if (!job.empty() != has_task && !from_config.valid())
     return UsageError(errors::InvalidArgument("--job and --task go together"));
-  options.bind = bind.empty() ? "127.0.0.1" : bind;
   options.port = port == -2 ? -1 : port;
   options.num_cpu_devices = devices.cpu;
   options.num_gpu_devices = has_devices ? devices.gpu : -1;
   options.num_threads = threads;
-  options.heartbeat_ms = heartbeat;
-  options.peer_timeout_ms = peer_timeout;
-  options.insecure = insecure;
-  options.tls = tls;
-  if (peer_timeout <= heartbeat)
-    return UsageError(errors::InvalidArgument("--peer-timeout-ms must exceed --heartbeat-ms"));
 
   std::unique_ptr<Server> server;
   const Status started = Server::Create(options, &server);
