@@ -77,7 +77,7 @@ class SlurmCluster {
   /// Why no cluster can start here; empty when one can.
   static std::string Unavailable() {
     if (::geteuid() != 0) return "the Slurm test cluster needs root (slurmd runs tasks as their user)";
-    for (const char* b : {"munged", "slurmctld", "slurmd", "srun", "sinfo", "scancel", "squeue", "timeout"})
+    for (const char* b : {"munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scancel", "squeue", "timeout"})
       if (Which(b).empty()) return std::string(b) + " not found: apt-get install slurm-wlm munge (setup.sh)";
     return "";
   }
@@ -144,7 +144,7 @@ class SlurmCluster {
   /// The daemons' logs (the last `tail` bytes of each), for a failure's message.
   std::string Logs(size_t tail = 6000) const {
     std::ostringstream o;
-    for (const char* f : {"munged.out", "slurmctld.log", "slurmctld.out", "slurmd.log", "slurmd.out"}) {
+    for (const char* f : {"munged.out", "munged.log", "slurmctld.log", "slurmctld.out", "slurmd.log", "slurmd.out"}) {
       std::ifstream in(dir_ + "/" + f);
       if (!in) continue;
       std::stringstream s;
