@@ -18,6 +18,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char kBatchStepId[] = "4294967294";  // SLURM_BATCH_SCRIPT: the batch script, not a step
+constexpr int kMaxSlurmTasks = 1 << 20;             // a step's tasks (bounds what a typo allocates)
 
 // A variable as read: its name and value (the first of several names that is set).
 struct Variable {
@@ -123,8 +124,8 @@ Status ResolveSlurm(const ClusterResolverOptions& options, const EnvironmentRead
   AF_RETURN_IF_ERROR(Required(nodelist, "SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST)"));
   AF_RETURN_IF_ERROR(Required(per_node, "SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE)"));
   int tasks = 0, rank = 0;
-  AF_RETURN_IF_ERROR(ParseCount(ntasks.name, ntasks.value, 1, kMaxSlurmHosts * 64, &tasks));
-  AF_RETURN_IF_ERROR(ParseCount("SLURM_PROCID", procid.value, 0, kMaxSlurmHosts * 64, &rank));
+  AF_RETURN_IF_ERROR(ParseCount(ntasks.name, ntasks.value, 1, kMaxSlurmTasks, &tasks));
+  AF_RETURN_IF_ERROR(ParseCount("SLURM_PROCID", procid.value, 0, kMaxSlurmTasks, &rank));
   if (rank >= tasks)
     return errors::InvalidArgument("SLURM_PROCID=", rank, " is out of range: ", ntasks.name, "=", tasks,
                                    " (rule: 0 <= rank < tasks)");
@@ -291,7 +292,7 @@ Status ParseJobCounts(const std::string& jobs, std::vector<std::pair<std::string
     if (colon == std::string::npos || !IsValidJobName(name))
       return errors::InvalidArgument("--jobs '", jobs, "': '", part,
                                      "' is not JOB:N with JOB as [a-z][a-z0-9_]* (rule: ps:1,worker:3)");
-    AF_RETURN_IF_ERROR(ParseCount("--jobs " + name, part.substr(colon + 1), 1, kMaxSlurmHosts * 64, &n));
+    AF_RETURN_IF_ERROR(ParseCount("--jobs " + name, part.substr(colon + 1), 1, kMaxSlurmTasks, &n));
     if (!names.insert(name).second)
       return errors::InvalidArgument("--jobs '", jobs, "' lists job '", name, "' twice (rule: each job once)");
     parsed.emplace_back(name, n);

@@ -105,12 +105,9 @@ int FreePorts(int n) {
   return 0;
 }
 
-// `actorflow launch ARGS` started with `vars` added to the environment, its
-// output (stdout and stderr) to `out`.
-pid_t StartLaunch(const std::vector<std::string>& args, const std::map<std::string, std::string>& vars,
-                  const std::string& out) {
-  std::vector<std::string> all = {AF_CLI_PATH, "launch"};
-  all.insert(all.end(), args.begin(), args.end());
+// `argv` started with `vars` added to the environment, its output (stdout and stderr) to `out`.
+pid_t StartProcess(std::vector<std::string> all, const std::map<std::string, std::string>& vars,
+                   const std::string& out) {
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -127,10 +124,32 @@ pid_t StartLaunch(const std::vector<std::string>& args, const std::map<std::stri
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, AF_CLI_PATH, &actions, nullptr, argv.data(), env.data());
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(rc == 0);
   return pid;
+}
+
+// `actorflow launch ARGS`, as StartProcess.
+pid_t StartLaunch(const std::vector<std::string>& args, const std::map<std::string, std::string>& vars,
+                  const std::string& out) {
+  std::vector<std::string> all = {AF_CLI_PATH, "launch"};
+  all.insert(all.end(), args.begin(), args.end());
+  return StartProcess(all, vars, out);
+}
+
+// Tells the ps tasks of `cluster` to stop, as train_distributed's chief does,
+// from a Server of this process (worker 0, on a port of its own).
+actorflow::Status StopPsTasks(const std::string& cluster) {
+  actorflow::ServerOptions chief;
+  AF_RETURN_IF_ERROR(actorflow::ClusterSpec::Parse(cluster, &chief.cluster));
+  chief.has_cluster = true;
+  chief.task = {"worker", 0};
+  chief.port = 0;
+  chief.num_threads = 2;
+  std::unique_ptr<actorflow::Server> me;
+  AF_RETURN_IF_ERROR(actorflow::Server::Create(chief, &me));
+  return me->ShutdownTasks("ps", "training is over");
 }
 
 // The exit status of `pid` within `bound` (killed and -1 when it runs longer).
@@ -314,19 +333,9 @@ TEST_CASE("launch under srun: each Slurm task becomes its task; exit codes pass;
       std::chrono::seconds(20), std::chrono::milliseconds(20)));
   const pid_t server = StartedPid(ps, "ps:0");
   CHECK(server > 0);
-  {
-    actorflow::ServerOptions chief;
-    REQUIRE(actorflow::ClusterSpec::Parse(cluster, &chief.cluster).ok());
-    chief.has_cluster = true;
-    chief.task = {"worker", 0};
-    chief.port = 0;
-    chief.num_threads = 2;
-    std::unique_ptr<actorflow::Server> me;
-    REQUIRE(actorflow::Server::Create(chief, &me).ok());
-    const actorflow::Status stopped = me->ShutdownTasks("ps", "training is over");
-    INFO(stopped.ToString());
-    CHECK(stopped.ok());
-  }
+  const actorflow::Status stopped = StopPsTasks(cluster);
+  INFO(stopped.ToString());
+  CHECK(stopped.ok());
   const int ps_code = WaitExit(pids[0], std::chrono::seconds(30));
   ps = ReadFile(dir / "rank0");
   INFO(ps);
@@ -412,4 +421,63 @@ TEST_CASE("launch inside a cluster manager: usage errors exit 2 naming the varia
   Result env = Launch(std::string("--cluster ") + kOneWorker + " -- true", "", "ACTORFLOW_HEARTBEAT_MS=soon");
   CHECK(env.code == 2);
   CHECK(env.out.find("ACTORFLOW_HEARTBEAT_MS") != std::string::npos);
+}
+
+TEST_CASE("examples/kubernetes: the TF_CONFIG each pod gets, through launch and entrypoint.sh", "[distributed]") {
+  const std::string examples = std::string(AF_TEST_DATA_DIR) + "/../../examples/kubernetes";
+  // tfjob.yaml: what the training operator gives pod mnist-worker-1 (Go's encoding of its TFConfig),
+  // through the manifest's command.
+  const std::string tfjob = ReadFile(examples + "/tfjob.yaml");
+  CHECK(Count(tfjob, R"(command: ["actorflow", "launch", "--cluster", "tf_config", "--",)") == 1);
+  Result worker = Launch(R"(--cluster tf_config -- sh -c 'echo "config $TF_CONFIG"')",
+                         R"({"cluster":{"ps":["mnist-ps-0.kubeflow.svc:2222"],"worker":["mnist-worker-0.kubeflow.svc:2222",)"
+                         R"("mnist-worker-1.kubeflow.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
+  INFO(worker.out);
+  CHECK(worker.code == 0);
+  CHECK(Count(worker.out, R"([worker:1] config {"cluster": {"ps":["mnist-ps-0.kubeflow.svc:2222"],"worker":)"
+                          R"(["mnist-worker-0.kubeflow.svc:2222","mnist-worker-1.kubeflow.svc:2222"]}, )"
+                          R"("task": {"type": "worker", "index": 1}})") == 1);
+
+  // statefulset.yaml: entrypoint.sh makes TF_CONFIG from the pod's name, with the variables the manifest sets.
+  const std::string manifest = ReadFile(examples + "/statefulset.yaml");
+  for (const char* var : {"POD_NAME", "NAMESPACE", "SERVICE", "PS_REPLICAS", "WORKER_REPLICAS", "PORT",
+                          "STAY_AFTER_SUCCESS"}) {
+    INFO(var);
+    const std::string item = std::string("- name: ") + var;
+    CHECK(Count(manifest, item + "\n") + Count(manifest, item + " ") == 2);  // in both StatefulSets
+  }
+  const std::string entry = "env -u SLURM_PROCID -u SLURM_STEP_ID -u TF_CONFIG NAMESPACE=train SERVICE=actorflow "
+                            "PS_REPLICAS=1 WORKER_REPLICAS=2 PORT=2222 ACTORFLOW=" AF_CLI_PATH " timeout 60 sh " +
+                            examples + "/entrypoint.sh";
+  auto shell = actorflow::test::Shell(std::string("POD_NAME=actorflow-worker-1 ") + entry +
+                                      R"( sh -c 'echo "config $TF_CONFIG"; exit 7' 2>&1)");
+  INFO(shell.out);
+  CHECK(shell.exit_code == 7);  // the task's status, through launch and the entry point
+  CHECK(Count(shell.out, R"([worker:1] config {"cluster": {"ps":["actorflow-ps-0.actorflow.train.svc:2222"],)"
+                         R"("worker":["actorflow-worker-0.actorflow.train.svc:2222",)"
+                         R"("actorflow-worker-1.actorflow.train.svc:2222"]}, "task": {"type": "worker", "index": 1}})") == 1);
+  shell = actorflow::test::Shell("POD_NAME=actorflow-evaluator-0 " + entry + " true 2>&1");
+  CHECK(shell.exit_code == 2);
+  CHECK(shell.out.find("not PREFIX-ps-N or PREFIX-worker-N") != std::string::npos);
+
+  // The ps pod serves on its port until the chief stops it; its entry point then exits 0.
+  actorflow::test::TempDir dir("af_k8s_entry");
+  const std::string port = std::to_string(FreePorts(1));
+  const pid_t pod = StartProcess({"/bin/sh", examples + "/entrypoint.sh", "true"},
+                                 {{"POD_NAME", "actorflow-ps-0"}, {"NAMESPACE", "train"}, {"SERVICE", "actorflow"},
+                                  {"PS_REPLICAS", "1"}, {"WORKER_REPLICAS", "2"}, {"PORT", port},
+                                  {"ACTORFLOW", AF_CLI_PATH}, {"DONE_DIR", dir.path()}},
+                                 dir / "ps");
+  const bool serving = actorflow::test::WaitUntil(
+      [&] { return ReadFile(dir / "ps").find("serving at actorflow://127.0.0.1:" + port) != std::string::npos; },
+      std::chrono::seconds(20), std::chrono::milliseconds(20));
+  const actorflow::Status stopped =
+      serving ? StopPsTasks(R"({"ps": ["127.0.0.1:)" + port + R"("], "worker": ["127.0.0.1:1"]})")
+              : actorflow::errors::Unavailable("the ps never served");
+  const int code = WaitExit(pod, std::chrono::seconds(30));
+  INFO(ReadFile(dir / "ps"));
+  CHECK(serving);
+  CHECK(stopped.ok());
+  CHECK(code == 0);
+  CHECK(!std::filesystem::exists(dir / "done"));  // STAY_AFTER_SUCCESS unset: no marker, no waiting
 }

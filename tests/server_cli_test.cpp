@@ -49,6 +49,9 @@ TEST_CASE("actorflow server: configuration errors exit 2 naming the flag or file
            {"--port 0", "job"},
            {"--job ps --task 0 --port 70000", "--port"},
            {"--job ps --task 0 --port 0 --devices cpu:0", "--devices"},
+           {"--cluster slurm", "SLURM_PROCID is unset"},  // not in a Slurm step
+           {"--cluster tf_config", "TF_CONFIG variable is unset"},
+           {"--cluster auto --port-base 70000", "--port-base"},
        }) {
     INFO(c.args);
     Result r = ServerCli(c.args);
@@ -56,6 +59,26 @@ TEST_CASE("actorflow server: configuration errors exit 2 naming the flag or file
     CHECK(r.exit_code == 2);
     CHECK(r.out.find(c.says) != std::string::npos);
   }
+}
+
+TEST_CASE("actorflow server: the ACTORFLOW_* variables are defaults its flags override", "[distributed]") {
+  const std::string server = std::string("env -u TF_CONFIG -u SLURM_PROCID timeout 60 ") + AF_CLI_PATH + " server ";
+  // A non-loopback bind from the environment is refused like the flag's.
+  Result r = Shell("ACTORFLOW_BIND=0.0.0.0 " + server + "--job ps --task 0 --port 0 2>&1");
+  INFO(r.out);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("refusing to bind 0.0.0.0") != std::string::npos);
+  r = Shell("ACTORFLOW_PEER_TIMEOUT_MS=soon " + server + "--job ps --task 0 --port 0 2>&1");
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("ACTORFLOW_PEER_TIMEOUT_MS") != std::string::npos);
+  // The flag wins: it serves on loopback until told to stop (here: its port file, then SIGTERM).
+  actorflow::test::TempDir dir("af_server_env");
+  r = Shell("ACTORFLOW_BIND=0.0.0.0 " + server + "--job ps --task 0 --port 0 --bind 127.0.0.1 --port-file " +
+            dir.path() + "/port & pid=$!; for i in $(seq 200); do [ -f " + dir.path() +
+            "/port ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit $?\"");
+  INFO(r.out);
+  CHECK(r.out.find("serving at actorflow://127.0.0.1:") != std::string::npos);
+  CHECK(r.out.find("exit 0") != std::string::npos);
 }
 
 TEST_CASE("actorflow server: SIGINT, SIGTERM and a ShutdownRequest each end it cleanly", "[distributed]") {

@@ -2,7 +2,8 @@
 // wrong one named; the tensor transport speaks TLS 1.3 with certificates on
 // both sides and refuses a plaintext peer, a certificate from another CA and
 // an expired one; a --security mtls cluster runs a step end to end, and a
-// plaintext client is refused. All on 127.0.0.1.
+// plaintext client is refused; a peer that leaves takes no other peer's
+// connection with it. All on 127.0.0.1.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -11,11 +12,13 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "local_cluster.hpp"
+#include "actorflow/master/cluster_view.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
@@ -89,6 +92,24 @@ std::unique_ptr<TensorTransport> Endpoint(const char* task, uint64_t inc, const 
 // What a session tells the membership `m` of a task: it listens on loopback `port`, at `incarnation`.
 void Introduce(Membership& m, const char* task, uint16_t port, uint64_t incarnation) {
   REQUIRE(m.Update(TaskRecord::At(task, "127.0.0.1", port, incarnation)).ok());
+}
+
+// The TCP connections this machine accepted on `port` that are established now (/proc/net/tcp).
+int AcceptedOn(int port) {
+  int n = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const size_t colon = local.rfind(':');
+      if (colon != std::string::npos && std::stoi(local.substr(colon + 1), nullptr, 16) == port && state == "01") ++n;
+    }
+  }
+  return n;
 }
 
 RendezvousKey KeyAB() {
@@ -270,4 +291,63 @@ TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients an
   INFO(text);
   CHECK(text.find(old.cert) != std::string::npos);
   CHECK(text.find("expired") != std::string::npos);
+}
+
+TEST_CASE("mutual TLS: a peer that leaves takes no other peer's connection with it", "[distributed]") {
+  // A ps with two workers: when one worker's process ends (its TLS connection closes without
+  // close_notify, as every CAF peer's does), the other worker's steps on the ps go on. (CAF's
+  // OpenSSL sessions leave OpenSSL's error of the closed connection queued in the ps's I/O
+  // thread, where the next read on any other connection took it for its own and closed that
+  // connection: comm/openssl_error_queue.cpp.)
+  LocalCluster cluster;
+  TestPki pki(cluster.dir());
+  const TlsOptions ps_tls = pki.Issue("ps0");
+  auto& ps = cluster.Start("ps", 0, {"--security", "mtls", "--cert", ps_tls.cert, "--key", ps_tls.key, "--ca",
+                                     ps_tls.ca});
+  const std::string two_workers = cluster.ClusterJson({{"worker", {"127.0.0.1:1", "127.0.0.1:2"}}});
+  ServerOptions o = cluster.WorkerTaskOptions();
+  REQUIRE(ClusterSpec::Parse(two_workers, &o.cluster).ok());
+  o.tls = pki.Issue("worker0");
+  std::unique_ptr<Server> chief;
+  REQUIRE(Server::Create(o, &chief).ok());
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Add(root.WithOpName("y"), ops::Mul(root.WithOpName("there").WithDevice("/job:ps/task:0"), x, 2.f), 1.f);
+  SessionOptions so;
+  so.target = chief->target();
+  so.device_find_timeout_ms = 10000;
+  so.device_filters = {"/job:ps", "/job:worker/task:0"};
+  Session session(so);
+  REQUIRE(session.Create(test::ToDef(root)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  std::vector<Tensor> out;
+  const Tensor two = test::MakeTensor<float>({1.f, 2.f}, TensorShape{2});
+  REQUIRE(session.Run(ro, {{"x", two}}, {"y:0"}, {}, &out).ok());
+  const int chief_only = AcceptedOn(ps.port);
+
+  // Worker 1 reaches the ps, then its process's runtime ends.
+  {
+    ServerOptions w = o;
+    w.task = TaskId{"worker", 1};
+    w.tls = pki.Issue("worker1");
+    std::unique_ptr<Server> other;
+    REQUIRE(Server::Create(w, &other).ok());
+    caf::actor ps_task;
+    const Status reached =
+        ConnectToTask(other->runtime()->system(), "127.0.0.1:" + std::to_string(ps.port), std::chrono::seconds(10),
+                      &ps_task);
+    INFO(reached.ToString());
+    REQUIRE(reached.ok());
+    REQUIRE(test::WaitUntil([&] { return AcceptedOn(ps.port) > chief_only; }, std::chrono::seconds(10)));
+  }
+  // The ps has closed that connection ...
+  REQUIRE(test::WaitUntil([&] { return AcceptedOn(ps.port) == chief_only; }, std::chrono::seconds(10)));
+  // ... and the chief's steps on it go on.
+  for (int step = 0; step < 3; ++step) {
+    const Status s = session.Run(ro, {{"x", two}}, {"y:0"}, {}, &out);
+    INFO("step " << step << ": " << s.ToString());
+    REQUIRE(s.ok());
+    CHECK(test::Values<float>(out[0]) == std::vector<float>{3.f, 5.f});
+  }
 }

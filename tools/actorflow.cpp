@@ -144,7 +144,9 @@ server
       runs graphs on the cluster through that server's master.
 launch
       Runs every task of a cluster on this machine (ps tasks as servers, the others as
-      PROGRAM with TF_CONFIG set), restarting tasks that die: see 'actorflow launch --help'.
+      PROGRAM with TF_CONFIG set), restarting tasks that die; or, under a cluster manager
+      (--cluster slurm|tf_config|auto: srun, a Kubernetes pod), this process's task only:
+      see 'actorflow launch --help'.
 )";
 
 namespace {
