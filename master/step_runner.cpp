@@ -6,6 +6,7 @@
 
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/actors/step_calls.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/core/ids.hpp"
 #include "actorflow/master/cluster_view.hpp"
@@ -91,6 +92,23 @@ Status Absorb(const Executable::Part& part, const Status& asked, RunStepResponse
   return Status::OK();
 }
 
+// Starts `part`'s step on `ch`: a partition in another process over the
+// tensor transport (actors/step_calls.hpp: a fraction of CAF's remote round
+// trip), else, or when the transport cannot send there, as a CAF request to
+// its worker session. Either way `ch` monitors the worker session.
+Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Part& part, RunStepRequest req,
+                 ClientChannel* ch, std::shared_ptr<ReplyNotifier> notifier = nullptr) {
+  StepCalls* calls = runtime->step_calls();
+  const ClusterTask* task = calls && view ? view->TaskOf(part.device) : nullptr;
+  if (task && !task->local) {
+    const Status s = ch->StartVia(
+        part.session, [&](ClientChannel::ReplyFn done) { return calls->Call(task->name, req, std::move(done)); },
+        notifier);
+    if (s.ok()) return s;
+  }
+  return ch->Start(part.session, caf::make_message(std::move(req)), std::move(notifier));
+}
+
 }  // namespace
 
 StepRunner::StepRunner(Runtime* runtime, const ClusterView* view, CostModel* cost_model)
@@ -109,9 +127,20 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
   RunStepResponse resp;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point answered;
-  const Status asked = runtime_->channels()->Ask(
-      part.session, StepRequest(part, NewStepId(), options, args, false), ReplyWait(options), &resp,
-      SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)), &answered);
+  Status asked;
+  {
+    ChannelPool* channels = runtime_->channels();
+    auto ch = channels->Acquire();
+    caf::message reply;
+    asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, args, false), ch.get());
+    if (asked.ok())
+      asked = ch->Wait(ReplyWait(options), &reply, SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)));
+    if (!errors::IsDeadlineExceeded(asked)) {  // a channel that timed out is dropped with its late reply
+      answered = ch->answered_at();
+      channels->Release(std::move(ch));
+    }
+    if (asked.ok()) asked = ReplyAs(reply, &resp);
+  }
   if (asked.ok()) {
     // The step's own latency, up to its answer: were it measured after a sleeping
     // caller woke, one sleep would add a wake-up to the average, push it past the
@@ -141,11 +170,20 @@ Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std
   // once, even while an earlier partition waits for a tensor from it.
   auto notifier = std::make_shared<ReplyNotifier>();
   // Every process the step runs in takes part in its rendezvous.
-  StepBarrier barrier(step_id, exe.participants);
+  // A remote participant hears the step is over on the transport, as its partition's step came.
+  StepBarrier::SendDone over_transport;
+  if (StepCalls* calls = runtime_->step_calls()) {
+    over_transport = [this, calls](const caf::actor& p, int64_t id) {
+      if (!view_ || p->node() == runtime_->system().node()) return false;
+      for (const auto& t : view_->tasks())
+        if (!t.local && t.status.rendezvous == p) return calls->StepDone(t.name, id).ok();
+      return false;
+    };
+  }
+  StepBarrier barrier(step_id, exe.participants, std::move(over_transport));
   for (const auto& part : exe.parts) {
     auto ch = channels->Acquire();
-    const Status s =
-        ch->Start(part.session, caf::make_message(StepRequest(part, step_id, options, args, true)), notifier);
+    const Status s = StartPart(runtime_, view_, part, StepRequest(part, step_id, options, args, true), ch.get(), notifier);
     if (!s.ok()) {
       barrier.FailedToStart(s);
       break;
