@@ -1,6 +1,7 @@
 #include "actorflow/actors/client_channel.hpp"
 
 #include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>
@@ -72,6 +73,7 @@ struct ClientChannel::Slot {
 
 ClientChannel::ClientChannel(caf::actor_system& sys, ComputePool* pool)
     : slot_(std::make_shared<Slot>()),
+      pool_(pool),
       activation_(pool ? pool->activation_unit() : nullptr) {
   companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
   std::weak_ptr<Slot> weak = slot_;
@@ -124,6 +126,14 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
   caf::execution_unit* unit = activation_ && dest->node() == companion_->node() ? activation_ : nullptr;
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
                                                       unit);
+  return Status::OK();
+}
+
+Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  if (!pool_ || dest->node() != companion_->node()) return Start(dest, std::move(msg), std::move(notifier));
+  const caf::message_id mid = Arm(dest, std::move(notifier));
+  DeliverInline(pool_, dest, companion_, mid, std::move(msg));
   return Status::OK();
 }
 

@@ -61,6 +61,11 @@ class ClientChannel {
   /// flight: Start sends, Wait collects the answer (as Ask's second half).
   /// `notifier`, when given, is told when the reply is there.
   Status Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
+  /// Start, but a local `dest` runs on this thread at once, with the actors
+  /// it wakes, a few turns at most (devices/inline_delivery.hpp), rather than
+  /// on a worker woken for it; a remote one, or a channel without a pool, as
+  /// Start.
+  Status StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// The function that hands a channel its answer (StartVia).
   using ReplyFn = std::function<void(caf::message)>;
   /// Start, but the request travels by `send` rather than as a CAF message:
@@ -84,6 +89,7 @@ class ClientChannel {
   caf::message_id Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier);
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
+  ComputePool* pool_;                // or null
   caf::execution_unit* activation_;  // the pool's, or null
   caf::actor callee_;                // of the request in flight
   std::chrono::steady_clock::time_point answered_at_;

@@ -229,7 +229,11 @@ Status StepCalls::Call(const std::string& task, const RunStepRequest& req, std::
 Status StepCalls::StepDone(const std::string& task, int64_t step_id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->transport) return errors::Unavailable("no tensor transport to task ", task);
-  return impl_->transport->SendMessage(task, Channel::kControl, Meta(kStepDone, static_cast<uint64_t>(step_id)));
+  // Written by the transport's thread: the master's caller returns at once.
+  SendFlags queued;
+  queued.queued = true;
+  return impl_->transport->Send(task, Channel::kControl, Meta(kStepDone, static_cast<uint64_t>(step_id)), Tensor(),
+                                queued);
 }
 
 Status StepCalls::Check(const std::string& from, const std::string& meta) {

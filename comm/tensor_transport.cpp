@@ -512,7 +512,8 @@ Status TensorTransport::Send(const std::string& task, Channel channel, std::stri
   const uint8_t frame_flags = (flags.is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
   frame::AppendBegin(&st->begin, frame_flags, 0, begin);
   st->meta = std::move(begin.meta);
-  if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && impl_->WriteDirect(task, st)) return Status::OK();
+  if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && !flags.queued && impl_->WriteDirect(task, st))
+    return Status::OK();
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();
 }

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "actorflow/devices/compute_pool.hpp"
@@ -71,8 +72,9 @@ class InlineUnit final : public caf::execution_unit {
   int turns_ = 0;
 };
 
-// One per thread that delivers inline, for the thread's life: an actor run
-// here keeps a pointer to it as its last context.
+// One per thread that delivers inline, for the thread's life (an actor run
+// here keeps a pointer to it as its last context, read only while it runs).
+thread_local std::unique_ptr<InlineUnit> t_owned;
 thread_local InlineUnit* t_unit = nullptr;
 
 }  // namespace
@@ -83,7 +85,10 @@ void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
                    caf::message msg) noexcept {
   if (!dest) return;
   try {
-    if (!t_unit) t_unit = new InlineUnit(&dest->home_system());  // never freed: see above
+    if (!t_unit) {
+      t_owned = std::make_unique<InlineUnit>(&dest->home_system());
+      t_unit = t_owned.get();
+    }
   } catch (...) {
     t_unit = nullptr;
   }
