@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actorflow/comm/tensor_transport.hpp"
+#include "actorflow/core/ids.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/net/rendezvous_service.hpp"
@@ -89,7 +90,9 @@ struct StepCalls::Impl : std::enable_shared_from_this<StepCalls::Impl> {
     std::string task;
     std::function<void(caf::message)> done;
   };
-  uint64_t next_call = 1;
+  // Random at start: an answer a task sends this task's previous incarnation
+  // (same name, restarted) never matches a call of this one.
+  uint64_t next_call = NewIncarnation();
   std::unordered_map<uint64_t, Pending> calls;
   // Server half: requests handed to the worker, by the CAF response id their answer carries.
   struct Serving {

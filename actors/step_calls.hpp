@@ -16,7 +16,9 @@
 //   u8 kind (1 request, 2 response, 3 step over) | u64 id (LE)     (9 bytes)
 // and the tensor a DT_UINT8 vector: the request or response in CAF's binary
 // format (the same inspect overloads as over BASP: net/worker_service.hpp).
-// A step over (the master's RendezvousStepDone, after every partition
+// A call's id counts up from a random start in each process: an answer
+// meant for a restarted task's previous incarnation matches no call of the
+// new one. A step over (the master's RendezvousStepDone, after every partition
 // answered) has no tensor and the step id as its id: the rendezvous actor
 // there drops the step's entries without a CAF message (which woke a worker
 // there, then polling for work, every step).
