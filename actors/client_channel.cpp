@@ -1,6 +1,7 @@
 #include "actorflow/actors/client_channel.hpp"
 
 #include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>
@@ -72,6 +73,7 @@ struct ClientChannel::Slot {
 
 ClientChannel::ClientChannel(caf::actor_system& sys, ComputePool* pool)
     : slot_(std::make_shared<Slot>()),
+      pool_(pool),
       activation_(pool ? pool->activation_unit() : nullptr) {
   companion_ = caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion>());
   std::weak_ptr<Slot> weak = slot_;
@@ -100,8 +102,7 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
 
 bool ClientChannel::Ready() const { return slot_->ready.load(std::memory_order_acquire); }
 
-Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
-  if (!dest) return errors::Unavailable("no actor to ask");
+caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier) {
   Slot& s = *slot_;
   s.notifier = std::move(notifier);
   s.ready.store(false, std::memory_order_relaxed);
@@ -113,6 +114,12 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
   s.claimed.store(false, std::memory_order_release);
   callee_ = dest;
   companion->monitor(dest);  // a callee that dies answers with a down_msg
+  return mid;
+}
+
+Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  const caf::message_id mid = Arm(dest, std::move(notifier));
   // A remote callee's proxy forwards the message itself: no activation there.
   // With the pool's activation unit, the callee runs on an awake, free worker
   // if there is one (CAF's own choice from outside is round-robin).
@@ -120,6 +127,33 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
   caf::actor_cast<caf::abstract_actor*>(dest)->enqueue(caf::make_mailbox_element(companion_, mid, {}, std::move(msg)),
                                                       unit);
   return Status::OK();
+}
+
+Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  if (!pool_ || dest->node() != companion_->node()) return Start(dest, std::move(msg), std::move(notifier));
+  const caf::message_id mid = Arm(dest, std::move(notifier));
+  DeliverInline(pool_, dest, companion_, mid, std::move(msg));
+  return Status::OK();
+}
+
+Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Status(ReplyFn)>& send,
+                               std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  // The request's id, which no CAF message carries: the answer is taken only
+  // while the channel still waits for this request.
+  const uint64_t token = Arm(dest, std::move(notifier)).response_id().integer_value();
+  std::weak_ptr<Slot> weak = slot_;
+  Status s = send([weak, token](caf::message m) {
+    auto slot = weak.lock();
+    if (!slot || slot->expected.load(std::memory_order_acquire) != token) return;
+    if (!slot->claimed.exchange(true, std::memory_order_acq_rel)) slot->Deliver(std::move(m));
+  });
+  if (!s.ok()) {  // nothing in flight: the channel is free again
+    Companion(companion_)->demonitor(dest);
+    callee_ = caf::actor();
+  }
+  return s;
 }
 
 Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* reply, std::chrono::nanoseconds spin) {

@@ -12,9 +12,11 @@
 #include <caf/actor.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/message.hpp>
+#include <caf/message_id.hpp>
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -59,6 +61,20 @@ class ClientChannel {
   /// flight: Start sends, Wait collects the answer (as Ask's second half).
   /// `notifier`, when given, is told when the reply is there.
   Status Start(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
+  /// Start, but a local `dest` runs on this thread at once, with the actors
+  /// it wakes, a few turns at most (devices/inline_delivery.hpp), rather than
+  /// on a worker woken for it; a remote one, or a channel without a pool, as
+  /// Start.
+  Status StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
+  /// The function that hands a channel its answer (StartVia).
+  using ReplyFn = std::function<void(caf::message)>;
+  /// Start, but the request travels by `send` rather than as a CAF message:
+  /// `send` gets the function that answers it (once, from any thread; an
+  /// answer that comes after the channel moved on is dropped) and says
+  /// whether the request left (not OK: nothing is in flight). `dest` stands
+  /// for the callee and is monitored as with Start: its going down answers.
+  Status StartVia(const caf::actor& dest, const std::function<Status(ReplyFn)>& send,
+                  std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// Whether the reply to the request in flight is there (Wait returns at once).
   bool Ready() const;
   Status Wait(std::chrono::milliseconds timeout, caf::message* reply,
@@ -69,8 +85,11 @@ class ClientChannel {
 
  private:
   struct Slot;
+  // Readies the slot for a request to `dest` (monitored) and returns its id.
+  caf::message_id Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier);
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
+  ComputePool* pool_;                // or null
   caf::execution_unit* activation_;  // the pool's, or null
   caf::actor callee_;                // of the request in flight
   std::chrono::steady_clock::time_point answered_at_;

@@ -11,6 +11,7 @@
 
 #include "actorflow/core/exception_status.hpp"
 #include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/net/rendezvous_key.hpp"
@@ -110,13 +111,16 @@ void Answer(RendezvousActor* self, Waiter& w, int64_t step_id, Status status, Te
 
 // A delivery wakes a device actor that may have work to do in parallel with
 // whoever runs here: it goes to a free worker (ComputePool::ScheduleActivation),
-// not onto this worker's own queue, where a sleeping worker would not see it.
+// not onto this worker's own queue, where a sleeping worker would not see it
+// (except inline on a transport's thread: devices/inline_delivery.hpp).
 // A delivery that cannot be sent (no memory for the message) stays in
 // `outgoing` and is tried again after kRetryFlush. Never throws.
 void Flush(RendezvousActor* self) noexcept {
   auto& st = self->state;
   if (st.outgoing.empty()) return;
-  caf::execution_unit* unit = st.pool ? st.pool->activation_unit() : self->context();
+  // Running on a transport's thread (a tensor from another process), the
+  // device actor runs next on it too: a worker's wake-up costs more.
+  caf::execution_unit* unit = st.pool && !InInlineDelivery() ? st.pool->activation_unit() : self->context();
   for (auto it = st.outgoing.begin(); it != st.outgoing.end();) {
     caf::mailbox_element_ptr element;
     try {

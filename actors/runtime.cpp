@@ -13,6 +13,7 @@
 #include "actorflow/actors/container_actor.hpp"
 #include "actorflow/actors/device/device_actor.hpp"
 #include "actorflow/actors/rendezvous_actor.hpp"
+#include "actorflow/actors/step_calls.hpp"
 #include "actorflow/actors/worker_session.hpp"
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/core/ids.hpp"
@@ -20,6 +21,7 @@
 #include "actorflow/devices/device.hpp"
 #include "actorflow/devices/device_factory.hpp"
 #include "actorflow/devices/device_manager.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/comm/collective_executor.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/net/protocol.hpp"
@@ -122,11 +124,16 @@ struct Runtime::Impl {
       rendezvous_channel.check = [task = task_name](const std::string&, const std::string& meta) {
         return CheckRendezvousMeta(meta, task);
       };
-      rendezvous_channel.deliver = [target](const std::string&, std::string meta, Tensor value, bool dead) {
+      // A tensor goes to the rendezvous actor, which runs on this thread
+      // with what it wakes (devices/inline_delivery.hpp): no worker's wake-up.
+      ComputePool* p = pool.get();
+      rendezvous_channel.deliver = [target, p](const std::string&, std::string meta, Tensor value, bool dead) {
         int64_t step;
         RendezvousKey key;
-        if (DecodeRendezvousMeta(meta, &step, &key).ok())  // checked when it began
-          caf::anon_send(target(), RendezvousSend{step, std::move(key), std::move(value), dead});
+        if (DecodeRendezvousMeta(meta, &step, &key).ok()) {  // checked when it began
+          DeliverInline(p, target(), nullptr, caf::make_message_id(),
+                        caf::make_message(RendezvousSend{step, std::move(key), std::move(value), dead}));
+        }
       };
       rendezvous_channel.reject = [target](const std::string&, const std::string& meta, Status s) {
         int64_t step;
@@ -142,8 +149,20 @@ struct Runtime::Impl {
       collective_channel.reject = [coll](const std::string&, const std::string&, Status s) {
         if (CollectiveExecutor* c = coll()) c->Rejected(std::move(s));
       };
+      // The third: steps of partitions in other processes (actors/step_calls.hpp).
+      step_calls = std::make_unique<StepCalls>(*system, pool.get());
+      StepCalls* calls = step_calls.get();
+      ChannelHandler& control_channel = cb.handler(Channel::kControl);
+      control_channel.check = &StepCalls::Check;
+      control_channel.deliver = [calls](const std::string& from, std::string meta, Tensor value, bool) {
+        calls->Deliver(from, meta, value);
+      };
+      control_channel.reject = [calls](const std::string& task, const std::string& meta, Status s) {
+        calls->Rejected(task, meta, s);
+      };
       // The collectives learn a failed peer from the membership (the transport marks it failed there).
-      cb.peer_failed = [target](const std::string& task, Status s) {
+      cb.peer_failed = [target, calls](const std::string& task, Status s) {
+        calls->PeerFailed(task, s);
         caf::anon_send(target(), RendezvousPeerFailed{task, std::move(s)});
       };
       const Status s = TensorTransport::Start(std::move(to), std::move(cb), &transport);
@@ -185,6 +204,7 @@ struct Runtime::Impl {
       for (size_t i = 0; i < devices.size(); ++i)
         wc.devices.push_back({devices[i]->name(), devices[i]->device_type(), actors[i]});
       worker = SpawnWorker(*system, std::move(wc));
+      if (step_calls) step_calls->Attach(transport.get(), worker, rendezvous);
     } catch (...) {
       // No destructor runs for a half-built Impl: stop what was started, or
       // ~actor_system would wait for its actors for ever.
@@ -201,6 +221,7 @@ struct Runtime::Impl {
     if (container) caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
     container = caf::actor();
     if (rendezvous) caf::anon_send_exit(rendezvous, caf::exit_reason::user_shutdown);
+    if (step_calls) step_calls->Detach();  // its calls in flight fail; no request reaches the worker
     if (transport) transport->Drain(std::chrono::seconds(2));  // peers finish reading what this task sent
     if (collectives) collectives->Stop();  // fails what waits (its kernels finish)
     if (transport) transport->Stop();  // no callback after this; Sends are dropped
@@ -209,6 +230,7 @@ struct Runtime::Impl {
       rendezvous = caf::actor();
     }
     channels.reset();
+    step_calls.reset();  // its companion, while the system exists
     system.reset();  // joins the workers while the devices and the pool still exist
     transport.reset();
   }
@@ -231,6 +253,7 @@ struct Runtime::Impl {
   std::mutex transport_mu;  // guards `rendezvous` for the transport's callbacks
   std::unique_ptr<TensorTransport> transport;
   std::unique_ptr<CollectiveExecutor> collectives;  // after `transport`: destroyed first
+  std::unique_ptr<StepCalls> step_calls;  // a cluster task's steps with other processes (after `transport`)
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -261,6 +284,7 @@ Membership* Runtime::membership() const { return impl_->membership.get(); }
 const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; }
 const caf::actor& Runtime::worker_actor() const { return impl_->worker; }
 TensorTransport* Runtime::transport() const { return impl_->transport.get(); }
+StepCalls* Runtime::step_calls() const { return impl_->step_calls.get(); }
 const DeviceManager& Runtime::device_manager() const { return *impl_->device_manager; }
 int Runtime::device_index(const Device* d) const { return impl_->device_manager->IndexOf(d); }
 

@@ -32,6 +32,7 @@ class ComputePool;
 class Device;
 class DeviceManager;
 class Membership;
+class StepCalls;
 class TensorTransport;
 
 struct RuntimeOptions {
@@ -119,6 +120,9 @@ class Runtime {
   CollectiveExecutor* collectives() const;
   /// The tensor transport of a cluster task (RuntimeOptions::network), else null.
   TensorTransport* transport() const;
+  /// A cluster task's steps with partitions in other processes, over the
+  /// transport (actors/step_calls.hpp); null where transport() is.
+  StepCalls* step_calls() const;
   /// Index of the device named `name` (full name or any spec naming exactly one device, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 

@@ -5,7 +5,9 @@
 #   executor_chain, executor_fanout, session_run_one_node (bench_executor),
 #   train_step mlp64, mlp256, softmax32 at 2 threads (bench_train),
 #   the tensor transport between two processes (bench_transport: throughput
-#   by size, on the same-host path and over TCP, and latency), and all-reduce
+#   by size, on the same-host path and over TCP, and latency), a step whose
+#   partitions sit in two processes beside two devices of one process
+#   (bench_transport steps, an `actorflow server` as the other), and all-reduce
 #   among 2 ranks (bench_allreduce --ranks 2, actorflow's and gloo's).
 #   bench/compare_rev.sh REV [ROUNDS]   # REV: any commit, e.g. HEAD~1; ROUNDS default 3
 # REV is built (Release, benchmarks only) from a git worktree in build-rev/.
@@ -22,7 +24,7 @@ if [ ! -d "$src" ]; then
   git worktree add --detach "$src" "$sha" >/dev/null
 fi
 cmake -S "$src" -B "build-rev/build-$sha" -DCMAKE_BUILD_TYPE=Release -DAF_BUILD_TESTS=OFF >/dev/null
-targets="bench_executor bench_train bench_transport bench_allreduce"
+targets="bench_executor bench_train bench_transport bench_allreduce actorflow_cli"
 cmake --build "build-rev/build-$sha" -j2 --target $targets >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2 --target $targets >/dev/null
@@ -41,6 +43,7 @@ run_at() {  # run_at LABEL BUILD_DIR
     ACTORFLOW_NUM_THREADS=2 "$2/bench/bench_train" $figure | tag "$1"
   done
   ACTORFLOW_NUM_THREADS=1 "$2/bench/bench_transport" | tag "$1"
+  ACTORFLOW_NUM_THREADS=1 "$2/bench/bench_transport" steps "$2/actorflow" | tag "$1"
   ACTORFLOW_NUM_THREADS=1 "$2/bench/bench_allreduce" --ranks 2 --rounds 5 | tag "$1"
 }
 
@@ -57,7 +60,7 @@ rev = sys.argv[1]
 figs = {}
 for line in sys.stdin:
     d = json.loads(line)
-    if "median" not in d:  # all-reduce: one line per size with each impl's time; else the bench's own ratios
+    if "median" not in d:  # all-reduce: one line per size with the time of each impl; else the ratios of the bench
         for k, v in d.items():
             if k.endswith("_ms"):
                 key = d["bench"] + " " + json.dumps(dict(d.get("params", {}), impl=k[:-3]), sort_keys=True)

@@ -535,7 +535,8 @@ Status TensorTransport::Send(const std::string& task, Channel channel, std::stri
     impl_->SendFaulty(task, std::move(st));
     return Status::OK();
   }
-  if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && impl_->WriteDirect(task, st)) return Status::OK();
+  if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && !flags.queued && impl_->WriteDirect(task, st))
+    return Status::OK();
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();
 }

@@ -17,15 +17,16 @@ bool DerivedFrom(const Status& a, const Status& b) {
          am.find("(op '_Recv'): ") != std::string::npos;
 }
 
-StepBarrier::StepBarrier(int64_t step_id, std::vector<caf::actor> participants)
-    : step_id_(step_id), participants_(std::move(participants)) {
+StepBarrier::StepBarrier(int64_t step_id, std::vector<caf::actor> participants, SendDone send_done)
+    : step_id_(step_id), participants_(std::move(participants)), send_done_(std::move(send_done)) {
   std::sort(participants_.begin(), participants_.end());
   participants_.erase(std::unique(participants_.begin(), participants_.end()), participants_.end());
 }
 
 Status StepBarrier::Finish() {
   if (pending_ != 0) return errors::Internal("step ", step_id_, " finished with ", pending_, " partitions unanswered");
-  for (const caf::actor& p : participants_) caf::anon_send(p, RendezvousStepDone{step_id_});
+  for (const caf::actor& p : participants_)
+    if (!send_done_ || !send_done_(p, step_id_)) caf::anon_send(p, RendezvousStepDone{step_id_});
   return Status::OK();
 }
 

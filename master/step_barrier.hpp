@@ -9,6 +9,7 @@
 #include <caf/actor.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "actorflow/core/status.hpp"
@@ -17,9 +18,12 @@ namespace actorflow {
 
 class StepBarrier {
  public:
+  /// Tells a participant its step is over another way than a CAF message
+  /// (actors/step_calls.hpp); false: it could not, the message goes.
+  using SendDone = std::function<bool(const caf::actor& participant, int64_t step_id)>;
   /// `participants`: the rendezvous actors of the processes the step runs in
   /// (duplicates are dropped).
-  StepBarrier(int64_t step_id, std::vector<caf::actor> participants);
+  StepBarrier(int64_t step_id, std::vector<caf::actor> participants, SendDone send_done = nullptr);
   StepBarrier(const StepBarrier&) = delete;
   StepBarrier& operator=(const StepBarrier&) = delete;
 
@@ -43,6 +47,7 @@ class StepBarrier {
 
   int64_t step_id_;
   std::vector<caf::actor> participants_;
+  SendDone send_done_;
   Status status_;
   int pending_ = 0;
   bool aborted_ = false;

@@ -6,12 +6,15 @@
 
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/actors/step_calls.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/core/ids.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/master/cluster_view.hpp"
 #include "actorflow/master/partition_registry.hpp"
 #include "actorflow/master/step_barrier.hpp"
 #include "actorflow/net/protocol.hpp"
+#include "actorflow/net/rendezvous_service.hpp"
 
 namespace actorflow {
 
@@ -91,6 +94,31 @@ Status Absorb(const Executable::Part& part, const Status& asked, RunStepResponse
   return Status::OK();
 }
 
+// Whether `part` runs in another process whose steps go over the transport.
+bool Remote(Runtime* runtime, const ClusterView* view, const Executable::Part& part) {
+  const ClusterTask* task = runtime->step_calls() && view ? view->TaskOf(part.device) : nullptr;
+  return task && !task->local;
+}
+
+// Starts `part`'s step on `ch`: a partition in another process over the
+// tensor transport (actors/step_calls.hpp: a fraction of CAF's remote round
+// trip), else, or when the transport cannot send there, as a CAF request to
+// its worker session. Either way `ch` monitors the worker session. `here`: a
+// partition in this process starts on this thread (ClientChannel::StartHere).
+Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Part& part, RunStepRequest req,
+                 ClientChannel* ch, std::shared_ptr<ReplyNotifier> notifier = nullptr, bool here = false) {
+  StepCalls* calls = runtime->step_calls();
+  const ClusterTask* task = calls && view ? view->TaskOf(part.device) : nullptr;
+  if (here && !(task && !task->local)) return ch->StartHere(part.session, caf::make_message(std::move(req)), notifier);
+  if (task && !task->local) {
+    const Status s = ch->StartVia(
+        part.session, [&](ClientChannel::ReplyFn done) { return calls->Call(task->name, req, std::move(done)); },
+        notifier);
+    if (s.ok()) return s;
+  }
+  return ch->Start(part.session, caf::make_message(std::move(req)), std::move(notifier));
+}
+
 }  // namespace
 
 StepRunner::StepRunner(Runtime* runtime, const ClusterView* view, CostModel* cost_model)
@@ -109,9 +137,20 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
   RunStepResponse resp;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point answered;
-  const Status asked = runtime_->channels()->Ask(
-      part.session, StepRequest(part, NewStepId(), options, args, false), ReplyWait(options), &resp,
-      SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)), &answered);
+  Status asked;
+  {
+    ChannelPool* channels = runtime_->channels();
+    auto ch = channels->Acquire();
+    caf::message reply;
+    asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, args, false), ch.get());
+    if (asked.ok())
+      asked = ch->Wait(ReplyWait(options), &reply, SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)));
+    if (!errors::IsDeadlineExceeded(asked)) {  // a channel that timed out is dropped with its late reply
+      answered = ch->answered_at();
+      channels->Release(std::move(ch));
+    }
+    if (asked.ok()) asked = ReplyAs(reply, &resp);
+  }
   if (asked.ok()) {
     // The step's own latency, up to its answer: were it measured after a sleeping
     // caller woke, one sleep would add a wake-up to the average, push it past the
@@ -140,12 +179,39 @@ Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std
   // Answers are taken as they come: the first failure aborts the others at
   // once, even while an earlier partition waits for a tensor from it.
   auto notifier = std::make_shared<ReplyNotifier>();
-  // Every process the step runs in takes part in its rendezvous.
-  StepBarrier barrier(step_id, exe.participants);
-  for (const auto& part : exe.parts) {
+  // A step across processes: its remote partitions start first (on the
+  // transport), then this process's run on this thread until they wait (no
+  // worker woken for them: a worker's wake-up, and its polling for work
+  // after, cost more than a small partition, and the polling takes the core
+  // the transport's thread needs). Other steps start as they always did.
+  std::vector<size_t> order;  // parts in the order they start; started[i] is exe.parts[order[i]]
+  for (size_t i = 0; i < exe.parts.size(); ++i)
+    if (Remote(runtime_, view_, exe.parts[i])) order.push_back(i);
+  const bool crosses = !order.empty();
+  for (size_t i = 0; i < exe.parts.size(); ++i)
+    if (!Remote(runtime_, view_, exe.parts[i])) order.push_back(i);
+  // Every process the step runs in takes part in its rendezvous. Across
+  // processes, a remote participant hears the step is over on the transport,
+  // as its partition's step came, and this process's on this thread.
+  StepBarrier::SendDone send_done;
+  if (crosses) {
+    send_done = [this](const caf::actor& p, int64_t id) {
+      if (p->node() == runtime_->system().node()) {
+        DeliverInline(runtime_->compute_pool(), p, nullptr, caf::make_message_id(),
+                      caf::make_message(RendezvousStepDone{id}));
+        return true;
+      }
+      for (const auto& t : view_->tasks())
+        if (!t.local && t.status.rendezvous == p) return runtime_->step_calls()->StepDone(t.name, id).ok();
+      return false;
+    };
+  }
+  StepBarrier barrier(step_id, exe.participants, std::move(send_done));
+  for (size_t i : order) {
+    const auto& part = exe.parts[i];
     auto ch = channels->Acquire();
     const Status s =
-        ch->Start(part.session, caf::make_message(StepRequest(part, step_id, options, args, true)), notifier);
+        StartPart(runtime_, view_, part, StepRequest(part, step_id, options, args, true), ch.get(), notifier, crosses);
     if (!s.ok()) {
       barrier.FailedToStart(s);
       break;
@@ -163,7 +229,7 @@ Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std
     RunStepResponse resp;
     if (asked.ok()) asked = ReplyAs(reply, &resp);
     if (!errors::IsDeadlineExceeded(asked)) channels->Release(std::move(started[i]));
-    barrier.PartitionDone(Absorb(exe.parts[i], asked, &resp, &results, &stats));
+    barrier.PartitionDone(Absorb(exe.parts[order[i]], asked, &resp, &results, &stats));
   };
   std::vector<bool> taken(started.size(), false);
   size_t remaining = started.size();

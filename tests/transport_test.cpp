@@ -156,6 +156,30 @@ TEST_CASE("transport: small tensors written by their callers' threads interleave
   CHECK(p.b->same_host_count() == (same_host ? static_cast<uint64_t>(kBig) : 0u));
 }
 
+TEST_CASE("transport: messages queued for the transport's thread (SendFlags::queued) arrive intact beside direct ones") {
+  Pair p;
+  constexpr int kEach = 50;
+  for (int i = 0; i < kEach; ++i) {
+    SendFlags queued;
+    queued.queued = true;
+    REQUIRE(p.a->Send(kB, Channel::kRendezvous, EncodeRendezvousMeta(1, Key("q" + std::to_string(i))),
+                      Tensor::Scalar<int32_t>(i), queued)
+                .ok());
+    REQUIRE(SendTensor(*p.a, kB, 1, Key("d" + std::to_string(i)), Tensor::Scalar<int32_t>(-i), false).ok());
+  }
+  std::map<std::string, int32_t> got;
+  for (int n = 0; n < 2 * kEach; ++n) {
+    auto item = p.in_b.Next();
+    REQUIRE(item.status.ok());
+    got[item.key] = item.value.scalar<int32_t>();
+  }
+  for (int i = 0; i < kEach; ++i) {
+    CHECK(got[Key("q" + std::to_string(i)).str()] == i);
+    CHECK(got[Key("d" + std::to_string(i)).str()] == -i);
+  }
+  CHECK(p.b->data_loss_count() == 0);
+}
+
 TEST_CASE("transport: tensors sent while the receiver stalls (the sockets full, writes cut short) arrive whole") {
   // The receiver's thread stalls in its first delivery while the sender
   // writes 64 KiB tensors until the socket buffers are full: direct writes

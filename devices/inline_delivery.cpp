@@ -1,0 +1,140 @@
+#include "actorflow/devices/inline_delivery.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/execution_unit.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/resumable.hpp>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "actorflow/devices/compute_pool.hpp"
+
+namespace actorflow {
+
+namespace {
+
+// The actors a delivery made runnable, run in order on the calling thread.
+class InlineUnit final : public caf::execution_unit {
+ public:
+  explicit InlineUnit(caf::actor_system* sys) : caf::execution_unit(sys) {}
+
+  void exec_later(caf::resumable* job) override {
+    if (job->subtype() == caf::resumable::scheduled_actor && turns_ + queued_ < kInlineTurns &&
+        queued_ < jobs_.size()) {
+      jobs_[(head_ + queued_++) % jobs_.size()] = job;
+      return;
+    }
+    HandOn(job);
+  }
+
+  // Runs the queued actors (each one turn) until none is left.
+  void Drain() noexcept {
+    while (queued_ > 0) {
+      caf::resumable* job = jobs_[head_];
+      head_ = (head_ + 1) % jobs_.size();
+      --queued_;
+      ++turns_;
+      caf::resumable::resume_result r;
+      try {
+        r = job->resume(this, kInlineThroughput);
+      } catch (...) {  // CAF handles a handler's exceptions; this is the last line of defence
+        std::fprintf(stderr, "actorflow: exception escaped an actor run inline\n");
+        r = caf::resumable::done;
+      }
+      if (r == caf::resumable::resume_later) HandOn(job);  // more messages: a worker takes its reference
+      else caf::intrusive_ptr_release(job);                // the reference CAF took when it made it runnable
+    }
+  }
+
+  void Reset(ComputePool* pool) {
+    pool_ = pool;
+    turns_ = 0;
+  }
+  bool running = false;
+  std::vector<std::function<void()>> after;  // AfterInlineRun
+
+ private:
+  void HandOn(caf::resumable* job) noexcept {
+    try {
+      pool_->ScheduleActivation(job);
+    } catch (...) {  // no memory for a queue node
+      pool_->RescheduleAfterFailure(job);
+    }
+  }
+
+  ComputePool* pool_ = nullptr;
+  std::array<caf::resumable*, kInlineTurns> jobs_{};
+  size_t head_ = 0, queued_ = 0;
+  int turns_ = 0;
+};
+
+// One per thread that delivers inline, for the thread's life (an actor run
+// here keeps a pointer to it as its last context, read only while it runs).
+thread_local std::unique_ptr<InlineUnit> t_owned;
+thread_local InlineUnit* t_unit = nullptr;
+
+}  // namespace
+
+bool InInlineDelivery() { return t_unit && t_unit->running; }
+
+void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
+                   caf::message msg) noexcept {
+  if (!dest) return;
+  try {
+    if (!t_unit) {
+      t_owned = std::make_unique<InlineUnit>(&dest->home_system());
+      t_unit = t_owned.get();
+    }
+  } catch (...) {
+    t_unit = nullptr;
+  }
+  caf::mailbox_element_ptr element;
+  try {
+    element = caf::make_mailbox_element(std::move(sender), mid, {}, std::move(msg));
+  } catch (...) {
+    return;  // no memory for the message: as a message lost with its connection
+  }
+  auto* actor = caf::actor_cast<caf::abstract_actor*>(dest);
+  if (t_unit && &t_unit->system() != &dest->home_system()) {  // a thread serving two systems (tests): no inline runs
+    try {
+      actor->enqueue(std::move(element), pool->activation_unit());
+    } catch (...) {
+    }
+    return;
+  }
+  if (!t_unit || t_unit->running) {  // no unit, or a delivery from inside a run: joins it
+    try {
+      actor->enqueue(std::move(element), t_unit ? static_cast<caf::execution_unit*>(t_unit) : pool->activation_unit());
+    } catch (...) {
+    }
+    return;
+  }
+  t_unit->Reset(pool);
+  t_unit->running = true;
+  try {
+    actor->enqueue(std::move(element), t_unit);
+  } catch (...) {  // CAF's enqueue failed for memory: the message is lost, as with a lost connection
+  }
+  t_unit->Drain();
+  t_unit->running = false;
+  std::vector<std::function<void()>> after;
+  after.swap(t_unit->after);
+  for (auto& fn : after) fn();
+}
+
+void AfterInlineRun(std::function<void()> fn) {
+  if (InInlineDelivery()) {
+    try {
+      t_unit->after.push_back(std::move(fn));
+      return;
+    } catch (...) {  // no memory to keep it: now
+    }
+  }
+  fn();
+}
+
+}  // namespace actorflow

@@ -1,0 +1,57 @@
+// Inline delivery: a thread outside the compute pool (the tensor transport's
+// io thread) hands a message to a local actor and runs that actor, and the
+// actors it wakes in turn, itself: a few turns at most, instead of waking a
+// pool worker for each.
+//
+// Why: a message from another process reached its actor through two thread
+// wake-ups (the io thread's, then a sleeping worker's); on the virtual
+// machines measured here (2 cores, issue 31) a worker's wake-up took 10-50
+// us, and a worker woken then polls for more work, taking the core the
+// other process's threads need. The chain a small message starts (the
+// rendezvous actor, the device actor it answers, the Send or the answer
+// that goes back out on the transport) costs a few microseconds of work.
+//
+// Contract: only event-based actors run here (CAF's scheduled actors, which
+// never block: the project's design rule), each for one turn of at most
+// kInlineThroughput messages, and at most kInlineTurns turns per delivery;
+// an actor with more to do, every actor past the budget and every other job
+// (the pool's kernels and shards) go to the pool's workers as a client's
+// activation would (ComputePool::ScheduleActivation). An actor already
+// scheduled or running elsewhere just gets the message (CAF runs an actor on
+// one thread at a time). A delivery made while this thread is already
+// running actors inline joins that run.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/message.hpp>
+#include <caf/message_id.hpp>
+
+#include <functional>
+
+namespace actorflow {
+
+class ComputePool;
+
+/// Actor turns one delivery runs on the calling thread, at most.
+constexpr int kInlineTurns = 8;
+/// Messages an actor handles in one inline turn, at most.
+constexpr size_t kInlineThroughput = 16;
+
+/// Sends `msg` (as from `sender`, with `mid`) to the local actor `dest` and
+/// runs what becomes runnable on this thread, as above. `pool`: where the
+/// rest goes. Never throws.
+void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
+                   caf::message msg) noexcept;
+
+/// Whether this thread is running actors for DeliverInline now (an actor
+/// that would hand a delivery to the pool's workers may keep it here).
+bool InInlineDelivery();
+
+/// Runs `fn` once the inline run on this thread is over (its actors' turns
+/// done), or now when none is: what can wait for them (a step's answer to a
+/// master in another process) goes after what another partition waits for
+/// (the step's Sends, which the rendezvous actor routes in its own turn).
+/// `fn` must not throw.
+void AfterInlineRun(std::function<void()> fn);
+
+}  // namespace actorflow
