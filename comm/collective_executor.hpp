@@ -17,6 +17,15 @@
 // gathered, so every rank ends with the same bits. A broadcast is one send
 // from the source to every other member.
 //
+// Across machines with several tasks each, the all-reduce is hierarchical
+// (comm/collective_layout.hpp, chosen from the membership's hosts when the
+// group forms): a host's tasks give their tensors to its leader over the
+// same-host path, the leaders run the ring across hosts, and each leader
+// shares the result back on its host; every rank still ends with the same
+// bits. So each host's link carries 2 (H-1)/H of the tensor each way (H
+// hosts) instead of that much per task. CollectiveExecutorOptions::hierarchical
+// (ACTORFLOW_ALLREDUCE=ring) forces the flat ring.
+//
 // No negotiation per step and no order between collectives: every message
 // names its (group, epoch, instance, execution, phase, sender), so instances
 // may run in any order and at once on different ranks (buckets reduced as
@@ -80,6 +89,14 @@ struct CollectiveExecutorOptions {
   /// A collective with no timeout of its own fails with DeadlineExceeded
   /// after this (a hung peer); TensorFlow's default waits for ever.
   std::chrono::milliseconds default_timeout{60000};
+  /// False: always the flat ring, whatever the hosts (comm/collective_layout.hpp).
+  /// A group runs hierarchically only when every member allows it.
+  bool hierarchical = true;
+
+  /// The options a process takes from its environment: ACTORFLOW_ALLREDUCE
+  /// "auto" (unset: the layout the hosts call for) or "ring" (the flat ring);
+  /// anything else is InvalidArgument naming the variable.
+  static Status FromEnvironment(CollectiveExecutorOptions* options);
 };
 
 class CollectiveExecutor final : public CollectiveAccess {
@@ -120,6 +137,10 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// left them: each waits for its group to form (or its members to be
   /// found) or for its peers' data (for tests).
   size_t pending_count() const;
+  /// How group `group_key`'s all-reduce ran when it last formed: "flat" or
+  /// "hierarchical: hosts {0,1} {2,3}" (its ranks by host); "" before it
+  /// formed (for tests and benchmarks).
+  std::string layout(int64_t group_key) const;
 
   struct Impl;
 
