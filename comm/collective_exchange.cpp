@@ -31,6 +31,33 @@ std::string FirstDifference(const std::string& mine, const std::string& theirs, 
   }
 }
 
+// Piece `i` of `t` cut into `n` (comm/collective_layout.hpp), copied into a new tensor.
+Status Piece(const Tensor& t, int64_t n, int64_t i, Tensor* out) {
+  const auto [offset, len] = CollectivePiece(t.NumElements(), n, i);
+  AF_RETURN_IF_ERROR(Tensor::Create(cpu_allocator(), t.dtype(), TensorShape{len}, out));
+  const size_t elem = DataTypeSize(t.dtype());
+  if (len > 0) std::memcpy(out->raw_data(), static_cast<const char*>(t.raw_data()) + offset * elem, len * elem);
+  return Status::OK();
+}
+
+// `value` as piece `i` of `out` cut into `n`.
+void Place(const Tensor& value, int64_t n, int64_t i, Tensor* out) {
+  const int64_t offset = CollectivePiece(out->NumElements(), n, i).first;
+  const size_t elem = DataTypeSize(out->dtype());
+  if (value.NumElements() > 0)
+    std::memcpy(static_cast<char*>(out->raw_data()) + offset * elem, value.raw_data(), value.NumElements() * elem);
+}
+
+// The chunks, in order, into `out` (as many elements as they have together).
+void ConcatInto(const std::vector<Tensor>& chunks, Tensor* out) {
+  char* p = static_cast<char*>(out->raw_data());
+  const size_t elem = DataTypeSize(out->dtype());
+  for (const Tensor& c : chunks) {
+    if (c.NumElements() > 0) std::memcpy(p, c.raw_data(), c.NumElements() * elem);
+    p += c.NumElements() * elem;
+  }
+}
+
 }  // namespace
 
 // --- data ----------------------------------------------------------------
@@ -69,14 +96,29 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   }
   if (s.ok() && op.p.kind == CollectiveKind::kReduce) {
     op.sum = op.input;
-    if (g.hierarchical && g.local.front() != r) {
+    if (g.hierarchical && g.layout.sharded) {
+      // Shard i of the input to the host's task i (copied: the input may be
+      // shared, and lent tensors must not change until returned); shard
+      // local_pos is this task's to sum.
+      const int64_t k = static_cast<int64_t>(g.local.size());
+      for (int64_t i = 0; i < k && s.ok(); ++i) {
+        Tensor shard;
+        s = Piece(op.input, k, i, &shard);
+        if (!s.ok()) break;
+        if (i == g.local_pos) op.sum = std::move(shard);
+        else s = SendTo(g, g.local[i], op, kHostReducePhase, shard);
+      }
+      op.stage = Op::kGather;
+      op.local = NextLocal(g, 0);
+    } else if (g.hierarchical && g.local_pos != 0) {
       // A task of a host: its tensor (sent as it is, never changed) to the
       // host's leader, then the result back from it.
       op.stage = Op::kShare;
-      s = SendTo(g, g.local.front(), op, kToLeaderPhase, op.input);
+      op.local = 0;
+      s = SendTo(g, g.local.front(), op, kHostReducePhase, op.input);
     } else if (g.hierarchical && g.local.size() > 1) {
       op.stage = Op::kGather;  // a leader: its host's tensors first
-      op.gathered = 1;
+      op.local = 1;
     } else {
       s = StartRing(g, op);
     }
@@ -94,35 +136,48 @@ Status CollectiveExecutor::Impl::StartRing(Group& g, Op& op) {
   if (n == 2) return SendTo(g, g.ring[1 - pos], op, 0, op.sum);
   // The chunks: the sum cut into n nearly equal pieces, copied (the input
   // may be shared; lent chunks must not change until returned).
-  const int64_t total = op.sum.NumElements();
-  const size_t elem = DataTypeSize(op.sum.dtype());
-  int64_t offset = 0;
   op.chunks.resize(n);
-  for (int64_t c = 0; c < n; ++c) {
-    const int64_t len = total / n + (c < total % n ? 1 : 0);
-    Tensor t;
-    AF_RETURN_IF_ERROR(Tensor::Create(cpu_allocator(), op.sum.dtype(), TensorShape{len}, &t));
-    if (len > 0) std::memcpy(t.raw_data(), static_cast<const char*>(op.sum.raw_data()) + offset * elem, len * elem);
-    op.chunks[c] = std::move(t);
-    offset += len;
-  }
+  for (int64_t c = 0; c < n; ++c) AF_RETURN_IF_ERROR(Piece(op.sum, n, c, &op.chunks[c]));
   return SendTo(g, g.ring[(pos + 1) % n], op, 0, op.chunks[pos]);
 }
 
 void CollectiveExecutor::Impl::Reduced(Group& g, Op& op) {
-  if (g.hierarchical)  // a leader: the result to its host's tasks
-    for (size_t i = 1; i < g.local.size(); ++i) {
-      const Status s = SendTo(g, g.local[i], op, kFromLeaderPhase, op.output);
-      if (!s.ok()) return Fail(op.id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
+  Status s;
+  if (g.hierarchical && g.layout.sharded) {
+    // This task's reduced shard: into the output and to the host's others.
+    Tensor shard;
+    if (op.chunks.size() == 1) {
+      shard = op.chunks.front();
+    } else {
+      s = Tensor::Create(cpu_allocator(), op.sum.dtype(), TensorShape{op.sum.NumElements()}, &shard);
+      if (s.ok()) ConcatInto(op.chunks, &shard);
     }
+    op.chunks.clear();
+    if (s.ok()) Place(shard, static_cast<int64_t>(g.local.size()), g.local_pos, &op.output);
+    for (size_t i = 0; i < g.local.size() && s.ok(); ++i)
+      if (static_cast<int64_t>(i) != g.local_pos) s = SendTo(g, g.local[i], op, kHostSharePhase, shard);
+    if (s.ok()) {
+      op.stage = Op::kShare;
+      op.local = NextLocal(g, 0);
+      return;  // Progress goes on with the others' shards
+    }
+  } else {
+    ConcatInto(op.chunks, &op.output);  // none after an exchange: the output has it
+    op.chunks.clear();
+    if (g.hierarchical)  // a leader: the result to its host's tasks
+      for (size_t i = 1; i < g.local.size() && s.ok(); ++i) s = SendTo(g, g.local[i], op, kHostSharePhase, op.output);
+  }
+  if (!s.ok()) return Fail(op.id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
   Finish(op.id, Status::OK(), op.output);
 }
+
+int64_t CollectiveExecutor::Impl::NextLocal(const Group& g, int64_t i) const { return i == g.local_pos ? i + 1 : i; }
 
 std::pair<int64_t, int64_t> CollectiveExecutor::Impl::Awaited(const Group& g, const Op& op) const {
   if (op.p.kind == CollectiveKind::kBroadcastRecv) return {-1, -1};  // from whichever rank is the source
   switch (op.stage) {
-    case Op::kShare: return {kFromLeaderPhase, g.local.front()};
-    case Op::kGather: return {kToLeaderPhase, g.local[op.gathered]};
+    case Op::kShare: return {kHostSharePhase, g.local[op.local]};
+    case Op::kGather: return {kHostReducePhase, g.local[op.local]};
     case Op::kRing: break;
   }
   const int64_t n = static_cast<int64_t>(g.ring.size());
@@ -132,9 +187,10 @@ std::pair<int64_t, int64_t> CollectiveExecutor::Impl::Awaited(const Group& g, co
 std::string CollectiveExecutor::Impl::Waiting(const Group& g, const Op& op) const {
   const auto [phase, from] = Awaited(g, op);
   if (from < 0) return "the broadcast from its source";
-  if (phase == kFromLeaderPhase) return "the result from its host's leader " + g.members[from];
-  if (phase == kToLeaderPhase) return "the tensor of " + g.members[from] + " (a task of its host)";
-  return "phase " + std::to_string(phase) + " from " + g.members[from] + (g.hierarchical ? " (the hosts' ring)" : "");
+  const std::string what = g.layout.sharded ? "shard" : "tensor";
+  if (phase == kHostSharePhase) return "the reduced " + what + " of " + g.members[from] + " (a task of its host)";
+  if (phase == kHostReducePhase) return "the " + what + " of " + g.members[from] + " to sum (a task of its host)";
+  return "phase " + std::to_string(phase) + " from " + g.members[from] + (g.hierarchical ? " (a ring across hosts)" : "");
 }
 
 // Takes the messages that have come for `id`, in phase order.
@@ -181,27 +237,41 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
       Tensor out = msg.value.Reshaped(op.p.shape);
       return Finish(id, Status::OK(), std::move(out));
     }
-    if (op.stage != Op::kRing || g.ring.size() == 2) {  // a whole tensor: a host's, a leader's, the other leader's
-      const Tensor& other = msg.value;
-      if (other.NumElements() != op.input.NumElements() || other.dtype() != op.input.dtype())
+    if (op.stage != Op::kRing || g.ring.size() == 2) {  // a whole tensor (or shard) from one task
+      const int64_t k = static_cast<int64_t>(g.local.size());
+      // What it must hold: a shard (sharded: this task's to sum, or the
+      // sender's reduced one), or the sum being reduced.
+      const int64_t piece = !g.layout.sharded || !g.hierarchical ? -1
+                            : op.stage == Op::kShare             ? op.local
+                                                                 : g.local_pos;
+      const int64_t want = piece < 0 ? op.input.NumElements() : CollectivePiece(op.input.NumElements(), k, piece).second;
+      if (msg.value.NumElements() != want || msg.value.dtype() != op.input.dtype())
         return Fail(id, errors::DataLoss(Describe(op), ": a tensor of the wrong size from ", g.members[from]));
-      if (op.stage == Op::kShare) {
-        if (other.NumElements() > 0)
-          std::memcpy(op.output.raw_data(), other.raw_data(), other.NumElements() * DataTypeSize(other.dtype()));
+      if (op.stage == Op::kShare) {  // the result, or a reduced shard of it
+        Place(msg.value, piece < 0 ? 1 : k, piece < 0 ? 0 : piece, &op.output);
+        op.local = NextLocal(g, op.local + 1);
+        if (piece >= 0 && op.local < k) continue;
         return Finish(id, Status::OK(), op.output);
       }
-      if (op.stage == Op::kRing) {
-        op.p.reduction->Merge(op.sum, other, &op.output);
+      if (op.stage == Op::kRing && piece < 0) {  // the exchange of two: straight into the output
+        op.p.reduction->Merge(op.sum, msg.value, &op.output);
         op.p.reduction->Finalize(&op.output, size);
         return Reduced(g, op);
       }
-      // kGather: the host's sum so far, plus this task's (merged into the
-      // received tensor: the input may be shared, and is never changed).
+      // The sum so far, plus the received (merged into the received tensor:
+      // the input may be shared, and is never changed).
       Tensor received = std::move(msg.value);
       if (!received.RefCountIsOne()) received = received.DeepCopy();
       op.p.reduction->Merge(op.sum, received, &received);
+      if (op.stage == Op::kRing) {  // a sharded exchange of two
+        op.p.reduction->Finalize(&received, size);
+        op.chunks = {std::move(received)};
+        Reduced(g, op);
+        continue;
+      }
       op.sum = std::move(received);
-      if (++op.gathered < g.local.size()) continue;
+      op.local = NextLocal(g, op.local + 1);
+      if (op.local < k) continue;
       const Status s = StartRing(g, op);
       if (!s.ok()) return Fail(id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
       continue;
@@ -232,15 +302,7 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
       if (!s.ok()) return Fail(id, errors::Unavailable(Describe(op), " on ", task, ": ", s.message()));
       continue;
     }
-    // Done: the chunks, in order, into the output.
-    char* out = static_cast<char*>(op.output.raw_data());
-    const size_t elem = DataTypeSize(op.output.dtype());
-    for (const Tensor& c : op.chunks) {
-      if (c.NumElements() > 0) std::memcpy(out, c.raw_data(), c.NumElements() * elem);
-      out += c.NumElements() * elem;
-    }
-    op.chunks.clear();
-    return Reduced(g, op);
+    Reduced(g, op);  // done: the chunks, in order
   }
 }
 

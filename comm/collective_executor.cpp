@@ -31,13 +31,15 @@ using namespace collective_internal;
 
 Status CollectiveExecutorOptions::FromEnvironment(CollectiveExecutorOptions* options) {
   const char* v = std::getenv("ACTORFLOW_ALLREDUCE");
-  if (v == nullptr || std::string(v) == "auto") return Status::OK();
-  if (std::string(v) == "ring") {
-    options->hierarchical = false;
-    return Status::OK();
-  }
-  return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", v, "': expected 'auto' (hierarchical across hosts with ",
-                                 "several tasks each, else the ring) or 'ring' (always the flat ring)");
+  const std::string value = v ? v : "auto";
+  if (value == "auto") options->algorithm = CollectiveAlgorithm::kAuto;
+  else if (value == "ring") options->algorithm = CollectiveAlgorithm::kRing;
+  else if (value == "leader") options->algorithm = CollectiveAlgorithm::kLeader;
+  else
+    return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", value, "': expected 'auto' (hierarchical across hosts ",
+                                   "with several tasks each, else the ring), 'ring' (always the flat ring) or ",
+                                   "'leader' (one leader per host across hosts)");
+  return Status::OK();
 }
 
 Status CollectiveExecutor::CheckMessage(const std::string&, const std::string& meta) {
@@ -287,7 +289,7 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
   g.rank = std::find(g.members.begin(), g.members.end(), task) - g.members.begin();
   std::vector<std::string> member_hosts;
   for (const auto& m : g.members) member_hosts.push_back(hosts[m]);
-  g.layout = PlanCollectiveLayout(member_hosts, options.hierarchical);
+  g.layout = PlanCollectiveLayout(member_hosts, options.algorithm);
   g.state = Group::kForming;
   g.incarnations.clear();
   for (const auto& m : g.members) {
@@ -356,12 +358,14 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
       g.incarnations[m] = joins[{g.key, m}].incarnation;
       g.hierarchical = g.hierarchical && joins[{g.key, m}].layout == g.layout.hash;
     }
-  g.ring.clear();
   g.local.clear();
+  g.local_pos = 0;
   if (g.hierarchical) {
-    g.ring = g.layout.Leaders();
+    g.ring = g.layout.Ring(g.rank);
     g.local = g.layout.ranks_of_host[g.layout.host[g.rank]];
+    g.local_pos = std::find(g.local.begin(), g.local.end(), g.rank) - g.local.begin();
   } else {
+    g.ring.clear();
     for (int64_t r = 0; r < g.size; ++r) g.ring.push_back(r);
   }
   g.ring_pos = std::find(g.ring.begin(), g.ring.end(), g.rank) - g.ring.begin();

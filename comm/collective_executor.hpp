@@ -19,12 +19,13 @@
 //
 // Across machines with several tasks each, the all-reduce is hierarchical
 // (comm/collective_layout.hpp, chosen from the membership's hosts when the
-// group forms): a host's tasks give their tensors to its leader over the
-// same-host path, the leaders run the ring across hosts, and each leader
-// shares the result back on its host; every rank still ends with the same
-// bits. So each host's link carries 2 (H-1)/H of the tensor each way (H
-// hosts) instead of that much per task. CollectiveExecutorOptions::hierarchical
-// (ACTORFLOW_ALLREDUCE=ring) forces the flat ring.
+// group forms): the tasks of a host reduce among themselves over the
+// same-host path (each a shard of the tensor, or all to the host's leader),
+// rings across hosts carry the host's sums, and the results are shared back
+// on the host; every rank still ends with the same bits. So each host's
+// link carries 2 (H-1)/H of the tensor each way (H hosts) instead of that
+// much per task. CollectiveExecutorOptions::algorithm (ACTORFLOW_ALLREDUCE)
+// forces the flat ring or the leader layout.
 //
 // No negotiation per step and no order between collectives: every message
 // names its (group, epoch, instance, execution, phase, sender), so instances
@@ -78,6 +79,7 @@
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
+#include "actorflow/comm/collective_layout.hpp"
 #include "actorflow/ops/collective_access.hpp"
 
 namespace actorflow {
@@ -89,13 +91,14 @@ struct CollectiveExecutorOptions {
   /// A collective with no timeout of its own fails with DeadlineExceeded
   /// after this (a hung peer); TensorFlow's default waits for ever.
   std::chrono::milliseconds default_timeout{60000};
-  /// False: always the flat ring, whatever the hosts (comm/collective_layout.hpp).
-  /// A group runs hierarchically only when every member allows it.
-  bool hierarchical = true;
+  /// kAuto: the layout the hosts call for; kRing: always the flat ring;
+  /// kLeader: one leader per host where hierarchical (comm/collective_layout.hpp).
+  /// A group runs hierarchically only when every member asks for the same.
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
 
   /// The options a process takes from its environment: ACTORFLOW_ALLREDUCE
-  /// "auto" (unset: the layout the hosts call for) or "ring" (the flat ring);
-  /// anything else is InvalidArgument naming the variable.
+  /// "auto" (or unset), "ring" or "leader"; anything else is InvalidArgument
+  /// naming the variable.
   static Status FromEnvironment(CollectiveExecutorOptions* options);
 };
 

@@ -35,11 +35,12 @@ using Clock = std::chrono::steady_clock;
 // (no tensor), bucket plans' text (a string scalar) and data (chunks and
 // broadcasts).
 
-// Phases of a hierarchical all-reduce's messages besides the ring's (0 ..
-// 2 (H-1) - 1 among the H leaders): a task's tensor to its host's leader, and
-// the result from the leader back to the host's tasks.
-constexpr int64_t kToLeaderPhase = int64_t{1} << 40;
-constexpr int64_t kFromLeaderPhase = kToLeaderPhase + 1;
+// Phases of a hierarchical all-reduce's messages besides the rings' (0 ..
+// 2 (H-1) - 1 across H hosts): a tensor (or shard) for another task of the
+// host to sum (to the leader, or to the task whose shard it is), and a
+// reduced one shared back on the host (comm/collective_layout.hpp).
+constexpr int64_t kHostReducePhase = int64_t{1} << 40;
+constexpr int64_t kHostSharePhase = kHostReducePhase + 1;
 
 /// The job of a task name ("/job:worker/replica:0/task:1" -> "worker").
 std::string JobOf(const std::string& task);
@@ -69,12 +70,14 @@ struct CollectiveExecutor::Impl {
     int64_t execution = 0;
     int64_t phase = 0;  // the next phase whose message it waits for
     std::vector<Tensor> chunks;
-    // An all-reduce's stage: kRing (the flat ring, or the leaders' ring),
-    // kGather (a leader summing its host's tensors into `sum`), kShare (a
-    // task waiting for its leader's result).
+    // An all-reduce's stage (comm/collective_layout.hpp): kRing (a ring or
+    // an exchange over `sum`), kGather (summing what the host's tasks send:
+    // a leader their tensors, a sharded task its shard of theirs), kShare
+    // (taking what they share back: a task its leader's result, a sharded
+    // task the others' reduced shards).
     enum Stage { kRing, kGather, kShare } stage = kRing;
-    Tensor sum;            // what this rank brings to the ring: its input, or its host's sum
-    size_t gathered = 0;   // kGather: the host's ranks summed so far (the leader first)
+    Tensor sum;          // what this rank brings to the ring: its input, its host's sum or its shard's
+    int64_t local = 0;   // kGather, kShare: the index in Group::local of the task whose message is next
   };
 
   struct Group {
@@ -102,6 +105,7 @@ struct CollectiveExecutor::Impl {
     std::vector<int64_t> ring;      // the ring's ranks: every rank, or the hosts' leaders
     int64_t ring_pos = -1;          // this rank's place in `ring` (-1: not in it)
     std::vector<int64_t> local;     // hierarchical: this host's ranks, the leader first
+    int64_t local_pos = 0;          // this rank's index in `local`
   };
   // A member's latest JOIN for a group: its epoch, incarnation and layout hash.
   struct Joined {
@@ -195,8 +199,12 @@ struct CollectiveExecutor::Impl {
 
   // The ring (or a two-rank exchange) over `op.sum` begins: the first send.
   Status StartRing(Group& g, Op& op);
-  // The result is in op.output: a leader shares it with its host; then done.
+  // The ring's result (op.chunks, in order) is in: flat, it is the output;
+  // a leader shares it with its host; a sharded task puts its shard in the
+  // output, shares it with its host and waits for theirs. Then done.
   void Reduced(Group& g, Op& op);
+  // The next task of this host (index in Group::local from `i`, this one skipped) a sharded task hears from.
+  int64_t NextLocal(const Group& g, int64_t i) const;
 
   // Takes the messages that have come for `id`, in phase order.
   void Progress(Group& g, uint64_t id);

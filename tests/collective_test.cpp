@@ -46,9 +46,9 @@ struct Rank {
   std::shared_ptr<std::atomic<int>> rejected = std::make_shared<std::atomic<int>>(0);
 
   // `host`: the loopback address its transport listens on (127.0.0.1 and
-  // 127.0.0.2 are two hosts to the collectives); `hierarchical` false: it forces the flat ring.
+  // 127.0.0.2 are two hosts to the collectives); `algorithm`: what it asks for.
   Rank(int i, uint64_t incarnation, std::chrono::milliseconds timeout, bool same_host, TlsOptions tls = {},
-       const std::string& host = "127.0.0.1", bool hierarchical = true)
+       const std::string& host = "127.0.0.1", CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto)
       : task(Task(i)), membership(std::make_unique<Membership>(task, incarnation)) {
     TransportOptions o;
     o.task = task;
@@ -72,7 +72,7 @@ struct Rank {
     REQUIRE(TensorTransport::Start(o, cb, &transport).ok());
     CollectiveExecutorOptions eo;
     eo.default_timeout = timeout;
-    eo.hierarchical = hierarchical;
+    eo.algorithm = algorithm;
     exec = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task, eo);
     target->store(exec.get());
   }
@@ -96,11 +96,15 @@ struct Ring {
                                              pki ? pki->Issue("rank" + std::to_string(i)) : TlsOptions()));
     Connect();
   }
-  // Rank i on host hosts[i] (a loopback address); `flat`: ranks that force the flat ring.
-  Ring(const std::vector<std::string>& hosts, std::chrono::milliseconds timeout, const std::vector<int>& flat = {}) {
-    for (size_t i = 0; i < hosts.size(); ++i)
+  // Rank i on host hosts[i] (a loopback address), asking for `algorithm`;
+  // the ranks in `flat` force the flat ring.
+  Ring(const std::vector<std::string>& hosts, std::chrono::milliseconds timeout,
+       CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto, const std::vector<int>& flat = {}) {
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const bool ring = std::find(flat.begin(), flat.end(), static_cast<int>(i)) != flat.end();
       ranks.push_back(std::make_unique<Rank>(static_cast<int>(i), 100 + i, timeout, true, TlsOptions(), hosts[i],
-                                             std::find(flat.begin(), flat.end(), static_cast<int>(i)) == flat.end()));
+                                             ring ? CollectiveAlgorithm::kRing : algorithm));
+    }
     Connect();
   }
   void Connect() {
@@ -562,22 +566,33 @@ TEST_CASE("collective: a collective started just before the executor stops is an
 
 TEST_CASE("collective: the layout is hierarchical only across 2 hosts or more with some host shared") {
   const std::string a = "10.0.0.1", b = "10.0.0.2", c = "10.0.0.3";
-  CollectiveLayout l = PlanCollectiveLayout({a, a, b, b}, true);
+  const auto kAuto = CollectiveAlgorithm::kAuto, kLeader = CollectiveAlgorithm::kLeader;
+  CollectiveLayout l = PlanCollectiveLayout({a, a, b, b}, kAuto);
   REQUIRE(l.hierarchical());
-  CHECK(l.Leaders() == std::vector<int64_t>{0, 2});
-  CHECK(l.DebugString() == "hierarchical: hosts {0,1} {2,3}");
+  CHECK(l.sharded);
+  CHECK(l.DebugString() == "sharded: hosts {0,1} {2,3}");
+  CHECK(l.Ring(1) == std::vector<int64_t>{1, 3});  // the second task of every host
   // Cyclic placement: rank i on host i mod 2.
-  CollectiveLayout cyclic = PlanCollectiveLayout({a, b, a, b}, true);
-  CHECK(cyclic.DebugString() == "hierarchical: hosts {0,2} {1,3}");
-  CHECK(cyclic.Leaders() == std::vector<int64_t>{0, 1});
+  CollectiveLayout cyclic = PlanCollectiveLayout({a, b, a, b}, kAuto);
+  CHECK(cyclic.DebugString() == "sharded: hosts {0,2} {1,3}");
+  CHECK(cyclic.Ring(2) == std::vector<int64_t>{2, 3});
   CHECK(cyclic.hash != l.hash);
-  CHECK(PlanCollectiveLayout({a, b, b, c}, true).DebugString() == "hierarchical: hosts {0} {1,2} {3}");
-  CHECK(PlanCollectiveLayout({a, b, b, c}, true).hash == PlanCollectiveLayout({"x", "y", "y", "z"}, true).hash);
-  CHECK_FALSE(PlanCollectiveLayout({a, b, c}, true).hierarchical());      // a host each
-  CHECK_FALSE(PlanCollectiveLayout({a, a, a}, true).hierarchical());      // one host
-  CHECK_FALSE(PlanCollectiveLayout({a, a, "", b}, true).hierarchical());  // a host not known
-  CHECK_FALSE(PlanCollectiveLayout({a, a, b, b}, false).hierarchical());  // the flat ring forced
-  CHECK(PlanCollectiveLayout({a, a, b, b}, false).DebugString() == "flat");
+  // One leader per host: asked for, or hosts of different sizes.
+  CollectiveLayout leader = PlanCollectiveLayout({a, a, b, b}, kLeader);
+  CHECK(leader.DebugString() == "leader: hosts {0,1} {2,3}");
+  CHECK(leader.Ring(3) == std::vector<int64_t>{0, 2});
+  CHECK(leader.hash != l.hash);
+  CHECK(PlanCollectiveLayout({a, b, b, c}, kAuto).DebugString() == "leader: hosts {0} {1,2} {3}");
+  CHECK(PlanCollectiveLayout({a, b, b, c}, kAuto).hash == PlanCollectiveLayout({"x", "y", "y", "z"}, kAuto).hash);
+  CHECK_FALSE(PlanCollectiveLayout({a, b, c}, kAuto).hierarchical());      // a host each
+  CHECK_FALSE(PlanCollectiveLayout({a, a, a}, kAuto).hierarchical());      // one host
+  CHECK_FALSE(PlanCollectiveLayout({a, a, "", b}, kAuto).hierarchical());  // a host not known
+  CHECK(PlanCollectiveLayout({a, a, b, b}, CollectiveAlgorithm::kRing).DebugString() == "flat");
+  CHECK(PlanCollectiveLayout({a, b, c}, kAuto).Ring(2) == std::vector<int64_t>{0, 1, 2});
+  // Pieces: 10 in 3 is 4, 3, 3.
+  CHECK(CollectivePiece(10, 3, 0) == std::pair<int64_t, int64_t>{0, 4});
+  CHECK(CollectivePiece(10, 3, 2) == std::pair<int64_t, int64_t>{7, 3});
+  CHECK(CollectivePiece(1, 2, 1) == std::pair<int64_t, int64_t>{1, 0});
 }
 
 namespace {
@@ -610,16 +625,20 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
   const std::string h1 = "127.0.0.1", h2 = "127.0.0.2", h3 = "127.0.0.3";
   struct Case {
     std::vector<std::string> hosts;
-    std::string layout;
+    std::string hosts_text;
+    bool uniform;  // every host with as many tasks: sharded when auto
   };
-  for (const Case& c : {Case{{h1, h1, h2, h2}, "hierarchical: hosts {0,1} {2,3}"},
-                        Case{{h1, h2, h2, h3}, "hierarchical: hosts {0} {1,2} {3}"},
-                        Case{{h1, h2, h1, h2}, "hierarchical: hosts {0,2} {1,3}"},
-                        Case{{h1, h1, h2, h2, h3, h3}, "hierarchical: hosts {0,1} {2,3} {4,5}"}}) {
+  for (const Case& c : {Case{{h1, h1, h2, h2}, "hosts {0,1} {2,3}", true},
+                        Case{{h1, h2, h2, h3}, "hosts {0} {1,2} {3}", false},
+                        Case{{h1, h2, h1, h2}, "hosts {0,2} {1,3}", true},
+                        Case{{h1, h1, h2, h2, h3, h3}, "hosts {0,1} {2,3} {4,5}", true},
+                        Case{{h1, h1, h1, h2, h2, h2}, "hosts {0,1,2} {3,4,5}", true}}) {
     const int n = static_cast<int>(c.hosts.size());
-    INFO(c.layout);
-    Ring hier(c.hosts, std::chrono::seconds(60));
-    Ring flat(c.hosts, std::chrono::seconds(60), {0});  // one rank forcing the ring makes the group flat
+    INFO(c.hosts_text);
+    Ring chosen(c.hosts, std::chrono::seconds(60));
+    Ring leader(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kLeader);
+    // One rank forcing the ring makes the group flat.
+    Ring flat(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kAuto, {0});
     int64_t instance = 0;
     // 1 element, fewer than ranks, odd, and past the same-host threshold (lent tensors).
     for (int64_t size : {int64_t{1}, int64_t{3}, int64_t{1001}, int64_t{400000}}) {
@@ -627,13 +646,15 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
            {std::tuple<DataType, std::string, bool>{DT_FLOAT, "Add", false}, {DT_FLOAT, "Add", true},
             {DT_INT64, "Max", false}, {DT_INT64, "Add", true}}) {
         ++instance;
-        const std::vector<Tensor> a = AllReduce(hier, instance, size, dtype, merge, divide);
+        const std::vector<Tensor> a = AllReduce(chosen, instance, size, dtype, merge, divide);
+        const std::vector<Tensor> l = AllReduce(leader, instance, size, dtype, merge, divide);
         const std::vector<Tensor> b = AllReduce(flat, instance, size, dtype, merge, divide);
         const int64_t last = (size - 1) % 97 + 1, total = n * (n + 1) / 2;
         for (int r = 0; r < n; ++r) {
           INFO("rank " << r << ", " << size << " elements, " << DataTypeString(dtype) << " " << merge
                        << (divide ? "/Div" : ""));
           CHECK(SameBytes(a[r], b[r]));
+          CHECK(SameBytes(l[r], b[r]));
           CHECK(SameBytes(a[r], a[0]));
           if (dtype == DT_FLOAT)
             CHECK(a[r].data<float>()[size - 1] == static_cast<float>(total * last) / (divide ? n : 1));
@@ -643,12 +664,14 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
       }
     }
     for (int r = 0; r < n; ++r) {
-      CHECK(hier[r].exec->layout(1) == c.layout);
+      CHECK(chosen[r].exec->layout(1) == (c.uniform ? "sharded: " : "leader: ") + c.hosts_text);
+      CHECK(leader[r].exec->layout(1) == "leader: " + c.hosts_text);
       CHECK(flat[r].exec->layout(1) == "flat");
     }
-    // The leader of the first shared host read its tasks' tensors from their memory.
-    const int leader = c.hosts[0] == c.hosts[1] || c.hosts[0] == c.hosts[2] ? 0 : 1;
-    CHECK(hier[leader].transport->same_host_count() > 0);
+    // The tasks of a shared host read each other's tensors from their memory.
+    const int shared = c.hosts[0] == c.hosts[1] || c.hosts[0] == c.hosts[2] ? 0 : 1;
+    CHECK(chosen[shared].transport->same_host_count() > 0);
+    CHECK(leader[shared].transport->same_host_count() > 0);
   }
 }
 
@@ -656,42 +679,48 @@ TEST_CASE("collective: a hierarchical all-reduce fails at once on every rank whe
   // 2 hosts x 2 tasks: ranks 0 (leader) and 1 on 127.0.0.1, 2 (leader) and 3
   // on 127.0.0.2. A long timeout: the failure must come from the death.
   const std::vector<std::string> hosts{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"};
-  for (int victim : {3, 2, 1, 0}) {
-    INFO("rank " << victim << " dies");
-    Ring ring(hosts, std::chrono::seconds(120));
-    AllReduce(ring, 1, 1000, DT_FLOAT, "Add", false);  // formed
-    REQUIRE(ring[0].exec->layout(1) == "hierarchical: hosts {0,1} {2,3}");
-    std::vector<std::future<Result>> fs;
-    std::vector<int> others;
-    for (int r = 0; r < 4; ++r)
-      if (r != victim) {
-        others.push_back(r);
-        fs.push_back(Start(ring[r], Reduce(4, 1), Input(r, 100000)));
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kLeader}) {
+    for (int victim : {3, 2, 1, 0}) {
+      INFO("rank " << victim << " dies, " << (algorithm == CollectiveAlgorithm::kAuto ? "sharded" : "leader"));
+      Ring ring(hosts, std::chrono::seconds(120), algorithm);
+      AllReduce(ring, 1, 1000, DT_FLOAT, "Add", false);  // formed
+      REQUIRE(ring[0].exec->layout(1) != "flat");
+      std::vector<std::future<Result>> fs;
+      std::vector<int> others;
+      for (int r = 0; r < 4; ++r)
+        if (r != victim) {
+          others.push_back(r);
+          fs.push_back(Start(ring[r], Reduce(4, 1), Input(r, 100000)));
+        }
+      // Every survivor is exchanging (and waits for the victim, directly or not).
+      REQUIRE(WaitUntil(
+          [&] {
+            for (int r : others)
+              if (ring[r].exec->pending_count() != 1) return false;
+            return true;
+          },
+          std::chrono::seconds(10)));
+      const auto killed = std::chrono::steady_clock::now();
+      ring[victim].Kill();
+      for (auto& f : fs) {
+        Result res = Wait(f);
+        INFO(res.first.ToString());
+        CHECK((res.first.code() == Code::kUnavailable || res.first.code() == Code::kAborted));
       }
-    // Every survivor is exchanging (and waits for the victim, directly or not).
-    REQUIRE(WaitUntil(
-        [&] {
-          for (int r : others)
-            if (ring[r].exec->pending_count() != 1) return false;
-          return true;
-        },
-        std::chrono::seconds(10)));
-    const auto killed = std::chrono::steady_clock::now();
-    ring[victim].Kill();
-    for (auto& f : fs) {
-      Result res = Wait(f);
-      INFO(res.first.ToString());
-      CHECK((res.first.code() == Code::kUnavailable || res.first.code() == Code::kAborted));
+      CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(30));  // not the 120 s timeout
     }
-    CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(30));  // not the 120 s timeout
   }
 }
 
-TEST_CASE("collective: a task whose host's leader never comes times out naming the leader") {
-  Ring ring({"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"}, std::chrono::milliseconds(2000));
-  AllReduce(ring, 1, 10, DT_FLOAT, "Add", false);
-  auto f = Start(ring[3], Reduce(4, 1), Input(3, 10));  // its leader (rank 2) never starts
-  Result r = Wait(f);
-  CHECK(r.first.code() == Code::kDeadlineExceeded);
-  CHECK_THAT(r.first.message(), Catch::Contains("the result from its host's leader " + Task(2)));
+TEST_CASE("collective: a task whose host's other task never comes times out naming it") {
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kLeader}) {
+    Ring ring({"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"}, std::chrono::milliseconds(2000), algorithm);
+    AllReduce(ring, 1, 10, DT_FLOAT, "Add", false);
+    auto f = Start(ring[3], Reduce(4, 1), Input(3, 10));  // rank 2, its host's leader, never starts
+    Result r = Wait(f);
+    CHECK(r.first.code() == Code::kDeadlineExceeded);
+    CHECK_THAT(r.first.message(), Catch::Contains(algorithm == CollectiveAlgorithm::kAuto
+                                                      ? "the shard of " + Task(2) + " to sum (a task of its host)"
+                                                      : "the reduced tensor of " + Task(2) + " (a task of its host)"));
+  }
 }
