@@ -87,12 +87,12 @@ inline std::string WaitFile(const std::string& path, int seconds = 30) {
 }
 
 // actorflow: a transport listening on `host` (same-host path on or off) and a
-// collective executor over it (`hierarchical` false: the flat ring forced),
+// collective executor over it asking for `algorithm` (comm/collective_layout.hpp),
 // with every other rank as a peer: each writes "HOST PORT" to `dir`/TAG_RANK.
 class ActorflowRing {
  public:
   ActorflowRing(int rank, int ranks, const std::string& dir, const std::string& tag, bool same_host,
-                const std::string& host = "127.0.0.1", bool hierarchical = true)
+                const std::string& host = "127.0.0.1", CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto)
       : ranks_(ranks), membership_(Task(rank), 10 + rank) {
     auto target = target_;
     TransportOptions o;
@@ -118,7 +118,7 @@ class ActorflowRing {
       membership_.Update(TaskRecord::At(Task(peer), peer_host, static_cast<uint16_t>(port), 10 + peer));
     }
     CollectiveExecutorOptions eo;
-    eo.hierarchical = hierarchical;
+    eo.algorithm = algorithm;
     eo.default_timeout = std::chrono::seconds(120);
     exec_ = std::make_unique<CollectiveExecutor>(transport_.get(), &membership_, Task(rank), eo);
     target_->store(exec_.get());
@@ -145,7 +145,7 @@ class ActorflowRing {
     if (!st.ok()) Fail("actorflow all-reduce failed: " + st.ToString());
   }
   const TensorTransport& transport() const { return *transport_; }
-  /// How the group ran ("flat", "hierarchical: hosts {0,1} ...").
+  /// How the group ran ("flat", "sharded: hosts {0,1} ...").
   std::string layout() const { return exec_->layout(0); }
 
  private:

@@ -1,18 +1,18 @@
 // All-reduce across simulated hosts (tests/netns/hosts.sh: a network and a PID
 // namespace per host, every link limited by tc tbf), one rank per process,
 // each started on its host by bench/bench_allreduce_multihost.sh; rank 0
-// prints the figures. Float32 sums of 1, 16 and 64 MiB, three ways:
+// prints the figures. Float32 sums of 1, 16 and 64 MiB, four ways:
 //   actorflow  the collective executor as it chooses from the hosts
-//              (comm/collective_layout.hpp: hierarchical when a host has
-//              several tasks): the layout it ran is in each row
-//   ring-only  the same executor with the flat ring forced
-//              (CollectiveExecutorOptions::hierarchical false)
+//              (comm/collective_layout.hpp: sharded when every host has
+//              the same number of tasks): the layout it ran is in each row
+//   leader     the same executor with one leader per host forced (kLeader)
+//   ring-only  the same executor with the flat ring forced (kRing)
 //   gloo       torch.distributed.all_reduce, gloo backend
 //              (bench/peer_torch_allreduce.py --rank: one process per rank, on
 //              the rank's host; rank 0's is driven from here)
 // Tasks of one host share its PID namespace, so actorflow's same-host path
 // (comm/same_host.hpp) works between them and nowhere else, as on machines.
-// Per size the three run in interleaved blocks, round after round after a
+// Per size the four run in interleaved blocks, round after round after a
 // warm-up call each, so a slow spell of the shared machine hits all of them;
 // each call is timed alone on rank 0, the figure is the median.
 //
@@ -23,7 +23,7 @@
 //   {"bench":"allreduce_multihost","params":{"hosts","tasks_per_host","placement","link","bytes","impl"},
 //    "metric":"busbw","unit":"GB/s","median","ms","algbw_GBps","calls","layout"}
 // busbw and algbw in nccl-tests' units (bench/allreduce_ranks.hpp); the
-// actorflow row adds vs_ring_only and vs_gloo (ratios of busbw) and of_link
+// actorflow row adds vs_leader, vs_ring_only and vs_gloo (ratios of busbw) and of_link
 // (busbw / the link's rate). Exits 1 when a sum is wrong or a peer failed.
 #include <array>
 #include <cstdio>
@@ -39,8 +39,8 @@ using namespace allreduce_bench;
 namespace {
 
 const std::vector<int64_t> kBytes = {1 << 20, 16 << 20, 64 << 20};
-enum Impl { kAuto, kRing, kGloo, kImpls };  // the order of each round
-const char* const kImplNames[kImpls] = {"actorflow", "ring-only", "gloo"};
+enum Impl { kAuto, kLeader, kRing, kGloo, kImpls };  // the order of each round
+const char* const kImplNames[kImpls] = {"actorflow", "leader", "ring-only", "gloo"};
 
 // Calls per block: about 32 MiB (1..8 calls).
 int Calls(int64_t bytes) { return static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 1, 8)); }
@@ -76,8 +76,10 @@ int main(int argc, char** argv) {
                          "[--hosts H --placement P --link RATE --link-gbps G] [--python PY --torch-master IP:PORT]\n");
     return 2;
   }
-  ActorflowRing chosen(a.rank, a.ranks, a.dir, "auto", true, a.host, true);
-  ActorflowRing ring(a.rank, a.ranks, a.dir, "ring", true, a.host, false);
+  ActorflowRing chosen(a.rank, a.ranks, a.dir, "auto", true, a.host, CollectiveAlgorithm::kAuto);
+  ActorflowRing leader(a.rank, a.ranks, a.dir, "leader", true, a.host, CollectiveAlgorithm::kLeader);
+  ActorflowRing ring(a.rank, a.ranks, a.dir, "ring", true, a.host, CollectiveAlgorithm::kRing);
+  ActorflowRing* const rings[] = {&chosen, &leader, &ring};
   std::unique_ptr<TorchPeer> torch;
   if (a.rank == 0 && !a.python.empty()) {
     torch = std::make_unique<TorchPeer>(a.python, std::vector<std::string>{"--ranks", std::to_string(a.ranks),
@@ -100,7 +102,7 @@ int main(int argc, char** argv) {
           for (int c = 0; c < calls; ++c) {
             Tensor output(DT_FLOAT, TensorShape{n});
             const auto t0 = std::chrono::steady_clock::now();
-            (impl == kAuto ? chosen : ring).AllReduce(static_cast<int64_t>(s) + 1, input, &output);
+            rings[impl]->AllReduce(static_cast<int64_t>(s) + 1, input, &output);
             t.push_back(Elapsed(t0));
             if (output.data<float>()[0] != expected || output.data<float>()[n - 1] != expected)
               Fail(std::string(kImplNames[impl]) + " all-reduce gave " + std::to_string(output.data<float>()[n - 1]));
@@ -125,9 +127,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kImpls; ++i) {
       std::string extra;
       if (i == kAuto)
-        extra = ",\"vs_ring_only\":" + Json(bus[kAuto] / bus[kRing], "%.3f") + ",\"vs_gloo\":" +
+        extra = ",\"vs_leader\":" + Json(bus[kAuto] / bus[kLeader], "%.3f") + ",\"vs_ring_only\":" +
+                Json(bus[kAuto] / bus[kRing], "%.3f") + ",\"vs_gloo\":" +
                 Json(bus[kAuto] / bus[kGloo], "%.3f") + ",\"of_link\":" + Json(bus[kAuto] / (a.link_gbps / 8), "%.3f");
-      const std::string layout = i == kAuto ? chosen.layout() : i == kRing ? ring.layout() : "flat ring (gloo)";
+      const std::string layout = i == kGloo ? "flat ring (gloo)" : rings[i]->layout();
       std::printf("{\"bench\":\"allreduce_multihost\",\"params\":{\"hosts\":%d,\"tasks_per_host\":%d,\"placement\":"
                   "\"%s\",\"link\":\"%s\",\"bytes\":%lld,\"impl\":\"%s\"},\"metric\":\"busbw\",\"unit\":\"GB/s\","
                   "\"median\":%s,\"ms\":%s,\"algbw_GBps\":%s,\"calls\":%zu,\"layout\":\"%s\"%s}\n",

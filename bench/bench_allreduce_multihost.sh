@@ -28,21 +28,10 @@ case $rate in
   *mbit) gbps=$(awk "BEGIN{print ${rate%mbit}/1000}") ;;
   *) echo "bench_allreduce_multihost: --rate like 1gbit or 500mbit" >&2; exit 2 ;;
 esac
-harness=tests/netns/hosts.sh
-if ! why=$("$harness" check 2>&1); then
-  printf '{"bench":"allreduce_multihost","skipped":"no simulated hosts here: %s"}\n' "$(echo "$why" | tail -1 | tr -d '"\\')"
-  exit 0
-fi
 name=afmh$$
-work=$(mktemp -d /tmp/af_bench_mh_XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  "$harness" down "$name" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$harness" up "$name" "$hosts" --rate "$rate" >/dev/null
+# shellcheck source=bench/multihost_common.sh
+source bench/multihost_common.sh
+multihost_up allreduce_multihost "$name" "$hosts" "$rate"
 
 status=0
 for placement in ${PLACEMENTS:-block cyclic}; do
