@@ -14,7 +14,9 @@
 // (comm/same_host.hpp) works between them and nowhere else, as on machines.
 // Per size the four run in interleaved blocks, round after round after a
 // warm-up call each, so a slow spell of the shared machine hits all of them;
-// each call is timed alone on rank 0, the figure is the median.
+// each call is timed alone on rank 0 after a barrier (a one-float all-reduce,
+// untimed: no rank starts sending before rank 0's clock runs), the figure is
+// the median.
 //
 //   bench_allreduce_hosts --rank R --ranks N --host IP --dir DIR [--rounds K]
 //       [--hosts H --placement block|cyclic --link RATE --link-gbps G]   (labels of the rows)
@@ -41,6 +43,8 @@ namespace {
 const std::vector<int64_t> kBytes = {1 << 20, 16 << 20, 64 << 20};
 enum Impl { kAuto, kLeader, kRing, kGloo, kImpls };  // the order of each round
 const char* const kImplNames[kImpls] = {"actorflow", "leader", "ring-only", "gloo"};
+
+constexpr int64_t kBarrierInstance = 100;
 
 // Calls per block: about 32 MiB (1..8 calls).
 int Calls(int64_t bytes) { return static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 1, 8)); }
@@ -97,10 +101,11 @@ int main(int argc, char** argv) {
       for (int impl = 0; impl < kImpls; ++impl) {
         std::vector<double> t;
         if (impl == kGloo) {
-          if (torch) t = torch->Block(kBytes[s], calls);  // the other ranks' peers follow their rank 0
+          if (torch) t = torch->Block(kBytes[s], calls);  // the other ranks' peers follow their rank 0 (barrier included)
         } else {
           for (int c = 0; c < calls; ++c) {
-            Tensor output(DT_FLOAT, TensorShape{n});
+            Tensor output(DT_FLOAT, TensorShape{n}), one(DT_FLOAT, TensorShape{1});
+            rings[impl]->AllReduce(kBarrierInstance, one, &one);
             const auto t0 = std::chrono::steady_clock::now();
             rings[impl]->AllReduce(static_cast<int64_t>(s) + 1, input, &output);
             t.push_back(Elapsed(t0));

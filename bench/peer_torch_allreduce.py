@@ -14,7 +14,7 @@ bench_allreduce refills gloo's buffer).
                                                  one rank of a group whose ranks were started
       apart (one per simulated host: bench_allreduce_hosts); rank R joins at ADDR:PORT
       (rank 0 listens there) over the interface GLOO_SOCKET_IFNAME names; rank 0 is
-      driven as above, the others follow it
+      driven as above, the others follow it; a barrier (untimed) before each call
 
 This process is rank 0; it starts ranks 1..N-1 (multiprocessing, spawn), which
 take each block's size from rank 0 by a broadcast (outside the timing)."""
@@ -41,8 +41,8 @@ def join(rank, ranks, port, addr="127.0.0.1"):
 class Block:
     """`calls` all-reduces of `nbytes` of float32; each rank contributes rank + 1."""
 
-    def __init__(self, rank, ranks):
-        self.rank, self.ranks, self.x = rank, ranks, None
+    def __init__(self, rank, ranks, barrier=False):
+        self.rank, self.ranks, self.x, self.barrier = rank, ranks, None, barrier
         self.expected = float(ranks * (ranks + 1) // 2)
 
     def run(self, nbytes, calls):
@@ -52,6 +52,8 @@ class Block:
         times = []
         for _ in range(calls):
             self.x.fill_(float(self.rank + 1))
+            if self.barrier:  # untimed: no rank starts before rank 0's clock runs
+                dist.barrier()
             t0 = time.perf_counter()
             dist.all_reduce(self.x)
             times.append((time.perf_counter() - t0) * 1e3)
@@ -68,9 +70,9 @@ def command(nbytes=0, calls=0):
     return int(cmd[0]), int(cmd[1])
 
 
-def other_rank(rank, ranks, port, addr="127.0.0.1"):
+def other_rank(rank, ranks, port, addr="127.0.0.1", barrier=False):
     join(rank, ranks, port, addr)
-    block = Block(rank, ranks)
+    block = Block(rank, ranks, barrier)
     while True:
         nbytes, calls = command()
         if nbytes <= 0:
@@ -111,9 +113,9 @@ def main():
         addr, port = args.master.rsplit(":", 1)
         if args.rank == 0:
             join(0, args.ranks, int(port), addr)
-            drive(Block(0, args.ranks))
+            drive(Block(0, args.ranks, barrier=True))
         else:
-            other_rank(args.rank, args.ranks, int(port), addr)
+            other_rank(args.rank, args.ranks, int(port), addr, barrier=True)
         return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -20,9 +20,11 @@
 // Both hierarchical layouts send 2 (H-1)/H of the tensor each way over each
 // host's link (H hosts), once per host, where a flat ring whose neighbours
 // sit on other hosts sends that much per task. The sharded one also splits
-// the host's work (reads, sums, the ring's turns) among its tasks, and its k
-// rings keep the link busy while each sums; measured in
-// bench/bench_allreduce_multihost.sh, it is the faster of the two.
+// the host's work (reads, sums, the ring's turns) among its tasks instead of
+// loading the leader with all of it, as NCCL's and Horovod's hierarchical
+// all-reduces do; in bench/bench_allreduce_multihost.sh (4 hosts x 2 tasks
+// on 1 Gbit/s links, 8 processes on 2 shared cores) the two measured alike,
+// within the run-to-run noise, so the default rests on that argument.
 //
 // A host is the address a task's transport is reached at (the membership's
 // TaskRecord::host; 127.0.0.1 and 127.0.0.2 are two hosts). `hash` names the
