@@ -28,7 +28,7 @@ if [ $build = 1 ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
     bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
-    train_distributed bench_conv bench_allreduce_hosts >/dev/null
+    train_distributed bench_conv transport_peer bench_allreduce_hosts >/dev/null
 fi
 
 errors=$(mktemp)  # one line per error row (figure may run in a pipeline's subshell)
@@ -143,6 +143,8 @@ if section transport; then
   ACTORFLOW_NUM_THREADS=1 figure transport_tls ./build/bench/bench_transport tls
   ACTORFLOW_NUM_THREADS=1 figure transport_link ./build/bench/bench_transport link
   ACTORFLOW_NUM_THREADS=1 figure step_two_partitions ./build/bench/bench_transport steps ./build/actorflow
+  # Between two simulated hosts (tests/netns/hosts.sh; root): link rate vs achieved, beside a TCP stream.
+  ACTORFLOW_NUM_THREADS=1 figure transport_multihost bench/transport_multihost.sh
 fi
 if section allreduce; then
   # All-reduce among 2 and among 3 processes (the ring), 4 KiB..64 MiB: actorflow with

@@ -353,6 +353,21 @@ void TensorTransport::Impl::Enqueue(const std::string& task, std::shared_ptr<Out
   WriteNext(out);
 }
 
+void TensorTransport::Impl::SendFaulty(const std::string& task, std::shared_ptr<OutStream> st) {
+  auto self = shared_from_this();
+  faults->Send(
+      task, [self, task, st] { self->Enqueue(task, st); }, [self, task, st] { self->Cut(task, st); });
+}
+
+void TensorTransport::Impl::Cut(const std::string& task, const std::shared_ptr<OutStream>& st) {
+  if (stopped.load()) return;
+  const Status why = errors::Unavailable("tensor transport: the connection to task ", task,
+                                         " was cut (injected fault, test only: ", kTransportFaultsVariable, ")");
+  auto it = outs.find(task);
+  if (it != outs.end()) FailOut(it->second, why);
+  RejectOut(task, *st, why);
+}
+
 TensorTransport::TensorTransport(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Status TensorTransport::Start(TransportOptions options, TransportCallbacks callbacks,
@@ -365,6 +380,9 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
   auto impl = std::make_shared<Impl>();
   impl->options = std::move(options);
   impl->callbacks = std::move(callbacks);
+  TransportFaults faults = impl->options.test_faults;
+  if (!faults.enabled()) AF_RETURN_IF_ERROR(TransportFaultsFromEnvironment(&faults));
+  if (faults.enabled()) impl->faults = std::make_unique<FaultInjector>(faults, impl->options.task, impl->io);
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(impl->options.bind_host, ec);
   if (ec) return errors::InvalidArgument("tensor transport: bad bind address '", impl->options.bind_host, "'");
@@ -422,6 +440,7 @@ void TensorTransport::Stop() {
   asio::post(impl->io, [impl] {
     boost::system::error_code ignore;
     impl->acceptor.close(ignore);
+    if (impl->faults) impl->faults->Stop();
     for (auto& [task, out] : impl->outs) impl->CloseOut(out);
     impl->outs.clear();
     for (auto& in : impl->ins) {
@@ -443,7 +462,7 @@ bool TensorTransport::Drain(std::chrono::milliseconds bound) {
     auto idle = std::make_shared<std::promise<bool>>();
     auto f = idle->get_future();
     asio::post(impl->io, [impl, idle] {
-      bool all = true;
+      bool all = !impl->faults || impl->faults->idle();  // test-only: messages held on their way out
       for (auto& [task, out] : impl->outs) {
         std::lock_guard<std::mutex> lock(out->wmu);
         if (out->dead) continue;
@@ -512,6 +531,10 @@ Status TensorTransport::Send(const std::string& task, Channel channel, std::stri
   const uint8_t frame_flags = (flags.is_dead ? kFlagDead : 0) | (truncate16 ? kFlagTruncate16 : 0);
   frame::AppendBegin(&st->begin, frame_flags, 0, begin);
   st->meta = std::move(begin.meta);
+  if (impl_->faults) {  // test-only
+    impl_->SendFaulty(task, std::move(st));
+    return Status::OK();
+  }
   if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && impl_->WriteDirect(task, st)) return Status::OK();
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();

@@ -72,6 +72,9 @@
 // sides, verified against the cluster CA (comm/tls.hpp); a plaintext peer or
 // one the CA did not sign fails the handshake and is refused.
 //
+// For tests, a decorator on the send path injects delays, losses and cut
+// connections (comm/fault_injection.hpp); off, its cost is one pointer test.
+//
 // Callbacks run on the transport's thread and must not block.
 #pragma once
 
@@ -85,6 +88,7 @@
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
+#include "actorflow/comm/fault_injection.hpp"
 #include "actorflow/comm/tls.hpp"
 
 namespace actorflow {
@@ -109,6 +113,10 @@ struct TransportOptions {
   /// Mutual TLS 1.3 on every connection (both ends present certificates the
   /// cluster CA signed), when set; the files are checked at Start.
   TlsOptions tls;
+  /// TEST-ONLY: delays, drops and cuts injected into the send path
+  /// (comm/fault_injection.hpp). None here: those ACTORFLOW_TEST_TRANSPORT_FAULTS
+  /// asks for, if set (malformed: Start fails with InvalidArgument).
+  TransportFaults test_faults;
 };
 
 /// The clients of the transport, one channel each.

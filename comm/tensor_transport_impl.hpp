@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "actorflow/core/tensor_shape.hpp"
+#include "actorflow/comm/fault_injection.hpp"
 #include "actorflow/comm/frame_codec.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/same_host.hpp"
@@ -91,6 +92,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   TransportOptions options;
   TransportCallbacks callbacks;
   asio::io_context io;
+  std::unique_ptr<FaultInjector> faults;  // test-only (comm/fault_injection.hpp); null: off. After io (its timers)
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work;
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -326,6 +328,11 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   bool WriteDirect(const std::string& task, const std::shared_ptr<OutStream>& st);
 
   void Enqueue(const std::string& task, std::shared_ptr<OutStream> st);
+
+  // Test-only: `st` to `task` through the fault injector (delayed, dropped, or its connection cut).
+  void SendFaulty(const std::string& task, std::shared_ptr<OutStream> st);
+  // The io thread's half of a cut: `task`'s connection fails, `st` is rejected.
+  void Cut(const std::string& task, const std::shared_ptr<OutStream>& st);
 
   // The handler of a message's channel.
   ChannelHandler& HandlerOf(Channel c) { return callbacks.handler(c); }

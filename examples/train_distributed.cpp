@@ -252,6 +252,15 @@ int main(int argc, char** argv) {
       return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
     };
   }
+  // Why training pauses: each failure the supervisor recovers from, with the time (for tests and bench/recovery.sh).
+  sup_options.on_recovery = [&](const Status& why, int n) {
+    std::printf("%s: recovering (%d of at most %d) from %s [unix ms %lld]\n", me.c_str(), n, sup_options.max_recoveries,
+                why.ToString().c_str(),
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count()));
+    std::fflush(stdout);
+  };
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
   std::unique_ptr<FileWriter> events;

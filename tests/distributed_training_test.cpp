@@ -332,7 +332,10 @@ TEST_CASE("supervisor: a ps task killed and restarted; the chief restores the ch
   // Given the train op: each training step fetches the global step after it, in the same Run.
   TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(m.root, so, /*with_checkpoints=*/true, m.train);
   REQUIRE(m.root.ok());
-  TrainingSupervisor sup(ToDef(m.root), g, ChiefOptions(c, 3, 50));
+  SupervisorOptions options = ChiefOptions(c, 3, 50);
+  std::vector<std::pair<Status, int>> announced;  // each recovery, announced with its error (on this thread)
+  options.on_recovery = [&](const Status& why, int n) { announced.emplace_back(why, n); };
+  TrainingSupervisor sup(ToDef(m.root), g, options);
   REQUIRE(sup.Start().ok());
   REQUIRE(sup.global_step() == 0);  // nothing to restore: initialized
   Tensor x, y;
@@ -350,6 +353,12 @@ TEST_CASE("supervisor: a ps task killed and restarted; the chief restores the ch
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(sup.recoveries() >= 1);
+  REQUIRE(static_cast<int>(announced.size()) == sup.recoveries());
+  for (size_t i = 0; i < announced.size(); ++i) {
+    INFO(announced[i].first.ToString());
+    CHECK(announced[i].second == static_cast<int>(i) + 1);
+    CHECK((errors::IsUnavailable(announced[i].first) || errors::IsAborted(announced[i].first)));
+  }
   // Restored from a checkpoint (saved every 4 steps from the first: steps 5 and 9), then one
   // step: not from zero (1), and not as if nothing was lost (11).
   CHECK(sup.global_step() >= 6);

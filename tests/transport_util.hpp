@@ -96,10 +96,12 @@ struct Pair {
   Inbox in_a, in_b;
   Membership ma{kA, 111}, mb{kB, 222};  // each endpoint's process's (they outlive the endpoints)
   std::unique_ptr<TensorTransport> a, b;
-  // `same_host` off: every byte over TCP, as between machines.
-  explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false) {
+  // `same_host` off: every byte over TCP, as between machines; `faults_a`:
+  // what A's sends meet (test-only fault injection, comm/fault_injection.hpp).
+  explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false, TransportFaults faults_a = {}) {
     TransportOptions oa, ob;
     oa.same_host = ob.same_host = same_host;
+    oa.test_faults = faults_a;
     oa.task = kA;
     oa.incarnation = 111;
     oa.membership = &ma;

@@ -105,6 +105,7 @@ Status TrainingSupervisor::Start() {
   // The cluster may still be coming up (or a task restarting): recover as from a failed step.
   while (!s.ok() && Recoverable(s) && recoveries_ < options_.max_recoveries) {
     ++recoveries_;
+    if (options_.on_recovery) options_.on_recovery(s, recoveries_);
     std::this_thread::sleep_for(options_.backoff);
     s = NewSession();
   }
@@ -137,6 +138,7 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
       if (recoveries_ >= options_.max_recoveries)
         return Status(r.code(), "giving up after " + std::to_string(recoveries_) + " recoveries: " + r.message());
       ++recoveries_;
+      if (options_.on_recovery) options_.on_recovery(r, recoveries_);
       std::this_thread::sleep_for(options_.backoff);
       r = NewSession();
       if (r.ok()) break;

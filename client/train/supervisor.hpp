@@ -15,6 +15,7 @@
 // training resumes from that checkpoint's global step, never from zero);
 // then the step is run again. At most `max_recoveries` times in the
 // supervisor's life: then the error is returned, naming the recoveries.
+// Each recovery is announced first (on_recovery), with the error.
 // The chief saves every `save_every_steps` steps or `save_every_secs`.
 //
 // Finish(): the end of training, a state of its own: the chief saves, and
@@ -58,6 +59,10 @@ struct SupervisorOptions {
   /// it is recovered from as from a failed step.
   std::function<Status(Session*)> on_session_ready;
   std::function<void()> on_session_closed;
+  /// Called with the error before each recovery (a step that failed, a
+  /// session that could not be made ready) and the recovery's number: for a
+  /// log line saying why training paused.
+  std::function<void(const Status&, int recovery)> on_recovery;
 };
 
 class TrainingSupervisor {

@@ -28,12 +28,14 @@ usage() {
   cat <<'EOF'
 usage: hosts.sh COMMAND ...
   check                          exit 0 when namespaces, veth, bridge and tbf work here (else why, exit 1)
-  up NAME N [--rate RATE] [--subnet A.B.C]
+  up NAME N [--rate RATE] [--subnet A.B.C] [--owner PID]
                                  N hosts NAME-h0..NAME-h{N-1} on a bridge in NAME-br; host I has
                                  address A.B.C.(I+1) (default subnet 10.77.0); RATE (e.g. 1gbit,
-                                 500mbit) limits every link, both directions (tc tbf)
-  exec NAME I CMD [ARG...]       runs CMD on host I (its network, PID and mount namespaces; cwd
-                                 kept); CMD dies with this command (SIGKILL when it ends); exit code of CMD
+                                 500mbit) limits every link, both directions (tc tbf); PID: the
+                                 process the set belongs to (see prune)
+  exec NAME I CMD [ARG...]       runs CMD on host I (its network, PID and mount namespaces; cwd and
+                                 environment kept); exits with CMD's code; killed, it passes SIGTERM
+                                 on to CMD (CMD's parent-death signal)
   ip NAME I                      prints host I's address
   pid NAME I                     prints the PID (in the root namespace) of host I's init
   link NAME I down|up            takes host I's link (its bridge port) down or up: its peers hear
@@ -42,6 +44,8 @@ usage: hosts.sh COMMAND ...
   down NAME                      kills every process of every host (by the recorded PIDs),
                                  deletes the namespaces; succeeds when nothing is left
   list                           the sets that are up
+  prune                          takes down every set whose owner (up --owner) has exited: what a
+                                 test killed before its clean-up left
 Names: letters, digits, '_' and '-', at most 24 characters.
 EOF
 }
@@ -117,12 +121,13 @@ cmd_check() {
 }
 
 cmd_up() {
-  local name=$1 n=$2 rate="" subnet=10.77.0
+  local name=$1 n=$2 rate="" subnet=10.77.0 owner=""
   shift 2
   while (($#)); do
     case $1 in
       --rate) rate=$2; shift 2 ;;
       --subnet) subnet=$2; shift 2 ;;
+      --owner) owner=$2; shift 2 ;;
       *) die "up: unknown option '$1'" ;;
     esac
   done
@@ -130,12 +135,15 @@ cmd_up() {
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > 250)); then die "up: host count '$n' (1..250)"; fi
   [[ $subnet =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "up: bad subnet '$subnet' (A.B.C)"
   [[ -z $rate ]] || burst_for "$rate" >/dev/null
+  [[ -z $owner || $owner =~ ^[0-9]+$ ]] || die "up: bad owner PID '$owner'"
   local dir
   dir=$(state_dir "$name")
   [[ ! -e $dir ]] || die "up: set '$name' exists (hosts.sh down $name)"
   mkdir -p "$dir"
   echo "$n" >"$dir/hosts"
   echo "$subnet" >"$dir/subnet"
+  # The owner, with its start time (a PID may be reused): /proc/PID/stat's 22nd field.
+  [[ -z $owner ]] || echo "$owner $(start_time "$owner")" >"$dir/owner"
   # From here on a failure takes down what was made.
   trap 'cmd_down "$name" >/dev/null 2>&1 || true' ERR
   ip netns add "$name-br"
@@ -185,7 +193,20 @@ cmd_exec() {
   check_host "$name" "$i"
   local p
   p=$(init_pid "$name" "$i")
-  exec nsenter -t "$p" --net --pid --mount --wd="$PWD" -- setpriv --pdeathsig KILL -- "$@"
+  exec nsenter -t "$p" --net --pid --mount --wd="$PWD" -- setpriv --pdeathsig TERM -- "$@"
+}
+
+start_time() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null || echo gone; }
+
+cmd_prune() {
+  local dir owner started
+  for dir in "$STATE_ROOT"/*/; do
+    [[ -f $dir/owner ]] || continue
+    read -r owner started <"$dir/owner"
+    [[ $(start_time "$owner") == "$started" ]] && continue
+    echo "hosts.sh: pruning $(basename "$dir") (owner $owner exited)" >&2
+    cmd_down "$(basename "$dir")" || true
+  done
 }
 
 cmd_down() {
@@ -231,6 +252,7 @@ main() {
     rate) (($# == 3)) || die "rate NAME I RATE|none"; check_host "$1" "$2"; set_rate "$@" ;;
     down) (($# == 1)) || die "down NAME"; cmd_down "$1" ;;
     list) ls "$STATE_ROOT" 2>/dev/null || true ;;
+    prune) cmd_prune ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
   esac
