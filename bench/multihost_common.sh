@@ -5,7 +5,7 @@
 # scratch directory $work, or, where namespaces cannot be made here, prints
 # {"bench":BENCH,"skipped":WHY} and exits 0. On exit the processes in $pids
 # are killed, the set is taken down and $work removed (copied to $KEEP_LOGS
-# first when that is set).
+# first when that is set); a set whose script was killed is pruned by the next.
 harness=tests/netns/hosts.sh
 pids=()
 multihost_up() {
@@ -17,7 +17,8 @@ multihost_up() {
   multihost_name=$2
   work=$(mktemp -d "/tmp/af_bench_$1_XXXXXX")
   trap multihost_down EXIT
-  "$harness" up "$2" "$3" --rate "$4" >/dev/null
+  "$harness" prune >/dev/null 2>&1 || true  # sets left by a run that was killed
+  "$harness" up "$2" "$3" --rate "$4" --owner $$ >/dev/null
 }
 multihost_down() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
