@@ -3,9 +3,9 @@
 // each started on its host by bench/bench_allreduce_multihost.sh; rank 0
 // prints the figures. Float32 sums of 1, 16 and 64 MiB, four ways:
 //   actorflow  the collective executor as it chooses from the hosts
-//              (comm/collective_layout.hpp: sharded when every host has
-//              the same number of tasks): the layout it ran is in each row
-//   leader     the same executor with one leader per host forced (kLeader)
+//              (comm/collective_layout.hpp: one leader per host): the layout
+//              it ran is in each row
+//   sharded    the same executor asked for the sharded layout (kSharded)
 //   ring-only  the same executor with the flat ring forced (kRing)
 //   gloo       torch.distributed.all_reduce, gloo backend
 //              (bench/peer_torch_allreduce.py --rank: one process per rank, on
@@ -25,7 +25,7 @@
 //   {"bench":"allreduce_multihost","params":{"hosts","tasks_per_host","placement","link","bytes","impl"},
 //    "metric":"busbw","unit":"GB/s","median","ms","algbw_GBps","calls","layout"}
 // busbw and algbw in nccl-tests' units (bench/allreduce_ranks.hpp); the
-// actorflow row adds vs_leader, vs_ring_only and vs_gloo (ratios of busbw) and of_link
+// actorflow row adds vs_sharded, vs_ring_only and vs_gloo (ratios of busbw) and of_link
 // (busbw / the link's rate). Exits 1 when a sum is wrong or a peer failed.
 #include <array>
 #include <cstdio>
@@ -41,8 +41,8 @@ using namespace allreduce_bench;
 namespace {
 
 const std::vector<int64_t> kBytes = {1 << 20, 16 << 20, 64 << 20};
-enum Impl { kAuto, kLeader, kRing, kGloo, kImpls };  // the order of each round
-const char* const kImplNames[kImpls] = {"actorflow", "leader", "ring-only", "gloo"};
+enum Impl { kAuto, kSharded, kRing, kGloo, kImpls };  // the order of each round
+const char* const kImplNames[kImpls] = {"actorflow", "sharded", "ring-only", "gloo"};
 
 constexpr int64_t kBarrierInstance = 100;
 
@@ -81,9 +81,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   ActorflowRing chosen(a.rank, a.ranks, a.dir, "auto", true, a.host, CollectiveAlgorithm::kAuto);
-  ActorflowRing leader(a.rank, a.ranks, a.dir, "leader", true, a.host, CollectiveAlgorithm::kLeader);
+  ActorflowRing sharded(a.rank, a.ranks, a.dir, "sharded", true, a.host, CollectiveAlgorithm::kSharded);
   ActorflowRing ring(a.rank, a.ranks, a.dir, "ring", true, a.host, CollectiveAlgorithm::kRing);
-  ActorflowRing* const rings[] = {&chosen, &leader, &ring};
+  ActorflowRing* const rings[] = {&chosen, &sharded, &ring};
   std::unique_ptr<TorchPeer> torch;
   if (a.rank == 0 && !a.python.empty()) {
     torch = std::make_unique<TorchPeer>(a.python, std::vector<std::string>{"--ranks", std::to_string(a.ranks),
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kImpls; ++i) {
       std::string extra;
       if (i == kAuto)
-        extra = ",\"vs_leader\":" + Json(bus[kAuto] / bus[kLeader], "%.3f") + ",\"vs_ring_only\":" +
+        extra = ",\"vs_sharded\":" + Json(bus[kAuto] / bus[kSharded], "%.3f") + ",\"vs_ring_only\":" +
                 Json(bus[kAuto] / bus[kRing], "%.3f") + ",\"vs_gloo\":" +
                 Json(bus[kAuto] / bus[kGloo], "%.3f") + ",\"of_link\":" + Json(bus[kAuto] / (a.link_gbps / 8), "%.3f");
       const std::string layout = i == kGloo ? "flat ring (gloo)" : rings[i]->layout();

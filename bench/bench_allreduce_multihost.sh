@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # All-reduce across 4 simulated hosts x 2 tasks (tests/netns/hosts.sh: a
 # network + PID namespace per host, every link 1 Gbit/s both ways by tc tbf):
-# actorflow as it chooses (hierarchical), the flat ring forced, and
+# actorflow as it chooses (one leader per host), the sharded layout, the flat ring forced, and
 # torch.distributed gloo, in the same namespaces and the same run
 # (bench/bench_allreduce_hosts.cpp), for two placements of the 8 ranks:
 #   block   ranks 2h, 2h+1 on host h (Slurm's default): a flat ring's

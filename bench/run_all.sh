@@ -162,7 +162,7 @@ fi
 if section multihost; then
   # Across 4 simulated hosts (a network + PID namespace each, 1 Gbit/s tbf links:
   # tests/netns/hosts.sh), 2 tasks each: all-reduce busbw (nccl-tests' units) of actorflow
-  # as it chooses, one leader per host, the flat ring and torch.distributed gloo, for block
+  # as it chooses (one leader per host), sharded, the flat ring and torch.distributed gloo, for block
   # and cyclic placements; then one worker per host: MLP training examples/s in allreduce,
   # sync and async beside DDP (gloo). A "skipped" row each where namespaces cannot be made.
   figure allreduce_multihost bench/bench_allreduce_multihost.sh build

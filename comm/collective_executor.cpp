@@ -34,11 +34,11 @@ Status CollectiveExecutorOptions::FromEnvironment(CollectiveExecutorOptions* opt
   const std::string value = v ? v : "auto";
   if (value == "auto") options->algorithm = CollectiveAlgorithm::kAuto;
   else if (value == "ring") options->algorithm = CollectiveAlgorithm::kRing;
-  else if (value == "leader") options->algorithm = CollectiveAlgorithm::kLeader;
+  else if (value == "sharded") options->algorithm = CollectiveAlgorithm::kSharded;
   else
-    return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", value, "': expected 'auto' (hierarchical across hosts ",
-                                   "with several tasks each, else the ring), 'ring' (always the flat ring) or ",
-                                   "'leader' (one leader per host across hosts)");
+    return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", value, "': expected 'auto' (one leader per host across ",
+                                   "hosts with several tasks, else the ring), 'ring' (always the flat ring) or ",
+                                   "'sharded' (every task of a host reduces a shard across hosts)");
   return Status::OK();
 }
 

@@ -19,13 +19,14 @@
 //
 // Across machines with several tasks each, the all-reduce is hierarchical
 // (comm/collective_layout.hpp, chosen from the membership's hosts when the
-// group forms): the tasks of a host reduce among themselves over the
-// same-host path (each a shard of the tensor, or all to the host's leader),
-// rings across hosts carry the host's sums, and the results are shared back
-// on the host; every rank still ends with the same bits. So each host's
-// link carries 2 (H-1)/H of the tensor each way (H hosts) instead of that
-// much per task. CollectiveExecutorOptions::algorithm (ACTORFLOW_ALLREDUCE)
-// forces the flat ring or the leader layout.
+// group forms): the tasks of a host give their tensors to the host's leader
+// over the same-host path, the leaders run the ring across hosts, and each
+// leader shares the result back on its host (or, asked for, the host's tasks
+// reduce a shard each and run a ring per shard); every rank still ends with
+// the same bits. So each host's link carries 2 (H-1)/H of the tensor each
+// way (H hosts) instead of that much per task.
+// CollectiveExecutorOptions::algorithm (ACTORFLOW_ALLREDUCE) forces the flat
+// ring or asks for the sharded layout.
 //
 // No negotiation per step and no order between collectives: every message
 // names its (group, epoch, instance, execution, phase, sender), so instances
@@ -92,12 +93,12 @@ struct CollectiveExecutorOptions {
   /// after this (a hung peer); TensorFlow's default waits for ever.
   std::chrono::milliseconds default_timeout{60000};
   /// kAuto: the layout the hosts call for; kRing: always the flat ring;
-  /// kLeader: one leader per host where hierarchical (comm/collective_layout.hpp).
+  /// kSharded: a shard per task of a host where hierarchical (comm/collective_layout.hpp).
   /// A group runs hierarchically only when every member asks for the same.
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
 
   /// The options a process takes from its environment: ACTORFLOW_ALLREDUCE
-  /// "auto" (or unset), "ring" or "leader"; anything else is InvalidArgument
+  /// "auto" (or unset), "ring" or "sharded"; anything else is InvalidArgument
   /// naming the variable.
   static Status FromEnvironment(CollectiveExecutorOptions* options);
 };

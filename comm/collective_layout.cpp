@@ -43,7 +43,7 @@ CollectiveLayout PlanCollectiveLayout(const std::vector<std::string>& hosts, Col
     shared = shared || layout.ranks_of_host[it->second].size() > 1;
   }
   if (algorithm == CollectiveAlgorithm::kRing || !known || !shared || layout.ranks_of_host.size() < 2) return layout;
-  layout.sharded = algorithm == CollectiveAlgorithm::kAuto;
+  layout.sharded = algorithm == CollectiveAlgorithm::kSharded;
   for (const auto& ranks : layout.ranks_of_host)
     layout.sharded = layout.sharded && ranks.size() == layout.ranks_of_host.front().size();
   // The hash of the layout's kind and host indices (the same text on every

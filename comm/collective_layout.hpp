@@ -6,25 +6,28 @@
 //   flat     one ring of every rank (or one exchange for two): when every
 //            task has a host of its own, when all share one host, when a
 //            host is unknown, or when the flat ring is forced (kRing)
-//   sharded  2 hosts or more, every host with the same number k >= 2 of
-//            tasks (kAuto): the tensor is cut into k shards; the tasks of a
+//   leader   2 hosts or more, some with 2 tasks or more (kAuto): a host's
+//            tasks give their tensors to the host's leader (its lowest rank),
+//            which sums them (reading them from the tasks' memory over the
+//            transport's same-host path); the leaders run the ring across
+//            hosts; each leader shares the result back on its host
+//   sharded  asked for (kSharded), 2 hosts or more, every host with the same
+//            number k >= 2 of tasks: the tensor is cut into k shards; the tasks of a
 //            host reduce-scatter it among themselves (task j sums shard j of
 //            its host's tensors, read from their memory over the transport's
 //            same-host path), task j of every host runs the ring across hosts
 //            for shard j (k rings at once, one per local index), and the
-//            host's tasks all-gather the reduced shards
-//   leader   2 hosts or more, some with 2 tasks or more, not all alike (or
-//            kLeader): a host's tasks give their tensors to the host's leader
-//            (its lowest rank), which sums them; the leaders run the ring
-//            across hosts; each leader shares the result back on its host
+//            host's tasks all-gather the reduced shards (hosts of different
+//            sizes: leader)
 // Both hierarchical layouts send 2 (H-1)/H of the tensor each way over each
 // host's link (H hosts), once per host, where a flat ring whose neighbours
 // sit on other hosts sends that much per task. The sharded one also splits
 // the host's work (reads, sums, the ring's turns) among its tasks instead of
-// loading the leader with all of it, as NCCL's and Horovod's hierarchical
-// all-reduces do; in bench/bench_allreduce_multihost.sh (4 hosts x 2 tasks
-// on 1 Gbit/s links, 8 processes on 2 shared cores) the two measured alike,
-// within the run-to-run noise, so the default rests on that argument.
+// loading the leader with all of it (NCCL's way), which pays where a host's
+// CPUs or memory are the limit; in bench/bench_allreduce_multihost.sh (4
+// hosts x 2 tasks on 1 Gbit/s links, 8 processes on 2 shared cores) the
+// leader layout measured as fast or 5-10% faster at 64 MiB (fewer copies
+// here, where the host's tasks share two cores), so it is the default.
 //
 // A host is the address a task's transport is reached at (the membership's
 // TaskRecord::host; 127.0.0.1 and 127.0.0.2 are two hosts). `hash` names the
@@ -40,9 +43,9 @@
 
 namespace actorflow {
 
-/// What a process asks for: kAuto (sharded, leader or flat, as the hosts
-/// call for), kRing (always flat), kLeader (leader where hierarchical).
-enum class CollectiveAlgorithm { kAuto, kRing, kLeader };
+/// What a process asks for: kAuto (leader or flat, as the hosts call for),
+/// kRing (always flat), kSharded (sharded where the hosts allow, else as kAuto).
+enum class CollectiveAlgorithm { kAuto, kRing, kSharded };
 
 struct CollectiveLayout {
   /// Per rank: its host's index (hosts numbered in the order of their lowest rank).

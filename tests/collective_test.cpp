@@ -566,23 +566,26 @@ TEST_CASE("collective: a collective started just before the executor stops is an
 
 TEST_CASE("collective: the layout is hierarchical only across 2 hosts or more with some host shared") {
   const std::string a = "10.0.0.1", b = "10.0.0.2", c = "10.0.0.3";
-  const auto kAuto = CollectiveAlgorithm::kAuto, kLeader = CollectiveAlgorithm::kLeader;
-  CollectiveLayout l = PlanCollectiveLayout({a, a, b, b}, kAuto);
+  const auto kAuto = CollectiveAlgorithm::kAuto, kSharded = CollectiveAlgorithm::kSharded;
+  CollectiveLayout l = PlanCollectiveLayout({a, a, b, b}, kAuto);  // one leader per host
   REQUIRE(l.hierarchical());
-  CHECK(l.sharded);
-  CHECK(l.DebugString() == "sharded: hosts {0,1} {2,3}");
-  CHECK(l.Ring(1) == std::vector<int64_t>{1, 3});  // the second task of every host
+  CHECK_FALSE(l.sharded);
+  CHECK(l.DebugString() == "leader: hosts {0,1} {2,3}");
+  CHECK(l.Ring(3) == std::vector<int64_t>{0, 2});
   // Cyclic placement: rank i on host i mod 2.
   CollectiveLayout cyclic = PlanCollectiveLayout({a, b, a, b}, kAuto);
-  CHECK(cyclic.DebugString() == "sharded: hosts {0,2} {1,3}");
-  CHECK(cyclic.Ring(2) == std::vector<int64_t>{2, 3});
+  CHECK(cyclic.DebugString() == "leader: hosts {0,2} {1,3}");
+  CHECK(cyclic.Ring(2) == std::vector<int64_t>{0, 1});
   CHECK(cyclic.hash != l.hash);
-  // One leader per host: asked for, or hosts of different sizes.
-  CollectiveLayout leader = PlanCollectiveLayout({a, a, b, b}, kLeader);
-  CHECK(leader.DebugString() == "leader: hosts {0,1} {2,3}");
-  CHECK(leader.Ring(3) == std::vector<int64_t>{0, 2});
-  CHECK(leader.hash != l.hash);
-  CHECK(PlanCollectiveLayout({a, b, b, c}, kAuto).DebugString() == "leader: hosts {0} {1,2} {3}");
+  // Sharded, asked for: a ring per local index.
+  CollectiveLayout sharded = PlanCollectiveLayout({a, a, b, b}, kSharded);
+  CHECK(sharded.sharded);
+  CHECK(sharded.DebugString() == "sharded: hosts {0,1} {2,3}");
+  CHECK(sharded.Ring(1) == std::vector<int64_t>{1, 3});  // the second task of every host
+  CHECK(PlanCollectiveLayout({a, b, a, b}, kSharded).Ring(2) == std::vector<int64_t>{2, 3});
+  CHECK(sharded.hash != l.hash);
+  // Hosts of different sizes: a leader each, whatever was asked for.
+  CHECK(PlanCollectiveLayout({a, b, b, c}, kSharded).DebugString() == "leader: hosts {0} {1,2} {3}");
   CHECK(PlanCollectiveLayout({a, b, b, c}, kAuto).hash == PlanCollectiveLayout({"x", "y", "y", "z"}, kAuto).hash);
   CHECK_FALSE(PlanCollectiveLayout({a, b, c}, kAuto).hierarchical());      // a host each
   CHECK_FALSE(PlanCollectiveLayout({a, a, a}, kAuto).hierarchical());      // one host
@@ -626,7 +629,7 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
   struct Case {
     std::vector<std::string> hosts;
     std::string hosts_text;
-    bool uniform;  // every host with as many tasks: sharded when auto
+    bool uniform;  // every host with as many tasks: sharded when asked for
   };
   for (const Case& c : {Case{{h1, h1, h2, h2}, "hosts {0,1} {2,3}", true},
                         Case{{h1, h2, h2, h3}, "hosts {0} {1,2} {3}", false},
@@ -636,7 +639,7 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
     const int n = static_cast<int>(c.hosts.size());
     INFO(c.hosts_text);
     Ring chosen(c.hosts, std::chrono::seconds(60));
-    Ring leader(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kLeader);
+    Ring sharded(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kSharded);
     // One rank forcing the ring makes the group flat.
     Ring flat(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kAuto, {0});
     int64_t instance = 0;
@@ -647,7 +650,7 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
             {DT_INT64, "Max", false}, {DT_INT64, "Add", true}}) {
         ++instance;
         const std::vector<Tensor> a = AllReduce(chosen, instance, size, dtype, merge, divide);
-        const std::vector<Tensor> l = AllReduce(leader, instance, size, dtype, merge, divide);
+        const std::vector<Tensor> l = AllReduce(sharded, instance, size, dtype, merge, divide);
         const std::vector<Tensor> b = AllReduce(flat, instance, size, dtype, merge, divide);
         const int64_t last = (size - 1) % 97 + 1, total = n * (n + 1) / 2;
         for (int r = 0; r < n; ++r) {
@@ -664,14 +667,14 @@ TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat rin
       }
     }
     for (int r = 0; r < n; ++r) {
-      CHECK(chosen[r].exec->layout(1) == (c.uniform ? "sharded: " : "leader: ") + c.hosts_text);
-      CHECK(leader[r].exec->layout(1) == "leader: " + c.hosts_text);
+      CHECK(chosen[r].exec->layout(1) == "leader: " + c.hosts_text);
+      CHECK(sharded[r].exec->layout(1) == (c.uniform ? "sharded: " : "leader: ") + c.hosts_text);
       CHECK(flat[r].exec->layout(1) == "flat");
     }
     // The tasks of a shared host read each other's tensors from their memory.
     const int shared = c.hosts[0] == c.hosts[1] || c.hosts[0] == c.hosts[2] ? 0 : 1;
     CHECK(chosen[shared].transport->same_host_count() > 0);
-    CHECK(leader[shared].transport->same_host_count() > 0);
+    CHECK(sharded[shared].transport->same_host_count() > 0);
   }
 }
 
@@ -679,9 +682,9 @@ TEST_CASE("collective: a hierarchical all-reduce fails at once on every rank whe
   // 2 hosts x 2 tasks: ranks 0 (leader) and 1 on 127.0.0.1, 2 (leader) and 3
   // on 127.0.0.2. A long timeout: the failure must come from the death.
   const std::vector<std::string> hosts{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"};
-  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kLeader}) {
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kSharded}) {
     for (int victim : {3, 2, 1, 0}) {
-      INFO("rank " << victim << " dies, " << (algorithm == CollectiveAlgorithm::kAuto ? "sharded" : "leader"));
+      INFO("rank " << victim << " dies, " << (algorithm == CollectiveAlgorithm::kAuto ? "leader" : "sharded"));
       Ring ring(hosts, std::chrono::seconds(120), algorithm);
       AllReduce(ring, 1, 1000, DT_FLOAT, "Add", false);  // formed
       REQUIRE(ring[0].exec->layout(1) != "flat");
@@ -713,13 +716,13 @@ TEST_CASE("collective: a hierarchical all-reduce fails at once on every rank whe
 }
 
 TEST_CASE("collective: a task whose host's other task never comes times out naming it") {
-  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kLeader}) {
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kSharded}) {
     Ring ring({"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"}, std::chrono::milliseconds(2000), algorithm);
     AllReduce(ring, 1, 10, DT_FLOAT, "Add", false);
     auto f = Start(ring[3], Reduce(4, 1), Input(3, 10));  // rank 2, its host's leader, never starts
     Result r = Wait(f);
     CHECK(r.first.code() == Code::kDeadlineExceeded);
-    CHECK_THAT(r.first.message(), Catch::Contains(algorithm == CollectiveAlgorithm::kAuto
+    CHECK_THAT(r.first.message(), Catch::Contains(algorithm == CollectiveAlgorithm::kSharded
                                                       ? "the shard of " + Task(2) + " to sum (a task of its host)"
                                                       : "the reduced tensor of " + Task(2) + " (a task of its host)"));
   }
