@@ -25,9 +25,10 @@
 // the host's work (reads, sums, the ring's turns) among its tasks instead of
 // loading the leader with all of it (NCCL's way), which pays where a host's
 // CPUs or memory are the limit; in bench/bench_allreduce_multihost.sh (4
-// hosts x 2 tasks on 1 Gbit/s links, 8 processes on 2 shared cores) the
-// leader layout measured as fast or 5-10% faster at 64 MiB (fewer copies
-// here, where the host's tasks share two cores), so it is the default.
+// hosts x 2 tasks on 1 Gbit/s links, 8 processes on 2 shared cores) the two
+// measured alike within the noise (medians of 4 runs at 64 MiB: leader 7%
+// faster in block placement, 2% in cyclic), so the default is the leader
+// layout the issue describes.
 //
 // A host is the address a task's transport is reached at (the membership's
 // TaskRecord::host; 127.0.0.1 and 127.0.0.2 are two hosts). `hash` names the
