@@ -169,7 +169,10 @@ struct Runtime::Impl {
       if (!s.ok()) throw std::runtime_error(s.ToString());
     }
     {
-      auto c = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task_name);
+      CollectiveExecutorOptions co;
+      const Status s = CollectiveExecutorOptions::FromEnvironment(&co);  // ACTORFLOW_ALLREDUCE
+      if (!s.ok()) throw std::runtime_error(s.ToString());
+      auto c = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task_name, co);
       std::lock_guard<std::mutex> lock(transport_mu);
       collectives = std::move(c);
     }

@@ -32,6 +32,9 @@
 //   bench_allreduce [--ranks N] [--rounds R] [PYTHON]   # rank 0; starts the others
 // Prints one JSON line per size and one for the validation; exits 1 when a
 // check fails or the torch peer could not run (its figures are then null).
+// Each size's line has every implementation's bandwidth in nccl-tests' units,
+// GB/s (algbw_GBps: bytes / median time; busbw_GBps: algbw x 2 (n-1)/n, what
+// each rank's link carries in a ring), to set beside other libraries' figures.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,13 +60,10 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "bench_util.hpp"
-#include "actorflow/comm/collective_executor.hpp"
-#include "actorflow/comm/membership.hpp"
-#include "actorflow/comm/tensor_transport.hpp"
-#include "actorflow/ops/collective/collective_reduction.hpp"
+#include "allreduce_ranks.hpp"
 
 using namespace actorflow;
+using namespace allreduce_bench;
 
 namespace {
 
@@ -78,109 +78,7 @@ int CallsPerRound(int64_t bytes, int rounds) {
   return static_cast<int>(std::max<int64_t>(1, (total + rounds - 1) / rounds));
 }
 
-std::string Task(int rank) { return "/job:worker/replica:0/task:" + std::to_string(rank); }
-
-// What rank 0 started (the other ranks, the torch peer) and its scratch
-// directory: a failure ends and removes them before the process exits.
-std::vector<pid_t> g_children;
-std::string g_scratch;
-
-// `pid` was waited for: never signalled again (its number may be reused).
-void Reaped(pid_t pid) { g_children.erase(std::remove(g_children.begin(), g_children.end(), pid), g_children.end()); }
-
-[[noreturn]] void Fail(const std::string& why) {
-  std::fprintf(stderr, "bench_allreduce: %s\n", why.c_str());
-  for (pid_t pid : g_children) {
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-  }
-  if (!g_scratch.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(g_scratch, ec);
-  }
-  std::exit(1);
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  {
-    std::ofstream(path + ".tmp") << text;
-  }
-  std::filesystem::rename(path + ".tmp", path);
-}
-
-// The first line of `path`, once another rank has written it (30 s at most).
-std::string WaitFile(const std::string& path) {
-  for (int i = 0; i < 3000; ++i) {
-    std::ifstream in(path);
-    std::string s;
-    if (in && std::getline(in, s) && !s.empty()) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  Fail("no " + path + " after 30 s");
-}
-
 // ---- the three implementations in this process ------------------------------
-
-// actorflow: a transport (same-host path on or off) and a collective executor
-// over it, with every other rank as a peer (found by files in `dir`).
-class ActorflowRing {
- public:
-  ActorflowRing(int rank, int ranks, const std::string& dir, bool same_host)
-      : ranks_(ranks), membership_(Task(rank), 10 + rank) {
-    auto target = target_;
-    TransportOptions o;
-    o.task = Task(rank);
-    o.incarnation = 10 + rank;
-    o.membership = &membership_;
-    o.same_host = same_host;
-    TransportCallbacks cb;
-    cb.handler(Channel::kCollective).deliver = [target](const std::string& from, std::string meta, Tensor v, bool) {
-      if (auto* e = target->load()) e->Deliver(from, std::move(meta), std::move(v));
-    };
-    const Status s = TensorTransport::Start(o, cb, &transport_);
-    if (!s.ok()) Fail(s.ToString());
-    const std::string tag = dir + (same_host ? "/af_" : "/tcp_");
-    WriteFile(tag + std::to_string(rank), std::to_string(transport_->port()));
-    for (int peer = 0; peer < ranks; ++peer) {
-      if (peer == rank) continue;
-      const int port = std::stoi(WaitFile(tag + std::to_string(peer)));
-      membership_.Update(TaskRecord::At(Task(peer), "127.0.0.1", static_cast<uint16_t>(port), 10 + peer));
-    }
-    exec_ = std::make_unique<CollectiveExecutor>(transport_.get(), &membership_, Task(rank));
-    target_->store(exec_.get());
-    if (!NewCollectiveReduction("bench", "Add", "Id", &sum_).ok()) Fail("no Add/Id reduction");
-  }
-  ~ActorflowRing() {
-    transport_->Drain(std::chrono::seconds(5));  // the peers have what this rank sent
-    target_->store(nullptr);
-    exec_->Stop();
-    transport_->Stop();
-  }
-
-  // output = the sum of every rank's `input` (instance `instance`: one per size).
-  void AllReduce(int64_t instance, const Tensor& input, Tensor* output) {
-    CollectiveParams p;
-    p.node = "bench";
-    p.group_size = ranks_;
-    p.instance_key = instance;
-    p.reduction = sum_;
-    std::promise<Status> done;
-    auto f = done.get_future();
-    exec_->Start(exec_->NewId(), p, input, *output, [&](const Status& st, Tensor) { done.set_value(st); });
-    const Status st = f.get();
-    if (!st.ok()) Fail("actorflow all-reduce failed: " + st.ToString());
-  }
-  const TensorTransport& transport() const { return *transport_; }
-
- private:
-  int ranks_;
-  Membership membership_;  // this rank's process's: outlives its transport and executor
-  std::shared_ptr<std::atomic<CollectiveExecutor*>> target_ = std::make_shared<std::atomic<CollectiveExecutor*>>();
-  std::unique_ptr<TensorTransport> transport_;
-  std::unique_ptr<CollectiveExecutor> exec_;
-  std::shared_ptr<const CollectiveReduction> sum_;
-};
 
 // gloo: a full mesh by a FileStore, ring all-reduce in place.
 class GlooRing {
@@ -210,62 +108,6 @@ class GlooRing {
   uint32_t tag_ = 0;
 };
 
-// torch.distributed (rank 0 only): the peer script's ranks, driven by lines on
-// its stdin ("BYTES CALLS" -> the calls' ms on one line).
-class TorchPeer {
- public:
-  TorchPeer(const std::string& python, int ranks) {
-    child_ = bench::SpawnPiped(python, {std::string(AF_BENCH_DIR) + "/peer_torch_allreduce.py", "--ranks",
-                                        std::to_string(ranks)});
-    if (child_.pid < 0) {
-      error_ = "cannot start " + python;
-      return;
-    }
-    g_children.push_back(child_.pid);
-    const std::string ready = ReadLine();
-    if (ready != "ready") error_ = ready.empty() ? "the peer ended before its group formed" : ready;
-  }
-  ~TorchPeer() {
-    if (child_.pid < 0) return;
-    std::fclose(child_.to);  // end of input: the peer's ranks leave
-    std::fclose(child_.from);
-    int status = 0;
-    ::waitpid(child_.pid, &status, 0);
-    Reaped(child_.pid);
-  }
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-
-  // Milliseconds of each of `calls` all-reduces of `bytes`; empty when the peer failed.
-  std::vector<double> Block(int64_t bytes, int calls) {
-    if (!ok()) return {};
-    std::fprintf(child_.to, "%lld %d\n", static_cast<long long>(bytes), calls);
-    std::fflush(child_.to);
-    const std::string line = ReadLine();
-    std::vector<double> ms;
-    const char* p = line.c_str();
-    char* end = nullptr;
-    for (double v = std::strtod(p, &end); end != p; v = std::strtod(p, &end)) {
-      ms.push_back(v);
-      p = end;
-    }
-    if (static_cast<int>(ms.size()) != calls) {
-      error_ = line.empty() ? "the peer ended" : "the peer answered '" + line + "'";
-      return {};
-    }
-    return ms;
-  }
-
- private:
-  std::string ReadLine() {
-    std::string s;
-    for (int c = std::fgetc(child_.from); c != EOF && c != '\n'; c = std::fgetc(child_.from)) s.push_back(c);
-    return s;
-  }
-  bench::Child child_;
-  std::string error_;
-};
-
 // ---- the measurement -----------------------------------------------------------
 
 enum Impl { kTcp, kGloo, kTorch, kSameHost, kImpls };  // the order of each round
@@ -274,10 +116,6 @@ struct SizeResult {
   std::array<std::vector<double>, kImpls> ms;
   uint64_t same_host_received = 0, same_host_read = 0;  // rank 0's same-host run
 };
-
-double Elapsed(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Every rank runs this schedule; rank 0 (with `torch`) also drives the torch peer.
 std::vector<SizeResult> Measure(int rank, int ranks, int rounds, ActorflowRing& tcp, ActorflowRing& same_host,
@@ -420,21 +258,14 @@ struct RankRun {
 };
 
 RankRun RunRank(int rank, int ranks, int rounds, const std::string& dir, TorchPeer* torch) {
-  ActorflowRing tcp(rank, ranks, dir, false);
-  ActorflowRing same_host(rank, ranks, dir, true);
+  ActorflowRing tcp(rank, ranks, dir, "tcp", false);
+  ActorflowRing same_host(rank, ranks, dir, "af", true);
   GlooRing gloo(rank, ranks, dir + "/gloo");
   RankRun run;
   run.sizes = Measure(rank, ranks, rounds, tcp, same_host, gloo, torch);
   run.validation = Validate(rank, ranks, tcp, same_host, gloo);
   run.tcp_read = tcp.transport().same_host_count();
   return run;
-}
-
-std::string Json(double v, const char* format = "%.4f") {
-  if (!(v > 0)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
 }
 
 }  // namespace
@@ -467,7 +298,7 @@ int main(int argc, char** argv) {
   dir = scratch.path();
   g_scratch = dir;
   std::filesystem::create_directories(dir + "/gloo");
-  TorchPeer torch(python, ranks);
+  TorchPeer torch(python, {"--ranks", std::to_string(ranks)});
   if (!torch.ok()) std::fprintf(stderr, "bench_allreduce: the torch peer: %s\n", torch.error().c_str());
   std::vector<pid_t> children;
   for (int r = 1; r < ranks; ++r) {
@@ -495,22 +326,27 @@ int main(int argc, char** argv) {
   for (size_t s = 0; s < kBytes.size(); ++s) {
     const SizeResult& r = run.sizes[s];
     std::array<double, kImpls> med{};
+    std::string algbw, busbw;  // per implementation, nccl-tests' units
     for (int i = 0; i < kImpls; ++i) {
-      std::vector<double> v = r.ms[i];
-      std::sort(v.begin(), v.end());
-      med[i] = v.empty() ? 0 : v[v.size() / 2];
+      med[i] = Median(r.ms[i]);
+      static const char* const kNames[kImpls] = {"actorflow_tcp", "gloo", "torch", "actorflow_same_host"};
+      algbw += std::string(i ? "," : "") + "\"" + kNames[i] + "\":" + Json(AlgBandwidth(kBytes[s], med[i]), "%.3f");
+      busbw += std::string(i ? "," : "") + "\"" + kNames[i] + "\":" +
+               Json(BusBandwidth(kBytes[s], med[i], ranks), "%.3f");
     }
     std::printf("{\"bench\":\"allreduce\",\"params\":{\"bytes\":%lld,\"processes\":%d,\"rounds\":%d,\"calls\":%zu},"
                 "\"actorflow_tcp_ms\":%s,\"gloo_ms\":%s,\"torch_ms\":%s,"
                 "\"ratio_tcp_vs_gloo\":%s,\"ratio_tcp_vs_torch\":%s,\"actorflow_tcp_GBps\":%s,"
                 "\"actorflow_same_host_ms\":%s,\"same_host_ratio_vs_gloo_tcp\":%s,"
-                "\"same_host_run_tensors_received\":%llu,\"same_host_tensors\":%llu}\n",
+                "\"same_host_run_tensors_received\":%llu,\"same_host_tensors\":%llu,"
+                "\"algbw_GBps\":{%s},\"busbw_GBps\":{%s}}\n",
                 static_cast<long long>(kBytes[s]), ranks, rounds, r.ms[kTcp].size(), Json(med[kTcp]).c_str(),
                 Json(med[kGloo]).c_str(), Json(med[kTorch]).c_str(), Json(med[kGloo] / med[kTcp], "%.3f").c_str(),
                 Json(med[kTorch] / med[kTcp], "%.3f").c_str(),
                 Json(static_cast<double>(kBytes[s]) / med[kTcp] / 1e6, "%.3f").c_str(), Json(med[kSameHost]).c_str(),
                 Json(med[kGloo] / med[kSameHost], "%.3f").c_str(),
-                static_cast<unsigned long long>(r.same_host_received), static_cast<unsigned long long>(r.same_host_read));
+                static_cast<unsigned long long>(r.same_host_received), static_cast<unsigned long long>(r.same_host_read),
+                algbw.c_str(), busbw.c_str());
   }
   const Validation& v = run.validation;
   const bool ok = v.ok(ranks) && others_ok;

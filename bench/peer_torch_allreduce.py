@@ -10,6 +10,12 @@ bench_allreduce refills gloo's buffer).
   peer_torch_allreduce.py [--ranks N] BYTES...   alone: 3 warm-up calls, then
       max(15, min(300, 512 MiB / BYTES)) timed; prints "BYTES median_ms" per size
 
+  peer_torch_allreduce.py --ranks N --rank R --master ADDR:PORT
+                                                 one rank of a group whose ranks were started
+      apart (one per simulated host: bench_allreduce_hosts); rank R joins at ADDR:PORT
+      (rank 0 listens there) over the interface GLOO_SOCKET_IFNAME names; rank 0 is
+      driven as above, the others follow it; a barrier (untimed) before each call
+
 This process is rank 0; it starts ranks 1..N-1 (multiprocessing, spawn), which
 take each block's size from rank 0 by a broadcast (outside the timing)."""
 import argparse
@@ -26,17 +32,17 @@ import torch.multiprocessing as mp
 TIMEOUT = datetime.timedelta(seconds=120)
 
 
-def join(rank, ranks, port):
+def join(rank, ranks, port, addr="127.0.0.1"):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks,
+    dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=ranks,
                             timeout=TIMEOUT)
 
 
 class Block:
     """`calls` all-reduces of `nbytes` of float32; each rank contributes rank + 1."""
 
-    def __init__(self, rank, ranks):
-        self.rank, self.ranks, self.x = rank, ranks, None
+    def __init__(self, rank, ranks, barrier=False):
+        self.rank, self.ranks, self.x, self.barrier = rank, ranks, None, barrier
         self.expected = float(ranks * (ranks + 1) // 2)
 
     def run(self, nbytes, calls):
@@ -46,6 +52,8 @@ class Block:
         times = []
         for _ in range(calls):
             self.x.fill_(float(self.rank + 1))
+            if self.barrier:  # untimed: no rank starts before rank 0's clock runs
+                dist.barrier()
             t0 = time.perf_counter()
             dist.all_reduce(self.x)
             times.append((time.perf_counter() - t0) * 1e3)
@@ -62,9 +70,9 @@ def command(nbytes=0, calls=0):
     return int(cmd[0]), int(cmd[1])
 
 
-def other_rank(rank, ranks, port):
-    join(rank, ranks, port)
-    block = Block(rank, ranks)
+def other_rank(rank, ranks, port, addr="127.0.0.1", barrier=False):
+    join(rank, ranks, port, addr)
+    block = Block(rank, ranks, barrier)
     while True:
         nbytes, calls = command()
         if nbytes <= 0:
@@ -77,13 +85,38 @@ def reps(nbytes):
     return max(15, min(300, (512 << 20) // nbytes))
 
 
+def drive(block):
+    """Rank 0: "BYTES CALLS" lines on stdin, each answered with the calls' ms."""
+    print("ready", flush=True)
+    for line in sys.stdin:
+        nbytes, calls = (int(v) for v in line.split())
+        if nbytes <= 0:
+            break
+        command(nbytes, calls)
+        print(" ".join(f"{t:.4f}" for t in block.run(nbytes, calls)), flush=True)
+    command(0, 0)
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("sizes", type=int, nargs="*", help="bytes per all-reduce (alone)")
+    ap.add_argument("--rank", type=int, help="this rank alone (with --master)")
+    ap.add_argument("--master", help="ADDR:PORT of rank 0 (with --rank)")
     args = ap.parse_args()
     if args.ranks < 2 or any(s < 4 for s in args.sizes):
         ap.error("--ranks is at least 2 and sizes at least 4 bytes")
+    if (args.rank is None) != (args.master is None) or (args.rank is not None and args.sizes):
+        ap.error("--rank and --master go together, without sizes")
+    if args.rank is not None:
+        addr, port = args.master.rsplit(":", 1)
+        if args.rank == 0:
+            join(0, args.ranks, int(port), addr)
+            drive(Block(0, args.ranks, barrier=True))
+        else:
+            other_rank(args.rank, args.ranks, int(port), addr, barrier=True)
+        return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -99,16 +132,10 @@ def main():
                 command(nbytes, 3 + reps(nbytes))
                 times = block.run(nbytes, 3 + reps(nbytes))[3:]
                 print(nbytes, f"{statistics.median(times):.4f}", flush=True)
+            command(0, 0)
+            dist.destroy_process_group()
         else:
-            print("ready", flush=True)
-            for line in sys.stdin:
-                nbytes, calls = (int(v) for v in line.split())
-                if nbytes <= 0:
-                    break
-                command(nbytes, calls)
-                print(" ".join(f"{t:.4f}" for t in block.run(nbytes, calls)), flush=True)
-        command(0, 0)
-        dist.destroy_process_group()
+            drive(block)
     finally:
         for p in procs:
             p.join(timeout=60)

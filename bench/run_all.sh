@@ -11,7 +11,7 @@
 # error row, {"bench": NAME, "error": "..."}, so a missing figure is visible;
 # the script goes on and exits 1 at the end if any row was an error.
 # Sections: matmul executor checkpoint records torch conv queue loop
-# recv_scheduling devices train transport allreduce distributed gpu
+# recv_scheduling devices train transport allreduce distributed multihost gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 against="" only=" " build=1
@@ -28,7 +28,7 @@ if [ $build = 1 ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
     bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
-    train_distributed bench_conv transport_peer >/dev/null
+    train_distributed bench_conv transport_peer bench_allreduce_hosts >/dev/null
 fi
 
 errors=$(mktemp)  # one line per error row (figure may run in a pipeline's subshell)
@@ -158,6 +158,15 @@ if section distributed; then
   # Data-parallel training across processes (1 thread each): examples/s in every mode
   # beside PyTorch DDP (torchrun, gloo) and one actorflow process; recovery times.
   figure train_distributed bench/bench_distributed_train.sh build
+fi
+if section multihost; then
+  # Across 4 simulated hosts (a network + PID namespace each, 1 Gbit/s tbf links:
+  # tests/netns/hosts.sh), 2 tasks each: all-reduce busbw (nccl-tests' units) of actorflow
+  # as it chooses (one leader per host), sharded, the flat ring and torch.distributed gloo, for block
+  # and cyclic placements; then one worker per host: MLP training examples/s in allreduce,
+  # sync and async beside DDP (gloo). A "skipped" row each where namespaces cannot be made.
+  figure allreduce_multihost bench/bench_allreduce_multihost.sh build
+  figure train_multihost bench/bench_train_multihost.sh build
 fi
 if section gpu; then
   # The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on

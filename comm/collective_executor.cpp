@@ -1,6 +1,7 @@
 #include "actorflow/comm/collective_executor.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "actorflow/comm/collective_executor_impl.hpp"
@@ -27,6 +28,19 @@ const char* KindName(CollectiveKind k) {
 }  // namespace collective_internal
 
 using namespace collective_internal;
+
+Status CollectiveExecutorOptions::FromEnvironment(CollectiveExecutorOptions* options) {
+  const char* v = std::getenv("ACTORFLOW_ALLREDUCE");
+  const std::string value = v ? v : "auto";
+  if (value == "auto") options->algorithm = CollectiveAlgorithm::kAuto;
+  else if (value == "ring") options->algorithm = CollectiveAlgorithm::kRing;
+  else if (value == "sharded") options->algorithm = CollectiveAlgorithm::kSharded;
+  else
+    return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", value, "': expected 'auto' (one leader per host across ",
+                                   "hosts with several tasks, else the ring), 'ring' (always the flat ring) or ",
+                                   "'sharded' (every task of a host reduces a shard across hosts)");
+  return Status::OK();
+}
 
 Status CollectiveExecutor::CheckMessage(const std::string&, const std::string& meta) {
   CollectiveMessage m;
@@ -168,11 +182,10 @@ void CollectiveExecutor::Impl::ExpireDeadlines() {
     } else if (!op.running) {
       waiting = "the group to form (epoch " + std::to_string(g.epoch) + "; joined:";
       for (const auto& m : g.members)
-        if (m == task || (join_epoch.count(m) && join_epoch[m].first == g.epoch)) waiting += " " + m;
+        if (m == task || JoinedNow(g, m)) waiting += " " + m;
       waiting += ")";
     } else {
-      const int64_t from = op.p.kind == CollectiveKind::kBroadcastRecv ? -1 : (g.rank + g.size - 1) % g.size;
-      waiting = "phase " + std::to_string(op.phase) + " from " + (from < 0 ? "the source" : g.members[from]);
+      waiting = Waiting(g, op);
     }
     const double secs = std::chrono::duration<double>(op.p.timeout.count() > 0 ? op.p.timeout
                                                                                : options.default_timeout)
@@ -241,8 +254,12 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
                                  "collective failed or it restarted); the step may be run again"),
               /*only_running=*/!g.formed_once);
   std::vector<std::string> members{task};
+  std::map<std::string, std::string> hosts{{task, SelfHost()}};
   for (const auto& t : membership->Tasks())
-    if (t.name != task && JobOf(t.name) == job && !t.host.empty() && t.port != 0) members.push_back(t.name);
+    if (t.name != task && JobOf(t.name) == job && !t.host.empty() && t.port != 0) {
+      members.push_back(t.name);
+      hosts[t.name] = t.host;
+    }
   std::sort(members.begin(), members.end());
   g.epoch = epoch;
   g.inbox.clear();
@@ -270,6 +287,9 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
   }
   g.members = std::move(members);
   g.rank = std::find(g.members.begin(), g.members.end(), task) - g.members.begin();
+  std::vector<std::string> member_hosts;
+  for (const auto& m : g.members) member_hosts.push_back(hosts[m]);
+  g.layout = PlanCollectiveLayout(member_hosts, options.algorithm);
   g.state = Group::kForming;
   g.incarnations.clear();
   for (const auto& m : g.members) {
@@ -285,6 +305,7 @@ bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool fo
   m.size = g.size;
   m.forming = forming;
   m.incarnation = transport->incarnation();
+  m.plan = g.layout.hash;
   const Status s = transport->SendMessage(to, Channel::kCollective, EncodeCollectiveMessage(m));
   if (s.ok()) return true;
   g.state = Group::kBroken;
@@ -306,25 +327,53 @@ void CollectiveExecutor::Impl::ResendJoins() {
     if (g.state != Group::kForming) continue;
     forming = true;
     for (const auto& m : g.members) {
-      if (m == task) continue;
-      auto it = join_epoch.find(m);
-      if (it != join_epoch.end() && it->second.first == g.epoch) continue;
+      if (m == task || JoinedNow(g, m)) continue;
       if (!SendJoin(g, m, true)) break;
     }
   }
   resend_at = forming ? Clock::now() + kResend : Clock::time_point::max();
 }
 
+bool CollectiveExecutor::Impl::JoinedNow(const Group& g, const std::string& m) const {
+  auto it = joins.find({g.key, m});
+  return it != joins.end() && it->second.epoch == g.epoch && CurrentMember(m, it->second.incarnation);
+}
+
+std::string CollectiveExecutor::Impl::SelfHost() const {
+  auto self = membership->Find(task);
+  if (self && !self->host.empty()) return self->host;
+  const std::string& bound = transport->host();
+  return bound == "0.0.0.0" || bound == "::" ? std::string() : bound;
+}
+
 void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
   if (g.state != Group::kForming) return;
-  for (const auto& m : g.members) {
-    if (m == task) continue;
-    auto it = join_epoch.find(m);
-    // Joined at this epoch, as the incarnation the membership knows (not one it has replaced since).
-    if (it == join_epoch.end() || it->second.first != g.epoch || !CurrentMember(m, it->second.second)) return;
-  }
+  // Every member joined this group at this epoch, as the incarnation the
+  // membership knows (not one it has replaced since).
   for (const auto& m : g.members)
-    if (m != task) g.incarnations[m] = join_epoch[m].second;
+    if (m != task && !JoinedNow(g, m)) return;
+  g.hierarchical = g.layout.hierarchical();
+  for (const auto& m : g.members)
+    if (m != task) {
+      g.incarnations[m] = joins[{g.key, m}].incarnation;
+      g.hierarchical = g.hierarchical && joins[{g.key, m}].layout == g.layout.hash;
+    }
+  g.local.clear();
+  g.local_pos = 0;
+  if (g.hierarchical) {
+    g.ring = g.layout.Ring(g.rank);
+    g.local = g.layout.ranks_of_host[g.layout.host[g.rank]];
+    g.local_pos = std::find(g.local.begin(), g.local.end(), g.rank) - g.local.begin();
+  } else {
+    g.ring.clear();
+    for (int64_t r = 0; r < g.size; ++r) g.ring.push_back(r);
+  }
+  g.ring_pos = std::find(g.ring.begin(), g.ring.end(), g.rank) - g.ring.begin();
+  if (g.ring_pos == static_cast<int64_t>(g.ring.size())) g.ring_pos = -1;
+  {
+    std::lock_guard<std::mutex> lock(layouts_mu);
+    layouts[g.key] = g.hierarchical ? g.layout.DebugString() : "flat";
+  }
   g.state = Group::kFormed;
   g.formed_once = true;
   formed.fetch_add(1);
@@ -337,10 +386,12 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
 }
 
 void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming,
-                                      const std::string& from, uint64_t incarnation) {
+                                      const std::string& from, uint64_t incarnation, uint64_t layout) {
   auto& known = join_epoch[from];
   if (known.second != incarnation) known = {0, incarnation};
   known.first = std::max(known.first, epoch);
+  Joined& j = joins[{group, from}];
+  if (j.incarnation != incarnation || epoch >= j.epoch) j = Joined{epoch, incarnation, layout};
   Group& g = groups[group];
   if (g.size == 0) {
     g.key = group;
@@ -512,5 +563,11 @@ void CollectiveExecutor::Rejected(Status status) {
 uint64_t CollectiveExecutor::formed_count() const { return impl_->formed.load(); }
 
 size_t CollectiveExecutor::pending_count() const { return impl_->held.load(); }
+
+std::string CollectiveExecutor::layout(int64_t group_key) const {
+  std::lock_guard<std::mutex> lock(impl_->layouts_mu);
+  auto it = impl_->layouts.find(group_key);
+  return it == impl_->layouts.end() ? "" : it->second;
+}
 
 }  // namespace actorflow

@@ -17,6 +17,17 @@
 // gathered, so every rank ends with the same bits. A broadcast is one send
 // from the source to every other member.
 //
+// Across machines with several tasks each, the all-reduce is hierarchical
+// (comm/collective_layout.hpp, chosen from the membership's hosts when the
+// group forms): the tasks of a host give their tensors to the host's leader
+// over the same-host path, the leaders run the ring across hosts, and each
+// leader shares the result back on its host (or, asked for, the host's tasks
+// reduce a shard each and run a ring per shard); every rank still ends with
+// the same bits. So each host's link carries 2 (H-1)/H of the tensor each
+// way (H hosts) instead of that much per task.
+// CollectiveExecutorOptions::algorithm (ACTORFLOW_ALLREDUCE) forces the flat
+// ring or asks for the sharded layout.
+//
 // No negotiation per step and no order between collectives: every message
 // names its (group, epoch, instance, execution, phase, sender), so instances
 // may run in any order and at once on different ranks (buckets reduced as
@@ -69,6 +80,7 @@
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
+#include "actorflow/comm/collective_layout.hpp"
 #include "actorflow/ops/collective_access.hpp"
 
 namespace actorflow {
@@ -80,6 +92,15 @@ struct CollectiveExecutorOptions {
   /// A collective with no timeout of its own fails with DeadlineExceeded
   /// after this (a hung peer); TensorFlow's default waits for ever.
   std::chrono::milliseconds default_timeout{60000};
+  /// kAuto: the layout the hosts call for; kRing: always the flat ring;
+  /// kSharded: a shard per task of a host where hierarchical (comm/collective_layout.hpp).
+  /// A group runs hierarchically only when every member asks for the same.
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+
+  /// The options a process takes from its environment: ACTORFLOW_ALLREDUCE
+  /// "auto" (or unset), "ring" or "sharded"; anything else is InvalidArgument
+  /// naming the variable.
+  static Status FromEnvironment(CollectiveExecutorOptions* options);
 };
 
 class CollectiveExecutor final : public CollectiveAccess {
@@ -120,6 +141,10 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// left them: each waits for its group to form (or its members to be
   /// found) or for its peers' data (for tests).
   size_t pending_count() const;
+  /// How group `group_key`'s all-reduce ran when it last formed: "flat" or
+  /// "hierarchical: hosts {0,1} {2,3}" (its ranks by host); "" before it
+  /// formed (for tests and benchmarks).
+  std::string layout(int64_t group_key) const;
 
   struct Impl;
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/collective_layout.hpp"
 #include "actorflow/comm/collective_message.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
@@ -33,6 +34,13 @@ using Clock = std::chrono::steady_clock;
 // CollectiveMessage header as its meta (comm/collective_message.hpp): JOINs
 // (no tensor), bucket plans' text (a string scalar) and data (chunks and
 // broadcasts).
+
+// Phases of a hierarchical all-reduce's messages besides the rings' (0 ..
+// 2 (H-1) - 1 across H hosts): a tensor (or shard) for another task of the
+// host to sum (to the leader, or to the task whose shard it is), and a
+// reduced one shared back on the host (comm/collective_layout.hpp).
+constexpr int64_t kHostReducePhase = int64_t{1} << 40;
+constexpr int64_t kHostSharePhase = kHostReducePhase + 1;
 
 /// The job of a task name ("/job:worker/replica:0/task:1" -> "worker").
 std::string JobOf(const std::string& task);
@@ -62,6 +70,14 @@ struct CollectiveExecutor::Impl {
     int64_t execution = 0;
     int64_t phase = 0;  // the next phase whose message it waits for
     std::vector<Tensor> chunks;
+    // An all-reduce's stage (comm/collective_layout.hpp): kRing (a ring or
+    // an exchange over `sum`), kGather (summing what the host's tasks send:
+    // a leader their tensors, a sharded task its shard of theirs), kShare
+    // (taking what they share back: a task its leader's result, a sharded
+    // task the others' reduced shards).
+    enum Stage { kRing, kGather, kShare } stage = kRing;
+    Tensor sum;          // what this rank brings to the ring: its input, its host's sum or its shard's
+    int64_t local = 0;   // kGather, kShare: the index in Group::local of the task whose message is next
   };
 
   struct Group {
@@ -81,6 +97,19 @@ struct CollectiveExecutor::Impl {
     std::set<uint64_t> plans_sent;
     std::set<uint64_t> ops;  // waiting and running, in start order
     std::map<std::string, uint64_t> incarnations;  // the members' when it formed
+    // The layout this rank derived from the members' hosts when it formed
+    // the epoch, and whether every member derived the same (then the
+    // all-reduce is hierarchical): comm/collective_layout.hpp.
+    CollectiveLayout layout;
+    bool hierarchical = false;
+    std::vector<int64_t> ring;      // the ring's ranks: every rank, or the hosts' leaders
+    int64_t ring_pos = -1;          // this rank's place in `ring` (-1: not in it)
+    std::vector<int64_t> local;     // hierarchical: this host's ranks, the leader first
+    int64_t local_pos = 0;          // this rank's index in `local`
+  };
+  // A member's latest JOIN for a group: its epoch, incarnation and layout hash.
+  struct Joined {
+    uint64_t epoch = 0, incarnation = 0, layout = 0;
   };
   static constexpr std::chrono::milliseconds kResend{250};
 
@@ -125,9 +154,16 @@ struct CollectiveExecutor::Impl {
   // knew this task was dropped by its transport).
   void ResendJoins();
 
+  // Whether member `m` joined group `g` at its epoch, as the incarnation the membership knows.
+  bool JoinedNow(const Group& g, const std::string& m) const;
+
+  // Where this task's transport is reached ("": not known, it listens on every address).
+  std::string SelfHost() const;
+
   void MaybeFormed(Group& g);
 
-  void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation);
+  void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation,
+              uint64_t layout);
 
   // The membership's changes (on the writer's thread: posted). A member
   // failed, replaced or removed fails its groups' collectives.
@@ -156,6 +192,20 @@ struct CollectiveExecutor::Impl {
 
   void Launch(Group& g, Op& op);
 
+  // The message an all-reduce or broadcast waits for next: its phase and sender.
+  std::pair<int64_t, int64_t> Awaited(const Group& g, const Op& op) const;
+  // What it waits for, in words (for the timeout's message).
+  std::string Waiting(const Group& g, const Op& op) const;
+
+  // The ring (or a two-rank exchange) over `op.sum` begins: the first send.
+  Status StartRing(Group& g, Op& op);
+  // The ring's result (op.chunks, in order) is in: flat, it is the output;
+  // a leader shares it with its host; a sharded task puts its shard in the
+  // output, shares it with its host and waits for theirs. Then done.
+  void Reduced(Group& g, Op& op);
+  // The next task of this host (index in Group::local from `i`, this one skipped) a sharded task hears from.
+  int64_t NextLocal(const Group& g, int64_t i) const;
+
   // Takes the messages that have come for `id`, in phase order.
   void Progress(Group& g, uint64_t id);
 
@@ -172,6 +222,8 @@ struct CollectiveExecutor::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> formed{0};
   std::atomic<size_t> held{0};  // ops.size(), for pending_count()
+  mutable std::mutex layouts_mu;  // guards `layouts`
+  std::map<int64_t, std::string> layouts;  // group -> its layout when it last formed, for layout()
 
   std::mutex mu;  // guards `events` and `stopping`
   std::condition_variable cv;
@@ -183,6 +235,7 @@ struct CollectiveExecutor::Impl {
   std::map<uint64_t, Op> ops;
   std::map<int64_t, Group> groups;
   std::map<std::string, std::pair<uint64_t, uint64_t>> join_epoch;  // task -> (highest epoch joined, incarnation)
+  std::map<std::pair<int64_t, std::string>, Joined> joins;           // (group, task) -> its latest JOIN
   Clock::time_point resend_at = Clock::time_point::max();
 };
 

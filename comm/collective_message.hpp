@@ -8,7 +8,9 @@
 //
 // kind 1 JOIN (no tensor): the sender joins `group` (of `size` members) at
 //        `epoch`; `forming` 1: it still waits for JOINs (a formed member
-//        answers it); `incarnation`: the sender's
+//        answers it); `incarnation`: the sender's; `plan`: the hash of the
+//        layout it derived from the members' hosts (0: flat;
+//        comm/collective_layout.hpp)
 // kind 2 PLAN: a bucket plan's text (a string scalar) of hash `plan`, at
 //        `epoch`, from rank `from`
 // kind 3 DATA: a chunk (phase >= 0) or a broadcast (phase -1) of

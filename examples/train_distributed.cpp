@@ -44,6 +44,7 @@
 #include <string>
 
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/collective_ops.hpp"
 #include "actorflow/client/ops/queue_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/all_reduce.hpp"
@@ -105,6 +106,7 @@ struct TrainGraph {
   std::string init_tokens, local_step_init, chief_init;  // sync
   QueueRunnerDef chief_runner;                           // sync: the chief's sync op
   std::string done, wait_done;  // a worker says it is done; the chief waits for the others
+  std::string all_done;  // allreduce: every worker's last step is over (a one-float all-reduce)
   std::string broadcast;        // allreduce: every replica takes the chief's variables
 };
 
@@ -142,6 +144,13 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     train = g->adam->ApplyGradients(s.WithOpName("train"), AllReduceGradients(s, grads, ar), &m.step);
     ar.first_instance_key = 1000;  // apart from the gradients' buckets
     g->broadcast = BroadcastVariables(s, GlobalVariables(s), task == 0, ar).node()->name();
+    // The end: no worker leaves while another's last all-reduce may still
+    // need it (its leaving would fail that step). Instance 999: apart from both.
+    ops::CollectiveOptions end;
+    end.group_size = workers;
+    end.group_key = ar.group_key;
+    end.instance_key = 999;
+    g->all_done = ops::CollectiveReduce(s.WithOpName("all_done"), ops::Const(s, 1.0f), end).node()->name();
   } else {
     train = g->adam->Minimize(s.WithOpName("train"), m.loss, &m.step);
   }
@@ -361,6 +370,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (task != 0 && !g.done.empty() && !(s = sup.session()->Run({}, {}, {g.done}, &out)).ok()) return Fail(me, s);
+  if (workers > 1 && !g.all_done.empty()) {
+    // Once this returns every worker has finished training (each gave its
+    // float after its last step); a worker that leaves first may fail this
+    // one collective elsewhere, which says nothing about the training.
+    std::vector<Tensor> end;
+    const Status over = sup.session()->Run({}, {}, {g.all_done}, &end);
+    if (!over.ok()) std::printf("the end of training was not seen by every worker (%s)\n", over.ToString().c_str());
+  }
   if (task == 0) {
     // Tokens for a worker still waiting for one (sync), then the test set.
     if (g.sync && !(s = sup.session()->Run({}, {}, {g.init_tokens}, &out)).ok()) return Fail(me, s);

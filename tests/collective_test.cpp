@@ -3,11 +3,16 @@
 // broadcast exactly, instances run in any order, a mismatched tensor or
 // bucket plan is InvalidArgument on both sides, a dead peer is Unavailable, a
 // hung one DeadlineExceeded, a cancelled collective lets its peer fail fast,
-// and a restarted rank meets the others at a new epoch.
+// and a restarted rank meets the others at a new epoch. Across hosts
+// (loopback addresses 127.0.0.1, 127.0.0.2, ...) with several tasks on one,
+// the all-reduce is hierarchical, gives the flat ring's bits, and a leader or
+// another task dying mid-way fails the others at once.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "actorflow/comm/collective_executor.hpp"
+#include "actorflow/comm/collective_layout.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/ops/collective/collective_reduction.hpp"
@@ -39,7 +45,10 @@ struct Rank {
   // know, say): counted on the transport's thread, read by the test.
   std::shared_ptr<std::atomic<int>> rejected = std::make_shared<std::atomic<int>>(0);
 
-  Rank(int i, uint64_t incarnation, std::chrono::milliseconds timeout, bool same_host, TlsOptions tls = {})
+  // `host`: the loopback address its transport listens on (127.0.0.1 and
+  // 127.0.0.2 are two hosts to the collectives); `algorithm`: what it asks for.
+  Rank(int i, uint64_t incarnation, std::chrono::milliseconds timeout, bool same_host, TlsOptions tls = {},
+       const std::string& host = "127.0.0.1", CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto)
       : task(Task(i)), membership(std::make_unique<Membership>(task, incarnation)) {
     TransportOptions o;
     o.task = task;
@@ -47,6 +56,7 @@ struct Rank {
     o.membership = membership.get();
     o.same_host = same_host;
     o.tls = tls;
+    o.bind_host = host;
     TransportCallbacks cb;
     auto t = target;
     auto rejects = rejected;
@@ -62,6 +72,7 @@ struct Rank {
     REQUIRE(TensorTransport::Start(o, cb, &transport).ok());
     CollectiveExecutorOptions eo;
     eo.default_timeout = timeout;
+    eo.algorithm = algorithm;
     exec = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task, eo);
     target->store(exec.get());
   }
@@ -85,6 +96,17 @@ struct Ring {
                                              pki ? pki->Issue("rank" + std::to_string(i)) : TlsOptions()));
     Connect();
   }
+  // Rank i on host hosts[i] (a loopback address), asking for `algorithm`;
+  // the ranks in `flat` force the flat ring.
+  Ring(const std::vector<std::string>& hosts, std::chrono::milliseconds timeout,
+       CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto, const std::vector<int>& flat = {}) {
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const bool ring = std::find(flat.begin(), flat.end(), static_cast<int>(i)) != flat.end();
+      ranks.push_back(std::make_unique<Rank>(static_cast<int>(i), 100 + i, timeout, true, TlsOptions(), hosts[i],
+                                             ring ? CollectiveAlgorithm::kRing : algorithm));
+    }
+    Connect();
+  }
   void Connect() {
     for (auto& a : ranks)
       for (auto& b : ranks)
@@ -102,7 +124,8 @@ struct Ring {
   void Introduce(int from, int to) { Introduce(*ranks[from], *ranks[to]); }
   static void Introduce(Rank& from, Rank& to) {
     REQUIRE(from.membership
-                ->Update(TaskRecord::At(to.task, "127.0.0.1", to.transport->port(), to.transport->incarnation()))
+                ->Update(TaskRecord::At(to.task, to.transport->host(), to.transport->port(),
+                                        to.transport->incarnation()))
                 .ok());
   }
 };
@@ -539,4 +562,168 @@ TEST_CASE("collective: a collective started just before the executor stops is an
   }
   CHECK(answered_ok == 0);  // each answer is an error (Cancelled, or not in a cluster)
   CHECK(unanswered == 0);
+}
+
+TEST_CASE("collective: the layout is hierarchical only across 2 hosts or more with some host shared") {
+  const std::string a = "10.0.0.1", b = "10.0.0.2", c = "10.0.0.3";
+  const auto kAuto = CollectiveAlgorithm::kAuto, kSharded = CollectiveAlgorithm::kSharded;
+  CollectiveLayout l = PlanCollectiveLayout({a, a, b, b}, kAuto);  // one leader per host
+  REQUIRE(l.hierarchical());
+  CHECK_FALSE(l.sharded);
+  CHECK(l.DebugString() == "leader: hosts {0,1} {2,3}");
+  CHECK(l.Ring(3) == std::vector<int64_t>{0, 2});
+  // Cyclic placement: rank i on host i mod 2.
+  CollectiveLayout cyclic = PlanCollectiveLayout({a, b, a, b}, kAuto);
+  CHECK(cyclic.DebugString() == "leader: hosts {0,2} {1,3}");
+  CHECK(cyclic.Ring(2) == std::vector<int64_t>{0, 1});
+  CHECK(cyclic.hash != l.hash);
+  // Sharded, asked for: a ring per local index.
+  CollectiveLayout sharded = PlanCollectiveLayout({a, a, b, b}, kSharded);
+  CHECK(sharded.sharded);
+  CHECK(sharded.DebugString() == "sharded: hosts {0,1} {2,3}");
+  CHECK(sharded.Ring(1) == std::vector<int64_t>{1, 3});  // the second task of every host
+  CHECK(PlanCollectiveLayout({a, b, a, b}, kSharded).Ring(2) == std::vector<int64_t>{2, 3});
+  CHECK(sharded.hash != l.hash);
+  // Hosts of different sizes: a leader each, whatever was asked for.
+  CHECK(PlanCollectiveLayout({a, b, b, c}, kSharded).DebugString() == "leader: hosts {0} {1,2} {3}");
+  CHECK(PlanCollectiveLayout({a, b, b, c}, kAuto).hash == PlanCollectiveLayout({"x", "y", "y", "z"}, kAuto).hash);
+  CHECK_FALSE(PlanCollectiveLayout({a, b, c}, kAuto).hierarchical());      // a host each
+  CHECK_FALSE(PlanCollectiveLayout({a, a, a}, kAuto).hierarchical());      // one host
+  CHECK_FALSE(PlanCollectiveLayout({a, a, "", b}, kAuto).hierarchical());  // a host not known
+  CHECK(PlanCollectiveLayout({a, a, b, b}, CollectiveAlgorithm::kRing).DebugString() == "flat");
+  CHECK(PlanCollectiveLayout({a, b, c}, kAuto).Ring(2) == std::vector<int64_t>{0, 1, 2});
+  // Pieces: 10 in 3 is 4, 3, 3.
+  CHECK(CollectivePiece(10, 3, 0) == std::pair<int64_t, int64_t>{0, 4});
+  CHECK(CollectivePiece(10, 3, 2) == std::pair<int64_t, int64_t>{7, 3});
+  CHECK(CollectivePiece(1, 2, 1) == std::pair<int64_t, int64_t>{1, 0});
+}
+
+namespace {
+
+// Every rank of `ring` all-reduces its Input (instance `instance`) with
+// `merge` (Div: the mean); the results, by rank.
+std::vector<Tensor> AllReduce(Ring& ring, int64_t instance, int64_t size, DataType dtype, const std::string& merge,
+                              bool divide) {
+  const int n = static_cast<int>(ring.ranks.size());
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < n; ++r) fs.push_back(Start(ring[r], Reduce(n, instance, merge, divide), Input(r, size, dtype)));
+  std::vector<Tensor> out;
+  for (int r = 0; r < n; ++r) {
+    Result res = Wait(fs[r]);
+    INFO("rank " << r << " of " << n << ", " << size << " elements: " << res.first.ToString());
+    REQUIRE(res.first.ok());
+    out.push_back(res.second);
+  }
+  return out;
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.NumElements() == b.NumElements() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.NumElements() * DataTypeSize(a.dtype())) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("collective: a hierarchical all-reduce across hosts gives the flat ring's bits on every rank") {
+  const std::string h1 = "127.0.0.1", h2 = "127.0.0.2", h3 = "127.0.0.3";
+  struct Case {
+    std::vector<std::string> hosts;
+    std::string hosts_text;
+    bool uniform;  // every host with as many tasks: sharded when asked for
+  };
+  for (const Case& c : {Case{{h1, h1, h2, h2}, "hosts {0,1} {2,3}", true},
+                        Case{{h1, h2, h2, h3}, "hosts {0} {1,2} {3}", false},
+                        Case{{h1, h2, h1, h2}, "hosts {0,2} {1,3}", true},
+                        Case{{h1, h1, h2, h2, h3, h3}, "hosts {0,1} {2,3} {4,5}", true},
+                        Case{{h1, h1, h1, h2, h2, h2}, "hosts {0,1,2} {3,4,5}", true}}) {
+    const int n = static_cast<int>(c.hosts.size());
+    INFO(c.hosts_text);
+    Ring chosen(c.hosts, std::chrono::seconds(60));
+    Ring sharded(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kSharded);
+    // One rank forcing the ring makes the group flat.
+    Ring flat(c.hosts, std::chrono::seconds(60), CollectiveAlgorithm::kAuto, {0});
+    int64_t instance = 0;
+    // 1 element, fewer than ranks, odd, and past the same-host threshold (lent tensors).
+    for (int64_t size : {int64_t{1}, int64_t{3}, int64_t{1001}, int64_t{400000}}) {
+      for (const auto& [dtype, merge, divide] :
+           {std::tuple<DataType, std::string, bool>{DT_FLOAT, "Add", false}, {DT_FLOAT, "Add", true},
+            {DT_INT64, "Max", false}, {DT_INT64, "Add", true}}) {
+        ++instance;
+        const std::vector<Tensor> a = AllReduce(chosen, instance, size, dtype, merge, divide);
+        const std::vector<Tensor> l = AllReduce(sharded, instance, size, dtype, merge, divide);
+        const std::vector<Tensor> b = AllReduce(flat, instance, size, dtype, merge, divide);
+        const int64_t last = (size - 1) % 97 + 1, total = n * (n + 1) / 2;
+        for (int r = 0; r < n; ++r) {
+          INFO("rank " << r << ", " << size << " elements, " << DataTypeString(dtype) << " " << merge
+                       << (divide ? "/Div" : ""));
+          CHECK(SameBytes(a[r], b[r]));
+          CHECK(SameBytes(l[r], b[r]));
+          CHECK(SameBytes(a[r], a[0]));
+          if (dtype == DT_FLOAT)
+            CHECK(a[r].data<float>()[size - 1] == static_cast<float>(total * last) / (divide ? n : 1));
+          if (dtype == DT_INT64)
+            CHECK(a[r].data<int64_t>()[size - 1] == (merge == "Max" ? n * last : total * last / n));
+        }
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      CHECK(chosen[r].exec->layout(1) == "leader: " + c.hosts_text);
+      CHECK(sharded[r].exec->layout(1) == (c.uniform ? "sharded: " : "leader: ") + c.hosts_text);
+      CHECK(flat[r].exec->layout(1) == "flat");
+    }
+    // The tasks of a shared host read each other's tensors from their memory.
+    const int shared = c.hosts[0] == c.hosts[1] || c.hosts[0] == c.hosts[2] ? 0 : 1;
+    CHECK(chosen[shared].transport->same_host_count() > 0);
+    CHECK(sharded[shared].transport->same_host_count() > 0);
+  }
+}
+
+TEST_CASE("collective: a hierarchical all-reduce fails at once on every rank when a leader or another task dies") {
+  // 2 hosts x 2 tasks: ranks 0 (leader) and 1 on 127.0.0.1, 2 (leader) and 3
+  // on 127.0.0.2. A long timeout: the failure must come from the death.
+  const std::vector<std::string> hosts{"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"};
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kSharded}) {
+    for (int victim : {3, 2, 1, 0}) {
+      INFO("rank " << victim << " dies, " << (algorithm == CollectiveAlgorithm::kAuto ? "leader" : "sharded"));
+      Ring ring(hosts, std::chrono::seconds(120), algorithm);
+      AllReduce(ring, 1, 1000, DT_FLOAT, "Add", false);  // formed
+      REQUIRE(ring[0].exec->layout(1) != "flat");
+      std::vector<std::future<Result>> fs;
+      std::vector<int> others;
+      for (int r = 0; r < 4; ++r)
+        if (r != victim) {
+          others.push_back(r);
+          fs.push_back(Start(ring[r], Reduce(4, 1), Input(r, 100000)));
+        }
+      // Every survivor is exchanging (and waits for the victim, directly or not).
+      REQUIRE(WaitUntil(
+          [&] {
+            for (int r : others)
+              if (ring[r].exec->pending_count() != 1) return false;
+            return true;
+          },
+          std::chrono::seconds(10)));
+      const auto killed = std::chrono::steady_clock::now();
+      ring[victim].Kill();
+      for (auto& f : fs) {
+        Result res = Wait(f);
+        INFO(res.first.ToString());
+        CHECK((res.first.code() == Code::kUnavailable || res.first.code() == Code::kAborted));
+      }
+      CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(30));  // not the 120 s timeout
+    }
+  }
+}
+
+TEST_CASE("collective: a task whose host's other task never comes times out naming it") {
+  for (auto algorithm : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kSharded}) {
+    Ring ring({"127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"}, std::chrono::milliseconds(2000), algorithm);
+    AllReduce(ring, 1, 10, DT_FLOAT, "Add", false);
+    auto f = Start(ring[3], Reduce(4, 1), Input(3, 10));  // rank 2, its host's leader, never starts
+    Result r = Wait(f);
+    CHECK(r.first.code() == Code::kDeadlineExceeded);
+    CHECK_THAT(r.first.message(), Catch::Contains(algorithm == CollectiveAlgorithm::kSharded
+                                                      ? "the shard of " + Task(2) + " to sum (a task of its host)"
+                                                      : "the reduced tensor of " + Task(2) + " (a task of its host)"));
+  }
 }
