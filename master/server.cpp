@@ -1,5 +1,7 @@
 #include "actorflow/master/server.hpp"
 
+#include "actorflow/comm/membership.hpp"
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/publish.hpp>
@@ -13,6 +15,7 @@
 #include "actorflow/devices/device.hpp"
 #include "actorflow/master/cluster_view.hpp"
 #include "actorflow/master/master_service.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -101,6 +104,15 @@ Status Server::Create(ServerOptions options, std::unique_ptr<Server>* out) {
     return errors::Unavailable("cannot listen on ", options.bind, ":", options.port, ": ", why);
   }
   server->port_ = *port;
+  // This task in its own membership where the cluster says peers reach it: a
+  // task bound to every interface (0.0.0.0) still knows its host, which the
+  // collectives' layout by host (comm/collective_layout.hpp) needs.
+  std::string self_address, self_host;
+  uint16_t ignored = 0;
+  if (options.has_cluster && rt->transport() && options.cluster.Address(options.task, &self_address).ok() &&
+      SplitHostPort(self_address, &self_host, &ignored).ok())
+    (void)rt->membership()->Update(  // this process's own incarnation: never refused
+        TaskRecord::At(rt->task_name(), self_host, rt->transport()->port(), rt->incarnation()));
   {
     std::lock_guard<std::mutex> lock(g_servers_mu);
     g_servers[server->target()] = server.get();

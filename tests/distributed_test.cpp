@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/control_flow.hpp"
 #include "actorflow/client/ops/queue_ops.hpp"
@@ -521,4 +522,21 @@ TEST_CASE("distributed: a Server destroyed after its sessions are closed, the Se
   c.server.reset();
   ended.set_value();
   watchdog.join();
+}
+
+TEST_CASE("distributed: a task bound to every interface knows its host from the cluster (collectives group by host)",
+          "[distributed]") {
+  ServerOptions o;
+  REQUIRE(ClusterSpec::Parse(R"({"worker": ["127.0.0.3:2222"]})", &o.cluster).ok());
+  o.has_cluster = true;
+  o.task = {"worker", 0};
+  o.bind = "0.0.0.0";
+  o.insecure = true;
+  o.port = 0;  // any free port: what matters is where the cluster says peers reach it
+  std::unique_ptr<Server> server;
+  REQUIRE(Server::Create(o, &server).ok());
+  auto self = server->runtime()->membership()->Find("/job:worker/replica:0/task:0");
+  REQUIRE(self);
+  CHECK(self->host == "127.0.0.3");
+  CHECK(self->port == server->transport_port());
 }
