@@ -173,6 +173,9 @@ Status ClusterSpec::Parse(const std::string& text, ClusterSpec* out, TaskId* tas
   }
   if (spec.jobs_.empty()) return errors::InvalidArgument("cluster: no jobs");
   if (parsed.valid()) AF_RETURN_IF_ERROR(spec.CheckTask(parsed));
+  // Kubeflow's view lists only this task of its own job, whatever it lists:
+  // worker 0's {"worker": ["w0"]} is not a cluster of one worker.
+  if (kubeflow_sparse && parsed.valid()) spec.partial_.insert(parsed.job);
   *out = std::move(spec);
   if (task) *task = parsed;
   return Status::OK();
@@ -207,6 +210,7 @@ std::vector<int> ClusterSpec::task_indices(const std::string& job) const {
 }
 
 bool ClusterSpec::IsDense(const std::string& job) const {
+  if (partial_.count(job)) return false;
   auto it = jobs_.find(job);
   return it == jobs_.end() || it->second.empty() || it->second.rbegin()->first + 1 == static_cast<int>(it->second.size());
 }
@@ -271,7 +275,7 @@ std::string ClusterSpec::ToJson() const {
 }
 
 std::string ClusterSpec::ToTfConfig(const TaskId& task) const {
-  return "{\"cluster\": " + ToJson() + ", \"task\": {\"type\": " + json(task.job).dump() +
+  return std::string(partial_.empty() ? "{\"cluster\": " : "{\"sparseCluster\": ") + ToJson() + ", \"task\": {\"type\": " + json(task.job).dump() +
          ", \"index\": " + std::to_string(task.index) + "}}";
 }
 

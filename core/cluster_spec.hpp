@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,8 @@ class ClusterSpec {
   int num_tasks(const std::string& job) const;
   /// The indices of `job`'s tasks, ascending (0..num_tasks-1 when it is dense).
   std::vector<int> task_indices(const std::string& job) const;
-  /// Whether `job` lists every task from 0 to num_tasks-1 (true for a job it does not have).
+  /// Whether `job` lists every task from 0 to num_tasks-1 (true for a job it does not have;
+  /// false for the task's own job in Kubeflow's "sparseCluster" view, which lists only it).
   bool IsDense(const std::string& job) const;
   /// The address of a task; NotFound naming it when the cluster has no such task.
   Status Address(const TaskId& task, std::string* address) const;
@@ -83,6 +85,7 @@ class ClusterSpec {
 
  private:
   std::map<std::string, std::map<int, std::string>> jobs_;  // job -> task index -> address
+  std::set<std::string> partial_;  // jobs this view lists only some tasks of (Kubeflow's sparseCluster: the task's own)
 };
 
 /// Whether `name` is a job name as TensorFlow accepts it: [a-z][a-z0-9_]*.

@@ -411,6 +411,16 @@ TEST_CASE("tf_config: the sparse view of Kubeflow's dynamic workers, and TensorF
         R"({"ps":["mnist-ps-0.kubeflow.svc:2222","mnist-ps-1.kubeflow.svc:2222"],)"
         R"("worker":{"3":"mnist-worker-3.kubeflow.svc:2222"}})");
   CHECK(task.name() == r.task.name());
+  // Worker 0 (the chief) sees {"worker": ["w0"]}: not a cluster of one worker, and still not
+  // once a launcher has handed it on.
+  r = Resolve("tf_config", {{"TF_CONFIG", R"({"sparseCluster":{"worker":["mnist-worker-0.kubeflow.svc:2222"],)"
+                                          R"("ps":["mnist-ps-0.kubeflow.svc:2222"]},"task":{"type":"worker","index":0}})"}});
+  CHECK(r.cluster.task_indices("worker") == std::vector<int>{0});
+  CHECK_FALSE(r.cluster.IsDense("worker"));
+  CHECK(r.cluster.IsDense("ps"));
+  REQUIRE(ClusterSpec::Parse(r.cluster.ToTfConfig(r.task), &again, &task).ok());
+  CHECK_FALSE(again.IsDense("worker"));
+  CHECK(task.index == 0);
   // A ps task's view: itself alone (the operator writes it as a one-address list), no workers.
   r = Resolve("tf_config", {{"TF_CONFIG", R"({"sparseCluster":{"worker":{},"ps":["mnist-ps-1.kubeflow.svc:2222"]},)"
                                           R"("task":{"type":"ps","index":1}})"}});

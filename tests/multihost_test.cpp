@@ -38,8 +38,15 @@ namespace {
 
 // Sync training to >= 88% test accuracy: epochs, Adam's learning rate (batch
 // 100 per worker; measured here: 2 epochs 85.9%, 5 epochs 87.5%, 6 epochs
-// 88.1% in 47 s, 8 epochs 88.4% in 69 s).
-constexpr int kEpochs = 8;
+// 88.1% in 47 s, 8 epochs 88.4% in 69 s, runs varying by about 0.3%: 10
+// for a margin). Under a sanitizer, 2 epochs to 84% (as slurm_test).
+#ifdef AF_SANITIZED
+constexpr int kEpochs = 2;
+constexpr double kAccuracy = 84.0;
+#else
+constexpr int kEpochs = 10;
+constexpr double kAccuracy = 88.0;
+#endif
 constexpr char kLearningRate[] = "0.002";
 // The outage run: shorter; the chief restores the last checkpoint (the first,
 // at step 0, when the link goes down at step 40) and the run completes to
@@ -184,7 +191,7 @@ TEST_CASE("multihost: big tensors go through memory within a host, never between
   CHECK(across.gbit_s >= 0.3);
 }
 
-TEST_CASE("multihost: 3 hosts x 1 task (a ps, two workers) train synchronously to >= 88% test accuracy",
+TEST_CASE("multihost: 3 hosts x 1 task (a ps, two workers) train synchronously to >= 88% test accuracy (84% in 2 epochs under a sanitizer)",
           "[multihost]") {
   AF_NEED_HOSTS();
   if (!HaveFashionMnist()) AF_SKIP("no Fashion-MNIST (./setup.sh installs Debian's dataset-fashion-mnist)");
@@ -195,7 +202,7 @@ TEST_CASE("multihost: 3 hosts x 1 task (a ps, two workers) train synchronously t
   const double accuracy = FinishTraining(hosts, t, std::chrono::seconds(150 * AF_TEST_SLOWDOWN));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("multihost_test: 3 hosts trained to %.2f%% in %.1f s\n", accuracy, secs);
-  CHECK(accuracy >= 88.0);
+  CHECK(accuracy >= kAccuracy);
 }
 
 TEST_CASE("multihost: the ps host's link down fails the workers' steps with UNAVAILABLE within the peer timeout; "
