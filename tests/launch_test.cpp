@@ -367,13 +367,14 @@ TEST_CASE("launch --cluster tf_config: Kubeflow's TF_CONFIG, one task per pod", 
   INFO(evaluator.out);
   CHECK(evaluator.code == 5);
   CHECK(Count(evaluator.out, "[evaluator:0] config " + seen + R"("task": {"type": "evaluator", "index": 0}})") == 1);
-  // A dynamic worker's sparse view, handed on as TensorFlow's sparse ClusterSpec.
+  // A dynamic worker's sparse view, handed on as it came (under "sparseCluster": the program
+  // knows it sees only itself of its job).
   Result sparse = Launch("--cluster tf_config" + print,
                          R"({"sparseCluster":{"worker":{"3":"mnist-worker-3.kubeflow.svc:2222"},)"
                          R"("ps":["mnist-ps-0.kubeflow.svc:2222"]},"task":{"type":"worker","index":3}})");
   INFO(sparse.out);
   CHECK(sparse.code == 5);
-  CHECK(Count(sparse.out, R"([worker:3] config {"cluster": {"ps":["mnist-ps-0.kubeflow.svc:2222"],)"
+  CHECK(Count(sparse.out, R"([worker:3] config {"sparseCluster": {"ps":["mnist-ps-0.kubeflow.svc:2222"],)"
                           R"("worker":{"3":"mnist-worker-3.kubeflow.svc:2222"}}, "task": {"type": "worker", "index": 3}})") == 1);
 
   // The TFJob's ps, on its port (its DNS name is for the others to dial): it serves until its
