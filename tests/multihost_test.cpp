@@ -188,7 +188,7 @@ TEST_CASE("multihost: big tensors go through memory within a host, never between
               across.gbit_s, same.same_host);
   // The link's rate holds (tbf), and the path is not starved: generous bounds.
   CHECK(across.gbit_s <= 1.05);
-  CHECK(across.gbit_s >= 0.3);
+  CHECK(across.gbit_s >= 0.3 / AF_TEST_SLOWDOWN);
 }
 
 TEST_CASE("multihost: 3 hosts x 1 task (a ps, two workers) train synchronously to >= 88% test accuracy (84% in 2 epochs under a sanitizer)",
