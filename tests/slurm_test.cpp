@@ -12,8 +12,10 @@
 //    TF_CONFIG), training reaches the example's accuracy, the chief stops the
 //    ps task and every task exits 0.
 //  - The example job: examples/slurm/train.sbatch under `sbatch --wait` (one
-//    node, a ps and a worker, mutual TLS with a certificate the test's CA
-//    signed) trains and ends with exit 0.
+//    node, a ps and two workers, mutual TLS with a certificate the test's CA
+//    signed: a worker leaving before the chief must not break the chief's
+//    connections, which CAF's TLS did: comm/openssl_error_queue.cpp) trains
+//    and ends with exit 0.
 // Without root or without slurm-wlm and munge the cases skip (a failure in
 // CI, where setup.sh installs both); a cluster that does not come up fails
 // with the daemons' logs.
@@ -225,23 +227,23 @@ TEST_CASE("slurm: examples/slurm/train.sbatch trains under sbatch with mutual TL
   REQUIRE(std::filesystem::create_directory(work / "tls"));
   actorflow::test::TestPki pki(work / "tls");
   const actorflow::TlsOptions tls = pki.Issue("task");  // one certificate for every task, as the README makes
-  const int base = FreePortRange(2);
+  const int base = FreePortRange(3);
   REQUIRE(base > 0);
-  // The job on one node, a ps and a worker; loopback (BIND), but mutual TLS as across machines.
+  // The job on one node, a ps and two workers; loopback (BIND), but mutual TLS as across machines.
   // One epoch: the example's path through sbatch, not its accuracy (the srun case checks that).
   // MAX_RESTARTS=0: a task that fails fails the job (no restart hides it).
   const std::string exports = "--export=ALL,ACTORFLOW=" + std::string(AF_CLI_PATH) +
                               ",TRAIN=" + AF_EXAMPLES_BIN_DIR + "/train_distributed,WORKDIR=" + (work / "ckpt") +
                               ",EPOCHS=1,MAX_RESTARTS=0,SECURITY=mtls,BIND=127.0.0.1,TLS_CERT=" + tls.cert + ",TLS_KEY=" + tls.key +
                               ",TLS_CA=" + tls.ca + ",PORT_BASE=" + std::to_string(base);
-  SlurmCluster::Result r = slurm.Exec({"sbatch", "--wait", "--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1",
+  SlurmCluster::Result r = slurm.Exec({"sbatch", "--wait", "--nodes=1", "--ntasks-per-node=3", "--cpus-per-task=1",
                                        "--output=" + (work / "train.out"), exports,
                                        std::string(AF_SOURCE_DIR) + "/examples/slurm/train.sbatch"},
                                       150);
   const std::string out = ReadFile(work / "train.out");
   INFO(r.out << "\n---- train.out\n" << out << "\n" << slurm.Logs(3000));
   REQUIRE(r.code == 0);
-  CHECK(out.find("ps tasks 1, workers 1, ports from " + std::to_string(base) + ", mtls") != std::string::npos);
+  CHECK(out.find("ps tasks 1, workers 2, ports from " + std::to_string(base) + ", mtls") != std::string::npos);
   std::smatch m;
   REQUIRE(std::regex_search(out, m, std::regex("(^|\n)1: .*test accuracy ([0-9.]+)%")));
   CHECK(std::stod(m[2]) >= 80.0);
