@@ -4,6 +4,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -82,6 +83,11 @@ struct Config : caf::actor_system_config {
 // and aborts the process at the first connection.
 const RuntimeOptions& CheckedTls(const RuntimeOptions& o) {
   if (o.network && o.tls.enabled()) {
+    if (!OpenSslErrorQueueCleared())
+      std::fprintf(stderr,
+                   "actorflow: warning: libssl precedes libactorflow in this process's symbol lookup, so CAF's TLS "
+                   "runs without the error-queue workaround (comm/openssl_error_queue.cpp): a peer leaving may drop "
+                   "other peers' connections; link libactorflow before libssl\n");
     const Status s = CheckTlsFiles(o.tls);
     if (!s.ok()) throw std::invalid_argument(s.message());
   }

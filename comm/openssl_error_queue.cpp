@@ -19,7 +19,11 @@
 // OpenSSL's own functions (dlsym RTLD_NEXT). Nothing else changes: an empty
 // queue before an I/O call is what OpenSSL requires of every caller.
 // tls_test ("a peer that leaves takes no other peer's connection with it")
-// fails without this.
+// fails without this. A program whose lookup finds libssl first (it links
+// libssl before libactorflow, or preloads it) runs without the workaround:
+// OpenSslErrorQueueCleared() says so, and a TLS runtime warns.
+#include "actorflow/comm/tls.hpp"
+
 #include <dlfcn.h>
 
 #include <openssl/err.h>
@@ -40,7 +44,22 @@ Fn OpenSslOwn(const char* name) {
   return reinterpret_cast<Fn>(fn);
 }
 
+// An address of this library's, to tell which object a symbol comes from.
+void Marker() {}
+
 }  // namespace
+
+namespace actorflow {
+
+bool OpenSslErrorQueueCleared() {
+  void* first = ::dlsym(RTLD_DEFAULT, "SSL_read");
+  Dl_info found{}, ours{};
+  if (first == nullptr || ::dladdr(first, &found) == 0 || ::dladdr(reinterpret_cast<void*>(&Marker), &ours) == 0)
+    return false;
+  return found.dli_fbase == ours.dli_fbase;
+}
+
+}  // namespace actorflow
 
 extern "C" {
 

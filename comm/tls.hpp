@@ -29,4 +29,9 @@ struct TlsOptions {
 /// against the CA now (signed by it, not expired, not yet valid).
 Status CheckTlsFiles(const TlsOptions& tls);
 
+/// Whether CAF's TLS calls reach comm/openssl_error_queue.cpp's workaround
+/// (OpenSSL's error queue cleared before each read, write and handshake):
+/// false when the process's symbol lookup finds libssl before libactorflow.
+bool OpenSslErrorQueueCleared();
+
 }  // namespace actorflow

@@ -293,6 +293,11 @@ TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients an
   CHECK(text.find("expired") != std::string::npos);
 }
 
+TEST_CASE("mutual TLS: CAF's TLS calls reach the error-queue workaround in this process", "[distributed]") {
+  // This binary links libactorflow before libssl, as every program of the repository does.
+  CHECK(OpenSslErrorQueueCleared());
+}
+
 TEST_CASE("mutual TLS: a peer that leaves takes no other peer's connection with it", "[distributed]") {
   // A ps with two workers: when one worker's process ends (its TLS connection closes without
   // close_notify, as every CAF peer's does), the other worker's steps on the ps go on. (CAF's
