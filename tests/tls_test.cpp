@@ -2,13 +2,22 @@
 // wrong one named; the tensor transport speaks TLS 1.3 with certificates on
 // both sides and refuses a plaintext peer, a certificate from another CA and
 // an expired one; a --security mtls cluster runs a step end to end, and a
-// plaintext client is refused; a peer that leaves takes no other peer's
-// connection with it. All on 127.0.0.1.
+// plaintext client is refused; with three tasks, one leaving or a refused
+// client takes none of the others' connections down. All on 127.0.0.1.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -19,6 +28,7 @@
 #include "actorflow/client/session.hpp"
 #include "local_cluster.hpp"
 #include "actorflow/master/cluster_view.hpp"
+#include "skip.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
@@ -110,6 +120,54 @@ int AcceptedOn(int port) {
     }
   }
   return n;
+}
+
+// `actorflow server`'s arguments for mutual TLS with a certificate named `name`.
+std::vector<std::string> MtlsArgs(TestPki& pki, const std::string& name) {
+  const TlsOptions t = pki.Issue(name);
+  return {"--security", "mtls", "--cert", t.cert, "--key", t.key, "--ca", t.ca};
+}
+
+// This process's task of `cluster` (LocalCluster::WorkerTaskOptions) over mutual TLS.
+std::unique_ptr<Server> SecuredWorker0(const LocalCluster& cluster, TestPki& pki) {
+  ServerOptions o = cluster.WorkerTaskOptions();
+  o.tls = pki.Issue("worker0");
+  std::unique_ptr<Server> server;
+  const Status s = Server::Create(o, &server);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return server;
+}
+
+// A client's session on the master at 127.0.0.1:`port`, devices found within 10 s.
+SessionOptions ClientOf(int port, const TlsOptions& tls) {
+  SessionOptions so;
+  so.target = "actorflow://127.0.0.1:" + std::to_string(port);
+  so.device_find_timeout_ms = 10000;
+  so.tls = tls;
+  return so;
+}
+
+Scope FourTimesTwo() {
+  Scope root = Scope::NewRootScope();
+  ops::Mul(root.WithOpName("z"), ops::Const(root, 4.f), 2.f);
+  return root;
+}
+
+// A client holding `tls` opens a session on the master at 127.0.0.1:`port`
+// and runs z = 4 x 2 there.
+void RunsFourTimesTwoOnMaster(int port, const TlsOptions& tls) {
+  Session session(ClientOf(port, tls));
+  Status s = session.Create(test::ToDef(FourTimesTwo()));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  std::vector<Tensor> out;
+  s = session.Run(ro, {}, {"z:0"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(out[0].scalar<float>() == 8.f);
 }
 
 RendezvousKey KeyAB() {
@@ -230,15 +288,8 @@ TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients an
           "[distributed]") {
   LocalCluster cluster;
   TestPki pki(cluster.dir());
-  const TlsOptions ps_tls = pki.Issue("ps0");
-  auto& ps = cluster.Start("ps", 0, {"--security", "mtls", "--cert", ps_tls.cert, "--key", ps_tls.key, "--ca",
-                                     ps_tls.ca});
-  ServerOptions o = cluster.WorkerTaskOptions();
-  o.tls = pki.Issue("worker0");
-  std::unique_ptr<Server> server;
-  Status s = Server::Create(o, &server);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
+  auto& ps = cluster.Start("ps", 0, MtlsArgs(pki, "ps0"));
+  std::unique_ptr<Server> server = SecuredWorker0(cluster, pki);
 
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
@@ -252,29 +303,15 @@ TEST_CASE("a --security mtls cluster runs steps end to end; plaintext clients an
   std::vector<Tensor> out;
   RunOptions ro;
   ro.timeout_in_ms = 30000;
-  s = session.Run(ro, {{"x", test::MakeTensor<float>({1.f, 2.f}, TensorShape{2})}}, {"y:0"}, {}, &out);
+  Status s = session.Run(ro, {{"x", test::MakeTensor<float>({1.f, 2.f}, TensorShape{2})}}, {"y:0"}, {}, &out);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(test::Values<float>(out[0]) == std::vector<float>{3.f, 5.f});
 
   // A client with its own certificate reaches the ps's master; one without is refused.
-  SessionOptions secured;
-  secured.target = "actorflow://127.0.0.1:" + std::to_string(ps.port);
-  secured.device_find_timeout_ms = 10000;
-  secured.tls = pki.Issue("client");
-  Session remote(secured);
-  Scope local = Scope::NewRootScope();
-  ops::Mul(local.WithOpName("z"), ops::Const(local, 4.f), 2.f);
-  s = remote.Create(test::ToDef(local));
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  s = remote.Run(ro, {}, {"z:0"}, {}, &out);
-  REQUIRE(s.ok());
-  CHECK(out[0].scalar<float>() == 8.f);
-  SessionOptions plain = secured;
-  plain.tls = TlsOptions();
-  Session refused(plain);
-  s = refused.Create(test::ToDef(local));
+  RunsFourTimesTwoOnMaster(ps.port, pki.Issue("client"));
+  Session refused(ClientOf(ps.port, TlsOptions()));
+  s = refused.Create(test::ToDef(FourTimesTwo()));
   CHECK(!s.ok());
   CHECK(s.message().find("127.0.0.1:" + std::to_string(ps.port)) != std::string::npos);
 
@@ -354,5 +391,184 @@ TEST_CASE("mutual TLS: a peer that leaves takes no other peer's connection with 
     INFO("step " << step << ": " << s.ToString());
     REQUIRE(s.ok());
     CHECK(test::Values<float>(out[0]) == std::vector<float>{3.f, 5.f});
+  }
+}
+
+namespace {
+
+// A client connecting to `port` on 127.0.0.1 in plaintext, as a health check
+// or a port scan would: true once the server closed the connection (it
+// refused the handshake), false if it did not within 10 s.
+bool PlaintextProbeRefused(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool refused = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const char probe[] = "GET / HTTP/1.0\r\n\r\n";
+    if (::send(fd, probe, sizeof(probe) - 1, MSG_NOSIGNAL) > 0) {
+      char buf[256];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
+      }
+      refused = n == 0 || errno == ECONNRESET;
+    }
+  }
+  ::close(fd);
+  return refused;
+}
+
+}  // namespace
+
+// CAF's openssl sessions leave OpenSSL's per-thread error queue as it is; a
+// connection that ended without close_notify (a peer leaving) or a refused
+// handshake then failed the next connection of the process that waited for
+// data (control_tls.hpp): the ps dropped the chief when another worker left.
+TEST_CASE("mutual TLS, three tasks: a task leaving or a refused plaintext client takes no other connection down",
+          "[distributed]") {
+  LocalCluster cluster;
+  TestPki pki(cluster.dir());
+  auto& ps = cluster.Start("ps", 0, MtlsArgs(pki, "ps0"));
+  // Worker 1 runs a master of its own (a client's session below) that
+  // connects to the ps, as a second training worker does.
+  std::vector<std::string> w1_args = MtlsArgs(pki, "worker1");
+  w1_args.push_back("--cluster");
+  w1_args.push_back(cluster.ClusterJson({{"worker", {"127.0.0.1:1", "127.0.0.1:2"}}}));
+  auto& w1 = cluster.Start("worker", 1, w1_args);
+  std::unique_ptr<Server> server = SecuredWorker0(cluster, pki);
+
+  // Worker 0's session: steps through all three tasks, and through the ps alone.
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto on_ps = ops::Mul(root.WithOpName("on_ps").WithDevice("/job:ps/task:0"), x, 2.f);
+  auto on_w1 = ops::Add(root.WithOpName("on_w1").WithDevice("/job:worker/task:1"), on_ps, 1.f);
+  ops::Mul(root.WithOpName("all"), on_w1, 3.f);
+  ops::Add(root.WithOpName("ps_only"), on_ps, 10.f);
+  SessionOptions so;
+  so.target = server->target();
+  so.device_find_timeout_ms = 10000;
+  so.device_filters = {"/job:ps", "/job:worker"};  // (by default the ps and its own task)
+  Session chief(so);
+  REQUIRE(chief.Create(test::ToDef(root)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  const Tensor in = test::MakeTensor<float>({1.f, 2.f}, TensorShape{2});
+  std::vector<Tensor> out;
+  Status s = chief.Run(ro, {{"x", in}}, {"all:0", "ps_only:0"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(test::Values<float>(out[0]) == std::vector<float>{9.f, 15.f});
+
+  // Worker 1's master reaches the ps on a connection of its own.
+  SessionOptions via_w1 = ClientOf(w1.port, pki.Issue("client"));
+  via_w1.device_filters = {"/job:ps", "/job:worker/task:1"};
+  Session second(via_w1);
+  Scope g1 = Scope::NewRootScope();
+  auto four = ops::Const(g1.WithOpName("four").WithDevice("/job:ps/task:0"), 4.f);
+  ops::Mul(g1.WithOpName("eight").WithDevice("/job:worker/task:1"), four, 2.f);
+  s = second.Create(test::ToDef(g1));
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  s = second.Run(ro, {}, {"eight:0"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(out[0].scalar<float>() == 8.f);
+
+  // Steps on the ps alone keep running for a while: many heartbeats, each a
+  // read on every connection, with the bug the first one after the event failed.
+  const auto keeps_running = [&](const char* after) {
+    INFO("after " << after);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000 * AF_TEST_SLOWDOWN);
+    int steps = 0;
+    do {
+      Status st = chief.Run(ro, {{"x", in}}, {"ps_only:0"}, {}, &out);
+      INFO(st.ToString());
+      REQUIRE(st.ok());
+      CHECK(test::Values<float>(out[0]) == std::vector<float>{12.f, 14.f});
+      ++steps;
+    } while (std::chrono::steady_clock::now() < until);
+    return steps;
+  };
+  // Worker 1 leaves (killed: its connections to the ps, to worker 0 and to
+  // this process's client end without close_notify).
+  CHECK(LocalCluster::Stop(&w1, true) == -SIGKILL);
+  CHECK(keeps_running("worker 1 left") > 0);
+  // A plaintext client is refused by the ps; the ps's other connections stay.
+  REQUIRE(PlaintextProbeRefused(ps.port));
+  CHECK(keeps_running("a refused plaintext client") > 0);
+
+  // New connections still work, both ways: a client of this process (whose
+  // connection to worker 1 ended) reaches the ps's master.
+  RunsFourTimesTwoOnMaster(ps.port, pki.Issue("client"));
+}
+
+namespace {
+
+// Two free loopback ports (held open together, so they differ).
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// The report's case end to end: train_distributed's two workers (processes,
+// TF_CONFIG and ACTORFLOW_TLS_* as `actorflow launch` sets them) and a ps
+// over mutual TLS. Before the fix sync training failed when worker 1 finished
+// (the ps dropped the chief) and all-reduce made no progress.
+TEST_CASE("train_distributed over mutual TLS, a ps and two worker processes: all-reduce and sync training finish",
+          "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  LocalCluster cluster;
+  TestPki pki(cluster.dir());
+  auto& ps = cluster.Start("ps", 0, MtlsArgs(pki, "ps0"));
+  const TlsOptions certs[2] = {pki.Issue("worker0"), pki.Issue("worker1")};
+  // All-reduce first: the sync chief tells the ps to stop when it is done.
+  for (const std::string mode : {"allreduce", "sync"}) {
+    INFO(mode);
+    const std::vector<int> ports = FreePorts(2);
+    const std::string json = "{\"ps\":[\"127.0.0.1:" + std::to_string(ps.port) + "\"],\"worker\":[\"127.0.0.1:" +
+                             std::to_string(ports[0]) + "\",\"127.0.0.1:" + std::to_string(ports[1]) + "\"]}";
+    const std::string dir = cluster.dir() + "/" + mode;
+    std::string script;
+    for (int i = 0; i < 2; ++i)
+      script += "ACTORFLOW_TLS_CERT=" + certs[i].cert + " ACTORFLOW_TLS_KEY=" + certs[i].key +
+                " ACTORFLOW_TLS_CA=" + certs[i].ca + " ACTORFLOW_NUM_THREADS=1 TF_CONFIG='{\"cluster\":" + json +
+                ",\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(i) + "}}' timeout " +
+                std::to_string(60 * AF_TEST_SLOWDOWN) + " " + AF_EXAMPLES_BIN_DIR +
+                "/train_distributed --mode " + mode + " --steps 20 --dir " + dir + " > " + dir + "-" +
+                std::to_string(i) + ".log 2>&1 & p" + std::to_string(i) + "=$!\n";
+    script += "wait $p0; r0=$?; wait $p1; r1=$?; exit $((r0 != 0 || r1 != 0))\n";
+    std::ofstream(dir + ".sh") << script;
+    const int rc = std::system(("sh " + dir + ".sh").c_str());
+    const std::string chief = ReadFile(dir + "-0.log");
+    INFO("worker 0:\n" << chief << "worker 1:\n" << ReadFile(dir + "-1.log"));
+    CHECK(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == 0);
+    CHECK(chief.find("steps: test accuracy") != std::string::npos);
   }
 }
