@@ -37,12 +37,18 @@ caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
 }  // namespace
 
 struct ClientChannel::Slot {
-  std::atomic<uint64_t> expected{0};     // response id of the request in flight
+  // Response id of the request in flight, 0 once claimed (or not armed): the
+  // one delivery that counts (an answer and a down_msg may reach the callback
+  // on two threads at once) takes it with one compare-and-swap of the id it
+  // is for, so a delivery for an earlier request never claims a later one.
+  std::atomic<uint64_t> expected{0};
   std::atomic<uint64_t> callee{0};       // actor id of its receiver
   std::atomic<bool> ready{false};
-  // Taken by the one delivery that counts: an answer and a down_msg may reach
-  // the callback on two threads at once.
-  std::atomic<bool> claimed{false};
+
+  // Claims request `token` (its response id); false when it is not the one in flight or taken.
+  bool Claim(uint64_t token) {
+    return token != 0 && expected.compare_exchange_strong(token, 0, std::memory_order_acq_rel);
+  }
   caf::message reply;  // written before `ready` is set
   std::chrono::steady_clock::time_point answered;  // likewise
   std::mutex mu;
@@ -81,11 +87,15 @@ ClientChannel::ClientChannel(caf::actor_system& sys, ComputePool* pool)
   Companion(companion_)->on_enqueue([weak](caf::mailbox_element_ptr ptr) {
     auto slot = weak.lock();
     if (!slot) return;
-    const bool answer = ptr->mid.integer_value() == slot->expected.load(std::memory_order_acquire);
-    const bool down = ptr->content().match_elements<caf::down_msg>() &&
-                      ptr->content().get_as<caf::down_msg>(0).source.id() == slot->callee.load(std::memory_order_acquire);
-    if ((answer || down) && !slot->claimed.exchange(true, std::memory_order_acq_rel))
-      slot->Deliver(ptr->move_content_to_message());
+    // The answer claims its own request; a down_msg the request armed when
+    // it saw its callee (Arm writes `callee` before `expected`).
+    uint64_t token = ptr->mid.integer_value();
+    if (ptr->content().match_elements<caf::down_msg>()) {
+      const uint64_t armed = slot->expected.load(std::memory_order_acquire);
+      if (ptr->content().get_as<caf::down_msg>(0).source.id() == slot->callee.load(std::memory_order_acquire))
+        token = armed;
+    }
+    if (slot->Claim(token)) slot->Deliver(ptr->move_content_to_message());
   });
 }
 
@@ -104,14 +114,16 @@ bool ClientChannel::Ready() const { return slot_->ready.load(std::memory_order_a
 
 caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier) {
   Slot& s = *slot_;
+  // Nothing claims while the slot is readied (a request that was not sent leaves its id armed).
+  s.expected.store(0, std::memory_order_release);
+  cancel_ = nullptr;
   s.notifier = std::move(notifier);
   s.ready.store(false, std::memory_order_relaxed);
   auto* companion = Companion(companion_);
   auto mid = companion->new_request_id(caf::message_priority::normal);
-  s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
   s.callee.store(dest.id(), std::memory_order_release);
-  // Last: until now a late down_msg of the previous callee could not be claimed, and now it no longer matches.
-  s.claimed.store(false, std::memory_order_release);
+  // Last: a down_msg that sees this id sees this callee.
+  s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
   callee_ = dest;
   companion->monitor(dest);  // a callee that dies answers with a down_msg
   return mid;
@@ -137,21 +149,23 @@ Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::s
   return Status::OK();
 }
 
-Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Status(ReplyFn)>& send,
+Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Status(ReplyFn, CancelFn*)>& send,
                                std::shared_ptr<ReplyNotifier> notifier) {
   if (!dest) return errors::Unavailable("no actor to ask");
   // The request's id, which no CAF message carries: the answer is taken only
   // while the channel still waits for this request.
   const uint64_t token = Arm(dest, std::move(notifier)).response_id().integer_value();
   std::weak_ptr<Slot> weak = slot_;
-  Status s = send([weak, token](caf::message m) {
-    auto slot = weak.lock();
-    if (!slot || slot->expected.load(std::memory_order_acquire) != token) return;
-    if (!slot->claimed.exchange(true, std::memory_order_acq_rel)) slot->Deliver(std::move(m));
-  });
+  Status s = send(
+      [weak, token](caf::message m) {
+        auto slot = weak.lock();
+        if (slot && slot->Claim(token)) slot->Deliver(std::move(m));
+      },
+      &cancel_);
   if (!s.ok()) {  // nothing in flight: the channel is free again
     Companion(companion_)->demonitor(dest);
     callee_ = caf::actor();
+    cancel_ = nullptr;
   }
   return s;
 }
@@ -175,8 +189,13 @@ Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* repl
     if (timeout.count() > 0) ok = s.cv.wait_for(l, timeout, done);
     else s.cv.wait(l, done);
     s.sleeping = false;
-    if (!ok) return errors::DeadlineExceeded("no answer within ", timeout.count(), " ms");
+    if (!ok) {
+      if (cancel_) cancel_();  // the request's sender forgets it
+      cancel_ = nullptr;
+      return errors::DeadlineExceeded("no answer within ", timeout.count(), " ms");
+    }
   }
+  cancel_ = nullptr;
   companion->demonitor(callee_);
   callee_ = caf::actor();
   *reply = std::move(s.reply);

@@ -68,12 +68,16 @@ class ClientChannel {
   Status StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// The function that hands a channel its answer (StartVia).
   using ReplyFn = std::function<void(caf::message)>;
+  /// What a channel that gives up on a request sent by StartVia runs (Wait's
+  /// DeadlineExceeded): the sender forgets the request.
+  using CancelFn = std::function<void()>;
   /// Start, but the request travels by `send` rather than as a CAF message:
   /// `send` gets the function that answers it (once, from any thread; an
   /// answer that comes after the channel moved on is dropped) and says
-  /// whether the request left (not OK: nothing is in flight). `dest` stands
-  /// for the callee and is monitored as with Start: its going down answers.
-  Status StartVia(const caf::actor& dest, const std::function<Status(ReplyFn)>& send,
+  /// whether the request left (not OK: nothing is in flight); it may set
+  /// the CancelFn. `dest` stands for the callee and is monitored as with
+  /// Start: its going down answers.
+  Status StartVia(const caf::actor& dest, const std::function<Status(ReplyFn, CancelFn*)>& send,
                   std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// Whether the reply to the request in flight is there (Wait returns at once).
   bool Ready() const;
@@ -92,6 +96,7 @@ class ClientChannel {
   ComputePool* pool_;                // or null
   caf::execution_unit* activation_;  // the pool's, or null
   caf::actor callee_;                // of the request in flight
+  CancelFn cancel_;                  // of a request in flight sent by StartVia, or empty
   std::chrono::steady_clock::time_point answered_at_;
 };
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/core/ids.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
@@ -27,19 +28,27 @@ namespace {
 constexpr uint8_t kRequest = 1;
 constexpr uint8_t kResponse = 2;
 constexpr uint8_t kStepDone = 3;  // no body; the id is the step's
-constexpr size_t kMetaBytes = 9;
+constexpr size_t kMetaBytes = 17;
 
-std::string Meta(uint8_t kind, uint64_t id) {
+// `incarnation`: the receiver's that the sender expects (0 in answers).
+std::string Meta(uint8_t kind, uint64_t id, uint64_t incarnation) {
   std::string m(kMetaBytes, '\0');
   m[0] = static_cast<char>(kind);
-  for (int i = 0; i < 8; ++i) m[1 + i] = static_cast<char>((id >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i) {
+    m[1 + i] = static_cast<char>((id >> (8 * i)) & 0xff);
+    m[9 + i] = static_cast<char>((incarnation >> (8 * i)) & 0xff);
+  }
   return m;
 }
 
-void ParseMeta(const std::string& m, uint8_t* kind, uint64_t* id) {
+void ParseMeta(const std::string& m, uint8_t* kind, uint64_t* id, uint64_t* incarnation) {
   *kind = static_cast<uint8_t>(m[0]);
   *id = 0;
-  for (int i = 0; i < 8; ++i) *id |= static_cast<uint64_t>(static_cast<uint8_t>(m[1 + i])) << (8 * i);
+  *incarnation = 0;
+  for (int i = 0; i < 8; ++i) {
+    *id |= static_cast<uint64_t>(static_cast<uint8_t>(m[1 + i])) << (8 * i);
+    *incarnation |= static_cast<uint64_t>(static_cast<uint8_t>(m[9 + i])) << (8 * i);
+  }
 }
 
 // `x` in CAF's binary format, as a DT_UINT8 vector; an error when it does not serialize.
@@ -111,59 +120,112 @@ struct StepCalls::Impl : std::enable_shared_from_this<StepCalls::Impl> {
     return true;
   }
 
-  // Answers call `call` of `task` with `resp` (on the answering thread).
-  void Answer(const std::string& task, uint64_t call, RunStepResponse& resp) {
-    Tensor body;
-    Status s = Encode(sys, resp, &body);
-    if (!s.ok()) {
-      RunStepResponse failed;
-      failed.status = s;
-      if (!Encode(sys, failed, &body).ok()) return;  // the master's deadline ends its wait
+  // An answer to `task` that cannot go: its connections with this process
+  // are failed, so its StepCalls::PeerFailed answers the call (a master
+  // waiting without a deadline would otherwise wait for ever).
+  void Unanswerable(TensorTransport* tp, const std::string& task, const Status& why) noexcept {
+    try {
+      std::fprintf(stderr, "actorflow: cannot answer a step of task %s: %s\n", task.c_str(), why.ToString().c_str());
+      if (tp) tp->FailPeer(task, errors::Unavailable("cannot answer a step of task ", task, ": ", why.message()));
+    } catch (...) {  // no memory even for that: the connection's failure, or the caller's deadline, ends its wait
     }
+  }
+
+  // Answers call `call` of `task` with `resp` (on the answering thread).
+  void Answer(const std::string& task, uint64_t call, RunStepResponse& resp) noexcept {
     TensorTransport* tp;
     {
       std::lock_guard<std::mutex> lock(mu);
       tp = transport;
     }
-    // Not sent (no transport, the master gone): the master learns it from its connection or its deadline.
+    // No transport: this process stops, its connections close with it.
     if (!tp) return;
-    const Status sent = tp->Send(task, Channel::kControl, Meta(kResponse, call), body);
-    if (!sent.ok() && !errors::IsCancelled(sent))
-      std::fprintf(stderr, "actorflow: cannot answer a step of task %s: %s\n", task.c_str(), sent.ToString().c_str());
+    Status sent;
+    try {
+      Tensor body;
+      Status s = Encode(sys, resp, &body);
+      if (!s.ok()) {
+        RunStepResponse failed;
+        failed.status = s;
+        if (!Encode(sys, failed, &body).ok()) return Unanswerable(tp, task, s);
+      }
+      sent = tp->Send(task, Channel::kControl, Meta(kResponse, call, 0), body);
+    } catch (const std::exception& e) {
+      sent = errors::ResourceExhausted("answering a step: ", e.what());
+    } catch (...) {
+      sent = errors::Internal("answering a step: an unknown exception");
+    }
+    if (!sent.ok() && !errors::IsCancelled(sent)) Unanswerable(tp, task, sent);
   }
 
   // The worker's answer to a request this process serves (the companion's mailbox).
-  void OnAnswer(caf::mailbox_element_ptr ptr) {
+  void OnAnswer(caf::mailbox_element_ptr ptr) noexcept {
     Serving who;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = serving.find(ptr->mid.integer_value());
-      if (it == serving.end()) return;  // not an answer (a message nobody asked for)
-      who = std::move(it->second);
-      serving.erase(it);
+    struct Reply {
+      Serving who;
+      RunStepResponse resp;
+    };
+    std::shared_ptr<Reply> reply;  // who is there once it is
+    try {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = serving.find(ptr->mid.integer_value());
+        if (it == serving.end()) return;  // not an answer (a message nobody asked for)
+        who = std::move(it->second);
+        serving.erase(it);
+      }
+      caf::message m = ptr->move_content_to_message();
+      RunStepResponse resp;
+      if (m.match_elements<RunStepResponse>()) resp = std::move(m.get_mutable_as<RunStepResponse>(0));
+      else if (m.match_elements<caf::error>())
+        resp.status =
+            errors::Unavailable("the worker of this task failed to answer: ", sys.render(m.get_as<caf::error>(0)));
+      else
+        resp.status = errors::Internal("the worker answered a step with ", caf::to_string(m));
+      // After the actors running inline on this thread (the step's Sends first).
+      auto self = shared_from_this();
+      reply = std::make_shared<Reply>();
+      reply->who = std::move(who);
+      reply->resp = std::move(resp);
+      AfterInlineRun([self, reply] { self->Answer(reply->who.task, reply->who.call, reply->resp); });
+    } catch (const std::exception& e) {  // no memory: a failed answer, or at least a failed connection
+      Failing(reply ? reply->who : who, e.what());
+    } catch (...) {
+      Failing(reply ? reply->who : who, "an unknown exception");
     }
-    caf::message m = ptr->move_content_to_message();
-    RunStepResponse resp;
-    if (m.match_elements<RunStepResponse>()) resp = std::move(m.get_mutable_as<RunStepResponse>(0));
-    else if (m.match_elements<caf::error>())
-      resp.status = errors::Unavailable("the worker of this task failed to answer: ", sys.render(m.get_as<caf::error>(0)));
-    else
-      resp.status = errors::Internal("the worker answered a step with ", caf::to_string(m));
-    // After the actors running inline on this thread (the step's Sends first).
-    auto self = shared_from_this();
-    auto answer = std::make_shared<RunStepResponse>(std::move(resp));
-    AfterInlineRun([self, who = std::move(who), answer] { self->Answer(who.task, who.call, *answer); });
   }
 
-  // A request from `from`: to the worker actor, as from the companion.
-  void Serve(const std::string& from, uint64_t call, const Tensor& body) {
+  void Failing(const Serving& who, const char* what) noexcept {
+    if (who.task.empty()) return;
+    try {
+      RunStepResponse failed;
+      failed.status = errors::ResourceExhausted("answering a step of task ", who.task, ": ", what);
+      Answer(who.task, who.call, failed);
+    } catch (...) {
+      TensorTransport* tp;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        tp = transport;
+      }
+      Unanswerable(tp, who.task, errors::ResourceExhausted("answering a step: ", what));
+    }
+  }
+
+  // A request from `from`, sent to this process's incarnation `expected`: to
+  // the worker actor, as from the companion.
+  void Serve(const std::string& from, uint64_t call, uint64_t expected, const Tensor& body) {
     RunStepRequest req;
     Status s = Decode(sys, body, &req);
     caf::actor w;
+    TensorTransport* tp;
     {
       std::lock_guard<std::mutex> lock(mu);
       w = worker;
+      tp = transport;
     }
+    // Meant for another process of this task (graph handles count from 1 in
+    // each): nothing of it runs here.
+    if (s.ok() && tp && expected != tp->incarnation()) s = TaskRestartedError(tp->task(), tp->incarnation(), expected);
     if (s.ok() && !w) s = errors::Unavailable("task is shutting down: no worker for steps");
     if (!s.ok()) {
       RunStepResponse resp;
@@ -216,27 +278,38 @@ void StepCalls::Detach() {
   for (auto& [id, p] : calls) p.done(Failed(errors::Unavailable("step to task ", p.task, ": this process is stopping")));
 }
 
-Status StepCalls::Call(const std::string& task, const RunStepRequest& req, std::function<void(caf::message)> done) {
+Status StepCalls::Call(const std::string& task, uint64_t incarnation, const RunStepRequest& req,
+                       std::function<void(caf::message)> done, uint64_t* id) {
   RunStepRequest copy = req;  // inspect takes a mutable reference
   Tensor body;
   AF_RETURN_IF_ERROR(Encode(impl_->sys, copy, &body));
   std::lock_guard<std::mutex> lock(impl_->mu);  // held across Send: an answer cannot come before the call is known
   if (!impl_->transport) return errors::Unavailable("no tensor transport for a step to task ", task);
-  const uint64_t id = impl_->next_call++;
-  impl_->calls[id] = Impl::Pending{task, std::move(done)};
-  const Status s = impl_->transport->Send(task, Channel::kControl, Meta(kRequest, id), body);
-  if (!s.ok()) impl_->calls.erase(id);
+  const uint64_t call = impl_->next_call++;
+  impl_->calls[call] = Impl::Pending{task, std::move(done)};
+  const Status s = impl_->transport->Send(task, Channel::kControl, Meta(kRequest, call, incarnation), body);
+  if (!s.ok()) impl_->calls.erase(call);
+  else if (id) *id = call;
   return s;
 }
 
-Status StepCalls::StepDone(const std::string& task, int64_t step_id) {
+void StepCalls::Cancel(uint64_t id) {
+  std::function<void(caf::message)> dropped;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->calls.find(id);
+  if (it == impl_->calls.end()) return;
+  dropped = std::move(it->second.done);
+  impl_->calls.erase(it);
+}
+
+Status StepCalls::StepDone(const std::string& task, uint64_t incarnation, int64_t step_id) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->transport) return errors::Unavailable("no tensor transport to task ", task);
   // Written by the transport's thread: the master's caller returns at once.
   SendFlags queued;
   queued.queued = true;
-  return impl_->transport->Send(task, Channel::kControl, Meta(kStepDone, static_cast<uint64_t>(step_id)), Tensor(),
-                                queued);
+  return impl_->transport->Send(task, Channel::kControl,
+                                Meta(kStepDone, static_cast<uint64_t>(step_id), incarnation), Tensor(), queued);
 }
 
 Status StepCalls::Check(const std::string& from, const std::string& meta) {
@@ -247,17 +320,19 @@ Status StepCalls::Check(const std::string& from, const std::string& meta) {
 
 void StepCalls::Deliver(const std::string& from, const std::string& meta, const Tensor& body) {
   uint8_t kind;
-  uint64_t id;
-  ParseMeta(meta, &kind, &id);  // checked when it began
-  if (kind == kRequest) return impl_->Serve(from, id, body);
+  uint64_t id, incarnation;
+  ParseMeta(meta, &kind, &id, &incarnation);  // checked when it began
+  if (kind == kRequest) return impl_->Serve(from, id, incarnation, body);
   if (kind == kStepDone) {
     caf::actor rendezvous;
+    bool mine = false;  // a step over of this process, not of a previous one of this task
     {
       std::lock_guard<std::mutex> lock(impl_->mu);
       rendezvous = impl_->rendezvous;
+      mine = impl_->transport && impl_->transport->incarnation() == incarnation;
     }
     impl_->steps_over.fetch_add(1);
-    if (rendezvous)
+    if (rendezvous && mine)
       DeliverInline(impl_->pool, rendezvous, nullptr, caf::make_message_id(),
                     caf::make_message(RendezvousStepDone{static_cast<int64_t>(id)}));
     return;
@@ -278,23 +353,40 @@ void StepCalls::Deliver(const std::string& from, const std::string& meta, const 
 
 void StepCalls::Rejected(const std::string& task, const std::string& meta, const Status& s) {
   uint8_t kind;
-  uint64_t id;
+  uint64_t id, incarnation;
   if (!Check(task, meta).ok()) return;
-  ParseMeta(meta, &kind, &id);
+  ParseMeta(meta, &kind, &id, &incarnation);
   if (kind == kStepDone) return;  // the step's tables there go when the task does
-  // Our request that could not go, or the answer to one that could not be
-  // taken here (the handler does not say which way a message went: a call of
-  // ours to that task under that id is the one it concerns). Our answers
-  // that could not go are the master's to time out.
+  // The handler does not say which way a message went: a call of ours to
+  // that task under that id is the one it concerns (our request that could
+  // not go, or its answer that could not be taken here).
   Impl::Pending p;
-  if (!impl_->Take(id, &p)) return;
-  if (p.task != task) {
+  if (impl_->Take(id, &p)) {
+    if (p.task == task)
+      return p.done(Failed(Status(errors::IsResourceExhausted(s) ? s.code() : Code::kUnavailable,
+                                  "step to task " + task + ": " + s.message())));
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->calls[id] = std::move(p);
+  }
+  // Else it went the other way. Our answer that could not go (a failed
+  // connection, no address): its caller must hear, so our connections with
+  // it fail (Unanswerable). Aborted: the task at either end restarted, no one
+  // waits. A request here that found no memory is answered so; one whose
+  // connection failed, its sender hears from that.
+  if (errors::IsAborted(s)) return;
+  TensorTransport* tp;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    tp = impl_->transport;
+  }
+  if (kind == kResponse) {
+    if (!errors::IsResourceExhausted(s)) impl_->Unanswerable(tp, task, s);  // not an answer that came here too big
     return;
   }
-  p.done(Failed(Status(errors::IsResourceExhausted(s) ? s.code() : Code::kUnavailable,
-                       "step to task " + task + ": " + s.message())));
+  if (!errors::IsResourceExhausted(s)) return;
+  RunStepResponse resp;
+  resp.status = Status(s.code(), "a step from task " + task + " could not be taken: " + s.message());
+  impl_->Answer(task, id, resp);
 }
 
 void StepCalls::PeerFailed(const std::string& task, const Status& s) {

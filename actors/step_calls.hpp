@@ -13,7 +13,12 @@
 // thread, the peer's io thread hands it on).
 //
 // Wire: one transport message per call, on kControl; meta is
-//   u8 kind (1 request, 2 response, 3 step over) | u64 id (LE)     (9 bytes)
+//   u8 kind (1 request, 2 response, 3 step over) | u64 id | u64 incarnation   (17 bytes, LE)
+// where incarnation is the receiver's the sender expects (0 in a response).
+// Graph handles count from 1 in each process: a request meant for a task's
+// previous incarnation is refused by the restarted one (Aborted, "task ...
+// restarted", both incarnations), nothing of it run; a step over for
+// another incarnation is ignored.
 // and the tensor a DT_UINT8 vector: the request or response in CAF's binary
 // format (the same inspect overloads as over BASP: net/worker_service.hpp).
 // A call's id counts up from a random start in each process: an answer
@@ -29,7 +34,8 @@
 // with the reason: Unavailable when its message could not be sent or the
 // connection to its task failed (naming the task), DataLoss for an answer
 // that does not decode. Liveness stays CAF's too: ClientChannel::StartVia
-// monitors the remote worker actor, whose going down answers the call.
+// monitors the remote worker actor, whose going down answers the call. A
+// caller that gives up (its deadline passed) cancels its call.
 //
 // Server half (every cluster task): a request goes to this process's worker
 // actor (actors/worker_session.hpp) as a CAF request whose sender is a
@@ -37,8 +43,14 @@
 // (devices/inline_delivery.hpp); the worker's answer (the device actor's, delegated)
 // reaches the companion on the answering thread, which sends it back at once
 // (Send never blocks). A request that does not decode is answered with
-// InvalidArgument. Only messages from a peer whose hello the transport took
-// arrive here (with TLS: a certificate the cluster CA signed), the same
+// InvalidArgument. Every request is answered or its caller told: an answer
+// that cannot go (no address for the caller, its Send rejected, no memory to
+// encode it) fails this process's connections with the caller
+// (TensorTransport::FailPeer), whose PeerFailed then fails the call; the
+// worker's actor alive, the caller would otherwise wait for ever when its
+// step has no deadline. Nothing here throws into the transport or CAF.
+// Only messages from a peer whose hello the transport took arrive here
+// (with TLS: a certificate the cluster CA signed), the same
 // trust as CAF's remote messages; a request runs only a registered graph.
 //
 // Thread-safe.
@@ -83,14 +95,21 @@ class StepCalls {
   /// Before the transport stops: calls in flight are answered Unavailable.
   void Detach();
 
-  /// Sends `req` to task `task`'s worker; `done` gets its answer once.
-  /// Not OK (nothing was sent, `done` is dropped) when there is no transport
-  /// or the transport cannot send to the task (no address known for it).
-  Status Call(const std::string& task, const RunStepRequest& req, std::function<void(caf::message)> done);
+  /// Sends `req` to task `task`'s worker, which must be incarnation
+  /// `incarnation` (else it answers Aborted, running nothing); `done` gets
+  /// its answer once. Not OK (nothing was sent, `done` is dropped) when there
+  /// is no transport or the transport cannot send to the task (no address
+  /// known for it). `id`, when given, receives the call's id (for Cancel).
+  Status Call(const std::string& task, uint64_t incarnation, const RunStepRequest& req,
+              std::function<void(caf::message)> done, uint64_t* id = nullptr);
+  /// Forgets call `id` (its caller stopped waiting): its `done` is dropped
+  /// unrun, its answer, if it comes, too. Nothing when it is not pending.
+  void Cancel(uint64_t id);
 
-  /// Tells task `task`'s rendezvous actor that step `step_id` is over
-  /// (RendezvousStepDone, one way). Not OK when it cannot go this way.
-  Status StepDone(const std::string& task, int64_t step_id);
+  /// Tells task `task`'s rendezvous actor (of incarnation `incarnation`)
+  /// that step `step_id` is over (RendezvousStepDone, one way). Not OK when
+  /// it cannot go this way.
+  Status StepDone(const std::string& task, uint64_t incarnation, int64_t step_id);
 
   // The transport's handler of Channel::kControl, and its peer failures.
   static Status Check(const std::string& from, const std::string& meta);

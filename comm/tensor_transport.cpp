@@ -541,6 +541,19 @@ Status TensorTransport::Send(const std::string& task, Channel channel, std::stri
   return Status::OK();
 }
 
+void TensorTransport::FailPeer(const std::string& task, const Status& why) {
+  if (impl_->stopped.load()) return;
+  asio::post(impl_->io, [impl = impl_, task, why] {
+    if (impl->stopped.load()) return;
+    auto it = impl->outs.find(task);
+    if (it != impl->outs.end()) impl->FailOut(it->second, why);
+    std::vector<std::shared_ptr<Impl::In>> from;
+    for (const auto& in : impl->ins)
+      if (in->task == task) from.push_back(in);
+    for (const auto& in : from) impl->CloseIn(in, why, false);
+  });
+}
+
 Status TensorTransport::SendMessage(const std::string& task, Channel channel, std::string meta) {
   return Send(task, channel, std::move(meta), Tensor());
 }

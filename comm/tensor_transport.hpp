@@ -182,6 +182,13 @@ class TensorTransport {
   Status Send(const std::string& task, Channel channel, std::string meta, const Tensor& value, SendFlags flags = {});
   /// Queues a message without a tensor (a control message).
   Status SendMessage(const std::string& task, Channel channel, std::string meta);
+  /// Fails every connection with `task` (to it and from it) with `why`, as a
+  /// reset would: its queued messages are rejected, the peer sees its
+  /// connections closed (and reports this task failed), peer_failed runs
+  /// here for its current incarnation. For a client that cannot keep a
+  /// promise to the peer (an answer that cannot go). Asynchronous; nothing
+  /// when stopped.
+  void FailPeer(const std::string& task, const Status& why);
 
   /// Connections closed because of a bad frame (for tests).
   uint64_t data_loss_count() const;

@@ -115,7 +115,14 @@ Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Pa
   if (here && !(task && !task->local)) return ch->StartHere(part.session, caf::make_message(std::move(req)), notifier);
   if (task && !task->local) {
     const Status s = ch->StartVia(
-        part.session, [&](ClientChannel::ReplyFn done) { return calls->Call(task->name, req, std::move(done)); },
+        part.session,
+        [&](ClientChannel::ReplyFn done, ClientChannel::CancelFn* cancel) {
+          uint64_t id = 0;
+          // The incarnation its partitions were registered with: a restarted task runs none of them.
+          const Status sent = calls->Call(task->name, task->status.incarnation, req, std::move(done), &id);
+          if (sent.ok()) *cancel = [calls, id] { calls->Cancel(id); };
+          return sent;
+        },
         notifier);
     if (s.ok()) return s;
   }
@@ -205,7 +212,8 @@ Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std
         return true;
       }
       for (const auto& t : view_->tasks())
-        if (!t.local && t.status.rendezvous == p) return runtime_->step_calls()->StepDone(t.name, id).ok();
+        if (!t.local && t.status.rendezvous == p)
+          return runtime_->step_calls()->StepDone(t.name, t.status.incarnation, id).ok();
       return false;
     };
   }
