@@ -21,7 +21,9 @@ std::deque<std::shared_ptr<OutStream>> TensorTransport::Impl::CloseOut(const std
   return std::move(out->queue);
 }
 
-void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& out, const Status& s) {
+void TensorTransport::Impl::FailOut(const std::shared_ptr<Out>& given, const Status& s) {
+  // A copy: `given` may be the very entry of `outs` erased below (Cut, FailPeer).
+  const std::shared_ptr<Out> out = given;
   if (out->dead) return;
   auto it = outs.find(out->task);
   if (it != outs.end() && it->second == out) outs.erase(it);
