@@ -239,7 +239,16 @@ struct StepCalls::Impl : std::enable_shared_from_this<StepCalls::Impl> {
       serving[mid.response_id().integer_value()] = Serving{from, call};
     }
     served.fetch_add(1);
-    DeliverInline(pool, w, companion, mid, caf::make_message(std::move(req)));
+    if (DeliverInline(pool, w, companion, mid, caf::make_message(std::move(req)))) return;
+    // Not enqueued (no memory for it): answered here, or the master would wait for it.
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      serving.erase(mid.response_id().integer_value());
+    }
+    RunStepResponse resp;
+    resp.status = errors::ResourceExhausted("task ", tp ? tp->task() : std::string("?"),
+                                            ": no memory to take a step request");
+    Answer(from, call, resp);
   }
 };
 

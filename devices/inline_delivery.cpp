@@ -81,9 +81,9 @@ thread_local InlineUnit* t_unit = nullptr;
 
 bool InInlineDelivery() { return t_unit && t_unit->running; }
 
-void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
+bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
                    caf::message msg) noexcept {
-  if (!dest) return;
+  if (!dest) return false;
   try {
     if (!t_unit) {
       t_owned = std::make_unique<InlineUnit>(&dest->home_system());
@@ -96,34 +96,39 @@ void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
   try {
     element = caf::make_mailbox_element(std::move(sender), mid, {}, std::move(msg));
   } catch (...) {
-    return;  // no memory for the message: as a message lost with its connection
+    return false;  // no memory for the message
   }
   auto* actor = caf::actor_cast<caf::abstract_actor*>(dest);
   if (t_unit && &t_unit->system() != &dest->home_system()) {  // a thread serving two systems (tests): no inline runs
     try {
       actor->enqueue(std::move(element), pool->activation_unit());
     } catch (...) {
+      return false;
     }
-    return;
+    return true;
   }
   if (!t_unit || t_unit->running) {  // no unit, or a delivery from inside a run: joins it
     try {
       actor->enqueue(std::move(element), t_unit ? static_cast<caf::execution_unit*>(t_unit) : pool->activation_unit());
     } catch (...) {
+      return false;
     }
-    return;
+    return true;
   }
   t_unit->Reset(pool);
   t_unit->running = true;
+  bool delivered = true;
   try {
     actor->enqueue(std::move(element), t_unit);
-  } catch (...) {  // CAF's enqueue failed for memory: the message is lost, as with a lost connection
+  } catch (...) {  // CAF's enqueue failed for memory
+    delivered = false;
   }
   t_unit->Drain();
   t_unit->running = false;
   std::vector<std::function<void()>> after;
   after.swap(t_unit->after);
   for (auto& fn : after) fn();
+  return delivered;
 }
 
 void AfterInlineRun(std::function<void()> fn) {

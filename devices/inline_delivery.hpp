@@ -39,8 +39,9 @@ constexpr size_t kInlineThroughput = 16;
 
 /// Sends `msg` (as from `sender`, with `mid`) to the local actor `dest` and
 /// runs what becomes runnable on this thread, as above. `pool`: where the
-/// rest goes. Never throws.
-void DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
+/// rest goes. Never throws. False when the message could not be enqueued
+/// (no memory for it, or `dest` is null): nothing was delivered.
+bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
                    caf::message msg) noexcept;
 
 /// Whether this thread is running actors for DeliverInline now (an actor
