@@ -384,6 +384,10 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
   impl->callbacks = std::move(callbacks);
   TransportFaults faults = impl->options.test_faults;
   if (!faults.enabled()) AF_RETURN_IF_ERROR(TransportFaultsFromEnvironment(&faults));
+  AF_RETURN_IF_ERROR(SpinWindowFromEnvironment(nullptr, &impl->options.spin));
+  if (impl->options.spin.count() < 0 || impl->options.spin.count() > kMaxSpinMicros)
+    return errors::InvalidArgument("tensor transport of ", impl->options.task, ": spin window of ",
+                                   impl->options.spin.count(), " us (0 to ", kMaxSpinMicros, ")");
   if (faults.enabled()) impl->faults = std::make_unique<FaultInjector>(faults, impl->options.task, impl->io);
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(impl->options.bind_host, ec);
@@ -423,7 +427,7 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
   impl->thread = std::thread([impl] {
     for (;;) {
       try {
-        impl->io.run();
+        RunPolling(impl->io, impl->options.spin, &impl->poll);
         return;
       } catch (...) {  // out of memory in a handler: that connection is lost, the transport goes on
       }
@@ -484,6 +488,8 @@ const std::string& TensorTransport::host() const { return impl_->options.bind_ho
 uint16_t TensorTransport::port() const { return impl_->port; }
 const std::string& TensorTransport::task() const { return impl_->options.task; }
 uint64_t TensorTransport::incarnation() const { return impl_->options.incarnation; }
+uint64_t TensorTransport::spin_hits() const { return impl_->poll.found_spinning.load(); }
+uint64_t TensorTransport::parked_wakeups() const { return impl_->poll.woken.load(); }
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
 uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
 uint64_t TensorTransport::same_host_count() const { return impl_->same_host_reads.load(); }

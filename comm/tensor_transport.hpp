@@ -72,6 +72,10 @@
 // sides, verified against the cluster CA (comm/tls.hpp); a plaintext peer or
 // one the CA did not sign fails the handshake and is refused.
 //
+// The io thread spins for a bounded, adaptive window after its work before it
+// sleeps (comm/io_poller.hpp): a reply that comes within the window is read
+// without a wake-up; a process its peers are quiet with soon spins not at all.
+//
 // For tests, a decorator on the send path injects delays, losses and cut
 // connections (comm/fault_injection.hpp); off, its cost is one pointer test.
 //
@@ -113,6 +117,10 @@ struct TransportOptions {
   /// Mutual TLS 1.3 on every connection (both ends present certificates the
   /// cluster CA signed), when set; the files are checked at Start.
   TlsOptions tls;
+  /// How long the io thread polls for more work after its last before it
+  /// sleeps (the adaptive spin of comm/io_poller.hpp); 0: never.
+  /// ACTORFLOW_TRANSPORT_SPIN_US, when set, takes its place (Start checks it).
+  std::chrono::microseconds spin{50};
   /// TEST-ONLY: delays, drops and cuts injected into the send path
   /// (comm/fault_injection.hpp). None here: those ACTORFLOW_TEST_TRANSPORT_FAULTS
   /// asks for, if set (malformed: Start fails with InvalidArgument).
@@ -190,6 +198,11 @@ class TensorTransport {
   /// when stopped.
   void FailPeer(const std::string& task, const Status& why);
 
+  /// Idle gaps of the io thread that ended with work found while it spun,
+  /// and those that ended with a wake-up from the kernel (for tests and
+  /// benchmarks: whether the spin catches the replies).
+  uint64_t spin_hits() const;
+  uint64_t parked_wakeups() const;
   /// Connections closed because of a bad frame (for tests).
   uint64_t data_loss_count() const;
   /// Connections refused or failed in the TLS handshake (for tests).

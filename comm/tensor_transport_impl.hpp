@@ -28,6 +28,7 @@
 #include "actorflow/comm/frame_codec.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/same_host.hpp"
+#include "actorflow/comm/io_poller.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 
 namespace actorflow {
@@ -105,6 +106,7 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   std::atomic<uint64_t> tensors_received{0};  // tensors delivered whole, by either path
   std::unique_ptr<asio::ssl::context> ssl;  // mutual TLS 1.3 (comm/tls.hpp), when configured
   std::atomic<bool> stopped{false};
+  PollCounters poll;  // the io thread's spin (comm/io_poller.hpp)
 
   // Where a connection goes: the membership's record of its task when it was made.
   struct Peer {

@@ -98,8 +98,11 @@ struct Pair {
   std::unique_ptr<TensorTransport> a, b;
   // `same_host` off: every byte over TCP, as between machines; `faults_a`:
   // what A's sends meet (test-only fault injection, comm/fault_injection.hpp).
-  explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false, TransportFaults faults_a = {}) {
+  // `spin`: both io threads' spin window (comm/io_poller.hpp).
+  explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false, TransportFaults faults_a = {},
+                std::chrono::microseconds spin = TransportOptions().spin) {
     TransportOptions oa, ob;
+    oa.spin = ob.spin = spin;
     oa.same_host = ob.same_host = same_host;
     oa.test_faults = faults_a;
     oa.task = kA;

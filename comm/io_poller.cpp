@@ -1,0 +1,55 @@
+#include "actorflow/comm/io_poller.hpp"
+
+#include <sched.h>
+
+#include <boost/asio/io_context.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace actorflow {
+
+void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters) {
+  using clock = std::chrono::steady_clock;
+  SpinBudget budget(window.count() > 0 ? window : std::chrono::microseconds(0));
+  for (;;) {
+    // Everything ready now, then the idle gap begins.
+    while (io.poll() > 0) {
+    }
+    if (io.stopped()) return;  // stopped, or out of work
+    const auto idle = clock::now();
+    const auto spin_until = idle + budget.budget();
+    bool found = false;
+    while (budget.budget().count() > 0 && clock::now() < spin_until) {
+      if (io.poll() > 0) {
+        found = true;
+        break;
+      }
+      if (io.stopped()) return;
+      sched_yield();
+    }
+    if (found) {
+      if (counters) counters->found_spinning.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      if (io.run_one() == 0) return;  // stopped, or out of work
+      if (counters) counters->woken.fetch_add(1, std::memory_order_relaxed);
+    }
+    budget.OnGap(std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - idle));
+  }
+}
+
+Status SpinWindowFromEnvironment(const EnvironmentReader& env, std::chrono::microseconds* window) {
+  const char* v = ReadVariable(env, kTransportSpinVariable);
+  if (v == nullptr || *v == '\0') return Status::OK();
+  const std::string text(v);
+  // Digits only (no sign, space or unit), at most five of them: 0..99999, then the range.
+  const bool digits = text.size() <= 5 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long us = digits ? std::stol(text) : -1;
+  if (us < 0 || us > kMaxSpinMicros)
+    return errors::InvalidArgument(kTransportSpinVariable, "=\"", text, "\": expected microseconds, 0 to ",
+                                   kMaxSpinMicros, " (0: never spin)");
+  *window = std::chrono::microseconds(us);
+  return Status::OK();
+}
+
+}  // namespace actorflow

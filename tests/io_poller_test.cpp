@@ -1,0 +1,164 @@
+// The io thread's spin-then-park (comm/io_poller.hpp): the adaptive budget's
+// rule; RunPolling runs every handler, finds work that comes within its
+// window while spinning and parks after quiet gaps, and returns when its
+// io_context stops or runs out of work, from either phase; the spin window's
+// variable is checked; and the tensor transport's io thread catches a
+// conversation's next message spinning (with the spin off, never).
+#include <catch2/catch.hpp>
+
+#include <boost/asio.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "actorflow/comm/io_poller.hpp"
+#include "transport_util.hpp"
+#include "wait_until.hpp"
+
+using namespace actorflow;
+using namespace actorflow::test;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+TEST_CASE("io poller: the budget is the window after a short gap, halves after each long one, down to 0") {
+  SpinBudget b(microseconds(50));
+  CHECK(b.budget() == microseconds(50));
+  b.OnGap(microseconds(10));
+  CHECK(b.budget() == microseconds(50));
+  b.OnGap(microseconds(51));
+  CHECK(b.budget() == microseconds(25));
+  b.OnGap(milliseconds(100));
+  CHECK(b.budget() == microseconds(12));
+  for (int i = 0; i < 4; ++i) b.OnGap(milliseconds(100));
+  CHECK(b.budget() == microseconds(0));  // a quiet process parks at once
+  b.OnGap(microseconds(50));             // a conversation again: spin for the next reply
+  CHECK(b.budget() == microseconds(50));
+  SpinBudget off(microseconds(0));
+  off.OnGap(microseconds(0));
+  CHECK(off.budget() == microseconds(0));
+}
+
+namespace {
+
+// An io_context run by RunPolling on its own thread until it stops or runs out of work.
+struct Polled {
+  boost::asio::io_context io;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work =
+      std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(io.get_executor());
+  PollCounters counters;
+  std::future<void> done;
+  explicit Polled(microseconds window) {
+    done = std::async(std::launch::async, [this, window] { RunPolling(io, window, &counters); });
+  }
+  ~Polled() {
+    io.stop();
+    if (done.valid()) done.wait();
+  }
+  // Posts `n` handlers, each after the previous one ran (a conversation):
+  // with `gap`, that long after it.
+  void Converse(int n, milliseconds gap = milliseconds(0)) {
+    std::atomic<int> ran{0};
+    for (int i = 0; i < n; ++i) {
+      boost::asio::post(io, [&ran] { ran.fetch_add(1); });
+      REQUIRE(WaitUntil([&] { return ran.load() == i + 1; }, std::chrono::seconds(10), milliseconds(0)));
+      if (gap.count() > 0) std::this_thread::sleep_for(gap);  // a quiet period, not an ordering
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("io poller: work that comes within the window is found spinning; quiet gaps park the thread") {
+  SECTION("a conversation: the next message within a generous window") {
+    Polled p{microseconds(kMaxSpinMicros)};
+    p.Converse(100);
+    // Each next handler is posted as soon as the last one ran: well inside
+    // 10 ms, unless this machine stalls the test for that long. (Some are
+    // posted before the thread runs out of work: no gap at all.)
+    CHECK(p.counters.found_spinning.load() >= 1);
+    CHECK(p.counters.woken.load() <= 10);
+  }
+  SECTION("the same conversation without a spin: a wake-up from the kernel for most") {
+    Polled p{microseconds(0)};
+    p.Converse(100);
+    CHECK(p.counters.found_spinning.load() == 0);
+    CHECK(p.counters.woken.load() >= 50);
+  }
+  SECTION("quiet gaps longer than the window: parked and woken by the kernel") {
+    Polled p{microseconds(200)};
+    p.Converse(20, milliseconds(3));
+    CHECK(p.counters.woken.load() >= 18);
+  }
+}
+
+TEST_CASE("io poller: returns when its io_context stops or runs out of work, spinning or parked") {
+  for (microseconds window : {microseconds(0), microseconds(kMaxSpinMicros)}) {
+    {  // stopped while spinning or parked
+      Polled p(window);
+      p.Converse(3);
+      p.io.stop();
+      REQUIRE(p.done.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    }
+    {  // out of work: the guard gone, nothing pending
+      Polled p(window);
+      p.Converse(3);
+      p.work.reset();
+      REQUIRE(p.done.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+      CHECK(p.io.stopped());
+    }
+  }
+}
+
+TEST_CASE("io poller: ACTORFLOW_TRANSPORT_SPIN_US is microseconds 0..10000; anything else names the variable") {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return EnvironmentReader([vars = std::move(vars)](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    });
+  };
+  microseconds w(50);
+  REQUIRE(SpinWindowFromEnvironment(env({}), &w).ok());
+  CHECK(w == microseconds(50));  // unset: unchanged
+  REQUIRE(SpinWindowFromEnvironment(env({{kTransportSpinVariable, "0"}}), &w).ok());
+  CHECK(w == microseconds(0));
+  REQUIRE(SpinWindowFromEnvironment(env({{kTransportSpinVariable, "10000"}}), &w).ok());
+  CHECK(w == microseconds(10000));
+  for (const char* bad : {"-1", "10001", "50us", "x", " 5", "99999999999999999999999"}) {
+    Status s = SpinWindowFromEnvironment(env({{kTransportSpinVariable, bad}}), &w);
+    CHECK(s.code() == Code::kInvalidArgument);
+    CHECK(s.message().find(kTransportSpinVariable) != std::string::npos);
+    CHECK(w == microseconds(10000));  // unchanged
+  }
+}
+
+TEST_CASE("io poller: the transport's io thread catches a conversation's next message spinning; off, never") {
+  const Tensor t = Tensor::Scalar<float>(1.f);
+  for (microseconds spin : {microseconds(kMaxSpinMicros), microseconds(0)}) {
+    Pair p(size_t{4} << 20, false, {}, spin);
+    for (int i = 0; i < 100; ++i) {  // one at a time: the next once the last arrived
+      REQUIRE(SendTensor(*p.a, kB, 1, Key("m" + std::to_string(i)), t, false).ok());
+      REQUIRE(p.in_b.Next().status.ok());
+    }
+    INFO("spin " << spin.count() << " us: " << p.b->spin_hits() << " found spinning, " << p.b->parked_wakeups() << " woken");
+    // Spinning, the next message is read without a wake-up (unless this
+    // machine stalls the test for 10 ms); off, the io thread sleeps in the
+    // kernel for each.
+    if (spin.count() > 0) CHECK(p.b->parked_wakeups() <= 10);
+    else CHECK((p.b->spin_hits() == 0 && p.b->parked_wakeups() >= 50));
+  }
+  // A window out of range is refused when the transport starts.
+  Membership m(kA, 1);
+  TransportOptions o;
+  o.task = kA;
+  o.incarnation = 1;
+  o.membership = &m;
+  o.spin = microseconds(kMaxSpinMicros + 1);
+  std::unique_ptr<TensorTransport> t2;
+  Status s = TensorTransport::Start(o, TransportCallbacks(), &t2);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.message().find("spin") != std::string::npos);
+}
