@@ -9,6 +9,11 @@
 
 namespace actorflow {
 
+namespace {
+// A yield longer than this gave the core to another thread.
+constexpr std::chrono::microseconds kYieldedAway{200};
+}  // namespace
+
 void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters) {
   using clock = std::chrono::steady_clock;
   SpinBudget budget(window.count() > 0 ? window : std::chrono::microseconds(0));
@@ -26,7 +31,11 @@ void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, P
         break;
       }
       if (io.stopped()) return;
+      const auto before = clock::now();
       sched_yield();
+      // The core went to another thread for a while: this machine has no
+      // core to spare for the spin; park instead.
+      if (clock::now() - before > kYieldedAway) break;
     }
     if (found) {
       if (counters) counters->found_spinning.fetch_add(1, std::memory_order_relaxed);
