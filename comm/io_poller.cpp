@@ -9,12 +9,8 @@
 
 namespace actorflow {
 
-namespace {
-// A yield longer than this gave the core to another thread.
-constexpr std::chrono::microseconds kYieldedAway{200};
-}  // namespace
-
-void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters) {
+void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters,
+                std::chrono::microseconds yielded_away) {
   using clock = std::chrono::steady_clock;
   SpinBudget budget(window.count() > 0 ? window : std::chrono::microseconds(0));
   for (;;) {
@@ -24,8 +20,10 @@ void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, P
     if (io.stopped()) return;  // stopped, or out of work
     const auto idle = clock::now();
     const auto spin_until = idle + budget.budget();
+    auto found_at = idle;  // when the poll that found work began (the gap ends there, not after its handlers)
     bool found = false;
     while (budget.budget().count() > 0 && clock::now() < spin_until) {
+      found_at = clock::now();
       if (io.poll() > 0) {
         found = true;
         break;
@@ -34,16 +32,22 @@ void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, P
       const auto before = clock::now();
       sched_yield();
       // The core went to another thread for a while: this machine has no
-      // core to spare for the spin; park instead.
-      if (clock::now() - before > kYieldedAway) break;
+      // core to spare for the spin. One more look, then park.
+      if (clock::now() - before > yielded_away) {
+        found_at = clock::now();
+        found = io.poll() > 0;
+        break;
+      }
     }
     if (found) {
       if (counters) counters->found_spinning.fetch_add(1, std::memory_order_relaxed);
     } else {
+      if (io.stopped()) return;
       if (io.run_one() == 0) return;  // stopped, or out of work
+      found_at = clock::now();  // after the handler: a gap at least this long
       if (counters) counters->woken.fetch_add(1, std::memory_order_relaxed);
     }
-    budget.OnGap(std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - idle));
+    budget.OnGap(std::chrono::duration_cast<std::chrono::microseconds>(found_at - idle));
   }
 }
 

@@ -4,32 +4,38 @@
 //
 // Why: a reply on loopback or a LAN arrives tens of microseconds after a
 // request. A thread asleep in epoll_wait pays a wake-up (scheduler, a core to
-// run on: ~5-15 us here) for each; the transport's round trip paid two more
-// than a blocking socket pair (issue 31: 67 us against 12.6 us).
+// run on: ~5-15 us here) for each; the transport's 4-byte round trip was
+// 2.3-2.7x a blocking socket pair's (issue 31).
 //
 // Contract:
 //   - After every burst of handlers the thread polls for ready work (a
 //     non-blocking epoll and the handler queue), yielding the core between
 //     polls, for at most the current budget; then it blocks in the kernel
 //     as io_context::run would. It returns when the io_context stops or runs
-//     out of work (as run does); a handler's exception propagates (as run's).
+//     out of work (as run does); a handler's exception propagates (as run's;
+//     calling it again goes on, the budget starting afresh).
 //   - The budget adapts (SpinBudget): an idle gap that ended within the
 //     window (found spinning, or parked and woken within it) sets it to the
 //     window; a gap longer than the window halves it, down to 0 (parks at
-//     once). A process that hears from its peers rarely soon spins not at
-//     all; one in a conversation spins for each reply. CPU spent: at most
-//     one window per idle gap, none while handlers run.
+//     once). So a message that arrives within the window after the thread's
+//     last work, while its process is in a conversation, is read without a
+//     wake-up; a process that hears from its peers rarely soon spins not at
+//     all. A gap ends when the poll that found work began (its handlers'
+//     time is not the gap's).
+//   - CPU: at most one window per idle gap, none while handlers run. A peer
+//     that talks at intervals just under the window keeps the thread busy
+//     (a window of 10 ms: a core, for such a peer).
 //   - window 0: never spins: parks as soon as nothing is ready (as
 //     io_context::run does), the wake-ups counted.
+//   - sched_yield between polls: another runnable thread of this core runs
+//     instead of the spin. A yield that gave the core away for longer than
+//     `yielded_away` (another thread had work for the core, not a wake-up's
+//     brief turn) ends the spin after one more poll. This matters for windows
+//     longer than `yielded_away` (200 us by default): a shorter spin has ended
+//     by the time such a yield returns.
 //   - Counters count idle gaps, not handlers: work that is ready before the
 //     thread runs out of it (a burst; Asio's own readiness events included)
 //     ends no gap.
-//   - sched_yield between polls: another runnable thread of this core (a
-//     compute worker on a 2-core machine) runs instead of the spin; a yield
-//     that gave the core away for long (200 us: another thread had work for
-//     it, not a wake-up's brief turn) ends the spin and the thread parks.
-//     Measured (issue 31, 2 cores, async training 1 ps + 2 workers): without
-//     this, a 50 us spin cost 10% of the examples/s; with it, none.
 #pragma once
 
 #include <atomic>
@@ -70,10 +76,13 @@ struct PollCounters {
 };
 
 /// Runs `io` on this thread, spin-then-park with `window` (see above).
-void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters);
+void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters,
+                std::chrono::microseconds yielded_away = std::chrono::microseconds(200));
 
 /// The environment variable that sets the transport's spin window, in microseconds.
 inline constexpr const char* kTransportSpinVariable = "ACTORFLOW_TRANSPORT_SPIN_US";
+/// The tensor transport's window unless told otherwise.
+inline constexpr std::chrono::microseconds kDefaultSpin{50};
 /// The longest window accepted (10 ms).
 inline constexpr int64_t kMaxSpinMicros = 10000;
 /// `*window` from ACTORFLOW_TRANSPORT_SPIN_US when it is set (unchanged

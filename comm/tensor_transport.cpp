@@ -384,10 +384,13 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
   impl->callbacks = std::move(callbacks);
   TransportFaults faults = impl->options.test_faults;
   if (!faults.enabled()) AF_RETURN_IF_ERROR(TransportFaultsFromEnvironment(&faults));
-  AF_RETURN_IF_ERROR(SpinWindowFromEnvironment(nullptr, &impl->options.spin));
-  if (impl->options.spin.count() < 0 || impl->options.spin.count() > kMaxSpinMicros)
-    return errors::InvalidArgument("tensor transport of ", impl->options.task, ": spin window of ",
-                                   impl->options.spin.count(), " us (0 to ", kMaxSpinMicros, ")");
+  std::chrono::microseconds spin = kDefaultSpin;
+  if (impl->options.spin) spin = *impl->options.spin;
+  else AF_RETURN_IF_ERROR(SpinWindowFromEnvironment(nullptr, &spin));
+  if (spin.count() < 0 || spin.count() > kMaxSpinMicros)
+    return errors::InvalidArgument("tensor transport of ", impl->options.task, ": spin window of ", spin.count(),
+                                   " us (0 to ", kMaxSpinMicros, ")");
+  impl->options.spin = spin;
   if (faults.enabled()) impl->faults = std::make_unique<FaultInjector>(faults, impl->options.task, impl->io);
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(impl->options.bind_host, ec);
@@ -427,7 +430,7 @@ Status TensorTransport::Start(TransportOptions options, TransportCallbacks callb
   impl->thread = std::thread([impl] {
     for (;;) {
       try {
-        RunPolling(impl->io, impl->options.spin, &impl->poll);
+        RunPolling(impl->io, *impl->options.spin, &impl->poll);
         return;
       } catch (...) {  // out of memory in a handler: that connection is lost, the transport goes on
       }

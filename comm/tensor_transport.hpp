@@ -73,8 +73,9 @@
 // one the CA did not sign fails the handshake and is refused.
 //
 // The io thread spins for a bounded, adaptive window after its work before it
-// sleeps (comm/io_poller.hpp): a reply that comes within the window is read
-// without a wake-up; a process its peers are quiet with soon spins not at all.
+// sleeps (comm/io_poller.hpp): in a conversation, a message that comes within
+// the window after the thread's last work is read without a wake-up; a
+// process its peers are quiet with soon spins not at all.
 //
 // For tests, a decorator on the send path injects delays, losses and cut
 // connections (comm/fault_injection.hpp); off, its cost is one pointer test.
@@ -87,6 +88,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,9 +120,9 @@ struct TransportOptions {
   /// cluster CA signed), when set; the files are checked at Start.
   TlsOptions tls;
   /// How long the io thread polls for more work after its last before it
-  /// sleeps (the adaptive spin of comm/io_poller.hpp); 0: never.
-  /// ACTORFLOW_TRANSPORT_SPIN_US, when set, takes its place (Start checks it).
-  std::chrono::microseconds spin{50};
+  /// sleeps (the adaptive spin of comm/io_poller.hpp), 0 to 10 ms; 0: never.
+  /// Unset: ACTORFLOW_TRANSPORT_SPIN_US if set (Start checks it), else 50 us.
+  std::optional<std::chrono::microseconds> spin;
   /// TEST-ONLY: delays, drops and cuts injected into the send path
   /// (comm/fault_injection.hpp). None here: those ACTORFLOW_TEST_TRANSPORT_FAULTS
   /// asks for, if set (malformed: Start fails with InvalidArgument).

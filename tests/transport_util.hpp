@@ -23,6 +23,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,9 +99,9 @@ struct Pair {
   std::unique_ptr<TensorTransport> a, b;
   // `same_host` off: every byte over TCP, as between machines; `faults_a`:
   // what A's sends meet (test-only fault injection, comm/fault_injection.hpp).
-  // `spin`: both io threads' spin window (comm/io_poller.hpp).
+  // `spin`: both io threads' spin window (comm/io_poller.hpp; unset: the default).
   explicit Pair(size_t chunk = size_t{4} << 20, bool same_host = false, TransportFaults faults_a = {},
-                std::chrono::microseconds spin = TransportOptions().spin) {
+                std::optional<std::chrono::microseconds> spin = std::nullopt) {
     TransportOptions oa, ob;
     oa.spin = ob.spin = spin;
     oa.same_host = ob.same_host = same_host;
