@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,11 +30,13 @@ namespace test {
 /// A task of a ClusterFixture run as an `actorflow server` process, with
 /// `extra` command-line arguments.
 struct RemoteTask {
-  RemoteTask(std::string job, int index, std::vector<std::string> extra = {})
-      : job(std::move(job)), index(index), extra(std::move(extra)) {}
+  RemoteTask(std::string job, int index, std::vector<std::string> extra = {},
+             std::map<std::string, std::string> env = {})
+      : job(std::move(job)), index(index), extra(std::move(extra)), env(std::move(env)) {}
   std::string job;
   int index;
   std::vector<std::string> extra;
+  std::map<std::string, std::string> env;  // added to its environment
 };
 
 struct ClusterFixture {
@@ -45,7 +48,7 @@ struct ClusterFixture {
   /// options, changed by `adjust` when given.
   explicit ClusterFixture(const std::vector<RemoteTask>& remote,
                           const std::function<void(ServerOptions*)>& adjust = nullptr) {
-    for (const auto& t : remote) processes.Start(t.job, t.index, t.extra);
+    for (const auto& t : remote) processes.Start(t.job, t.index, t.extra, t.env);
     ServerOptions o = processes.WorkerTaskOptions();
     o.task.index = OwnWorkerIndex(remote);
     if (adjust) adjust(&o);

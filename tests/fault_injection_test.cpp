@@ -45,9 +45,7 @@ struct FaultyPs {
   LocalCluster processes;
   std::unique_ptr<Server> server;
   explicit FaultyPs(const std::string& faults) {
-    REQUIRE(::setenv(kTransportFaultsVariable, faults.c_str(), 1) == 0);  // for the child only
-    processes.Start("ps", 0);
-    REQUIRE(::unsetenv(kTransportFaultsVariable) == 0);
+    processes.Start("ps", 0, {}, {{kTransportFaultsVariable, faults}});  // its environment only
     ServerOptions o = processes.WorkerTaskOptions();
     Status s = ClusterSpec::Parse(processes.ClusterJson({{"worker", {"127.0.0.1:1"}}}), &o.cluster);
     REQUIRE(s.ok());

@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "actorflow/master/server.hpp"
+#include "spawn_util.hpp"
 #include "test_util.hpp"
 #include "wait_until.hpp"
 
@@ -108,26 +109,7 @@ int FreePorts(int n) {
 // `argv` started with `vars` added to the environment, its output (stdout and stderr) to `out`.
 pid_t StartProcess(std::vector<std::string> all, const std::map<std::string, std::string>& vars,
                    const std::string& out) {
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    if (!vars.count(entry.substr(0, entry.find('=')))) env_store.push_back(entry);
-  }
-  for (const auto& [name, value] : vars) env_store.push_back(name + "=" + value);
-  std::vector<char*> argv, env;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_store) env.push_back(e.data());
-  env.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return pid;
+  return actorflow::test::SpawnWithEnvironment(std::move(all), vars, out);
 }
 
 // `actorflow launch ARGS`, as StartProcess.

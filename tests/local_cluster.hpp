@@ -25,6 +25,7 @@
 
 #include "actorflow/core/cluster_spec.hpp"
 #include "actorflow/master/server.hpp"
+#include "spawn_util.hpp"
 #include "wait_until.hpp"
 
 extern char** environ;
@@ -63,6 +64,7 @@ class LocalCluster {
     int transport_port = 0;
     std::string port_file;
     std::vector<std::string> extra;
+    std::map<std::string, std::string> env;  // added to its environment (tests/spawn_util.hpp)
   };
 
   LocalCluster() {
@@ -77,8 +79,10 @@ class LocalCluster {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  /// Starts `job`:`index` and waits (at most 10 s) for its port file.
-  Task& Start(const std::string& job, int index, std::vector<std::string> extra = {}) {
+  /// Starts `job`:`index` (with `env` added to its environment) and waits
+  /// (at most 10 s) for its port file.
+  Task& Start(const std::string& job, int index, std::vector<std::string> extra = {},
+              std::map<std::string, std::string> env = {}) {
     REQUIRE(tasks_.size() < 16);
     Task fresh;
     fresh.job = job;
@@ -86,6 +90,7 @@ class LocalCluster {
     tasks_.push_back(std::move(fresh));
     Task& t = tasks_.back();
     t.extra = std::move(extra);
+    t.env = std::move(env);
     Launch(&t);
     return t;
   }
@@ -210,26 +215,10 @@ class LocalCluster {
     for (const auto& e : t->extra) has_port = has_port || e.rfind("--port=", 0) == 0;
     if (!has_port) args.push_back("--port=0");
     for (const auto& e : t->extra) args.push_back(e);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_store;
-    for (char** e = environ; *e; ++e)
-      if (std::string(*e).rfind("ACTORFLOW_NUM_THREADS=", 0) != 0 && std::string(*e).rfind("TF_CONFIG=", 0) != 0)
-        env_store.push_back(*e);
-    env_store.push_back("ACTORFLOW_NUM_THREADS=1");
-    std::vector<char*> envp;
-    for (auto& e : env_store) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
+    std::map<std::string, std::string> env = t->env;
+    env["ACTORFLOW_NUM_THREADS"] = "1";
     const std::string log = dir_ + "/" + t->job + "_" + std::to_string(t->index) + ".log";
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(rc == 0);
+    const pid_t pid = SpawnWithEnvironment(std::move(args), env, log, /*append=*/true, {"TF_CONFIG"});
     t->pid = pid;
     bool exited = false;
     const bool up = WaitUntil(

@@ -27,12 +27,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "spawn_util.hpp"
 #include "wait_until.hpp"
-
-extern char** environ;
 
 namespace actorflow {
 namespace test {
@@ -84,27 +84,9 @@ class NetnsHosts {
   pid_t Spawn(int i, const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
     std::vector<std::string> args = {"/bin/bash", Script(), "exec", name_, std::to_string(i)};
     args.insert(args.end(), argv.begin(), argv.end());
-    std::vector<std::string> env_store;
-    for (char** e = environ; *e; ++e) {
-      const std::string kv = *e;
-      bool replaced = false;
-      for (const auto& mine : env) replaced = replaced || kv.compare(0, mine.find('=') + 1, mine, 0, mine.find('=') + 1) == 0;
-      if (!replaced) env_store.push_back(kv);
-    }
-    env_store.insert(env_store.end(), env.begin(), env.end());
-    std::vector<char*> cargv, cenv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    for (auto& e : env_store) cenv.push_back(e.data());
-    cenv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(rc == 0);
+    std::map<std::string, std::string> vars;
+    for (const auto& kv : env) vars[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    const pid_t pid = SpawnWithEnvironment(std::move(args), vars, log, /*append=*/true);
     pids_.push_back(pid);
     return pid;
   }

@@ -37,11 +37,10 @@ constexpr char kPsTask[] = "/job:ps/replica:0/task:0";
 // This process as worker 0 and one ps process.
 struct Cluster : test::ClusterFixture {
   Cluster() : ClusterFixture({{"ps", 0}}) {}
-  // The ps's transport meets `faults` (ACTORFLOW_TEST_TRANSPORT_FAULTS, for
-  // its process only: unset again before this process's Server starts).
+  // The ps's transport meets `faults` (ACTORFLOW_TEST_TRANSPORT_FAULTS in its
+  // process's environment only).
   explicit Cluster(const std::string& faults)
-      : ClusterFixture((Set(faults), std::vector<test::RemoteTask>{{"ps", 0}}),
-                       [](ServerOptions*) { REQUIRE(::unsetenv(kTransportFaultsVariable) == 0); }) {}
+      : ClusterFixture(std::vector<test::RemoteTask>{{"ps", 0, {}, {{kTransportFaultsVariable, faults}}}}) {}
   StepCalls* calls() { return server->runtime()->step_calls(); }
   // The ps's incarnation as this process knows it (after a session named it).
   uint64_t PsIncarnation() {
@@ -61,8 +60,6 @@ struct Cluster : test::ClusterFixture {
     CHECK(out[0].scalar<float>() == 8.f);
   }
 
- private:
-  static void Set(const std::string& faults) { REQUIRE(::setenv(kTransportFaultsVariable, faults.c_str(), 1) == 0); }
 };
 
 // Calls `req` on the ps (as incarnation `incarnation`) and waits for its answer, at most 20 s.
