@@ -7,6 +7,7 @@
 #include <caf/resumable.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -24,7 +25,7 @@ class InlineUnit final : public caf::execution_unit {
 
   void exec_later(caf::resumable* job) override {
     if (job->subtype() == caf::resumable::scheduled_actor && turns_ + queued_ < kInlineTurns &&
-        queued_ < jobs_.size()) {
+        queued_ < jobs_.size() && !PastBudget()) {
       jobs_[(head_ + queued_++) % jobs_.size()] = job;
       return;
     }
@@ -37,6 +38,10 @@ class InlineUnit final : public caf::execution_unit {
       caf::resumable* job = jobs_[head_];
       head_ = (head_ + 1) % jobs_.size();
       --queued_;
+      if (turns_ > 0 && PastBudget()) {  // this thread has other work: the workers take the rest
+        HandOn(job);
+        continue;
+      }
       ++turns_;
       caf::resumable::resume_result r;
       try {
@@ -53,7 +58,10 @@ class InlineUnit final : public caf::execution_unit {
   void Reset(ComputePool* pool) {
     pool_ = pool;
     turns_ = 0;
+    start_ = std::chrono::steady_clock::now();
   }
+  // Whether this delivery has run for its time budget already.
+  bool PastBudget() const { return std::chrono::steady_clock::now() - start_ > kInlineTimeBudget; }
   bool running = false;
   std::vector<std::function<void()>> after;  // AfterInlineRun
 
@@ -70,6 +78,7 @@ class InlineUnit final : public caf::execution_unit {
   std::array<caf::resumable*, kInlineTurns> jobs_{};
   size_t head_ = 0, queued_ = 0;
   int turns_ = 0;
+  std::chrono::steady_clock::time_point start_{};
 };
 
 // One per thread that delivers inline, for the thread's life (an actor run

@@ -13,7 +13,10 @@
 //
 // Contract: only event-based actors run here (CAF's scheduled actors, which
 // never block: the project's design rule), each for one turn of at most
-// kInlineThroughput messages, and at most kInlineTurns turns per delivery;
+// kInlineThroughput messages, and at most kInlineTurns turns and
+// kInlineTimeBudget per delivery (the first turn always runs: a turn that
+// outlasts the budget hands every later one on; the thread, a transport's I/O
+// thread serving many peers, has other messages to read);
 // an actor with more to do, every actor past the budget and every other job
 // (the pool's kernels and shards) go to the pool's workers as a client's
 // activation would (ComputePool::ScheduleActivation). An actor already
@@ -26,6 +29,7 @@
 #include <caf/message.hpp>
 #include <caf/message_id.hpp>
 
+#include <chrono>
 #include <functional>
 
 namespace actorflow {
@@ -36,6 +40,9 @@ class ComputePool;
 constexpr int kInlineTurns = 8;
 /// Messages an actor handles in one inline turn, at most.
 constexpr size_t kInlineThroughput = 16;
+/// How long one delivery runs actors on the calling thread before it hands
+/// the rest to the pool (checked between turns).
+constexpr std::chrono::microseconds kInlineTimeBudget{500};
 
 /// Sends `msg` (as from `sender`, with `mid`) to the local actor `dest` and
 /// runs what becomes runnable on this thread, as above. `pool`: where the
