@@ -10,9 +10,10 @@
 namespace actorflow {
 
 void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters,
-                std::chrono::microseconds yielded_away) {
+                std::chrono::microseconds preempted) {
   using clock = std::chrono::steady_clock;
   SpinBudget budget(window.count() > 0 ? window : std::chrono::microseconds(0));
+  auto quiet_until = clock::time_point::min();  // no spin before then: the thread lost its core spinning
   for (;;) {
     // Everything ready now, then the idle gap begins.
     while (io.poll() > 0) {
@@ -22,21 +23,29 @@ void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, P
     const auto spin_until = idle + budget.budget();
     auto found_at = idle;  // when the poll that found work began (the gap ends there, not after its handlers)
     bool found = false;
-    while (budget.budget().count() > 0 && clock::now() < spin_until) {
-      found_at = clock::now();
-      if (io.poll() > 0) {
-        found = true;
-        break;
-      }
-      if (io.stopped()) return;
-      const auto before = clock::now();
-      sched_yield();
-      // The core went to another thread for a while: this machine has no
-      // core to spare for the spin. One more look, then park.
-      if (clock::now() - before > yielded_away) {
+    if (budget.budget().count() > 0 && idle >= quiet_until) {
+      for (;;) {
         found_at = clock::now();
-        found = io.poll() > 0;
-        break;
+        if (found_at >= spin_until) break;
+        if (io.poll() > 0) {
+          found = true;
+          break;
+        }
+        if (io.stopped()) return;
+        sched_yield();
+        const auto after = clock::now();
+        if (after - found_at > preempted) {
+          // The yield gave the core to another thread for a while: this
+          // machine has none to spare. One more look, then park, and no
+          // spin for a while (a thread that yields stays runnable and, on a
+          // loaded machine, waits behind whole time slices of others; a
+          // sleeper the scheduler wakes does not).
+          quiet_until = after + kSpinCooldown;
+          if (counters) counters->gave_away.fetch_add(1, std::memory_order_relaxed);
+          found_at = after;
+          found = io.poll() > 0;
+          break;
+        }
       }
     }
     if (found) {

@@ -493,6 +493,7 @@ const std::string& TensorTransport::task() const { return impl_->options.task; }
 uint64_t TensorTransport::incarnation() const { return impl_->options.incarnation; }
 uint64_t TensorTransport::spin_hits() const { return impl_->poll.found_spinning.load(); }
 uint64_t TensorTransport::parked_wakeups() const { return impl_->poll.woken.load(); }
+uint64_t TensorTransport::spin_cooldowns() const { return impl_->poll.gave_away.load(); }
 uint64_t TensorTransport::data_loss_count() const { return impl_->data_loss.load(); }
 uint64_t TensorTransport::tls_refused_count() const { return impl_->tls_refused.load(); }
 uint64_t TensorTransport::same_host_count() const { return impl_->same_host_reads.load(); }

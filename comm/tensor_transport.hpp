@@ -205,6 +205,9 @@ class TensorTransport {
   /// benchmarks: whether the spin catches the replies).
   uint64_t spin_hits() const;
   uint64_t parked_wakeups() const;
+  /// Spins that ended because the core was wanted elsewhere (each then a
+  /// pause in spinning: a loaded machine).
+  uint64_t spin_cooldowns() const;
   /// Connections closed because of a bad frame (for tests).
   uint64_t data_loss_count() const;
   /// Connections refused or failed in the TLS handshake (for tests).

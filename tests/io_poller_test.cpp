@@ -1,8 +1,8 @@
 // The io thread's spin-then-park (comm/io_poller.hpp): the adaptive budget's
 // rule; RunPolling runs every handler, finds work that comes within its
 // window while spinning and parks after quiet gaps, and returns when its
-// io_context stops or runs out of work, from either phase; a yield that gave
-// the core away ends a spin; the spin window's variable is checked; and the
+// io_context stops or runs out of work, from either phase; a spin that lost
+// its core ends, and the thread parks for a while; the spin window's variable is checked; and the
 // tensor transport's io thread catches a conversation's next message
 // spinning (with the spin off, never).
 #include <catch2/catch.hpp>
@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "actorflow/comm/io_poller.hpp"
+#include "skip.hpp"
 #include "transport_util.hpp"
 #include "wait_until.hpp"
 
@@ -52,11 +53,11 @@ struct Polled {
       std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(io.get_executor());
   PollCounters counters;
   std::future<void> done;
-  // `yielded_away` very long: a loaded machine (sanitizers, ctest -j) never
-  // ends these spins early; the contention rule has its own case.
-  explicit Polled(microseconds window, microseconds yielded_away = std::chrono::seconds(10)) {
+  // `preempted` very long: a loaded machine (sanitizers, ctest -j) never
+  // ends these spins early; the preemption rule has its own case.
+  explicit Polled(microseconds window, microseconds preempted = std::chrono::seconds(10)) {
     done = std::async(std::launch::async,
-                      [this, window, yielded_away] { RunPolling(io, window, &counters, yielded_away); });
+                      [this, window, preempted] { RunPolling(io, window, &counters, preempted); });
   }
   ~Polled() {
     io.stop();
@@ -91,15 +92,14 @@ TEST_CASE("io poller: work that comes within the window is found spinning; quiet
     CHECK(p.counters.found_spinning.load() == 0);
     CHECK(p.counters.woken.load() >= 90);
   }
-  SECTION("a yield that gave the core away ends the spin: the thread parks") {
-    // A window of 10 ms and a yield deemed long at 0 us: every spin ends
-    // after its first yield and one more poll.
-    // Without the rule each next handler, 3 ms later, would be found
-    // spinning; with it most are woken (on a loaded machine one yield may
-    // outlast the 3 ms and its last poll find the handler).
+  SECTION("a spin that lost its core ends, and the thread parks for a while") {
+    // A window of 10 ms and any iteration deemed preempted: the first spin
+    // ends after one more poll, and for kSpinCooldown (100 ms) the thread
+    // parks at once: each next handler, 3 ms later, wakes it (without the
+    // rule each would be found spinning).
     Polled p{microseconds(kMaxSpinMicros), microseconds(0)};
     p.Converse(20, milliseconds(3));
-    CHECK(p.counters.woken.load() >= 10);
+    CHECK(p.counters.woken.load() >= 18);
   }
   SECTION("quiet gaps longer than the window: parked and woken by the kernel") {
     Polled p{microseconds(200)};
@@ -148,25 +148,52 @@ TEST_CASE("io poller: ACTORFLOW_TRANSPORT_SPIN_US is microseconds 0..10000; anyt
   }
 }
 
-TEST_CASE("io poller: the transport's io thread catches a conversation's next message spinning; off, never") {
+namespace {
+
+// 100 messages from A to B, each 1 ms after the last arrived (a quiet period
+// inside the window, not an ordering); how B's io thread found them.
+struct Found {
+  uint64_t hits = 0, woken = 0, cooldowns = 0;
+};
+Found Converse(microseconds spin) {
   const Tensor t = Tensor::Scalar<float>(1.f);
-  for (microseconds spin : {microseconds(kMaxSpinMicros), microseconds(0)}) {
-    Pair p(size_t{4} << 20, false, {}, spin);  // set here: ACTORFLOW_TRANSPORT_SPIN_US does not apply
-    for (int i = 0; i < 100; ++i) {  // one at a time: the next 1 ms after the last arrived
-      REQUIRE(SendTensor(*p.a, kB, 1, Key("m" + std::to_string(i)), t, false).ok());
-      REQUIRE(p.in_b.Next().status.ok());
-      std::this_thread::sleep_for(milliseconds(1));  // a quiet period (inside the window), not an ordering
-    }
-    // Spinning, the next message is read without a wake-up (unless this
-    // machine stalls the test for 10 ms, or the io thread's core goes to
-    // another thread for 200 us); off, the io thread sleeps in the kernel for
-    // each.
-    INFO("spin " << spin.count() << " us: " << p.b->spin_hits() << " found spinning, " << p.b->parked_wakeups()
-                 << " woken");
-    if (spin.count() > 0) CHECK((p.b->spin_hits() >= 1 && p.b->parked_wakeups() <= 20));
-    else CHECK((p.b->spin_hits() == 0 && p.b->parked_wakeups() >= 80));
+  Pair p(size_t{4} << 20, false, {}, spin);  // set here: ACTORFLOW_TRANSPORT_SPIN_US does not apply
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(SendTensor(*p.a, kB, 1, Key("m" + std::to_string(i)), t, false).ok());
+    REQUIRE(p.in_b.Next().status.ok());
+    std::this_thread::sleep_for(milliseconds(1));
   }
-  // A window out of range is refused when the transport starts.
+  return Found{p.b->spin_hits(), p.b->parked_wakeups(), p.b->spin_cooldowns()};
+}
+
+}  // namespace
+
+TEST_CASE("io poller: without a spin, the transport's io thread sleeps in the kernel for each message") {
+  const Found f = Converse(microseconds(0));
+  CHECK(f.hits == 0);
+  CHECK(f.woken >= 80);
+  CHECK(f.cooldowns == 0);
+}
+
+TEST_CASE("io poller: with a core to spare, the transport's io thread catches a conversation's next message spinning",
+          "[may_skip][spare_core]") {
+  // On a loaded machine a spin gives its core away and pauses spinning for
+  // 100 ms (kSpinCooldown), as it should: then this cannot be checked. One
+  // of three conversations without a cooldown shows it.
+  bool had_core = false;
+  for (int attempt = 0; attempt < 3 && !had_core; ++attempt) {
+    const Found f = Converse(microseconds(kMaxSpinMicros));
+    UNSCOPED_INFO("attempt " << attempt << ": " << f.hits << " found spinning, " << f.woken << " woken, "
+                             << f.cooldowns << " cooldowns");
+    if (f.cooldowns > 0) continue;
+    had_core = true;
+    CHECK(f.hits >= 80);
+    CHECK(f.woken <= 20);
+  }
+  if (!had_core) AF_SKIP("no core to spare for the spin in 3 tries (this machine is loaded)");
+}
+
+TEST_CASE("io poller: a spin window out of range is refused when the transport starts") {
   Membership m(kA, 1);
   TransportOptions o;
   o.task = kA;
