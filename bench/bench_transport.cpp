@@ -30,7 +30,8 @@
 // CAF peer's batch, and took the CPU from whichever implementation came next.
 // Latency: a 4-byte tensor there and back, one at a time (p50 of the round trip / 2 is the
 // one-way hop), in blocks of 100 per implementation with a pause after each (CAF's workers
-// poll for a while after a message: alternating single calls would charge that to the others).
+// poll for a while after a message: alternating single calls would charge that to the others);
+// a ratio line says how the replies reached the driver's I/O thread (found spinning, or woken).
 // AF_BENCH_CHUNK_MB sets the sender's transport chunk size (default 4 MiB), for experiments.
 // Compression: 64 MiB of float32 sent as 16 bits over TCP (effective bytes/s: the float32
 // bytes over the time), beside the same float32 over TCP.
@@ -383,12 +384,20 @@ int Driver(const char* self, Part part) {
   // Latency: a 4-byte tensor there and back, one at a time.
   if (part != Part::kCompression) {
     Tensor t = Tensor::Scalar<float>(1.f);
+    const uint64_t hits_before = transport->spin_hits(), woken_before = transport->parked_wakeups();
     auto stats = bench::MeasureInterleavedCalls(
         20, 100, {[&] { send_transport(t, 1, false); }, [&] { send_raw(t, 1); }, [&] { send_caf(t, 1); }});
     const char* impls[] = {"transport", "raw_asio", "caf"};
     for (int i = 0; i < 3; ++i)
       bench::Print("transport_latency", std::string("\"bytes\":4,\"impl\":\"") + impls[i] + "\"", "round_trip_p50",
                    "us", stats[i], 1e6);
+    // How the replies reached this process's I/O thread (comm/io_poller.hpp):
+    // found while it spun, or by a wake-up from the kernel.
+    std::printf("{\"bench\":\"transport_latency\",\"ratio_vs_raw_asio\":%.3f,\"io_thread_spin_hits\":%llu,"
+                "\"io_thread_parked_wakeups\":%llu}\n",
+                stats[0].median / stats[1].median,
+                static_cast<unsigned long long>(transport->spin_hits() - hits_before),
+                static_cast<unsigned long long>(transport->parked_wakeups() - woken_before));
   }
   fclose(child.to);  // the receiver ends on end of input
   int status = 0;
