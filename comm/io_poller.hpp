@@ -20,8 +20,9 @@
 //     once). So a message that arrives within the window after the thread's
 //     last work, while its process is in a conversation, is read without a
 //     wake-up; a process that hears from its peers rarely soon spins not at
-//     all. A gap ends when the poll that found work began (its handlers'
-//     time is not the gap's).
+//     all. A gap found spinning ends when the poll that found its work
+//     began; a woken gap is measured after its first handler ran (an
+//     estimate from above: long handlers make the budget shrink sooner).
 //   - CPU: at most one window per idle gap, none while handlers run. A peer
 //     that talks at intervals just under the window keeps the thread busy
 //     (a window of 10 ms: a core, for such a peer).
@@ -35,7 +36,8 @@
 //     runnable and, on a loaded machine, waits behind whole time slices of
 //     others when its message comes (measured here with a build running:
 //     1.4 ms round trips without the cooldown), while a sleeper the
-//     scheduler wakes does not.
+//     scheduler wakes does not. (A handler's exception, which returns from
+//     here, forgets the cooldown with the budget.)
 //   - Counters count idle gaps, not handlers: work that is ready before the
 //     thread runs out of it (a burst; Asio's own readiness events included)
 //     ends no gap.

@@ -25,7 +25,7 @@ class InlineUnit final : public caf::execution_unit {
 
   void exec_later(caf::resumable* job) override {
     if (job->subtype() == caf::resumable::scheduled_actor && turns_ + queued_ < kInlineTurns &&
-        queued_ < jobs_.size() && !PastBudget()) {
+        queued_ < jobs_.size() && ((turns_ == 0 && queued_ == 0) || !PastBudget())) {  // the first always runs
       jobs_[(head_ + queued_++) % jobs_.size()] = job;
       return;
     }

@@ -41,7 +41,8 @@ constexpr int kInlineTurns = 8;
 /// Messages an actor handles in one inline turn, at most.
 constexpr size_t kInlineThroughput = 16;
 /// How long one delivery runs actors on the calling thread before it hands
-/// the rest to the pool (checked between turns).
+/// the rest to the pool (checked between turns and as actors become
+/// runnable; the delivery's first turn always runs).
 constexpr std::chrono::microseconds kInlineTimeBudget{500};
 
 /// Sends `msg` (as from `sender`, with `mid`) to the local actor `dest` and

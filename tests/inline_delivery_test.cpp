@@ -28,9 +28,10 @@ struct Seen {
   std::map<int, std::thread::id> ran;
   std::thread::id after;
   bool after_saw_all = false;  // when it ran, every actor of the chain had
-  size_t size() {
+  // Every actor ran and the after-run function too (its last write).
+  bool done(size_t n) {
     std::lock_guard<std::mutex> l(mu);
-    return ran.size();
+    return ran.size() == n && after != std::thread::id();
   }
 };
 
@@ -68,7 +69,8 @@ std::vector<caf::actor> Chain(caf::actor_system& sys, int n, Seen* seen,
 
 // Delivers to the chain's first actor from a thread of its own (as a
 // transport's I/O thread delivers: one actor system for the thread's life),
-// waits (bounded) until every actor ran, and returns the delivering thread.
+// waits (bounded) until every actor and the after-run function ran (nothing
+// touches `seen` after), and returns the delivering thread.
 std::thread::id Run(Runtime& rt, const std::vector<caf::actor>& chain, Seen* seen) {
   std::thread::id caller;
   bool delivered = false;
@@ -78,7 +80,7 @@ std::thread::id Run(Runtime& rt, const std::vector<caf::actor>& chain, Seen* see
   });
   t.join();
   REQUIRE(delivered);
-  REQUIRE(WaitUntil([&] { return seen->size() == chain.size(); }, std::chrono::seconds(20)));
+  REQUIRE(WaitUntil([&] { return seen->done(chain.size()); }, std::chrono::seconds(20)));
   return caller;
 }
 
@@ -111,8 +113,8 @@ TEST_CASE("inline delivery: the actors a delivery wakes run on the caller's thre
 }
 
 TEST_CASE("inline delivery: past kInlineTurns turns, the rest run on the pool's workers") {
+  Seen seen;  // outlives the runtime's actors
   Runtime rt(TwoThreads());
-  Seen seen;
   const int n = kInlineTurns + 4;
   const std::thread::id caller = Run(rt, Chain(rt.system(), n, &seen), &seen);
   std::lock_guard<std::mutex> l(seen.mu);
@@ -121,8 +123,8 @@ TEST_CASE("inline delivery: past kInlineTurns turns, the rest run on the pool's 
 }
 
 TEST_CASE("inline delivery: a turn that outlasts the time budget hands every later one to the pool") {
+  Seen seen;  // outlives the runtime's actors
   Runtime rt(TwoThreads());
-  Seen seen;
   // The first actor works for 4 budgets.
   const std::thread::id caller = Run(rt, Chain(rt.system(), 4, &seen, {{0, 4 * kInlineTimeBudget}}), &seen);
   std::lock_guard<std::mutex> l(seen.mu);

@@ -83,8 +83,8 @@ TEST_CASE("io poller: work that comes within the window is found spinning; quiet
     p.Converse(100, milliseconds(1));
     // Each next handler is posted 1 ms after the last one ran: inside the
     // 10 ms window, unless this machine stalls the test for that long.
-    CHECK(p.counters.found_spinning.load() >= 90);
-    CHECK(p.counters.woken.load() <= 10);
+    CHECK(p.counters.found_spinning.load() >= 80);
+    CHECK(p.counters.woken.load() <= 20);
   }
   SECTION("the same conversation without a spin: a wake-up from the kernel for each") {
     Polled p{microseconds(0)};
@@ -100,6 +100,10 @@ TEST_CASE("io poller: work that comes within the window is found spinning; quiet
     Polled p{microseconds(kMaxSpinMicros), microseconds(0)};
     p.Converse(20, milliseconds(3));
     CHECK(p.counters.woken.load() >= 18);
+    // One spin gave its core away, then none for 100 ms: about 60 ms of
+    // conversation here (without the pause, every gap's spin would: ~20).
+    CHECK(p.counters.gave_away.load() >= 1);
+    CHECK(p.counters.gave_away.load() <= 3);
   }
   SECTION("quiet gaps longer than the window: parked and woken by the kernel") {
     Polled p{microseconds(200)};

@@ -216,7 +216,7 @@ class LocalCluster {
     if (!has_port) args.push_back("--port=0");
     for (const auto& e : t->extra) args.push_back(e);
     std::map<std::string, std::string> env = t->env;
-    env["ACTORFLOW_NUM_THREADS"] = "1";
+    env["ACTORFLOW_NUM_THREADS"] = "1";  // always one thread per server (a caller's value does not apply)
     const std::string log = dir_ + "/" + t->job + "_" + std::to_string(t->index) + ".log";
     const pid_t pid = SpawnWithEnvironment(std::move(args), env, log, /*append=*/true, {"TF_CONFIG"});
     t->pid = pid;
