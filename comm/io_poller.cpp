@@ -4,7 +4,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 namespace actorflow {
@@ -12,7 +11,7 @@ namespace actorflow {
 void RunPolling(boost::asio::io_context& io, std::chrono::microseconds window, PollCounters* counters,
                 std::chrono::microseconds preempted) {
   using clock = std::chrono::steady_clock;
-  SpinBudget budget(window.count() > 0 ? window : std::chrono::microseconds(0));
+  AdaptiveSpin budget(window.count() > 0 ? window : std::chrono::microseconds(0));
   auto quiet_until = clock::time_point::min();  // no spin before then: the thread lost its core spinning
   for (;;) {
     // Everything ready now, then the idle gap begins.

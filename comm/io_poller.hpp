@@ -10,11 +10,11 @@
 // Contract:
 //   - After every burst of handlers the thread polls for ready work (a
 //     non-blocking epoll and the handler queue) for at most the current
-//     budget; then it blocks in the kernel
-//     as io_context::run would. It returns when the io_context stops or runs
-//     out of work (as run does); a handler's exception propagates (as run's;
-//     calling it again goes on, the budget starting afresh).
-//   - The budget adapts (SpinBudget): an idle gap that ended within the
+//     budget; then it blocks in the kernel as io_context::run would. It
+//     returns when the io_context stops or runs out of work (as run does); a
+//     handler's exception propagates (as run's; calling it again goes on,
+//     the budget starting afresh).
+//   - The budget adapts (AdaptiveSpin): an idle gap that ended within the
 //     window (found spinning, or parked and woken within it) sets it to the
 //     window; a gap longer than the window halves it, down to 0 (parks at
 //     once). So a message that arrives within the window after the thread's
@@ -57,10 +57,9 @@ class io_context;
 namespace actorflow {
 
 /// The adaptive spin budget (pure: the rule above, for tests).
-class SpinBudget {
+class AdaptiveSpin {
  public:
-  explicit SpinBudget(std::chrono::microseconds window) : window_(window), budget_(window) {}
-  std::chrono::microseconds window() const { return window_; }
+  explicit AdaptiveSpin(std::chrono::microseconds window) : window_(window), budget_(window) {}
   /// How long to spin at the next idle gap.
   std::chrono::microseconds budget() const { return budget_; }
   /// An idle gap of `gap` ended (work arrived).

@@ -15,6 +15,7 @@
 
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
+#include "test_util.hpp"
 #include "wait_until.hpp"
 
 using namespace actorflow;
@@ -82,12 +83,6 @@ std::thread::id Run(Runtime& rt, const std::vector<caf::actor>& chain, Seen* see
   REQUIRE(delivered);
   REQUIRE(WaitUntil([&] { return seen->done(chain.size()); }, std::chrono::seconds(20)));
   return caller;
-}
-
-RuntimeOptions TwoThreads() {
-  RuntimeOptions o;
-  o.num_threads = 2;
-  return o;
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 TEST_CASE("io poller: the budget is the window after a short gap, halves after each long one, down to 0") {
-  SpinBudget b(microseconds(50));
+  AdaptiveSpin b(microseconds(50));
   CHECK(b.budget() == microseconds(50));
   b.OnGap(microseconds(10));
   CHECK(b.budget() == microseconds(50));
@@ -39,7 +39,7 @@ TEST_CASE("io poller: the budget is the window after a short gap, halves after e
   CHECK(b.budget() == microseconds(0));  // a quiet process parks at once
   b.OnGap(microseconds(50));             // a conversation again: spin for the next reply
   CHECK(b.budget() == microseconds(50));
-  SpinBudget off(microseconds(0));
+  AdaptiveSpin off(microseconds(0));
   off.OnGap(microseconds(0));
   CHECK(off.budget() == microseconds(0));
 }
