@@ -88,8 +88,14 @@ inline constexpr std::chrono::milliseconds kSpinCooldown{100};
 
 /// The environment variable that sets the transport's spin window, in microseconds.
 inline constexpr const char* kTransportSpinVariable = "ACTORFLOW_TRANSPORT_SPIN_US";
-/// The tensor transport's window unless told otherwise.
-inline constexpr std::chrono::microseconds kDefaultSpin{50};
+/// The tensor transport's window unless told otherwise: a step's cycle. A
+/// task serving steps hears its next request one step cycle after it
+/// answered the last (the master takes the answer, wakes its caller, which
+/// starts the next step): 60-70 us for a 4-byte step between two processes
+/// on 2 cores. A window shorter than that (50 us until 2026-11-29) parked the
+/// serving thread before every request, and a 2-process step took 95-120 us
+/// against 55-60 us with 200 (bench_transport steps; issue 31).
+inline constexpr std::chrono::microseconds kDefaultSpin{200};
 /// The longest window accepted (10 ms).
 inline constexpr int64_t kMaxSpinMicros = 10000;
 /// `*window` from ACTORFLOW_TRANSPORT_SPIN_US when it is set (unchanged

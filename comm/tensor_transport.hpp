@@ -121,7 +121,7 @@ struct TransportOptions {
   TlsOptions tls;
   /// How long the io thread polls for more work after its last before it
   /// sleeps (the adaptive spin of comm/io_poller.hpp), 0 to 10 ms; 0: never.
-  /// Unset: ACTORFLOW_TRANSPORT_SPIN_US if set (Start checks it), else 50 us.
+  /// Unset: ACTORFLOW_TRANSPORT_SPIN_US if set (Start checks it), else kDefaultSpin (200 us).
   std::optional<std::chrono::microseconds> spin;
   /// TEST-ONLY: delays, drops and cuts injected into the send path
   /// (comm/fault_injection.hpp). None here: those ACTORFLOW_TEST_TRANSPORT_FAULTS
