@@ -3,12 +3,15 @@
 # across 4 simulated hosts (tests/netns/hosts.sh: a network + PID namespace
 # per host, every link 1 Gbit/s both ways by tc tbf), one worker per host, 1
 # thread per process: examples/s in allreduce (4 workers), sync and async (1
-# ps on host 0 beside worker 0, 4 workers) beside PyTorch DDP (gloo, 4
+# ps on host 0 beside worker 0, 4 workers; then a ps on every host, the hidden
+# layer's weights in one part per ps: examples/train_distributed
+# --partitions, the default) beside PyTorch DDP (gloo, 4
 # processes, one per host, torchrun per host: bench/peer_torch_ddp.py) in the
 # same namespaces and the same run, at batch 256 per worker. Each task serves
 # on its host's address (ACTORFLOW_BIND, plaintext: ACTORFLOW_INSECURE).
 # One JSON row per figure ("train_multihost"); the actorflow rows carry
-# vs_ddp (their examples/s over DDP's). Where namespaces cannot be made here,
+# vs_ddp (their examples/s over DDP's) and, for sync and async, ps (how many
+# ps tasks). Where namespaces cannot be made here,
 # one {"bench":"train_multihost","skipped":WHY} row and exit 0.
 #   bench/bench_train_multihost.sh [BUILD_DIR] [--steps N] [--rate RATE]
 set -euo pipefail
@@ -28,18 +31,19 @@ multihost_up train_multihost "$name" "$hosts" "$rate"
 ips=()
 for ((h = 0; h < hosts; h++)); do ips+=("$("$harness" ip "$name" "$h")"); done
 
-# train MODE -> the chief's JSON line (or an error row)
+# train MODE NSTEPS [NPS] -> the chief's JSON line, with "ps": NPS (or an error row)
 train() {
-  local mode=$1 nsteps=$2 ws="" cluster ps_pid="" h log="$work/$1.log"
+  local mode=$1 nsteps=$2 nps=${3:-0} ws="" pss="" cluster h log="$work/$1.log" ps_pids=()
   for ((h = 0; h < hosts; h++)); do ws+="${ws:+, }\"${ips[h]}:2222\""; done
-  if [ "$mode" = allreduce ]; then cluster="{\"worker\": [$ws]}"; else cluster="{\"ps\": [\"${ips[0]}:2223\"], \"worker\": [$ws]}"; fi
+  for ((h = 0; h < nps; h++)); do pss+="${pss:+, }\"${ips[h]}:2223\""; done
+  if [ "$nps" = 0 ]; then cluster="{\"worker\": [$ws]}"; else cluster="{\"ps\": [$pss], \"worker\": [$ws]}"; fi
   rm -rf "$work/ckpt"
-  if [ "$mode" != allreduce ]; then
-    ACTORFLOW_NUM_THREADS=1 "$harness" exec "$name" 0 "$build/actorflow" server --cluster "$cluster" --job ps --task 0 \
-      --bind "${ips[0]}" --insecure >"$work/ps.log" 2>&1 &
-    ps_pid=$!
-    pids+=("$ps_pid")
-  fi
+  for ((h = 0; h < nps; h++)); do  # ps task h on host h
+    ACTORFLOW_NUM_THREADS=1 "$harness" exec "$name" "$h" "$build/actorflow" server --cluster "$cluster" --job ps \
+      --task "$h" --bind "${ips[h]}" --insecure >"$work/ps$h.log" 2>&1 &
+    ps_pids+=($!)
+    pids+=($!)
+  done
   local workers=()
   for ((h = hosts - 1; h >= 0; h--)); do
     TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"worker\", \"index\": $h}}" ACTORFLOW_BIND="${ips[h]}" \
@@ -51,16 +55,16 @@ train() {
   done
   local ok=1
   for p in "${workers[@]}"; do wait "$p" || ok=0; done
-  if [ -n "$ps_pid" ]; then kill -TERM "$ps_pid" 2>/dev/null || true; wait "$ps_pid" 2>/dev/null || true; fi
+  for p in "${ps_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
   local line
   line=$(grep -o '{"bench":"train_distributed".*}' "$work/$mode.w0.log" | tail -1 || true)
   if [ -z "$line" ] || [ $ok = 0 ]; then
-    echo "{\"bench\":\"train_multihost\",\"params\":{\"mode\":\"$mode\",\"batch\":$batch,\"hosts\":$hosts},\"error\":\"$(
+    echo "{\"bench\":\"train_multihost\",\"params\":{\"mode\":\"$mode\",\"ps\":$nps,\"batch\":$batch,\"hosts\":$hosts},\"error\":\"$(
       tail -n 1 "$work/$mode.w0.log" | tr -d '"\\' | cut -c1-200)\"}"
     return
   fi
-  echo "$line"
+  echo "${line%\}},\"ps\":$nps}"
 }
 
 ddp() {
@@ -85,7 +89,8 @@ ddp() {
   echo "$line"
 }
 
-rows=("$(ddp)" "$(train allreduce "$steps")" "$(train sync "$steps")" "$(train async "$((steps * 2))")")
+rows=("$(ddp)" "$(train allreduce "$steps")" "$(train sync "$steps" 1)" "$(train async "$((steps * 2))" 1)"
+  "$(train sync "$steps" "$hosts")" "$(train async "$((steps * 2))" "$hosts")")
 status=0
 "$py" - "$hosts" "$rate" "${rows[@]}" <<'PY' || status=1
 import json, sys
@@ -100,7 +105,8 @@ for r in rows:
     impl = r["params"].get("impl", "actorflow")
     out = {"bench": "train_multihost",
            "params": {"hosts": hosts, "link": rate, "batch": r["params"]["batch"], "workers": r["params"]["workers"],
-                      "impl": impl, **({"mode": r["params"]["mode"]} if "mode" in r["params"] else {})},
+                      "impl": impl, **({"mode": r["params"]["mode"]} if "mode" in r["params"] else {}),
+                      **({"ps": r["ps"]} if r.get("ps") else {})},
            "metric": "throughput", "unit": "examples/s", "median": r["median"]}
     if impl == "actorflow" and ddp:
         out["vs_ddp"] = round(r["median"] / ddp, 3)

@@ -2,6 +2,7 @@
 
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/partitioned_variables.hpp"
 
 namespace actorflow {
 namespace examples {
@@ -20,12 +21,15 @@ std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate,
   return adam;
 }
 
-Mlp BuildMlpLayers(const Scope& root, Output x, Output y) {
+Mlp BuildMlpLayers(const Scope& root, Output x, Output y, int w1_parts) {
   Mlp m;
   Scope l1 = root.NewSubScope("hidden");
-  Variable w1 = NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform());
+  const Output w1 = w1_parts > 1 ? NewPartitionedVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform(),
+                                                          FixedSizePartitioner(w1_parts))
+                                       .value
+                                 : NewVariable(l1, "weights", {784, 256}, DT_FLOAT, init::GlorotUniform()).value;
   Variable b1 = NewVariable(l1, "biases", {256}, DT_FLOAT, init::Zeros());
-  auto h = ops::Relu(l1, ops::BiasAdd(l1, ops::MatMul(l1, x, w1.value), b1.value));
+  auto h = ops::Relu(l1, ops::BiasAdd(l1, ops::MatMul(l1, x, w1), b1.value));
   Scope l2 = root.NewSubScope("softmax");
   Variable w2 = NewVariable(l2, "weights", {256, 10}, DT_FLOAT, init::GlorotUniform());
   Variable b2 = NewVariable(l2, "biases", {10}, DT_FLOAT, init::Zeros());

@@ -24,8 +24,11 @@ struct Mlp {
 Mlp BuildMlp(const Scope& root, Output images, Output labels, double learning_rate, int64_t steps_per_epoch);
 
 /// The same layers, loss, accuracy and global step, without a train op: for
-/// a caller that wraps the optimizer (SyncReplicasOptimizer).
-Mlp BuildMlpLayers(const Scope& root, Output images, Output labels);
+/// a caller that wraps the optimizer (SyncReplicasOptimizer). `w1_parts` > 1
+/// cuts the hidden layer's weights (784x256, nearly all the model's bytes)
+/// into that many parts along its rows (client/train/partitioned_variables.hpp),
+/// which a ReplicaDeviceSetter spreads over the ps tasks.
+Mlp BuildMlpLayers(const Scope& root, Output images, Output labels, int w1_parts = 1);
 /// The examples' Adam: `learning_rate` decayed by 0.8 every `steps_per_epoch` global steps.
 std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate, const Variable& step,
                                         int64_t steps_per_epoch);

@@ -16,7 +16,10 @@
 // peer timeout), and trains through the master there. Every worker computes
 // gradients on its own shard of the training set:
 //   async      variables live on the ps tasks (ReplicaDeviceSetter, by
-//              bytes); each worker's Adam update is applied there as it comes;
+//              bytes; with several ps tasks the hidden layer's weights, nearly
+//              all the model's bytes, are cut into one part per ps task,
+//              --partitions N to choose); each worker's Adam update is applied
+//              there as it comes;
 //   sync       SyncReplicasOptimizer: the chief (worker 0) averages one
 //              gradient per worker per step, applies it, and hands out the
 //              next tokens;
@@ -36,6 +39,7 @@
 // after each epoch and at the end.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +78,7 @@ struct Options {
   int64_t steps = 0;    // 0: --epochs; else this many global steps
   bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
+  int partitions = 0;        // async, sync: parts of the hidden layer's weights (0: one per ps task)
   std::string logdir;        // empty: no TensorBoard events
   std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
   ClusterResolverOptions resolver;  // --jobs, --port-base
@@ -82,9 +87,11 @@ struct Options {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--logdir DIR]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
+               "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
+               "    (default: one per ps task; 1: whole)\n"
                "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
                "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
                "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
@@ -121,7 +128,9 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   Scope s = allreduce ? root.WithDevice(worker_device) : ReplicaDeviceSetter(root, rd);
   auto x = ops::Placeholder(s.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
   auto y = ops::Placeholder(s.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
-  Mlp m = BuildMlpLayers(s, x, y);
+  const int ps_tasks = cluster.num_tasks("ps");
+  const int parts = allreduce ? 1 : o.partitions > 0 ? o.partitions : std::max(1, ps_tasks);
+  Mlp m = BuildMlpLayers(s, x, y, parts);
   const bool sync = o.mode == "sync";
   // A global step is one batch (async) or one batch from every worker (sync, allreduce).
   const int64_t steps_per_epoch = 60000 / (o.batch * (sync || allreduce ? workers : 1));
@@ -199,13 +208,15 @@ int main(int argc, char** argv) {
     else if (a == "--steps" && has) o.steps = std::atoll(argv[++i]);
     else if (a == "--report") o.report = true;
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
+    else if (a == "--partitions" && has) o.partitions = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--cluster" && has) o.cluster = argv[++i];
     else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
     else if (a == "--port-base" && has) o.resolver.port_base = std::atoi(argv[++i]);
     else return Usage(argv[0]);
   }
-  if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0)
+  if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
+      o.partitions < 0)
     return Usage(argv[0]);
 
   // This worker: its task in the cluster --cluster resolves, served in this process.

@@ -23,6 +23,7 @@
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/optimizers.hpp"
+#include "actorflow/client/train/partitioned_variables.hpp"
 #include "actorflow/client/train/replica_device_setter.hpp"
 #include "actorflow/client/train/supervisor.hpp"
 #include "actorflow/client/train/sync_replicas_optimizer.hpp"
@@ -43,7 +44,8 @@ namespace {
 
 // A ps process, a second worker process, and this process as worker 0.
 struct Cluster : test::ClusterFixture {
-  Cluster() : ClusterFixture({{"ps", 0}, {"worker", 1}}) {}
+  explicit Cluster(const std::vector<test::RemoteTask>& remote = {{"ps", 0}, {"worker", 1}})
+      : ClusterFixture(remote) {}
   // A session whose master (in this process) uses the ps task and worker `task`:
   // worker 1's session stands for the client a worker 1 process would run.
   SessionOptions Options(int task = 0) const {
@@ -192,12 +194,15 @@ namespace {
 struct SyncModel {
   Scope root = Scope::NewRootScope();
   Variable w, b, step;
+  Output w_value;  // w's whole value (w in parts when partitioned)
+  std::vector<std::string> w_devices;  // where its parts live
   Output loss;
   Operation train, init, init_local;
   std::unique_ptr<SyncReplicasOptimizer> sync;
   std::unique_ptr<GradientDescentOptimizer> sgd;
-  // task < 0: one process, plain SGD; else worker `task` of a 2-replica sync cluster.
-  SyncModel(const ClusterSpec* cluster, int task) {
+  // task < 0: one process, plain SGD; else worker `task` of a 2-replica sync
+  // cluster. w_parts > 1: w in that many parts (a partitioned variable).
+  SyncModel(const ClusterSpec* cluster, int task, int w_parts = 1) {
     Scope s = root;
     if (task >= 0) {
       ReplicaDeviceSetterOptions o;
@@ -209,10 +214,18 @@ struct SyncModel {
     auto y = ops::Placeholder(s.WithOpName("y"), DT_INT32);
     Tensor w0(DT_FLOAT, TensorShape{4, 3});
     for (int i = 0; i < 12; ++i) w0.data<float>()[i] = 0.05f * static_cast<float>((i * 7) % 5) - 0.1f;
-    w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::Constant(w0));
+    if (w_parts > 1) {
+      PartitionedVariable pw =
+          NewPartitionedVariable(s, "w", {4, 3}, DT_FLOAT, init::Constant(w0), FixedSizePartitioner(w_parts));
+      w_value = pw.value;
+      for (const auto& p : pw.parts) w_devices.push_back(p.ref.node()->requested_device());
+    } else {
+      w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::Constant(w0));
+      w_value = w.value;
+    }
     b = NewVariable(s, "b", {3}, DT_FLOAT, init::Zeros());
     step = GetOrCreateGlobalStep(s);
-    auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
+    auto logits = ops::Add(s, ops::MatMul(s, x, w_value), b.value);
     loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
     sgd = std::make_unique<GradientDescentOptimizer>(0.5);
     if (task < 0) {
@@ -229,10 +242,12 @@ struct SyncModel {
 
 }  // namespace
 
-TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give one process's batch-2b variables",
-          "[distributed]") {
-  Cluster c;
-  SyncModel m0(&c.spec, 0), m1(&c.spec, 1);
+namespace {
+
+// Two sync replicas (this process and worker 1 of `c`, w in `w_parts` parts)
+// trained in lockstep end with the variables of one process's batch-2b steps.
+void CheckSyncMatchesOneProcess(Cluster& c, int w_parts) {
+  SyncModel m0(&c.spec, 0, w_parts), m1(&c.spec, 1, w_parts);
   REQUIRE(m0.root.ok());
   Session s0(c.Options(0)), s1(c.Options(1));
   REQUIRE(s0.Create(ToDef(m0.root)).ok());
@@ -268,7 +283,7 @@ TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give
     REQUIRE(st0.ok());
     REQUIRE(st1.ok());
   }
-  run(s1, {}, {m1.w.value.name(), m1.b.value.name(), m1.step.value.name()}, {});
+  run(s1, {}, {m1.w_value.name(), m1.b.value.name(), m1.step.value.name()}, {});
   const std::vector<Tensor> synced = out;
   CHECK(synced[2].scalar<int64_t>() == kSteps);
   // One process, batch 2b, the same steps.
@@ -284,6 +299,21 @@ TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give
       INFO("variable " << v << " element " << i);
       CHECK(std::abs(got - want) <= 1e-5f * std::max(1.f, std::abs(want)));
     }
+}
+
+}  // namespace
+
+TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give one process's batch-2b variables",
+          "[distributed]") {
+  Cluster c;
+  CheckSyncMatchesOneProcess(c, 1);
+}
+
+TEST_CASE("distributed training: the same with w in two parts, one on each of two ps tasks", "[distributed]") {
+  Cluster c({{"ps", 0}, {"ps", 1}, {"worker", 1}});
+  SyncModel placed(&c.spec, 0, 2);
+  CHECK(placed.w_devices == std::vector<std::string>{"/job:ps/task:0", "/job:ps/task:1"});
+  CheckSyncMatchesOneProcess(c, 2);
 }
 
 TEST_CASE("sync replicas: tokens to start with, and too few of them with backup workers, are checked") {

@@ -44,8 +44,16 @@ Output Optimizer::Hyper(const Scope& s, const std::string& name, double value, D
 Variable Optimizer::Slot(const Scope& s, const Variable& var, const std::string& suffix, double initial) {
   // At the graph's root, beside its variable: "layer/w" gets "layer/w/Adam".
   Scope root = s.GraphRoot().WithDevice(var.ref.node()->requested_device());
-  return NewVariable(root, var.name + "/" + name_ + suffix, var.shape, var.dtype, init::Constant(initial),
-                     /*trainable=*/false);
+  Variable slot = NewVariable(root, var.name + "/" + name_ + suffix, var.shape, var.dtype, init::Constant(initial),
+                              /*trainable=*/false);
+  // A part's slot is the same part of the whole variable's slot ("w/part_0/Adam"
+  // saved as its block of "w/Adam"), as TensorFlow's slot_creator does.
+  if (var.save_slice.valid() && slot.valid()) {
+    SaveSliceInfo info = var.save_slice;
+    info.full_name += "/" + name_ + suffix;
+    SetSaveSliceInfo(root, &slot, info);
+  }
+  return slot;
 }
 
 std::vector<Optimizer::GradAndVar> Optimizer::ComputeGradients(const Scope& scope, const Output& loss,

@@ -1,5 +1,8 @@
 #include "actorflow/client/train/saver.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "actorflow/checkpoint/bundle_reader.hpp"
 #include "actorflow/checkpoint/checkpoint_state.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
@@ -16,25 +19,94 @@ Saver::Saver(const Scope& scope, std::vector<Variable> vars, SaverOptions option
     scope.UpdateStatus(errors::InvalidArgument("Saver: no variables to save"));
     return;
   }
-  Tensor names(DT_STRING, TensorShape{static_cast<int64_t>(vars_.size())});
-  Tensor slices(DT_STRING, TensorShape{static_cast<int64_t>(vars_.size())});
-  std::vector<Output> refs;
+  // One saved tensor per whole variable; the parts of a partitioned one
+  // gathered under its name, in order along the dimension they cut.
+  std::vector<std::vector<const Variable*>> groups;
+  std::map<std::string, size_t> group_of;
+  for (const Variable& v : vars_) {
+    const std::string key = v.save_slice.valid() ? v.save_slice.full_name : v.name;
+    auto [it, fresh] = group_of.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    else if (!v.save_slice.valid() || !groups[it->second][0]->save_slice.valid()) {
+      scope.UpdateStatus(errors::InvalidArgument("Saver: two variables saved as '", key, "'"));
+      return;
+    }
+    groups[it->second].push_back(&v);
+  }
+  std::vector<int> axis_of(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto& parts = groups[g];
+    if (!parts[0]->save_slice.valid()) {
+      saved_.push_back(Saved{parts[0]->name, parts[0]->dtype, parts[0]->shape});
+      continue;
+    }
+    const SaveSliceInfo& whole = parts[0]->save_slice;
+    // The parts must tile the whole along one dimension.
+    int axis = 0;
+    for (const Variable* p : parts)
+      for (int d = 0; d < whole.full_shape.dims(); ++d)
+        if (p->shape.dims() == whole.full_shape.dims() && p->shape.dim_size(d) != whole.full_shape.dim_size(d))
+          axis = d;
+    std::sort(parts.begin(), parts.end(),
+              [axis](const Variable* a, const Variable* b) { return a->save_slice.offset[axis] < b->save_slice.offset[axis]; });
+    int64_t covered = 0;
+    bool tiles = true;
+    for (const Variable* p : parts) {
+      tiles = tiles && p->dtype == parts[0]->dtype && p->save_slice.full_shape == whole.full_shape &&
+              p->shape.dims() == whole.full_shape.dims() && p->save_slice.offset[axis] == covered;
+      for (int d = 0; tiles && d < whole.full_shape.dims(); ++d)
+        tiles = d == axis || (p->shape.dim_size(d) == whole.full_shape.dim_size(d) && p->save_slice.offset[d] == 0);
+      if (!tiles) break;
+      covered += p->shape.dim_size(axis);
+    }
+    if (!tiles || covered != whole.full_shape.dim_size(axis)) {
+      scope.UpdateStatus(errors::InvalidArgument("Saver: the ", parts.size(), " parts of '", whole.full_name,
+                                                 "' given do not make up its shape ", whole.full_shape.DebugString(),
+                                                 " (save all of a partitioned variable's parts, or none)"));
+      return;
+    }
+    axis_of[g] = axis;
+    saved_.push_back(Saved{whole.full_name, parts[0]->dtype, whole.full_shape});
+  }
+  Tensor names(DT_STRING, TensorShape{static_cast<int64_t>(saved_.size())});
+  Tensor slices(DT_STRING, TensorShape{static_cast<int64_t>(saved_.size())});
+  std::vector<Output> values;
   DataTypeVector dtypes;
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    names.data<std::string>()[i] = vars_[i].name;
-    slices.data<std::string>()[i] = "";
-    refs.push_back(vars_[i].ref);  // by reference: one consistent read of all of them
-    dtypes.push_back(vars_[i].dtype);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    names.data<std::string>()[g] = saved_[g].name;
+    slices.data<std::string>()[g] = "";
+    dtypes.push_back(saved_[g].dtype);
+    const auto& parts = groups[g];
+    if (!parts[0]->save_slice.valid()) {
+      values.push_back(parts[0]->ref);  // by reference: one consistent read of all of them
+      continue;
+    }
+    std::vector<Input> refs;
+    for (const Variable* p : parts) refs.push_back(p->ref);
+    values.push_back(parts.size() == 1 ? Output(parts[0]->ref)
+                                       : ops::Concat(s.WithOpName("concat"), refs, ops::Const(s, axis_of[g])));
   }
   Output filename = ops::Placeholder(s.WithOpName("filename"), DT_STRING, PartialTensorShape::Scalar());
   Output tensor_names = ops::Const(s.WithOpName("tensor_names"), names);
   Output shape_and_slices = ops::Const(s.WithOpName("shape_and_slices"), slices);
-  Operation save = ops::SaveV2(s.WithOpName("SaveV2"), filename, tensor_names, shape_and_slices, refs);
+  Operation save = ops::SaveV2(s.WithOpName("SaveV2"), filename, tensor_names, shape_and_slices, values);
   std::vector<Output> restored =
       ops::RestoreV2(s.WithOpName("RestoreV2"), filename, tensor_names, shape_and_slices, dtypes);
   std::vector<Operation> assigns;
-  for (size_t i = 0; i < restored.size() && i < vars_.size(); ++i)
-    assigns.push_back(ops::Assign(s.WithOpName("Assign"), vars_[i].ref, restored[i]).op());
+  for (size_t g = 0; g < restored.size() && g < groups.size(); ++g) {
+    for (const Variable* p : groups[g]) {
+      Output value = restored[g];
+      if (p->save_slice.valid() && p->shape != saved_[g].shape) {  // its block of the whole
+        Tensor begin(DT_INT64, TensorShape{p->shape.dims()}), size(DT_INT64, TensorShape{p->shape.dims()});
+        for (int d = 0; d < p->shape.dims(); ++d) {
+          begin.data<int64_t>()[d] = p->save_slice.offset[d];
+          size.data<int64_t>()[d] = p->shape.dim_size(d);
+        }
+        value = ops::Slice(s, value, ops::Const(s, begin), ops::Const(s, size));
+      }
+      assigns.push_back(ops::Assign(s.WithOpName("Assign"), p->ref, value).op());
+    }
+  }
   Operation restore_all = ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(assigns));
   if (!scope.ok()) return;
   filename_ = filename.name();
@@ -60,7 +132,7 @@ Status Saver::Restore(Session* session, const std::string& prefix) {
   // missing or mismatched tensor changes no variable at all.
   std::unique_ptr<BundleReader> reader;
   AF_RETURN_IF_ERROR(BundleReader::Open(prefix, &reader));
-  for (const Variable& v : vars_) {
+  for (const Saved& v : saved_) {
     DataType dtype;
     TensorShape shape;
     AF_RETURN_IF_ERROR(reader->LookupDtypeAndShape(v.name, &dtype, &shape));

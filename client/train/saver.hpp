@@ -17,6 +17,12 @@
 // snapshot even while other steps train. Bundles are written to a temporary
 // file, fsynced and renamed, so a crash mid-save leaves the previous
 // checkpoint intact; the state file names the newest and the kept ones.
+//
+// The parts of a partitioned variable (client/train/partitioned_variables.hpp)
+// are saved as the one tensor they are parts of, under its name and full
+// shape, and each part restored from its block: a checkpoint does not depend
+// on how its variables were partitioned. A variable list must then hold all
+// the parts of each partitioned variable it names (InvalidArgument).
 #pragma once
 
 #include <chrono>
@@ -60,8 +66,14 @@ class Saver {
   const std::vector<Variable>& variables() const { return vars_; }
 
  private:
+  struct Saved {  // a tensor of the checkpoint: a variable, or the whole of a partitioned one
+    std::string name;
+    DataType dtype = DT_INVALID;
+    TensorShape shape;
+  };
   SaverOptions options_;
   std::vector<Variable> vars_;
+  std::vector<Saved> saved_;
   std::string filename_;     // the string placeholder naming the prefix
   std::string save_op_;
   std::string restore_op_;

@@ -1,6 +1,7 @@
 #include "actorflow/client/train/variables.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/state_ops.hpp"
@@ -20,6 +21,9 @@ constexpr Collections kLocal = {"local_variables", "local_variables/read", "loca
 constexpr const char* kRefs = kGlobal.refs;
 constexpr const char* kTrainable = "trainable_variables";
 constexpr const char* kGlobalStep = "global_step";
+constexpr const char* kSliceFullName = "_save_slice_info_full_name";
+constexpr const char* kSliceFullShape = "_save_slice_info_full_shape";
+constexpr const char* kSliceOffset = "_save_slice_info_offset";
 
 Output Scalar(const Scope& s, double v, DataType dtype) {
   switch (dtype) {
@@ -60,7 +64,66 @@ Variable Lookup(const Scope& scope, size_t i, const Collections& c = kGlobal) {
   v.dtype = v.ref.type();
   PartialTensorShape shape;
   if (GetNodeAttr(v.ref.node()->def(), "shape", &shape).ok()) shape.AsTensorShape(&v.shape);
+  const proto::NodeDef& def = v.ref.node()->def();
+  std::vector<int64_t> full, offset;
+  if (GetNodeAttr(def, kSliceFullName, &v.save_slice.full_name).ok() && GetNodeAttr(def, kSliceFullShape, &full).ok() &&
+      GetNodeAttr(def, kSliceOffset, &offset).ok() && full.size() == offset.size()) {
+    v.save_slice.full_shape = TensorShape(full);
+    v.save_slice.offset = offset;
+  } else {
+    v.save_slice = SaveSliceInfo();
+  }
   return v;
+}
+
+// Glorot's fans of a shape (TensorFlow's _compute_fans).
+void Fans(const TensorShape& shape, double* fan_in, double* fan_out) {
+  *fan_in = *fan_out = 1;
+  if (shape.dims() == 1) {
+    *fan_in = *fan_out = static_cast<double>(shape.dim_size(0));
+  } else if (shape.dims() >= 2) {
+    double receptive = 1;
+    for (int i = 0; i < shape.dims() - 2; ++i) receptive *= static_cast<double>(shape.dim_size(i));
+    *fan_in = static_cast<double>(shape.dim_size(shape.dims() - 2)) * receptive;
+    *fan_out = static_cast<double>(shape.dim_size(shape.dims() - 1)) * receptive;
+  }
+}
+
+Output GlorotValue(const Scope& s, const TensorShape& shape, const TensorShape& fans_of, DataType dtype,
+                   int64_t seed) {
+  double fan_in, fan_out;
+  Fans(fans_of, &fan_in, &fan_out);
+  const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
+  Output u = ops::RandomUniform(s, ShapeConst(s, shape), FloatFor(dtype), seed);
+  return Scaled(s, u, 2 * limit, -limit, dtype);
+}
+
+// The block of `t` at `offset` with shape `part` (which fits: checked by the caller).
+Tensor Block(const Tensor& t, const std::vector<int64_t>& offset, const TensorShape& part) {
+  Tensor out(t.dtype(), part);
+  const int d = t.dims();
+  if (d == 0 || part.num_elements() == 0) return d == 0 ? t : out;
+  const bool is_string = t.dtype() == DT_STRING;
+  const size_t elem = is_string ? 0 : DataTypeSize(t.dtype());
+  std::vector<int64_t> stride(d, 1);  // of t, in elements
+  for (int i = d - 2; i >= 0; --i) stride[i] = stride[i + 1] * t.dim_size(i + 1);
+  const int64_t row = part.dim_size(d - 1);
+  std::vector<int64_t> idx(d, 0);  // over part's dims 0..d-2
+  for (int64_t dst = 0; dst < part.num_elements(); dst += row) {
+    int64_t src = offset[d - 1];
+    for (int i = 0; i < d - 1; ++i) src += (offset[i] + idx[i]) * stride[i];
+    if (is_string) {
+      for (int64_t k = 0; k < row; ++k) out.data<std::string>()[dst + k] = t.data<std::string>()[src + k];
+    } else {
+      std::memcpy(static_cast<char*>(out.raw_data()) + dst * elem,
+                  static_cast<const char*>(t.raw_data()) + src * elem, static_cast<size_t>(row) * elem);
+    }
+    for (int i = d - 2; i >= 0; --i) {
+      if (++idx[i] < part.dim_size(i)) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
 }
 }  // namespace
 
@@ -73,7 +136,7 @@ VariableInitializer Constant(double value) {
   };
 }
 VariableInitializer Constant(const Tensor& value) {
-  return [value](const Scope& s, const TensorShape& shape, DataType dtype) -> Output {
+  auto whole = [value](const Scope& s, const TensorShape& shape, DataType dtype) -> Output {
     if (value.dtype() != dtype) {
       s.UpdateStatus(errors::InvalidArgument("initial value has dtype ", DataTypeString(value.dtype()),
                                              ", the variable ", DataTypeString(dtype)));
@@ -87,22 +150,29 @@ VariableInitializer Constant(const Tensor& value) {
     }
     return ops::Const(s, value);
   };
+  // A part of a partitioned variable: its block of the whole value.
+  auto part = [value, whole](const Scope& s, const TensorShape& shape, DataType dtype,
+                             const PartitionInfo& info) -> Output {
+    if (value.dims() == 0) return whole(s, shape, dtype);
+    if (value.shape() != info.full_shape) {
+      s.UpdateStatus(errors::InvalidArgument("initial value has shape ", value.shape().DebugString(),
+                                             ", the partitioned variable ", info.full_shape.DebugString()));
+      return Output();
+    }
+    if (value.dtype() != dtype) return whole(s, shape, dtype);  // the dtype error
+    return ops::Const(s, Block(value, info.offset, shape));
+  };
+  return VariableInitializer(whole, part);
 }
 VariableInitializer GlorotUniform(int64_t seed) {
-  return [seed](const Scope& s, const TensorShape& shape, DataType dtype) {
-    double fan_in = 1, fan_out = 1;
-    if (shape.dims() == 1) {
-      fan_in = fan_out = static_cast<double>(shape.dim_size(0));
-    } else if (shape.dims() >= 2) {
-      double receptive = 1;
-      for (int i = 0; i < shape.dims() - 2; ++i) receptive *= static_cast<double>(shape.dim_size(i));
-      fan_in = static_cast<double>(shape.dim_size(shape.dims() - 2)) * receptive;
-      fan_out = static_cast<double>(shape.dim_size(shape.dims() - 1)) * receptive;
-    }
-    const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
-    Output u = ops::RandomUniform(s, ShapeConst(s, shape), FloatFor(dtype), seed);
-    return Scaled(s, u, 2 * limit, -limit, dtype);
-  };
+  // A part's limit is the whole variable's (its fans), as TensorFlow's.
+  return VariableInitializer(
+      [seed](const Scope& s, const TensorShape& shape, DataType dtype) {
+        return GlorotValue(s, shape, shape, dtype, seed);
+      },
+      [seed](const Scope& s, const TensorShape& shape, DataType dtype, const PartitionInfo& info) {
+        return GlorotValue(s, shape, info.full_shape, dtype, seed);
+      });
 }
 VariableInitializer RandomUniform(double minval, double maxval, int64_t seed) {
   return [=](const Scope& s, const TensorShape& shape, DataType dtype) {
@@ -201,6 +271,29 @@ std::vector<Variable> LocalVariables(const Scope& scope) {
 Operation GlobalVariablesInitializer(const Scope& scope) { return InitializerOf(scope, kGlobal, "init"); }
 
 Operation LocalVariablesInitializer(const Scope& scope) { return InitializerOf(scope, kLocal, "init_local"); }
+
+void SetSaveSliceInfo(const Scope& scope, Variable* var, const SaveSliceInfo& info) {
+  if (!var || !var->valid()) return;
+  bool fits = !info.full_name.empty() && info.full_shape.dims() == var->shape.dims() &&
+              static_cast<int>(info.offset.size()) == var->shape.dims();
+  for (int i = 0; fits && i < var->shape.dims(); ++i)
+    fits = info.offset[i] >= 0 && info.offset[i] + var->shape.dim_size(i) <= info.full_shape.dim_size(i);
+  if (!fits) {
+    std::string offset;
+    for (int64_t o : info.offset) offset += (offset.empty() ? "" : ",") + std::to_string(o);
+    scope.UpdateStatus(errors::InvalidArgument("variable ", var->name, " of shape ", var->shape.DebugString(),
+                                               " at offset [", offset, "] is not a part of '", info.full_name,
+                                               "' of shape ", info.full_shape.DebugString()));
+    return;
+  }
+  auto* attrs = var->ref.node()->mutable_def()->mutable_attr();
+  std::vector<int64_t> full;
+  for (int i = 0; i < info.full_shape.dims(); ++i) full.push_back(info.full_shape.dim_size(i));
+  (*attrs)[kSliceFullName] = AttrString(info.full_name);
+  (*attrs)[kSliceFullShape] = AttrIntList(full);
+  (*attrs)[kSliceOffset] = AttrIntList(info.offset);
+  var->save_slice = info;
+}
 
 Output ReadVariableNow(const Scope& scope, const Variable& var) {
   Operation op = scope.AddOp("Identity", {{var.ref}}, {{"T", AttrType(var.dtype)}});

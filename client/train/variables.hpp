@@ -14,15 +14,48 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "actorflow/client/builder.hpp"
 
 namespace actorflow {
 
+/// Where one part of a partitioned variable lies in the whole
+/// (client/train/partitioned_variables.hpp; TensorFlow's PartitionInfo).
+struct PartitionInfo {
+  TensorShape full_shape;
+  std::vector<int64_t> offset;  // one per dimension
+};
+
 /// Builds a variable's initial value: (scope under "<name>/Initializer",
-/// shape, dtype) -> the value.
-using VariableInitializer = std::function<Output(const Scope&, const TensorShape&, DataType)>;
+/// shape, dtype) -> the value. Any callable of that signature converts to
+/// one. For a part of a partitioned variable, Part builds that part's value:
+/// by default the same rule at the part's shape (values drawn per part, as
+/// TensorFlow's initializers do), and what depends on the whole shape takes it
+/// from the PartitionInfo (GlorotUniform's fans; Constant(tensor)'s slice).
+class VariableInitializer {
+ public:
+  using Whole = std::function<Output(const Scope&, const TensorShape&, DataType)>;
+  using PartOf = std::function<Output(const Scope&, const TensorShape& part, DataType, const PartitionInfo&)>;
+  VariableInitializer() = default;
+  template <typename F, typename = std::enable_if_t<std::is_invocable_r_v<Output, F&, const Scope&, const TensorShape&,
+                                                                          DataType> &&
+                                                    !std::is_same_v<std::decay_t<F>, VariableInitializer>>>
+  VariableInitializer(F f) : whole_(std::move(f)) {}  // NOLINT: implicit, as the std::function it was
+  VariableInitializer(Whole whole, PartOf part) : whole_(std::move(whole)), part_(std::move(part)) {}
+
+  Output operator()(const Scope& s, const TensorShape& shape, DataType dtype) const { return whole_(s, shape, dtype); }
+  Output Part(const Scope& s, const TensorShape& part, DataType dtype, const PartitionInfo& info) const {
+    return part_ ? part_(s, part, dtype, info) : whole_(s, part, dtype);
+  }
+  explicit operator bool() const { return static_cast<bool>(whole_); }
+
+ private:
+  Whole whole_;
+  PartOf part_;
+};
 
 namespace init {
 VariableInitializer Zeros();
@@ -37,6 +70,17 @@ VariableInitializer RandomNormal(double mean, double stddev, int64_t seed = -1);
 VariableInitializer TruncatedNormal(double mean, double stddev, int64_t seed = -1);
 }  // namespace init
 
+/// A variable that is one part of a larger one (TensorFlow's
+/// Variable.SaveSliceInfo): a Saver saves and restores the parts of
+/// `full_name` as that one tensor. Kept on the VariableV2 node as the attrs
+/// _save_slice_info_full_name, _full_shape and _offset.
+struct SaveSliceInfo {
+  std::string full_name;          // empty: a whole variable
+  TensorShape full_shape;
+  std::vector<int64_t> offset;    // of this part in the whole, one per dimension
+  bool valid() const { return !full_name.empty(); }
+};
+
 struct Variable {
   std::string name;
   DataType dtype = DT_INVALID;
@@ -44,8 +88,14 @@ struct Variable {
   Output ref;          // the VariableV2 output: for Assign*, Apply* and as a gradient's x
   Output value;        // "<name>/read": its value in a step
   Output initializer;  // "<name>/Assign": sets the initial value
+  SaveSliceInfo save_slice;  // set for a part of a partitioned variable (and its optimizer slots)
   bool valid() const { return ref.valid(); }
 };
+
+/// Marks `var` as a part of `info.full_name` (on its node, so GlobalVariables
+/// and a Saver see it). InvalidArgument (to the scope) when the part does not
+/// fit in the full shape.
+void SetSaveSliceInfo(const Scope& scope, Variable* var, const SaveSliceInfo& info);
 
 /// Adds a variable named `name` under the scope's name scope. Trainable
 /// variables are what optimizers update by default. container/shared_name:
