@@ -33,14 +33,14 @@ for ((h = 0; h < hosts; h++)); do ips+=("$("$harness" ip "$name" "$h")"); done
 
 # train MODE NSTEPS [NPS] -> the chief's JSON line, with "ps": NPS (or an error row)
 train() {
-  local mode=$1 nsteps=$2 nps=${3:-0} ws="" pss="" cluster h log="$work/$1.log" ps_pids=()
+  local mode=$1 nsteps=$2 nps=${3:-0} ws="" pss="" cluster h ps_pids=()
   for ((h = 0; h < hosts; h++)); do ws+="${ws:+, }\"${ips[h]}:2222\""; done
   for ((h = 0; h < nps; h++)); do pss+="${pss:+, }\"${ips[h]}:2223\""; done
   if [ "$nps" = 0 ]; then cluster="{\"worker\": [$ws]}"; else cluster="{\"ps\": [$pss], \"worker\": [$ws]}"; fi
   rm -rf "$work/ckpt"
   for ((h = 0; h < nps; h++)); do  # ps task h on host h
     ACTORFLOW_NUM_THREADS=1 "$harness" exec "$name" "$h" "$build/actorflow" server --cluster "$cluster" --job ps \
-      --task "$h" --bind "${ips[h]}" --insecure >"$work/ps$h.log" 2>&1 &
+      --task "$h" --bind "${ips[h]}" --insecure >"$work/ps$h.$mode.$nps.log" 2>&1 &
     ps_pids+=($!)
     pids+=($!)
   done
@@ -49,7 +49,7 @@ train() {
     TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"worker\", \"index\": $h}}" ACTORFLOW_BIND="${ips[h]}" \
       ACTORFLOW_INSECURE=1 ACTORFLOW_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 600 \
       "$harness" exec "$name" "$h" "$build/examples/train_distributed" --mode "$mode" --batch "$batch" \
-      --steps "$nsteps" --save-every 1000000 --dir "$work/ckpt" --report >"$work/$mode.w$h.log" 2>&1 &
+      --steps "$nsteps" --save-every 1000000 --dir "$work/ckpt" --report >"$work/$mode.$nps.w$h.log" 2>&1 &
     workers+=($!)
     pids+=($!)
   done
@@ -58,10 +58,10 @@ train() {
   for p in "${ps_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
   local line
-  line=$(grep -o '{"bench":"train_distributed".*}' "$work/$mode.w0.log" | tail -1 || true)
+  line=$(grep -o '{"bench":"train_distributed".*}' "$work/$mode.$nps.w0.log" | tail -1 || true)
   if [ -z "$line" ] || [ $ok = 0 ]; then
     echo "{\"bench\":\"train_multihost\",\"params\":{\"mode\":\"$mode\",\"ps\":$nps,\"batch\":$batch,\"hosts\":$hosts},\"error\":\"$(
-      tail -n 1 "$work/$mode.w0.log" | tr -d '"\\' | cut -c1-200)\"}"
+      tail -n 1 "$work/$mode.$nps.w0.log" | tr -d '"\\' | cut -c1-200)\"}"
     return
   fi
   echo "${line%\}},\"ps\":$nps}"

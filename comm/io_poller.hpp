@@ -93,8 +93,8 @@ inline constexpr const char* kTransportSpinVariable = "ACTORFLOW_TRANSPORT_SPIN_
 /// answered the last (the master takes the answer, wakes its caller, which
 /// starts the next step): 60-70 us for a 4-byte step between two processes
 /// on 2 cores. A window shorter than that (50 us until 2026-11-29) parked the
-/// serving thread before every request, and a 2-process step took 95-120 us
-/// against 55-60 us with 200 (bench_transport steps; issue 31).
+/// serving thread before every request, and a 2-process step took 79-99 us
+/// against 52-61 us with 200 (bench_transport steps; issue 31).
 inline constexpr std::chrono::microseconds kDefaultSpin{200};
 /// The longest window accepted (10 ms).
 inline constexpr int64_t kMaxSpinMicros = 10000;

@@ -329,13 +329,88 @@ TEST_CASE("partitioned variables: errors name the variable") {
     CHECK(root.status().code() == Code::kInvalidArgument);
     CHECK_THAT(root.status().message(), Catch::Contains("[2,4]") && Catch::Contains("[4,2]"));
   }
-  SECTION("a Saver given only some of the parts") {
-    PartitionedVariable w = NewPartitionedVariable(root, "w", {4, 2}, DT_FLOAT, init::Zeros(), FixedSizePartitioner(2));
-    REQUIRE(root.status().ok());
-    Saver saver(root, {w.parts[1]});
-    CHECK(root.status().code() == Code::kInvalidArgument);
-    CHECK_THAT(root.status().message(), Catch::Contains("'w'") && Catch::Contains("[4,2]"));
+  SECTION("a name a node already has, or none") {
+    REQUIRE(NewPartitionedVariable(root, "w", {4}, DT_FLOAT, init::Zeros(), FixedSizePartitioner(2)).valid());
+    CHECK_FALSE(NewPartitionedVariable(root, "w", {4}, DT_FLOAT, init::Zeros(), FixedSizePartitioner(2)).valid());
+    CHECK(root.status().code() == Code::kAlreadyExists);
+    CHECK_THAT(root.status().message(), Catch::Contains("w/part_0 already exists"));
+    Scope other = Scope::NewRootScope();
+    CHECK_FALSE(NewPartitionedVariable(other, "", {4}, DT_FLOAT, init::Zeros(), FixedSizePartitioner(2)).valid());
+    CHECK(other.status().code() == Code::kInvalidArgument);
   }
+  SECTION("a part that does not fit its whole: refused when set, and by a Saver when made by hand") {
+    Variable scalar = NewVariable(root, "scalar", {}, DT_FLOAT, init::Zeros());
+    SetSaveSliceInfo(root, &scalar, SaveSliceInfo{"x", TensorShape{}, {}});
+    CHECK(root.status().code() == Code::kInvalidArgument);
+    Scope r2 = Scope::NewRootScope();
+    Variable a = NewVariable(r2, "a", {2, 2}, DT_FLOAT, init::Zeros());
+    Variable b = NewVariable(r2, "b", {2}, DT_FLOAT, init::Zeros());
+    a.save_slice = SaveSliceInfo{"ab", TensorShape{4, 2}, {0, 0}};
+    b.save_slice = SaveSliceInfo{"ab", TensorShape{4}, {}};  // another rank, no offset
+    Saver saver(r2, {a, b});
+    CHECK(r2.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(r2.status().message(), Catch::Contains("variable b") && Catch::Contains("'ab'"));
+  }
+  SECTION("a constant's block out of the value") {
+    PartitionInfo outside{TensorShape{4, 2}, {3, 0}};
+    init::Constant(Iota({4, 2})).Part(root, TensorShape{4, 2}, DT_FLOAT, outside);
+    CHECK(root.status().code() == Code::kInvalidArgument);
+  }
+}
+
+TEST_CASE("parts a Saver is given without their whole are saved each under its own name") {
+  Scope root = Scope::NewRootScope();
+  PartitionedVariable w =
+      NewPartitionedVariable(root, "w", {4, 2}, DT_FLOAT, init::Constant(Iota({4, 2})), FixedSizePartitioner(2));
+  // Adam given one part: its slots are one part of "w/Adam" each.
+  auto loss = ops::Sum(root, w.parts[0].value, ops::Const(root, {0, 1}));
+  AdamOptimizer adam(0.1);
+  adam.Minimize(root.WithOpName("train"), loss, nullptr, {w.parts[0]});
+  GlobalVariablesInitializer(root);
+  SaverOptions so;
+  so.dir = TempDir("subset");
+  Saver all(root, {}, so);                    // w whole; w/part_0/Adam, w/part_0/Adam_1 alone
+  Saver some(root.NewSubScope("some"), {w.parts[1]}, so);  // w/part_1 alone
+  REQUIRE(root.status().ok());
+  Runtime rt(test::TwoThreads());
+  auto session = test::Open(&rt, root);
+  RunTargets(session.get(), {"init"});
+  RunTargets(session.get(), {"train"});
+  std::string path;
+  REQUIRE(all.Save(session.get(), 1, &path).ok());
+  std::unique_ptr<BundleReader> reader;
+  REQUIRE(BundleReader::Open(path, &reader).ok());
+  DataType dtype;
+  TensorShape shape;
+  REQUIRE(reader->LookupDtypeAndShape("w", &dtype, &shape).ok());
+  CHECK(shape.dim_sizes() == std::vector<int64_t>{4, 2});
+  REQUIRE(reader->LookupDtypeAndShape("w/part_0/Adam", &dtype, &shape).ok());
+  CHECK(shape.dim_sizes() == std::vector<int64_t>{2, 2});
+  REQUIRE(all.Restore(session.get(), path).ok());
+  REQUIRE(some.Save(session.get(), 2, &path).ok());
+  REQUIRE(BundleReader::Open(path, &reader).ok());
+  CHECK(reader->LookupDtypeAndShape("w/part_1", &dtype, &shape).ok());
+  CHECK(reader->LookupDtypeAndShape("w", &dtype, &shape).code() == Code::kNotFound);
+  REQUIRE(some.Restore(session.get(), path).ok());
+}
+
+TEST_CASE("a seeded initializer draws each part its own values, the same ones again for the same seed") {
+  auto parts = [](int64_t seed) {
+    Scope root = Scope::NewRootScope();
+    PartitionedVariable w =
+        NewPartitionedVariable(root, "w", {8, 4}, DT_FLOAT, init::RandomNormal(0, 1, seed), FixedSizePartitioner(2));
+    REQUIRE(root.status().ok());
+    GlobalVariablesInitializer(root);
+    Runtime rt(test::TwoThreads());
+    auto session = test::Open(&rt, root);
+    RunTargets(session.get(), {"init"});
+    auto out = Fetch(session.get(), {w.parts[0].value.name(), w.parts[1].value.name()});
+    return std::make_pair(Values<float>(out[0]), Values<float>(out[1]));
+  };
+  const auto a = parts(7), b = parts(7), c = parts(8);
+  CHECK(a.first != a.second);  // equal shapes, different values
+  CHECK(a == b);
+  CHECK(a.first != c.first);
 }
 
 TEST_CASE("a replica device setter spreads the parts over the ps tasks; the whole value is read on the worker") {

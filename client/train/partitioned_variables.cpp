@@ -80,6 +80,7 @@ PartitionedVariable NewPartitionedVariable(const Scope& scope, const std::string
                                                ": ", s.message()));
     return PartitionedVariable();
   };
+  if (name.empty()) return fail(errors::InvalidArgument("no name"));
   if (shape.dims() == 0) return fail(errors::InvalidArgument("a scalar cannot be partitioned"));
   if (!partitioner) return fail(errors::InvalidArgument("no partitioner"));
   if (!initializer) return fail(errors::InvalidArgument("no initializer"));
@@ -122,6 +123,16 @@ PartitionedVariable NewPartitionedVariable(const Scope& scope, const std::string
     const std::string suffix = "/part_" + std::to_string(i);
     Variable v = NewVariable(scope, name + suffix, part_shape, dtype, part_init, trainable);
     if (!v.valid()) return PartitionedVariable();  // the scope says why
+    // A node of that name already there: the builder made this one's name
+    // unique ("w/part_0_1"); TensorFlow refuses it too.
+    const bool named = v.name.size() > suffix.size() &&
+                       v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+                       (i == 0 || v.name == pv.name + suffix);
+    if (!named) {
+      scope.UpdateStatus(errors::AlreadyExists("partitioned variable '", name, "': a node named ",
+                                               v.name.substr(0, v.name.rfind('_')), " already exists"));
+      return PartitionedVariable();
+    }
     if (i == 0) pv.name = v.name.substr(0, v.name.size() - suffix.size());  // with the scope's prefix
     SetSaveSliceInfo(scope, &v, SaveSliceInfo{pv.name, shape, info.offset});
     if (!scope.ok()) return PartitionedVariable();
@@ -136,6 +147,11 @@ PartitionedVariable NewPartitionedVariable(const Scope& scope, const std::string
                                       ops::Const(scope.NewSubScope(name + "/ConcatPartitions"), pv.axis));
   pv.value = ops::Identity(scope.WithOpName(name), whole);
   if (!scope.ok()) return PartitionedVariable();
+  if (pv.value.node()->name() != pv.name) {
+    scope.UpdateStatus(errors::AlreadyExists("partitioned variable '", name, "': a node named ", pv.name,
+                                             " already exists"));
+    return PartitionedVariable();
+  }
   return pv;
 }
 

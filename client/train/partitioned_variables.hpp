@@ -20,17 +20,20 @@
 //     its slice. With one part it is that part's value.
 //   - Initial values: each part's is the initializer's Part (GlorotUniform
 //     scales by the whole variable's fans; Constant(tensor) gives each part its
-//     block; random initializers draw each part's values on their own).
+//     block; random initializers draw each part's values on their own, a
+//     seeded one from its seed mixed with the part's offset).
 //   - Each part carries its SaveSliceInfo (client/train/variables.hpp): a
 //     Saver writes the whole variable as one tensor named "<name>" of the full
 //     shape, and restores every part from its block of it, whatever the
 //     checkpoint's partitioning (or none). So a checkpoint of a partitioned
 //     variable restores into an unpartitioned one and back, and TensorFlow
-//     reads it as an ordinary tensor. (TensorFlow itself writes partitioned
+//     reads it as an ordinary tensor. Parts a Saver gets without the rest of
+//     their variable are saved each under its own name. (TensorFlow itself writes partitioned
 //     variables as slices of one entry; a bundle with sliced entries is not
 //     read here: checkpoint/tf_bundle_format.hpp.)
-//   - Errors (a bad partitioner, a scalar, a partitioner's own) go to the
-//     scope as InvalidArgument naming the variable; the result is then invalid.
+//   - Errors (a bad partitioner, a scalar, no name, a partitioner's own) go to
+//     the scope as InvalidArgument naming the variable, a name whose parts or
+//     value a node already has as AlreadyExists; the result is then invalid.
 #pragma once
 
 #include <functional>

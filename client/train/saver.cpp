@@ -20,53 +20,80 @@ Saver::Saver(const Scope& scope, std::vector<Variable> vars, SaverOptions option
     return;
   }
   // One saved tensor per whole variable; the parts of a partitioned one
-  // gathered under its name, in order along the dimension they cut.
-  std::vector<std::vector<const Variable*>> groups;
+  // gathered under its name, in order along the dimension they cut. Parts
+  // that do not make up their whole here (a list naming some of them, an
+  // optimizer given some of them) are each saved under their own name.
+  struct Group {
+    std::vector<const Variable*> parts;
+    bool whole = false;  // parts of one variable, saved as it
+    int axis = 0;
+  };
+  std::vector<Group> groups;
   std::map<std::string, size_t> group_of;
   for (const Variable& v : vars_) {
-    const std::string key = v.save_slice.valid() ? v.save_slice.full_name : v.name;
+    const SaveSliceInfo& info = v.save_slice;
+    if (info.valid()) {  // a part that fits its whole (Lookup and SetSaveSliceInfo keep only such; a caller may not)
+      bool fits = v.shape.dims() >= 1 && info.full_shape.dims() == v.shape.dims() &&
+                  static_cast<int>(info.offset.size()) == v.shape.dims();
+      for (int d = 0; fits && d < v.shape.dims(); ++d)
+        fits = info.offset[d] >= 0 && info.offset[d] + v.shape.dim_size(d) <= info.full_shape.dim_size(d);
+      if (!fits) {
+        scope.UpdateStatus(errors::InvalidArgument("Saver: variable ", v.name, " of shape ", v.shape.DebugString(),
+                                                   " is said to be a part of '", info.full_name, "' of shape ",
+                                                   info.full_shape.DebugString(), ", where it does not fit"));
+        return;
+      }
+    }
+    const std::string key = info.valid() ? info.full_name : v.name;
     auto [it, fresh] = group_of.emplace(key, groups.size());
-    if (fresh) groups.emplace_back();
-    else if (!v.save_slice.valid() || !groups[it->second][0]->save_slice.valid()) {
+    if (fresh) {
+      groups.emplace_back();
+      groups.back().whole = info.valid();
+    } else if (!info.valid() || !groups[it->second].whole) {
       scope.UpdateStatus(errors::InvalidArgument("Saver: two variables saved as '", key, "'"));
       return;
     }
-    groups[it->second].push_back(&v);
+    groups[it->second].parts.push_back(&v);
   }
-  std::vector<int> axis_of(groups.size(), 0);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    auto& parts = groups[g];
-    if (!parts[0]->save_slice.valid()) {
-      saved_.push_back(Saved{parts[0]->name, parts[0]->dtype, parts[0]->shape});
-      continue;
-    }
-    const SaveSliceInfo& whole = parts[0]->save_slice;
-    // The parts must tile the whole along one dimension.
-    int axis = 0;
-    for (const Variable* p : parts)
+  std::vector<Group> split;  // the parts of groups that do not make up their whole
+  for (Group& g : groups) {
+    if (!g.whole) continue;
+    const SaveSliceInfo& whole = g.parts[0]->save_slice;
+    // The dimension the parts cut: where one of them is shorter than the whole.
+    for (const Variable* p : g.parts)
       for (int d = 0; d < whole.full_shape.dims(); ++d)
-        if (p->shape.dims() == whole.full_shape.dims() && p->shape.dim_size(d) != whole.full_shape.dim_size(d))
-          axis = d;
-    std::sort(parts.begin(), parts.end(),
-              [axis](const Variable* a, const Variable* b) { return a->save_slice.offset[axis] < b->save_slice.offset[axis]; });
+        if (p->shape.dim_size(d) != whole.full_shape.dim_size(d)) g.axis = d;
+    const int axis = g.axis;
+    std::sort(g.parts.begin(), g.parts.end(), [axis](const Variable* a, const Variable* b) {
+      return a->save_slice.offset[axis] < b->save_slice.offset[axis];
+    });
     int64_t covered = 0;
     bool tiles = true;
-    for (const Variable* p : parts) {
-      tiles = tiles && p->dtype == parts[0]->dtype && p->save_slice.full_shape == whole.full_shape &&
-              p->shape.dims() == whole.full_shape.dims() && p->save_slice.offset[axis] == covered;
+    for (const Variable* p : g.parts) {
+      tiles = p->dtype == g.parts[0]->dtype && p->save_slice.full_shape == whole.full_shape &&
+              p->save_slice.offset[axis] == covered;
       for (int d = 0; tiles && d < whole.full_shape.dims(); ++d)
         tiles = d == axis || (p->shape.dim_size(d) == whole.full_shape.dim_size(d) && p->save_slice.offset[d] == 0);
       if (!tiles) break;
       covered += p->shape.dim_size(axis);
     }
-    if (!tiles || covered != whole.full_shape.dim_size(axis)) {
-      scope.UpdateStatus(errors::InvalidArgument("Saver: the ", parts.size(), " parts of '", whole.full_name,
-                                                 "' given do not make up its shape ", whole.full_shape.DebugString(),
-                                                 " (save all of a partitioned variable's parts, or none)"));
+    if (tiles && covered == whole.full_shape.dim_size(axis)) continue;
+    for (const Variable* p : g.parts) split.push_back(Group{{p}, false, 0});
+    g.parts.clear();
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.parts.empty(); }),
+               groups.end());
+  for (Group& g : split) {
+    if (group_of.count(g.parts[0]->name)) {
+      scope.UpdateStatus(errors::InvalidArgument("Saver: two variables saved as '", g.parts[0]->name, "'"));
       return;
     }
-    axis_of[g] = axis;
-    saved_.push_back(Saved{whole.full_name, parts[0]->dtype, whole.full_shape});
+    groups.push_back(std::move(g));
+  }
+  for (const Group& g : groups) {
+    const Variable* first = g.parts[0];
+    saved_.push_back(g.whole ? Saved{first->save_slice.full_name, first->dtype, first->save_slice.full_shape}
+                             : Saved{first->name, first->dtype, first->shape});
   }
   Tensor names(DT_STRING, TensorShape{static_cast<int64_t>(saved_.size())});
   Tensor slices(DT_STRING, TensorShape{static_cast<int64_t>(saved_.size())});
@@ -76,15 +103,14 @@ Saver::Saver(const Scope& scope, std::vector<Variable> vars, SaverOptions option
     names.data<std::string>()[g] = saved_[g].name;
     slices.data<std::string>()[g] = "";
     dtypes.push_back(saved_[g].dtype);
-    const auto& parts = groups[g];
-    if (!parts[0]->save_slice.valid()) {
+    const auto& parts = groups[g].parts;
+    if (!groups[g].whole || parts.size() == 1) {
       values.push_back(parts[0]->ref);  // by reference: one consistent read of all of them
       continue;
     }
     std::vector<Input> refs;
     for (const Variable* p : parts) refs.push_back(p->ref);
-    values.push_back(parts.size() == 1 ? Output(parts[0]->ref)
-                                       : ops::Concat(s.WithOpName("concat"), refs, ops::Const(s, axis_of[g])));
+    values.push_back(ops::Concat(s.WithOpName("concat"), refs, ops::Const(s, groups[g].axis)));
   }
   Output filename = ops::Placeholder(s.WithOpName("filename"), DT_STRING, PartialTensorShape::Scalar());
   Output tensor_names = ops::Const(s.WithOpName("tensor_names"), names);
@@ -94,9 +120,9 @@ Saver::Saver(const Scope& scope, std::vector<Variable> vars, SaverOptions option
       ops::RestoreV2(s.WithOpName("RestoreV2"), filename, tensor_names, shape_and_slices, dtypes);
   std::vector<Operation> assigns;
   for (size_t g = 0; g < restored.size() && g < groups.size(); ++g) {
-    for (const Variable* p : groups[g]) {
+    for (const Variable* p : groups[g].parts) {
       Output value = restored[g];
-      if (p->save_slice.valid() && p->shape != saved_[g].shape) {  // its block of the whole
+      if (groups[g].whole && p->shape != saved_[g].shape) {  // its block of the whole
         Tensor begin(DT_INT64, TensorShape{p->shape.dims()}), size(DT_INT64, TensorShape{p->shape.dims()});
         for (int d = 0; d < p->shape.dims(); ++d) {
           begin.data<int64_t>()[d] = p->save_slice.offset[d];

@@ -66,8 +66,14 @@ Variable Lookup(const Scope& scope, size_t i, const Collections& c = kGlobal) {
   if (GetNodeAttr(v.ref.node()->def(), "shape", &shape).ok()) shape.AsTensorShape(&v.shape);
   const proto::NodeDef& def = v.ref.node()->def();
   std::vector<int64_t> full, offset;
-  if (GetNodeAttr(def, kSliceFullName, &v.save_slice.full_name).ok() && GetNodeAttr(def, kSliceFullShape, &full).ok() &&
-      GetNodeAttr(def, kSliceOffset, &offset).ok() && full.size() == offset.size()) {
+  // Kept only when it describes a part of this variable's rank that fits
+  // (SetSaveSliceInfo wrote it so; anything else is not a part).
+  bool part = GetNodeAttr(def, kSliceFullName, &v.save_slice.full_name).ok() && !v.save_slice.full_name.empty() &&
+              GetNodeAttr(def, kSliceFullShape, &full).ok() && GetNodeAttr(def, kSliceOffset, &offset).ok() &&
+              v.shape.dims() >= 1 && full.size() == offset.size() && static_cast<int>(full.size()) == v.shape.dims();
+  for (size_t i = 0; part && i < full.size(); ++i)
+    part = offset[i] >= 0 && full[i] >= 0 && offset[i] + v.shape.dim_size(static_cast<int>(i)) <= full[i];
+  if (part) {
     v.save_slice.full_shape = TensorShape(full);
     v.save_slice.offset = offset;
   } else {
@@ -96,6 +102,16 @@ Output GlorotValue(const Scope& s, const TensorShape& shape, const TensorShape& 
   const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
   Output u = ops::RandomUniform(s, ShapeConst(s, shape), FloatFor(dtype), seed);
   return Scaled(s, u, 2 * limit, -limit, dtype);
+}
+
+// A part's seed: the initializer's own (-1: none) mixed with where the part
+// lies, so equal-shaped parts of a seeded initializer differ (TensorFlow 1.x
+// draws them alike), and the same seed gives the same parts again.
+int64_t PartSeed(int64_t seed, const PartitionInfo& info) {
+  if (seed < 0) return seed;
+  uint64_t h = static_cast<uint64_t>(seed);
+  for (int64_t o : info.offset) h = (h ^ static_cast<uint64_t>(o)) * 0x100000001b3ULL;  // FNV-1a's step
+  return static_cast<int64_t>(h & 0x7fffffffffffffffULL);
 }
 
 // The block of `t` at `offset` with shape `part` (which fits: checked by the caller).
@@ -160,6 +176,14 @@ VariableInitializer Constant(const Tensor& value) {
       return Output();
     }
     if (value.dtype() != dtype) return whole(s, shape, dtype);  // the dtype error
+    bool fits = shape.dims() == value.dims() && static_cast<int>(info.offset.size()) == value.dims();
+    for (int d = 0; fits && d < value.dims(); ++d)
+      fits = info.offset[d] >= 0 && info.offset[d] + shape.dim_size(d) <= value.dim_size(d);
+    if (!fits) {
+      s.UpdateStatus(errors::InvalidArgument("a part of shape ", shape.DebugString(), " does not fit in the initial value ",
+                                             value.shape().DebugString(), " at its offset"));
+      return Output();
+    }
     return ops::Const(s, Block(value, info.offset, shape));
   };
   return VariableInitializer(whole, part);
@@ -171,26 +195,41 @@ VariableInitializer GlorotUniform(int64_t seed) {
         return GlorotValue(s, shape, shape, dtype, seed);
       },
       [seed](const Scope& s, const TensorShape& shape, DataType dtype, const PartitionInfo& info) {
-        return GlorotValue(s, shape, info.full_shape, dtype, seed);
+        return GlorotValue(s, shape, info.full_shape, dtype, PartSeed(seed, info));
       });
 }
+namespace {
+// A seeded draw, whole or per part (PartSeed).
+VariableInitializer Seeded(std::function<Output(const Scope&, const TensorShape&, DataType, int64_t seed)> draw,
+                           int64_t seed) {
+  return VariableInitializer(
+      [draw, seed](const Scope& s, const TensorShape& shape, DataType dtype) { return draw(s, shape, dtype, seed); },
+      [draw, seed](const Scope& s, const TensorShape& shape, DataType dtype, const PartitionInfo& info) {
+        return draw(s, shape, dtype, PartSeed(seed, info));
+      });
+}
+}  // namespace
 VariableInitializer RandomUniform(double minval, double maxval, int64_t seed) {
-  return [=](const Scope& s, const TensorShape& shape, DataType dtype) {
-    Output u = ops::RandomUniform(s, ShapeConst(s, shape), FloatFor(dtype), seed);
-    return Scaled(s, u, maxval - minval, minval, dtype);
-  };
+  return Seeded(
+      [=](const Scope& s, const TensorShape& shape, DataType dtype, int64_t sd) {
+        return Scaled(s, ops::RandomUniform(s, ShapeConst(s, shape), FloatFor(dtype), sd), maxval - minval, minval,
+                      dtype);
+      },
+      seed);
 }
 VariableInitializer RandomNormal(double mean, double stddev, int64_t seed) {
-  return [=](const Scope& s, const TensorShape& shape, DataType dtype) {
-    Output z = ops::RandomStandardNormal(s, ShapeConst(s, shape), FloatFor(dtype), seed);
-    return Scaled(s, z, stddev, mean, dtype);
-  };
+  return Seeded(
+      [=](const Scope& s, const TensorShape& shape, DataType dtype, int64_t sd) {
+        return Scaled(s, ops::RandomStandardNormal(s, ShapeConst(s, shape), FloatFor(dtype), sd), stddev, mean, dtype);
+      },
+      seed);
 }
 VariableInitializer TruncatedNormal(double mean, double stddev, int64_t seed) {
-  return [=](const Scope& s, const TensorShape& shape, DataType dtype) {
-    Output z = ops::TruncatedNormal(s, ShapeConst(s, shape), FloatFor(dtype), seed);
-    return Scaled(s, z, stddev, mean, dtype);
-  };
+  return Seeded(
+      [=](const Scope& s, const TensorShape& shape, DataType dtype, int64_t sd) {
+        return Scaled(s, ops::TruncatedNormal(s, ShapeConst(s, shape), FloatFor(dtype), sd), stddev, mean, dtype);
+      },
+      seed);
 }
 }  // namespace init
 
@@ -274,7 +313,7 @@ Operation LocalVariablesInitializer(const Scope& scope) { return InitializerOf(s
 
 void SetSaveSliceInfo(const Scope& scope, Variable* var, const SaveSliceInfo& info) {
   if (!var || !var->valid()) return;
-  bool fits = !info.full_name.empty() && info.full_shape.dims() == var->shape.dims() &&
+  bool fits = !info.full_name.empty() && var->shape.dims() >= 1 && info.full_shape.dims() == var->shape.dims() &&
               static_cast<int>(info.offset.size()) == var->shape.dims();
   for (int i = 0; fits && i < var->shape.dims(); ++i)
     fits = info.offset[i] >= 0 && info.offset[i] + var->shape.dim_size(i) <= info.full_shape.dim_size(i);

@@ -34,7 +34,11 @@ struct PartitionInfo {
 /// one. For a part of a partitioned variable, Part builds that part's value:
 /// by default the same rule at the part's shape (values drawn per part, as
 /// TensorFlow's initializers do), and what depends on the whole shape takes it
-/// from the PartitionInfo (GlorotUniform's fans; Constant(tensor)'s slice).
+/// from the PartitionInfo (GlorotUniform's fans; Constant(tensor)'s slice;
+/// a seeded random initializer mixes the part's offset into its seed, so
+/// equal-shaped parts differ, where TensorFlow 1.x draws them alike). A
+/// callable that wraps an initializer is a new one: its parts get the
+/// wrapped one's whole rule at their own shape, not its Part.
 class VariableInitializer {
  public:
   using Whole = std::function<Output(const Scope&, const TensorShape&, DataType)>;
