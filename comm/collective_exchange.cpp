@@ -79,6 +79,17 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   op.execution = g.next_execution[op.p.instance_key]++;
   const int64_t n = g.size, r = g.rank;
   Status s;
+  if (n == 1 && op.p.kind == CollectiveKind::kReduce) {  // an elastic group down to this task: its own input
+    Tensor out = op.output;
+    if (!out.IsInitialized() || out.NumElements() != op.input.NumElements() || out.dtype() != op.input.dtype()) {
+      s = Tensor::Create(cpu_allocator(), op.input.dtype(), op.input.shape(), &out);
+      if (!s.ok()) return Fail(op.id, s);
+    }
+    if (op.input.TotalBytes() > 0 && out.raw_data() != op.input.raw_data())
+      std::memcpy(out.raw_data(), op.input.raw_data(), op.input.TotalBytes());
+    op.p.reduction->Finalize(&out, 1);
+    return Finish(op.id, Status::OK(), out);
+  }
   if (op.plan_hash != 0 && g.plans_sent.insert(op.plan_hash).second) {
     Tensor text(DT_STRING, TensorShape{});
     text.scalar<std::string>() = *op.p.plan;
@@ -88,6 +99,11 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
     const std::string meta = EncodeCollectiveMessage(plan);
     for (int64_t m = 0; m < n && s.ok(); ++m)
       if (m != r) s = transport->Send(g.members[m], Channel::kCollective, meta, text);
+  }
+  if (op.p.kind == CollectiveKind::kBroadcastFirst) {  // the group's rank 0 sends; the others receive its tensor
+    op.p.dtype = op.input.dtype();
+    op.p.shape = op.input.shape();
+    op.p.kind = r == 0 ? CollectiveKind::kBroadcastSend : CollectiveKind::kBroadcastRecv;
   }
   if (s.ok() && op.p.kind == CollectiveKind::kBroadcastSend) {
     for (int64_t m = 0; m < n && s.ok(); ++m)
@@ -325,7 +341,8 @@ void CollectiveExecutor::Impl::OnData(const CollectiveMessage& m, Tensor value) 
 void CollectiveExecutor::Impl::OnMessage(const std::string& from, const CollectiveMessage& m, Tensor value) {
   switch (m.kind) {
     case CollectiveMessage::kJoin:
-      return OnJoin(m.group, m.size, m.epoch, m.forming, from, m.incarnation, m.plan);
+      return OnJoin(m.group, m.size, m.epoch, m.forming, from, m.incarnation, m.plan, m.elastic,
+                    static_cast<uint64_t>(m.instance));
     case CollectiveMessage::kPlan: {
       auto git = groups.find(m.group);
       if (git == groups.end() || git->second.epoch != m.epoch || !value.IsInitialized() ||

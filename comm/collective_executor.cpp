@@ -21,6 +21,7 @@ const char* KindName(CollectiveKind k) {
     case CollectiveKind::kReduce: return "CollectiveReduce";
     case CollectiveKind::kBroadcastSend: return "CollectiveBcastSend";
     case CollectiveKind::kBroadcastRecv: return "CollectiveBcastRecv";
+    case CollectiveKind::kBroadcastFirst: return "CollectiveBcastFirst";
   }
   return "collective";
 }
@@ -183,6 +184,14 @@ void CollectiveExecutor::Impl::ExpireDeadlines() {
       waiting = "the group to form (epoch " + std::to_string(g.epoch) + "; joined:";
       for (const auto& m : g.members)
         if (m == task || JoinedNow(g, m)) waiting += " " + m;
+      if (g.elastic) {  // members that count others alive or failed than this task does
+        waiting += "; an elastic group of " + std::to_string(g.size) + " here";
+        for (const auto& m : g.members) {
+          auto j = joins.find({g.key, m});
+          if (m != task && j != joins.end() && j->second.epoch == g.epoch && j->second.digest != g.digest)
+            waiting += ", " + m + " counts " + std::to_string(j->second.size);
+        }
+      }
       waiting += ")";
     } else {
       waiting = Waiting(g, op);
@@ -207,13 +216,17 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
     return;
   }
   Group& g = groups[op.p.group_key];
-  if (g.size == 0) {
+  const bool elastic = op.p.group_size == 0;
+  if (!g.configured) {
+    g.configured = true;
     g.key = op.p.group_key;
+    g.elastic = elastic;
     g.size = op.p.group_size;
   }
-  if (g.size != op.p.group_size) {
+  if (g.elastic != elastic || (!elastic && g.size != op.p.group_size)) {
     op.done(errors::InvalidArgument(Describe(op), ": group_size ", op.p.group_size, ", but group ", g.key,
-                                    " has size ", g.size, " in this process"),
+                                    g.elastic ? " is elastic (group_size 0)" : " has size " + std::to_string(g.size),
+                                    " in this process"),
             Tensor());
     return;
   }
@@ -255,10 +268,13 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
               /*only_running=*/!g.formed_once);
   std::vector<std::string> members{task};
   std::map<std::string, std::string> hosts{{task, SelfHost()}};
+  std::map<std::string, uint64_t> incarnations{{task, transport->incarnation()}};
   for (const auto& t : membership->Tasks())
-    if (t.name != task && JobOf(t.name) == job && !t.host.empty() && t.port != 0) {
+    if (t.name != task && JobOf(t.name) == job && !t.host.empty() && t.port != 0 &&
+        !(g.elastic && t.liveness == TaskRecord::Liveness::kFailed)) {  // an elastic group goes on without it
       members.push_back(t.name);
       hosts[t.name] = t.host;
+      incarnations[t.name] = t.incarnation;
     }
   std::sort(members.begin(), members.end());
   g.epoch = epoch;
@@ -266,6 +282,13 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
   g.next_execution.clear();
   g.peer_plans.clear();
   g.plans_sent.clear();
+  if (g.elastic) {  // as many as there are, and a digest of who, which the others' must match
+    g.size = static_cast<int64_t>(members.size());
+    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over "name#incarnation;" of each, in order
+    for (const auto& m : members)
+      for (char c : m + "#" + std::to_string(incarnations[m]) + ";") h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    g.digest = h;
+  }
   if (static_cast<int64_t>(members.size()) != g.size) {
     std::string list;
     for (const auto& m : members) list += " " + m;
@@ -306,6 +329,8 @@ bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool fo
   m.forming = forming;
   m.incarnation = transport->incarnation();
   m.plan = g.layout.hash;
+  m.elastic = g.elastic;
+  if (g.elastic) m.instance = static_cast<int64_t>(g.digest);
   const Status s = transport->SendMessage(to, Channel::kCollective, EncodeCollectiveMessage(m));
   if (s.ok()) return true;
   g.state = Group::kBroken;
@@ -326,6 +351,10 @@ void CollectiveExecutor::Impl::ResendJoins() {
     }
     if (g.state != Group::kForming) continue;
     forming = true;
+    if (g.elastic) {  // who is alive may have changed here since (a failure seen late): count again, JOIN again
+      Form(g, g.epoch, /*new_members_only=*/true);
+      continue;
+    }
     for (const auto& m : g.members) {
       if (m == task || JoinedNow(g, m)) continue;
       if (!SendJoin(g, m, true)) break;
@@ -336,7 +365,8 @@ void CollectiveExecutor::Impl::ResendJoins() {
 
 bool CollectiveExecutor::Impl::JoinedNow(const Group& g, const std::string& m) const {
   auto it = joins.find({g.key, m});
-  return it != joins.end() && it->second.epoch == g.epoch && CurrentMember(m, it->second.incarnation);
+  return it != joins.end() && it->second.epoch == g.epoch && CurrentMember(m, it->second.incarnation) &&
+         (!g.elastic || it->second.digest == g.digest);
 }
 
 std::string CollectiveExecutor::Impl::SelfHost() const {
@@ -386,18 +416,22 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
 }
 
 void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming,
-                                      const std::string& from, uint64_t incarnation, uint64_t layout) {
+                                      const std::string& from, uint64_t incarnation, uint64_t layout, bool elastic,
+                                      uint64_t digest) {
   auto& known = join_epoch[from];
   if (known.second != incarnation) known = {0, incarnation};
   known.first = std::max(known.first, epoch);
   Joined& j = joins[{group, from}];
-  if (j.incarnation != incarnation || epoch >= j.epoch) j = Joined{epoch, incarnation, layout};
+  if (j.incarnation != incarnation || epoch >= j.epoch) j = Joined{epoch, incarnation, layout, digest, size};
   Group& g = groups[group];
-  if (g.size == 0) {
+  if (!g.configured) {
+    g.configured = true;
     g.key = group;
-    g.size = size;
+    g.elastic = elastic;
+    g.size = elastic ? 0 : size;
   }
-  if (g.size != size) return;  // its collectives time out naming the group; nothing to agree on
+  // Another kind or size: its collectives time out naming the group; nothing to agree on.
+  if (g.elastic != elastic || (!elastic && g.size != size)) return;
   if (g.state == Group::kFormed) {
     auto inc = g.incarnations.find(from);
     if (inc != g.incarnations.end() && inc->second != incarnation)  // it restarted: meet it at a new epoch
@@ -502,8 +536,11 @@ uint64_t CollectiveExecutor::NewId() { return impl_->next_id.fetch_add(1); }
 
 void CollectiveExecutor::Start(uint64_t id, CollectiveParams params, Tensor input, Tensor output, Done done) {
   const std::string what = std::string(KindName(params.kind)) + " '" + params.node + "'";
-  if (params.group_size < 1) {
-    done(errors::InvalidArgument(what, ": group_size must be at least 1, got ", params.group_size), Tensor());
+  const bool may_be_elastic = params.kind == CollectiveKind::kReduce || params.kind == CollectiveKind::kBroadcastFirst;
+  if (params.group_size < 0 || (params.group_size == 0 && !may_be_elastic)) {
+    done(errors::InvalidArgument(what, ": group_size must be at least 1 (0, an elastic group, for an all-reduce ",
+                                 "or a broadcast from the first), got ", params.group_size),
+         Tensor());
     return;
   }
   if (params.kind == CollectiveKind::kReduce && params.reduction == nullptr) {

@@ -82,6 +82,12 @@ struct CollectiveExecutor::Impl {
 
   struct Group {
     int64_t key = 0, size = 0;
+    bool configured = false;  // size and elastic set (by its first op or JOIN)
+    // Elastic (group_size 0): the members are the job's tasks not known to
+    // have failed, `size` how many formed it; `digest` hashes them (names and
+    // incarnations) and every member's JOIN must carry the same.
+    bool elastic = false;
+    uint64_t digest = 0;
     // kAwaiting: fewer tasks of the job known than group_size (a session
     // has not found them yet): looked at again every kResend.
     enum State { kNone, kAwaiting, kForming, kFormed, kBroken } state = kNone;
@@ -110,6 +116,8 @@ struct CollectiveExecutor::Impl {
   // A member's latest JOIN for a group: its epoch, incarnation and layout hash.
   struct Joined {
     uint64_t epoch = 0, incarnation = 0, layout = 0;
+    uint64_t digest = 0;  // an elastic group's members as it counts them
+    int64_t size = 0;
   };
   static constexpr std::chrono::milliseconds kResend{250};
 
@@ -163,7 +171,7 @@ struct CollectiveExecutor::Impl {
   void MaybeFormed(Group& g);
 
   void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation,
-              uint64_t layout);
+              uint64_t layout, bool elastic = false, uint64_t digest = 0);
 
   // The membership's changes (on the writer's thread: posted). A member
   // failed, replaced or removed fails its groups' collectives.

@@ -9,7 +9,7 @@ std::string EncodeCollectiveMessage(const CollectiveMessage& m) {
   out.reserve(CollectiveMessage::kBytes);
   fixed::Put<uint8_t>(&out, m.kind);
   fixed::Put<uint8_t>(&out, m.forming ? 1 : 0);
-  fixed::Put<uint16_t>(&out, 0);
+  fixed::Put<uint16_t>(&out, m.elastic ? 1 : 0);
   fixed::Put<int32_t>(&out, m.dtype);
   fixed::Put<int64_t>(&out, m.group);
   fixed::Put<int64_t>(&out, m.size);
@@ -33,11 +33,14 @@ Status DecodeCollectiveMessage(const std::string& meta, CollectiveMessage* out) 
   const uint8_t forming = fixed::Get<uint8_t>(p + 1);
   if (kind < CollectiveMessage::kJoin || kind > CollectiveMessage::kData)
     return errors::DataLoss("a collective message of unknown kind ", static_cast<int>(kind));
-  if (forming > 1 || (forming && kind != CollectiveMessage::kJoin) || fixed::Get<uint16_t>(p + 2) != 0)
+  const uint16_t flags = fixed::Get<uint16_t>(p + 2);
+  if (forming > 1 || (forming && kind != CollectiveMessage::kJoin) || flags > 1 ||
+      (flags != 0 && kind != CollectiveMessage::kJoin))
     return errors::DataLoss("a collective message with unknown flags");
   CollectiveMessage m;
   m.kind = static_cast<CollectiveMessage::Kind>(kind);
   m.forming = forming == 1;
+  m.elastic = flags == 1;
   m.dtype = fixed::Get<int32_t>(p + 4);
   m.group = fixed::Get<int64_t>(p + 8);
   m.size = fixed::Get<int64_t>(p + 16);

@@ -22,7 +22,10 @@
 
 namespace actorflow {
 
-enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv };
+/// kBroadcastFirst: every member runs the same op with a tensor; rank 0 of
+/// the group as formed (the first task by name of those alive, in an elastic
+/// group) sends its tensor and every member outputs it.
+enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv, kBroadcastFirst };
 
 /// The arithmetic of an all-reduce: TensorFlow's merge_op and final_op. The
 /// executor owns no arithmetic of its own: the op's kernel gives it the ops'
@@ -51,7 +54,7 @@ class CollectiveReduction {
 struct CollectiveParams {
   CollectiveKind kind = CollectiveKind::kReduce;
   std::string node;  // the op's node name, for messages
-  int64_t group_size = 1;
+  int64_t group_size = 1;  // 0: elastic (kReduce, kBroadcastFirst): the job's tasks not known to have failed
   int64_t group_key = 0;
   int64_t instance_key = 0;
   /// kReduce: merge_op and final_op (required; shared by every run of the op).

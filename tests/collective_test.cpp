@@ -22,6 +22,7 @@
 
 #include "actorflow/comm/collective_executor.hpp"
 #include "actorflow/comm/collective_layout.hpp"
+#include "actorflow/comm/collective_message.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/comm/tensor_transport.hpp"
 #include "actorflow/ops/collective/collective_reduction.hpp"
@@ -726,4 +727,196 @@ TEST_CASE("collective: a task whose host's other task never comes times out nami
                                                       ? "the shard of " + Task(2) + " to sum (a task of its host)"
                                                       : "the reduced tensor of " + Task(2) + " (a task of its host)"));
   }
+}
+
+// --- elastic groups (group_size 0) --------------------------------------------
+
+namespace {
+
+// Rank r's input averaged over the ranks in `live`: element i.
+float MeanOf(const std::vector<int>& live, int64_t i) {
+  float sum = 0;
+  for (int r : live) sum += static_cast<float>((r + 1) * (i % 97 + 1));
+  return sum / static_cast<float>(live.size());
+}
+
+void CheckMean(const Result& got, const std::vector<int>& live, int64_t n) {
+  INFO(got.first.ToString());
+  REQUIRE(got.first.ok());
+  REQUIRE(got.second.NumElements() == n);
+  for (int64_t i = 0; i < n; ++i) REQUIRE(got.second.data<float>()[i] == MeanOf(live, i));
+}
+
+std::vector<float> test_values(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.NumElements());
+}
+
+bool SeesFailed(Rank& r, int peer) {
+  auto t = r.membership->Find(Task(peer));
+  return t && t->liveness == TaskRecord::Liveness::kFailed;
+}
+
+}  // namespace
+
+TEST_CASE("collective: an elastic group (group_size 0) goes on with the tasks alive, dividing by how many they are") {
+  Ring ring(3);
+  constexpr int64_t kN = 300;
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", /*divide=*/true), Input(r, kN)));
+  for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, kN);
+  // Rank 2 dies between steps: the others' transports see it go (as a
+  // session's monitor would) and the group forms again without it.
+  ring[2].Kill();
+  REQUIRE(WaitUntil([&] { return SeesFailed(ring[0], 2) && SeesFailed(ring[1], 2); }, std::chrono::seconds(10)));
+  fs.clear();
+  for (int r = 0; r < 2; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, kN)));
+  for (auto& f : fs) CheckMean(Wait(f), {0, 1}, kN);
+  // Down to one: its own input, over 1.
+  ring[1].Kill();
+  REQUIRE(WaitUntil([&] { return SeesFailed(ring[0], 1); }, std::chrono::seconds(10)));
+  auto alone = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, kN));
+  CheckMean(Wait(alone), {0}, kN);
+  CHECK(ring[0].exec->pending_count() == 0);
+}
+
+TEST_CASE("collective: a member that dies mid-way fails the elastic all-reduce in flight; the next one runs without it") {
+  Ring ring(3);
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 64)));
+  for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, 64);
+  // Ranks 0 and 1 start the next step; rank 2 dies before it does.
+  auto a = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, 64));
+  auto b = Start(ring[1], Reduce(0, 1, "Add", true), Input(1, 64));
+  REQUIRE(WaitUntil([&] { return ring[0].exec->pending_count() == 1 && ring[1].exec->pending_count() == 1; },
+                    std::chrono::seconds(10)));
+  ring[2].Kill();
+  Result ra = Wait(a), rb = Wait(b);
+  CHECK(ra.first.code() == Code::kUnavailable);  // the step in flight is lost, on both
+  CHECK(rb.first.code() == Code::kUnavailable);
+  CHECK_THAT(ra.first.message(), Catch::Contains(Task(2)));
+  a = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, 64));
+  b = Start(ring[1], Reduce(0, 1, "Add", true), Input(1, 64));
+  CheckMean(Wait(a), {0, 1}, 64);
+  CheckMean(Wait(b), {0, 1}, 64);
+}
+
+TEST_CASE("collective: the ranks of an elastic group form only when they count the same members") {
+  Ring ring(3, std::chrono::seconds(20));
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 16)));
+  for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, 16);
+  // Rank 0 holds rank 2 failed; rank 1 does not yet (its monitor has not
+  // seen it go): rank 0 would divide by 2, rank 1 by 3. Rank 0's waits;
+  // rank 1's, begun in the group of 3, fails when it learns (the step in
+  // flight), and its next one meets rank 0's, both dividing by 2.
+  ring[0].membership->MarkFailed(Task(2), 102, errors::Unavailable("task ", Task(2), " is down (heartbeat)"));
+  auto a = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, 16));
+  auto b = Start(ring[1], Reduce(0, 1, "Add", true), Input(1, 16));
+  REQUIRE(WaitUntil([&] { return ring[0].exec->pending_count() == 1; }, std::chrono::seconds(10)));
+  ring[1].membership->MarkFailed(Task(2), 102, errors::Unavailable("task ", Task(2), " is down (heartbeat)"));
+  Result rb = Wait(b);
+  INFO(rb.first.ToString());
+  CHECK((rb.first.code() == Code::kUnavailable || rb.first.code() == Code::kAborted));
+  // As a training loop does: a step that failed so is run again (its
+  // failure re-formed the group, which may abort the other's waiting one too).
+  auto retried = [&](int r, std::future<Result> first) {
+    return std::async(std::launch::async, [&ring, r, first = std::move(first)]() mutable {
+      Result got = Wait(first);
+      for (int i = 0; i < 5 && (got.first.code() == Code::kAborted || got.first.code() == Code::kUnavailable); ++i) {
+        auto again = Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 16));
+        got = Wait(again);
+      }
+      return got;
+    });
+  };
+  auto fa = retried(0, std::move(a));
+  auto fb = retried(1, Start(ring[1], Reduce(0, 1, "Add", true), Input(1, 16)));
+  CheckMean(fa.get(), {0, 1}, 16);
+  CheckMean(fb.get(), {0, 1}, 16);
+}
+
+TEST_CASE("collective: elastic ranks that count different members time out, each naming the other's count") {
+  Ring ring(3, std::chrono::milliseconds(600));
+  // Before any group formed, rank 0 holds rank 2 failed; rank 1 does not.
+  ring[0].membership->MarkFailed(Task(2), 102, errors::Unavailable("task ", Task(2), " is down (heartbeat)"));
+  auto a = Start(ring[0], Reduce(0, 7, "Add", true), Input(0, 4));
+  auto b = Start(ring[1], Reduce(0, 7, "Add", true), Input(1, 4));
+  Result ra = Wait(a), rb = Wait(b);
+  CHECK(ra.first.code() == Code::kDeadlineExceeded);
+  CHECK(rb.first.code() == Code::kDeadlineExceeded);
+  CHECK_THAT(ra.first.message(), Catch::Contains("an elastic group of 2 here, " + Task(1) + " counts 3"));
+  CHECK_THAT(rb.first.message(), Catch::Contains("an elastic group of 3 here, " + Task(0) + " counts 2"));
+}
+
+TEST_CASE("collective: elastic and fixed-size collectives do not share a group; JOIN flags are checked") {
+  Ring ring(2);
+  auto a = Start(ring[0], Reduce(2, 3), Input(0, 4));
+  auto b = Start(ring[1], Reduce(2, 3), Input(1, 4));
+  REQUIRE(Wait(a).first.ok());
+  REQUIRE(Wait(b).first.ok());
+  Result r = Wait(a = Start(ring[0], Reduce(0, 3), Input(0, 4)));
+  CHECK(r.first.code() == Code::kInvalidArgument);
+  CHECK_THAT(r.first.message(), Catch::Contains("has size 2"));
+  // A broadcast cannot be elastic (yet).
+  CollectiveParams send;
+  send.kind = CollectiveKind::kBroadcastSend;
+  send.node = "bcast";
+  send.group_size = 0;
+  send.group_key = 4;
+  send.instance_key = 1;
+  Result rs = Wait(a = Start(ring[0], send, Input(0, 4)));
+  CHECK(rs.first.code() == Code::kInvalidArgument);
+  // The wire: the elastic flag rides on a JOIN, and nothing else.
+  CollectiveMessage join = CollectiveMessage::Of(CollectiveMessage::kJoin, 1, 2);
+  join.size = 3;
+  join.elastic = true;
+  join.instance = -12345;  // a digest: any bits
+  CollectiveMessage back;
+  REQUIRE(DecodeCollectiveMessage(EncodeCollectiveMessage(join), &back).ok());
+  CHECK(back.elastic);
+  CHECK(back.instance == -12345);
+  CollectiveMessage data = CollectiveMessage::Of(CollectiveMessage::kData, 1, 2);
+  std::string meta = EncodeCollectiveMessage(data);
+  meta[2] = 1;  // the elastic flag on a data message
+  CHECK(DecodeCollectiveMessage(meta, &back).code() == Code::kDataLoss);
+  meta = EncodeCollectiveMessage(join);
+  meta[2] = 2;  // an unknown flag
+  CHECK(DecodeCollectiveMessage(meta, &back).code() == Code::kDataLoss);
+}
+
+TEST_CASE("collective: a broadcast from the first gives every member rank 0's tensor; after it dies, the next rank's") {
+  Ring ring(3);
+  auto first = [](int64_t group_size, int64_t instance) {
+    CollectiveParams p;
+    p.kind = CollectiveKind::kBroadcastFirst;
+    p.node = "bcast_first_" + std::to_string(instance);
+    p.group_size = group_size;
+    p.group_key = 5;
+    p.instance_key = instance;
+    return p;
+  };
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], first(0, 1), Input(r, 40)));
+  for (auto& f : fs) {
+    Result got = Wait(f);
+    INFO(got.first.ToString());
+    REQUIRE(got.first.ok());
+    CHECK(test_values(got.second) == test_values(Input(0, 40)));
+  }
+  ring[0].Kill();
+  REQUIRE(WaitUntil([&] { return SeesFailed(ring[1], 0) && SeesFailed(ring[2], 0); }, std::chrono::seconds(10)));
+  fs.clear();
+  for (int r = 1; r < 3; ++r) fs.push_back(Start(ring[r], first(0, 1), Input(r, 40)));
+  for (auto& f : fs) {
+    Result got = Wait(f);
+    INFO(got.first.ToString());
+    REQUIRE(got.first.ok());
+    CHECK(test_values(got.second) == test_values(Input(1, 40)));  // task 1 is rank 0 now
+  }
+  ring[1].Kill();
+  REQUIRE(WaitUntil([&] { return SeesFailed(ring[2], 1); }, std::chrono::seconds(10)));
+  auto alone = Start(ring[2], first(0, 1), Input(2, 40));
+  Result got = Wait(alone);
+  REQUIRE(got.first.ok());
+  CHECK(test_values(got.second) == test_values(Input(2, 40)));
 }

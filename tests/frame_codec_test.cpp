@@ -336,7 +336,10 @@ TEST_CASE("collective message header: every kind round-trips; malformed headers 
   bad[1] = 2;
   CHECK_THAT(error(bad), Contains("unknown flags"));
   bad = good;
-  bad[2] = 1;
+  bad[2] = 2;  // bit 0 (elastic) is a JOIN's only flag
+  CHECK_THAT(error(bad), Contains("unknown flags"));
+  bad = EncodeCollectiveMessage(data);
+  bad[2] = 1;  // the elastic flag on a data message
   CHECK_THAT(error(bad), Contains("unknown flags"));
   bad = EncodeCollectiveMessage(data);
   bad[1] = 1;  // forming on a data message

@@ -38,6 +38,13 @@ Output CollectiveBcastSend(const Scope& s, Input input, const TensorShape& shape
   return First(s.AddOp("CollectiveBcastSend", {{x}}, attrs));
 }
 
+Output CollectiveBcastFirst(const Scope& s, Input input, const CollectiveOptions& o) {
+  Output x = s.AsOutput(input);
+  AttrMap attrs = Common(o);
+  attrs["T"] = AttrType(BaseType(x.type()));
+  return First(s.AddOp("CollectiveBcastFirst", {{x}}, attrs));
+}
+
 Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape, const CollectiveOptions& o) {
   AttrMap attrs = Common(o);
   attrs["T"] = AttrType(dtype);

@@ -20,6 +20,8 @@ namespace actorflow {
 namespace ops {
 
 struct CollectiveOptions {
+  /// 0: elastic (CollectiveReduce, CollectiveBcastFirst): the tasks of the
+  /// job not known to have failed, as many as there are at each forming.
   int64_t group_size = 1;
   int64_t group_key = 1;
   int64_t instance_key = 1;
@@ -34,6 +36,10 @@ Output CollectiveReduce(const Scope& s, Input input, const CollectiveOptions& o)
 Output CollectiveBcastSend(const Scope& s, Input input, const TensorShape& shape, const CollectiveOptions& o);
 /// The tensor the member running CollectiveBcastSend of the same instance sends.
 Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape, const CollectiveOptions& o);
+/// Every member gives `input`; each outputs rank 0's (the first task of the
+/// group as it formed): a broadcast whose source is not known when the graph
+/// is built (an actorflow extension, for elastic groups: group_size 0).
+Output CollectiveBcastFirst(const Scope& s, Input input, const CollectiveOptions& o);
 
 }  // namespace ops
 }  // namespace actorflow

@@ -8,7 +8,8 @@ namespace actorflow {
 
 BucketPlan PlanBuckets(const std::vector<Optimizer::GradAndVar>& grads_and_vars, const AllReduceOptions& o) {
   BucketPlan plan;
-  plan.text = "group " + std::to_string(o.group_key) + " of " + std::to_string(o.group_size) + ", bucket_bytes " +
+  plan.text = "group " + std::to_string(o.group_key) + " of " +
+              (o.group_size == 0 ? std::string("the live tasks") : std::to_string(o.group_size)) + ", bucket_bytes " +
               std::to_string(o.bucket_bytes) + (o.average ? ", mean" : ", sum") + "\n";
   size_t bytes = 0;
   for (size_t k = grads_and_vars.size(); k-- > 0;) {
@@ -34,7 +35,7 @@ std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
                                                       const std::vector<Optimizer::GradAndVar>& grads_and_vars,
                                                       const AllReduceOptions& o) {
   std::vector<Optimizer::GradAndVar> out = grads_and_vars;
-  if (o.group_size <= 1) return out;
+  if (o.group_size == 1 || o.group_size < 0) return out;
   const BucketPlan plan = PlanBuckets(grads_and_vars, o);
   const Scope s = scope.NewSubScope("all_reduce");
   for (size_t b = 0; b < plan.buckets.size(); ++b) {
@@ -85,8 +86,10 @@ Operation BroadcastVariables(const Scope& scope, const std::vector<Variable>& va
     co.group_key = o.group_key;
     co.instance_key = o.first_instance_key + static_cast<int64_t>(i);
     co.timeout_seconds = o.timeout_seconds;
-    if (o.group_size <= 1) continue;
-    if (is_source) {
+    if (o.group_size == 1 || o.group_size < 0) continue;
+    if (o.group_size == 0) {  // elastic: every member the same op; the group's rank 0 is the source
+      assigns.push_back(ops::Assign(s, v.ref, ops::CollectiveBcastFirst(s, v.value, co)).op());
+    } else if (is_source) {
       assigns.push_back(ops::CollectiveBcastSend(s, v.value, v.shape, co).op());
     } else {
       Output received = ops::CollectiveBcastRecv(s, v.dtype, v.shape, co);

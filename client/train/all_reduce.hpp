@@ -34,6 +34,9 @@
 namespace actorflow {
 
 struct AllReduceOptions {
+  /// 0: elastic: the job's tasks not known to have failed, re-counted each
+  /// time the group forms (after a member fails, the survivors go on, and a
+  /// mean divides by how many took part); the ops' group_size attr is 0.
   int64_t group_size = 1;
   int64_t group_key = 1;
   int64_t first_instance_key = 1;  // bucket i is instance first_instance_key + i
@@ -64,7 +67,10 @@ std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
 /// Sets every member's variables to the source's (Horovod's
 /// BroadcastGlobalVariablesHook, DDP's constructor broadcast): the source
 /// sends, the others receive and assign. Instances first_instance_key,
-/// first_instance_key + 1, ... (keep them apart from the gradients').
+/// first_instance_key + 1, ... (keep them apart from the gradients'). In an
+/// elastic group (group_size 0) `is_source` is not used: the source is the
+/// group's rank 0 as it formed (CollectiveBcastFirst; every member runs the
+/// same graph), so survivors can re-sync from one of them after a failure.
 Operation BroadcastVariables(const Scope& scope, const std::vector<Variable>& vars, bool is_source,
                              const AllReduceOptions& o);
 

@@ -44,7 +44,8 @@ AF_REGISTER_OP("CollectiveReduce")
     .SetIsStateful()
     .SetShapeFn(shape_fns::Unchanged)
     .Doc("All-reduces input over the group_size tasks of group group_key: merge_op (Add, Mul, Min, Max) of every "
-         "member's tensor, then final_op (Id, or Div by group_size).");
+         "member's tensor, then final_op (Id, or Div by group_size). group_size 0 (an actorflow extension): an "
+         "elastic group, every task of the job not known to have failed, Div by how many there are.");
 AF_REGISTER_OP("CollectiveBcastSend")
     .Input("input: T")
     .Output("data: T")
@@ -71,6 +72,21 @@ AF_REGISTER_OP("CollectiveBcastRecv")
     .SetShapeFn(shape_fns::ShapeAttr)
     .Doc("Receives the tensor the group's CollectiveBcastSend of the same instance sends.");
 
+AF_REGISTER_OP("CollectiveBcastFirst")
+    .Input("input: T")
+    .Output("data: T")
+    .Attr("T: {bool, float, double, int32, int64}")
+    .Attr("group_size: int")
+    .Attr("group_key: int")
+    .Attr("instance_key: int")
+    .Attr("communication_hint: string = 'auto'")
+    .Attr("timeout_seconds: float = 0")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unchanged)
+    .Doc("An actorflow extension: every member gives a tensor of the same dtype and shape and outputs rank 0's "
+         "(the first task of the group as formed): a broadcast whose source need not be known when the graph is "
+         "built, as in an elastic group (group_size 0: the job's tasks not known to have failed).");
+
 class CollectiveOp : public AsyncOpKernel {
  public:
   CollectiveOp(OpKernelConstruction* c, CollectiveKind kind) : AsyncOpKernel(c) {
@@ -90,9 +106,13 @@ class CollectiveOp : public AsyncOpKernel {
         p_.plan = std::make_shared<const std::string>(std::move(plan));
       }
     }
-    if (p_.group_size < 1)
-      c->SetStatus(errors::InvalidArgument(name(), ": group_size must be at least 1, got ", p_.group_size));
-    if (kind == CollectiveKind::kReduce) {
+    if (p_.group_size < 0 ||
+        (p_.group_size == 0 && kind != CollectiveKind::kReduce && kind != CollectiveKind::kBroadcastFirst))
+      c->SetStatus(errors::InvalidArgument(name(), ": group_size must be at least 1 (0, an elastic group, for ",
+                                           "CollectiveReduce), got ", p_.group_size));
+    if (kind == CollectiveKind::kBroadcastFirst) {
+      // dtype and shape: the input's, at run time
+    } else if (kind == CollectiveKind::kReduce) {
       std::string merge, final_op;
       c->SetStatus(c->GetAttr("merge_op", &merge));
       c->SetStatus(c->GetAttr("final_op", &final_op));
@@ -118,7 +138,7 @@ class CollectiveOp : public AsyncOpKernel {
                                              " but the shape attr says ", p_.shape.DebugString()));
       return done();
     }
-    if (p_.kind == CollectiveKind::kReduce && p_.group_size > 1) {
+    if (p_.kind == CollectiveKind::kReduce && p_.group_size != 1) {
       Tensor* out = nullptr;
       Status s = ctx->allocate_output(0, input.shape(), &out);
       AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
@@ -161,6 +181,8 @@ AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastSend").Device(DEVICE_CPU),
                    CollectiveKernel<CollectiveKind::kBroadcastSend>);
 AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastRecv").Device(DEVICE_CPU),
                    CollectiveKernel<CollectiveKind::kBroadcastRecv>);
+AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastFirst").Device(DEVICE_CPU),
+                   CollectiveKernel<CollectiveKind::kBroadcastFirst>);
 
 // Not differentiable, as in TensorFlow 1.x: a collective's gradient would be
 // another collective, with an instance key of its own that every rank would
