@@ -19,6 +19,7 @@
 #include <random>
 
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/all_reduce.hpp"
 #include "actorflow/client/train/optimizers.hpp"
@@ -348,4 +349,89 @@ TEST_CASE("all-reduce: a CollectiveReduce graph written by TensorFlow runs acros
     CHECK(out0[0].data<float>()[i] == 2.f + i);  // the mean
     CHECK(out1[0].data<float>()[i] == 2.f + i);
   }
+}
+
+TEST_CASE("all-reduce, elastic (group_size 0): a worker killed for good; the other two go on at 2 without a checkpoint",
+          "[distributed]") {
+  test::ClusterFixture c({{"worker", 1}, {"worker", 2}});
+  // Each session finds every worker (as train_distributed's do): so every
+  // worker's process learns where the others are, which an elastic group counts.
+  Model m0(0, 0, 1), m1(1, 0, 2), m2(2, 0, 3);  // group_size 0; different initial values
+  Session s0(c.Options({"/job:worker"})), s1(c.Options({"/job:worker"})), s2(c.Options({"/job:worker"}));
+  Model* models[] = {&m0, &m1, &m2};
+  Session* sessions[] = {&s0, &s1, &s2};
+  for (int t = 0; t < 3; ++t) {
+    REQUIRE(models[t]->root.ok());
+    REQUIRE(sessions[t]->Create(ToDef(models[t]->root)).ok());
+    std::vector<Tensor> out;
+    REQUIRE(sessions[t]->Run(Bounded(), {}, {}, {models[t]->init.name()}, &out).ok());
+  }
+  Tensor x, y;
+  MakeData(96, 4, &x, &y);
+  const Tensor xs[] = {Rows(x, 0, 32), Rows(x, 32, 32), Rows(x, 64, 32)};
+  const Tensor ys[] = {Rows(y, 0, 32), Rows(y, 32, 32), Rows(y, 64, 32)};
+  // The live workers each run `target` (with their shard when training), at
+  // once; a step that fails because the group changed is run again (at most
+  // a few times), as a training loop does.
+  auto step = [&](const std::vector<int>& live, const std::string& what) {
+    std::vector<std::future<Status>> fs;
+    for (int t : live)
+      fs.push_back(std::async(std::launch::async, [&, t] {
+        const bool train = what == "train";
+        const std::string target = train ? models[t]->train.name() : models[t]->broadcast_all.name();
+        std::vector<std::pair<std::string, Tensor>> feeds;
+        if (train) feeds = {{"x", xs[t]}, {"y", ys[t]}};
+        std::vector<Tensor> out;
+        Status s;
+        for (int i = 0; i < 6; ++i) {
+          s = sessions[t]->Run(Bounded(), feeds, {}, {target}, &out);
+          if (!errors::IsUnavailable(s) && !errors::IsAborted(s)) break;
+        }
+        return s;
+      }));
+    for (auto& f : fs) {
+      const Status s = f.get();
+      INFO(what << ": " << s.ToString());
+      REQUIRE(s.ok());
+    }
+  };
+  auto read = [&](int t) {
+    std::vector<Tensor> out;
+    REQUIRE(sessions[t]->Run(Bounded(), {}, {models[t]->w.value.name(), models[t]->b.value.name()}, {}, &out).ok());
+    return out;
+  };
+  // Every worker takes rank 0's (worker 0's) variables, then they train at 3.
+  step({0, 1, 2}, "sync");
+  for (int i = 0; i < 3; ++i) step({0, 1, 2}, "train");
+  CHECK(test::Values<float>(read(1)[0]) == test::Values<float>(read(0)[0]));
+  CHECK(test::Values<float>(read(2)[0]) == test::Values<float>(read(0)[0]));
+  // Worker 2 dies for good. The others re-sync (from worker 0) and go on at 2.
+  CHECK(LocalCluster::Stop(&c.processes.task("worker", 2), /*hard=*/true) == -SIGKILL);
+  step({0, 1}, "sync");
+  const std::vector<Tensor> from = read(0);
+  constexpr int kSteps = 3;
+  for (int i = 0; i < kSteps; ++i) step({0, 1}, "train");
+  const std::vector<Tensor> got0 = read(0), got1 = read(1);
+  // One process, from the same variables, on both survivors' shards at once
+  // (batch 2b): the mean divided by 2, the live count.
+  Model ref(-1, 1, 1);
+  Scope set = ref.root.NewSubScope("set");
+  ops::Assign(set.WithOpName("set_w"), ref.w.ref, ops::Placeholder(set.WithOpName("w0"), DT_FLOAT));
+  ops::Assign(set.WithOpName("set_b"), ref.b.ref, ops::Placeholder(set.WithOpName("b0"), DT_FLOAT));
+  REQUIRE(ref.root.ok());
+  Session local;
+  std::vector<Tensor> out;
+  REQUIRE(local.Create(ToDef(ref.root)).ok());
+  REQUIRE(local.Run({}, {}, {ref.init.name()}, &out).ok());
+  REQUIRE(local.Run({{"set/w0", from[0]}, {"set/b0", from[1]}}, {}, {"set/set_w", "set/set_b"}, &out).ok());
+  const Tensor both_x = Rows(x, 0, 64), both_y = Rows(y, 0, 64);
+  for (int i = 0; i < kSteps; ++i) REQUIRE(local.Run({{"x", both_x}, {"y", both_y}}, {}, {ref.train.name()}, &out).ok());
+  REQUIRE(local.Run({}, {ref.w.value.name(), ref.b.value.name()}, {}, &out).ok());
+  for (int v = 0; v < 2; ++v)
+    for (int64_t i = 0; i < out[v].NumElements(); ++i) {
+      const float want = out[v].data<float>()[i];
+      INFO("variable " << v << " element " << i);
+      CHECK(got0[v].data<float>()[i] == got1[v].data<float>()[i]);  // the survivors are equal, bit for bit
+      CHECK(std::abs(got1[v].data<float>()[i] - want) <= 1e-5f * std::max(1.f, std::abs(want)));
+    }
 }
