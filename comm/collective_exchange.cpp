@@ -75,6 +75,12 @@ Status CollectiveExecutor::Impl::SendTo(const Group& g, int64_t rank, const Op& 
 }
 
 void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
+  if (g.elastic && op.p.kind == CollectiveKind::kReduce && g.synced_digest != g.digest)
+    return Finish(op.id, errors::Aborted(Describe(op), " on ", task, ": elastic group ", g.key, " of ", g.size,
+                                         " members (epoch ", g.epoch, ") has not synced since its members changed: ",
+                                         "every member runs a CollectiveBcastFirst (BroadcastVariables), then the ",
+                                         "step again"),
+                  Tensor());
   op.running = true;
   op.execution = g.next_execution[op.p.instance_key]++;
   const int64_t n = g.size, r = g.rank;
@@ -101,6 +107,7 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
       if (m != r) s = transport->Send(g.members[m], Channel::kCollective, meta, text);
   }
   if (op.p.kind == CollectiveKind::kBroadcastFirst) {  // the group's rank 0 sends; the others receive its tensor
+    op.syncs = true;
     op.p.dtype = op.input.dtype();
     op.p.shape = op.input.shape();
     op.p.kind = r == 0 ? CollectiveKind::kBroadcastSend : CollectiveKind::kBroadcastRecv;

@@ -125,6 +125,7 @@ void CollectiveExecutor::Impl::Finish(uint64_t id, const Status& s, Tensor resul
   auto g = groups.find(op.p.group_key);
   if (g != groups.end()) {
     g->second.ops.erase(id);
+    if (s.ok() && op.syncs && g->second.state == Group::kFormed) g->second.synced_digest = g->second.digest;
     if (op.running)  // its messages are no use to anyone now
       for (auto m = g->second.inbox.begin(); m != g->second.inbox.end();) {
         if (std::get<0>(m->first) == op.p.instance_key && std::get<1>(m->first) == op.execution) {
@@ -490,6 +491,10 @@ void CollectiveExecutor::Impl::OnPeerFailed(const std::string& peer, const Statu
       if (g.state == Group::kForming && joined != join_epoch.end() && joined->second.first == g.epoch &&
           joined->second.second == incarnation)
         continue;
+    }
+    if (g.elastic && g.state == Group::kForming) {  // nothing exchanged yet: count again, without it
+      Form(g, g.epoch, /*new_members_only=*/true);
+      continue;
     }
     g.state = Group::kBroken;
     FailGroup(g, errors::Unavailable("collective group ", key, " on ", task, ": peer ", peer, " failed: ",

@@ -67,6 +67,7 @@ struct CollectiveExecutor::Impl {
     Clock::time_point deadline;
     uint64_t plan_hash = 0;
     bool running = false;
+    bool syncs = false;  // a CollectiveBcastFirst: its success marks the group's members synced
     int64_t execution = 0;
     int64_t phase = 0;  // the next phase whose message it waits for
     std::vector<Tensor> chunks;
@@ -88,6 +89,12 @@ struct CollectiveExecutor::Impl {
     // incarnations) and every member's JOIN must carry the same.
     bool elastic = false;
     uint64_t digest = 0;
+    // The members' digest when this rank's last CollectiveBcastFirst
+    // succeeded: an elastic all-reduce runs only in a group whose members
+    // have synced their state since it last changed (else a survivor that
+    // finished a step before a member died, and one that did not, would go
+    // on with different variables; a joiner with none).
+    uint64_t synced_digest = 0;
     // kAwaiting: fewer tasks of the job known than group_size (a session
     // has not found them yet): looked at again every kResend.
     enum State { kNone, kAwaiting, kForming, kFormed, kBroken } state = kNone;

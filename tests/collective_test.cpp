@@ -756,11 +756,34 @@ bool SeesFailed(Rank& r, int peer) {
   return t && t->liveness == TaskRecord::Liveness::kFailed;
 }
 
+CollectiveParams First(int64_t group_size, int64_t group_key, int64_t instance) {
+  CollectiveParams p;
+  p.kind = CollectiveKind::kBroadcastFirst;
+  p.node = "bcast_first_" + std::to_string(instance);
+  p.group_size = group_size;
+  p.group_key = group_key;
+  p.instance_key = instance;
+  return p;
+}
+
+// The ranks in `live` sync (a broadcast from the first, of group 1), as an
+// elastic group must before it all-reduces after its members changed.
+void Sync(Ring& ring, const std::vector<int>& live) {
+  std::vector<std::future<Result>> fs;
+  for (int r : live) fs.push_back(Start(ring[r], First(0, 1, 900), Input(r, 4)));
+  for (auto& f : fs) {
+    Result got = Wait(f);
+    INFO(got.first.ToString());
+    REQUIRE(got.first.ok());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("collective: an elastic group (group_size 0) goes on with the tasks alive, dividing by how many they are") {
   Ring ring(3);
   constexpr int64_t kN = 300;
+  Sync(ring, {0, 1, 2});
   std::vector<std::future<Result>> fs;
   for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", /*divide=*/true), Input(r, kN)));
   for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, kN);
@@ -768,12 +791,20 @@ TEST_CASE("collective: an elastic group (group_size 0) goes on with the tasks al
   // session's monitor would) and the group forms again without it.
   ring[2].Kill();
   REQUIRE(WaitUntil([&] { return SeesFailed(ring[0], 2) && SeesFailed(ring[1], 2); }, std::chrono::seconds(10)));
+  // Not before the survivors synced: one of them might have finished a step
+  // the other did not.
+  auto early = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, kN));
+  Result not_synced = Wait(early);
+  CHECK(not_synced.first.code() == Code::kAborted);
+  CHECK_THAT(not_synced.first.message(), Catch::Contains("has not synced since its members changed"));
+  Sync(ring, {0, 1});
   fs.clear();
   for (int r = 0; r < 2; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, kN)));
   for (auto& f : fs) CheckMean(Wait(f), {0, 1}, kN);
   // Down to one: its own input, over 1.
   ring[1].Kill();
   REQUIRE(WaitUntil([&] { return SeesFailed(ring[0], 1); }, std::chrono::seconds(10)));
+  Sync(ring, {0});
   auto alone = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, kN));
   CheckMean(Wait(alone), {0}, kN);
   CHECK(ring[0].exec->pending_count() == 0);
@@ -781,6 +812,7 @@ TEST_CASE("collective: an elastic group (group_size 0) goes on with the tasks al
 
 TEST_CASE("collective: a member that dies mid-way fails the elastic all-reduce in flight; the next one runs without it") {
   Ring ring(3);
+  Sync(ring, {0, 1, 2});
   std::vector<std::future<Result>> fs;
   for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 64)));
   for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, 64);
@@ -794,6 +826,7 @@ TEST_CASE("collective: a member that dies mid-way fails the elastic all-reduce i
   CHECK(ra.first.code() == Code::kUnavailable);  // the step in flight is lost, on both
   CHECK(rb.first.code() == Code::kUnavailable);
   CHECK_THAT(ra.first.message(), Catch::Contains(Task(2)));
+  Sync(ring, {0, 1});
   a = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, 64));
   b = Start(ring[1], Reduce(0, 1, "Add", true), Input(1, 64));
   CheckMean(Wait(a), {0, 1}, 64);
@@ -802,6 +835,22 @@ TEST_CASE("collective: a member that dies mid-way fails the elastic all-reduce i
 
 TEST_CASE("collective: the ranks of an elastic group form only when they count the same members") {
   Ring ring(3, std::chrono::seconds(20));
+  // Ranks that count different members do not even sync: rank 0 holds rank
+  // 2 failed; rank 1 does not yet (its monitor has not seen it go).
+  ring[0].membership->MarkFailed(Task(2), 102, errors::Unavailable("task ", Task(2), " is down (heartbeat)"));
+  auto a = Start(ring[0], First(0, 1, 900), Input(0, 16));
+  auto b = Start(ring[1], First(0, 1, 900), Input(1, 16));
+  REQUIRE(WaitUntil([&] { return ring[0].exec->pending_count() == 1; }, std::chrono::seconds(10)));
+  ring[1].membership->MarkFailed(Task(2), 102, errors::Unavailable("task ", Task(2), " is down (heartbeat)"));
+  Result ra = Wait(a), rb = Wait(b);
+  REQUIRE(ra.first.ok());
+  REQUIRE(rb.first.ok());
+  CHECK(test_values(rb.second) == test_values(Input(0, 16)));  // rank 0's: both counted {0, 1}
+}
+
+TEST_CASE("collective: an elastic rank that learns of a failure mid-step fails it; its next step meets the others'") {
+  Ring ring(3, std::chrono::seconds(20));
+  Sync(ring, {0, 1, 2});
   std::vector<std::future<Result>> fs;
   for (int r = 0; r < 3; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 16)));
   for (auto& f : fs) CheckMean(Wait(f), {0, 1, 2}, 16);
@@ -817,12 +866,15 @@ TEST_CASE("collective: the ranks of an elastic group form only when they count t
   Result rb = Wait(b);
   INFO(rb.first.ToString());
   CHECK((rb.first.code() == Code::kUnavailable || rb.first.code() == Code::kAborted));
-  // As a training loop does: a step that failed so is run again (its
-  // failure re-formed the group, which may abort the other's waiting one too).
+  // As a training loop does: a step that failed so is run again after a
+  // sync (its failure re-formed the group, which may abort the other's
+  // waiting one too; an all-reduce before the sync is Aborted).
   auto retried = [&](int r, std::future<Result> first) {
     return std::async(std::launch::async, [&ring, r, first = std::move(first)]() mutable {
       Result got = Wait(first);
       for (int i = 0; i < 5 && (got.first.code() == Code::kAborted || got.first.code() == Code::kUnavailable); ++i) {
+        auto sync = Start(ring[r], First(0, 1, 900), Input(r, 4));
+        if (!Wait(sync).first.ok()) continue;
         auto again = Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 16));
         got = Wait(again);
       }
