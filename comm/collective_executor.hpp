@@ -77,6 +77,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
@@ -145,6 +146,10 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// "hierarchical: hosts {0,1} {2,3}" (its ranks by host); "" before it
   /// formed (for tests and benchmarks).
   std::string layout(int64_t group_key) const;
+  /// How many members group `group_key` had when it last formed, and who
+  /// (0 and none before it formed): an elastic group's live count, for a
+  /// training loop's progress and its log of membership changes.
+  int64_t formed_size(int64_t group_key, std::vector<std::string>* members = nullptr) const;
 
   struct Impl;
 

@@ -1,7 +1,8 @@
 // The collective executor's state and steps (comm/collective_executor.hpp),
-// shared by its two halves: collective_executor.cpp (the thread, the ops'
-// lives, group membership) and collective_exchange.cpp (the data: rings,
-// exchanges, broadcasts, and the checks of what arrives). Internal to net/.
+// shared by its three parts: collective_executor.cpp (the thread, the ops'
+// lives), collective_group.cpp (how groups form from the membership, elastic
+// ones too) and collective_exchange.cpp (the data: rings, exchanges,
+// broadcasts, and the checks of what arrives). Internal to comm/.
 #pragma once
 
 #include <atomic>
@@ -239,6 +240,7 @@ struct CollectiveExecutor::Impl {
   std::atomic<size_t> held{0};  // ops.size(), for pending_count()
   mutable std::mutex layouts_mu;  // guards `layouts`
   std::map<int64_t, std::string> layouts;  // group -> its layout when it last formed, for layout()
+  std::map<int64_t, std::vector<std::string>> formed_members;  // group -> its members then, for formed_size()
 
   std::mutex mu;  // guards `events` and `stopping`
   std::condition_variable cv;

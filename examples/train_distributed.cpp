@@ -28,6 +28,10 @@
 //              every worker applies the same update; each session starts with
 //              the chief's variables, broadcast (restored by the chief after a
 //              failure, so every replica goes on from the checkpoint).
+//              --elastic: the group is the workers alive (group_size 0,
+//              comm/collective_executor.hpp): when one dies the others sync
+//              from the first of them and go on at n-1, in the same session,
+//              no checkpoint restored, at most the step in flight lost.
 // A TrainingSupervisor keeps each worker going: the chief restores the latest
 // checkpoint of --dir (or initializes) and saves every --save-every steps;
 // the others wait for the model; a step that fails because a task died or
@@ -62,6 +66,8 @@
 #include "examples/mlp_model.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/master/server_environment.hpp"
+#include "actorflow/actors/runtime.hpp"
+#include "actorflow/comm/collective_executor.hpp"
 
 using namespace actorflow;
 using namespace actorflow::examples;
@@ -79,6 +85,7 @@ struct Options {
   bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
   int partitions = 0;        // async, sync: parts of the hidden layer's weights (0: one per ps task)
+  bool elastic = false;      // allreduce: the group is the live workers
   std::string logdir;        // empty: no TensorBoard events
   std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
   ClusterResolverOptions resolver;  // --jobs, --port-base
@@ -87,11 +94,12 @@ struct Options {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--logdir DIR]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
                "    (default: one per ps task; 1: whole)\n"
+               "  --elastic: allreduce: a worker that dies is not waited for: the others sync and go on\n"
                "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
                "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
                "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
@@ -147,7 +155,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     g->chief_runner = g->sync->chief_queue_runner();
   } else if (allreduce) {
     AllReduceOptions ar;
-    ar.group_size = workers;
+    ar.group_size = o.elastic ? 0 : workers;  // 0: the live workers
     if (o.bucket_bytes > 0) ar.bucket_bytes = static_cast<size_t>(o.bucket_bytes);
     std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
     train = g->adam->ApplyGradients(s.WithOpName("train"), AllReduceGradients(s, grads, ar), &m.step);
@@ -156,7 +164,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     // The end: no worker leaves while another's last all-reduce may still
     // need it (its leaving would fail that step). Instance 999: apart from both.
     ops::CollectiveOptions end;
-    end.group_size = workers;
+    end.group_size = ar.group_size;
     end.group_key = ar.group_key;
     end.instance_key = 999;
     g->all_done = ops::CollectiveReduce(s.WithOpName("all_done"), ops::Const(s, 1.0f), end).node()->name();
@@ -209,6 +217,7 @@ int main(int argc, char** argv) {
     else if (a == "--report") o.report = true;
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
     else if (a == "--partitions" && has) o.partitions = std::atoi(argv[++i]);
+    else if (a == "--elastic") o.elastic = true;
     else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--cluster" && has) o.cluster = argv[++i];
     else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
@@ -216,7 +225,7 @@ int main(int argc, char** argv) {
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
-      o.partitions < 0)
+      o.partitions < 0 || (o.elastic && o.mode != "allreduce"))
     return Usage(argv[0]);
 
   // This worker: its task in the cluster --cluster resolves, served in this process.
@@ -281,6 +290,34 @@ int main(int argc, char** argv) {
     sup_options.on_session_ready = [&](Session* session) -> Status {
       std::vector<Tensor> none;
       return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
+    };
+  }
+  // Elastic: a member lost (or the group changed) costs the survivors the
+  // step in flight and a sync from the first of them, in this session.
+  CollectiveExecutor* collectives = server->runtime()->collectives();
+  constexpr int64_t kGroup = 1;  // AllReduceOptions' default group_key
+  int64_t group_now = workers;  // the group's size at the last sync
+  if (o.elastic) {
+    sup_options.elastic_resync = [&](Session* session, const Status& why) -> Status {
+      const int64_t before = group_now;
+      const auto t = std::chrono::steady_clock::now();
+      std::vector<Tensor> none;
+      AF_RETURN_IF_ERROR(session->Run(sup_options.run, {}, {}, {g.broadcast}, &none));
+      std::vector<std::string> members;
+      const int64_t now = collectives ? collectives->formed_size(kGroup, &members) : 0;
+      group_now = now;
+      std::string who;
+      for (const auto& m : members) who += (who.empty() ? "" : " ") + m.substr(m.rfind('/') + 1);
+      std::printf("%s: the group changed (%lld -> %lld workers: %s) after %s; synced from the first in %.0f ms "
+                  "[unix ms %lld]\n",
+                  me.c_str(), static_cast<long long>(before), static_cast<long long>(now), who.c_str(),
+                  why.ToString().c_str(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count(),
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count()));
+      std::fflush(stdout);
+      return Status::OK();
     };
   }
   // Why training pauses: each failure the supervisor recovers from, with the time (for tests and bench/recovery.sh).
@@ -364,7 +401,8 @@ int main(int argc, char** argv) {
     if (now - last_print > std::chrono::seconds(2) || sup.global_step() >= total) {
       last_print = now;
       const double secs = std::chrono::duration<double>(now - t0).count();
-      const double cluster = static_cast<double>((sup.global_step() - first_step) * o.batch * per_step) / secs;
+      const int64_t live = o.elastic && collectives ? std::max<int64_t>(1, collectives->formed_size(kGroup)) : per_step;
+      const double cluster = static_cast<double>((sup.global_step() - first_step) * o.batch * live) / secs;
       std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster\n",
                   static_cast<long long>(std::min<int64_t>(sup.global_step() / steps_per_epoch + 1, o.epochs)),
                   o.epochs, static_cast<long long>(sup.global_step()), static_cast<long long>(total), loss_avg,
@@ -386,15 +424,30 @@ int main(int argc, char** argv) {
     // float after its last step); a worker that leaves first may fail this
     // one collective elsewhere, which says nothing about the training.
     std::vector<Tensor> end;
-    const Status over = sup.session()->Run({}, {}, {g.all_done}, &end);
+    Status over = sup.session()->Run({}, {}, {g.all_done}, &end);
+    // Elastic: a member lost at the end: the others sync and meet again.
+    for (int i = 0; i < 3 && o.elastic && (errors::IsAborted(over) || errors::IsUnavailable(over)); ++i) {
+      over = sup.session()->Run(sup_options.run, {}, {}, {g.broadcast}, &end);
+      if (over.ok()) over = sup.session()->Run({}, {}, {g.all_done}, &end);
+    }
     if (!over.ok()) std::printf("the end of training was not seen by every worker (%s)\n", over.ToString().c_str());
   }
-  if (task == 0) {
+  // The test accuracy: the chief's, or (elastic) the first live worker's.
+  bool evaluates = task == 0;
+  if (o.elastic && collectives) {
+    std::vector<std::string> members;
+    collectives->formed_size(kGroup, &members);
+    evaluates = !members.empty() && members.front() == so.task.name();
+  }
+  if (evaluates) {
     // Tokens for a worker still waiting for one (sync), then the test set.
     if (g.sync && !(s = sup.session()->Run({}, {}, {g.init_tokens}, &out)).ok()) return Fail(me, s);
     if (!(s = evaluate(&out)).ok()) return Fail(me, s);
     std::printf("trained %lld steps: test accuracy %.2f%%\n", static_cast<long long>(sup.global_step()),
                 100.0 * out[0].scalar<float>());
+    if (o.elastic)
+      std::printf("%s: %d membership changes synced in the same session, %d recoveries\n", me.c_str(), sup.resyncs(),
+                  sup.recoveries());
   }
   if (task == 0 && !g.wait_done.empty()) {
     // Every other worker done (bounded: one that died for good is not waited for longer).

@@ -33,7 +33,7 @@ namespace cli {
 extern const char kLaunchUsage[] = R"(usage: actorflow launch --cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]
                         [--bind ADDR] [--insecure] [--security none|mtls --cert F --key F --ca F]
                         [--heartbeat-ms N] [--peer-timeout-ms N]
-                        [--max-restarts N] [--log-dir D] [--grace-ms N] -- PROGRAM [ARGS...]
+                        [--max-restarts N] [--min-workers N] [--log-dir D] [--grace-ms N] -- PROGRAM [ARGS...]
 Runs tasks of a cluster, one process each, with TF_CONFIG set ({"cluster": ..., "task":
 {"type": JOB, "index": I}}): ps tasks run 'actorflow server' on their address, every other
 task runs PROGRAM ARGS with the ACTORFLOW_* variables saying how to serve (ACTORFLOW_BIND,
@@ -61,12 +61,17 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
   --peer-timeout-ms N   a peer silent this long is down (default 3000)
   --max-restarts N      restart a task that dies (a signal or a non-zero exit) up to N
                         times (default 0)
+  --min-workers N       elastic (every task of a cluster here): a non-ps task that dies more
+                        than --max-restarts times is given up, not an error, while at least N
+                        of them are running or finished with 0 (the program goes on without
+                        it: train_distributed --mode allreduce --elastic); default: all of them
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
-Exit status, every task of a cluster: 0 every non-ps task finished with 0 (the ps tasks are
-then stopped); 1 a task failed more than --max-restarts times, or SIGINT/SIGTERM (every task
-is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
+Exit status, every task of a cluster: 0 every non-ps task finished with 0, or was given up
+with at least --min-workers of them finished with 0 (the ps tasks are then stopped); 1 a task
+failed more than --max-restarts times (with --min-workers: a ps task, or fewer than N workers
+left), or SIGINT/SIGTERM (every task is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
 One task: 0 it finished with 0 (a ps task: when the chief stopped it); its own exit status
 (128+N for signal N) when it failed more than --max-restarts times; 1 on SIGINT/SIGTERM
 (the task is ended by PID); 2 usage error.
@@ -86,6 +91,7 @@ struct Task {
   int restarts = 0;
   bool running = false;
   bool finished = false;  // exited 0
+  bool given_up = false;  // died for good, with --min-workers others left
   std::string label;      // "worker:1"
   std::unique_ptr<std::ofstream> log;
 };
@@ -119,6 +125,7 @@ struct LaunchPlan {
   ServerOptions serve;        // how every task serves (bind, TLS, heartbeats)
   std::vector<std::string> program;
   int max_restarts = 0;
+  int min_workers = 0;  // 0: every non-ps task must finish
   std::string log_dir;
   int grace_ms = 5000;
 };
@@ -132,6 +139,7 @@ class Launcher {
         serve_(std::move(plan.serve)),
         program_(std::move(plan.program)),
         max_restarts_(plan.max_restarts),
+        min_workers_(plan.min_workers),
         log_dir_(std::move(plan.log_dir)),
         grace_ms_(plan.grace_ms) {}
 
@@ -164,7 +172,7 @@ class Launcher {
       }
       if (failed_) return EndAll(one_task_ && failed_status_ >= 0 ? failed_status_ : kExitStepFailed);
       bool done = true;
-      for (auto& t : tasks_) done = done && ((t->is_ps && !one_task_) || t->finished);
+      for (auto& t : tasks_) done = done && ((t->is_ps && !one_task_) || t->finished || t->given_up);
       if (done) {
         bool any_ps = false;
         for (auto& t : tasks_) any_ps = any_ps || (t->is_ps && !t->finished);
@@ -303,6 +311,17 @@ class Launcher {
       Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
                                                                         " restarts: giving up"
                                                                   : ": giving up (--max-restarts 0)"));
+      if (min_workers_ > 0 && !t->is_ps) {  // elastic: the others go on while enough of them remain
+        t->given_up = true;
+        int left = 0;
+        for (auto& w : tasks_) left += !w->is_ps && !w->given_up;
+        if (left >= min_workers_) {
+          Say(std::to_string(left) + " workers left (--min-workers " + std::to_string(min_workers_) +
+              "): going on without " + t->label);
+          continue;
+        }
+        Say("fewer than --min-workers " + std::to_string(min_workers_) + " workers left");
+      }
       failed_ = true;
       failed_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     }
@@ -343,6 +362,7 @@ class Launcher {
   ServerOptions serve_;
   std::vector<std::string> program_;
   int max_restarts_;
+  int min_workers_;
   std::string log_dir_;
   int grace_ms_;
   std::vector<std::unique_ptr<Task>> tasks_;
@@ -368,7 +388,7 @@ int LaunchCommand(const std::vector<std::string>& argv) {
   bool help = false;
   LaunchPlan plan;
   TaskFlags task_flags;
-  std::set<std::string> known = {"--max-restarts", "--log-dir", "--grace-ms"};
+  std::set<std::string> known = {"--max-restarts", "--min-workers", "--log-dir", "--grace-ms"};
   known.insert(kTaskFlags.begin(), kTaskFlags.end());
   known.erase("--key-passphrase-file");  // its programs get no passphrase (ACTORFLOW_TLS_* has none)
   Status parsed = ParseFlags(
@@ -379,6 +399,7 @@ int LaunchCommand(const std::vector<std::string>& argv) {
         if (taken) return Status::OK();
         if (flag == "--log-dir") return SetOnce(flag, value, &plan.log_dir);
         if (flag == "--max-restarts") return ParseInt(flag, value, 0, 1000, &plan.max_restarts);
+        if (flag == "--min-workers") return ParseInt(flag, value, 1, 100000, &plan.min_workers);
         return ParseInt(flag, value, 0, 3600000, &plan.grace_ms);
       },
       {kServeSwitch});
@@ -397,6 +418,10 @@ int LaunchCommand(const std::vector<std::string>& argv) {
   if (!s.ok()) return UsageError(s);
   plan.cluster = std::move(resolved.cluster);
   plan.one_task = resolved.task.valid();
+  if (plan.min_workers > 0 && plan.one_task)
+    return UsageError(errors::InvalidArgument(
+        "--min-workers: this launch runs one task of the cluster (", resolved.source,
+        "); whether the others go on without a task is their program's (train_distributed --elastic)"));
   plan.tasks = plan.one_task ? std::vector<TaskId>{resolved.task} : plan.cluster.tasks();
   plan.program = std::move(program);
   if (!plan.log_dir.empty()) {

@@ -132,6 +132,20 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
     }
     if (s.ok() && options_.is_chief && g_.saver) s = g_.saver->MaybeSave(session_.get(), global_step_);
     if (s.ok() || !Recoverable(s)) return s;
+    // Elastic: the survivors sync their state in this session, then the step again.
+    if (options_.elastic_resync) {
+      Status synced = s;
+      for (int i = 0; i < options_.max_resyncs_per_failure && Recoverable(synced); ++i) {
+        synced = options_.elastic_resync(session_.get(), s);
+        if (synced.ok()) synced = ReadGlobalStep();
+      }
+      if (synced.ok()) {
+        ++resyncs_;
+        continue;
+      }
+      if (!Recoverable(synced)) return synced;
+      s = synced;
+    }
     // Recover: a new session, restored by the chief (or waited for), then the step again.
     Status r = s;
     while (Recoverable(r)) {

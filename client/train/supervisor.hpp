@@ -63,6 +63,17 @@ struct SupervisorOptions {
   /// session that could not be made ready) and the recovery's number: for a
   /// log line saying why training paused.
   std::function<void(const Status&, int recovery)> on_recovery;
+  /// Elastic training (an all-reduce group of group_size 0): a step that
+  /// failed recoverably (a member died or left: UNAVAILABLE; the group changed
+  /// and must sync: ABORTED) is run again in the same session once this
+  /// succeeds, with no new session and no checkpoint restored; it runs the
+  /// state sync every survivor runs (BroadcastVariables of the group, from its
+  /// rank 0 as formed), `why` being the step's error. Up to
+  /// `max_resyncs_per_failure` tries per failure; if none succeeds the
+  /// supervisor recovers as without it (new session, checkpoint). Resyncs do
+  /// not count against max_recoveries (resyncs() counts them).
+  std::function<Status(Session*, const Status& why)> elastic_resync;
+  int max_resyncs_per_failure = 5;
 };
 
 class TrainingSupervisor {
@@ -94,6 +105,8 @@ class TrainingSupervisor {
   /// The global step after the last step (read then).
   int64_t global_step() const { return global_step_; }
   int recoveries() const { return recoveries_; }
+  /// Elastic resyncs that let training go on in the same session.
+  int resyncs() const { return resyncs_; }
   Session* session() { return session_.get(); }
 
  private:
@@ -108,6 +121,7 @@ class TrainingSupervisor {
   std::unique_ptr<Session> session_;
   int64_t global_step_ = 0;
   int recoveries_ = 0;
+  int resyncs_ = 0;
   bool finished_ = false;
 };
 

@@ -191,6 +191,7 @@ AF_REGISTER_KERNEL(KernelDefBuilder("CollectiveBcastFirst").Device(DEVICE_CPU),
 AF_REGISTER_NO_GRADIENT("CollectiveReduce");
 AF_REGISTER_NO_GRADIENT("CollectiveBcastSend");
 AF_REGISTER_NO_GRADIENT("CollectiveBcastRecv");
+AF_REGISTER_NO_GRADIENT("CollectiveBcastFirst");
 
 }  // namespace
 }  // namespace actorflow
