@@ -240,6 +240,9 @@ void CollectiveExecutor::Impl::StartOp(Op op) {
     Form(g, g.epoch, /*new_members_only=*/true);
   } else if (g.state != Group::kFormed && g.state != Group::kForming) {
     Form(g, g.epoch + 1);
+  } else if (g.elastic && g.grow_pending && g.state == Group::kFormed) {
+    g.grow_pending = false;  // a task joins: a new epoch with it (then a sync before an all-reduce)
+    Form(g, g.epoch + 1);
   }
   if (g.state == Group::kBroken) {
     op.done(g.broken, Tensor());

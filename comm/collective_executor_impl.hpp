@@ -96,6 +96,10 @@ struct CollectiveExecutor::Impl {
     // finished a step before a member died, and one that did not, would go
     // on with different variables; a joiner with none).
     uint64_t synced_digest = 0;
+    // A task of the job not in the group JOINed it (a worker that joins or
+    // came back): the group forms again, with it, at its next collective
+    // (a step boundary, or the step fails and syncs).
+    bool grow_pending = false;
     // kAwaiting: fewer tasks of the job known than group_size (a session
     // has not found them yet): looked at again every kResend.
     enum State { kNone, kAwaiting, kForming, kFormed, kBroken } state = kNone;

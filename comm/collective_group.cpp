@@ -34,6 +34,7 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
       incarnations[t.name] = t.incarnation;
     }
   std::sort(members.begin(), members.end());
+  g.grow_pending = false;  // counted now
   g.epoch = epoch;
   g.inbox.clear();
   g.next_execution.clear();
@@ -190,6 +191,15 @@ void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoc
   }
   // Another kind or size: its collectives time out naming the group; nothing to agree on.
   if (g.elastic != elastic || (!elastic && g.size != size)) return;
+  // Elastic: a live task of the job that is not a member wants in.
+  if (g.elastic && std::find(g.members.begin(), g.members.end(), from) == g.members.end() &&
+      CurrentMember(from, incarnation)) {
+    if (g.state == Group::kFormed) {  // at this group's next collective
+      g.grow_pending = true;
+      return;
+    }
+    if (g.state == Group::kForming && epoch <= g.epoch) return Form(g, g.epoch, /*new_members_only=*/true);
+  }
   if (g.state == Group::kFormed) {
     auto inc = g.incarnations.find(from);
     if (inc != g.incarnations.end() && inc->second != incarnation)  // it restarted: meet it at a new epoch

@@ -972,3 +972,55 @@ TEST_CASE("collective: a broadcast from the first gives every member rank 0's te
   REQUIRE(got.first.ok());
   CHECK(test_values(got.second) == test_values(Input(2, 40)));
 }
+
+TEST_CASE("collective: a task that joins an elastic group (a worker come back) is in it from the survivors' next sync") {
+  Ring ring(3);
+  Sync(ring, {0, 1, 2});
+  ring[2].Kill();
+  REQUIRE(WaitUntil([&] { return SeesFailed(ring[0], 2) && SeesFailed(ring[1], 2); }, std::chrono::seconds(10)));
+  Sync(ring, {0, 1});
+  std::vector<std::future<Result>> fs;
+  for (int r = 0; r < 2; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 32)));
+  for (auto& f : fs) CheckMean(Wait(f), {0, 1}, 32);
+  // Rank 2 comes back (a new process, a new incarnation) and the others
+  // learn where it is, as its session tells them.
+  ring.Restart(2, 302);
+  ring.Connect();
+  // Each rank's training loop: an all-reduce per step; one that fails
+  // because the group changed is followed by a sync and run again; the
+  // joiner syncs first. Until every rank has had 3 steps of all three.
+  auto loop = [&ring](int r, bool joiner) {
+    return std::async(std::launch::async, [&ring, r, joiner] {
+      int full = 0, tries = 0;
+      Tensor synced;
+      if (joiner) {
+        auto s = Start(ring[r], First(0, 1, 900), Input(r, 4));
+        Result got = Wait(s);
+        if (!got.first.ok()) return std::make_pair(-1, got.first);
+        synced = got.second;
+      }
+      while (full < 3 && tries++ < 40) {
+        auto f = Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 32));
+        Result got = Wait(f);
+        if (got.first.ok()) {
+          full += got.second.data<float>()[0] == MeanOf({0, 1, 2}, 0);
+          continue;
+        }
+        if (got.first.code() != Code::kAborted && got.first.code() != Code::kUnavailable)
+          return std::make_pair(full, got.first);
+        auto s = Start(ring[r], First(0, 1, 900), Input(r, 4));
+        Wait(s);
+      }
+      if (joiner && (!synced.IsInitialized() || synced.data<float>()[0] != Input(0, 4).data<float>()[0]))
+        return std::make_pair(-2, Status::OK());  // it did not get rank 0's state
+      return std::make_pair(full, Status::OK());
+    });
+  };
+  auto a = loop(0, false), b = loop(1, false), c = loop(2, true);
+  for (auto* f : {&a, &b, &c}) {
+    auto [full, s] = f->get();
+    INFO(s.ToString());
+    CHECK(s.ok());
+    CHECK(full == 3);
+  }
+}

@@ -132,11 +132,13 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync and finish without a recovery",
-          "[distributed][may_skip][fashion_mnist]") {
-  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
-    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
-  const auto dir = std::filesystem::temp_directory_path() / ("af_elastic_test_" + std::to_string(::getpid()));
+// Three workers of train_distributed --mode allreduce --elastic under
+// `actorflow launch --min-workers 2 --max-restarts RESTARTS`; worker 2 is
+// killed (kill -9) once training is under way. Returns the launch's output
+// and the time of the kill; REQUIREs that the launch exits 0.
+std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("af_elastic_test_" + std::to_string(::getpid()) + "_" + std::to_string(restarts));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::vector<int> ports = FreePorts(3);
@@ -145,10 +147,11 @@ TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync a
   const std::string cluster = "{\"worker\": [" + workers + "]}";
   const std::string out = (dir / "launch.log").string();
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
-      {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--", std::string(AF_EXAMPLES_BIN_DIR) +
-       "/train_distributed", "--mode", "allreduce", "--elastic", "--dir", (dir / "ckpt").string()},
+      {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts", std::to_string(restarts),
+       "--", std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--dir",
+       (dir / "ckpt").string()},
       {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
-  // Training under way (a progress line), then worker 2 dies for good.
+  // Training under way (a progress line), then worker 2 dies.
   std::string log;
   const bool training = actorflow::test::WaitUntil(
       [&] { return (log = ReadFile(out)).find("examples/s in the cluster") != std::string::npos; },
@@ -167,9 +170,26 @@ TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync a
     ::waitpid(launch, &status, 0);
   }
   log = ReadFile(out);
+  std::filesystem::remove_all(dir);
   INFO(log);
   REQUIRE(ended);
-  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  return {log, killed_at};
+}
+
+// The test accuracy the first live worker printed (worker 0 here).
+double Accuracy(const std::string& log) {
+  std::smatch acc;
+  REQUIRE(std::regex_search(log, acc, std::regex("\\[worker:0\\] trained [0-9]+ steps: test accuracy ([0-9.]+)%")));
+  return std::stod(acc[1]);
+}
+
+TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync and finish without a recovery",
+          "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  const auto [log, killed_at] = TrainAndKillWorker2(/*restarts=*/0);
+  INFO(log);
   CHECK(log.find("[launch] 2 workers left (--min-workers 2): going on without worker:2") != std::string::npos);
   // Each survivor synced once, in its session: no recovery, no checkpoint restored.
   for (const std::string w : {"worker:0", "worker:1"}) {
@@ -185,10 +205,33 @@ TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync a
   }
   CHECK(log.find("[worker:0] worker:0: 1 membership changes synced in the same session, 0 recoveries") !=
         std::string::npos);
-  std::smatch acc;
-  REQUIRE(std::regex_search(log, acc, std::regex("\\[worker:0\\] trained [0-9]+ steps: test accuracy ([0-9.]+)%")));
-  const double accuracy = std::stod(acc[1]);
+  const double accuracy = Accuracy(log);
   std::printf("elastic_test: trained on at 2 workers to %.2f%%\n", accuracy);
   CHECK(accuracy >= 88.0);
-  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("elastic: a killed worker restarted joins the others' group with their state; no one else recovers",
+          "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  const auto [log, killed_at] = TrainAndKillWorker2(/*restarts=*/1);
+  INFO(log);
+  CHECK(log.find("[launch] worker:2 killed by signal 9: restarting it (1 of 1)") != std::string::npos);
+  // The survivors shrank to 2, then grew back to 3 when it joined; neither recovered.
+  for (const std::string w : {"worker:0", "worker:1"}) {
+    INFO(w);
+    CHECK(std::regex_search(log, std::regex("\\[" + w + "\\] " + w + ": the group changed \\(2 -> 3 workers: task:0 "
+                                            "task:1 task:2\\)")));
+    CHECK(log.find("[" + w + "] " + w + ": recovering") == std::string::npos);
+  }
+  // The new worker 2 started from the survivors' global step (their state, by the sync), not from 0.
+  const std::regex start("\\[worker:2\\] worker:2 of 3: .* from step ([0-9]+)");
+  int64_t last_from = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), start); it != std::sregex_iterator(); ++it)
+    last_from = std::stoll((*it)[1]);
+  CHECK(last_from > 0);
+  CHECK(std::regex_search(log, std::regex("\\[worker:2\\] epoch [0-9]+/[0-9]+  step 24[0-9][0-9]/2400")));
+  const double accuracy = Accuracy(log);
+  std::printf("elastic_test: with the worker back, trained to %.2f%%\n", accuracy);
+  CHECK(accuracy >= 88.0);
 }
