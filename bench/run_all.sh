@@ -11,7 +11,7 @@
 # error row, {"bench": NAME, "error": "..."}, so a missing figure is visible;
 # the script goes on and exits 1 at the end if any row was an error.
 # Sections: matmul executor checkpoint records torch conv queue loop
-# recv_scheduling devices train transport allreduce distributed multihost gpu
+# recv_scheduling devices train transport allreduce distributed multihost elastic gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 against="" only=" " build=1
@@ -167,6 +167,12 @@ if section multihost; then
   # sync and async beside DDP (gloo). A "skipped" row each where namespaces cannot be made.
   figure allreduce_multihost bench/bench_allreduce_multihost.sh build
   figure train_multihost bench/bench_train_multihost.sh build
+fi
+if section elastic; then
+  # Elastic all-reduce (3 workers, --min-workers 2): a random worker killed every 10 s and
+  # restarted: time from a kill to the survivors' sync, from a comeback to the group grown,
+  # examples/s with failures / without, accuracy, checkpoint restores (0), hangs (0).
+  figure elastic bench/bench_elastic.sh build
 fi
 if section gpu; then
   # The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on

@@ -288,6 +288,13 @@ int main(int argc, char** argv) {
   if (allreduce) {
     sup_options.max_recoveries = 20;  // each worker's death costs every replica a recovery or two
     sup_options.on_session_ready = [&](Session* session) -> Status {
+      if (o.elastic) {  // when a joiner is ready to sync (bench/bench_elastic.sh: how soon the group grows)
+        std::printf("%s: session ready: syncing with the live workers [unix ms %lld]\n", me.c_str(),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()));
+        std::fflush(stdout);
+      }
       std::vector<Tensor> none;
       return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
     };
