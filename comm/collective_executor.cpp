@@ -40,6 +40,14 @@ Status CollectiveExecutorOptions::FromEnvironment(CollectiveExecutorOptions* opt
     return errors::InvalidArgument("ACTORFLOW_ALLREDUCE='", value, "': expected 'auto' (one leader per host across ",
                                    "hosts with several tasks, else the ring), 'ring' (always the flat ring) or ",
                                    "'sharded' (every task of a host reduces a shard across hosts)");
+  if (const char* m = std::getenv("ACTORFLOW_MIN_WORKERS"); m && *m) {
+    const std::string text(m);
+    const bool digits = text.size() <= 6 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long n = digits ? std::stol(text) : 0;
+    if (n < 1 || n > 100000)
+      return errors::InvalidArgument("ACTORFLOW_MIN_WORKERS='", text, "': expected the elastic quorum, 1 to 100000");
+    options->elastic_min_members = n;
+  }
   return Status::OK();
 }
 

@@ -97,10 +97,16 @@ struct CollectiveExecutorOptions {
   /// kSharded: a shard per task of a host where hierarchical (comm/collective_layout.hpp).
   /// A group runs hierarchically only when every member asks for the same.
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  /// An elastic group (group_size 0) forms only with at least this many
+  /// members (a quorum): a task cut off from the others (one that was hung,
+  /// or behind a partition) fails its collectives with Unavailable instead of
+  /// training alone; its supervisor then finds the others again.
+  int64_t elastic_min_members = 1;
 
   /// The options a process takes from its environment: ACTORFLOW_ALLREDUCE
-  /// "auto" (or unset), "ring" or "sharded"; anything else is InvalidArgument
-  /// naming the variable.
+  /// "auto" (or unset), "ring" or "sharded"; ACTORFLOW_MIN_WORKERS, the
+  /// elastic quorum (1 to 100000; `actorflow launch --min-workers` sets it);
+  /// anything else is InvalidArgument naming the variable.
   static Status FromEnvironment(CollectiveExecutorOptions* options);
 };
 

@@ -40,6 +40,17 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
   g.next_execution.clear();
   g.peer_plans.clear();
   g.plans_sent.clear();
+  if (g.elastic && static_cast<int64_t>(members.size()) < options.elastic_min_members) {
+    std::string list;
+    for (const auto& m : members) list += " " + m;
+    g.state = Group::kBroken;
+    g.broken = errors::Unavailable("elastic collective group ", g.key, " on ", task, ": ", members.size(),
+                                   " live tasks of job '", job, "' here (", list.substr(1), "), fewer than its quorum ",
+                                   options.elastic_min_members, " (ACTORFLOW_MIN_WORKERS): cut off from the others, ",
+                                   "or they are gone");
+    FailGroup(g, g.broken, false);
+    return;
+  }
   if (g.elastic) {  // as many as there are, and a digest of who, which the others' must match
     g.size = static_cast<int64_t>(members.size());
     uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over "name#incarnation;" of each, in order

@@ -36,6 +36,9 @@ namespace {
 
 std::string Task(int i) { return "/job:worker/replica:0/task:" + std::to_string(i); }
 
+// The elastic quorum the next ranks' executors get (ACTORFLOW_MIN_WORKERS in a process).
+int64_t g_elastic_min = 1;
+
 struct Rank {
   std::string task;
   std::unique_ptr<Membership> membership;  // its process's: outlives the transport and the executor
@@ -74,6 +77,7 @@ struct Rank {
     CollectiveExecutorOptions eo;
     eo.default_timeout = timeout;
     eo.algorithm = algorithm;
+    eo.elastic_min_members = g_elastic_min;
     exec = std::make_unique<CollectiveExecutor>(transport.get(), membership.get(), task, eo);
     target->store(exec.get());
   }
@@ -1022,5 +1026,42 @@ TEST_CASE("collective: a task that joins an elastic group (a worker come back) i
     INFO(s.ToString());
     CHECK(s.ok());
     CHECK(full == 3);
+  }
+}
+
+TEST_CASE("collective: an elastic rank that counts fewer live members than its quorum fails at once, not alone") {
+  g_elastic_min = 2;
+  Ring ring(3);
+  g_elastic_min = 1;
+  Sync(ring, {0, 1, 2});
+  // Rank 0 holds both others failed (as a worker that was stopped and
+  // resumed finds them): it must not form a group of one and train alone.
+  ring[0].membership->MarkFailed(Task(1), 101, errors::Unavailable("down"));
+  ring[0].membership->MarkFailed(Task(2), 102, errors::Unavailable("down"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto a = Start(ring[0], First(0, 1, 900), Input(0, 4));
+  Result r = Wait(a);
+  CHECK(r.first.code() == Code::kUnavailable);
+  CHECK_THAT(r.first.message(), Catch::Contains("fewer than its quorum 2"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));  // not the collective's 20 s timeout
+  // When it learns they are alive again (its new session finds them), it
+  // forms with them: each rank syncs, again after a step the change aborted.
+  ring.Connect();
+  std::vector<Result> results;
+  for (int round = 0; round < 6; ++round) {  // every rank in each round, until one where all succeed
+    std::vector<std::future<Result>> fs;
+    for (int r2 = 0; r2 < 3; ++r2) fs.push_back(Start(ring[r2], First(0, 1, 900), Input(r2, 4)));
+    results.clear();
+    bool all = true;
+    for (auto& f : fs) {
+      results.push_back(Wait(f));
+      all = all && results.back().first.ok();
+    }
+    if (all) break;
+  }
+  for (const Result& got : results) {
+    INFO(got.first.ToString());
+    REQUIRE(got.first.ok());
+    CHECK(test_values(got.second) == test_values(Input(0, 4)));
   }
 }

@@ -136,7 +136,7 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
 // `actorflow launch --min-workers 2 --max-restarts RESTARTS`; worker 2 is
 // killed (kill -9) once training is under way. Returns the launch's output
 // and the time of the kill; REQUIREs that the launch exits 0.
-std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts) {
+std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = false) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("af_elastic_test_" + std::to_string(::getpid()) + "_" + std::to_string(restarts));
   std::filesystem::remove_all(dir);
@@ -161,7 +161,17 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts) {
   const pid_t victim = StartedPid(log, "worker:2");
   REQUIRE(victim > 0);
   const int64_t killed_at = UnixMs();
-  REQUIRE(::kill(victim, SIGKILL) == 0);
+  if (hang) {  // stopped until the others have gone on without it, then resumed
+    REQUIRE(::kill(victim, SIGSTOP) == 0);
+    const bool dropped = actorflow::test::WaitUntil(
+        [&] { return (log = ReadFile(out)).find("the group changed (3 -> 2 workers") != std::string::npos; },
+        std::chrono::seconds(60), std::chrono::milliseconds(20));
+    ::kill(victim, SIGCONT);
+    INFO(log);
+    REQUIRE(dropped);
+  } else {
+    REQUIRE(::kill(victim, SIGKILL) == 0);
+  }
   int status = 0;
   const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(launch, &status, WNOHANG) == launch; },
                                                 std::chrono::seconds(240), std::chrono::milliseconds(50));
@@ -233,5 +243,29 @@ TEST_CASE("elastic: a killed worker restarted joins the others' group with their
   CHECK(std::regex_search(log, std::regex("\\[worker:2\\] epoch [0-9]+/[0-9]+  step 24[0-9][0-9]/2400")));
   const double accuracy = Accuracy(log);
   std::printf("elastic_test: with the worker back, trained to %.2f%%\n", accuracy);
+  CHECK(accuracy >= 88.0);
+}
+
+TEST_CASE("elastic: a worker stopped (SIGSTOP) is dropped at the peer timeout; resumed, it rejoins instead of training "
+          "alone", "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  const auto [log, stopped_at] = TrainAndKillWorker2(/*restarts=*/0, /*hang=*/true);
+  INFO(log);
+  std::smatch m;
+  REQUIRE(std::regex_search(log, m, std::regex("\\[worker:0\\] worker:0: the group changed \\(3 -> 2 workers.*"
+                                               "\\[unix ms ([0-9]+)\\]")));
+  const int64_t dropped_ms = std::stoll(m[1]) - stopped_at;
+  std::printf("elastic_test: a stopped worker was dropped after %lld ms\n", static_cast<long long>(dropped_ms));
+  CHECK(dropped_ms <= 10000);  // the peer timeout (3 s) and a margin
+  // Resumed, it counts itself alone: below the quorum (--min-workers 2), so
+  // it finds the others again instead of training alone, and takes their state.
+  CHECK(log.find("fewer than its quorum 2 (ACTORFLOW_MIN_WORKERS)") != std::string::npos);
+  CHECK(log.find("-> 1 workers") == std::string::npos);
+  CHECK(log.find("[worker:0] worker:0: the group changed (2 -> 3 workers") != std::string::npos);
+  CHECK(log.find("[worker:0] worker:0: recovering") == std::string::npos);
+  CHECK(log.find("[worker:1] worker:1: recovering") == std::string::npos);
+  const double accuracy = Accuracy(log);
+  std::printf("elastic_test: with the stopped worker back, trained to %.2f%%\n", accuracy);
   CHECK(accuracy >= 88.0);
 }

@@ -64,7 +64,9 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
   --min-workers N       elastic (every task of a cluster here): a non-ps task that dies more
                         than --max-restarts times is given up, not an error, while at least N
                         of them are running or finished with 0 (the program goes on without
-                        it: train_distributed --mode allreduce --elastic); default: all of them
+                        it: train_distributed --mode allreduce --elastic); default: all of them.
+                        The programs get ACTORFLOW_MIN_WORKERS=N: an elastic all-reduce group
+                        needs that many live members (a worker cut off does not train alone)
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
@@ -221,9 +223,11 @@ class Launcher {
     // The environment, with this task's TF_CONFIG and how it serves instead of what it inherited.
     std::vector<std::string> env_store;
     for (char** e = environ; *e; ++e)
-      if (!Replaced(*e)) env_store.emplace_back(*e);
+      if (!Replaced(*e) && !(min_workers_ > 0 && std::strncmp(*e, "ACTORFLOW_MIN_WORKERS=", 22) == 0))
+        env_store.emplace_back(*e);
     env_store.push_back("TF_CONFIG=" + cluster_.ToTfConfig(id));
     for (auto& v : ServerEnvironment(serve_)) env_store.push_back(v);
+    if (min_workers_ > 0) env_store.push_back("ACTORFLOW_MIN_WORKERS=" + std::to_string(min_workers_));
     std::vector<char*> env, argv;
     for (auto& e : env_store) env.push_back(e.data());
     env.push_back(nullptr);
