@@ -75,9 +75,9 @@ Status CollectiveExecutor::Impl::SendTo(const Group& g, int64_t rank, const Op& 
 }
 
 void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
-  if (g.elastic && op.p.kind == CollectiveKind::kReduce && g.synced_digest != g.digest)
+  if (g.elastic && op.p.kind == CollectiveKind::kReduce && (g.synced_digest != g.digest || g.synced_epoch != g.epoch))
     return Finish(op.id, errors::Aborted(Describe(op), " on ", task, ": elastic group ", g.key, " of ", g.size,
-                                         " members (epoch ", g.epoch, ") has not synced since its members changed: ",
+                                         " members (epoch ", g.epoch, ") has not synced since it last formed: ",
                                          "every member runs a CollectiveBcastFirst (BroadcastVariables), then the ",
                                          "step again"),
                   Tensor());
@@ -108,6 +108,7 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
   }
   if (op.p.kind == CollectiveKind::kBroadcastFirst) {  // the group's rank 0 sends; the others receive its tensor
     op.syncs = true;
+    op.epoch = g.epoch;
     op.p.dtype = op.input.dtype();
     op.p.shape = op.input.shape();
     op.p.kind = r == 0 ? CollectiveKind::kBroadcastSend : CollectiveKind::kBroadcastRecv;
@@ -329,11 +330,13 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
   }
 }
 
-void CollectiveExecutor::Impl::OnData(const CollectiveMessage& m, Tensor value) {
+void CollectiveExecutor::Impl::OnData(const std::string& sender, const CollectiveMessage& m, Tensor value) {
   auto git = groups.find(m.group);
   if (git == groups.end()) return;
   Group& g = git->second;
   if (m.epoch != g.epoch || m.from >= g.size || m.from == g.rank) return;  // a past epoch's
+  // Elastic: the epoch alone does not say who counted whom: the rank must be its sender's here.
+  if (g.elastic && (static_cast<size_t>(m.from) >= g.members.size() || g.members[m.from] != sender)) return;
   Msg msg{static_cast<DataType>(m.dtype), m.elements, m.plan, std::move(value)};
   g.inbox[InboxKey{m.instance, m.execution, m.phase, m.from}] = std::move(msg);
   const std::vector<uint64_t> ids(g.ops.begin(), g.ops.end());
@@ -359,7 +362,7 @@ void CollectiveExecutor::Impl::OnMessage(const std::string& from, const Collecti
       return;
     }
     case CollectiveMessage::kData:
-      return OnData(m, std::move(value));
+      return OnData(from, m, std::move(value));
   }
 }
 }  // namespace actorflow

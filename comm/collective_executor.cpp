@@ -133,7 +133,10 @@ void CollectiveExecutor::Impl::Finish(uint64_t id, const Status& s, Tensor resul
   auto g = groups.find(op.p.group_key);
   if (g != groups.end()) {
     g->second.ops.erase(id);
-    if (s.ok() && op.syncs && g->second.state == Group::kFormed) g->second.synced_digest = g->second.digest;
+    if (s.ok() && op.syncs && g->second.state == Group::kFormed && op.epoch == g->second.epoch) {
+      g->second.synced_digest = g->second.digest;
+      g->second.synced_epoch = g->second.epoch;
+    }
     if (op.running)  // its messages are no use to anyone now
       for (auto m = g->second.inbox.begin(); m != g->second.inbox.end();) {
         if (std::get<0>(m->first) == op.p.instance_key && std::get<1>(m->first) == op.execution) {

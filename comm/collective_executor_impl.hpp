@@ -69,6 +69,7 @@ struct CollectiveExecutor::Impl {
     uint64_t plan_hash = 0;
     bool running = false;
     bool syncs = false;  // a CollectiveBcastFirst: its success marks the group's members synced
+    uint64_t epoch = 0;  // a syncing op's: the epoch it synced
     int64_t execution = 0;
     int64_t phase = 0;  // the next phase whose message it waits for
     std::vector<Tensor> chunks;
@@ -96,6 +97,7 @@ struct CollectiveExecutor::Impl {
     // finished a step before a member died, and one that did not, would go
     // on with different variables; a joiner with none).
     uint64_t synced_digest = 0;
+    uint64_t synced_epoch = 0;  // the epoch of that sync: every re-form needs another
     // A task of the job not in the group JOINed it (a worker that joins or
     // came back): the group forms again, with it, at its next collective
     // (a step boundary, or the step fails and syncs).
@@ -198,6 +200,14 @@ struct CollectiveExecutor::Impl {
   bool CurrentMember(const std::string& m, uint64_t incarnation) const {
     return membership->CheckIncarnation(m, incarnation).ok();
   }
+  // Whether an elastic group's Form would count task `m` at `incarnation`:
+  // of this job, with an address, not held failed, that incarnation.
+  bool Countable(const std::string& m, uint64_t incarnation) const {
+    if (collective_internal::JobOf(m) != job) return false;
+    auto t = membership->Find(m);
+    return t && !t->host.empty() && t->port != 0 && t->liveness != TaskRecord::Liveness::kFailed &&
+           t->incarnation == incarnation;
+  }
 
   // A collective message this task's transport could not take: most often
   // from a member that restarted, which this process does not know yet (its
@@ -229,7 +239,7 @@ struct CollectiveExecutor::Impl {
   // Takes the messages that have come for `id`, in phase order.
   void Progress(Group& g, uint64_t id);
 
-  void OnData(const CollectiveMessage& m, Tensor value);
+  void OnData(const std::string& sender, const CollectiveMessage& m, Tensor value);
 
   void OnMessage(const std::string& from, const CollectiveMessage& m, Tensor value);
 

@@ -35,11 +35,23 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
     }
   std::sort(members.begin(), members.end());
   g.grow_pending = false;  // counted now
+  uint64_t digest = 0;
+  if (g.elastic) {  // a digest of who, which the others' must match
+    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over "name#incarnation;" of each, in order
+    for (const auto& m : members)
+      for (char c : m + "#" + std::to_string(incarnations[m]) + ";") h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    digest = h;
+  }
+  // An elastic group counted again at the same epoch with the same members
+  // keeps what its peers sent already (they may have formed first).
+  const bool same = g.elastic && new_members_only && epoch == g.epoch && digest == g.digest && g.digest != 0;
   g.epoch = epoch;
-  g.inbox.clear();
-  g.next_execution.clear();
-  g.peer_plans.clear();
-  g.plans_sent.clear();
+  if (!same) {
+    g.inbox.clear();
+    g.next_execution.clear();
+    g.peer_plans.clear();
+    g.plans_sent.clear();
+  }
   if (g.elastic && static_cast<int64_t>(members.size()) < options.elastic_min_members) {
     std::string list;
     for (const auto& m : members) list += " " + m;
@@ -51,12 +63,9 @@ void CollectiveExecutor::Impl::Form(Group& g, uint64_t epoch, bool new_members_o
     FailGroup(g, g.broken, false);
     return;
   }
-  if (g.elastic) {  // as many as there are, and a digest of who, which the others' must match
+  if (g.elastic) {  // as many as there are
     g.size = static_cast<int64_t>(members.size());
-    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over "name#incarnation;" of each, in order
-    for (const auto& m : members)
-      for (char c : m + "#" + std::to_string(incarnations[m]) + ";") h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-    g.digest = h;
+    g.digest = digest;
   }
   if (static_cast<int64_t>(members.size()) != g.size) {
     std::string list;
@@ -120,6 +129,7 @@ void CollectiveExecutor::Impl::ResendJoins() {
     }
     if (g.state != Group::kForming) continue;
     forming = true;
+    if (g.elastic && g.ops.empty()) continue;  // nothing waits for it: no JOIN storm
     if (g.elastic) {  // who is alive may have changed here since (a failure seen late): count again, JOIN again
       Form(g, g.epoch, /*new_members_only=*/true);
       continue;
@@ -202,14 +212,22 @@ void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoc
   }
   // Another kind or size: its collectives time out naming the group; nothing to agree on.
   if (g.elastic != elastic || (!elastic && g.size != size)) return;
-  // Elastic: a live task of the job that is not a member wants in.
-  if (g.elastic && std::find(g.members.begin(), g.members.end(), from) == g.members.end() &&
-      CurrentMember(from, incarnation)) {
-    if (g.state == Group::kFormed) {  // at this group's next collective
-      g.grow_pending = true;
-      return;
+  if (g.elastic) {
+    const bool member = std::find(g.members.begin(), g.members.end(), from) != g.members.end();
+    // A live task of the job that is not a member wants in (one this
+    // process holds failed is not counted: a resumed worker finds the others
+    // again through a new session, which tells them it is alive).
+    if (!member && Countable(from, incarnation)) {
+      if (g.state == Group::kFormed) {  // at this group's next collective
+        g.grow_pending = true;
+        return;
+      }
+      if (g.state == Group::kForming && epoch <= g.epoch) return Form(g, g.epoch, /*new_members_only=*/true);
     }
-    if (g.state == Group::kForming && epoch <= g.epoch) return Form(g, g.epoch, /*new_members_only=*/true);
+    if (!member) return;
+    // A member formed or forming at this epoch that counts others than this
+    // rank did: meet again at a new epoch (what waits fails, recoverably).
+    if (g.state == Group::kFormed && epoch == g.epoch && digest != g.digest) return Form(g, g.epoch + 1);
   }
   if (g.state == Group::kFormed) {
     auto inc = g.incarnations.find(from);

@@ -20,6 +20,7 @@
 
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/state_ops.hpp"
+#include "actorflow/comm/membership.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/all_reduce.hpp"
 #include "actorflow/client/train/optimizers.hpp"
@@ -386,6 +387,8 @@ TEST_CASE("all-reduce, elastic (group_size 0): a worker killed for good; the oth
         for (int i = 0; i < 6; ++i) {
           s = sessions[t]->Run(Bounded(), feeds, {}, {target}, &out);
           if (!errors::IsUnavailable(s) && !errors::IsAborted(s)) break;
+          // The group changed under it: sync (as elastic_resync does), then again.
+          if (train) (void)sessions[t]->Run(Bounded(), {}, {}, {models[t]->broadcast_all.name()}, &out);
         }
         return s;
       }));
@@ -407,6 +410,12 @@ TEST_CASE("all-reduce, elastic (group_size 0): a worker killed for good; the oth
   CHECK(test::Values<float>(read(2)[0]) == test::Values<float>(read(0)[0]));
   // Worker 2 dies for good. The others re-sync (from worker 0) and go on at 2.
   CHECK(LocalCluster::Stop(&c.processes.task("worker", 2), /*hard=*/true) == -SIGKILL);
+  REQUIRE(test::WaitUntil(
+      [&] {
+        auto t = c.server->runtime()->membership()->Find("/job:worker/replica:0/task:2");
+        return t && t->liveness == TaskRecord::Liveness::kFailed;
+      },
+      std::chrono::seconds(10)));
   step({0, 1}, "sync");
   const std::vector<Tensor> from = read(0);
   constexpr int kSteps = 3;

@@ -800,7 +800,7 @@ TEST_CASE("collective: an elastic group (group_size 0) goes on with the tasks al
   auto early = Start(ring[0], Reduce(0, 1, "Add", true), Input(0, kN));
   Result not_synced = Wait(early);
   CHECK(not_synced.first.code() == Code::kAborted);
-  CHECK_THAT(not_synced.first.message(), Catch::Contains("has not synced since its members changed"));
+  CHECK_THAT(not_synced.first.message(), Catch::Contains("has not synced since it last formed"));
   Sync(ring, {0, 1});
   fs.clear();
   for (int r = 0; r < 2; ++r) fs.push_back(Start(ring[r], Reduce(0, 1, "Add", true), Input(r, kN)));
@@ -993,17 +993,25 @@ TEST_CASE("collective: a task that joins an elastic group (a worker come back) i
   // Each rank's training loop: an all-reduce per step; one that fails
   // because the group changed is followed by a sync and run again; the
   // joiner syncs first. Until every rank has had 3 steps of all three.
-  auto loop = [&ring](int r, bool joiner) {
-    return std::async(std::launch::async, [&ring, r, joiner] {
-      int full = 0, tries = 0;
+  // The joiner's sync waits first (its JOIN reaches the others), then every
+  // rank's loop runs, bounded in time.
+  auto joined = Start(ring[2], First(0, 1, 900), Input(2, 4));
+  REQUIRE(WaitUntil([&] { return ring[2].exec->pending_count() == 1; }, std::chrono::seconds(10)));
+  auto loop = [&ring, &joined](int r, bool joiner) {
+    return std::async(std::launch::async, [&ring, &joined, r, joiner] {
+      int full = 0;
       Tensor synced;
       if (joiner) {
-        auto s = Start(ring[r], First(0, 1, 900), Input(r, 4));
-        Result got = Wait(s);
+        Result got = Wait(joined);
+        for (int i = 0; i < 5 && (got.first.code() == Code::kAborted || got.first.code() == Code::kUnavailable); ++i) {
+          auto again = Start(ring[r], First(0, 1, 900), Input(r, 4));
+          got = Wait(again);
+        }
         if (!got.first.ok()) return std::make_pair(-1, got.first);
         synced = got.second;
       }
-      while (full < 3 && tries++ < 40) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (full < 3 && std::chrono::steady_clock::now() < until) {
         auto f = Start(ring[r], Reduce(0, 1, "Add", true), Input(r, 32));
         Result got = Wait(f);
         if (got.first.ok()) {

@@ -131,21 +131,22 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
       s = ReadGlobalStep();
     }
     if (s.ok() && options_.is_chief && g_.saver) s = g_.saver->MaybeSave(session_.get(), global_step_);
+    if (s.ok()) resyncs_since_step_ = 0;
     if (s.ok() || !Recoverable(s)) return s;
-    // Elastic: the survivors sync their state in this session, then the step again.
-    if (options_.elastic_resync) {
-      Status synced = s;
-      for (int i = 0; i < options_.max_resyncs_per_failure && Recoverable(synced); ++i) {
-        synced = options_.elastic_resync(session_.get(), s);
-        if (synced.ok()) synced = ReadGlobalStep();
-      }
+    // Elastic: the survivors sync their state in this session, then the step
+    // again; after max_resyncs_per_failure syncs without a step that went
+    // through, or a sync that fails, a recovery as without it (a new session
+    // finds the cluster again).
+    if (options_.elastic_resync && resyncs_since_step_ < options_.max_resyncs_per_failure) {
+      if (resyncs_since_step_++ > 0) std::this_thread::sleep_for(options_.backoff / 5);
+      Status synced = options_.elastic_resync(session_.get(), s);
+      if (synced.ok()) synced = ReadGlobalStep();
       if (synced.ok()) {
         ++resyncs_;
         continue;
       }
-      if (!Recoverable(synced)) return synced;
-      s = synced;
     }
+    resyncs_since_step_ = 0;
     // Recover: a new session, restored by the chief (or waited for), then the step again.
     Status r = s;
     while (Recoverable(r)) {

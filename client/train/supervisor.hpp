@@ -68,10 +68,11 @@ struct SupervisorOptions {
   /// and must sync: ABORTED) is run again in the same session once this
   /// succeeds, with no new session and no checkpoint restored; it runs the
   /// state sync every survivor runs (BroadcastVariables of the group, from its
-  /// rank 0 as formed), `why` being the step's error. Up to
-  /// `max_resyncs_per_failure` tries per failure; if none succeeds the
-  /// supervisor recovers as without it (new session, checkpoint). Resyncs do
-  /// not count against max_recoveries (resyncs() counts them).
+  /// rank 0 as formed), `why` being the step's error. After
+  /// `max_resyncs_per_failure` resyncs in a row without a step that went
+  /// through, or a resync that fails (any error), the supervisor recovers as
+  /// without it (new session, checkpoint). Resyncs do not count against
+  /// max_recoveries (resyncs() counts them).
   std::function<Status(Session*, const Status& why)> elastic_resync;
   int max_resyncs_per_failure = 5;
 };
@@ -122,6 +123,7 @@ class TrainingSupervisor {
   int64_t global_step_ = 0;
   int recoveries_ = 0;
   int resyncs_ = 0;
+  int resyncs_since_step_ = 0;  // consecutive, without a step that went through
   bool finished_ = false;
 };
 
