@@ -122,6 +122,12 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     CHECK(code == 1);
     CHECK(out.find("going on without") == std::string::npos);
   }
+  SECTION("more than the cluster has: usage") {
+    auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "4"}, "exit 0", (dir / "four.log").string());
+    INFO(out);
+    CHECK(code == 2);
+    CHECK(out.find("--min-workers 4: the cluster has 3 non-ps tasks") != std::string::npos);
+  }
   SECTION("a launch of one task (a cluster manager's) refuses it: usage") {
     const std::string tf_config = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"worker\", \"index\": 0}}";
     auto [code, out] = LaunchScript({"--cluster", tf_config, "--min-workers", "2"}, "exit 0", (dir / "one.log").string());

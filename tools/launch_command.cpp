@@ -422,6 +422,13 @@ int LaunchCommand(const std::vector<std::string>& argv) {
   if (!s.ok()) return UsageError(s);
   plan.cluster = std::move(resolved.cluster);
   plan.one_task = resolved.task.valid();
+  if (plan.min_workers > 0 && !plan.one_task) {
+    int workers = 0;
+    for (const TaskId& t : plan.cluster.tasks()) workers += t.job != "ps";
+    if (plan.min_workers > workers)
+      return UsageError(errors::InvalidArgument("--min-workers ", plan.min_workers, ": the cluster has ", workers,
+                                                " non-ps tasks"));
+  }
   if (plan.min_workers > 0 && plan.one_task)
     return UsageError(errors::InvalidArgument(
         "--min-workers: this launch runs one task of the cluster (", resolved.source,
