@@ -60,12 +60,12 @@ struct Model {
   Output x, y, loss;
   Operation train, init, broadcast, broadcast_all;
   Variable w, b, step;
-  Model(int task, int workers, uint32_t seed, size_t bucket_bytes = size_t{4} << 20) {
+  Model(int task, int workers, uint32_t seed, size_t bucket_bytes = size_t{4} << 20, int64_t classes = 3) {
     Scope s = task < 0 ? root : root.WithDevice("/job:worker/task:" + std::to_string(task));
     x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT);
     y = ops::Placeholder(s.WithOpName("y"), DT_INT32);
-    w = NewVariable(s, "w", {4, 3}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed));
-    b = NewVariable(s, "b", {3}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed + 1));
+    w = NewVariable(s, "w", {4, classes}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed));
+    b = NewVariable(s, "b", {classes}, DT_FLOAT, init::RandomNormal(0.f, 0.1f, seed + 1));
     auto logits = ops::Add(s, ops::MatMul(s, x, w.value), b.value);
     loss = ops::Mean(s.WithOpName("loss"), ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, y).loss, {0});
     step = GetOrCreateGlobalStep(s);
@@ -443,4 +443,61 @@ TEST_CASE("all-reduce, elastic (group_size 0): a worker killed for good; the oth
       CHECK(got0[v].data<float>()[i] == got1[v].data<float>()[i]);  // the survivors are equal, bit for bit
       CHECK(std::abs(got1[v].data<float>()[i] - want) <= 1e-5f * std::max(1.f, std::abs(want)));
     }
+}
+
+TEST_CASE("all-reduce, elastic: a member whose model differs is refused naming the difference; the others go on",
+          "[distributed]") {
+  test::ClusterFixture c({{"worker", 1}, {"worker", 2}});
+  Model m0(0, 0, 1), m1(1, 0, 2), m2(2, 0, 3, size_t{4} << 20, /*classes=*/4);  // worker 2: w [4,4], b [4]
+  Model* models[] = {&m0, &m1, &m2};
+  std::unique_ptr<Session> sessions[3];
+  for (int t = 0; t < 3; ++t) {
+    REQUIRE(models[t]->root.ok());
+    sessions[t] = std::make_unique<Session>(c.Options({"/job:worker"}));
+    REQUIRE(sessions[t]->Create(ToDef(models[t]->root)).ok());
+    std::vector<Tensor> out;
+    REQUIRE(sessions[t]->Run(Bounded(), {}, {}, {models[t]->init.name()}, &out).ok());
+  }
+  // All three sync: worker 2's broadcast takes worker 0's plan and refuses it.
+  std::vector<std::future<Status>> fs;
+  for (int t = 0; t < 3; ++t)
+    fs.push_back(std::async(std::launch::async, [&, t] {
+      std::vector<Tensor> out;
+      return sessions[t]->Run(Bounded(), {}, {}, {models[t]->broadcast_all.name()}, &out);
+    }));
+  std::vector<Status> got;
+  for (auto& f : fs) got.push_back(f.get());
+  INFO(got[2].ToString());
+  CHECK(got[2].code() == Code::kInvalidArgument);
+  CHECK_THAT(got[2].message(), Catch::Contains("first difference at line 2") && Catch::Contains("w float[4,3]") &&
+                                   Catch::Contains("w float[4,4]"));
+  // Its program ends (train_distributed exits on InvalidArgument); the others sync and train on at 2.
+  CHECK(LocalCluster::Stop(&c.processes.task("worker", 2), /*hard=*/true) == -SIGKILL);
+  Tensor x, y;
+  MakeData(64, 6, &x, &y);
+  const Tensor xs[] = {Rows(x, 0, 32), Rows(x, 32, 32)};
+  const Tensor ys[] = {Rows(y, 0, 32), Rows(y, 32, 32)};
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::future<Status>> ts;
+    for (int t = 0; t < 2; ++t)
+      ts.push_back(std::async(std::launch::async, [&, t] {
+        std::vector<Tensor> out;
+        Status s;
+        for (int i = 0; i < 8; ++i) {
+          s = sessions[t]->Run(Bounded(), {{"x", xs[t]}, {"y", ys[t]}}, {}, {models[t]->train.name()}, &out);
+          if (!errors::IsUnavailable(s) && !errors::IsAborted(s)) break;
+          (void)sessions[t]->Run(Bounded(), {}, {}, {models[t]->broadcast_all.name()}, &out);
+        }
+        return s;
+      }));
+    for (auto& f : ts) {
+      const Status s = f.get();
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+    }
+  }
+  std::vector<Tensor> w0, w1;
+  REQUIRE(sessions[0]->Run(Bounded(), {}, {m0.w.value.name()}, {}, &w0).ok());
+  REQUIRE(sessions[1]->Run(Bounded(), {}, {m1.w.value.name()}, {}, &w1).ok());
+  CHECK(test::Values<float>(w0[0]) == test::Values<float>(w1[0]));  // the survivors agree
 }

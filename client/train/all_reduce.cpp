@@ -78,6 +78,12 @@ std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
 Operation BroadcastVariables(const Scope& scope, const std::vector<Variable>& vars, bool is_source,
                              const AllReduceOptions& o) {
   const Scope s = scope.NewSubScope("broadcast_variables");
+  // The variables, one line each, on every op: a member whose model differs
+  // (a joiner built from other code) gets InvalidArgument naming the first
+  // differing line instead of another variable's bytes.
+  std::string plan = "broadcast of group " + std::to_string(o.group_key) + ", instances from " +
+                     std::to_string(o.first_instance_key) + "\n";
+  for (const Variable& v : vars) plan += v.name + " " + DataTypeString(v.dtype) + v.shape.DebugString() + "\n";
   std::vector<Operation> assigns;
   for (size_t i = 0; i < vars.size(); ++i) {
     const Variable& v = vars[i];
@@ -86,6 +92,7 @@ Operation BroadcastVariables(const Scope& scope, const std::vector<Variable>& va
     co.group_key = o.group_key;
     co.instance_key = o.first_instance_key + static_cast<int64_t>(i);
     co.timeout_seconds = o.timeout_seconds;
+    co.bucket_plan = plan;
     if (o.group_size == 1 || o.group_size < 0) continue;
     if (o.group_size == 0) {  // elastic: every member the same op; the group's rank 0 is the source
       assigns.push_back(ops::Assign(s, v.ref, ops::CollectiveBcastFirst(s, v.value, co)).op());

@@ -67,7 +67,9 @@ std::vector<Optimizer::GradAndVar> AllReduceGradients(const Scope& scope,
 /// Sets every member's variables to the source's (Horovod's
 /// BroadcastGlobalVariablesHook, DDP's constructor broadcast): the source
 /// sends, the others receive and assign. Instances first_instance_key,
-/// first_instance_key + 1, ... (keep them apart from the gradients'). In an
+/// first_instance_key + 1, ... (keep them apart from the gradients'). The
+/// variables' names, dtypes and shapes ride on every op as a plan: a member
+/// whose model differs gets InvalidArgument naming the first difference. In an
 /// elastic group (group_size 0) `is_source` is not used: the source is the
 /// group's rank 0 as it formed (CollectiveBcastFirst; every member runs the
 /// same graph), so survivors can re-sync from one of them after a failure.
