@@ -37,13 +37,6 @@ std::vector<int64_t> Cut(const Partitioner& p, const TensorShape& shape, DataTyp
   return parts;
 }
 
-std::string TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("af_partitioned_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
 
 // 0, 1, 2, ... in a float tensor of `shape`.
 Tensor Iota(const TensorShape& shape, float scale = 1.f) {
@@ -215,7 +208,8 @@ TEST_CASE("training a partitioned variable updates each part by its slice of the
 }
 
 TEST_CASE("checkpoints of a partitioned variable hold the whole tensor and restore into any partitioning") {
-  const std::string dir = TempDir("ckpt");
+  test::TempDir ckpt_dir("af_partitioned_test_ckpt");
+  const std::string dir = ckpt_dir.path();
   const Tensor initial = Iota({10, 3});
   // A model whose w is cut into `parts` (0: a plain variable), with Adam's slots.
   struct Model {
@@ -282,7 +276,8 @@ TEST_CASE("checkpoints of a partitioned variable hold the whole tensor and resto
   }
   for (int parts : {0, 2, 4}) {
     DYNAMIC_SECTION("into " << parts << " parts (0: a plain variable)") {
-      Model other(parts, "", TempDir("other" + std::to_string(parts)), initial);
+      test::TempDir other_dir("af_partitioned_test_other");
+      Model other(parts, "", other_dir.path(), initial);
       RunTargets(other.session.get(), {"init"});
       CHECK(other.Value() == Values<float>(initial));
       REQUIRE(other.saver->Restore(other.session.get(), path).ok());
@@ -368,7 +363,8 @@ TEST_CASE("parts a Saver is given without their whole are saved each under its o
   adam.Minimize(root.WithOpName("train"), loss, nullptr, {w.parts[0]});
   GlobalVariablesInitializer(root);
   SaverOptions so;
-  so.dir = TempDir("subset");
+  test::TempDir subset_dir("af_partitioned_test_subset");
+  so.dir = subset_dir.path();
   Saver all(root, {}, so);                    // w whole; w/part_0/Adam, w/part_0/Adam_1 alone
   Saver some(root.NewSubScope("some"), {w.parts[1]}, so);  // w/part_1 alone
   REQUIRE(root.status().ok());
