@@ -336,6 +336,10 @@ int main(int argc, char** argv) {
                                            .count()));
     std::fflush(stdout);
   };
+  const int64_t per_step = g.sync || allreduce ? workers : 1;
+  const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
+  const int64_t total = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
+  if (o.elastic) sup_options.last_step = total;
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
   std::unique_ptr<FileWriter> events;
@@ -351,9 +355,6 @@ int main(int argc, char** argv) {
     return events ? events->AddScalar("test_accuracy", (*result)[0].scalar<float>(), sup.global_step()) : Status::OK();
   };
 
-  const int64_t per_step = g.sync || allreduce ? workers : 1;
-  const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
-  const int64_t total = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
   std::printf("%s of %d: %s training, Fashion-MNIST MLP 784-256-10, Adam(%.4g), batch %d; %lld steps; from step %lld "
               "[unix ms %lld]\n",
               me.c_str(), workers, o.mode.c_str(), o.lr, o.batch, static_cast<long long>(total),
@@ -386,7 +387,9 @@ int main(int argc, char** argv) {
     Tensor x, y;
     Gather(train, order, next, o.batch, &x, &y);
     next += o.batch;
-    if (!(s = sup.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out)).ok()) return Fail(me, s);
+    s = sup.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out);
+    if (o.elastic && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
+    if (!s.ok()) return Fail(me, s);
     if (sup.recoveries() != recoveries) {  // a step after a recovery went through (the time: for bench/recovery.sh)
       recoveries = sup.recoveries();
       const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -19,6 +19,7 @@
 #include <random>
 
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/collective_ops.hpp"
 #include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/client/session.hpp"
@@ -500,4 +501,77 @@ TEST_CASE("all-reduce, elastic: a member whose model differs is refused naming t
   REQUIRE(sessions[0]->Run(Bounded(), {}, {m0.w.value.name()}, {}, &w0).ok());
   REQUIRE(sessions[1]->Run(Bounded(), {}, {m1.w.value.name()}, {}, &w1).ok());
   CHECK(test::Values<float>(w0[0]) == test::Values<float>(w1[0]));  // the survivors agree
+}
+
+TEST_CASE("supervisor, elastic: a step the unsynced group aborts is run again after a resync in the same session; a "
+          "resync that brings the last step ends training with OutOfRange") {
+  // One worker task, its own cluster: an elastic group of one, which must
+  // sync before it all-reduces (as after any change of members).
+  ServerOptions so;
+  REQUIRE(ClusterSpec::Parse(R"({"worker": ["127.0.0.1:1"]})", &so.cluster).ok());
+  so.has_cluster = true;
+  so.task = TaskId{"worker", 0};
+  so.port = 0;
+  so.num_threads = 2;
+  std::unique_ptr<Server> server;
+  REQUIRE(Server::Create(so, &server).ok());
+  for (const int64_t group : {int64_t{11}, int64_t{12}}) {
+    DYNAMIC_SECTION("group " << group) {
+      Scope root = Scope::NewRootScope();
+      Variable step = GetOrCreateGlobalStep(root);
+      ops::CollectiveOptions co;
+      co.group_size = 0;
+      co.group_key = group;
+      co.instance_key = 1;
+      co.final_op = "Div";
+      Output mean = ops::CollectiveReduce(root.WithOpName("mean"), ops::Const(root, 1.f), co);
+      Operation train = ops::AssignAdd(root.WithOpName("train").WithControlDependencies({mean.op()}), step.ref,
+                                       int64_t{1}).op();
+      AllReduceOptions ar;
+      ar.group_size = 0;
+      ar.group_key = group;
+      ar.first_instance_key = 1000;
+      Operation sync = BroadcastVariables(root, GlobalVariables(root), true, ar);
+      ops::Assign(root.WithOpName("to_last"), step.ref, int64_t{5});
+      SaverOptions none;
+      TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(root, none, /*with_checkpoints=*/false, train);
+      REQUIRE(root.ok());
+      SupervisorOptions o;
+      o.session.target = server->target();
+      o.run.timeout_in_ms = 20000;
+      o.max_recoveries = 2;
+      o.backoff = std::chrono::milliseconds(10);
+      const bool ends = group == 12;
+      o.last_step = ends ? 5 : 0;
+      std::vector<Status> whys;
+      o.elastic_resync = [&](Session* s, const Status& why) {
+        whys.push_back(why);
+        std::vector<Tensor> out;
+        // group 12: the sync brings the others' global step, the last one.
+        return s->Run(o.run, {}, {}, ends ? std::vector<std::string>{sync.name(), "to_last"}
+                                          : std::vector<std::string>{sync.name()},
+                      &out);
+      };
+      TrainingSupervisor sup(ToDef(root), g, o);
+      REQUIRE(sup.Start().ok());
+      std::vector<Tensor> out;
+      const Status s = sup.Run({}, {}, {train.name()}, &out);
+      REQUIRE(whys.size() == 1);
+      CHECK(whys[0].code() == Code::kAborted);
+      CHECK_THAT(whys[0].message(), Catch::Contains("has not synced since it last formed"));
+      CHECK(sup.resyncs() == 1);
+      CHECK(sup.recoveries() == 0);  // the same session, no checkpoint
+      if (ends) {
+        CHECK(s.code() == Code::kOutOfRange);
+        CHECK(sup.global_step() == 5);  // not run again: no one else would meet its all-reduce
+      } else {
+        INFO(s.ToString());
+        CHECK(s.ok());
+        CHECK(sup.global_step() == 1);
+        REQUIRE(sup.Run({}, {}, {train.name()}, &out).ok());  // synced: no resync now
+        CHECK(sup.resyncs() == 1);
+        CHECK(sup.global_step() == 2);
+      }
+    }
+  }
 }

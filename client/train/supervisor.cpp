@@ -143,8 +143,14 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
       if (synced.ok()) synced = ReadGlobalStep();
       if (synced.ok()) {
         ++resyncs_;
+        if (options_.last_step > 0 && global_step_ >= options_.last_step)
+          return errors::OutOfRange("training is over: the sync brought global step ", global_step_, " (the last is ",
+                                    options_.last_step, ")");
         continue;
       }
+      // The group changed again during the sync (a joiner, another loss):
+      // the step again, whose failure syncs again, within the bound.
+      if (Recoverable(synced)) continue;
     }
     resyncs_since_step_ = 0;
     // Recover: a new session, restored by the chief (or waited for), then the step again.

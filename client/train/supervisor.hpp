@@ -70,11 +70,16 @@ struct SupervisorOptions {
   /// state sync every survivor runs (BroadcastVariables of the group, from its
   /// rank 0 as formed), `why` being the step's error. After
   /// `max_resyncs_per_failure` resyncs in a row without a step that went
-  /// through, or a resync that fails (any error), the supervisor recovers as
-  /// without it (new session, checkpoint). Resyncs do not count against
+  /// through, or a resync that fails with an error other than UNAVAILABLE or
+  /// ABORTED, the supervisor recovers as without it (new session, checkpoint). Resyncs do not count against
   /// max_recoveries (resyncs() counts them).
   std::function<Status(Session*, const Status& why)> elastic_resync;
   int max_resyncs_per_failure = 5;
+  /// Elastic: the global step training ends at (0: none). A resync that
+  /// brings the global step to it or past (the others finished the last
+  /// step while this worker's failed) makes Run return OutOfRange instead of
+  /// running the step again, which no other worker would meet.
+  int64_t last_step = 0;
 };
 
 class TrainingSupervisor {
