@@ -26,6 +26,7 @@ struct AccumulatorState {
   std::string acc_name;
   Tensor sum;  // of the gradients counted; may share the first gradient's buffer
   int64_t counter = 0, global_step = 0;
+  int64_t dropped = 0;  // stale gradients dropped, ever
   std::deque<Take> takes;  // in arrival order
   static const char* name;
 };
@@ -68,7 +69,10 @@ void Apply(AccumulatorActor* self, QueueRequest& req, caf::response_promise& rp)
                                                    req.components.size());
                   }));
   const Tensor& g = req.components[0];
-  if (req.num < st.global_step) return Answer(rp, Status::OK());  // stale: dropped, as TensorFlow does
+  if (req.num < st.global_step) {  // stale: dropped, as TensorFlow does (and counted)
+    ++st.dropped;
+    return Answer(rp, Status::OK());
+  }
   if (g.dtype() != st.dtype)
     return Answer(rp, Safely([&] {
                     return errors::InvalidArgument(Describe(st), " holds ", DataTypeString(st.dtype),
@@ -207,6 +211,7 @@ caf::actor SpawnAccumulatorActor(caf::actor_system& sys, const QueueSpec& spec, 
               Serve(self);
               return;
             case QueueOp::kNumAccumulated: return Answer(rp, Status::OK(), {}, st.counter);
+            case QueueOp::kNumDropped: return Answer(rp, Status::OK(), {}, st.dropped);
             case QueueOp::kSetGlobalStep:
               st.global_step = req.num;
               return Answer(rp, Status::OK());

@@ -6,9 +6,9 @@
 // TensorFlow's semantics:
 // - ApplyGradient(local_step, g): a gradient older than the accumulator's
 //   global step (local_step < global step) is dropped silently (a straggler's
-//   stale gradient); otherwise its dtype must be the declared one and its
-//   shape the declared one's and the first gradient's ("Shape mismatch"),
-//   and it is added to the sum.
+//   stale gradient) and counted (NumDropped, an actorflow op); otherwise its
+//   dtype must be the declared one and its shape the declared one's and the
+//   first gradient's ("Shape mismatch"), and it is added to the sum.
 // - TakeGradient(num_required): waits, inside this actor (holding no thread),
 //   until at least num_required gradients are in; then answers their mean
 //   (MEAN divides by the number accumulated, not num_required) or sum, resets

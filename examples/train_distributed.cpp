@@ -22,7 +22,10 @@
 //              there as it comes;
 //   sync       SyncReplicasOptimizer: the chief (worker 0) averages one
 //              gradient per worker per step, applies it, and hands out the
-//              next tokens;
+//              next tokens; --backup-workers K: the first workers-K gradients
+//              of each step make it (TensorFlow's backup workers), so K lost
+//              or slow workers stall no step; the late gradients are dropped
+//              as stale, counted in the chief's progress lines;
 //   allreduce  no ps: every worker holds the whole model; the gradients are
 //              averaged by CollectiveReduce (client/train/all_reduce.hpp) and
 //              every worker applies the same update; each session starts with
@@ -86,6 +89,7 @@ struct Options {
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
   int partitions = 0;        // async, sync: parts of the hidden layer's weights (0: one per ps task)
   bool elastic = false;      // allreduce: the group is the live workers
+  int backup_workers = 0;    // sync: each step aggregates the first workers - backup_workers gradients
   std::string logdir;        // empty: no TensorBoard events
   std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
   ClusterResolverOptions resolver;  // --jobs, --port-base
@@ -94,12 +98,14 @@ struct Options {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--logdir DIR]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--backup-workers K]\n"
+               "       [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
                "    (default: one per ps task; 1: whole)\n"
                "  --elastic: allreduce: a worker that dies is not waited for: the others sync and go on\n"
+               "  --backup-workers K: sync: each step takes the first workers-K gradients; late ones are dropped\n"
                "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
                "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
                "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
@@ -118,7 +124,7 @@ struct TrainGraph {
   TrainingSupervisor::Graph sup;
   std::unique_ptr<Optimizer> adam;
   std::unique_ptr<SyncReplicasOptimizer> sync;  // its graph's nodes are gone after Build: names below
-  std::string init_tokens, local_step_init, chief_init;  // sync
+  std::string init_tokens, local_step_init, chief_init, num_dropped;  // sync
   QueueRunnerDef chief_runner;                           // sync: the chief's sync op
   std::string done, wait_done;  // a worker says it is done; the chief waits for the others
   std::string all_done;  // allreduce: every worker's last step is over (a one-float all-reduce)
@@ -141,17 +147,19 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   Mlp m = BuildMlpLayers(s, x, y, parts);
   const bool sync = o.mode == "sync";
   // A global step is one batch (async) or one batch from every worker (sync, allreduce).
-  const int64_t steps_per_epoch = 60000 / (o.batch * (sync || allreduce ? workers : 1));
+  const int aggregate = workers - o.backup_workers;  // sync: gradients per step
+  const int64_t steps_per_epoch = 60000 / (o.batch * (sync ? aggregate : allreduce ? workers : 1));
   g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch);
   Operation train;
   if (sync) {
-    g->sync = std::make_unique<SyncReplicasOptimizer>(g->adam.get(), workers, workers);
+    g->sync = std::make_unique<SyncReplicasOptimizer>(g->adam.get(), aggregate, workers);
     train = g->sync->Minimize(s, m.loss, m.step, worker_device);
     Operation tokens = g->sync->GetInitTokensOp(s);
     AF_RETURN_IF_ERROR(root.status());
     g->init_tokens = tokens.node()->name();
     g->local_step_init = g->sync->local_step_init_op().node()->name();
     g->chief_init = g->sync->chief_init_op().node()->name();
+    g->num_dropped = g->sync->num_dropped().name();
     g->chief_runner = g->sync->chief_queue_runner();
   } else if (allreduce) {
     AllReduceOptions ar;
@@ -183,7 +191,7 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     Output done = ops::FIFOQueue(ps.WithOpName("done_queue"), {DT_INT32}, q);
     g->done = ops::QueueEnqueue(ps.WithOpName("done"), done, {ops::Const(ps, task)}).node()->name();
     g->wait_done =
-        ops::QueueDequeueMany(ps.WithOpName("wait_done"), done, ops::Const(ps, workers - 1), {DT_INT32})[0]
+        ops::QueueDequeue(ps.WithOpName("wait_done"), done, {DT_INT32})[0]
             .node()
             ->name();
   }
@@ -218,6 +226,7 @@ int main(int argc, char** argv) {
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
     else if (a == "--partitions" && has) o.partitions = std::atoi(argv[++i]);
     else if (a == "--elastic") o.elastic = true;
+    else if (a == "--backup-workers" && has) o.backup_workers = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--cluster" && has) o.cluster = argv[++i];
     else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
@@ -225,7 +234,8 @@ int main(int argc, char** argv) {
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
-      o.partitions < 0 || (o.elastic && o.mode != "allreduce"))
+      o.partitions < 0 || (o.elastic && o.mode != "allreduce") || o.backup_workers < 0 ||
+      (o.backup_workers > 0 && o.mode != "sync"))
     return Usage(argv[0]);
 
   // This worker: its task in the cluster --cluster resolves, served in this process.
@@ -244,9 +254,12 @@ int main(int argc, char** argv) {
   so.cluster = resolved.cluster;
   so.task = resolved.task;
   const int task = so.task.index, workers = so.cluster.num_tasks("worker");
+  if (o.backup_workers >= workers)
+    return Fail("", errors::InvalidArgument("--backup-workers ", o.backup_workers, " leaves no gradient of ", workers,
+                                            " workers to aggregate"));
   // The linear scaling rule (Goyal et al., 2017): a sync step's batch is `workers` batches.
   const bool allreduce = o.mode == "allreduce";
-  if (o.lr == 0) o.lr = o.mode == "async" ? 0.001 : 0.001 * workers;
+  if (o.lr == 0) o.lr = o.mode == "async" ? 0.001 : 0.001 * (workers - o.backup_workers);
   const std::string me = "worker:" + std::to_string(task);
   so.has_cluster = true;
   so.port = -1;  // this task's address in the cluster
@@ -336,7 +349,7 @@ int main(int argc, char** argv) {
                                            .count()));
     std::fflush(stdout);
   };
-  const int64_t per_step = g.sync || allreduce ? workers : 1;
+  const int64_t per_step = g.sync ? workers - o.backup_workers : allreduce ? workers : 1;
   const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
   if (o.elastic) sup_options.last_step = total;
@@ -377,6 +390,15 @@ int main(int argc, char** argv) {
   int64_t warm_step = -1;
   int recoveries = sup.recoveries();
   double loss_avg = 0;
+  // Sync: the stale gradients the accumulators dropped so far (a late or
+  // backup worker's work), for the chief's progress lines and events.
+  auto stale_note = [&]() -> std::string {
+    std::vector<Tensor> n;
+    if (g.num_dropped.empty() || !sup.session() || !sup.session()->Run({}, {g.num_dropped}, {}, &n).ok()) return "";
+    const int64_t dropped = n[0].scalar<int64_t>();
+    if (events) events->AddScalar("stale_gradients_dropped", static_cast<float>(dropped), sup.global_step());
+    return "  " + std::to_string(dropped) + " stale gradients dropped";
+  };
   while (sup.global_step() < total) {
     if (next + o.batch > static_cast<int64_t>(order.size())) {
       order = shard;
@@ -413,10 +435,10 @@ int main(int argc, char** argv) {
       const double secs = std::chrono::duration<double>(now - t0).count();
       const int64_t live = o.elastic && collectives ? std::max<int64_t>(1, collectives->formed_size(kGroup)) : per_step;
       const double cluster = static_cast<double>((sup.global_step() - first_step) * o.batch * live) / secs;
-      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster\n",
+      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster%s\n",
                   static_cast<long long>(std::min<int64_t>(sup.global_step() / steps_per_epoch + 1, o.epochs)),
                   o.epochs, static_cast<long long>(sup.global_step()), static_cast<long long>(total), loss_avg,
-                  static_cast<double>(mine * o.batch) / secs, cluster);
+                  static_cast<double>(mine * o.batch) / secs, cluster, task == 0 ? stale_note().c_str() : "");
       std::fflush(stdout);
     }
   }
@@ -455,16 +477,31 @@ int main(int argc, char** argv) {
     if (!(s = evaluate(&out)).ok()) return Fail(me, s);
     std::printf("trained %lld steps: test accuracy %.2f%%\n", static_cast<long long>(sup.global_step()),
                 100.0 * out[0].scalar<float>());
+    if (g.sync)
+      std::printf("%s: each step took the first %d of %d workers' gradients,%s\n", me.c_str(),
+                  workers - o.backup_workers, workers, stale_note().c_str());
     if (o.elastic)
       std::printf("%s: %d membership changes synced in the same session, %d recoveries\n", me.c_str(), sup.resyncs(),
                   sup.recoveries());
   }
   if (task == 0 && !g.wait_done.empty()) {
-    // Every other worker done (bounded: one that died for good is not waited for longer).
-    RunOptions wait;
-    wait.timeout_in_ms = 60000;
-    Status all_done = sup.session()->Run(wait, {}, {}, {g.wait_done}, &out);
-    if (!all_done.ok()) std::printf("not every worker said it was done (%s)\n", all_done.ToString().c_str());
+    // Every other worker done, one token each: those training needs (the
+    // quorum --min-workers sets, or all but the backup workers) waited for up
+    // to a minute, the rest a few seconds each (one that died for good is not
+    // waited for long: the others finish within a step of the chief).
+    const char* min_env = std::getenv("ACTORFLOW_MIN_WORKERS");
+    int needed = workers - 1 - o.backup_workers;
+    if (min_env && std::atoi(min_env) > 0) needed = std::min(needed, std::atoi(min_env) - 1);
+    int said = 0;
+    Status all_done;
+    for (; said < workers - 1; ++said) {
+      RunOptions wait;
+      wait.timeout_in_ms = said < needed ? 60000 : 5000;
+      if (!(all_done = sup.session()->Run(wait, {}, {}, {g.wait_done}, &out)).ok()) break;
+    }
+    if (!all_done.ok())
+      std::printf("%d of the %d other workers said they were done (%s)\n", said, workers - 1,
+                  all_done.ToString().c_str());
   }
   if (events && !(s = events->Close()).ok()) return Fail(me, s);
   if (!(s = sup.Finish()).ok()) return Fail(me, s);

@@ -69,6 +69,7 @@ enum class QueueOp : int32_t {
   kTakeGradient = 9,    // num: gradients required; answer: their mean (or sum); waits until there are that many
   kNumAccumulated = 10, // answer: value
   kSetGlobalStep = 11,  // num: the new global step
+  kNumDropped = 12,     // answer: stale gradients dropped since the accumulator was made (an actorflow op)
 };
 
 /// To a queue actor; answered with a QueueResponse when done.

@@ -46,6 +46,7 @@ struct AccGraph {
     ops::AccumulatorApplyGradient(root.WithOpName("apply"), acc, step, g);
     ops::Identity(root.WithOpName("take"), ops::AccumulatorTakeGradient(root, acc, n, dtype));
     ops::Identity(root.WithOpName("num"), ops::AccumulatorNumAccumulated(root, acc));
+    ops::Identity(root.WithOpName("dropped"), ops::AccumulatorNumDropped(root, acc));
     ops::AccumulatorSetGlobalStep(root.WithOpName("set_step"), acc, new_step);
     def = ToDef(root);
   }
@@ -67,6 +68,7 @@ class Client : public test::StepClient {
   }
   std::vector<float> Take(int n) { return Values<float>(RunOk({{"n", Tensor::Scalar<int32_t>(n)}}, {"take"}, {})[0]); }
   int Num() { return RunOk({}, {"num"}, {})[0].scalar<int32_t>(); }
+  int64_t Dropped() { return RunOk({}, {"dropped"}, {})[0].scalar<int64_t>(); }
   void SetStep(int64_t s) { RunOk({{"new_step", Tensor::Scalar<int64_t>(s)}}, {}, {"set_step"}); }
 };
 
@@ -108,10 +110,12 @@ TEST_CASE("accumulator: a take waits, holding no thread, until enough gradients 
   REQUIRE(Values<float>(out[0]) == std::vector<float>{3, 6});
 }
 
-TEST_CASE("accumulator: gradients older than the global step are dropped; the step follows takes and SetGlobalStep") {
+TEST_CASE("accumulator: gradients older than the global step are dropped and counted; the step follows takes and "
+          "SetGlobalStep") {
   Runtime rt(TwoThreads());
   AccGraph g({2});
   Client c(&rt, g.def);
+  REQUIRE(c.Dropped() == 0);
   c.ApplyOk({1, 1}, 0);
   REQUIRE(c.Take(1) == std::vector<float>{1, 1});  // global step 0 -> 1
   c.ApplyOk({9, 9}, 0);                             // stale: dropped without an error
@@ -130,6 +134,8 @@ TEST_CASE("accumulator: gradients older than the global step are dropped; the st
   c.SetStep(10);
   c.ApplyOk({1, 2, 3}, 0);
   REQUIRE(c.Num() == 1);
+  // Every stale gradient counted (three), none of the others; takes and SetGlobalStep leave the count.
+  REQUIRE(c.Dropped() == 3);
 }
 
 TEST_CASE("accumulator: wrong shapes, dtypes and arguments are InvalidArgument naming what is wrong") {

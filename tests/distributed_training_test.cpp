@@ -202,7 +202,7 @@ struct SyncModel {
   std::unique_ptr<GradientDescentOptimizer> sgd;
   // task < 0: one process, plain SGD; else worker `task` of a 2-replica sync
   // cluster. w_parts > 1: w in that many parts (a partitioned variable).
-  SyncModel(const ClusterSpec* cluster, int task, int w_parts = 1) {
+  SyncModel(const ClusterSpec* cluster, int task, int w_parts = 1, int aggregate = 2, int total = 2) {
     Scope s = root;
     if (task >= 0) {
       ReplicaDeviceSetterOptions o;
@@ -231,7 +231,7 @@ struct SyncModel {
     if (task < 0) {
       train = sgd->Minimize(s.WithOpName("train"), loss, &step);
     } else {
-      sync = std::make_unique<SyncReplicasOptimizer>(sgd.get(), 2, 2);
+      sync = std::make_unique<SyncReplicasOptimizer>(sgd.get(), aggregate, total);
       train = sync->Minimize(s, loss, step, "/job:worker/task:" + std::to_string(task));
     }
     init = GlobalVariablesInitializer(s);
@@ -307,6 +307,74 @@ TEST_CASE("distributed training: synchronous replicas (2 workers x batch b) give
           "[distributed]") {
   Cluster c;
   CheckSyncMatchesOneProcess(c, 1);
+}
+
+TEST_CASE("sync replicas with a backup worker: a lost replica stalls no step; its late gradients are dropped and "
+          "counted", "[distributed]") {
+  // Three replicas, the first two of each step aggregated: worker 2 (a
+  // session of this process's master, as worker 1's) stays silent, as a
+  // worker that died or stopped would.
+  Cluster c({{"ps", 0}, {"worker", 1}, {"worker", 2}});
+  SyncModel m0(&c.spec, 0, 1, 2, 3), m1(&c.spec, 1, 1, 2, 3), m2(&c.spec, 2, 1, 2, 3);
+  const std::string release_tokens = m0.sync->GetInitTokensOp(m0.root, 2).node()->name();
+  REQUIRE(m0.root.ok());
+  auto options = [&](int task) {
+    return c.ClusterFixture::Options({"/job:ps", "/job:worker/task:" + std::to_string(task)});
+  };
+  Session s0(options(0)), s1(options(1)), s2(options(2));
+  REQUIRE(s0.Create(ToDef(m0.root)).ok());
+  REQUIRE(s1.Create(ToDef(m1.root)).ok());
+  REQUIRE(s2.Create(ToDef(m2.root)).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 30000;
+  std::vector<Tensor> out;
+  auto run = [&](Session& s, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                 const std::vector<std::pair<std::string, Tensor>>& feeds = {}) {
+    Status st = s.Run(ro, feeds, fetches, targets, &out);
+    INFO(st.ToString() << " running " << (targets.empty() ? fetches : targets).front());
+    REQUIRE(st.ok());
+  };
+  run(s0, {}, {m0.init.name(), m0.init_local.name()});
+  run(s0, {}, {m0.sync->chief_init_op().name()});
+  for (auto [s, m] : {std::pair{&s1, &m1}, std::pair{&s2, &m2}}) {
+    run(*s, {}, {m->init_local.name()});
+    run(*s, {}, {m->sync->local_step_init_op().name()});
+  }
+  Tensor x, y;
+  MakeData(32, 5, &x, &y);
+  const std::vector<std::pair<std::string, Tensor>> batch = {{"x", x}, {"y", y}};
+  const std::string sync_op = m0.sync->chief_queue_runner().enqueue_op_names.at(0);
+  // Workers 0 and 1 train in loops (each step hands out three tokens: the one
+  // left each step goes to a replica that then sends a stale gradient, as in
+  // TensorFlow) while the chief's sync op makes kSteps steps of two gradients.
+  constexpr int kSteps = 6;
+  auto worker = [&](Session* s, SyncModel* m) -> Status {
+    for (;;) {
+      std::vector<Tensor> o;
+      AF_RETURN_IF_ERROR(s->Run(ro, batch, {m->step.value.name()}, {m->train.name()}, &o));
+      if (o[0].scalar<int64_t>() >= kSteps) return Status::OK();
+    }
+  };
+  auto w0 = std::async(std::launch::async, worker, &s0, &m0);
+  auto w1 = std::async(std::launch::async, worker, &s1, &m1);
+  Status chief;
+  for (int i = 0; i < kSteps && chief.ok(); ++i) chief = s0.Run(ro, {}, {}, {sync_op}, &out);
+  // Tokens for a replica still waiting for one once the steps are made.
+  Status release = s0.Run(ro, {}, {}, {release_tokens}, &out);
+  Status st0 = w0.get(), st1 = w1.get();
+  INFO(chief.ToString() << " / " << release.ToString() << " / " << st0.ToString() << " / " << st1.ToString());
+  REQUIRE(chief.ok());
+  REQUIRE(release.ok());
+  REQUIRE(st0.ok());
+  REQUIRE(st1.ok());
+  run(s0, {m0.step.value.name(), m0.sync->num_dropped().name()}, {});
+  CHECK(out[0].scalar<int64_t>() == kSteps);
+  const int64_t dropped = out[1].scalar<int64_t>();
+  // Worker 2 comes back with its gradient of local step 0: dropped, counted,
+  // and it takes a token (one of those left) and goes on.
+  run(s2, {}, {m2.train.name()}, batch);
+  run(s0, {m0.sync->num_dropped().name()}, {});
+  CHECK(out[0].scalar<int64_t>() == dropped + 1);
 }
 
 TEST_CASE("distributed training: the same with w in two parts, one on each of two ps tasks", "[distributed]") {

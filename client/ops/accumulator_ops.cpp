@@ -32,6 +32,9 @@ Output AccumulatorTakeGradient(const Scope& s, Input handle, Input num_required,
 Output AccumulatorNumAccumulated(const Scope& s, Input handle) {
   return First(s.AddOp("AccumulatorNumAccumulated", {{s.AsOutput(handle)}}));
 }
+Output AccumulatorNumDropped(const Scope& s, Input handle) {
+  return First(s.AddOp("AccumulatorNumDropped", {{s.AsOutput(handle)}}));
+}
 
 Operation AccumulatorSetGlobalStep(const Scope& s, Input handle, Input new_global_step) {
   return s.AddOp("AccumulatorSetGlobalStep", {{s.AsOutput(handle)}, {s.AsOutput(new_global_step)}});

@@ -28,6 +28,8 @@ Operation AccumulatorApplyGradient(const Scope& s, Input handle, Input local_ste
 /// Waits until `num_required` gradients are in; their mean (or sum).
 Output AccumulatorTakeGradient(const Scope& s, Input handle, Input num_required, DataType dtype);
 Output AccumulatorNumAccumulated(const Scope& s, Input handle);
+/// An actorflow op: the stale gradients (int64) the accumulator has dropped since it was made.
+Output AccumulatorNumDropped(const Scope& s, Input handle);
 Operation AccumulatorSetGlobalStep(const Scope& s, Input handle, Input new_global_step);
 
 }  // namespace ops

@@ -62,6 +62,7 @@ Operation SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
     Output acc = ops::ConditionalAccumulator(on_var.NewSubScope(var.name), grad.type(),
                                              PartialTensorShape(var.shape.dim_sizes()), o);
     applies.push_back(ops::AccumulatorApplyGradient(on_var, acc, local_step.value, grad));
+    if (!num_dropped_.valid()) num_dropped_ = ops::AccumulatorNumDropped(on_var.WithOpName("num_dropped"), acc);
     aggregated.emplace_back(ops::AccumulatorTakeGradient(on_var, acc, replicas_to_aggregate_, grad.type()), var);
     set_steps.push_back(ops::AccumulatorSetGlobalStep(on_var.WithOpName(var.name + "/SetGlobalStep"), acc,
                                                       global_step.value));

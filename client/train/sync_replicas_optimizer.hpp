@@ -54,6 +54,11 @@ class SyncReplicasOptimizer {
   /// scope) when fewer than replicas_to_aggregate - total_num_replicas.
   Operation GetInitTokensOp(const Scope& scope, int num_tokens = -1);
 
+  /// An actorflow addition: the stale gradients dropped so far (int64, at the
+  /// first gradient's accumulator, which each replica's late step reaches as
+  /// the others do): the work backup workers and lost replicas cost.
+  Output num_dropped() const { return num_dropped_; }
+
   int replicas_to_aggregate() const { return replicas_to_aggregate_; }
   int total_num_replicas() const { return total_num_replicas_; }
 
@@ -63,7 +68,7 @@ class SyncReplicasOptimizer {
   int total_num_replicas_;
   std::string name_;
   Variable global_step_;
-  Output token_queue_;
+  Output token_queue_, num_dropped_;
   Operation local_step_init_, chief_init_;
   QueueRunnerDef chief_queue_runner_;
 };

@@ -61,6 +61,13 @@ AF_REGISTER_OP("AccumulatorNumAccumulated")
     .SetIsStateful()
     .SetShapeFn(ScalarShape)
     .Doc("The number of gradients accumulated since the last take.");
+AF_REGISTER_OP("AccumulatorNumDropped")
+    .Input("handle: Ref(string)")
+    .Output("num_dropped: int64")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("An actorflow op: the number of stale gradients (older than the global step) the accumulator has dropped "
+         "since it was made.");
 AF_REGISTER_OP("AccumulatorSetGlobalStep")
     .Input("handle: Ref(string)")
     .Input("new_global_step: int64")
@@ -134,7 +141,7 @@ class AccumulatorOpKernel : public AsyncOpKernel {
     QueueRequest req;
     req.op = static_cast<int32_t>(op_);
     req.step_id = ctx->step_id();
-    if (op_ != QueueOp::kNumAccumulated) {
+    if (op_ != QueueOp::kNumAccumulated && op_ != QueueOp::kNumDropped) {
       // Input 1: local_step / num_required / new_global_step, a scalar.
       const Tensor& n = ctx->input(1);
       static const char* kNames[] = {"local_step", "num_required", "", "new_global_step"};
@@ -165,6 +172,8 @@ class AccumulatorOpKernel : public AsyncOpKernel {
       ctx->set_output(0, std::move(r.components[0]));
     } else if (op_ == QueueOp::kNumAccumulated) {
       ctx->set_output(0, Tensor::Scalar<int32_t>(static_cast<int32_t>(r.value)));
+    } else if (op_ == QueueOp::kNumDropped) {
+      ctx->set_output(0, Tensor::Scalar<int64_t>(r.value));
     }
   }
 
@@ -182,6 +191,8 @@ AF_REGISTER_KERNEL(KernelDefBuilder("AccumulatorTakeGradient").Device(DEVICE_CPU
                    AccumulatorKernel<QueueOp::kTakeGradient>);
 AF_REGISTER_KERNEL(KernelDefBuilder("AccumulatorNumAccumulated").Device(DEVICE_CPU),
                    AccumulatorKernel<QueueOp::kNumAccumulated>);
+AF_REGISTER_KERNEL(KernelDefBuilder("AccumulatorNumDropped").Device(DEVICE_CPU),
+                   AccumulatorKernel<QueueOp::kNumDropped>);
 AF_REGISTER_KERNEL(KernelDefBuilder("AccumulatorSetGlobalStep").Device(DEVICE_CPU),
                    AccumulatorKernel<QueueOp::kSetGlobalStep>);
 
@@ -189,6 +200,7 @@ AF_REGISTER_NO_GRADIENT("ConditionalAccumulator");
 AF_REGISTER_NO_GRADIENT("AccumulatorApplyGradient");
 AF_REGISTER_NO_GRADIENT("AccumulatorTakeGradient");
 AF_REGISTER_NO_GRADIENT("AccumulatorNumAccumulated");
+AF_REGISTER_NO_GRADIENT("AccumulatorNumDropped");
 AF_REGISTER_NO_GRADIENT("AccumulatorSetGlobalStep");
 
 }  // namespace
