@@ -14,7 +14,10 @@
 // `actorflow server`s): it serves its own task in this process, as the
 // ACTORFLOW_* variables say (master/server_environment.hpp: bind address, TLS,
 // peer timeout), and trains through the master there. Every worker computes
-// gradients on its own shard of the training set:
+// gradients on its own shard of the training set (allreduce: on its rank's
+// batch of each step's examples, which follow the group: an ElasticSampler
+// over a data position synced with the variables; --log-examples PREFIX
+// writes each step's position, group size and rank to PREFIX.worker_<i>):
 //   async      variables live on the ps tasks (ReplicaDeviceSetter, by
 //              bytes; with several ps tasks the hidden layer's weights, nearly
 //              all the model's bytes, are cut into one part per ps task,
@@ -57,8 +60,10 @@
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/collective_ops.hpp"
 #include "actorflow/client/ops/queue_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/all_reduce.hpp"
+#include "actorflow/client/train/elastic_sampler.hpp"
 #include "actorflow/client/train/queue_runner.hpp"
 #include "actorflow/client/train/replica_device_setter.hpp"
 #include "actorflow/client/train/summary_writer.hpp"
@@ -91,6 +96,7 @@ struct Options {
   bool elastic = false;      // allreduce: the group is the live workers
   int backup_workers = 0;    // sync: each step aggregates the first workers - backup_workers gradients
   std::string logdir;        // empty: no TensorBoard events
+  std::string log_examples;  // allreduce: PREFIX: each step's data position, group size and rank to PREFIX.worker_<i>
   std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
   ClusterResolverOptions resolver;  // --jobs, --port-base
 };
@@ -129,6 +135,7 @@ struct TrainGraph {
   std::string done, wait_done;  // a worker says it is done; the chief waits for the others
   std::string all_done;  // allreduce: every worker's last step is over (a one-float all-reduce)
   std::string broadcast;        // allreduce: every replica takes the chief's variables
+  std::string position;         // allreduce: the group's data position (examples read), a variable's value
 };
 
 Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers, TrainGraph* g) {
@@ -166,7 +173,15 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     ar.group_size = o.elastic ? 0 : workers;  // 0: the live workers
     if (o.bucket_bytes > 0) ar.bucket_bytes = static_cast<size_t>(o.bucket_bytes);
     std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
-    train = g->adam->ApplyGradients(s.WithOpName("train"), AllReduceGradients(s, grads, ar), &m.step);
+    // The group's position in the stream of examples (client/train/elastic_sampler.hpp):
+    // model state, synced and saved with the variables; each step adds the examples it read.
+    Variable position = NewVariable(s, "data_position", TensorShape{}, DT_INT64, init::Zeros());
+    auto read = ops::Placeholder(s.WithOpName("examples_this_step"), DT_INT64, PartialTensorShape::Scalar());
+    Operation apply = g->adam->ApplyGradients(s.WithOpName("apply"), AllReduceGradients(s, grads, ar), &m.step);
+    // After the update: a step that fails (a member lost) leaves the position with the variables.
+    Output advance = ops::AssignAdd(s.WithOpName("train").WithControlDependencies({apply}), position.ref, read);
+    train = advance.op();
+    g->position = position.value.name();
     ar.first_instance_key = 1000;  // apart from the gradients' buckets
     g->broadcast = BroadcastVariables(s, GlobalVariables(s), task == 0, ar).node()->name();
     // The end: no worker leaves while another's last all-reduce may still
@@ -228,6 +243,7 @@ int main(int argc, char** argv) {
     else if (a == "--elastic") o.elastic = true;
     else if (a == "--backup-workers" && has) o.backup_workers = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
+    else if (a == "--log-examples" && has) o.log_examples = argv[++i];
     else if (a == "--cluster" && has) o.cluster = argv[++i];
     else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
     else if (a == "--port-base" && has) o.resolver.port_base = std::atoi(argv[++i]);
@@ -235,7 +251,7 @@ int main(int argc, char** argv) {
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
       o.partitions < 0 || (o.elastic && o.mode != "allreduce") || o.backup_workers < 0 ||
-      (o.backup_workers > 0 && o.mode != "sync"))
+      (o.backup_workers > 0 && o.mode != "sync") || (!o.log_examples.empty() && o.mode != "allreduce"))
     return Usage(argv[0]);
 
   // This worker: its task in the cluster --cluster resolves, served in this process.
@@ -352,9 +368,53 @@ int main(int argc, char** argv) {
   const int64_t per_step = g.sync ? workers - o.backup_workers : allreduce ? workers : 1;
   const int64_t steps_per_epoch = train.size() / (o.batch * per_step);
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
-  if (o.elastic) sup_options.last_step = total;
+  // All-reduce by --epochs: training ends when the group has read that many
+  // epochs of examples (a data position every member holds, synced), however
+  // many steps its sizes took; `total` is then the steps at the full size.
+  const int64_t end_position = allreduce && o.steps == 0 ? o.epochs * train.size() : -1;
+  if (o.elastic && end_position < 0) sup_options.last_step = total;
+  // All-reduce: the data follows the group. Each step reads the next
+  // members x batch examples of one stream of reshuffled epochs, this worker
+  // the batch of its rank; the group's position in the stream is a variable,
+  // synced with the others, so after a change the rest of the epoch is split
+  // over the members alive (no example skipped or read twice).
+  ElasticSampler sampler(train.size(), 2024);
+  int64_t position = 0, members = workers, rank = task;
+  std::vector<int64_t> batch_index;
+  auto locate = [&](Session* session) -> Status {  // the synced position, this worker's group and rank
+    std::vector<Tensor> p;
+    AF_RETURN_IF_ERROR(session->Run(sup_options.run, {}, {g.position}, {}, &p));
+    position = p[0].scalar<int64_t>();
+    if (!o.elastic || !collectives) return Status::OK();
+    std::vector<std::string> names;
+    collectives->formed_size(kGroup, &names);
+    auto at = std::find(names.begin(), names.end(), so.task.name());
+    if (at == names.end()) return errors::Unavailable(me, " is not in its group as formed: it syncs again");
+    members = static_cast<int64_t>(names.size());
+    rank = at - names.begin();
+    return Status::OK();
+  };
+  auto next_batch = [&](std::vector<std::pair<std::string, Tensor>>* feeds) {
+    sampler.Batch(position, members, rank, o.batch, &batch_index);
+    Tensor x, y;
+    Gather(train, batch_index, 0, o.batch, &x, &y);
+    *feeds = {{"images", x}, {"labels", y}, {"examples_this_step", Tensor::Scalar<int64_t>(members * o.batch)}};
+  };
+  if (allreduce)
+    sup_options.feeds_again = [&](Session* session, std::vector<std::pair<std::string, Tensor>>* feeds) -> Status {
+      AF_RETURN_IF_ERROR(locate(session));
+      if (end_position >= 0 && position >= end_position)  // the others read the last examples while this worker synced
+        return errors::OutOfRange("training is over: the sync brought data position ", position, " of ", end_position);
+      next_batch(feeds);
+      return Status::OK();
+    };
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
+  if (allreduce && !(s = locate(sup.session())).ok()) return Fail(me, s);
+  std::FILE* examples_log = nullptr;
+  if (!o.log_examples.empty() &&
+      !(examples_log = std::fopen((o.log_examples + ".worker_" + std::to_string(task)).c_str(), "a")))
+    return Fail(me, errors::NotFound("cannot open ", o.log_examples, ".worker_", task, " to append"));
   std::unique_ptr<FileWriter> events;
   if (!o.logdir.empty()) {
     if (!(s = FileWriter::Create(o.logdir + "/worker_" + std::to_string(task), {}, &events)).ok()) return Fail(me, s);
@@ -383,11 +443,11 @@ int main(int argc, char** argv) {
   std::vector<Tensor> out;
   const auto t0 = std::chrono::steady_clock::now();
   auto last_print = t0;
-  const int64_t first_step = sup.global_step();
+  const int64_t first_step = sup.global_step(), first_position = position;
   int64_t mine = 0;
   // For --report: the cluster's examples/s from this worker's 10th step (warm) to the last.
   std::chrono::steady_clock::time_point warm;
-  int64_t warm_step = -1;
+  int64_t warm_step = -1, warm_position = 0;
   int recoveries = sup.recoveries();
   double loss_avg = 0;
   // Sync: the stale gradients the accumulators dropped so far (a late or
@@ -399,19 +459,40 @@ int main(int argc, char** argv) {
     if (events) events->AddScalar("stale_gradients_dropped", static_cast<float>(dropped), sup.global_step());
     return "  " + std::to_string(dropped) + " stale gradients dropped";
   };
-  while (sup.global_step() < total) {
+  auto training = [&] { return end_position >= 0 ? position < end_position : sup.global_step() < total; };
+  int64_t epoch_before = allreduce ? sampler.EpochOf(position) : sup.global_step() / steps_per_epoch;
+  while (training()) {
     if (next + o.batch > static_cast<int64_t>(order.size())) {
       order = shard;
       std::mt19937_64 rng(1000 + static_cast<uint64_t>(task) * 7919 + static_cast<uint64_t>(pass++));
       std::shuffle(order.begin(), order.end(), rng);
       next = 0;
     }
-    Tensor x, y;
-    Gather(train, order, next, o.batch, &x, &y);
-    next += o.batch;
-    s = sup.Run({{"images", x}, {"labels", y}}, {g.loss}, {g.train}, &out);
-    if (o.elastic && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    if (allreduce) {
+      next_batch(&feeds);
+    } else {
+      Tensor x, y;
+      Gather(train, order, next, o.batch, &x, &y);
+      next += o.batch;
+      feeds = {{"images", x}, {"labels", y}};
+    }
+    s = sup.Run(feeds, {g.loss}, {g.train}, &out);
+    if (allreduce && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
     if (!s.ok()) return Fail(me, s);
+    if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
+      if (examples_log && std::fprintf(examples_log, "%lld %lld %lld %lld\n", static_cast<long long>(position),
+                     static_cast<long long>(members), static_cast<long long>(rank),
+                     static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count())) > 0)
+        std::fflush(examples_log);  // each line out as it is made: a kill -9 loses none
+      position += members * o.batch;
+    }
+    // An epoch over: by the data position (all-reduce), else by the global step.
+    const int64_t epoch_now = allreduce ? sampler.EpochOf(position) : sup.global_step() / steps_per_epoch;
+    const bool epoch_over = epoch_now != epoch_before;
+    epoch_before = epoch_now;
     if (sup.recoveries() != recoveries) {  // a step after a recovery went through (the time: for bench/recovery.sh)
       recoveries = sup.recoveries();
       const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -421,22 +502,25 @@ int main(int argc, char** argv) {
     }
     ++mine;
     if (events && !(s = events->AddScalar("loss", out[0].scalar<float>(), sup.global_step())).ok()) return Fail(me, s);
-    if (events && task == 0 && sup.global_step() % steps_per_epoch == 0 && sup.global_step() < total &&
+    if (events && task == 0 && epoch_over && training() &&
         !(s = evaluate(&out)).ok())
       return Fail(me, s);
     if (mine == 10) {
       warm = std::chrono::steady_clock::now();
       warm_step = sup.global_step();
+      warm_position = position;
     }
     loss_avg = mine == 1 ? out[0].scalar<float>() : 0.98 * loss_avg + 0.02 * out[0].scalar<float>();
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_print > std::chrono::seconds(2) || sup.global_step() >= total) {
+    if (now - last_print > std::chrono::seconds(2) || !training()) {
       last_print = now;
       const double secs = std::chrono::duration<double>(now - t0).count();
-      const int64_t live = o.elastic && collectives ? std::max<int64_t>(1, collectives->formed_size(kGroup)) : per_step;
-      const double cluster = static_cast<double>((sup.global_step() - first_step) * o.batch * live) / secs;
+      // The cluster's examples: by the data position (all-reduce: exact at any group size).
+      const double cluster = static_cast<double>(allreduce ? position - first_position
+                                                           : (sup.global_step() - first_step) * o.batch * per_step) /
+                             secs;
       std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster%s\n",
-                  static_cast<long long>(std::min<int64_t>(sup.global_step() / steps_per_epoch + 1, o.epochs)),
+                  static_cast<long long>(std::min<int64_t>(epoch_now + 1, o.epochs)),
                   o.epochs, static_cast<long long>(sup.global_step()), static_cast<long long>(total), loss_avg,
                   static_cast<double>(mine * o.batch) / secs, cluster, task == 0 ? stale_note().c_str() : "");
       std::fflush(stdout);
@@ -444,7 +528,9 @@ int main(int argc, char** argv) {
   }
   if (o.report && task == 0 && warm_step >= 0) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm).count();
-    const double cluster = static_cast<double>((sup.global_step() - warm_step) * o.batch * per_step) / secs;
+    const double cluster = static_cast<double>(allreduce ? position - warm_position
+                                                         : (sup.global_step() - warm_step) * o.batch * per_step) /
+                           secs;
     std::printf("{\"bench\":\"train_distributed\",\"params\":{\"mode\":\"%s\",\"batch\":%d,\"workers\":%d},"
                 "\"metric\":\"throughput\",\"unit\":\"examples/s\",\"median\":%.1f}\n",
                 o.mode.c_str(), o.batch, workers, cluster);
@@ -503,6 +589,7 @@ int main(int argc, char** argv) {
       std::printf("%d of the %d other workers said they were done (%s)\n", said, workers - 1,
                   all_done.ToString().c_str());
   }
+  if (examples_log) std::fclose(examples_log);
   if (events && !(s = events->Close()).ok()) return Fail(me, s);
   if (!(s = sup.Finish()).ok()) return Fail(me, s);
   // The end of training: the chief tells the ps tasks to stop (they exit 0).

@@ -3,7 +3,8 @@
 // (kill -9) mid-training and not restarted. The launcher goes on without it;
 // the two others sync from the first of them and train on in the same
 // session (no recovery, no checkpoint restored), reach the example's
-// accuracy, and the launch exits 0. Needs Debian's dataset-fashion-mnist
+// accuracy, and the launch exits 0; the data follows the group (every step's
+// examples on one chain of positions, each rank's read). Needs Debian's dataset-fashion-mnist
 // (skipped without it outside CI).
 #include <catch2/catch.hpp>
 
@@ -14,8 +15,12 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -138,6 +143,44 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
   std::filesystem::remove_all(dir);
 }
 
+// The steps that made the model, from the workers' --log-examples lines
+// ("position members rank unix_ms" per step that went through): from
+// position 0, each step's position is the last one's plus its members x the
+// batch, its members those of its last attempt (an attempt some members
+// finished before the group changed was undone by the sync), every rank of
+// them logged. With ElasticSampler's partition of the stream
+// (elastic_sampler_test), that is each epoch's examples read once each.
+struct ExampleSteps {
+  int64_t steps = 0;       // on the chain from position 0
+  int64_t off_chain = 0;   // positions logged but not on it (examples skipped or read twice)
+  int64_t incomplete = 0;  // chain steps a rank of is missing
+  std::set<int64_t> sizes;  // the group sizes the steps ran at
+};
+ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
+  std::map<int64_t, std::vector<std::array<int64_t, 3>>> at;  // position -> {unix ms, members, rank}
+  for (int w = 0; w < 3; ++w) {
+    std::ifstream in(dir / ("examples.worker_" + std::to_string(w)));
+    int64_t p, n, r, t;
+    while (in >> p >> n >> r >> t) at[p].push_back({t, n, r});
+  }
+  ExampleSteps e;
+  int64_t position = 0;
+  for (auto it = at.find(0); it != at.end(); it = at.find(position)) {
+    auto& tries = it->second;
+    std::sort(tries.begin(), tries.end());
+    const int64_t members = tries.back()[1];
+    std::set<int64_t> ranks;
+    for (const auto& t : tries)
+      if (t[1] == members) ranks.insert(t[2]);
+    if (static_cast<int64_t>(ranks.size()) != members || *ranks.rbegin() != members - 1) ++e.incomplete;
+    e.sizes.insert(members);
+    ++e.steps;
+    position += members * batch;
+  }
+  for (const auto& [p, tries] : at) e.off_chain += p >= position ? 1 : 0;
+  return e;
+}
+
 // Three workers of train_distributed --mode allreduce --elastic under
 // `actorflow launch --min-workers 2 --max-restarts RESTARTS`; worker 2 is
 // killed (kill -9) once training is under way. Returns the launch's output
@@ -155,7 +198,7 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = fa
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
       {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts", std::to_string(restarts),
        "--", std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--dir",
-       (dir / "ckpt").string()},
+       (dir / "ckpt").string(), "--log-examples", (dir / "examples").string()},
       {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
   // Training under way (a progress line), then worker 2 dies.
   std::string log;
@@ -186,10 +229,24 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = fa
     ::waitpid(launch, &status, 0);
   }
   log = ReadFile(out);
+  const ExampleSteps examples = ReadExampleSteps(dir, 100);
   std::filesystem::remove_all(dir);
   INFO(log);
   REQUIRE(ended);
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // The data followed the group: every step that made the model on one
+  // chain of positions, at 3 workers and at 2, each rank's batch read. A
+  // worker killed between a step's end and its line leaves that one step
+  // without its rank (the kill: one at most).
+  std::smatch trained;
+  REQUIRE(std::regex_search(log, trained, std::regex("\\] trained ([0-9]+) steps")));
+  INFO("data steps " << examples.steps << ", off the chain " << examples.off_chain << ", without a rank "
+                     << examples.incomplete);
+  CHECK(examples.steps == std::stoll(trained[1]));
+  CHECK(examples.off_chain == 0);
+  CHECK(examples.incomplete <= 1);
+  CHECK(examples.sizes.count(3) == 1);
+  CHECK(examples.sizes.count(2) == 1);
   return {log, killed_at};
 }
 

@@ -122,8 +122,18 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
                      std::find(targets.begin(), targets.end(), g_.train) != targets.end();
   std::vector<std::string> all_fetches = fetches;
   if (fused) all_fetches.push_back(g_.step_after_train);
+  // The step's feeds, made anew by feeds_again before each run after the first.
+  const std::vector<std::pair<std::string, Tensor>>* step_feeds = &feeds;
+  std::vector<std::pair<std::string, Tensor>> renewed;
+  auto feed_again = [&]() -> Status {
+    if (!options_.feeds_again) return Status::OK();
+    renewed = feeds;
+    Status f = options_.feeds_again(session_.get(), &renewed);
+    step_feeds = &renewed;
+    return Recoverable(f) ? Status::OK() : f;  // recoverable: the step fails again, and recovers
+  };
   for (;;) {
-    Status s = session_->Run(options_.run, feeds, all_fetches, targets, outputs);
+    Status s = session_->Run(options_.run, *step_feeds, all_fetches, targets, outputs);
     if (s.ok() && fused) {
       global_step_ = outputs->back().scalar<int64_t>();
       outputs->pop_back();
@@ -146,11 +156,15 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
         if (options_.last_step > 0 && global_step_ >= options_.last_step)
           return errors::OutOfRange("training is over: the sync brought global step ", global_step_, " (the last is ",
                                     options_.last_step, ")");
+        AF_RETURN_IF_ERROR(feed_again());
         continue;
       }
       // The group changed again during the sync (a joiner, another loss):
       // the step again, whose failure syncs again, within the bound.
-      if (Recoverable(synced)) continue;
+      if (Recoverable(synced)) {
+        AF_RETURN_IF_ERROR(feed_again());
+        continue;
+      }
     }
     resyncs_since_step_ = 0;
     // Recover: a new session, restored by the chief (or waited for), then the step again.
@@ -165,6 +179,7 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
       if (r.ok()) break;
     }
     if (!r.ok()) return r;
+    AF_RETURN_IF_ERROR(feed_again());
   }
 }
 

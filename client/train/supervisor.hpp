@@ -80,6 +80,12 @@ struct SupervisorOptions {
   /// step while this worker's failed) makes Run return OutOfRange instead of
   /// running the step again, which no other worker would meet.
   int64_t last_step = 0;
+  /// Before a step is run again after a resync or a recovery: makes its
+  /// feeds anew (given the step's first feeds) from the state as it is now,
+  /// e.g. the examples of a data position synced from another member and of
+  /// this member's new rank (client/train/elastic_sampler.hpp). An error
+  /// other than UNAVAILABLE or ABORTED ends the step with it.
+  std::function<Status(Session*, std::vector<std::pair<std::string, Tensor>>* feeds)> feeds_again;
 };
 
 class TrainingSupervisor {
