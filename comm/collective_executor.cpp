@@ -292,6 +292,10 @@ void CollectiveExecutor::Start(uint64_t id, CollectiveParams params, Tensor inpu
     done(errors::InvalidArgument(what, ": no merge_op and final_op given"), Tensor());
     return;
   }
+  if (params.kind == CollectiveKind::kReduce && params.plan) {
+    std::lock_guard<std::mutex> lock(impl_->layouts_mu);
+    impl_->bucket_started[params.group_key] = std::chrono::steady_clock::now();
+  }
   if (params.kind == CollectiveKind::kReduce && !params.reduction->Accepts(input.dtype())) {
     done(errors::Unimplemented(what, ": cannot reduce ", DataTypeString(input.dtype()), " with ",
                                params.reduction->DebugString()),
@@ -350,6 +354,12 @@ std::string CollectiveExecutor::layout(int64_t group_key) const {
   std::lock_guard<std::mutex> lock(impl_->layouts_mu);
   auto it = impl_->layouts.find(group_key);
   return it == impl_->layouts.end() ? "" : it->second;
+}
+
+std::chrono::steady_clock::time_point CollectiveExecutor::last_bucket_started(int64_t group_key) const {
+  std::lock_guard<std::mutex> lock(impl_->layouts_mu);
+  auto it = impl_->bucket_started.find(group_key);
+  return it == impl_->bucket_started.end() ? std::chrono::steady_clock::time_point() : it->second;
 }
 
 int64_t CollectiveExecutor::formed_size(int64_t group_key, std::vector<std::string>* members) const {

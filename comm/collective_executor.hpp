@@ -156,6 +156,11 @@ class CollectiveExecutor final : public CollectiveAccess {
   /// (0 and none before it formed): an elastic group's live count, for a
   /// training loop's progress and its log of membership changes.
   int64_t formed_size(int64_t group_key, std::vector<std::string>* members = nullptr) const;
+  /// When this rank last started an all-reduce of group `group_key` that
+  /// belongs to a bucket plan (its gradients ready: AllReduceGradients), or
+  /// the epoch of steady_clock before any: a training loop's measure of its
+  /// own work in a step, apart from the wait for the others (stragglers).
+  std::chrono::steady_clock::time_point last_bucket_started(int64_t group_key) const;
 
   struct Impl;
 

@@ -252,9 +252,11 @@ struct CollectiveExecutor::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> formed{0};
   std::atomic<size_t> held{0};  // ops.size(), for pending_count()
-  mutable std::mutex layouts_mu;  // guards `layouts`
+  mutable std::mutex layouts_mu;  // guards `layouts`, `formed_members`, `bucket_started`
   std::map<int64_t, std::string> layouts;  // group -> its layout when it last formed, for layout()
   std::map<int64_t, std::vector<std::string>> formed_members;  // group -> its members then, for formed_size()
+  // group -> when this rank last started an all-reduce of a bucket plan, for last_bucket_started()
+  std::map<int64_t, std::chrono::steady_clock::time_point> bucket_started;
 
   std::mutex mu;  // guards `events` and `stopping`
   std::condition_variable cv;

@@ -56,22 +56,18 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 
-#include "actorflow/client/ops/cc_ops.hpp"
-#include "actorflow/client/ops/collective_ops.hpp"
-#include "actorflow/client/ops/queue_ops.hpp"
-#include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
-#include "actorflow/client/train/all_reduce.hpp"
 #include "actorflow/client/train/elastic_sampler.hpp"
+#include "actorflow/client/train/straggler_detector.hpp"
 #include "actorflow/client/train/queue_runner.hpp"
-#include "actorflow/client/train/replica_device_setter.hpp"
 #include "actorflow/client/train/summary_writer.hpp"
 #include "actorflow/client/train/supervisor.hpp"
 #include "actorflow/client/train/sync_replicas_optimizer.hpp"
 #include "actorflow/core/cluster_resolver.hpp"
 #include "examples/datasets.hpp"
-#include "examples/mlp_model.hpp"
+#include "examples/train_distributed_graph.hpp"
 #include "actorflow/master/server.hpp"
 #include "actorflow/master/server_environment.hpp"
 #include "actorflow/actors/runtime.hpp"
@@ -82,36 +78,19 @@ using namespace actorflow::examples;
 
 namespace {
 
-struct Options {
-  std::string mode;
-  int epochs = 12;
-  int batch = 100;
-  double lr = 0;  // 0: 0.001 (async), 0.001 x workers (sync, allreduce: each step averages that many batches)
-  int save_every = 500;
-  std::string dir;
-  int64_t steps = 0;    // 0: --epochs; else this many global steps
-  bool report = false;  // the chief prints a JSON line of examples/s (bench/run_all.sh)
-  int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
-  int partitions = 0;        // async, sync: parts of the hidden layer's weights (0: one per ps task)
-  bool elastic = false;      // allreduce: the group is the live workers
-  int backup_workers = 0;    // sync: each step aggregates the first workers - backup_workers gradients
-  std::string logdir;        // empty: no TensorBoard events
-  std::string log_examples;  // allreduce: PREFIX: each step's data position, group size and rank to PREFIX.worker_<i>
-  std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
-  ClusterResolverOptions resolver;  // --jobs, --port-base
-};
-
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
                "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--backup-workers K]\n"
-               "       [--logdir DIR]\n"
+               "       [--straggler-ratio R] [--slow-worker I:MS] [--log-examples PREFIX] [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
                "    (default: one per ps task; 1: whole)\n"
                "  --elastic: allreduce: a worker that dies is not waited for: the others sync and go on\n"
                "  --backup-workers K: sync: each step takes the first workers-K gradients; late ones are dropped\n"
+               "  --straggler-ratio R: allreduce: report a worker whose own step time is R x the others' median\n"
+               "    (default 1.5); --slow-worker I:MS: worker I sleeps MS ms in each step (chaos, tests)\n"
                "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
                "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
                "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
@@ -124,102 +103,7 @@ int Fail(const std::string& task, const Status& s) {
   return 1;
 }
 
-struct TrainGraph {
-  proto::GraphDef def;
-  std::string loss, accuracy, train;
-  TrainingSupervisor::Graph sup;
-  std::unique_ptr<Optimizer> adam;
-  std::unique_ptr<SyncReplicasOptimizer> sync;  // its graph's nodes are gone after Build: names below
-  std::string init_tokens, local_step_init, chief_init, num_dropped;  // sync
-  QueueRunnerDef chief_runner;                           // sync: the chief's sync op
-  std::string done, wait_done;  // a worker says it is done; the chief waits for the others
-  std::string all_done;  // allreduce: every worker's last step is over (a one-float all-reduce)
-  std::string broadcast;        // allreduce: every replica takes the chief's variables
-  std::string position;         // allreduce: the group's data position (examples read), a variable's value
-};
 
-Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers, TrainGraph* g) {
-  Scope root = Scope::NewRootScope();
-  root.SetGraphSeed(2024);
-  ReplicaDeviceSetterOptions rd;
-  rd.cluster = &cluster;
-  const std::string worker_device = "/job:worker/task:" + std::to_string(task);
-  rd.worker_device = worker_device;
-  const bool allreduce = o.mode == "allreduce";
-  Scope s = allreduce ? root.WithDevice(worker_device) : ReplicaDeviceSetter(root, rd);
-  auto x = ops::Placeholder(s.WithOpName("images"), DT_FLOAT, PartialTensorShape(std::vector<int64_t>{-1, 784}));
-  auto y = ops::Placeholder(s.WithOpName("labels"), DT_INT32, PartialTensorShape(std::vector<int64_t>{-1}));
-  const int ps_tasks = cluster.num_tasks("ps");
-  const int parts = allreduce ? 1 : o.partitions > 0 ? o.partitions : std::max(1, ps_tasks);
-  Mlp m = BuildMlpLayers(s, x, y, parts);
-  const bool sync = o.mode == "sync";
-  // A global step is one batch (async) or one batch from every worker (sync, allreduce).
-  const int aggregate = workers - o.backup_workers;  // sync: gradients per step
-  const int64_t steps_per_epoch = 60000 / (o.batch * (sync ? aggregate : allreduce ? workers : 1));
-  g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch);
-  Operation train;
-  if (sync) {
-    g->sync = std::make_unique<SyncReplicasOptimizer>(g->adam.get(), aggregate, workers);
-    train = g->sync->Minimize(s, m.loss, m.step, worker_device);
-    Operation tokens = g->sync->GetInitTokensOp(s);
-    AF_RETURN_IF_ERROR(root.status());
-    g->init_tokens = tokens.node()->name();
-    g->local_step_init = g->sync->local_step_init_op().node()->name();
-    g->chief_init = g->sync->chief_init_op().node()->name();
-    g->num_dropped = g->sync->num_dropped().name();
-    g->chief_runner = g->sync->chief_queue_runner();
-  } else if (allreduce) {
-    AllReduceOptions ar;
-    ar.group_size = o.elastic ? 0 : workers;  // 0: the live workers
-    if (o.bucket_bytes > 0) ar.bucket_bytes = static_cast<size_t>(o.bucket_bytes);
-    std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
-    // The group's position in the stream of examples (client/train/elastic_sampler.hpp):
-    // model state, synced and saved with the variables; each step adds the examples it read.
-    Variable position = NewVariable(s, "data_position", TensorShape{}, DT_INT64, init::Zeros());
-    auto read = ops::Placeholder(s.WithOpName("examples_this_step"), DT_INT64, PartialTensorShape::Scalar());
-    Operation apply = g->adam->ApplyGradients(s.WithOpName("apply"), AllReduceGradients(s, grads, ar), &m.step);
-    // After the update: a step that fails (a member lost) leaves the position with the variables.
-    Output advance = ops::AssignAdd(s.WithOpName("train").WithControlDependencies({apply}), position.ref, read);
-    train = advance.op();
-    g->position = position.value.name();
-    ar.first_instance_key = 1000;  // apart from the gradients' buckets
-    g->broadcast = BroadcastVariables(s, GlobalVariables(s), task == 0, ar).node()->name();
-    // The end: no worker leaves while another's last all-reduce may still
-    // need it (its leaving would fail that step). Instance 999: apart from both.
-    ops::CollectiveOptions end;
-    end.group_size = ar.group_size;
-    end.group_key = ar.group_key;
-    end.instance_key = 999;
-    g->all_done = ops::CollectiveReduce(s.WithOpName("all_done"), ops::Const(s, 1.0f), end).node()->name();
-  } else {
-    train = g->adam->Minimize(s.WithOpName("train"), m.loss, &m.step);
-  }
-  AF_RETURN_IF_ERROR(root.status());
-  g->train = train.node()->name();
-  // The end of training: each other worker puts a token in a queue on ps 0; the
-  // chief takes them all before it tells the ps tasks to stop.
-  if (workers > 1 && !allreduce) {
-    Scope ps = root.WithDevice("/job:ps/task:0");
-    ops::QueueOptions q;
-    q.shapes = {PartialTensorShape::Scalar()};
-    q.shared_name = "train_distributed_done";
-    Output done = ops::FIFOQueue(ps.WithOpName("done_queue"), {DT_INT32}, q);
-    g->done = ops::QueueEnqueue(ps.WithOpName("done"), done, {ops::Const(ps, task)}).node()->name();
-    g->wait_done =
-        ops::QueueDequeue(ps.WithOpName("wait_done"), done, {DT_INT32})[0]
-            .node()
-            ->name();
-  }
-  SaverOptions so;
-  so.dir = o.dir;
-  so.save_every_steps = o.save_every;
-  so.max_to_keep = 3;
-  g->sup = TrainingSupervisor::Prepare(s, so, /*with_checkpoints=*/task == 0, train);
-  AF_RETURN_IF_ERROR(root.ToGraphDef(&g->def));
-  g->loss = m.loss.name();
-  g->accuracy = m.accuracy.name();
-  return Status::OK();
-}
 
 }  // namespace
 
@@ -244,6 +128,8 @@ int main(int argc, char** argv) {
     else if (a == "--backup-workers" && has) o.backup_workers = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--log-examples" && has) o.log_examples = argv[++i];
+    else if (a == "--straggler-ratio" && has) o.straggler_ratio = std::atof(argv[++i]);
+    else if (a == "--slow-worker" && has && std::sscanf(argv[i + 1], "%d:%d", &o.slow_worker, &o.slow_ms) == 2) ++i;
     else if (a == "--cluster" && has) o.cluster = argv[++i];
     else if (a == "--jobs" && has) o.resolver.jobs = argv[++i];
     else if (a == "--port-base" && has) o.resolver.port_base = std::atoi(argv[++i]);
@@ -251,7 +137,8 @@ int main(int argc, char** argv) {
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
       o.partitions < 0 || (o.elastic && o.mode != "allreduce") || o.backup_workers < 0 ||
-      (o.backup_workers > 0 && o.mode != "sync") || (!o.log_examples.empty() && o.mode != "allreduce"))
+      (o.backup_workers > 0 && o.mode != "sync") || (!o.log_examples.empty() && o.mode != "allreduce") ||
+      !(o.straggler_ratio > 1) || ((o.slow_worker >= 0 || o.slow_ms < 0) && o.mode != "allreduce"))
     return Usage(argv[0]);
 
   // This worker: its task in the cluster --cluster resolves, served in this process.
@@ -379,6 +266,12 @@ int main(int argc, char** argv) {
   // synced with the others, so after a change the rest of the epoch is split
   // over the members alive (no example skipped or read twice).
   ElasticSampler sampler(train.size(), 2024);
+  // Stragglers (all-reduce): each worker's own time in a step, from its start
+  // to its last gradient bucket's all-reduce (its work, not the wait for the
+  // others), gathered with the step; every worker sees the same report.
+  double own_ms = 0;
+  StragglerDetector stragglers({o.straggler_ratio});
+  std::string straggling, straggler_tasks;  // the last report, and its tasks when last logged
   int64_t position = 0, members = workers, rank = task;
   std::vector<int64_t> batch_index;
   auto locate = [&](Session* session) -> Status {  // the synced position, this worker's group and rank
@@ -398,7 +291,13 @@ int main(int argc, char** argv) {
     sampler.Batch(position, members, rank, o.batch, &batch_index);
     Tensor x, y;
     Gather(train, batch_index, 0, o.batch, &x, &y);
-    *feeds = {{"images", x}, {"labels", y}, {"examples_this_step", Tensor::Scalar<int64_t>(members * o.batch)}};
+    Tensor own(DT_FLOAT, TensorShape{workers});  // this worker's time in its last step, at its place
+    std::fill(own.data<float>(), own.data<float>() + workers, 0.f);
+    own.data<float>()[task] = static_cast<float>(own_ms);
+    *feeds = {{"images", x},
+              {"labels", y},
+              {"examples_this_step", Tensor::Scalar<int64_t>(members * o.batch)},
+              {"own_step_time", own}};
   };
   if (allreduce)
     sup_options.feeds_again = [&](Session* session, std::vector<std::pair<std::string, Tensor>>* feeds) -> Status {
@@ -469,6 +368,7 @@ int main(int argc, char** argv) {
       next = 0;
     }
     std::vector<std::pair<std::string, Tensor>> feeds;
+    const auto step_begin = std::chrono::steady_clock::now();
     if (allreduce) {
       next_batch(&feeds);
     } else {
@@ -477,7 +377,10 @@ int main(int argc, char** argv) {
       next += o.batch;
       feeds = {{"images", x}, {"labels", y}};
     }
-    s = sup.Run(feeds, {g.loss}, {g.train}, &out);
+    if (allreduce && task == o.slow_worker)  // chaos: a slow worker (its own time, as a slow host's)
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.slow_ms));
+    s = sup.Run(feeds, allreduce ? std::vector<std::string>{g.loss, g.step_times} : std::vector<std::string>{g.loss},
+                {g.train}, &out);
     if (allreduce && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
     if (!s.ok()) return Fail(me, s);
     if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
@@ -488,6 +391,25 @@ int main(int argc, char** argv) {
                                                 .count())) > 0)
         std::fflush(examples_log);  // each line out as it is made: a kill -9 loses none
       position += members * o.batch;
+      if (collectives)
+        own_ms = std::max(0.0, std::chrono::duration<double, std::milli>(collectives->last_bucket_started(kGroup) -
+                                                                          step_begin)
+                                   .count());
+      const Tensor& times = out[1];
+      stragglers.Add(std::vector<float>(times.data<float>(), times.data<float>() + times.NumElements()));
+      const std::string report = stragglers.Describe("worker");
+      std::string who;  // the stragglers' tasks: a change of them is logged (and when)
+      for (const auto& st : stragglers.Stragglers()) who += std::to_string(st.task) + " ";
+      const bool changed = who != straggler_tasks;
+      straggling = report;
+      straggler_tasks = who;
+      if (changed) {
+        std::printf("%s: %s [unix ms %lld]\n", me.c_str(),
+                    report.empty() ? "no straggler now" : ("straggler: " + report).c_str(),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()));
+      }
     }
     // An epoch over: by the data position (all-reduce), else by the global step.
     const int64_t epoch_now = allreduce ? sampler.EpochOf(position) : sup.global_step() / steps_per_epoch;
@@ -502,9 +424,8 @@ int main(int argc, char** argv) {
     }
     ++mine;
     if (events && !(s = events->AddScalar("loss", out[0].scalar<float>(), sup.global_step())).ok()) return Fail(me, s);
-    if (events && task == 0 && epoch_over && training() &&
-        !(s = evaluate(&out)).ok())
-      return Fail(me, s);
+    std::vector<Tensor> accuracy;
+    if (events && task == 0 && epoch_over && training() && !(s = evaluate(&accuracy)).ok()) return Fail(me, s);
     if (mine == 10) {
       warm = std::chrono::steady_clock::now();
       warm_step = sup.global_step();
@@ -519,10 +440,16 @@ int main(int argc, char** argv) {
       const double cluster = static_cast<double>(allreduce ? position - first_position
                                                            : (sup.global_step() - first_step) * o.batch * per_step) /
                              secs;
+      const std::string note =
+          (task == 0 ? stale_note() : std::string()) + (straggling.empty() ? "" : "  straggler: " + straggling);
       std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %6.0f examples/s here  %6.0f examples/s in the cluster%s\n",
                   static_cast<long long>(std::min<int64_t>(epoch_now + 1, o.epochs)),
                   o.epochs, static_cast<long long>(sup.global_step()), static_cast<long long>(total), loss_avg,
-                  static_cast<double>(mine * o.batch) / secs, cluster, task == 0 ? stale_note().c_str() : "");
+                  static_cast<double>(mine * o.batch) / secs, cluster, note.c_str());
+      if (events && allreduce)  // every worker's smoothed own time, and the slowest's ratio to the others
+        for (int w = 0; w < workers; ++w)
+          events->AddScalar("step_time_ms/worker_" + std::to_string(w), static_cast<float>(stragglers.smoothed_ms(w)),
+                            sup.global_step());
       std::fflush(stdout);
     }
   }

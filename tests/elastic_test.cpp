@@ -332,3 +332,46 @@ TEST_CASE("elastic: a worker stopped (SIGSTOP) is dropped at the peer timeout; r
   std::printf("elastic_test: with the stopped worker back, trained to %.2f%%\n", accuracy);
   CHECK(accuracy >= 88.0);
 }
+
+TEST_CASE("stragglers: a worker slower than the others is reported by every worker, with its ratio; no other is",
+          "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  const auto dir = std::filesystem::temp_directory_path() / ("af_straggler_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<int> ports = FreePorts(3);
+  std::string workers;
+  for (int p : ports) workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
+  const std::string out = (dir / "launch.log").string();
+  // Worker 2 sleeps 20 ms in each step (a slow host); 300 steps.
+  const pid_t launch = actorflow::test::SpawnWithEnvironment(
+      {AF_CLI_PATH, "launch", "--cluster", "{\"worker\": [" + workers + "]}", "--",
+       std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--steps", "300",
+       "--slow-worker", "2:20", "--dir", (dir / "ckpt").string()},
+      {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
+  int status = 0;
+  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(launch, &status, WNOHANG) == launch; },
+                                                std::chrono::seconds(240), std::chrono::milliseconds(50));
+  if (!ended) {
+    ::kill(launch, SIGTERM);
+    ::waitpid(launch, &status, 0);
+  }
+  const std::string log = ReadFile(out);
+  std::filesystem::remove_all(dir);
+  INFO(log);
+  REQUIRE(ended);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  for (const std::string w : {"worker:0", "worker:1", "worker:2"}) {
+    INFO(w);
+    // The log line when it was first seen, and the report in the last progress line.
+    std::smatch m;
+    REQUIRE(std::regex_search(log, m, std::regex("\\[" + w + "\\] " + w + ": straggler: worker:2 at ([0-9.]+)x the "
+                                                 "median")));
+    CHECK(std::stod(m[1]) >= 1.5);
+    CHECK(std::regex_search(log, std::regex("\\[" + w + "\\] epoch [0-9]+/[0-9]+  step 300/300 .*straggler: worker:2 "
+                                            "at ([0-9.]+)x")));
+  }
+  CHECK(log.find("straggler: worker:0") == std::string::npos);
+  CHECK(log.find("straggler: worker:1") == std::string::npos);
+}

@@ -1,0 +1,69 @@
+// StragglerDetector: which workers of a data-parallel group are slow (issue
+// 32). Each step, every member's own time (its work before it waits for the
+// others: for an all-reduce, from the step's start to its last gradient
+// bucket's start, CollectiveExecutor::last_bucket_started) is gathered by
+// task index (a small all-reduce every member runs with the gradients), so
+// every member sees the same times. Each task's time is smoothed
+// (exponentially, over about 1/smoothing steps); a task whose smoothed time
+// is at least `threshold` times the median of the last step's other members,
+// after `warmup` steps of its own, is a straggler, reported with its ratio.
+//
+//   StragglerDetector stragglers({/*threshold=*/1.5});
+//   stragglers.Add(times_by_task);                 // each step, the gathered vector
+//   for (const auto& s : stragglers.Stragglers()) ...   // {task, ms, ratio}
+//   std::string line = stragglers.Describe("worker");   // "worker:2 at 2.4x the median (31.0 ms, median 12.9 ms)"
+//
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace actorflow {
+
+struct StragglerOptions {
+  double threshold = 1.5;   // a straggler's smoothed time over the median
+  double smoothing = 0.1;   // the weight of each new time
+  int warmup = 10;          // steps of its own before a task is judged
+};
+
+class StragglerDetector {
+ public:
+  struct Straggler {
+    int task = 0;
+    double ms = 0;     // its smoothed time
+    double ratio = 0;  // to the median of the others
+    double median_ms = 0;  // the others' (the last step's other members)
+  };
+
+  explicit StragglerDetector(StragglerOptions options = {});
+
+  /// One step's times by task index, in ms; <= 0 (or absent): the task was
+  /// not in that step (not a member, or lost).
+  void Add(const std::vector<float>& ms_by_task);
+
+  /// The median of the smoothed times of the last step's members but task
+  /// `except` (-1: all of them); 0 when there is none.
+  double median_ms(int except = -1) const;
+  /// The last step's members at threshold x the median of the others or
+  /// more (the others': with two members, the median of all could never be
+  /// half the slow one's), slowest first.
+  std::vector<Straggler> Stragglers() const;
+  /// Task `task`'s smoothed time (0: never seen).
+  double smoothed_ms(int task) const;
+  /// "JOB:I at Rx the median (M ms, median N ms)" for each straggler, "; "
+  /// between them; "" when there is none.
+  std::string Describe(const std::string& job) const;
+
+ private:
+  struct Task {
+    double ms = 0;
+    int64_t steps = 0;
+    bool in_last = false;
+  };
+  StragglerOptions options_;
+  std::vector<Task> tasks_;
+};
+
+}  // namespace actorflow
