@@ -77,6 +77,26 @@ int64_t UnixMs() {
       .count();
 }
 
+// Waits up to `bound` for `pid` to exit; past it, sends `signal` and reaps
+// it. Whether it ended in time; its wait status in *status.
+bool WaitExit(pid_t pid, std::chrono::seconds bound, int signal, int* status) {
+  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(pid, status, WNOHANG) == pid; }, bound,
+                                                std::chrono::milliseconds(20));
+  if (!ended) {
+    ::kill(pid, signal);
+    ::waitpid(pid, status, 0);
+  }
+  return ended;
+}
+
+// A cluster of three workers on free loopback ports, as --cluster JSON.
+std::string ThreeWorkers() {
+  std::string workers;
+  for (int p : FreePorts(3))
+    workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
+  return "{\"worker\": [" + workers + "]}";
+}
+
 }  // namespace
 
 // `actorflow launch ARGS -- sh -c SCRIPT` (every worker runs SCRIPT with its
@@ -89,22 +109,14 @@ std::pair<int, std::string> LaunchScript(const std::vector<std::string>& args, c
   all.push_back(script);
   const pid_t pid = actorflow::test::SpawnWithEnvironment(all, {}, out, false, {"TF_CONFIG"});
   int status = 0;
-  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                                std::chrono::seconds(60), std::chrono::milliseconds(10));
-  if (!ended) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
+  const bool ended = WaitExit(pid, std::chrono::seconds(60), SIGKILL, &status);
   return {ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out)};
 }
 
 TEST_CASE("launch --min-workers: a worker given up is not an error while enough remain; too few is") {
   const auto dir = std::filesystem::temp_directory_path() / ("af_elastic_launch_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::vector<int> ports = FreePorts(3);
-  std::string workers;
-  for (int p : ports) workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
-  const std::string cluster = "{\"worker\": [" + workers + "]}";
+  const std::string cluster = ThreeWorkers();
   // Worker 2 fails (exit 3); the others finish.
   const std::string script = "case \"$TF_CONFIG\" in *'\"index\": 2'*) exit 3;; esac; exit 0";
   SECTION("with 2 of 3 required: exit 0, worker 2 given up") {
@@ -190,10 +202,7 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = fa
                    ("af_elastic_test_" + std::to_string(::getpid()) + "_" + std::to_string(restarts));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::vector<int> ports = FreePorts(3);
-  std::string workers;
-  for (int p : ports) workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
-  const std::string cluster = "{\"worker\": [" + workers + "]}";
+  const std::string cluster = ThreeWorkers();
   const std::string out = (dir / "launch.log").string();
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
       {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts", std::to_string(restarts),
@@ -222,12 +231,7 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = fa
     REQUIRE(::kill(victim, SIGKILL) == 0);
   }
   int status = 0;
-  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(launch, &status, WNOHANG) == launch; },
-                                                std::chrono::seconds(240), std::chrono::milliseconds(50));
-  if (!ended) {
-    ::kill(launch, SIGTERM);
-    ::waitpid(launch, &status, 0);
-  }
+  const bool ended = WaitExit(launch, std::chrono::seconds(240), SIGTERM, &status);
   log = ReadFile(out);
   const ExampleSteps examples = ReadExampleSteps(dir, 100);
   std::filesystem::remove_all(dir);
@@ -340,23 +344,15 @@ TEST_CASE("stragglers: a worker slower than the others is reported by every work
   const auto dir = std::filesystem::temp_directory_path() / ("af_straggler_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::vector<int> ports = FreePorts(3);
-  std::string workers;
-  for (int p : ports) workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
   const std::string out = (dir / "launch.log").string();
   // Worker 2 sleeps 20 ms in each step (a slow host); 300 steps.
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
-      {AF_CLI_PATH, "launch", "--cluster", "{\"worker\": [" + workers + "]}", "--",
+      {AF_CLI_PATH, "launch", "--cluster", ThreeWorkers(), "--",
        std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--steps", "300",
        "--slow-worker", "2:20", "--dir", (dir / "ckpt").string()},
       {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
   int status = 0;
-  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(launch, &status, WNOHANG) == launch; },
-                                                std::chrono::seconds(240), std::chrono::milliseconds(50));
-  if (!ended) {
-    ::kill(launch, SIGTERM);
-    ::waitpid(launch, &status, 0);
-  }
+  const bool ended = WaitExit(launch, std::chrono::seconds(240), SIGTERM, &status);
   const std::string log = ReadFile(out);
   std::filesystem::remove_all(dir);
   INFO(log);
