@@ -16,8 +16,9 @@
 // peer timeout), and trains through the master there. Every worker computes
 // gradients on its own shard of the training set (allreduce: on its rank's
 // batch of each step's examples, which follow the group: an ElasticSampler
-// over a data position synced with the variables; --log-examples PREFIX
-// writes each step's position, group size and rank to PREFIX.worker_<i>):
+// over a data position synced with the variables; --log-steps PREFIX
+// writes each step's time, global step, position, group size and rank to
+// PREFIX.worker_<i>):
 //   async      variables live on the ps tasks (ReplicaDeviceSetter, by
 //              bytes; with several ps tasks the hidden layer's weights, nearly
 //              all the model's bytes, are cut into one part per ps task,
@@ -82,7 +83,7 @@ int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
                "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--backup-workers K]\n"
-               "       [--straggler-ratio R] [--slow-worker I:MS] [--log-examples PREFIX] [--logdir DIR]\n"
+               "       [--straggler-ratio R] [--slow-worker I:MS] [--log-steps PREFIX] [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
     else if (a == "--elastic") o.elastic = true;
     else if (a == "--backup-workers" && has) o.backup_workers = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
-    else if (a == "--log-examples" && has) o.log_examples = argv[++i];
+    else if (a == "--log-steps" && has) o.log_steps = argv[++i];
     else if (a == "--straggler-ratio" && has) o.straggler_ratio = std::atof(argv[++i]);
     else if (a == "--slow-worker" && has && std::sscanf(argv[i + 1], "%d:%d", &o.slow_worker, &o.slow_ms) == 2) ++i;
     else if (a == "--cluster" && has) o.cluster = argv[++i];
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
       o.partitions < 0 || (o.elastic && o.mode != "allreduce") || o.backup_workers < 0 ||
-      (o.backup_workers > 0 && o.mode != "sync") || (!o.log_examples.empty() && o.mode != "allreduce") ||
+      (o.backup_workers > 0 && o.mode != "sync") ||
       !(o.straggler_ratio > 1) || ((o.slow_worker >= 0 || o.slow_ms < 0) && o.mode != "allreduce"))
     return Usage(argv[0]);
 
@@ -310,10 +311,10 @@ int main(int argc, char** argv) {
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
   if (allreduce && !(s = locate(sup.session())).ok()) return Fail(me, s);
-  std::FILE* examples_log = nullptr;
-  if (!o.log_examples.empty() &&
-      !(examples_log = std::fopen((o.log_examples + ".worker_" + std::to_string(task)).c_str(), "a")))
-    return Fail(me, errors::NotFound("cannot open ", o.log_examples, ".worker_", task, " to append"));
+  std::FILE* steps_log = nullptr;
+  if (!o.log_steps.empty() &&
+      !(steps_log = std::fopen((o.log_steps + ".worker_" + std::to_string(task)).c_str(), "a")))
+    return Fail(me, errors::NotFound("cannot open ", o.log_steps, ".worker_", task, " to append"));
   std::unique_ptr<FileWriter> events;
   if (!o.logdir.empty()) {
     if (!(s = FileWriter::Create(o.logdir + "/worker_" + std::to_string(task), {}, &events)).ok()) return Fail(me, s);
@@ -383,13 +384,18 @@ int main(int argc, char** argv) {
                 {g.train}, &out);
     if (allreduce && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
     if (!s.ok()) return Fail(me, s);
-    if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
-      if (examples_log && std::fprintf(examples_log, "%lld %lld %lld %lld\n", static_cast<long long>(position),
-                     static_cast<long long>(members), static_cast<long long>(rank),
+    // The step, for tests and bench/chaos.sh: its end, the global step after
+    // it, and (all-reduce) the data position it read from, the group's size
+    // and this worker's rank (ps modes: -1 0 0).
+    if (steps_log &&
+        std::fprintf(steps_log, "%lld %lld %lld %lld %lld\n",
                      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                 std::chrono::system_clock::now().time_since_epoch())
-                                                .count())) > 0)
-        std::fflush(examples_log);  // each line out as it is made: a kill -9 loses none
+                                                .count()),
+                     static_cast<long long>(sup.global_step()), static_cast<long long>(allreduce ? position : -1),
+                     static_cast<long long>(allreduce ? members : 0), static_cast<long long>(allreduce ? rank : 0)) > 0)
+      std::fflush(steps_log);  // each line out as it is made: a kill -9 loses none
+    if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
       position += members * o.batch;
       if (collectives)
         own_ms = std::max(0.0, std::chrono::duration<double, std::milli>(collectives->last_bucket_started(kGroup) -
@@ -516,7 +522,7 @@ int main(int argc, char** argv) {
       std::printf("%d of the %d other workers said they were done (%s)\n", said, workers - 1,
                   all_done.ToString().c_str());
   }
-  if (examples_log) std::fclose(examples_log);
+  if (steps_log) std::fclose(steps_log);
   if (events && !(s = events->Close()).ok()) return Fail(me, s);
   if (!(s = sup.Finish()).ok()) return Fail(me, s);
   // The end of training: the chief tells the ps tasks to stop (they exit 0).

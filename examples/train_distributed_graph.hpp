@@ -35,7 +35,7 @@ struct Options {
   double straggler_ratio = 1.5;  // allreduce: a worker at this x the others' median time is reported
   int slow_worker = -1;          // --slow-worker I:MS (chaos, tests): worker I sleeps MS ms in each step
   int slow_ms = 0;
-  std::string log_examples;  // allreduce: PREFIX: each step's data position, group size and rank to PREFIX.worker_<i>
+  std::string log_steps;  // PREFIX: each step's time, global step (all-reduce: data position, group size, rank)
   std::string cluster = "auto";  // --cluster FILE|JSON|tf_config|slurm|auto
   ClusterResolverOptions resolver;  // --jobs, --port-base
 };

@@ -127,6 +127,23 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     CHECK(out.find("[launch] 2 workers left (--min-workers 2): going on without worker:2") != std::string::npos);
     CHECK(out.find("[launch] every worker finished") != std::string::npos);
   }
+  SECTION("once a worker finished, training is over: one failing then is not restarted, one running on is ended") {
+    // Worker 0 finishes at once; worker 2 fails after it (its peers gone);
+    // worker 1 would run on for long (cut off, retrying).
+    const std::string over = "case \"$TF_CONFIG\" in *'\"index\": 0'*) exit 0;; *'\"index\": 2'*) sleep 1; exit 3;; "
+                             "esac; exec sleep 120";
+    auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "1", "--max-restarts", "5",
+                                     "--finish-wait-ms", "3000", "--grace-ms", "1000"},
+                                    over, (dir / "over.log").string());
+    INFO(out);
+    CHECK(code == 0);
+    CHECK(out.find("[launch] worker:2 exited with 3: training is over (worker:0 finished): not restarting it") !=
+          std::string::npos);
+    CHECK(out.find("restarting it (1 of 5)") == std::string::npos);
+    CHECK(out.find("[launch] worker:1 still running 3000 ms after worker:0 finished: ending it") != std::string::npos);
+    CHECK(out.find("[launch] 1 workers left (--min-workers 1): going on without worker:1") != std::string::npos);
+    CHECK(out.find("[launch] every worker finished") != std::string::npos);
+  }
   SECTION("with all 3 required: exit 1") {
     auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "3"}, script, (dir / "three.log").string());
     INFO(out);
@@ -155,8 +172,8 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
   std::filesystem::remove_all(dir);
 }
 
-// The steps that made the model, from the workers' --log-examples lines
-// ("position members rank unix_ms" per step that went through): from
+// The steps that made the model, from the workers' --log-steps lines
+// ("unix_ms global_step position members rank" per step that went through): from
 // position 0, each step's position is the last one's plus its members x the
 // batch, its members those of its last attempt (an attempt some members
 // finished before the group changed was undone by the sync), every rank of
@@ -172,8 +189,8 @@ ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
   std::map<int64_t, std::vector<std::array<int64_t, 3>>> at;  // position -> {unix ms, members, rank}
   for (int w = 0; w < 3; ++w) {
     std::ifstream in(dir / ("examples.worker_" + std::to_string(w)));
-    int64_t p, n, r, t;
-    while (in >> p >> n >> r >> t) at[p].push_back({t, n, r});
+    int64_t t, step, p, n, r;
+    while (in >> t >> step >> p >> n >> r) at[p].push_back({t, n, r});
   }
   ExampleSteps e;
   int64_t position = 0;
@@ -207,7 +224,7 @@ std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = fa
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
       {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts", std::to_string(restarts),
        "--", std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--dir",
-       (dir / "ckpt").string(), "--log-examples", (dir / "examples").string()},
+       (dir / "ckpt").string(), "--log-steps", (dir / "examples").string()},
       {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
   // Training under way (a progress line), then worker 2 dies.
   std::string log;

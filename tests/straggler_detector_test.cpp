@@ -10,7 +10,7 @@
 using namespace actorflow;
 
 TEST_CASE("stragglers: a worker at twice the others' time is reported with its ratio; the others are not") {
-  StragglerDetector d({1.5, 0.1, 10});
+  StragglerDetector d({1.5, 21, 10});
   for (int i = 0; i < 9; ++i) d.Add({10, 10, 20});
   CHECK(d.Stragglers().empty());  // warming up
   d.Add({10, 10, 20});
@@ -27,14 +27,15 @@ TEST_CASE("stragglers: a worker at twice the others' time is reported with its r
     ++steps;
   }
   CHECK(steps > 1);  // smoothed: not at the first fast step
-  CHECK(steps < 20);
+  CHECK(steps <= 11);  // once most of its window is fast
   CHECK(d.Describe("worker").empty());
 }
 
 TEST_CASE("stragglers: one slow step is smoothed away; a lost worker is neither judged nor in the median") {
-  StragglerDetector d({1.5, 0.1, 10});
+  StragglerDetector d({1.5, 21, 10});
   for (int i = 0; i < 20; ++i) d.Add({10, 12, 11});
-  d.Add({10, 40, 11});  // one hiccup
+  d.Add({10, 40, 11});  // hiccups, two in a row
+  d.Add({10, 90, 11});
   CHECK(d.Stragglers().empty());
   // Worker 2 lost (0): the median is of workers 0 and 1; worker 2's last time is not judged.
   for (int i = 0; i < 5; ++i) d.Add({10, 12, 0});

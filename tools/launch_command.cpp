@@ -33,7 +33,8 @@ namespace cli {
 extern const char kLaunchUsage[] = R"(usage: actorflow launch --cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]
                         [--bind ADDR] [--insecure] [--security none|mtls --cert F --key F --ca F]
                         [--heartbeat-ms N] [--peer-timeout-ms N]
-                        [--max-restarts N] [--min-workers N] [--log-dir D] [--grace-ms N] -- PROGRAM [ARGS...]
+                        [--max-restarts N] [--min-workers N] [--log-dir D] [--grace-ms N]
+                        [--finish-wait-ms N] -- PROGRAM [ARGS...]
 Runs tasks of a cluster, one process each, with TF_CONFIG set ({"cluster": ..., "task":
 {"type": JOB, "index": I}}): ps tasks run 'actorflow server' on their address, every other
 task runs PROGRAM ARGS with the ACTORFLOW_* variables saying how to serve (ACTORFLOW_BIND,
@@ -66,7 +67,10 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         of them are running or finished with 0 (the program goes on without
                         it: train_distributed --mode allreduce --elastic); default: all of them.
                         The programs get ACTORFLOW_MIN_WORKERS=N: an elastic all-reduce group
-                        needs that many live members (a worker cut off does not train alone)
+                        needs that many live members (a worker cut off does not train alone).
+                        Once a worker finishes with 0, training is over: a worker that fails
+                        then is not restarted (nor an error), and one still running after
+                        --finish-wait-ms N (default 30000) is ended (SIGTERM, then SIGKILL)
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
@@ -94,6 +98,7 @@ struct Task {
   bool running = false;
   bool finished = false;  // exited 0
   bool given_up = false;  // died for good, with --min-workers others left
+  bool ending = false;    // ended by the launcher after training was over (--min-workers)
   std::string label;      // "worker:1"
   std::unique_ptr<std::ofstream> log;
 };
@@ -130,6 +135,7 @@ struct LaunchPlan {
   int min_workers = 0;  // 0: every non-ps task must finish
   std::string log_dir;
   int grace_ms = 5000;
+  int finish_wait_ms = 30000;  // --min-workers: how long the others may run on once one finished
 };
 
 class Launcher {
@@ -143,7 +149,8 @@ class Launcher {
         max_restarts_(plan.max_restarts),
         min_workers_(plan.min_workers),
         log_dir_(std::move(plan.log_dir)),
-        grace_ms_(plan.grace_ms) {}
+        grace_ms_(plan.grace_ms),
+        finish_wait_ms_(plan.finish_wait_ms) {}
 
   int Run() {
     for (const TaskId& t : run_) {
@@ -168,6 +175,7 @@ class Launcher {
     while (true) {
       Pump(100);
       Reap();
+      EndLateWorkers();
       if (g_stop) {
         Say("stopping on a signal: ending every task");
         return EndAll(kExitStepFailed);
@@ -303,18 +311,29 @@ class Launcher {
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         t->finished = true;
         Say(t->label + " finished");
+        if (min_workers_ > 0 && !t->is_ps && over_by_.empty()) {
+          over_by_ = t->label;
+          over_at_ = std::chrono::steady_clock::now();
+        }
         continue;
       }
-      if (t->restarts < max_restarts_) {
+      // Elastic: once a worker finished, training is over; one that fails
+      // then (its peers gone) or that the launcher ended is not restarted.
+      const bool over = min_workers_ > 0 && !t->is_ps && (!over_by_.empty() || t->ending);
+      if (!over && t->restarts < max_restarts_) {
         ++t->restarts;
         Say(t->label + " " + Describe(status) + ": restarting it (" + std::to_string(t->restarts) + " of " +
             std::to_string(max_restarts_) + ")");
         if (!Spawn(t)) failed_ = true;
         continue;
       }
-      Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
-                                                                        " restarts: giving up"
-                                                                  : ": giving up (--max-restarts 0)"));
+      if (t->ending) Say(t->label + " ended: giving up");
+      else if (over && t->restarts < max_restarts_)
+        Say(t->label + " " + Describe(status) + ": training is over (" + over_by_ + " finished): not restarting it");
+      else
+        Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
+                                                                          " restarts: giving up"
+                                                                    : ": giving up (--max-restarts 0)"));
       if (min_workers_ > 0 && !t->is_ps) {  // elastic: the others go on while enough of them remain
         t->given_up = true;
         int left = 0;
@@ -328,6 +347,25 @@ class Launcher {
       }
       failed_ = true;
       failed_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    }
+  }
+
+  // --min-workers: the workers still running finish_wait_ms_ after one
+  // finished (cut off from the others, they would wait or retry for long)
+  // are ended by PID: SIGTERM, then SIGKILL after the grace period.
+  void EndLateWorkers() {
+    if (over_by_.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& t : tasks_) {
+      if (!t->running || t->is_ps) continue;
+      if (!t->ending && now - over_at_ >= std::chrono::milliseconds(finish_wait_ms_)) {
+        Say(t->label + " still running " + std::to_string(finish_wait_ms_) + " ms after " + over_by_ +
+            " finished: ending it");
+        t->ending = true;
+        ::kill(-t->pid, SIGTERM);
+      } else if (t->ending && now - over_at_ >= std::chrono::milliseconds(finish_wait_ms_ + grace_ms_)) {
+        ::kill(-t->pid, SIGKILL);
+      }
     }
   }
 
@@ -369,6 +407,11 @@ class Launcher {
   int min_workers_;
   std::string log_dir_;
   int grace_ms_;
+  int finish_wait_ms_;
+  // --min-workers: a worker finished with 0, so training is over: no more
+  // restarts, and workers still running after finish_wait_ms_ are ended.
+  std::string over_by_;
+  std::chrono::steady_clock::time_point over_at_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<Stream> streams_;
   bool failed_ = false;
@@ -392,7 +435,7 @@ int LaunchCommand(const std::vector<std::string>& argv) {
   bool help = false;
   LaunchPlan plan;
   TaskFlags task_flags;
-  std::set<std::string> known = {"--max-restarts", "--min-workers", "--log-dir", "--grace-ms"};
+  std::set<std::string> known = {"--max-restarts", "--min-workers", "--log-dir", "--grace-ms", "--finish-wait-ms"};
   known.insert(kTaskFlags.begin(), kTaskFlags.end());
   known.erase("--key-passphrase-file");  // its programs get no passphrase (ACTORFLOW_TLS_* has none)
   Status parsed = ParseFlags(
@@ -404,6 +447,7 @@ int LaunchCommand(const std::vector<std::string>& argv) {
         if (flag == "--log-dir") return SetOnce(flag, value, &plan.log_dir);
         if (flag == "--max-restarts") return ParseInt(flag, value, 0, 1000, &plan.max_restarts);
         if (flag == "--min-workers") return ParseInt(flag, value, 1, 100000, &plan.min_workers);
+        if (flag == "--finish-wait-ms") return ParseInt(flag, value, 0, 3600000, &plan.finish_wait_ms);
         return ParseInt(flag, value, 0, 3600000, &plan.grace_ms);
       },
       {kServeSwitch});

@@ -14,8 +14,13 @@ void StragglerDetector::Add(const std::vector<float>& ms_by_task) {
     const double ms = i < ms_by_task.size() ? ms_by_task[i] : 0;
     t.in_last = ms > 0;
     if (!t.in_last) continue;
-    t.ms = t.steps == 0 ? ms : (1 - options_.smoothing) * t.ms + options_.smoothing * ms;
+    const size_t window = static_cast<size_t>(std::max(1, options_.window));
+    if (t.recent.size() < window) t.recent.push_back(static_cast<float>(ms));
+    else t.recent[static_cast<size_t>(t.steps) % window] = static_cast<float>(ms);
     ++t.steps;
+    std::vector<float> sorted = t.recent;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+    t.ms = sorted[sorted.size() / 2];
   }
 }
 

@@ -3,8 +3,9 @@
 // others: for an all-reduce, from the step's start to its last gradient
 // bucket's start, CollectiveExecutor::last_bucket_started) is gathered by
 // task index (a small all-reduce every member runs with the gradients), so
-// every member sees the same times. Each task's time is smoothed
-// (exponentially, over about 1/smoothing steps); a task whose smoothed time
+// every member sees the same times. Each task's time is smoothed: the
+// median of its last `window` steps (a hiccup of a step or two, common on a
+// shared machine, moves it not at all); a task whose smoothed time
 // is at least `threshold` times the median of the last step's other members,
 // after `warmup` steps of its own, is a straggler, reported with its ratio.
 //
@@ -24,7 +25,7 @@ namespace actorflow {
 
 struct StragglerOptions {
   double threshold = 1.5;   // a straggler's smoothed time over the median
-  double smoothing = 0.1;   // the weight of each new time
+  int window = 21;          // steps whose median is a task's smoothed time
   int warmup = 10;          // steps of its own before a task is judged
 };
 
@@ -58,7 +59,8 @@ class StragglerDetector {
 
  private:
   struct Task {
-    double ms = 0;
+    std::vector<float> recent;  // the last `window` times, a ring
+    double ms = 0;              // their median
     int64_t steps = 0;
     bool in_last = false;
   };
