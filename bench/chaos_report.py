@@ -54,7 +54,7 @@ def main():
     kinds = {}
     for _, kind, _ in events:
         kinds[kind] = kinds.get(kind, 0) + 1
-    resume, lost = [], []
+    resume, lost, by_kind = [], [], {}
     for at, kind, target in events:
         before = [s for t, s in chaos if t < at]
         after = [(t, s) for t, s in chaos if t >= at]
@@ -62,10 +62,13 @@ def main():
             continue  # training ended before a step after it
         first = after[0][0]
         resume.append(first - at)
+        mine = by_kind.setdefault(kind, {"resume_ms": [], "steps_lost": []})
+        mine["resume_ms"].append(first - at)
         # Undone: the highest step before it down to the lowest made soon after it resumed.
         soon = [s for t, s in after if t <= first + 2000]
         if before and soon:
             lost.append(max(0, max(before) - min(soon) + 1))
+            mine["steps_lost"].append(lost[-1])
     span = lambda xs: (xs[-1][0] - xs[0][0]) / 1000.0 if len(xs) > 1 else None
     t_steady, t_chaos = span(steady), span(chaos)
     restore = {}
@@ -84,6 +87,8 @@ def main():
         "failures": {"total": len(events), **kinds},
         "resume_ms": spread(resume),
         "steps_lost": dict(spread(lost) or {}, sum=sum(lost)) if lost else None,
+        "by_kind": {k: {"resume_ms": spread(v["resume_ms"]), "steps_lost": spread(v["steps_lost"])}
+                    for k, v in by_kind.items()},
         "accuracy": {"with": accuracy(logs(work, f"{mode}.chaos")), "without": accuracy(logs(work, f"{mode}.steady"))},
         "hangs": sum(1 for c in codes if c == 124),
         "exit": codes,

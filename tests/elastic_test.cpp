@@ -33,12 +33,7 @@
 
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using actorflow::test::ReadFile;
 
 // The pid a launcher reports for its task ("[launch] worker:2 started (pid N)"), or -1.
 pid_t StartedPid(const std::string& out, const std::string& label) {

@@ -14,7 +14,9 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,14 @@ inline pid_t SpawnWithEnvironment(std::vector<std::string> argv, const std::map<
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(rc == 0);
   return pid;
+}
+
+/// The whole of a file a spawned process wrote ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace test
