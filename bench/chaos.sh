@@ -10,12 +10,18 @@
 # and across simulated hosts (tests/netns/hosts.sh, where namespaces work: one
 # worker per host, each under its own one-task `actorflow launch`):
 #   link       allreduce --elastic; failures: a host's link down for --stop S
-#              seconds (the launchers' pids are their hosts' own: no kills here)
+#              seconds (the launchers' pids are their hosts' own: no kills
+#              here); each host's one-task launcher restarts its worker at
+#              most 5 times (one cut off after the others finished fails
+#              its rounds until then: its launcher exits 1, not a hang)
 # Every --interval seconds (uniformly 0.5x to 1.5x), one failure of the mode's
 # kinds, on a random worker. One JSON row per mode ("chaos"):
 #   failures        how many were injected, by kind
-#   resume_ms       from a failure to the cluster's next step (any worker's): p50, max
-#   steps_lost      global steps undone per failure (a checkpoint restore): p50, max, sum
+#   resume_ms       from a failure to the end of the cluster's first stall after it
+#                   (a gap between steps, any worker's, over 5x the run without
+#                   failures' median gap); none: to its next step: p50, max
+#   steps_lost      global steps undone per failure (a checkpoint restore), the
+#                   most of any worker: p50, max, sum; both also by kind
 #   efficiency      the run's training time without failures / with them (the
 #                   same work: --epochs of examples, or the same global steps)
 #   accuracy        the test accuracy at the end, with failures (and without)
@@ -41,8 +47,8 @@ work=$(mktemp -d /tmp/af_bench_chaos_XXXXXX)
 launch_pids=()
 hosts_up=""
 cleanup() {
-  for p in "${launch_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${launch_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "$hosts_up" ]; then tests/netns/hosts.sh down "$hosts_up" >/dev/null 2>&1 || true; fi
   if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$work" "$KEEP_LOGS"; fi
   rm -rf "$work"
@@ -95,7 +101,7 @@ inject() {
 # finished LABEL: whether the run's evaluation line is out (or every launcher exited)
 finished() {
   grep -q "trained [0-9]* steps" "$work/$1"*.log 2>/dev/null && return 0
-  for p in "${launch_pids[@]}"; do kill -0 "$p" 2>/dev/null && return 1; done
+  for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do kill -0 "$p" 2>/dev/null && return 1; done
   return 0
 }
 
@@ -114,7 +120,7 @@ run() {
       ACTORFLOW_MIN_WORKERS=2 ACTORFLOW_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout "$bound" \
         tests/netns/hosts.sh exec "$hosts_up" "$h" "$build/actorflow" launch \
         --cluster "{\"cluster\": $cluster, \"task\": {\"type\": \"worker\", \"index\": $h}}" \
-        --bind "${ips[h]}" --insecure --max-restarts 100 -- \
+        --bind "${ips[h]}" --insecure --max-restarts 5 -- \
         "$build/examples/train_distributed" $(args "$mode") "${common[@]}" >"$work/$label.w$h.log" 2>&1 &
       launch_pids+=($!)
     done
@@ -136,8 +142,12 @@ run() {
       inject "$mode" "$label"
     done
   fi
-  local rc=0 p
-  for p in "${launch_pids[@]}"; do wait "$p" || rc=$?; done
+  local rc=0 p code
+  for p in "${launch_pids[@]}"; do  # a launcher past the bound (124) is a hang, whatever the others say
+    code=0
+    wait "$p" || code=$?
+    if [ "$code" = 124 ] || [ "$rc" = 0 ]; then [ "$rc" = 124 ] || rc=$code; fi
+  done
   launch_pids=()
   echo "$rc" >"$work/$label.rc"
   if [ "$chaos" = 1 ]; then "$build/bench/restore_checkpoints" "$work/$label.ckpt" >"$work/$label.restore" || true; fi

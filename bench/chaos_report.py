@@ -13,14 +13,16 @@ import sys
 
 
 def steps(work, label):
-    """Every step line of every worker: (unix ms, global step), by time."""
-    out = []
+    """Each worker's step lines: {worker file: [(unix ms, global step)]}, by time."""
+    out = {}
     for f in glob.glob(f"{work}/{label}.steps.worker_*"):
+        lines = []
         for line in open(f):
             parts = line.split()
             if len(parts) >= 2:
-                out.append((int(parts[0]), int(parts[1])))
-    return sorted(out)
+                lines.append((int(parts[0]), int(parts[1])))
+        out[f] = sorted(lines)
+    return out
 
 
 def logs(work, label):
@@ -45,7 +47,9 @@ def spread(xs):
 
 def main():
     work, mode, interval, epochs, bound = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    steady, chaos = steps(work, f"{mode}.steady"), steps(work, f"{mode}.chaos")
+    steady_by, chaos_by = steps(work, f"{mode}.steady"), steps(work, f"{mode}.chaos")
+    steady = sorted(x for lines in steady_by.values() for x in lines)
+    chaos = sorted(x for lines in chaos_by.values() for x in lines)
     events = []
     for line in open(f"{work}/{mode}.chaos.events"):
         parts = line.split()
@@ -54,21 +58,39 @@ def main():
     kinds = {}
     for _, kind, _ in events:
         kinds[kind] = kinds.get(kind, 0) + 1
+    # A stall: a gap between the cluster's steps (any worker's) over 5x the
+    # run without failures' median gap (and 50 ms at least).
+    gaps = [b[0] - a[0] for a, b in zip(steady, steady[1:])]
+    stall = max(50, 5 * statistics.median(gaps)) if gaps else 50
     resume, lost, by_kind = [], [], {}
     for at, kind, target in events:
-        before = [s for t, s in chaos if t < at]
-        after = [(t, s) for t, s in chaos if t >= at]
+        after = [t for t, _ in chaos if t >= at]
         if not after:
             continue  # training ended before a step after it
-        first = after[0][0]
-        resume.append(first - at)
+        # Time to resume: to the end of the first stall within 30 s after it
+        # (none: the cluster never paused; its next step).
+        resumed = after[0]
+        prev = at
+        for t in after:
+            if t > at + 30000:
+                break
+            if t - prev > stall:
+                resumed = t
+                break
+            prev = t
+        resume.append(resumed - at)
         mine = by_kind.setdefault(kind, {"resume_ms": [], "steps_lost": []})
-        mine["resume_ms"].append(first - at)
-        # Undone: the highest step before it down to the lowest made soon after it resumed.
-        soon = [s for t, s in after if t <= first + 2000]
-        if before and soon:
-            lost.append(max(0, max(before) - min(soon) + 1))
-            mine["steps_lost"].append(lost[-1])
+        mine["resume_ms"].append(resumed - at)
+        # Steps undone, per worker: its last step before it down to its
+        # first after the cluster resumed (a restore goes back), the most of any worker.
+        undone = 0
+        for lines in chaos_by.values():
+            before = [s for t, s in lines if t < at]
+            later = [s for t, s in lines if t >= resumed]
+            if before and later:
+                undone = max(undone, before[-1] - later[0] + 1)
+        lost.append(undone)
+        mine["steps_lost"].append(undone)
     span = lambda xs: (xs[-1][0] - xs[0][0]) / 1000.0 if len(xs) > 1 else None
     t_steady, t_chaos = span(steady), span(chaos)
     restore = {}

@@ -11,7 +11,7 @@
 # error row, {"bench": NAME, "error": "..."}, so a missing figure is visible;
 # the script goes on and exits 1 at the end if any row was an error.
 # Sections: matmul executor checkpoint records torch conv queue loop
-# recv_scheduling devices train transport allreduce distributed multihost elastic gpu
+# recv_scheduling devices train transport allreduce distributed multihost elastic (with chaos) gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 against="" only=" " build=1
@@ -28,7 +28,7 @@ if [ $build = 1 ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
     bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
-    train_distributed bench_conv transport_peer bench_allreduce_hosts >/dev/null
+    train_distributed bench_conv transport_peer bench_allreduce_hosts restore_checkpoints >/dev/null
 fi
 
 errors=$(mktemp)  # one line per error row (figure may run in a pipeline's subshell)
@@ -173,6 +173,11 @@ if section elastic; then
   # restarted: time from a kill to the survivors' sync, from a comeback to the group grown,
   # examples/s with failures / without, accuracy, checkpoint restores (0), hangs (0).
   figure elastic bench/bench_elastic.sh build
+  # The chaos suite: all-reduce (--elastic), async and sync (--backup-workers 1), and across
+  # simulated hosts, each run beside the same one without failures; a failure every ~10 s at
+  # random (kill -9, SIGSTOP, ps kill, link down): efficiency, time to resume, steps lost,
+  # accuracy, hangs (0), checkpoints that restore.
+  figure chaos bench/chaos.sh build
 fi
 if section gpu; then
   # The MLP 784-h-h-10 training step on a GPU (default placement) beside PyTorch on

@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   so.cluster = resolved.cluster;
   so.task = resolved.task;
   const int task = so.task.index, workers = so.cluster.num_tasks("worker");
+  if (o.slow_worker >= workers || (o.slow_worker >= 0 && o.slow_ms < 0))
+    return Fail("", errors::InvalidArgument("--slow-worker ", o.slow_worker, ":", o.slow_ms, ": no such worker of ",
+                                            workers, ", or a negative time"));
   if (o.backup_workers >= workers)
     return Fail("", errors::InvalidArgument("--backup-workers ", o.backup_workers, " leaves no gradient of ", workers,
                                             " workers to aggregate"));
@@ -185,6 +188,12 @@ int main(int argc, char** argv) {
   sup_options.session.target = server->target();
   sup_options.session.device_filters = {"/job:ps", "/job:worker/task:" + std::to_string(task)};
   if (allreduce) sup_options.session.device_filters = {"/job:worker"};
+  if (o.elastic) {  // a rendezvous round: the workers there (at least the quorum) after a last call of 2 s
+    const char* min_env = std::getenv("ACTORFLOW_MIN_WORKERS");
+    sup_options.session.rendezvous.job = "worker";
+    sup_options.session.rendezvous.min_tasks = min_env && std::atoi(min_env) > 0 ? std::atoi(min_env) : workers;
+    sup_options.session.rendezvous.last_call_ms = 2000;
+  }
   sup_options.run.timeout_in_ms = 120000;
   sup_options.max_recoveries = 10;
   sup_options.ready_timeout = std::chrono::seconds(60);
@@ -213,7 +222,16 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
       std::vector<Tensor> none;
-      return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
+      if (!o.elastic) return session->Run(sup_options.run, {}, {}, {g.broadcast}, &none);
+      // Elastic: a joiner the others still hold failed (their news of its
+      // silence came after its new session said it is back) waits in vain;
+      // after 20 s a new session (a recovery) tells them again.
+      RunOptions sync = sup_options.run;
+      sync.timeout_in_ms = 20000;
+      Status synced = session->Run(sync, {}, {}, {g.broadcast}, &none);
+      if (errors::IsDeadlineExceeded(synced))
+        return errors::Unavailable(me, ": no sync with the group within 20 s (", synced.message(), ")");
+      return synced;
     };
   }
   // Elastic: a member lost (or the group changed) costs the survivors the
@@ -278,14 +296,15 @@ int main(int argc, char** argv) {
   auto locate = [&](Session* session) -> Status {  // the synced position, this worker's group and rank
     std::vector<Tensor> p;
     AF_RETURN_IF_ERROR(session->Run(sup_options.run, {}, {g.position}, {}, &p));
+    if (o.elastic && collectives) {
+      std::vector<std::string> names;
+      collectives->formed_size(kGroup, &names);
+      auto at = std::find(names.begin(), names.end(), so.task.name());
+      if (at == names.end()) return errors::Unavailable(me, " is not in its group as formed: it syncs again");
+      members = static_cast<int64_t>(names.size());
+      rank = at - names.begin();
+    }
     position = p[0].scalar<int64_t>();
-    if (!o.elastic || !collectives) return Status::OK();
-    std::vector<std::string> names;
-    collectives->formed_size(kGroup, &names);
-    auto at = std::find(names.begin(), names.end(), so.task.name());
-    if (at == names.end()) return errors::Unavailable(me, " is not in its group as formed: it syncs again");
-    members = static_cast<int64_t>(names.size());
-    rank = at - names.begin();
     return Status::OK();
   };
   auto next_batch = [&](std::vector<std::pair<std::string, Tensor>>* feeds) {
@@ -297,7 +316,7 @@ int main(int argc, char** argv) {
     own.data<float>()[task] = static_cast<float>(own_ms);
     *feeds = {{"images", x},
               {"labels", y},
-              {"examples_this_step", Tensor::Scalar<int64_t>(members * o.batch)},
+              {"examples_this_step", Tensor::Scalar<int64_t>(o.batch)},
               {"own_step_time", own}};
   };
   if (allreduce)
@@ -311,6 +330,14 @@ int main(int argc, char** argv) {
   TrainingSupervisor sup(g.def, g.sup, sup_options);
   if (!(s = sup.Start()).ok()) return Fail(me, s);
   if (allreduce && !(s = locate(sup.session())).ok()) return Fail(me, s);
+  if (o.elastic && collectives) {  // who the rendezvous round found (the first sync formed the group)
+    std::vector<std::string> names;
+    group_now = collectives->formed_size(kGroup, &names);
+    std::string who;
+    for (const auto& n : names) who += (who.empty() ? "" : " ") + n.substr(n.rfind('/') + 1);
+    std::printf("%s: the group formed with %lld of %d workers (%s), this one rank %lld\n", me.c_str(),
+                static_cast<long long>(group_now), workers, who.c_str(), static_cast<long long>(rank));
+  }
   std::FILE* steps_log = nullptr;
   if (!o.log_steps.empty() &&
       !(steps_log = std::fopen((o.log_steps + ".worker_" + std::to_string(task)).c_str(), "a")))
@@ -380,7 +407,9 @@ int main(int argc, char** argv) {
     }
     if (allreduce && task == o.slow_worker)  // chaos: a slow worker (its own time, as a slow host's)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.slow_ms));
-    s = sup.Run(feeds, allreduce ? std::vector<std::string>{g.loss, g.step_times} : std::vector<std::string>{g.loss},
+    s = sup.Run(feeds,
+                allreduce ? std::vector<std::string>{g.loss, g.step_times, g.examples_read}
+                          : std::vector<std::string>{g.loss},
                 {g.train}, &out);
     if (allreduce && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
     if (!s.ok()) return Fail(me, s);
@@ -396,7 +425,7 @@ int main(int argc, char** argv) {
                      static_cast<long long>(allreduce ? members : 0), static_cast<long long>(allreduce ? rank : 0)) > 0)
       std::fflush(steps_log);  // each line out as it is made: a kill -9 loses none
     if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
-      position += members * o.batch;
+      position += out[2].scalar<int64_t>();  // as the variable moved: by what every member read
       if (collectives)
         own_ms = std::max(0.0, std::chrono::duration<double, std::milli>(collectives->last_bucket_started(kGroup) -
                                                                           step_begin)

@@ -47,14 +47,24 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     if (o.bucket_bytes > 0) ar.bucket_bytes = static_cast<size_t>(o.bucket_bytes);
     std::vector<Optimizer::GradAndVar> grads = g->adam->ComputeGradients(s, m.loss);
     // The group's position in the stream of examples (client/train/elastic_sampler.hpp):
-    // model state, synced and saved with the variables; each step adds the examples it read.
+    // model state, synced and saved with the variables; each step adds the
+    // examples its members read, summed by an all-reduce of the step (so the
+    // group that formed for it, not any member's idea of it, moves it).
+    // Instance 997: apart from the others below and the buckets.
     Variable position = NewVariable(s, "data_position", TensorShape{}, DT_INT64, init::Zeros());
     auto read = ops::Placeholder(s.WithOpName("examples_this_step"), DT_INT64, PartialTensorShape::Scalar());
+    ops::CollectiveOptions sum;
+    sum.group_size = ar.group_size;
+    sum.group_key = ar.group_key;
+    sum.instance_key = 997;
+    Output read_by_all = ops::CollectiveReduce(s.WithOpName("examples_read"), read, sum);
     Operation apply = g->adam->ApplyGradients(s.WithOpName("apply"), AllReduceGradients(s, grads, ar), &m.step);
     // After the update: a step that fails (a member lost) leaves the position with the variables.
-    Output advance = ops::AssignAdd(s.WithOpName("train").WithControlDependencies({apply}), position.ref, read);
+    Output advance =
+        ops::AssignAdd(s.WithOpName("train").WithControlDependencies({apply}), position.ref, read_by_all);
     train = advance.op();
     g->position = position.value.name();
+    g->examples_read = read_by_all.name();
     ar.first_instance_key = 1000;  // apart from the gradients' buckets
     g->broadcast = BroadcastVariables(s, GlobalVariables(s), task == 0, ar).node()->name();
     // The end: no worker leaves while another's last all-reduce may still

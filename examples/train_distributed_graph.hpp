@@ -52,6 +52,7 @@ struct TrainGraph {
   std::string all_done;  // allreduce: every worker's last step is over (a one-float all-reduce)
   std::string broadcast;        // allreduce: every replica takes the chief's variables
   std::string position;         // allreduce: the group's data position (examples read), a variable's value
+  std::string examples_read;    // allreduce: the step's examples, all members' (fed: "examples_this_step")
   std::string step_times;       // allreduce: every worker's own time in the step (fed: "own_step_time")
 };
 

@@ -77,9 +77,39 @@ Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::ch
   }
 }
 
+namespace {
+
+// Asks `task` (at its address) for its status, until `until`.
+Status AskTask(caf::actor_system& sys, ClusterTask* task, std::chrono::steady_clock::time_point until,
+               const std::string& from) {
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      until - std::chrono::steady_clock::now()));
+  };
+  AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
+  caf::scoped_actor self{sys};
+  Status status = errors::DeadlineExceeded("no status within the deadline");
+  self->request(task->task_actor, left(), GetStatusRequest{from})
+      .receive([&](GetStatusResponse& r) {
+                 task->status = std::move(r);
+                 status = Status::OK();
+               },
+               [&](caf::error& err) {
+                 status = err == caf::sec::request_timeout ? errors::DeadlineExceeded("no status within the deadline")
+                                                           : errors::Unavailable(sys.render(err));
+               });
+  AF_RETURN_IF_ERROR(status);
+  if (task->status.task != task->name)
+    return errors::InvalidArgument("the server at ", task->address, " is task ", task->status.task, ", not ",
+                                   task->name, " (check the cluster description)");
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const TaskId& local,
                          const std::vector<std::string>& filters, std::chrono::milliseconds deadline,
-                         std::unique_ptr<ClusterView>* out) {
+                         std::unique_ptr<ClusterView>* out, const SessionRendezvous& rendezvous) {
   auto view = std::unique_ptr<ClusterView>(new ClusterView);
   view->local_task_ = runtime->task_name();
   const auto until = std::chrono::steady_clock::now() + deadline;
@@ -91,53 +121,72 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
   self.status = DescribeTask(*runtime, runtime->transport() ? runtime->transport()->host() : "", caf::actor());
   view->tasks_.push_back(std::move(self));
 
-  // Every other task, in parallel.
+  // Every other task, in parallel; a rendezvous job's again until its round completes.
   struct Ask {
     ClusterTask task;
     std::future<Status> done;
+    Status status;
+    bool optional = false;  // of the rendezvous job
   };
   std::vector<Ask> asks;
+  const std::string job = rendezvous.job.empty() ? "" : "/job:" + rendezvous.job + "/";
+  int in_job = 0;  // the job's tasks this session may use, this one included
+  if (!job.empty() && view->local_task_.rfind(job, 0) == 0) ++in_job;
   for (const TaskId& t : cluster.tasks()) {
     const std::string name = t.name();
     if (name == view->local_task_ || !Matches(filters, name)) continue;
     Ask a;
     a.task.name = name;
+    a.optional = !job.empty() && name.rfind(job, 0) == 0;
+    in_job += a.optional ? 1 : 0;
     AF_RETURN_IF_ERROR(cluster.Address(t, &a.task.address));
     asks.push_back(std::move(a));
   }
   caf::actor_system& sys = runtime->system();
   const std::string from = view->local_task_;
-  for (auto& a : asks) {
-    ClusterTask* task = &a.task;
-    a.done = std::async(std::launch::async, [&sys, task, until, from]() -> Status {
-      auto left = [&] {
-        return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                          until - std::chrono::steady_clock::now()));
-      };
-      AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
-      caf::scoped_actor self{sys};
-      Status status = errors::DeadlineExceeded("no status within the deadline");
-      self->request(task->task_actor, left(), GetStatusRequest{from})
-          .receive([&](GetStatusResponse& r) {
-                     task->status = std::move(r);
-                     status = Status::OK();
-                   },
-                   [&](caf::error& err) {
-                     status = err == caf::sec::request_timeout
-                                  ? errors::DeadlineExceeded("no status within the deadline")
-                                  : errors::Unavailable(sys.render(err));
-                   });
-      AF_RETURN_IF_ERROR(status);
-      if (task->status.task != task->name)
-        return errors::InvalidArgument("the server at ", task->address, " is task ", task->status.task, ", not ",
-                                       task->name, " (check the cluster description)");
-      return Status::OK();
-    });
+  // Asks the tasks that have not answered yet, until `by`.
+  auto ask = [&](std::chrono::steady_clock::time_point by) {
+    for (auto& a : asks)
+      if (!a.status.ok()) {
+        ClusterTask* task = &a.task;
+        a.done = std::async(std::launch::async, [&sys, task, by, from] { return AskTask(sys, task, by, from); });
+      }
+    for (auto& a : asks)
+      if (a.done.valid()) a.status = a.done.get();
+  };
+  for (auto& a : asks) a.status = errors::Unavailable("not asked");
+  ask(until);
+  // The rendezvous round: once `min_tasks` of the job have answered, a last
+  // call of `last_call_ms` for the others, or at once when all have.
+  if (!job.empty()) {
+    auto answered = [&] {
+      int n = in_job;
+      for (const auto& a : asks) n -= a.optional && !a.status.ok() ? 1 : 0;
+      return n;
+    };
+    const int min_tasks = std::max(1, std::min(rendezvous.min_tasks, in_job));
+    std::chrono::steady_clock::time_point quorum_at{};
+    for (;;) {
+      const int n = answered();
+      const auto now = std::chrono::steady_clock::now();
+      if (n >= min_tasks && quorum_at == std::chrono::steady_clock::time_point{}) quorum_at = now;
+      if (n == in_job) break;
+      if (n >= min_tasks && now - quorum_at >= std::chrono::milliseconds(rendezvous.last_call_ms)) break;
+      if (now >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      ask(std::min(until, std::chrono::steady_clock::now() + std::chrono::seconds(2)));
+    }
+    if (answered() >= min_tasks) {  // those that did not answer are left out of the round
+      std::vector<Ask> kept;
+      for (auto& a : asks)
+        if (!a.optional || a.status.ok()) kept.push_back(std::move(a));
+      asks = std::move(kept);
+    }
   }
   std::string failed;
   Code code = Code::kOk;
   for (auto& a : asks) {
-    const Status s = a.done.get();
+    const Status& s = a.status;
     if (!s.ok()) {
       if (code == Code::kOk || s.code() == Code::kInvalidArgument) code = s.code();
       failed += (failed.empty() ? "" : "; ") + a.task.name + " at " + a.task.address + ": " + s.message();
@@ -145,7 +194,10 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
   }
   if (!failed.empty())
     return Status(code == Code::kInvalidArgument ? code : Code::kUnavailable,
-                  "finding the cluster's devices: no answer from " + failed);
+                  "finding the cluster's devices: no answer from " + failed +
+                      (job.empty() ? std::string()
+                                   : " (the rendezvous of job " + rendezvous.job + " needs " +
+                                         std::to_string(rendezvous.min_tasks) + " tasks)"));
   for (auto& a : asks) view->tasks_.push_back(std::move(a.task));
 
   std::vector<Device*> all;

@@ -22,6 +22,7 @@
 #include "actorflow/core/status.hpp"
 #include "actorflow/devices/device.hpp"
 #include "actorflow/devices/device_manager.hpp"
+#include "actorflow/master/run_options.hpp"
 #include "actorflow/net/cluster_service.hpp"
 
 namespace actorflow {
@@ -42,9 +43,14 @@ class ClusterView {
   /// status, in parallel; Unavailable or DeadlineExceeded naming the tasks that
   /// did not answer within `deadline`. `filters`: device specs ("/job:ps",
   /// "/job:worker/task:1"): only tasks matching one are asked (empty: all).
+  /// `rendezvous` (SessionOptions::rendezvous): the tasks of its job are a
+  /// round's: asked again every 250 ms until all have answered, or, once
+  /// min_tasks of them have (this one counted), last_call_ms more; those
+  /// that did not answer are left out of the view. Fewer than min_tasks by
+  /// the deadline: Unavailable naming the silent ones.
   static Status Find(Runtime* runtime, const ClusterSpec& cluster, const TaskId& local,
                      const std::vector<std::string>& filters, std::chrono::milliseconds deadline,
-                     std::unique_ptr<ClusterView>* out);
+                     std::unique_ptr<ClusterView>* out, const SessionRendezvous& rendezvous = {});
 
   /// Local devices first, then each remote task's.
   const DeviceManager& devices() const { return *manager_; }

@@ -40,7 +40,7 @@ Status LocalMaster::Connect() {
   if (filters.empty() && cluster_.num_tasks("ps") > 0) filters = {"/job:ps", task_.name()};
   const auto deadline = std::chrono::milliseconds(options_.device_find_timeout_ms);
   std::unique_ptr<ClusterView> view;
-  AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, filters, deadline, &view));
+  AF_RETURN_IF_ERROR(ClusterView::Find(runtime_, cluster_, task_, filters, deadline, &view, options_.rendezvous));
   std::unique_ptr<WorkerSessions> sessions;
   AF_RETURN_IF_ERROR(WorkerSessions::Open(runtime_, *view, handle_, deadline, &sessions));
   view_ = std::move(view);

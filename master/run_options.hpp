@@ -17,6 +17,18 @@ namespace actorflow {
 
 class Runtime;
 
+/// A cluster session's rendezvous round (elastic training, issue 32): the
+/// tasks of `job` ("" none) may be missing. Finding the devices asks them
+/// until every one has answered, or until `min_tasks` have (this task
+/// counted) and `last_call_ms` more have passed; the session uses those that
+/// answered. A task that comes later finds the others in its own round (and
+/// joins their elastic collective group).
+struct SessionRendezvous {
+  std::string job;
+  int min_tasks = 1;
+  int64_t last_call_ms = 2000;
+};
+
 struct SessionOptions {
   /// Where the session runs (TensorFlow's target): "" this process's runtime;
   /// a Server's target() (master/server.hpp) a master in this process over
@@ -30,6 +42,8 @@ struct SessionOptions {
   /// Cluster sessions: how long finding the tasks' devices (and opening
   /// their worker sessions) may take; the error names the silent tasks.
   int64_t device_find_timeout_ms = 30000;
+  /// Cluster sessions: a rendezvous round for an elastic job's tasks.
+  SessionRendezvous rendezvous;
   /// A remote target ("actorflow://"): this client's certificate, key and the
   /// cluster CA, for a server that requires mutual TLS (comm/tls.hpp).
   TlsOptions tls;

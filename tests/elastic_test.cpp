@@ -127,7 +127,7 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     // worker 1 would run on for long (cut off, retrying).
     const std::string over = "case \"$TF_CONFIG\" in *'\"index\": 0'*) exit 0;; *'\"index\": 2'*) sleep 1; exit 3;; "
                              "esac; exec sleep 120";
-    auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "1", "--max-restarts", "5",
+    auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "2", "--max-restarts", "5",
                                      "--finish-wait-ms", "3000", "--grace-ms", "1000"},
                                     over, (dir / "over.log").string());
     INFO(out);
@@ -136,7 +136,10 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
           std::string::npos);
     CHECK(out.find("restarting it (1 of 5)") == std::string::npos);
     CHECK(out.find("[launch] worker:1 still running 3000 ms after worker:0 finished: ending it") != std::string::npos);
-    CHECK(out.find("[launch] 1 workers left (--min-workers 1): going on without worker:1") != std::string::npos);
+    // Neither counts against --min-workers 2: training is over.
+    CHECK(out.find("[launch] worker:1 ended: training is over (worker:0 finished): not restarting it") !=
+          std::string::npos);
+    CHECK(out.find("fewer than --min-workers") == std::string::npos);
     CHECK(out.find("[launch] every worker finished") != std::string::npos);
   }
   SECTION("with all 3 required: exit 1") {
@@ -176,7 +179,7 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
 // (elastic_sampler_test), that is each epoch's examples read once each.
 struct ExampleSteps {
   int64_t steps = 0;       // on the chain from position 0
-  int64_t off_chain = 0;   // positions logged but not on it (examples skipped or read twice)
+  int64_t off_chain = 0;   // positions logged but not on it (a step of a diverged position)
   int64_t incomplete = 0;  // chain steps a rank of is missing
   std::set<int64_t> sizes;  // the group sizes the steps ran at
 };
@@ -189,7 +192,9 @@ ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
   }
   ExampleSteps e;
   int64_t position = 0;
+  std::set<int64_t> chain;
   for (auto it = at.find(0); it != at.end(); it = at.find(position)) {
+    chain.insert(position);
     auto& tries = it->second;
     std::sort(tries.begin(), tries.end());
     const int64_t members = tries.back()[1];
@@ -201,7 +206,7 @@ ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
     ++e.steps;
     position += members * batch;
   }
-  for (const auto& [p, tries] : at) e.off_chain += p >= position ? 1 : 0;
+  for (const auto& [p, tries] : at) e.off_chain += chain.count(p) ? 0 : 1;
   return e;
 }
 
@@ -380,6 +385,61 @@ TEST_CASE("stragglers: a worker slower than the others is reported by every work
     CHECK(std::regex_search(log, std::regex("\\[" + w + "\\] epoch [0-9]+/[0-9]+  step 300/300 .*straggler: worker:2 "
                                             "at ([0-9.]+)x")));
   }
-  CHECK(log.find("straggler: worker:0") == std::string::npos);
-  CHECK(log.find("straggler: worker:1") == std::string::npos);
+  CHECK_FALSE(std::regex_search(log, std::regex("worker:[01] at [0-9.]+x the median")));
+}
+
+TEST_CASE("rendezvous: two of three workers start; the round completes at the quorum after its last call, and the "
+          "third, started later, joins them with their state",
+          "[distributed][may_skip][fashion_mnist]") {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+    AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
+  const auto dir = std::filesystem::temp_directory_path() / ("af_rendezvous_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string cluster = ThreeWorkers();
+  // Each worker started by itself (as a cluster manager would), quorum 2.
+  auto start = [&](int index) {
+    return actorflow::test::SpawnWithEnvironment(
+        {std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--epochs", "8",
+         "--dir", (dir / "ckpt").string(), "--log-steps", (dir / "examples").string()},
+        {{"TF_CONFIG", "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"worker\", \"index\": " +
+                           std::to_string(index) + "}}"},
+         {"ACTORFLOW_MIN_WORKERS", "2"},
+         {"ACTORFLOW_NUM_THREADS", "1"}},
+        (dir / ("w" + std::to_string(index) + ".log")).string(), false, {});
+  };
+  const pid_t w0 = start(0), w1 = start(1);
+  std::string log0;
+  const bool training = actorflow::test::WaitUntil(
+      [&] { return (log0 = ReadFile((dir / "w0.log").string())).find("examples/s in the cluster") != std::string::npos; },
+      std::chrono::seconds(120), std::chrono::milliseconds(20));
+  const pid_t w2 = start(2);  // later: a new round of its own finds the two
+  int s0 = 0, s1 = 0, s2 = 0;
+  const bool ended = WaitExit(w0, std::chrono::seconds(240), SIGTERM, &s0) &&
+                     WaitExit(w1, std::chrono::seconds(60), SIGTERM, &s1) &&
+                     WaitExit(w2, std::chrono::seconds(60), SIGTERM, &s2);
+  if (!ended) {
+    for (pid_t p : {w0, w1, w2}) ::kill(p, SIGKILL);
+    for (pid_t p : {w0, w1, w2}) ::waitpid(p, nullptr, 0);
+  }
+  log0 = ReadFile((dir / "w0.log").string());
+  const std::string log2 = ReadFile((dir / "w2.log").string());
+  const ExampleSteps examples = ReadExampleSteps(dir, 100);
+  std::filesystem::remove_all(dir);
+  INFO(log0 << "\n--- worker 2:\n" << log2);
+  REQUIRE(training);
+  REQUIRE(ended);
+  for (int st : {s0, s1, s2}) CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  // The first round: 2 of 3 after the last call; worker 2 joined at a step boundary.
+  CHECK(log0.find("worker:0: the group formed with 2 of 3 workers (task:0 task:1), this one rank 0") !=
+        std::string::npos);
+  CHECK(log0.find("worker:0: the group changed (2 -> 3 workers: task:0 task:1 task:2)") != std::string::npos);
+  CHECK(log0.find("recovering") == std::string::npos);
+  std::smatch from;
+  REQUIRE(std::regex_search(log2, from, std::regex("worker:2 of 3: .* from step ([0-9]+)")));
+  CHECK(std::stoll(from[1]) > 0);  // the others' state, by the sync
+  CHECK(examples.off_chain == 0);
+  CHECK(examples.incomplete == 0);
+  CHECK(examples.sizes == std::set<int64_t>{2, 3});
+  std::printf("rendezvous: worker 2 joined at step %s\n", from[1].str().c_str());
 }

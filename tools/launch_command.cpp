@@ -70,7 +70,8 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         needs that many live members (a worker cut off does not train alone).
                         Once a worker finishes with 0, training is over: a worker that fails
                         then is not restarted (nor an error), and one still running after
-                        --finish-wait-ms N (default 30000) is ended (SIGTERM, then SIGKILL)
+                        --finish-wait-ms N (default 90000: more than a chief's wait for
+                        the others) is ended (SIGTERM, then SIGKILL)
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
@@ -135,7 +136,7 @@ struct LaunchPlan {
   int min_workers = 0;  // 0: every non-ps task must finish
   std::string log_dir;
   int grace_ms = 5000;
-  int finish_wait_ms = 30000;  // --min-workers: how long the others may run on once one finished
+  int finish_wait_ms = 90000;  // --min-workers: how long the others may run on once one finished
 };
 
 class Launcher {
@@ -327,13 +328,15 @@ class Launcher {
         if (!Spawn(t)) failed_ = true;
         continue;
       }
-      if (t->ending) Say(t->label + " ended: giving up");
-      else if (over && t->restarts < max_restarts_)
-        Say(t->label + " " + Describe(status) + ": training is over (" + over_by_ + " finished): not restarting it");
-      else
-        Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
-                                                                          " restarts: giving up"
-                                                                    : ": giving up (--max-restarts 0)"));
+      if (t->ending || (over && t->restarts < max_restarts_)) {  // after the end: not restarted, not counted
+        t->given_up = true;
+        Say(t->label + (t->ending ? " ended" : " " + Describe(status)) + ": training is over (" + over_by_ +
+            " finished): not restarting it");
+        continue;
+      }
+      Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
+                                                                        " restarts: giving up"
+                                                                  : ": giving up (--max-restarts 0)"));
       if (min_workers_ > 0 && !t->is_ps) {  // elastic: the others go on while enough of them remain
         t->given_up = true;
         int left = 0;

@@ -16,8 +16,8 @@ const std::vector<int64_t>& ElasticSampler::Permutation(int64_t epoch) {
   std::vector<int64_t>& p = cached_[slot];
   p.resize(static_cast<size_t>(size_));
   std::iota(p.begin(), p.end(), int64_t{0});
-  // A Fisher-Yates shuffle of our own over splitmix-seeded mt19937_64 draws:
-  // std::shuffle's algorithm is the library's, so two builds could differ.
+  // A Fisher-Yates shuffle of our own over mt19937_64 (seeded by the seed
+  // and the epoch): std::shuffle's algorithm is the library's, so two builds could differ.
   std::mt19937_64 rng(seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1)));
   for (int64_t i = size_ - 1; i > 0; --i) {
     const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));

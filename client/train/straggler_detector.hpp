@@ -3,7 +3,10 @@
 // others: for an all-reduce, from the step's start to its last gradient
 // bucket's start, CollectiveExecutor::last_bucket_started) is gathered by
 // task index (a small all-reduce every member runs with the gradients), so
-// every member sees the same times. Each task's time is smoothed: the
+// every member sees the same times. A member knows its time once its step
+// is over, so each step gathers the times of the one before (a step run
+// again after a resync counts the failed attempt and the sync too). Each
+// task's time is smoothed: the
 // median of its last `window` steps (a hiccup of a step or two, common on a
 // shared machine, moves it not at all); a task whose smoothed time
 // is at least `threshold` times the median of the last step's other members,

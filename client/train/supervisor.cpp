@@ -125,15 +125,21 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
   // The step's feeds, made anew by feeds_again before each run after the first.
   const std::vector<std::pair<std::string, Tensor>>* step_feeds = &feeds;
   std::vector<std::pair<std::string, Tensor>> renewed;
+  // A recoverable error of feeds_again stands for the step's (no run with
+  // stale feeds): it syncs or recovers as a failed step would.
+  Status pending;
   auto feed_again = [&]() -> Status {
     if (!options_.feeds_again) return Status::OK();
     renewed = feeds;
     Status f = options_.feeds_again(session_.get(), &renewed);
     step_feeds = &renewed;
-    return Recoverable(f) ? Status::OK() : f;  // recoverable: the step fails again, and recovers
+    if (!Recoverable(f)) return f;
+    pending = f;
+    return Status::OK();
   };
   for (;;) {
-    Status s = session_->Run(options_.run, *step_feeds, all_fetches, targets, outputs);
+    Status s = pending.ok() ? session_->Run(options_.run, *step_feeds, all_fetches, targets, outputs) : pending;
+    pending = Status::OK();
     if (s.ok() && fused) {
       global_step_ = outputs->back().scalar<int64_t>();
       outputs->pop_back();

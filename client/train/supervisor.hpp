@@ -83,8 +83,9 @@ struct SupervisorOptions {
   /// Before a step is run again after a resync or a recovery: makes its
   /// feeds anew (given the step's first feeds) from the state as it is now,
   /// e.g. the examples of a data position synced from another member and of
-  /// this member's new rank (client/train/elastic_sampler.hpp). An error
-  /// other than UNAVAILABLE or ABORTED ends the step with it.
+  /// this member's new rank (client/train/elastic_sampler.hpp). UNAVAILABLE
+  /// or ABORTED counts as the step's failure (a resync or a recovery, and
+  /// feeds made again); another error ends the step with it.
   std::function<Status(Session*, std::vector<std::pair<std::string, Tensor>>* feeds)> feeds_again;
 };
 
