@@ -170,7 +170,7 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
       const int n = answered();
       const auto now = std::chrono::steady_clock::now();
       if (n >= min_tasks && quorum_at == std::chrono::steady_clock::time_point{}) quorum_at = now;
-      if (n == in_job) break;
+      if (n == in_job || (rendezvous.max_tasks > 0 && n >= rendezvous.max_tasks)) break;
       if (n >= min_tasks && now - quorum_at >= std::chrono::milliseconds(rendezvous.last_call_ms)) break;
       if (now >= until) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));

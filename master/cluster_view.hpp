@@ -44,7 +44,7 @@ class ClusterView {
   /// did not answer within `deadline`. `filters`: device specs ("/job:ps",
   /// "/job:worker/task:1"): only tasks matching one are asked (empty: all).
   /// `rendezvous` (SessionOptions::rendezvous): the tasks of its job are a
-  /// round's: asked again every 250 ms until all have answered, or, once
+  /// round's: asked again every 250 ms until all (or max_tasks) have answered, or, once
   /// min_tasks of them have (this one counted), last_call_ms more; those
   /// that did not answer are left out of the view. Fewer than min_tasks by
   /// the deadline: Unavailable naming the silent ones.

@@ -26,6 +26,7 @@ class Runtime;
 struct SessionRendezvous {
   std::string job;
   int min_tasks = 1;
+  int max_tasks = 0;  // > 0: the round completes at once when this many have answered (0: all of the job's)
   int64_t last_call_ms = 2000;
 };
 

@@ -142,6 +142,25 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     CHECK(out.find("fewer than --min-workers") == std::string::npos);
     CHECK(out.find("[launch] every worker finished") != std::string::npos);
   }
+  SECTION("--max-workers: only the first M start, told M; out of range or without --min-workers: usage") {
+    auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "1", "--max-workers", "2"},
+                                    "[ \"$ACTORFLOW_MAX_WORKERS\" = 2 ] || exit 4", (dir / "max.log").string());
+    INFO(out);
+    CHECK(code == 0);
+    CHECK(out.find("[launch] worker:1 finished") != std::string::npos);
+    CHECK(out.find("worker:2 started") == std::string::npos);
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--min-workers", "2", "--max-workers", "1"},
+          std::vector<std::string>{"--min-workers", "2", "--max-workers", "4"},
+          std::vector<std::string>{"--max-workers", "2"}}) {
+      std::vector<std::string> args = {"--cluster", cluster};
+      args.insert(args.end(), bad.begin(), bad.end());
+      auto [bad_code, bad_out] = LaunchScript(args, "exit 0", (dir / "bad.log").string());
+      INFO(bad_out);
+      CHECK(bad_code == 2);
+      CHECK(bad_out.find("--max-workers") != std::string::npos);
+    }
+  }
   SECTION("with all 3 required: exit 1") {
     auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "3"}, script, (dir / "three.log").string());
     INFO(out);

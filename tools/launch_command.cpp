@@ -33,8 +33,8 @@ namespace cli {
 extern const char kLaunchUsage[] = R"(usage: actorflow launch --cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]
                         [--bind ADDR] [--insecure] [--security none|mtls --cert F --key F --ca F]
                         [--heartbeat-ms N] [--peer-timeout-ms N]
-                        [--max-restarts N] [--min-workers N] [--log-dir D] [--grace-ms N]
-                        [--finish-wait-ms N] -- PROGRAM [ARGS...]
+                        [--max-restarts N] [--min-workers N [--max-workers M]] [--log-dir D]
+                        [--grace-ms N] [--finish-wait-ms N] -- PROGRAM [ARGS...]
 Runs tasks of a cluster, one process each, with TF_CONFIG set ({"cluster": ..., "task":
 {"type": JOB, "index": I}}): ps tasks run 'actorflow server' on their address, every other
 task runs PROGRAM ARGS with the ACTORFLOW_* variables saying how to serve (ACTORFLOW_BIND,
@@ -68,6 +68,10 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         it: train_distributed --mode allreduce --elastic); default: all of them.
                         The programs get ACTORFLOW_MIN_WORKERS=N: an elastic all-reduce group
                         needs that many live members (a worker cut off does not train alone).
+                        With --max-workers M only the first M non-ps tasks are started (the
+                        cluster's others are slots for workers that join later, started
+                        elsewhere), and the programs get ACTORFLOW_MAX_WORKERS=M: a rendezvous
+                        round completes at once when M have answered.
                         Once a worker finishes with 0, training is over: a worker that fails
                         then is not restarted (nor an error), and one still running after
                         --finish-wait-ms N (default 90000: more than a chief's wait for
@@ -134,6 +138,7 @@ struct LaunchPlan {
   std::vector<std::string> program;
   int max_restarts = 0;
   int min_workers = 0;  // 0: every non-ps task must finish
+  int max_workers = 0;  // > 0: start only the first this many non-ps tasks (the others: slots to join later)
   std::string log_dir;
   int grace_ms = 5000;
   int finish_wait_ms = 90000;  // --min-workers: how long the others may run on once one finished
@@ -149,12 +154,15 @@ class Launcher {
         program_(std::move(plan.program)),
         max_restarts_(plan.max_restarts),
         min_workers_(plan.min_workers),
+        max_workers_(plan.max_workers),
         log_dir_(std::move(plan.log_dir)),
         grace_ms_(plan.grace_ms),
         finish_wait_ms_(plan.finish_wait_ms) {}
 
   int Run() {
+    int programs = 0;
     for (const TaskId& t : run_) {
+      if (max_workers_ > 0 && t.job != "ps" && ++programs > max_workers_) continue;  // a slot for a later joiner
       auto task = std::make_unique<Task>();
       task->job = t.job;
       task->index = t.index;
@@ -232,11 +240,13 @@ class Launcher {
     // The environment, with this task's TF_CONFIG and how it serves instead of what it inherited.
     std::vector<std::string> env_store;
     for (char** e = environ; *e; ++e)
-      if (!Replaced(*e) && !(min_workers_ > 0 && std::strncmp(*e, "ACTORFLOW_MIN_WORKERS=", 22) == 0))
+      if (!Replaced(*e) && !(min_workers_ > 0 && std::strncmp(*e, "ACTORFLOW_MIN_WORKERS=", 22) == 0) &&
+          !(max_workers_ > 0 && std::strncmp(*e, "ACTORFLOW_MAX_WORKERS=", 22) == 0))
         env_store.emplace_back(*e);
     env_store.push_back("TF_CONFIG=" + cluster_.ToTfConfig(id));
     for (auto& v : ServerEnvironment(serve_)) env_store.push_back(v);
     if (min_workers_ > 0) env_store.push_back("ACTORFLOW_MIN_WORKERS=" + std::to_string(min_workers_));
+    if (max_workers_ > 0) env_store.push_back("ACTORFLOW_MAX_WORKERS=" + std::to_string(max_workers_));
     std::vector<char*> env, argv;
     for (auto& e : env_store) env.push_back(e.data());
     env.push_back(nullptr);
@@ -408,6 +418,7 @@ class Launcher {
   std::vector<std::string> program_;
   int max_restarts_;
   int min_workers_;
+  int max_workers_;
   std::string log_dir_;
   int grace_ms_;
   int finish_wait_ms_;
@@ -438,7 +449,8 @@ int LaunchCommand(const std::vector<std::string>& argv) {
   bool help = false;
   LaunchPlan plan;
   TaskFlags task_flags;
-  std::set<std::string> known = {"--max-restarts", "--min-workers", "--log-dir", "--grace-ms", "--finish-wait-ms"};
+  std::set<std::string> known = {"--max-restarts", "--min-workers", "--max-workers", "--log-dir", "--grace-ms",
+                                 "--finish-wait-ms"};
   known.insert(kTaskFlags.begin(), kTaskFlags.end());
   known.erase("--key-passphrase-file");  // its programs get no passphrase (ACTORFLOW_TLS_* has none)
   Status parsed = ParseFlags(
@@ -451,6 +463,7 @@ int LaunchCommand(const std::vector<std::string>& argv) {
         if (flag == "--max-restarts") return ParseInt(flag, value, 0, 1000, &plan.max_restarts);
         if (flag == "--min-workers") return ParseInt(flag, value, 1, 100000, &plan.min_workers);
         if (flag == "--finish-wait-ms") return ParseInt(flag, value, 0, 3600000, &plan.finish_wait_ms);
+        if (flag == "--max-workers") return ParseInt(flag, value, 1, 100000, &plan.max_workers);
         return ParseInt(flag, value, 0, 3600000, &plan.grace_ms);
       },
       {kServeSwitch});
@@ -475,7 +488,12 @@ int LaunchCommand(const std::vector<std::string>& argv) {
     if (plan.min_workers > workers)
       return UsageError(errors::InvalidArgument("--min-workers ", plan.min_workers, ": the cluster has ", workers,
                                                 " non-ps tasks"));
+    if (plan.max_workers > 0 && (plan.max_workers < plan.min_workers || plan.max_workers > workers))
+      return UsageError(errors::InvalidArgument("--max-workers ", plan.max_workers, ": between --min-workers (",
+                                                plan.min_workers, ") and the cluster's ", workers, " non-ps tasks"));
   }
+  if (plan.max_workers > 0 && (plan.min_workers == 0 || plan.one_task))
+    return UsageError(errors::InvalidArgument("--max-workers needs --min-workers and a whole cluster"));
   if (plan.min_workers > 0 && plan.one_task)
     return UsageError(errors::InvalidArgument(
         "--min-workers: this launch runs one task of the cluster (", resolved.source,

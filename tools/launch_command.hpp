@@ -4,8 +4,8 @@
 //   actorflow launch --cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]
 //                    [--bind ADDR] [--insecure] [--security none|mtls --cert F --key F --ca F]
 //                    [--heartbeat-ms N] [--peer-timeout-ms N]
-//                    [--max-restarts N] [--min-workers N] [--log-dir D] [--grace-ms N]
-//                    [--finish-wait-ms N] -- PROGRAM [ARGS...]
+//                    [--max-restarts N] [--min-workers N [--max-workers M]] [--log-dir D]
+//                    [--grace-ms N] [--finish-wait-ms N] -- PROGRAM [ARGS...]
 //
 // The cluster comes from core/cluster_resolver.hpp. When it does not name
 // this process's task (a cluster file or JSON of jobs), every task runs on
