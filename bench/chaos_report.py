@@ -60,10 +60,12 @@ def main():
         kinds[kind] = kinds.get(kind, 0) + 1
     # A stall: a gap between the cluster's steps (any worker's) over 5x the
     # run without failures' median gap (and 50 ms at least).
-    gaps = [b[0] - a[0] for a, b in zip(steady, steady[1:])]
+    # (each worker's median gap: in all-reduce every worker logs a step at once)
+    gaps = [b[0] - a[0] for lines in steady_by.values() for a, b in zip(lines, lines[1:])]
     stall = max(50, 5 * statistics.median(gaps)) if gaps else 50
     resume, lost, by_kind = [], [], {}
-    for at, kind, target in events:
+    for i, (at, kind, target) in enumerate(events):
+        until = events[i + 1][0] if i + 1 < len(events) else at + 30000
         after = [t for t, _ in chaos if t >= at]
         if not after:
             continue  # training ended before a step after it
@@ -72,7 +74,7 @@ def main():
         resumed = after[0]
         prev = at
         for t in after:
-            if t > at + 30000:
+            if t > min(until, at + 30000):  # the next failure's stall is its own
                 break
             if t - prev > stall:
                 resumed = t

@@ -193,6 +193,8 @@ int main(int argc, char** argv) {
     sup_options.session.rendezvous.job = "worker";
     sup_options.session.rendezvous.min_tasks = min_env && std::atoi(min_env) > 0 ? std::atoi(min_env) : workers;
     sup_options.session.rendezvous.last_call_ms = 2000;
+    // A round that finds no quorum gives up after 15 s (the supervisor tries again, 20 times at most).
+    sup_options.session.device_find_timeout_ms = 15000;
     const char* max_env = std::getenv("ACTORFLOW_MAX_WORKERS");  // launch --max-workers
     if (max_env && std::atoi(max_env) > 0) sup_options.session.rendezvous.max_tasks = std::atoi(max_env);
   }

@@ -58,7 +58,9 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
     sum.group_key = ar.group_key;
     sum.instance_key = 997;
     Output read_by_all = ops::CollectiveReduce(s.WithOpName("examples_read"), read, sum);
-    Operation apply = g->adam->ApplyGradients(s.WithOpName("apply"), AllReduceGradients(s, grads, ar), &m.step);
+    // The update waits for the sum: a step whose sum fails leaves variables and position as they were.
+    Operation apply = g->adam->ApplyGradients(s.WithOpName("apply").WithControlDependencies({read_by_all.op()}),
+                                              AllReduceGradients(s, grads, ar), &m.step);
     // After the update: a step that fails (a member lost) leaves the position with the variables.
     Output advance =
         ops::AssignAdd(s.WithOpName("train").WithControlDependencies({apply}), position.ref, read_by_all);

@@ -155,7 +155,12 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
       if (a.done.valid()) a.status = a.done.get();
   };
   for (auto& a : asks) a.status = errors::Unavailable("not asked");
-  ask(until);
+  // A round's asks each get the last call's time (2 s at least) at most: a
+  // task that accepted but does not answer, stopped or cut off, holds no
+  // round up for long.
+  const auto ask_for = std::chrono::milliseconds(std::max<int64_t>(2000, rendezvous.last_call_ms));
+  auto round_end = [&] { return job.empty() ? until : std::min(until, std::chrono::steady_clock::now() + ask_for); };
+  ask(round_end());
   // The rendezvous round: once `min_tasks` of the job have answered, a last
   // call of `last_call_ms` for the others, or at once when all have.
   if (!job.empty()) {
@@ -165,18 +170,24 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
       return n;
     };
     const int min_tasks = std::max(1, std::min(rendezvous.min_tasks, in_job));
+    const int max_tasks = rendezvous.max_tasks > 0 ? std::max(min_tasks, rendezvous.max_tasks) : in_job;
+    auto misconfigured = [&] {  // a task of the job at another's address: an error now, not a round
+      for (const auto& a : asks)
+        if (a.status.code() == Code::kInvalidArgument) return true;
+      return false;
+    };
     std::chrono::steady_clock::time_point quorum_at{};
     for (;;) {
       const int n = answered();
       const auto now = std::chrono::steady_clock::now();
       if (n >= min_tasks && quorum_at == std::chrono::steady_clock::time_point{}) quorum_at = now;
-      if (n == in_job || (rendezvous.max_tasks > 0 && n >= rendezvous.max_tasks)) break;
+      if (n >= max_tasks || misconfigured()) break;
       if (n >= min_tasks && now - quorum_at >= std::chrono::milliseconds(rendezvous.last_call_ms)) break;
       if (now >= until) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      ask(std::min(until, std::chrono::steady_clock::now() + std::chrono::seconds(2)));
+      ask(round_end());
     }
-    if (answered() >= min_tasks) {  // those that did not answer are left out of the round
+    if (answered() >= min_tasks && !misconfigured()) {  // those that did not answer are left out of the round
       std::vector<Ask> kept;
       for (auto& a : asks)
         if (!a.optional || a.status.ok()) kept.push_back(std::move(a));
@@ -197,7 +208,8 @@ Status ClusterView::Find(Runtime* runtime, const ClusterSpec& cluster, const Tas
                   "finding the cluster's devices: no answer from " + failed +
                       (job.empty() ? std::string()
                                    : " (the rendezvous of job " + rendezvous.job + " needs " +
-                                         std::to_string(rendezvous.min_tasks) + " tasks)"));
+                                         std::to_string(std::max(1, std::min(rendezvous.min_tasks, in_job))) +
+                                         " of its tasks)"));
   for (auto& a : asks) view->tasks_.push_back(std::move(a.task));
 
   std::vector<Device*> all;

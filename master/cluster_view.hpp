@@ -44,10 +44,12 @@ class ClusterView {
   /// did not answer within `deadline`. `filters`: device specs ("/job:ps",
   /// "/job:worker/task:1"): only tasks matching one are asked (empty: all).
   /// `rendezvous` (SessionOptions::rendezvous): the tasks of its job are a
-  /// round's: asked again every 250 ms until all (or max_tasks) have answered, or, once
+  /// round's: those that have not answered are asked again every 250 ms (each
+  /// ask the last call's time, 2 s at least, at most) until all (or max_tasks) have answered, or, once
   /// min_tasks of them have (this one counted), last_call_ms more; those
-  /// that did not answer are left out of the view. Fewer than min_tasks by
-  /// the deadline: Unavailable naming the silent ones.
+  /// that did not answer are left out of the view (a node placed on one fails
+  /// placement). Fewer than min_tasks by the deadline: Unavailable naming the
+  /// silent ones; a task at another's address: InvalidArgument at once.
   static Status Find(Runtime* runtime, const ClusterSpec& cluster, const TaskId& local,
                      const std::vector<std::string>& filters, std::chrono::milliseconds deadline,
                      std::unique_ptr<ClusterView>* out, const SessionRendezvous& rendezvous = {});

@@ -92,6 +92,9 @@ Status RemoteMaster::Call(caf::message msg, std::chrono::milliseconds timeout, c
 }
 
 Status RemoteMaster::Connect() {
+  if (!options_.rendezvous.job.empty())  // not carried to a remote master: refused, not silently dropped
+    return errors::InvalidArgument("a rendezvous round (SessionOptions::rendezvous, job ", options_.rendezvous.job,
+                                   ") needs a master in this process (a Server's target), not ", address_);
   AF_RETURN_IF_ERROR(Network());
   const auto timeout = std::chrono::milliseconds(options_.device_find_timeout_ms);
   caf::actor task;

@@ -338,7 +338,7 @@ class Launcher {
         if (!Spawn(t)) failed_ = true;
         continue;
       }
-      if (t->ending || (over && t->restarts < max_restarts_)) {  // after the end: not restarted, not counted
+      if (over) {  // after the end: neither restarted nor counted against --min-workers
         t->given_up = true;
         Say(t->label + (t->ending ? " ended" : " " + Describe(status)) + ": training is over (" + over_by_ +
             " finished): not restarting it");
