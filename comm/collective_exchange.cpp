@@ -106,12 +106,12 @@ void CollectiveExecutor::Impl::Launch(Group& g, Op& op) {
     for (int64_t m = 0; m < n && s.ok(); ++m)
       if (m != r) s = transport->Send(g.members[m], Channel::kCollective, meta, text);
   }
-  if (op.p.kind == CollectiveKind::kBroadcastFirst) {  // the group's rank 0 sends; the others receive its tensor
+  if (op.p.kind == CollectiveKind::kBroadcastFirst) {  // the group's source sends; the others receive its tensor
     op.syncs = true;
     op.epoch = g.epoch;
     op.p.dtype = op.input.dtype();
     op.p.shape = op.input.shape();
-    op.p.kind = r == 0 ? CollectiveKind::kBroadcastSend : CollectiveKind::kBroadcastRecv;
+    op.p.kind = r == g.source ? CollectiveKind::kBroadcastSend : CollectiveKind::kBroadcastRecv;
   }
   if (s.ok() && op.p.kind == CollectiveKind::kBroadcastSend) {
     for (int64_t m = 0; m < n && s.ok(); ++m)
@@ -352,7 +352,7 @@ void CollectiveExecutor::Impl::OnMessage(const std::string& from, const Collecti
   switch (m.kind) {
     case CollectiveMessage::kJoin:
       return OnJoin(m.group, m.size, m.epoch, m.forming, from, m.incarnation, m.plan, m.elastic,
-                    static_cast<uint64_t>(m.instance));
+                    static_cast<uint64_t>(m.instance), static_cast<uint64_t>(m.execution));
     case CollectiveMessage::kPlan: {
       auto git = groups.find(m.group);
       if (git == groups.end() || git->second.epoch != m.epoch || !value.IsInitialized() ||

@@ -98,6 +98,12 @@ struct CollectiveExecutor::Impl {
     // on with different variables; a joiner with none).
     uint64_t synced_digest = 0;
     uint64_t synced_epoch = 0;  // the epoch of that sync: every re-form needs another
+    // Elastic: the rank a CollectiveBcastFirst sends from: of the members
+    // whose last sync is the latest (the state the group trained last), the
+    // first; rank 0 when none has synced. Never a joiner (no sync yet) nor
+    // a member that was dropped and came back (an older sync) while one that
+    // trained on is there.
+    int64_t source = 0;
     // A task of the job not in the group JOINed it (a worker that joins or
     // came back): the group forms again, with it, at its next collective
     // (a step boundary, or the step fails and syncs).
@@ -132,6 +138,7 @@ struct CollectiveExecutor::Impl {
     uint64_t epoch = 0, incarnation = 0, layout = 0;
     uint64_t digest = 0;  // an elastic group's members as it counts them
     int64_t size = 0;
+    uint64_t synced = 0;  // elastic: the epoch of its last sync (its JOIN's `execution`)
   };
   static constexpr std::chrono::milliseconds kResend{250};
 
@@ -185,7 +192,7 @@ struct CollectiveExecutor::Impl {
   void MaybeFormed(Group& g);
 
   void OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming, const std::string& from, uint64_t incarnation,
-              uint64_t layout, bool elastic = false, uint64_t digest = 0);
+              uint64_t layout, bool elastic = false, uint64_t digest = 0, uint64_t synced = 0);
 
   // The membership's changes (on the writer's thread: posted). A member
   // failed, replaced or removed fails its groups' collectives.

@@ -108,7 +108,10 @@ bool CollectiveExecutor::Impl::SendJoin(Group& g, const std::string& to, bool fo
   m.incarnation = transport->incarnation();
   m.plan = g.layout.hash;
   m.elastic = g.elastic;
-  if (g.elastic) m.instance = static_cast<int64_t>(g.digest);
+  if (g.elastic) {
+    m.instance = static_cast<int64_t>(g.digest);
+    m.execution = static_cast<int64_t>(g.synced_epoch);
+  }
   const Status s = transport->SendMessage(to, Channel::kCollective, EncodeCollectiveMessage(m));
   if (s.ok()) return true;
   g.state = Group::kBroken;
@@ -179,6 +182,18 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
   }
   g.ring_pos = std::find(g.ring.begin(), g.ring.end(), g.rank) - g.ring.begin();
   if (g.ring_pos == static_cast<int64_t>(g.ring.size())) g.ring_pos = -1;
+  g.source = 0;
+  if (g.elastic) {  // the first of the members that synced last (every rank derives the same from the JOINs)
+    uint64_t latest = 0;
+    for (int64_t r = 0; r < g.size; ++r) {
+      const std::string& m = g.members[static_cast<size_t>(r)];
+      const uint64_t synced = m == task ? g.synced_epoch : joins[{g.key, m}].synced;
+      if (synced > latest) {
+        latest = synced;
+        g.source = r;
+      }
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(layouts_mu);
     layouts[g.key] = g.hierarchical ? g.layout.DebugString() : "flat";
@@ -197,12 +212,12 @@ void CollectiveExecutor::Impl::MaybeFormed(Group& g) {
 
 void CollectiveExecutor::Impl::OnJoin(int64_t group, int64_t size, uint64_t epoch, bool forming,
                                       const std::string& from, uint64_t incarnation, uint64_t layout, bool elastic,
-                                      uint64_t digest) {
+                                      uint64_t digest, uint64_t synced) {
   auto& known = join_epoch[from];
   if (known.second != incarnation) known = {0, incarnation};
   known.first = std::max(known.first, epoch);
   Joined& j = joins[{group, from}];
-  if (j.incarnation != incarnation || epoch >= j.epoch) j = Joined{epoch, incarnation, layout, digest, size};
+  if (j.incarnation != incarnation || epoch >= j.epoch) j = Joined{epoch, incarnation, layout, digest, size, synced};
   Group& g = groups[group];
   if (!g.configured) {
     g.configured = true;

@@ -13,7 +13,9 @@
 //        comm/collective_layout.hpp); flags bit 0: an elastic group
 //        (group_size 0: the job's live tasks), whose `size` is how many
 //        members the sender counts and `instance` a digest of them (their
-//        names and incarnations): ranks form only when their digests agree
+//        names and incarnations): ranks form only when their digests agree,
+//        and `execution` the epoch of the sender's last sync (0: none; the
+//        source of the group's next sync is a member that synced last)
 // kind 2 PLAN: a bucket plan's text (a string scalar) of hash `plan`, at
 //        `epoch`, from rank `from`
 // kind 3 DATA: a chunk (phase >= 0) or a broadcast (phase -1) of

@@ -22,9 +22,11 @@
 
 namespace actorflow {
 
-/// kBroadcastFirst: every member runs the same op with a tensor; rank 0 of
-/// the group as formed (the first task by name of those alive, in an elastic
-/// group) sends its tensor and every member outputs it.
+/// kBroadcastFirst: every member runs the same op with a tensor; one member
+/// sends its tensor and every member outputs it: in an elastic group the
+/// first (by name) of the members whose last sync is the latest (never a
+/// joiner or a member that was dropped while another trained on), else
+/// rank 0 of the group as formed.
 enum class CollectiveKind : uint8_t { kReduce, kBroadcastSend, kBroadcastRecv, kBroadcastFirst };
 
 /// The arithmetic of an all-reduce: TensorFlow's merge_op and final_op. The

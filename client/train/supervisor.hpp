@@ -67,8 +67,9 @@ struct SupervisorOptions {
   /// failed recoverably (a member died or left: UNAVAILABLE; the group changed
   /// and must sync: ABORTED) is run again in the same session once this
   /// succeeds, with no new session and no checkpoint restored; it runs the
-  /// state sync every survivor runs (BroadcastVariables of the group, from its
-  /// rank 0 as formed), `why` being the step's error. After
+  /// state sync every survivor runs (BroadcastVariables of the group, from
+  /// the first member that synced last: comm/collective_executor.hpp), `why`
+  /// being the step's error. After
   /// `max_resyncs_per_failure` resyncs in a row without a step that went
   /// through, or a resync that fails with an error other than UNAVAILABLE or
   /// ABORTED, the supervisor recovers as without it (new session, checkpoint). Resyncs do not count against
