@@ -28,6 +28,7 @@
 #include <string>
 
 #include "skip.hpp"
+#include "test_util.hpp"
 #include "spawn_util.hpp"
 #include "wait_until.hpp"
 
@@ -402,9 +403,8 @@ TEST_CASE("stragglers: a worker slower than the others is reported by every work
           "[distributed][may_skip][fashion_mnist]") {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
     AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
-  const auto dir = std::filesystem::temp_directory_path() / ("af_straggler_test_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const actorflow::test::TempDir tmp("af_straggler_test");  // removed at the end, whatever fails
+  const std::filesystem::path dir = tmp.path();
   const std::string out = (dir / "launch.log").string();
   // Worker 2 sleeps 20 ms in each step (a slow host); 300 steps.
   const pid_t launch = actorflow::test::SpawnWithEnvironment(
@@ -415,7 +415,6 @@ TEST_CASE("stragglers: a worker slower than the others is reported by every work
   int status = 0;
   const bool ended = WaitExit(launch, std::chrono::seconds(240), SIGTERM, &status);
   const std::string log = ReadFile(out);
-  std::filesystem::remove_all(dir);
   INFO(log);
   REQUIRE(ended);
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
@@ -437,9 +436,8 @@ TEST_CASE("rendezvous: two of three workers start; the round completes at the qu
           "[distributed][may_skip][fashion_mnist]") {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
     AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
-  const auto dir = std::filesystem::temp_directory_path() / ("af_rendezvous_test_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const actorflow::test::TempDir tmp("af_rendezvous_test");  // removed at the end, whatever fails
+  const std::filesystem::path dir = tmp.path();
   const std::string cluster = ThreeWorkers();
   // Each worker started by itself (as a cluster manager would), quorum 2.
   auto start = [&](int index) {
@@ -469,7 +467,6 @@ TEST_CASE("rendezvous: two of three workers start; the round completes at the qu
   log0 = ReadFile((dir / "w0.log").string());
   const std::string log2 = ReadFile((dir / "w2.log").string());
   const ExampleSteps examples = ReadExampleSteps(dir, 100);
-  std::filesystem::remove_all(dir);
   INFO(log0 << "\n--- worker 2:\n" << log2);
   REQUIRE(training);
   REQUIRE(ended);
