@@ -12,6 +12,7 @@
 
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/container_actor.hpp"
+#include "actorflow/actors/peer_watcher.hpp"
 #include "actorflow/actors/device/device_actor.hpp"
 #include "actorflow/actors/rendezvous_actor.hpp"
 #include "actorflow/actors/step_calls.hpp"
@@ -213,6 +214,11 @@ struct Runtime::Impl {
       for (size_t i = 0; i < devices.size(); ++i)
         wc.devices.push_back({devices[i]->name(), devices[i]->device_type(), actors[i]});
       worker = SpawnWorker(*system, std::move(wc));
+      if (o.network) {
+        PeerWatcherOptions po;
+        po.task = task_name;
+        peer_watcher = std::make_unique<PeerWatcher>(*system, membership.get(), po);
+      }
       if (step_calls) step_calls->Attach(transport.get(), worker, rendezvous);
     } catch (...) {
       // No destructor runs for a half-built Impl: stop what was started, or
@@ -238,6 +244,7 @@ struct Runtime::Impl {
       std::lock_guard<std::mutex> lock(transport_mu);
       rendezvous = caf::actor();
     }
+    peer_watcher.reset();  // its actor ends: no failure or return reaches the membership after this
     channels.reset();
     step_calls.reset();  // its companion, while the system exists
     system.reset();  // joins the workers while the devices and the pool still exist
@@ -263,6 +270,7 @@ struct Runtime::Impl {
   std::unique_ptr<TensorTransport> transport;
   std::unique_ptr<CollectiveExecutor> collectives;  // after `transport`: destroyed first
   std::unique_ptr<StepCalls> step_calls;  // a cluster task's steps with other processes (after `transport`)
+  std::unique_ptr<PeerWatcher> peer_watcher;  // a cluster task's
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -294,6 +302,7 @@ const caf::actor& Runtime::rendezvous_actor() const { return impl_->rendezvous; 
 const caf::actor& Runtime::worker_actor() const { return impl_->worker; }
 TensorTransport* Runtime::transport() const { return impl_->transport.get(); }
 StepCalls* Runtime::step_calls() const { return impl_->step_calls.get(); }
+PeerWatcher* Runtime::peer_watcher() const { return impl_->peer_watcher.get(); }
 const DeviceManager& Runtime::device_manager() const { return *impl_->device_manager; }
 int Runtime::device_index(const Device* d) const { return impl_->device_manager->IndexOf(d); }
 

@@ -32,6 +32,7 @@ class ComputePool;
 class Device;
 class DeviceManager;
 class Membership;
+class PeerWatcher;
 class StepCalls;
 class TensorTransport;
 
@@ -123,6 +124,10 @@ class Runtime {
   /// A cluster task's steps with partitions in other processes, over the
   /// transport (actors/step_calls.hpp); null where transport() is.
   StepCalls* step_calls() const;
+  /// A cluster task's watch on its peers (actors/peer_watcher.hpp): marks a
+  /// task failed when CAF sees it go, and alive again when it answers again.
+  /// Null where transport() is.
+  PeerWatcher* peer_watcher() const;
   /// Index of the device named `name` (full name or any spec naming exactly one device, e.g. "CPU:0"), or -1.
   int FindDevice(const std::string& name) const;
 

@@ -29,13 +29,19 @@
 #   hangs           runs past the bound (--bound seconds; must be 0)
 #   checkpoints     kept by the run with failures, and how many restore
 #                   (bench/restore_checkpoints: every tensor read back)
+# The peer, beside all-reduce:
+#   torch      PyTorch DDP (gloo) under torchrun --max_restarts 100
+#              (bench/peer_torch_elastic.py, the same model, data and
+#              batches): torchrun restarts every worker when one fails, and
+#              they resume from the last checkpoint (TorchElastic's way); the
+#              same failures as allreduce (kill -9, SIGSTOP of a worker)
+# (PyTorch has no parameter servers: no peer for async and sync.)
 # The times come from the workers' --log-steps lines (each step's end and
-# global step). No peer runs here: torchrun restarts every worker on a
-# failure, and PyTorch has no parameter servers.
-#   bench/chaos.sh [BUILD_DIR] [--modes allreduce,async,sync,link] [--interval S] [--epochs N] [--stop S] [--bound S]
+# global step).
+#   bench/chaos.sh [BUILD_DIR] [--modes allreduce,torch,async,sync,link] [--interval S] [--epochs N] [--stop S] [--bound S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build modes=allreduce,async,sync,link interval=10 epochs=40 stop=5 bound=900 py=/usr/bin/python3
+build=build modes=allreduce,torch,async,sync,link interval=10 epochs=40 stop=5 bound=900 py=/usr/bin/python3
 while [ $# -gt 0 ]; do
   case $1 in
     --modes | --interval | --epochs | --stop | --bound) printf -v "${1#--}" '%s' "$2"; shift 2 ;;
@@ -73,7 +79,7 @@ args() {
 inject() {
   local mode=$1 label=$2 log="$work/$2.log" kinds w pid
   case $mode in
-    allreduce) kinds=(kill9_worker stop_worker) ;;
+    allreduce | torch) kinds=(kill9_worker stop_worker) ;;
     async | sync) kinds=(kill9_worker stop_worker kill9_ps) ;;
     link) kinds=(link_down) ;;
   esac
@@ -125,6 +131,11 @@ run() {
         "$build/examples/train_distributed" $(args "$mode") "${common[@]}" >"$work/$label.w$h.log" 2>&1 &
       launch_pids+=($!)
     done
+  elif [ "$mode" = torch ]; then
+    OMP_NUM_THREADS=1 timeout "$bound" "$py" -m torch.distributed.run --standalone --nproc_per_node 3 \
+      --max_restarts 100 --monitor_interval 1 --redirects 1 --tee 1 bench/peer_torch_elastic.py "${common[@]}" \
+      >"$work/$label.log" 2>&1 &
+    launch_pids+=($!)
   else
     for _ in 1 2 3; do ws+="${ws:+, }\"127.0.0.1:$(free_port)\""; done
     if [ "$mode" = allreduce ]; then cluster="{\"worker\": [$ws]}"
@@ -151,7 +162,16 @@ run() {
   done
   launch_pids=()
   echo "$rc" >"$work/$label.rc"
-  if [ "$chaos" = 1 ]; then "$build/bench/restore_checkpoints" "$work/$label.ckpt" >"$work/$label.restore" || true; fi
+  if [ "$chaos" = 1 ] && [ "$mode" = torch ]; then
+    "$py" -c 'import json, sys, torch
+try:
+    s = torch.load(sys.argv[1] + "/latest.pt"); ok = int("model" in s and "opt" in s); err = []
+except Exception as e:
+    ok, err = 0, [str(e)]
+print(json.dumps({"checkpoints": 1, "restored": ok, "errors": err}))' "$work/$label.ckpt" >"$work/$label.restore" || true
+  elif [ "$chaos" = 1 ]; then
+    "$build/bench/restore_checkpoints" "$work/$label.ckpt" >"$work/$label.restore" || true
+  fi
 }
 
 IFS=, read -r -a mode_list <<<"$modes"
@@ -165,6 +185,10 @@ for mode in "${mode_list[@]}"; do
     tests/netns/hosts.sh prune >/dev/null 2>&1 || true
     hosts_up=afch$$
     tests/netns/hosts.sh up "$hosts_up" 3 --rate 1gbit --owner $$ >/dev/null
+  fi
+  if [ "$mode" = torch ] && ! "$py" -c "import torch.distributed.run" 2>/dev/null; then
+    echo '{"bench":"chaos","params":{"mode":"torch"},"skipped":"no torch.distributed here (python3-torch)"}'
+    continue
   fi
   run "$mode" 0
   run "$mode" 1

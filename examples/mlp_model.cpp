@@ -15,9 +15,10 @@ Mlp BuildMlp(const Scope& root, Output x, Output y, double learning_rate, int64_
 }
 
 std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate, const Variable& step,
-                                        int64_t steps_per_epoch) {
+                                        int64_t steps_per_epoch, const Output* scale) {
   auto adam = std::make_unique<AdamOptimizer>(learning_rate);
-  adam->SetLearningRate(ExponentialDecay(root, learning_rate, step, steps_per_epoch, 0.8, /*staircase=*/true));
+  Output rate = ExponentialDecay(root, learning_rate, step, steps_per_epoch, 0.8, /*staircase=*/true);
+  adam->SetLearningRate(scale ? ops::Mul(root.WithOpName("scaled_learning_rate"), rate, *scale) : rate);
   return adam;
 }
 

@@ -29,9 +29,10 @@ Mlp BuildMlp(const Scope& root, Output images, Output labels, double learning_ra
 /// into that many parts along its rows (client/train/partitioned_variables.hpp),
 /// which a ReplicaDeviceSetter spreads over the ps tasks.
 Mlp BuildMlpLayers(const Scope& root, Output images, Output labels, int w1_parts = 1);
-/// The examples' Adam: `learning_rate` decayed by 0.8 every `steps_per_epoch` global steps.
+/// The examples' Adam: `learning_rate` decayed by 0.8 every `steps_per_epoch` global steps,
+/// times `scale` (a float scalar) when given.
 std::unique_ptr<Optimizer> MlpOptimizer(const Scope& root, double learning_rate, const Variable& step,
-                                        int64_t steps_per_epoch);
+                                        int64_t steps_per_epoch, const Output* scale = nullptr);
 
 }  // namespace examples
 }  // namespace actorflow

@@ -82,16 +82,17 @@ namespace {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --mode async|sync|allreduce [--epochs N] [--batch B] [--lr R] [--dir DIR] [--save-every "
-               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic] [--backup-workers K]\n"
+               "STEPS] [--steps N] [--report] [--bucket-bytes N] [--partitions N] [--elastic [--scale-lr]] [--backup-workers K]\n"
                "       [--straggler-ratio R] [--slow-worker I:MS] [--log-steps PREFIX] [--logdir DIR]\n"
                "       [--cluster FILE|JSON|tf_config|slurm|auto [--jobs JOB:N,...] [--port-base P]]\n"
                "  --lr: Adam's learning rate (default 0.001; sync, allreduce: 0.001 x the number of workers)\n"
                "  --partitions: async, sync: the hidden layer's weights in N parts over the ps tasks\n"
                "    (default: one per ps task; 1: whole)\n"
                "  --elastic: allreduce: a worker that dies is not waited for: the others sync and go on\n"
+               "  --scale-lr: elastic: the learning rate x the live workers / the cluster's workers (each step)\n"
                "  --backup-workers K: sync: each step takes the first workers-K gradients; late ones are dropped\n"
                "  --straggler-ratio R: allreduce: report a worker whose own step time is R x the others' median\n"
-               "    (default 1.5); --slow-worker I:MS: worker I sleeps MS ms in each step (chaos, tests)\n"
+               "    (default 1.5) and 5 ms over it; --slow-worker I:MS: worker I sleeps MS ms in each step (chaos, tests)\n"
                "  --cluster: this worker's cluster and task (default auto: TF_CONFIG, which `actorflow launch`\n"
                "    sets, else the Slurm step with --jobs and --port-base (as `actorflow launch`), else one local\n"
                "    worker); how it serves: the ACTORFLOW_* variables (ACTORFLOW_BIND, ACTORFLOW_TLS_*, ...)\n",
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
     else if (a == "--bucket-bytes" && has) o.bucket_bytes = std::atoll(argv[++i]);
     else if (a == "--partitions" && has) o.partitions = std::atoi(argv[++i]);
     else if (a == "--elastic") o.elastic = true;
+    else if (a == "--scale-lr") o.scale_lr = true;
     else if (a == "--backup-workers" && has) o.backup_workers = std::atoi(argv[++i]);
     else if (a == "--logdir" && has) o.logdir = argv[++i];
     else if (a == "--log-steps" && has) o.log_steps = argv[++i];
@@ -137,7 +139,7 @@ int main(int argc, char** argv) {
     else return Usage(argv[0]);
   }
   if ((o.mode != "async" && o.mode != "sync" && o.mode != "allreduce") || o.epochs <= 0 || o.batch <= 0 || o.lr < 0 || o.save_every <= 0 ||
-      o.partitions < 0 || (o.elastic && o.mode != "allreduce") || o.backup_workers < 0 ||
+      o.partitions < 0 || (o.elastic && o.mode != "allreduce") || (o.scale_lr && !o.elastic) || o.backup_workers < 0 ||
       (o.backup_workers > 0 && o.mode != "sync") ||
       !(o.straggler_ratio > 1) || ((o.slow_worker >= 0 || o.slow_ms < 0) && o.mode != "allreduce"))
     return Usage(argv[0]);
@@ -322,6 +324,7 @@ int main(int argc, char** argv) {
               {"labels", y},
               {"examples_this_step", Tensor::Scalar<int64_t>(o.batch)},
               {"own_step_time", own}};
+    if (o.scale_lr) feeds->emplace_back("lr_scale", Tensor::Scalar<float>(static_cast<float>(members) / workers));
   };
   if (allreduce)
     sup_options.feeds_again = [&](Session* session, std::vector<std::pair<std::string, Tensor>>* feeds) -> Status {
@@ -381,6 +384,8 @@ int main(int argc, char** argv) {
   int64_t warm_step = -1, warm_position = 0;
   int recoveries = sup.recoveries();
   double loss_avg = 0;
+  float last_rate = 0;                // --scale-lr: the last step's learning rate
+  int64_t rate_members = members;     // and the group's size it was for
   // Sync: the stale gradients the accumulators dropped so far (a late or
   // backup worker's work), for the chief's progress lines and events.
   auto stale_note = [&]() -> std::string {
@@ -411,10 +416,10 @@ int main(int argc, char** argv) {
     }
     if (allreduce && task == o.slow_worker)  // chaos: a slow worker (its own time, as a slow host's)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.slow_ms));
-    s = sup.Run(feeds,
-                allreduce ? std::vector<std::string>{g.loss, g.step_times, g.examples_read}
-                          : std::vector<std::string>{g.loss},
-                {g.train}, &out);
+    std::vector<std::string> fetches{g.loss};
+    if (allreduce) fetches.insert(fetches.end(), {g.step_times, g.examples_read});
+    if (!g.learning_rate.empty()) fetches.push_back(g.learning_rate);
+    s = sup.Run(feeds, fetches, {g.train}, &out);
     if (allreduce && errors::IsOutOfRange(s)) break;  // the others finished while this worker synced
     if (!s.ok()) return Fail(me, s);
     // The step, for tests and bench/chaos.sh: its end, the global step after
@@ -428,6 +433,15 @@ int main(int argc, char** argv) {
                      static_cast<long long>(sup.global_step()), static_cast<long long>(allreduce ? position : -1),
                      static_cast<long long>(allreduce ? members : 0), static_cast<long long>(allreduce ? rank : 0)) > 0)
       std::fflush(steps_log);  // each line out as it is made: a kill -9 loses none
+    if (!g.learning_rate.empty()) {  // --scale-lr: a change of the rate with the group's size is logged
+      const float rate = out[3].scalar<float>();
+      if (last_rate > 0 && members != rate_members)
+        std::printf("%s: learning rate %g -> %g (x %lld/%d: the group %lld -> %lld workers)\n", me.c_str(), last_rate,
+                    rate, static_cast<long long>(members), workers, static_cast<long long>(rate_members),
+                    static_cast<long long>(members));
+      last_rate = rate;
+      rate_members = members;
+    }
     if (allreduce) {  // the step read position.. position + members x batch (feeds_again may have moved it)
       position += out[2].scalar<int64_t>();  // as the variable moved: by what every member read
       if (collectives)

@@ -29,7 +29,14 @@ Status Build(const Options& o, const ClusterSpec& cluster, int task, int workers
   // A global step is one batch (async) or one batch from every worker (sync, allreduce).
   const int aggregate = workers - o.backup_workers;  // sync: gradients per step
   const int64_t steps_per_epoch = 60000 / (o.batch * (sync ? aggregate : allreduce ? workers : 1));
-  g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch);
+  // --scale-lr (elastic all-reduce): the rate times the live size over the
+  // cluster's workers (fed "lr_scale" each step; the linear scaling rule:
+  // the mean's batch is that many batches). 1 when not fed.
+  Output lr_scale;
+  if (allreduce && o.scale_lr)
+    lr_scale = ops::PlaceholderWithDefault(s.WithOpName("lr_scale"), 1.0f, PartialTensorShape::Scalar());
+  g->adam = MlpOptimizer(s, o.lr, m.step, steps_per_epoch, lr_scale.node() ? &lr_scale : nullptr);
+  if (lr_scale.node()) g->learning_rate = "scaled_learning_rate";  // MlpOptimizer's name for the rate x scale
   Operation train;
   if (sync) {
     g->sync = std::make_unique<SyncReplicasOptimizer>(g->adam.get(), aggregate, workers);

@@ -30,6 +30,7 @@ struct Options {
   int64_t bucket_bytes = 0;  // allreduce: AllReduceOptions::bucket_bytes (0: its default)
   int partitions = 0;        // async, sync: parts of the hidden layer's weights (0: one per ps task)
   bool elastic = false;      // allreduce: the group is the live workers
+  bool scale_lr = false;     // elastic allreduce: the learning rate x live workers / workers (fed "lr_scale")
   int backup_workers = 0;    // sync: each step aggregates the first workers - backup_workers gradients
   std::string logdir;        // empty: no TensorBoard events
   double straggler_ratio = 1.5;  // allreduce: a worker at this x the others' median time is reported
@@ -54,6 +55,7 @@ struct TrainGraph {
   std::string position;         // allreduce: the group's data position (examples read), a variable's value
   std::string examples_read;    // allreduce: the step's examples, all members' (fed: "examples_this_step")
   std::string step_times;       // allreduce: every worker's own time in the step (fed: "own_step_time")
+  std::string learning_rate;    // --scale-lr: the rate of the step (fed: "lr_scale")
 };
 
 /// The graph of worker `task` of `workers`.

@@ -2,9 +2,9 @@
 
 #include <caf/all.hpp>
 
-#include <tuple>
 
 #include "actorflow/actors/client_channel.hpp"
+#include "actorflow/actors/peer_watcher.hpp"
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/master/cluster_view.hpp"
@@ -20,25 +20,17 @@ void AnnouncePeers(Runtime* runtime, const std::vector<TaskPeer>& peers) {
 
 namespace {
 
-// The actor standing for a master: remote workers monitor it, and it
-// monitors the other tasks, marking one that goes down failed in the
-// membership (which fails this process's collectives with it at once: their
-// own timeout is the bound only where no session watches).
+// The actor standing for a master: remote workers monitor it (when it goes,
+// they drop the session). The tasks of the session are watched by the
+// process's peer watcher (actors/peer_watcher.hpp), not per session: a task
+// that goes down is marked failed in the membership (which fails this
+// process's collectives with it at once), and one that answers again is
+// counted again, for as long as the process lives.
 caf::actor SpawnPresence(Runtime* runtime, const ClusterView& view) {
-  std::vector<std::tuple<caf::actor, std::string, uint64_t>> watched;
-  for (const auto& t : view.tasks())
-    if (!t.local && t.task_actor) watched.emplace_back(t.task_actor, t.name, t.status.incarnation);
-  Membership* membership = runtime->membership();
-  return runtime->system().spawn([watched, membership](caf::event_based_actor* self) -> caf::behavior {
-    for (const auto& w : watched) self->monitor(std::get<0>(w));
-    self->set_down_handler([watched, membership](caf::down_msg& down) {
-      for (const auto& [actor, name, incarnation] : watched)
-        if (actor.address() == down.source)
-          membership->MarkFailed(name, incarnation,
-                                 errors::Unavailable("task ", name, " is down (", caf::to_string(down.reason), ")"));
-    });
-    return {[](int) {}};
-  });
+  if (PeerWatcher* watcher = runtime->peer_watcher())
+    for (const auto& t : view.tasks())
+      if (!t.local && t.task_actor) watcher->Watch(t.name, t.address, t.status.incarnation, t.task_actor);
+  return runtime->system().spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
 }
 
 }  // namespace

@@ -7,9 +7,10 @@
 // the session's peers known to that process); this process learns the peers
 // too. An actor standing for the master ("presence") is what each remote
 // worker monitors: when it goes (the master's process died), the workers drop
-// the session. It monitors the remote tasks in turn: one that dies, or hangs
-// past CAF's heartbeat timeout, is marked failed in this process's
-// membership, which fails its collectives with that task at once.
+// the session. The session's remote tasks go to the process's peer watcher
+// (actors/peer_watcher.hpp): one that dies, or hangs past CAF's heartbeat
+// timeout, is marked failed in this process's membership, which fails its
+// collectives with that task at once; one that answers again is counted again.
 //
 // Close ends every worker session once (each worker sends CloseSession to
 // its devices once), then the presence actor. Thread-safe after Open.

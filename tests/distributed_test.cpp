@@ -379,6 +379,45 @@ TEST_CASE("distributed: a hung task (SIGSTOP) fails the steps that need it withi
   CHECK(s.message().find("/job:ps/replica:0/task:1") != std::string::npos);
 }
 
+TEST_CASE("distributed: a hung task is failed at the peer timeout and counted again when it answers, every time "
+          "(actors/peer_watcher.hpp)",
+          "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope();
+  auto y = ops::Add(root.WithOpName("y"), ops::Mul(root.WithOpName("there").WithDevice(kPs1), 2.f, 3.f), 1.f);
+  {
+    Session session(c.Options());  // its view of the cluster puts every task under the process's watch
+    REQUIRE(session.Create(ToDef(root)).ok());
+    CHECK(RunOk(&session, {y})[0].scalar<float>() == 7.f);
+  }
+  Membership* membership = c.server->runtime()->membership();
+  const std::string ps1 = "/job:ps/replica:0/task:1";
+  const uint64_t incarnation = membership->Find(ps1)->incarnation;
+  auto is = [&](TaskRecord::Liveness want) {
+    return WaitUntil([&] { return membership->Find(ps1)->liveness == want; },
+                     std::chrono::milliseconds(test::kTestHungPeerBoundMs + 15000), std::chrono::milliseconds(10));
+  };
+  // Twice: before the watcher, a session's watch ended at the first failure
+  // (a task back from it was never failed again), and nothing counted a
+  // task alive again but a new session of its own.
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    LocalCluster::Signal(c.processes.task("ps", 1), SIGSTOP);
+    const bool failed = is(TaskRecord::Liveness::kFailed);
+    LocalCluster::Signal(c.processes.task("ps", 1), SIGCONT);
+    REQUIRE(failed);
+    CHECK(is(TaskRecord::Liveness::kAlive));  // the probe: it answers again, at the same incarnation
+    CHECK(membership->Find(ps1)->incarnation == incarnation);
+  }
+  // Another writer's failure (the transport's: a connection to it failed)
+  // of a task that still answers is undone the same way.
+  membership->MarkFailed(ps1, incarnation, errors::Unavailable("made up by the test"));
+  CHECK(is(TaskRecord::Liveness::kAlive));
+  Session again(c.Options());
+  REQUIRE(again.Create(ToDef(root)).ok());
+  CHECK(RunOk(&again, {y})[0].scalar<float>() == 7.f);
+}
+
 TEST_CASE("distributed: a task restarted on its address is told by its new incarnation; a new session works with it",
           "[distributed]") {
   Cluster c;

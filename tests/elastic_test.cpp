@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -193,9 +194,9 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
 // The steps that made the model, from the workers' --log-steps lines
 // ("unix_ms global_step position members rank" per step that went through): from
 // position 0, each step's position is the last one's plus its members x the
-// batch, its members those of its last attempt (an attempt some members
-// finished before the group changed was undone by the sync), every rank of
-// them logged. With ElasticSampler's partition of the stream
+// batch, its members those of its last attempt that all of them logged (an
+// attempt some members finished before the group changed was undone by the
+// sync), every rank of them logged. With ElasticSampler's partition of the stream
 // (elastic_sampler_test), that is each epoch's examples read once each.
 struct ExampleSteps {
   int64_t steps = 0;       // on the chain from position 0
@@ -222,11 +223,23 @@ ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
     chain.insert(position);
     auto& tries = it->second;
     std::sort(tries.begin(), tries.end());
-    const int64_t members = tries.back()[1];
-    std::set<int64_t> ranks;
-    for (const auto& t : tries)
-      if (t[1] == members) ranks.insert(t[2]);
-    if (static_cast<int64_t>(ranks.size()) != members || *ranks.rbegin() != members - 1) ++e.incomplete;
+    // The step the group made from here: the latest attempt every rank of
+    // which logged it. (A member stopped in a step can finish it alone when
+    // it resumes, from the others' messages of before they dropped it: a
+    // step of its own that its next sync undoes, logged at the old size.)
+    std::map<int64_t, std::set<int64_t>> ranks_of;  // members -> ranks logged
+    for (const auto& t : tries) ranks_of[t[1]].insert(t[2]);
+    auto complete = [&](int64_t m) {
+      const auto& r = ranks_of[m];
+      return static_cast<int64_t>(r.size()) == m && *r.rbegin() == m - 1;
+    };
+    int64_t members = tries.back()[1];
+    for (auto t = tries.rbegin(); t != tries.rend(); ++t)
+      if (complete((*t)[1])) {
+        members = (*t)[1];
+        break;
+      }
+    if (!complete(members)) ++e.incomplete;
     e.sizes.insert(members);
     ++e.steps;
     position += members * batch;
@@ -239,18 +252,21 @@ ExampleSteps ReadExampleSteps(const std::filesystem::path& dir, int64_t batch) {
 // `actorflow launch --min-workers 2 --max-restarts RESTARTS`; worker 2 is
 // killed (kill -9) once training is under way. Returns the launch's output
 // and the time of the kill; REQUIREs that the launch exits 0.
-std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = false, int victim_index = 2) {
+std::pair<std::string, int64_t> TrainAndKillWorker2(int restarts, bool hang = false, int victim_index = 2,
+                                                    const std::vector<std::string>& extra = {}) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("af_elastic_test_" + std::to_string(::getpid()) + "_" + std::to_string(restarts));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string cluster = ThreeWorkers();
   const std::string out = (dir / "launch.log").string();
-  const pid_t launch = actorflow::test::SpawnWithEnvironment(
-      {AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts", std::to_string(restarts),
-       "--", std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed", "--mode", "allreduce", "--elastic", "--dir",
-       (dir / "ckpt").string(), "--log-steps", (dir / "examples").string()},
-      {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
+  std::vector<std::string> args{AF_CLI_PATH, "launch", "--cluster", cluster, "--min-workers", "2", "--max-restarts",
+                                std::to_string(restarts), "--", std::string(AF_EXAMPLES_BIN_DIR) + "/train_distributed",
+                                "--mode", "allreduce", "--elastic", "--dir", (dir / "ckpt").string(), "--log-steps",
+                                (dir / "examples").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const pid_t launch =
+      actorflow::test::SpawnWithEnvironment(args, {{"ACTORFLOW_NUM_THREADS", "1"}}, out, false, {"TF_CONFIG"});
   // Training under way (a progress line), then worker 2 dies.
   std::string log;
   const bool training = actorflow::test::WaitUntil(
@@ -306,12 +322,24 @@ double Accuracy(const std::string& log) {
   return std::stod(acc[1]);
 }
 
-TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync and finish without a recovery",
+TEST_CASE("elastic: 3 all-reduce workers, one killed for good; the others sync and finish without a recovery, "
+          "their learning rate scaled to the 2 left (--scale-lr)",
           "[distributed][may_skip][fashion_mnist]") {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
     AF_SKIP_OUTSIDE_CI("dataset-fashion-mnist is not installed (setup.sh installs it)");
-  const auto [log, killed_at] = TrainAndKillWorker2(/*restarts=*/0);
+  const auto [log, killed_at] = TrainAndKillWorker2(/*restarts=*/0, false, 2, {"--scale-lr"});
   INFO(log);
+  // --scale-lr: the rate the steps ran at (fetched) went to 2/3 of what it
+  // was (times one decay of 0.8 if an epoch ended between the two steps).
+  for (const std::string w : {"worker:0", "worker:1"}) {
+    INFO(w);
+    std::smatch rate;
+    REQUIRE(std::regex_search(log, rate,
+                              std::regex("\\[" + w + "\\] " + w + ": learning rate ([0-9.e-]+) -> ([0-9.e-]+) " +
+                                         "\\(x 2/3: the group 3 -> 2 workers\\)")));
+    const double ratio = std::stod(rate[2]) / std::stod(rate[1]);
+    CHECK(((std::abs(ratio - 2.0 / 3) < 1e-3) || std::abs(ratio - 0.8 * 2 / 3) < 1e-3));
+  }
   CHECK(log.find("[launch] 2 workers left (--min-workers 2): going on without worker:2") != std::string::npos);
   // Each survivor synced once, in its session: no recovery, no checkpoint restored.
   for (const std::string w : {"worker:0", "worker:1"}) {

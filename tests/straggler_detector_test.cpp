@@ -51,3 +51,21 @@ TEST_CASE("stragglers: one slow step is smoothed away; a lost worker is neither 
   CHECK(empty.Stragglers().empty());
   CHECK(empty.smoothed_ms(3) == 0);
 }
+
+TEST_CASE("stragglers: a ratio of tiny times is noise: a straggler is also min_excess_ms over the median") {
+  // 2.4 ms beside 1.5 ms (1.6x): what a chaos run's log flapped on.
+  StragglerDetector d({1.5, 21, 10});
+  for (int i = 0; i < 30; ++i) d.Add({1.5f, 1.5f, 2.4f});
+  CHECK(d.Stragglers().empty());
+  CHECK(d.Describe("worker").empty());
+  // Without the excess (0 ms), the same times are a straggler.
+  StragglerOptions bare{1.5, 21, 10};
+  bare.min_excess_ms = 0;
+  StragglerDetector e(bare);
+  for (int i = 0; i < 30; ++i) e.Add({1.5f, 1.5f, 2.4f});
+  REQUIRE(e.Stragglers().size() == 1);
+  CHECK(e.Stragglers()[0].task == 2);
+  // 20 ms over 10 ms is one either way.
+  for (int i = 0; i < 30; ++i) d.Add({10, 10, 20});
+  CHECK(d.Stragglers().size() == 1);
+}

@@ -10,7 +10,10 @@
 // median of its last `window` steps (a hiccup of a step or two, common on a
 // shared machine, moves it not at all); a task whose smoothed time
 // is at least `threshold` times the median of the last step's other members,
-// after `warmup` steps of its own, is a straggler, reported with its ratio.
+// and at least `min_excess_ms` over it, after `warmup` steps of its own, is a
+// straggler, reported with its ratio. (The excess: steps of a few ms differ
+// by half from noise alone; a chaos run's log flapped between "straggler:
+// 2.4 ms, median 1.5 ms" and "no straggler" every few steps.)
 //
 //   StragglerDetector stragglers({/*threshold=*/1.5});
 //   stragglers.Add(times_by_task);                 // each step, the gathered vector
@@ -30,6 +33,7 @@ struct StragglerOptions {
   double threshold = 1.5;   // a straggler's smoothed time over the median
   int window = 21;          // steps whose median is a task's smoothed time
   int warmup = 10;          // steps of its own before a task is judged
+  double min_excess_ms = 5;  // and a straggler is at least this much over the median
 };
 
 class StragglerDetector {
