@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "actorflow/actors/peer_watcher.hpp"
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/actors/task_actor.hpp"
 #include "actorflow/devices/device_name.hpp"
@@ -51,6 +52,14 @@ Status ConnectToTask(caf::actor_system& sys, const std::string& address, std::ch
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) return no_answer();
+    // CAF's middleman connects synchronously, one connection at a time: a
+    // host that does not answer (a link down) would hold every other
+    // connect of this process for the kernel's SYN timeout (minutes). Here,
+    // on the caller's thread, it costs this call only.
+    if (!PeerWatcher::Reachable(address, left))
+      return std::chrono::steady_clock::now() >= until
+                 ? no_answer()
+                 : errors::Unavailable("cannot connect to ", address, ": nothing accepts a connection there");
     Status status = no_answer();
     bool transient = false;
     self->request(connector, left, caf::connect_atom::value, host, port)
