@@ -173,10 +173,11 @@ if section elastic; then
   # restarted: time from a kill to the survivors' sync, from a comeback to the group grown,
   # examples/s with failures / without, accuracy, checkpoint restores (0), hangs (0).
   figure elastic bench/bench_elastic.sh build
-  # The chaos suite: all-reduce (--elastic), async and sync (--backup-workers 1), and across
-  # simulated hosts, each run beside the same one without failures; a failure every ~10 s at
-  # random (kill -9, SIGSTOP, ps kill, link down): efficiency, time to resume, steps lost,
-  # accuracy, hangs (0), checkpoints that restore.
+  # The chaos suite: all-reduce (--elastic) beside its peer (PyTorch DDP under torchrun,
+  # which restarts every worker from the last checkpoint), async and sync (--backup-workers 1),
+  # and across simulated hosts, each run beside the same one without failures; a failure every
+  # ~10 s at random (kill -9, SIGSTOP, ps kill, link down): efficiency, time to resume, steps
+  # lost, accuracy, hangs (0), checkpoints that restore.
   figure chaos bench/chaos.sh build
 fi
 if section gpu; then
