@@ -47,8 +47,6 @@ struct WatcherState {
 
 using Self = caf::stateful_actor<WatcherState>*;
 
-bool Unspecified(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
-
 // What a probe found (on the probe's thread; sent back as its parts).
 struct Answer {
   bool ok = false;
@@ -86,7 +84,7 @@ Answer Probe(caf::blocking_actor* self, const std::string& task, const std::stri
   if (!answered || a.status.task != task) return a;  // silent, or another server there now
   // A server bound to every interface says so; peers reach it at its cluster address's host
   // (as ClusterView::Peers): else the record would look moved, a restart.
-  if (Unspecified(a.status.transport_host)) a.status.transport_host = host;
+  if (UnspecifiedHost(a.status.transport_host)) a.status.transport_host = host;
   if (a.status.incarnation == incarnation &&
       !PeerWatcher::Reachable(a.status.transport_host + ":" + std::to_string(a.status.transport_port),
                               o.ask_timeout))

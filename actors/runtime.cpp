@@ -229,6 +229,9 @@ struct Runtime::Impl {
   }
   ~Impl() { Shutdown(); }
   void Shutdown() {
+    // First: its actor ended and waited for, no failure or return reaches the
+    // membership while the transport and the collectives stop.
+    peer_watcher.reset();
     if (worker) caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
     worker = caf::actor();
     for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -244,7 +247,6 @@ struct Runtime::Impl {
       std::lock_guard<std::mutex> lock(transport_mu);
       rendezvous = caf::actor();
     }
-    peer_watcher.reset();  // its actor ends: no failure or return reaches the membership after this
     channels.reset();
     step_calls.reset();  // its companion, while the system exists
     system.reset();  // joins the workers while the devices and the pool still exist

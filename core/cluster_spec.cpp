@@ -119,6 +119,8 @@ Status CheckHostPort(const std::string& address) {
   return Status::OK();
 }
 
+bool UnspecifiedHost(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+
 Status SplitHostPort(const std::string& address, std::string* host, uint16_t* port) {
   AF_RETURN_IF_ERROR(CheckHostPort(address));
   const size_t colon = address.rfind(':');

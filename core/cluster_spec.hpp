@@ -94,5 +94,8 @@ bool IsValidJobName(const std::string& name);
 Status CheckHostPort(const std::string& address);
 /// A checked "host:port" split in two; an IPv6 host loses its brackets ("[::1]:2222" -> "::1", 2222).
 Status SplitHostPort(const std::string& address, std::string* host, uint16_t* port);
+/// Whether `host` names no interface in particular ("", "0.0.0.0", "::"): a server bound
+/// so is reached at the host its cluster address names.
+bool UnspecifiedHost(const std::string& host);
 
 }  // namespace actorflow

@@ -19,8 +19,6 @@ namespace actorflow {
 
 namespace {
 
-bool Unspecified(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
-
 // Whether any of `filters` matches task `name` (empty filters: every task).
 bool Matches(const std::vector<std::string>& filters, const std::string& name) {
   if (filters.empty()) return true;
@@ -282,7 +280,7 @@ std::vector<TaskPeer> ClusterView::Peers() const {
     p.incarnation = t.status.incarnation;
     p.host = t.status.transport_host;
     p.port = t.status.transport_port;
-    if (Unspecified(p.host)) {  // bound to every interface: reach it where the cluster says it is
+    if (UnspecifiedHost(p.host)) {  // bound to every interface: reach it where the cluster says it is
       uint16_t ignored;
       if (!SplitHostPort(t.address, &p.host, &ignored).ok()) p.host = "127.0.0.1";
     }

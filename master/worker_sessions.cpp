@@ -2,7 +2,6 @@
 
 #include <caf/all.hpp>
 
-
 #include "actorflow/actors/client_channel.hpp"
 #include "actorflow/actors/peer_watcher.hpp"
 #include "actorflow/actors/runtime.hpp"

@@ -42,7 +42,8 @@ std::vector<StragglerDetector::Straggler> StragglerDetector::Stragglers() const 
     const double median = median_ms(static_cast<int>(i));
     if (median <= 0) continue;
     const double ratio = t.ms / median;
-    if (ratio >= options_.threshold && t.ms - median >= options_.min_excess_ms) out.push_back({static_cast<int>(i), t.ms, ratio, median});
+    if (ratio >= options_.threshold && t.ms - median >= options_.min_excess_ms)
+      out.push_back({static_cast<int>(i), t.ms, ratio, median});
   }
   std::sort(out.begin(), out.end(), [](const Straggler& a, const Straggler& b) { return a.ratio > b.ratio; });
   return out;
