@@ -238,19 +238,21 @@ void CollectiveExecutor::Impl::Progress(Group& g, uint64_t id) {
     }
     if (m == g.inbox.end()) return;
     const int64_t from = std::get<3>(m->first);
+    // The same collective on both sides?
+    if (m->second.plan != op.plan_hash && m->second.plan != 0 && op.plan_hash != 0) {
+      // The sender's plan text went first; should it come later all the
+      // same, the refusal names the difference once it is here (bounded by
+      // the collective's deadline; the tensor stays in the inbox till then).
+      auto text = g.peer_plans.find({from, m->second.plan});
+      if (text == g.peer_plans.end()) return;
+      return Fail(id, errors::InvalidArgument(Describe(op), ": the bucket plans of ", task, " and ", g.members[from],
+                                              " differ (", FirstDifference(*op.p.plan, text->second, g.members[from]),
+                                              "): every rank must build the same model and bucket options"));
+    }
     Msg msg = std::move(m->second);
     g.inbox.erase(m);
-    // The same collective on both sides?
     const DataType want_dtype = bcast ? op.p.dtype : op.input.dtype();
     const int64_t want_elements = bcast ? op.p.shape.num_elements() : op.input.NumElements();
-    if (msg.plan != op.plan_hash && msg.plan != 0 && op.plan_hash != 0) {
-      auto text = g.peer_plans.find({from, msg.plan});
-      return Fail(id, errors::InvalidArgument(
-                          Describe(op), ": the bucket plans of ", task, " and ", g.members[from], " differ (",
-                          text == g.peer_plans.end() ? std::string("hashes differ")
-                                                     : FirstDifference(*op.p.plan, text->second, g.members[from]),
-                          "): every rank must build the same model and bucket options"));
-    }
     if (msg.dtype != want_dtype || msg.elements != want_elements) {
       return Fail(id, errors::InvalidArgument(Describe(op), ": this task (", task, ") has ",
                                               DataTypeString(want_dtype), "[", want_elements, " elements], ",
@@ -358,7 +360,10 @@ void CollectiveExecutor::Impl::OnMessage(const std::string& from, const Collecti
       if (git == groups.end() || git->second.epoch != m.epoch || !value.IsInitialized() ||
           value.dtype() != DT_STRING || value.NumElements() != 1)
         return;
-      git->second.peer_plans[{m.from, m.plan}] = value.scalar<std::string>();
+      Group& g = git->second;
+      g.peer_plans[{m.from, m.plan}] = value.scalar<std::string>();
+      const std::vector<uint64_t> ids(g.ops.begin(), g.ops.end());  // one may wait for it to say what differs
+      for (uint64_t id : ids) Progress(g, id);
       return;
     }
     case CollectiveMessage::kData:

@@ -303,7 +303,7 @@ bool TensorTransport::Impl::WriteDirect(const std::string& task, const std::shar
     // (a task that moved or restarted is queued: the io thread replaces its connection).
     std::lock_guard<std::mutex> lock(mu);
     auto it = direct.find(task);
-    if (it == direct.end()) return false;
+    if (it == direct.end() || posted.count(task) != 0) return false;
     out = it->second;
   }
   std::unique_lock<std::mutex> lock(out->wmu, std::try_to_lock);
@@ -340,6 +340,15 @@ bool TensorTransport::Impl::WriteDirect(const std::string& task, const std::shar
 }
 
 void TensorTransport::Impl::Enqueue(const std::string& task, std::shared_ptr<OutStream> st) {
+  struct Posted {  // counted out once `st` is queued (or rejected): Send may write directly again
+    Impl* impl;
+    const std::string& task;
+    ~Posted() {
+      std::lock_guard<std::mutex> lock(impl->mu);
+      auto it = impl->posted.find(task);
+      if (it != impl->posted.end() && --it->second <= 0) impl->posted.erase(it);
+    }
+  } counted{this, task};
   if (stopped.load()) return;
   const auto record = options.membership->Find(task);
   if (!record || record->host.empty() || record->port == 0) {
@@ -549,6 +558,10 @@ Status TensorTransport::Send(const std::string& task, Channel channel, std::stri
   }
   if (st->payload_len <= kDirectMaxBytes && !st->truncate16 && !flags.queued && impl_->WriteDirect(task, st))
     return Status::OK();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++impl_->posted[task];
+  }
   asio::post(impl_->io, [impl = impl_, task, st]() mutable { impl->Enqueue(task, std::move(st)); });
   return Status::OK();
 }

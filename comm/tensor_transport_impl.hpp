@@ -177,6 +177,10 @@ struct TensorTransport::Impl : std::enable_shared_from_this<TensorTransport::Imp
   // mu): only to where the membership has the task now (a change that
   // supersedes it takes it out at once, under mu too).
   std::unordered_map<std::string, std::shared_ptr<Out>> direct;
+  // Streams handed to the io thread and not yet in their connection's queue,
+  // per task (under mu): while any are, Send writes none directly, so a
+  // message never overtakes one sent before it from the same thread.
+  std::unordered_map<std::string, int64_t> posted;
   void SetDirect(const std::shared_ptr<Out>& out, bool on) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = direct.find(out->task);

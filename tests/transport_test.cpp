@@ -156,7 +156,8 @@ TEST_CASE("transport: small tensors written by their callers' threads interleave
   CHECK(p.b->same_host_count() == (same_host ? static_cast<uint64_t>(kBig) : 0u));
 }
 
-TEST_CASE("transport: messages queued for the transport's thread (SendFlags::queued) arrive intact beside direct ones") {
+TEST_CASE("transport: messages queued for the transport's thread (SendFlags::queued) arrive intact beside direct ones, "
+          "in the order one thread sent them") {
   Pair p;
   constexpr int kEach = 50;
   for (int i = 0; i < kEach; ++i) {
@@ -168,11 +169,22 @@ TEST_CASE("transport: messages queued for the transport's thread (SendFlags::que
     REQUIRE(SendTensor(*p.a, kB, 1, Key("d" + std::to_string(i)), Tensor::Scalar<int32_t>(-i), false).ok());
   }
   std::map<std::string, int32_t> got;
+  std::vector<std::string> order;
   for (int n = 0; n < 2 * kEach; ++n) {
     auto item = p.in_b.Next();
     REQUIRE(item.status.ok());
     got[item.key] = item.value.scalar<int32_t>();
+    order.push_back(item.key);
   }
+  // One chunk each, from one thread: none overtakes one sent before it
+  // (a direct write waits for the queued ones ahead of it; the collective
+  // executor sends a bucket plan's text before the tensors that name it).
+  std::vector<std::string> sent;
+  for (int i = 0; i < kEach; ++i) {
+    sent.push_back(Key("q" + std::to_string(i)).str());
+    sent.push_back(Key("d" + std::to_string(i)).str());
+  }
+  CHECK(order == sent);
   for (int i = 0; i < kEach; ++i) {
     CHECK(got[Key("q" + std::to_string(i)).str()] == i);
     CHECK(got[Key("d" + std::to_string(i)).str()] == -i);
