@@ -15,6 +15,7 @@ packages=(
   graphviz  # cli_test parses the graphs `actorflow graph --dot` draws with Graphviz's dot (a failure in CI without it)
   clang libclang-rt-14-dev  # make sanitize and make fuzz (ASan, UBSan, libFuzzer)
   slurm-wlm munge  # slurm_test starts a one-node Slurm cluster (tests/slurm_cluster.hpp; a failure in CI without it)
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest  # the Python module (python/), for /usr/bin/python3
 )
 # Peers measured by bench/run_all.sh (not needed to build or test). With
 # libopenblas0 installed, Debian's alternatives give PyTorch an optimized BLAS.

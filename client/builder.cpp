@@ -133,6 +133,11 @@ Scope Scope::GraphRoot() const {
 bool Scope::ok() const { return shared_->status.ok(); }
 Status Scope::status() const { return shared_->status; }
 void Scope::UpdateStatus(const Status& s) const { shared_->status.Update(s); }
+Status Scope::TakeStatus() const {
+  Status s = std::move(shared_->status);
+  shared_->status = Status::OK();
+  return s;
+}
 Graph* Scope::graph() const { return &shared_->graph; }
 
 Status Scope::ToGraphDef(proto::GraphDef* out) const {

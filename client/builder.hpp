@@ -150,6 +150,10 @@ class Scope {
   Status status() const;
   /// Records an error (the first one is kept).
   void UpdateStatus(const Status& s) const;
+  /// The error recorded, which is forgotten: later ops build again (the
+  /// Python front-end raises it where TensorFlow's graph construction would,
+  /// and the graph stays usable; a failed op left no node).
+  Status TakeStatus() const;
   Graph* graph() const;
   /// The graph as a GraphDef, or the first error of the ops built in it.
   Status ToGraphDef(proto::GraphDef* out) const;

@@ -45,6 +45,16 @@ TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dtype, int64_t n) {
   return b;
 }
 
+TensorBuffer* TensorBuffer::Borrow(Allocator* owner, DataType dtype, int64_t n, void* data, size_t bytes) {
+  auto* b = new TensorBuffer();
+  b->dtype_ = dtype;
+  b->allocator_ = owner;
+  b->data_ = data;
+  b->bytes_ = bytes;
+  b->num_elements_ = n;
+  return b;
+}
+
 bool TensorBuffer::ChargeHeap(size_t bytes) {
   if (bytes == 0) return true;
   if (!allocator_->Charge(bytes)) return false;
@@ -108,6 +118,20 @@ Status Tensor::Create(Allocator* a, DataType dtype, const TensorShape& shape, Te
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.buf_ = buf;
+  *out = std::move(t);
+  return Status::OK();
+}
+
+Status Tensor::Borrow(DataType dtype, const TensorShape& shape, void* data, Allocator* owner, Tensor* out) {
+  if (!DataTypeIsPod(dtype))
+    return errors::InvalidArgument("a ", DataTypeString(dtype), " tensor cannot use memory it does not own");
+  if (reinterpret_cast<uintptr_t>(data) % kTensorAlignment != 0)
+    return errors::InvalidArgument("memory at ", data, " is not aligned to ", kTensorAlignment, " bytes");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.buf_ = TensorBuffer::Borrow(owner, dtype, shape.num_elements(), data, static_cast<size_t>(shape.num_elements()) *
+                                                                              DataTypeSize(dtype));
   *out = std::move(t);
   return Status::OK();
 }

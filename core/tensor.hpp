@@ -31,6 +31,8 @@ class TensorBuffer {
   /// Allocates storage for n elements of `dtype` (strings are constructed
   /// empty, POD bytes are left uninitialized). Returns nullptr when out of memory.
   static TensorBuffer* Allocate(Allocator* a, DataType dtype, int64_t num_elements);
+  /// A buffer over `bytes` at `data` that `owner` holds (Tensor::Borrow).
+  static TensorBuffer* Borrow(Allocator* owner, DataType dtype, int64_t num_elements, void* data, size_t bytes);
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() {
@@ -101,6 +103,14 @@ class Tensor {
   /// Like the allocating constructor, but ResourceExhausted instead of
   /// std::bad_alloc (for sizes that come from input). `a` null: host memory.
   static Status Create(Allocator* a, DataType dtype, const TensorShape& shape, Tensor* out);
+  /// A tensor over memory it does not own (a Python client's numpy array,
+  /// used in place): `data`, aligned to kTensorAlignment, holds the shape's
+  /// elements of a POD dtype. When the last reference goes, the buffer calls
+  /// owner->DeallocateRaw(data, bytes), which gives the memory back and may
+  /// delete the owner. No kernel writes into it in place (the owner is not
+  /// its device's allocator). InvalidArgument, and `owner` not kept, when the
+  /// dtype is not POD or `data` is not aligned.
+  static Status Borrow(DataType dtype, const TensorShape& shape, void* data, Allocator* owner, Tensor* out);
 
   /// Scalars of any supported element type: Tensor::Scalar<float>(1.f).
   template <class T>

@@ -40,6 +40,45 @@ TEST_CASE("tensor buffers are 64-byte aligned and freed with their last referenc
   REQUIRE(t.RefCountIsOne());
 }
 
+namespace {
+// Memory a tensor borrows (as the Python module lends numpy arrays): given
+// back once, with its last reference.
+struct Lender : Allocator {
+  int* returned;
+  explicit Lender(int* r) : returned(r) {}
+  std::string Name() const override { return "lender"; }
+  void* AllocateRaw(size_t, size_t) override { return nullptr; }
+  void DeallocateRaw(void*, size_t bytes) override {
+    *returned += static_cast<int>(bytes);
+    delete this;
+  }
+};
+}  // namespace
+
+TEST_CASE("a tensor over borrowed memory reads it in place and gives it back with its last reference") {
+  alignas(kTensorAlignment) float mem[16] = {1, 2, 3, 4, 5, 6};
+  int returned = 0;
+  Tensor t;
+  REQUIRE(Tensor::Borrow(DT_FLOAT, TensorShape{2, 3}, mem, new Lender(&returned), &t).ok());
+  CHECK(t.data<float>() == mem);
+  CHECK(t.InHostMemory());
+  CHECK(t.buffer()->allocator() != cpu_allocator());  // never the device's: no kernel writes it in place
+  {
+    Tensor copy = t.Reshaped(TensorShape{6});
+    t = Tensor();
+    CHECK(returned == 0);
+    CHECK(copy.data<float>()[5] == 6.f);
+  }
+  CHECK(returned == 24);
+  // Refused: memory not aligned for Eigen's packet loads, and strings.
+  Tensor bad;
+  Lender* unaligned = new Lender(&returned);
+  CHECK(Tensor::Borrow(DT_FLOAT, TensorShape{2}, mem + 1, unaligned, &bad).code() == Code::kInvalidArgument);
+  CHECK(Tensor::Borrow(DT_STRING, TensorShape{1}, mem, unaligned, &bad).code() == Code::kInvalidArgument);
+  CHECK_FALSE(bad.IsInitialized());
+  delete unaligned;
+}
+
 TEST_CASE("the CPU allocator reuses freed large blocks and accounts bytes in use") {
   Allocator* a = cpu_allocator();
   a->ReleaseCache();
