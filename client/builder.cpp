@@ -156,6 +156,30 @@ std::string Scope::GetUniqueNameForOp(const std::string& default_name) const {
   return name;
 }
 
+Status Scope::SetShape(const Output& o, const PartialTensorShape& shape) const {
+  if (!o.valid()) return errors::InvalidArgument("SetShape: not a valid Output");
+  const PartialTensorShape known = InferredShape(o);
+  PartialTensorShape merged = shape;
+  if (!known.unknown_rank()) {
+    if (!shape.unknown_rank() && shape.dims() != known.dims())
+      return errors::InvalidArgument("Shapes ", known.DebugString(), " and ", shape.DebugString(), " of '", o.name(),
+                                     "' are not compatible");
+    std::vector<int64_t> dims = known.dim_sizes();
+    for (int i = 0; !shape.unknown_rank() && i < known.dims(); ++i) {
+      const int64_t a = dims[i], b = shape.dim_size(i);
+      if (a >= 0 && b >= 0 && a != b)
+        return errors::InvalidArgument("Shapes ", known.DebugString(), " and ", shape.DebugString(), " of '",
+                                       o.name(), "' are not compatible");
+      if (a < 0) dims[i] = b;
+    }
+    merged = PartialTensorShape(dims);
+  }
+  auto& shapes = shared_->shapes[o.node()->id()];
+  if (shapes.size() < static_cast<size_t>(o.node()->num_outputs())) shapes.resize(o.node()->num_outputs());
+  shapes[o.index()] = merged;
+  return Status::OK();
+}
+
 PartialTensorShape Scope::InferredShape(const Output& o) const {
   if (!o.valid()) return PartialTensorShape();
   auto it = shared_->shapes.find(o.node()->id());

@@ -174,6 +174,10 @@ class Scope {
   /// The shape inferred for `o` when its node was built or imported (unknown
   /// rank when nothing is known).
   PartialTensorShape InferredShape(const Output& o) const;
+  /// Refines what is known of `o`'s shape (TensorFlow's Tensor.set_shape):
+  /// merged with what was inferred, so ops built after it see the merge.
+  /// InvalidArgument, nothing changed, when the two are incompatible.
+  Status SetShape(const Output& o, const PartialTensorShape& shape) const;
 
   /// Whether WithOpName named the next op.
   bool has_op_name() const { return !op_name_.empty(); }

@@ -125,8 +125,9 @@ Status Tensor::Create(Allocator* a, DataType dtype, const TensorShape& shape, Te
 Status Tensor::Borrow(DataType dtype, const TensorShape& shape, void* data, Allocator* owner, Tensor* out) {
   if (!DataTypeIsPod(dtype))
     return errors::InvalidArgument("a ", DataTypeString(dtype), " tensor cannot use memory it does not own");
-  if (reinterpret_cast<uintptr_t>(data) % kTensorAlignment != 0)
-    return errors::InvalidArgument("memory at ", data, " is not aligned to ", kTensorAlignment, " bytes");
+  constexpr uintptr_t kBorrowAlignment = 16;  // Eigen::Aligned (= Aligned16), what kernels' maps assume
+  if (reinterpret_cast<uintptr_t>(data) % kBorrowAlignment != 0)
+    return errors::InvalidArgument("memory at ", data, " is not aligned to ", kBorrowAlignment, " bytes");
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;

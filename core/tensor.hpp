@@ -104,8 +104,9 @@ class Tensor {
   /// std::bad_alloc (for sizes that come from input). `a` null: host memory.
   static Status Create(Allocator* a, DataType dtype, const TensorShape& shape, Tensor* out);
   /// A tensor over memory it does not own (a Python client's numpy array,
-  /// used in place): `data`, aligned to kTensorAlignment, holds the shape's
-  /// elements of a POD dtype. When the last reference goes, the buffer calls
+  /// used in place): `data`, aligned to 16 bytes (what the kernels' Eigen
+  /// maps assume, Eigen::Aligned; malloc's alignment, so numpy's arrays
+  /// qualify), holds the shape's elements of a POD dtype. When the last reference goes, the buffer calls
   /// owner->DeallocateRaw(data, bytes), which gives the memory back and may
   /// delete the owner. No kernel writes into it in place (the owner is not
   /// its device's allocator). InvalidArgument, and `owner` not kept, when the

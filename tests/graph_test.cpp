@@ -326,3 +326,18 @@ TEST_CASE("a tensor too large for memory is an error, not an overrun") {
   Status s = test::RunStatus(root, {big});
   REQUIRE_FALSE(s.ok());
 }
+
+TEST_CASE("Scope::SetShape refines an inferred shape for the ops built after it, and refuses a conflict") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);  // unknown rank
+  REQUIRE(root.SetShape(x, PartialTensorShape(std::vector<int64_t>{-1, 3})).ok());
+  CHECK(root.InferredShape(x).dim_sizes() == std::vector<int64_t>{-1, 3});
+  REQUIRE(root.SetShape(x, PartialTensorShape(std::vector<int64_t>{4, -1})).ok());  // merged: [4, 3]
+  CHECK(root.InferredShape(x).dim_sizes() == std::vector<int64_t>{4, 3});
+  auto y = ops::MatMul(root, x, ops::Const(root, {{1.f}, {2.f}, {3.f}}));
+  CHECK(root.InferredShape(y).dim_sizes() == std::vector<int64_t>{4, 1});  // built after: sees the refinement
+  CHECK(root.SetShape(x, PartialTensorShape(std::vector<int64_t>{5, 3})).code() == Code::kInvalidArgument);
+  CHECK(root.SetShape(x, PartialTensorShape(std::vector<int64_t>{4})).code() == Code::kInvalidArgument);
+  CHECK(root.InferredShape(x).dim_sizes() == std::vector<int64_t>{4, 3});  // unchanged
+  CHECK(root.ok());
+}

@@ -70,7 +70,7 @@ TEST_CASE("a tensor over borrowed memory reads it in place and gives it back wit
     CHECK(copy.data<float>()[5] == 6.f);
   }
   CHECK(returned == 24);
-  // Refused: memory not aligned for Eigen's packet loads, and strings.
+  // Refused: memory not aligned for Eigen's maps (16 bytes), and strings.
   Tensor bad;
   Lender* unaligned = new Lender(&returned);
   CHECK(Tensor::Borrow(DT_FLOAT, TensorShape{2}, mem + 1, unaligned, &bad).code() == Code::kInvalidArgument);

@@ -41,12 +41,32 @@ from actorflow import control_flow_ops
 from actorflow.control_flow_ops import Assert, case, cond, group, tuple, while_loop  # noqa: F401,A004
 from actorflow.gradients import gradients, stop_gradient  # noqa: F401
 from actorflow import nn
+from actorflow import data_flow_ops
+from actorflow.data_flow_ops import (FIFOQueue, FixedLengthRecordReader, IdentityReader, PaddingFIFOQueue,  # noqa
+                                     PriorityQueue, QueueBase, RandomShuffleQueue, ReaderBase, TextLineReader,
+                                     TFRecordReader)
 from actorflow import session as _session
 from actorflow.session import (ConfigProto, GPUOptions, InteractiveSession, RunMetadata, RunOptions,  # noqa: F401
                                Session, get_default_session)
+from actorflow import python_io
+from actorflow import saved_model
+from actorflow import summary
 from actorflow import train
+from actorflow.train import start_queue_runners  # noqa: F401 (tf.train.start_queue_runners, also as tf.)
 
 newaxis = None
+decode_raw = gen_ops.decode_raw
+string_to_number = gen_ops.string_to_number
+
+
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None, na_value="",
+               select_cols=None):
+    """The columns of CSV `records`, one tensor per column, of the dtype of its default."""
+    defaults = [convert_to_tensor(d) for d in record_defaults]
+    return gen_ops.decode_csv(records, defaults, field_delim=field_delim, use_quote_delim=use_quote_delim,
+                              na_value=na_value, select_cols=select_cols, name=name)
+
+
 zeros_like = array_ops.zeros_like
 ones_like = array_ops.ones_like
 identity = array_ops.identity

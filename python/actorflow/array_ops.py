@@ -38,7 +38,13 @@ def _shape_arg(shape):
         shape = shape.as_list()
     if isinstance(shape, (list, tuple)) and any(isinstance(s, Tensor) for s in shape):
         return stack([s if isinstance(s, Tensor) else convert_to_tensor(s, dtype=dtypes.int32) for s in shape])
-    return np.asarray(shape, dtype=np.int32).reshape(-1) if not np.isscalar(shape) else np.asarray([shape], np.int32)
+    try:
+        arr = np.asarray(shape)
+        if arr.dtype.kind not in "iu":
+            raise TypeError
+        return arr.astype(np.int32).reshape(-1)
+    except (TypeError, ValueError):
+        raise TypeError("Expected int32, got %r of type '%s' instead." % (shape, type(shape).__name__))
 
 
 def zeros(shape, dtype=dtypes.float32, name=None):

@@ -110,11 +110,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     invariants = []
     if shape_invariants is not None:
         invariants = [None if s is None else s for s in _flatten([shape_invariants] if single else shape_invariants)]
-    prefix = graph.get_name_scope()
     loop_name = name or "while"
 
     def call(fn, scope, vars_):
-        with graph._in_c_scope(scope, prefix):
+        with graph._in_c_scope(scope):
             packed, _ = _pack_as(structure, _wrap(graph, vars_))
             if single:
                 return fn(packed[0])
@@ -124,12 +123,12 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
     def cond_fn(scope, vars_):
         r = call(cond, scope, vars_)
-        with graph._in_c_scope(scope, prefix):
+        with graph._in_c_scope(scope):
             return convert_to_tensor(r, dtype=dtypes.bool)._c_output()
 
     def body_fn(scope, vars_):
         r = call(body, scope, vars_)
-        with graph._in_c_scope(scope, prefix):
+        with graph._in_c_scope(scope):
             if single:
                 r = [r] if not isinstance(r, (list, _builtin_tuple)) or len(flat) > 1 else list(r)
             out = _flatten(r)
@@ -160,12 +159,11 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         raise TypeError("true_fn and false_fn must be callable.")
     pred = convert_to_tensor(pred, dtype=dtypes.bool)
     graph = pred.graph
-    prefix = graph.get_name_scope()
     structure = {}
 
     def branch(fn, key):
         def build(scope):
-            with graph._in_c_scope(scope, prefix):
+            with graph._in_c_scope(scope):
                 r = fn()
                 structure[key] = r
                 flat = _flatten(r if isinstance(r, (list, _builtin_tuple, dict)) else [r])

@@ -133,6 +133,11 @@ variant = _BY_ENUM[21]
 uint32 = _BY_ENUM[22]
 uint64 = _BY_ENUM[23]
 
+for _e, _n in _NAMES.items():  # TensorFlow's reference dtypes: tf.float32_ref, ...
+    globals()[_n + "_ref"] = _BY_ENUM[_e + 100]
+    __all__.append(_n + "_ref")
+_BY_NAME.update({n + "_ref": _BY_ENUM[e + 100] for e, n in _NAMES.items()})
+
 _PY_TYPES = {float: float32, int: int32, builtins.bool: _BY_ENUM[10], str: string, bytes: string}
 
 

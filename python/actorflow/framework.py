@@ -8,15 +8,13 @@ name scope, on the current device, after the current control dependencies, and r
 Tensors. Construction never computes; a Session runs the graph.
 """
 
-import collections
 import contextlib
 import re
 import threading
 
-import numpy as np
-
 from actorflow import _actorflow
 from actorflow import dtypes
+from actorflow.device_spec import _OpStub, _merge_device  # noqa: F401 (_merge_device: for train/)
 from actorflow.tensor_shape import TensorShape, as_shape
 
 __all__ = ["Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope", "device",
@@ -139,7 +137,6 @@ class Tensor(object):
         self._op = op
         self._value_index = value_index
         self._dtype = dtype
-        self._shape_override = None
 
     @property
     def op(self):
@@ -167,15 +164,15 @@ class Tensor(object):
 
     @property
     def shape(self):
-        if self._shape_override is not None:
-            return self._shape_override
         return TensorShape(self._op._graph._scope.shape(self._c_output()))
 
     def get_shape(self):
         return self.shape
 
     def set_shape(self, shape):
-        self._shape_override = self.shape.merge_with(as_shape(shape))
+        """Refines the static shape (ValueError when incompatible); ops built after it see it."""
+        self._op._graph._scope.set_shape(self._c_output(), as_shape(shape).as_list() if as_shape(shape).ndims
+                                         is not None else None)
 
     def consumers(self):
         out = []
@@ -251,60 +248,6 @@ def _signature(op_type):
     return sig
 
 
-_DEVICE_FIELDS = re.compile(r"/(job|replica|task|device|cpu|gpu)(?::([^/]*))?", re.IGNORECASE)
-
-
-def _parse_device(spec):
-    out = {}
-    if not spec:
-        return out
-    for key, value in _DEVICE_FIELDS.findall(spec):
-        key = key.lower()
-        if key in ("cpu", "gpu"):
-            out["device"] = "%s:%s" % (key.upper(), value or "0")
-        elif key == "device":
-            parts = value.split(":")
-            out["device"] = "%s:%s" % (parts[0].upper(), parts[1] if len(parts) > 1 else "*")
-        else:
-            out[key] = value
-    if not out and spec.upper() in ("CPU", "GPU") or re.match(r"^(cpu|gpu):\d+$", spec, re.IGNORECASE):
-        kind, _, index = spec.partition(":")
-        out["device"] = "%s:%s" % (kind.upper(), index or "0")
-    return out
-
-
-def _device_string(fields):
-    s = ""
-    for key in ("job", "replica", "task"):
-        if key in fields:
-            s += "/%s:%s" % (key, fields[key])
-    if "device" in fields:
-        s += "/device:" + fields["device"]
-    return s
-
-
-def _merge_device(outer, inner):
-    """TensorFlow's device merging: the inner spec's fields over the outer's."""
-    if not outer:
-        return inner or ""
-    if not inner:
-        return outer
-    merged = _parse_device(outer)
-    merged.update(_parse_device(inner))
-    return _device_string(merged)
-
-
-class _OpStub(object):
-    """What a device function sees of an op about to be built (TensorFlow passes its NodeDef)."""
-
-    def __init__(self, op_type, name, device):
-        self.type = op_type
-        self.name = name
-        self.device = device
-        self.node_def = self
-        self.op = op_type
-
-
 class Graph(object):
     """A dataflow graph under construction (tf.Graph)."""
 
@@ -320,6 +263,7 @@ class Graph(object):
         self._lock = threading.RLock()
         self._names_in_use = {}
         self._container = ""
+        self._colocation = None
 
     # -- contexts ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -343,9 +287,9 @@ class Graph(object):
             full = name[:-1]
             scope = self._scope.graph_root().new_sub_scope(full)
         else:
-            parent_full, parent = self._scope_stack[-1]
+            parent_full = self._scope_stack[-1][0]
             full = self._unique_scope_name(parent_full + "/" + name if parent_full else name)
-            scope = parent.new_sub_scope(full.rsplit("/", 1)[-1])
+            scope = self._scope.graph_root().new_sub_scope(full)
         self._scope_stack.append((full, scope))
         try:
             yield (full + "/") if full else ""
@@ -365,9 +309,11 @@ class Graph(object):
         return candidate
 
     @contextlib.contextmanager
-    def _in_c_scope(self, scope, name):
-        """Builds in `scope`, a C++ scope a builder callback gave (a while loop's body)."""
-        self._scope_stack.append((name, scope))
+    def _in_c_scope(self, scope):
+        """Builds in `scope`, a C++ scope a builder callback gave (a while loop's body: "while/"), whose name
+        prefix the C++ builder chose (read back through a name made in it)."""
+        probe = scope.unique_name("_scope_probe")
+        self._scope_stack.append((probe.rpartition("/")[0], scope))
         try:
             yield
         finally:
@@ -413,7 +359,18 @@ class Graph(object):
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
-        yield  # placement is the runtime's (graph/placer.hpp): colocation is a hint it derives itself
+        """Ops built inside go on `op`'s device, whatever tf.device says (a variable's Assign, read and slots)."""
+        if op is None:
+            saved, self._colocation = self._colocation, None
+        else:
+            if hasattr(op, "_as_graph_element") and not isinstance(op, (Tensor, Operation)):
+                op = op._as_graph_element()
+            op = op.op if isinstance(op, Tensor) else op
+            saved, self._colocation = self._colocation, op
+        try:
+            yield
+        finally:
+            self._colocation = saved
 
     @contextlib.contextmanager
     def container(self, container_name):
@@ -430,10 +387,10 @@ class Graph(object):
     # -- ops ---------------------------------------------------------------------------------
     def _current_device(self, op_type, name):
         device = ""
-        for d in self._device_stack:
-            if d is None:
-                device = ""
-            elif callable(d):
+        stack = self._device_stack
+        start = max((i + 1 for i, d in enumerate(stack) if d is None), default=0)  # tf.device(None) resets
+        for d in stack[start:]:
+            if callable(d):
                 device = d(_OpStub(op_type, name, device)) or device
             else:
                 device = _merge_device(device, d.to_string() if hasattr(d, "to_string") else d)
@@ -456,7 +413,10 @@ class Graph(object):
             parent, _, last = name[:-1].rpartition("/")
             scope = self._scope.graph_root().new_sub_scope(parent) if parent else self._scope.graph_root()
             name = last
-        device = self._current_device(op_type, name) if self._device_stack else ""
+        if self._colocation is not None:
+            device = self._colocation.device
+        else:
+            device = self._current_device(op_type, name) if self._device_stack else ""
         if "container" in attrs and attrs["container"] is None and self._container:
             attrs["container"] = self._container
         c_op = scope.add_op(op_type, name, args, attrs, device, control)
@@ -567,222 +527,6 @@ class GraphDef(object):
         return len(self._data)
 
 
-# --- converting values to tensors -------------------------------------------------------------
-
-_conversion_functions = []
-
-
-def register_tensor_conversion_function(base_type, conversion_func, priority=100):
-    _conversion_functions.append((priority, base_type, conversion_func))
-    _conversion_functions.sort(key=lambda e: e[0])
-
-
-def is_tensor(x):
-    return isinstance(x, Tensor)
-
-
-def _default_dtype(value):
-    if isinstance(value, (bool, np.bool_)):
-        return dtypes.bool
-    if isinstance(value, int):
-        return dtypes.int32 if -2 ** 31 <= value < 2 ** 31 else dtypes.int64
-    if isinstance(value, float):
-        return dtypes.float32
-    if isinstance(value, (str, bytes)):
-        return dtypes.string
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        return dtypes.as_dtype(value.dtype)
-    arr = np.asarray(value)
-    if arr.dtype == np.float64:
-        return dtypes.float32
-    if arr.dtype == np.int64:
-        return dtypes.int32 if arr.size == 0 or (arr.min() >= -2 ** 31 and arr.max() < 2 ** 31) else dtypes.int64
-    if arr.dtype.kind in "SUO":
-        return dtypes.string
-    return dtypes.as_dtype(arr.dtype)
-
-
-def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref=False):
-    """A Tensor for `value`: itself, a Variable's value, or a Const of a Python or numpy value."""
-    if isinstance(value, Tensor):
-        if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
-            raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r" %
-                             (dtypes.as_dtype(dtype).name, value.dtype.name, value))
-        return value
-    for _, base_type, fn in _conversion_functions:
-        if isinstance(value, base_type):
-            t = fn(value, dtype=dtype, name=name, as_ref=as_ref)
-            if t is not NotImplemented:
-                return t
-    if isinstance(value, Operation):
-        raise TypeError("Can't convert Operation '%s' to Tensor (target dtype=%s, name=%s, as_ref=%s)" %
-                        (value.name, dtype, name, as_ref))
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) or hasattr(v, "_as_graph_element")
-                                                 for v in _flatten(value)):
-        from actorflow import array_ops
-        return array_ops._autopacking(value, dtype, name)
-    return constant(value, dtype=dtype if dtype is not None else preferred_dtype, name=name or "Const")
-
-
-def _flatten(value):
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            for x in _flatten(v):
-                yield x
-    else:
-        yield value
-
-
-def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
-    """A Const op holding `value` (a Python or numpy value), converted to `dtype`, broadcast to `shape`."""
-    if dtype is not None:
-        dtype = dtypes.as_dtype(dtype).base_dtype
-    else:
-        dtype = _default_dtype(value)
-    if dtype == dtypes.string:
-        arr = np.asarray(value, dtype=object)
-    else:
-        if isinstance(value, (list, tuple)) and any(isinstance(v, (str, bytes)) for v in _flatten(value)):
-            raise TypeError("Expected %s, got %r of type 'str' instead." % (dtype.name, next(
-                v for v in _flatten(value) if isinstance(v, (str, bytes)))))
-        src = np.asarray(value)
-        if src.dtype.kind == "f" and dtype.is_integer:
-            raise TypeError("Expected %s, got %r of type '%s' instead." % (dtype.name, value, type(value).__name__))
-        if src.dtype.kind in "SUO" and dtype != dtypes.string:
-            raise TypeError("Expected %s, got %r of type '%s' instead." % (dtype.name, value, type(value).__name__))
-        arr = src.astype(dtype.as_numpy_dtype)
-    if shape is not None:
-        shape = list(as_shape(shape).as_list())
-        if arr.shape != tuple(shape):
-            if verify_shape:
-                raise TypeError("Expected Tensor's shape: %s, got %s." % (tuple(shape), arr.shape))
-            if arr.size == 1:
-                arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
-            elif arr.size == int(np.prod(shape)):
-                arr = arr.reshape(shape)
-            else:
-                raise TypeError("Expected Tensor's shape: %s, got %s." % (tuple(shape), arr.shape))
-    g = get_default_graph()
-    return g._create_op("Const", name, [], {"value": np.ascontiguousarray(arr), "dtype": dtype})._outputs[0]
-
-
-def _graph_of(values, default=None):
-    graph = default
-    first = None
-    for v in values:
-        if hasattr(v, "graph") and isinstance(v, (Tensor, Operation)):
-            if graph is None:
-                graph, first = v.graph, v
-            elif v.graph is not graph:
-                raise ValueError("Tensor(\"%s\") must be from the same graph as Tensor(\"%s\")." %
-                                 (v.name, first.name if first is not None else "?"))
-    return graph
-
-
-def _apply_op(op_type, name, inputs, attrs):
-    """Builds one op from Python values: the body of every generated wrapper."""
-    sig = _signature(op_type)
-    in_args = sig["inputs"]
-    if len(inputs) != len(in_args):
-        raise TypeError("%s takes %d inputs, got %d" % (op_type, len(in_args), len(inputs)))
-    flat = []
-    for v, arg in zip(inputs, in_args):
-        if arg["number_attr"] or arg["type_list_attr"]:
-            if not isinstance(v, (list, tuple)):
-                raise TypeError("Expected list for '%s' argument to '%s' Op, not %r." % (arg["name"], op_type, v))
-            flat.extend(v)
-        else:
-            flat.append(v)
-    ctx_graph = get_default_graph() if not _default_graph_stack.stack else _default_graph_stack.stack[-1]
-    graph = _graph_of([getattr(v, "_as_graph_element", lambda: v)() if hasattr(v, "_as_graph_element") else v
-                       for v in flat], None)
-    if graph is None:
-        graph = ctx_graph
-    # Type attrs the given tensors decide, then the other values converted to them.
-    bound = {k: dtypes.as_dtype(v) for k, v in attrs.items() if v is not None and any(
-        a["name"] == k and a["kind"] == "type" for a in sig["attrs"])}
-    for v, arg in zip(inputs, in_args):
-        ta = arg["type_attr"]
-        if ta and ta not in bound:
-            for x in (v if isinstance(v, (list, tuple)) and arg["number_attr"] else [v]):
-                if isinstance(x, Tensor):
-                    bound[ta] = x.dtype.base_dtype
-                    break
-                if hasattr(x, "_as_graph_element") and hasattr(x, "dtype"):
-                    bound[ta] = dtypes.as_dtype(x.dtype).base_dtype
-                    break
-    args = []
-    with graph.as_default() if graph is not ctx_graph else contextlib.nullcontext():
-        for v, arg in zip(inputs, in_args):
-            want = None
-            if arg["type"]:
-                want = dtypes.as_dtype(arg["type"])
-            elif arg["type_attr"] and arg["type_attr"] in bound:
-                want = bound[arg["type_attr"]]
-            if arg["number_attr"] or arg["type_list_attr"]:
-                ts = [_to_input(x, want, arg, op_type) for x in v]
-            else:
-                ts = [_to_input(v, want, arg, op_type)]
-                if arg["type_attr"] and arg["type_attr"] not in bound:
-                    bound[arg["type_attr"]] = ts[0].dtype.base_dtype
-            args.append([t._c_output() for t in ts])
-        op = graph._create_op(op_type, name, args, dict(attrs))
-    return _outputs_of(op, sig)
-
-
-def _to_input(value, want, arg, op_type):
-    if hasattr(value, "_as_graph_element") and not isinstance(value, Tensor):
-        if arg["is_ref"] and hasattr(value, "_ref"):
-            return value._ref()
-        value = convert_to_tensor(value, as_ref=arg["is_ref"])
-    if isinstance(value, Tensor):
-        if want is not None and value.dtype.base_dtype != want:
-            raise TypeError("Input '%s' of '%s' Op has type %s that does not match expected type of %s." %
-                            (arg["name"], op_type, value.dtype.base_dtype.name, want.name))
-        return value
-    try:
-        return convert_to_tensor(value, dtype=want, name=arg["name"] if False else None)
-    except (TypeError, ValueError) as e:
-        raise TypeError("Expected %s passed to parameter '%s' of op '%s', got %r of type '%s' instead. Error: %s" %
-                        (want.name if want is not None else "a tensor", arg["name"], op_type, value,
-                         type(value).__name__, e))
-
-
-def _outputs_of(op, sig):
-    outs = sig["outputs"]
-    if not outs:
-        return op
-    tensors = op._outputs
-    if len(outs) == 1 and not outs[0]["number_attr"] and not outs[0]["type_list_attr"]:
-        return tensors[0]
-    result, i = [], 0
-    for arg in outs:
-        if arg["number_attr"]:
-            n = op.get_attr(arg["number_attr"])
-            result.append(tensors[i:i + n])
-            i += n
-        elif arg["type_list_attr"]:
-            n = len(op._c_op.get_attr(arg["type_list_attr"]))
-            result.append(tensors[i:i + n])
-            i += n
-        else:
-            result.append(tensors[i])
-            i += 1
-    if len(outs) == 1:
-        return result[0]
-    return _output_tuple(op.type, [a["name"] for a in outs])(*result)
-
-
-_tuples = {}
-
-
-def _output_tuple(op_type, names):
-    t = _tuples.get(op_type)
-    if t is None:
-        t = _tuples[op_type] = collections.namedtuple(op_type, names)
-    return t
-
-
 # --- module-level shorthands (tf.name_scope, tf.device, ...) ---------------------------------
 
 def name_scope(name, default_name=None, values=None):
@@ -868,3 +612,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     if return_elements is None:
         return None
     return [g.as_graph_element(e) for e in return_elements]
+
+
+# The conversions, defined over Graph, Operation and Tensor (op_def_library imports them).
+from actorflow.op_def_library import (_apply_op, _default_dtype, _flatten, _graph_of, constant,  # noqa: E402,F401
+                                      convert_to_tensor, is_tensor, register_tensor_conversion_function)

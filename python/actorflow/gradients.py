@@ -2,6 +2,7 @@
 (client/gradients/gradients.hpp), through while loops and conds as well."""
 
 from actorflow import framework
+from actorflow import gen_ops
 from actorflow.framework import Tensor, convert_to_tensor
 
 __all__ = ["gradients", "stop_gradient"]
@@ -24,11 +25,12 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     xs_list = [xs] if not isinstance(xs, (list, tuple)) else list(xs)
     xs_t = [_as_tensor(x) for x in xs_list]
     graph = framework._graph_of(ys + xs_t) or framework.get_default_graph()
-    if grad_ys is None:
-        grad_ys = []
-    else:
-        grad_ys = [convert_to_tensor(g, dtype=y.dtype.base_dtype) for g, y in
-                   zip([grad_ys] if not isinstance(grad_ys, (list, tuple)) else grad_ys, ys)]
+    if grad_ys is not None and not isinstance(grad_ys, (list, tuple)):
+        grad_ys = [grad_ys]
+    with graph.as_default(), graph.name_scope(name):
+        given = list(grad_ys) if grad_ys is not None else [None] * len(ys)
+        grad_ys = [gen_ops.ones_like(y) if g is None else convert_to_tensor(g, dtype=y.dtype.base_dtype)
+                   for g, y in zip(given, ys)]
     scope = graph._scope_stack[-1][1]
     out = scope.gradients([y._c_output() for y in ys], [x._c_output() for x in xs_t],
                           [g._c_output() for g in grad_ys])

@@ -141,8 +141,8 @@ logical_and, logical_or, logical_not = gen_ops.logical_and, gen_ops.logical_or, 
 
 
 def logical_xor(x, y, name="LogicalXor"):
-    with framework.name_scope(name) as scope:
-        return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=scope[:-1] if False else None)
+    with framework.name_scope(name):
+        return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,

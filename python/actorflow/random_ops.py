@@ -16,7 +16,7 @@ def _shape(shape):
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     dtype = dtypes.as_dtype(dtype)
-    with framework.name_scope(name, "random_normal") as scope:
+    with framework.name_scope(name, "random_normal"):
         s1, s2 = framework._seeds(seed)
         rnd = gen_ops.random_standard_normal(_shape(shape), dtype=dtype, seed=s1, seed2=s2)
         return gen_ops.add_v2(rnd * convert_to_tensor(stddev, dtype=dtype), convert_to_tensor(mean, dtype=dtype),
@@ -25,7 +25,7 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     dtype = dtypes.as_dtype(dtype)
-    with framework.name_scope(name, "truncated_normal") as scope:
+    with framework.name_scope(name, "truncated_normal"):
         s1, s2 = framework._seeds(seed)
         rnd = gen_ops.truncated_normal(_shape(shape), dtype=dtype, seed=s1, seed2=s2)
         return gen_ops.add_v2(rnd * convert_to_tensor(stddev, dtype=dtype), convert_to_tensor(mean, dtype=dtype),
@@ -34,7 +34,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
     dtype = dtypes.as_dtype(dtype)
-    with framework.name_scope(name, "random_uniform") as scope:
+    with framework.name_scope(name, "random_uniform"):
         s1, s2 = framework._seeds(seed)
         if dtype.is_integer:
             if maxval is None:

@@ -100,7 +100,8 @@ class BaseSession(object):
         self._target = target.decode() if isinstance(target, bytes) else target
         self._config = config
         self._closed = False
-        self._c = _actorflow.Session(self._graph._scope, self._target)
+        filters = list(getattr(config, "device_filters", None) or [])
+        self._c = _actorflow.Session(self._graph._scope, self._target, filters)
         self._plans = {}
         _live_sessions.add(self)
 
@@ -171,9 +172,7 @@ class BaseSession(object):
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, "
                                 "the tensor object was %s which was passed to the feed with key %s." % (value, key))
-            shape = key._shape_override if key._shape_override is not None else None
-            if shape is None:
-                shape = key.shape
+            shape = key.shape
             if shape.ndims is not None:
                 vshape = getattr(value, "shape", None)
                 if vshape is None:
@@ -207,7 +206,7 @@ class Session(BaseSession):
 
     @staticmethod
     def reset(target, containers=None, config=None):
-        s = _actorflow.Session(framework.Graph()._scope, target.decode() if isinstance(target, bytes) else target)
+        s = _actorflow.Session(framework.Graph()._scope, target.decode() if isinstance(target, bytes) else target, [])
         s.reset(list(containers or []))
         s.close()
 
@@ -263,7 +262,9 @@ class RunMetadata(object):
 
 
 class ConfigProto(object):
-    """Accepted for compatibility; the runtime sizes its pools itself (ACTORFLOW_NUM_THREADS)."""
+    """TensorFlow's session config: `device_filters` (the tasks a cluster session uses; by default, with
+    parameter servers, those and the session's own task) is honoured; thread-pool sizes are the runtime's
+    (ACTORFLOW_NUM_THREADS)."""
 
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)
@@ -276,12 +277,14 @@ class GPUOptions(ConfigProto):
 @atexit.register
 def _close_all():
     # Interpreter exit: end what runs (queue-runner threads blocked in a step return with CancelledError),
+    # wait until every thread is out of its step (back in Python, where finalization may end it safely),
     # then stop giving fed arrays back from other threads.
     for s in list(_live_sessions):
         try:
             s.close()
         except Exception:  # noqa: BLE001
             pass
+    _actorflow._wait_for_steps(30000)
     _actorflow._stop_releasing()
 
 

@@ -53,9 +53,10 @@ class Variable(object):
                 var_shape = TensorShape(None)
             self._dtype = self._initial_value.dtype.base_dtype
             self._variable = gen_ops.variable_v2(shape=var_shape, dtype=self._dtype, container=None, name=scope)
-            self._initializer_op = gen_ops.assign(self._variable, self._initial_value, validate_shape=validate_shape,
-                                                  name="Assign").op
-            self._snapshot = gen_ops.identity(self._variable, name="read")
+            with graph.colocate_with(self._variable.op):  # where the variable is (its ref inputs must be)
+                self._initializer_op = gen_ops.assign(self._variable, self._initial_value,
+                                                      validate_shape=validate_shape, name="Assign").op
+                self._snapshot = gen_ops.identity(self._variable, name="read")
         self._trainable = trainable
         self._constraint = constraint
         self._save_slice_info = None
@@ -129,17 +130,22 @@ class Variable(object):
         _get_session(session, self.graph).run(self._initializer_op, {self._initial_value: value})
 
     # -- updates -----------------------------------------------------------------------------
+    # Updates go where the variable is (their ref input must be), whatever tf.device says.
     def assign(self, value, use_locking=False, name=None, read_value=True):
-        return gen_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+        with self.graph.colocate_with(self._variable.op):
+            return gen_ops.assign(self._variable, value, use_locking=use_locking, name=name)
 
     def assign_add(self, delta, use_locking=False, name=None, read_value=True):
-        return gen_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
+        with self.graph.colocate_with(self._variable.op):
+            return gen_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
 
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
-        return gen_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+        with self.graph.colocate_with(self._variable.op):
+            return gen_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
     def count_up_to(self, limit):
-        return gen_ops.count_up_to(self._variable, limit=limit)
+        with self.graph.colocate_with(self._variable.op):
+            return gen_ops.count_up_to(self._variable, limit=limit)
 
     def __repr__(self):
         return "<tf.Variable '%s' shape=%s dtype=%s>" % (self.name, self.shape, self.dtype.name)
@@ -173,23 +179,33 @@ framework.register_tensor_conversion_function(
         v._snapshot if dtype is None or dtypes.as_dtype(dtype) == v.dtype.base_dtype else NotImplemented))
 
 
+def _at(ref):
+    ref = ref._ref() if isinstance(ref, Variable) else ref
+    return ref, ref.graph.colocate_with(ref.op)
+
+
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
-    return gen_ops.assign(ref._ref() if isinstance(ref, Variable) else ref, value, validate_shape=validate_shape,
-                          use_locking=use_locking, name=name)
+    ref, where = _at(ref)
+    with where:
+        return gen_ops.assign(ref, value, validate_shape=validate_shape, use_locking=use_locking, name=name)
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    return gen_ops.assign_add(ref._ref() if isinstance(ref, Variable) else ref, value, use_locking=use_locking,
-                              name=name)
+    ref, where = _at(ref)
+    with where:
+        return gen_ops.assign_add(ref, value, use_locking=use_locking, name=name)
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    return gen_ops.assign_sub(ref._ref() if isinstance(ref, Variable) else ref, value, use_locking=use_locking,
-                              name=name)
+    ref, where = _at(ref)
+    with where:
+        return gen_ops.assign_sub(ref, value, use_locking=use_locking, name=name)
 
 
 def count_up_to(ref, limit, name=None):
-    return gen_ops.count_up_to(ref._ref() if isinstance(ref, Variable) else ref, limit=limit, name=name)
+    ref, where = _at(ref)
+    with where:
+        return gen_ops.count_up_to(ref, limit=limit, name=name)
 
 
 def global_variables(scope=None):
@@ -233,7 +249,7 @@ initialize_all_variables = global_variables_initializer
 
 
 def local_variables_initializer():
-    return variables_initializer(local_variables(), name="init_1" if False else "init")
+    return variables_initializer(local_variables(), name="init")
 
 
 initialize_local_variables = local_variables_initializer

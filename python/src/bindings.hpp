@@ -19,6 +19,7 @@ struct StatusError {
 
 void BindGraph(py::module_& m);
 void BindSession(py::module_& m);
+void BindFiles(py::module_& m);
 
 }  // namespace python
 }  // namespace actorflow

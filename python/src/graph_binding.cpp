@@ -304,6 +304,11 @@ void BindGraph(py::module_& m) {
       .def("add_op", &AddOp, py::arg("op_type"), py::arg("name"), py::arg("args"), py::arg("attrs"),
            py::arg("device") = "", py::arg("control_inputs") = std::vector<Operation>())
       .def("shape", [](const Scope& s, const Output& o) { return ShapeList(s.InferredShape(o)); })
+      .def("set_shape",
+           [](const Scope& s, const Output& o, const py::object& shape) {
+             Status st = s.SetShape(o, ShapeOf(shape));
+             if (!st.ok()) throw py::value_error(st.message());
+           })
       .def("find_node",
            [](const Scope& s, const std::string& name) -> py::object {
              Node* n = s.graph()->FindNode(name);

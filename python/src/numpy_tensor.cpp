@@ -1,8 +1,10 @@
 #include "numpy_tensor.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorflow/core/allocator.hpp"
@@ -13,6 +15,7 @@ namespace python {
 namespace {
 
 std::atomic<bool> releasing{true};
+std::atomic<int> in_flight{0};  // releases past their check of `releasing` (StopReleasing waits for them)
 std::atomic<uint64_t> n_borrowed{0}, n_copied{0}, n_fetched_in_place{0}, n_fetched_copied{0};
 constexpr const char* kCapsuleName = "actorflow.Tensor";
 
@@ -24,11 +27,13 @@ class ArrayLender final : public Allocator {
   std::string Name() const override { return "numpy"; }
   void* AllocateRaw(size_t, size_t) override { return nullptr; }
   void DeallocateRaw(void*, size_t) override {
+    in_flight.fetch_add(1);  // before the check: StopReleasing, which clears it first, waits for this
     if (releasing.load() && Py_IsInitialized()) {
       PyGILState_STATE g = PyGILState_Ensure();
       Py_DECREF(array_);
       PyGILState_Release(g);
     }  // else the interpreter is ending: the array goes with it
+    in_flight.fetch_sub(1);
     delete this;
   }
 
@@ -98,7 +103,10 @@ py::object TensorToNumpy(const Tensor& t) {
   }
   const py::dtype dt = NumpyOf(dtype);
   if (!t.InHostMemory()) throw py::value_error("a fetched tensor in device memory (copy it to the host first)");
-  if (t.NumElements() == 0 || !t.RefCountIsOne()) {  // shared: a copy, so writing it changes nothing here
+  // Shared (a variable's value), or a fed array's memory (TensorFlow copies it too: the caller may refill
+  // or free its array, or it may be read-only): a copy, so writing it changes nothing elsewhere.
+  const bool lent = dynamic_cast<const ArrayLender*>(t.buffer() ? t.buffer()->allocator() : nullptr) != nullptr;
+  if (t.NumElements() == 0 || !t.RefCountIsOne() || lent) {
     py::array out(dt, shape);
     if (t.TotalBytes() > 0) std::memcpy(out.mutable_data(), t.raw_data(), t.TotalBytes());
     n_fetched_copied.fetch_add(1, std::memory_order_relaxed);
@@ -201,7 +209,7 @@ Status NumpyToTensor(const py::handle& value, DataType want, Tensor* out) {
   TensorShape shape;
   for (py::ssize_t i = 0; i < arr.ndim(); ++i) shape.AddDim(arr.shape(i));
   const bool contiguous = (arr.flags() & py::array::c_style) != 0;
-  const bool aligned = reinterpret_cast<uintptr_t>(arr.data()) % kTensorAlignment == 0;
+  const bool aligned = reinterpret_cast<uintptr_t>(arr.data()) % 16 == 0;  // Tensor::Borrow's (Eigen's) alignment
   if (contiguous && aligned && shape.num_elements() > 0) {
     auto* lender = new ArrayLender(arr.ptr());
     Status s = Tensor::Borrow(dtype, shape, const_cast<void*>(arr.data()), lender, out);
@@ -226,7 +234,12 @@ FeedCounts GetFeedCounts() {
   return FeedCounts{n_borrowed.load(), n_copied.load(), n_fetched_in_place.load(), n_fetched_copied.load()};
 }
 
-void StopReleasing() { releasing.store(false); }
+void StopReleasing() {
+  releasing.store(false);
+  // Releases already past the check finish before the interpreter ends (they need the GIL: let it go).
+  py::gil_scoped_release nogil;
+  for (int i = 0; i < 5000 && in_flight.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 }  // namespace python
 }  // namespace actorflow

@@ -3,14 +3,15 @@
 //
 // To numpy: a numeric tensor whose buffer no one else holds becomes an array
 // over that buffer, kept alive by the array (a capsule holds the tensor); one
-// whose buffer is shared (a variable's value, a queued element) is copied, so
-// writing into a fetched array never changes the runtime's state. A string
+// whose buffer is shared (a variable's value, a queued element) or is a fed
+// array's memory (a fetch of a feed, passed through) is copied, so writing a
+// fetched array changes nothing else, and refilling a fed one no fetch. A string
 // tensor becomes an object array of bytes.
 //
-// From numpy: a C-contiguous array of a numeric dtype aligned to
-// kTensorAlignment is used in place (the tensor borrows its buffer and holds a
-// reference to the array until its last reference goes, from whichever
-// thread); an array a fetch returned gives back the tensor it came from; any
+// From numpy: a C-contiguous array of a numeric dtype aligned to 16 bytes
+// (malloc's alignment, so numpy's arrays are) is used in place (the tensor
+// borrows its buffer and holds a reference to the array until its last
+// reference goes, from whichever thread); an array a fetch returned gives back the tensor it came from; any
 // other array is copied once. Strings and Python objects become string tensors.
 #pragma once
 

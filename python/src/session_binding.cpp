@@ -5,8 +5,11 @@
 // run while a step does; and the in-process Server (master/server.hpp).
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -15,6 +18,8 @@
 #include "actorflow/client/session.hpp"
 #include "actorflow/core/cluster_spec.hpp"
 #include "actorflow/master/server.hpp"
+#include "actorflow/master/server_environment.hpp"
+#include "actorflow/ops/op_registry.hpp"
 #include "bindings.hpp"
 #include "numpy_tensor.hpp"
 
@@ -23,15 +28,31 @@ namespace python {
 
 namespace {
 
+std::atomic<uint64_t> next_session{1};
+// Steps in Session.run (from the call's start to its return to Python, the GIL held at both ends): at
+// interpreter exit, the sessions are closed and then these waited for, so that no thread is still in C++
+// when Python's finalization ends the threads that want the GIL back.
+std::atomic<int> steps_in_run{0};
+struct InRun {
+  InRun() { steps_in_run.fetch_add(1); }
+  ~InRun() { steps_in_run.fetch_sub(1); }
+};
+
 class PySession {
  public:
-  PySession(const Scope& graph, const std::string& target) : graph_(graph) {
+  PySession(const Scope& graph, const std::string& target, const std::vector<std::string>& device_filters)
+      : graph_(graph) {
     SessionOptions options;
     options.target = target;
+    options.device_filters = device_filters;  // ConfigProto.device_filters (default: the ps tasks and this one)
     session_ = std::make_unique<Session>(options);
+    // In this process, a session's variables, queues and readers are its own, as a TensorFlow
+    // DirectSession's are: the stateful ops without a container get the session's.
+    if (target.empty()) container_ = "_python_session_" + std::to_string(next_session.fetch_add(1));
   }
   ~PySession() {
     py::gil_scoped_release nogil;
+    if (!closed_ && !container_.empty()) (void)session_->ResetContainers({container_});
     session_.reset();  // cancels what runs
   }
 
@@ -39,6 +60,7 @@ class PySession {
   py::list Run(const std::vector<std::tuple<std::string, py::object, int>>& feeds,
                const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                int64_t timeout_ms) {
+    InRun in_run;
     if (closed_) RaiseStatus(errors::Cancelled("Session has been closed."));
     Sync();
     std::vector<std::pair<std::string, Tensor>> in;
@@ -72,48 +94,75 @@ class PySession {
     closed_ = true;
     py::gil_scoped_release nogil;
     (void)session_->Close();
+    if (!container_.empty()) (void)session_->ResetContainers({container_});
   }
   bool closed() const { return closed_; }
 
   void Reset(const std::vector<std::string>& containers) {
-    py::gil_scoped_release nogil;
-    Status s = session_->ResetContainers(containers);
-    py::gil_scoped_acquire gil;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = session_->ResetContainers(containers);
+    }
     if (!s.ok()) RaiseStatus(s);
   }
 
  private:
-  // Sends the nodes added to the graph since the last run (all of them the first time).
+  // Sends the nodes added to the graph since the last run (all of them the first time). Threads that run
+  // steps at once (queue runners beside the training loop) sync one at a time: the graph is read with the
+  // GIL held (only Python threads holding it add nodes), sent without it, under sync_mu_.
   void Sync() {
+    if (graph_.graph()->num_node_ids() == synced_ids_.load()) return;
+    std::unique_lock<std::mutex> lock(sync_mu_, std::defer_lock);
+    {
+      py::gil_scoped_release nogil;  // wait for another thread's sync without holding the GIL it may need
+      lock.lock();
+    }
     const int ids = graph_.graph()->num_node_ids();
-    if (ids == synced_ids_) return;
+    if (ids == synced_ids_.load()) return;
     proto::GraphDef def;
     Status s = graph_.ToGraphDef(&def);
     if (!s.ok()) RaiseStatus(s);
-    if (synced_ids_ > 0) {
+    if (!container_.empty()) Contain(&def);
+    const int functions = def.library().function_size();
+    if (synced_ids_.load() > 0) {
       proto::GraphDef fresh;
       *fresh.mutable_versions() = def.versions();
       for (const auto& n : def.node()) {
         Node* node = graph_.graph()->FindNode(n.name());
-        if (node && node->id() >= synced_ids_) *fresh.add_node() = n;
+        if (node && node->id() >= synced_ids_.load()) *fresh.add_node() = n;
       }
-      if (def.library().function_size() > library_functions_) *fresh.mutable_library() = def.library();
-      library_functions_ = def.library().function_size();
+      if (functions > library_functions_) *fresh.mutable_library() = def.library();
       py::gil_scoped_release nogil;
       s = session_->Extend(fresh);
     } else {
-      library_functions_ = def.library().function_size();
       py::gil_scoped_release nogil;
       s = session_->Create(def);
     }
     if (!s.ok()) RaiseStatus(s);
-    synced_ids_ = ids;
+    library_functions_ = functions;
+    synced_ids_.store(ids);
+  }
+
+  // Puts the stateful ops that name no container in this session's.
+  void Contain(proto::GraphDef* def) const {
+    for (auto& n : *def->mutable_node()) {
+      const OpRegistration* reg = OpRegistry::Global()->Find(n.op());
+      if (!reg) continue;
+      for (const auto& a : reg->op_def.attr())
+        if (a.name() == "container") {
+          auto& attr = (*n.mutable_attr())["container"];
+          if (attr.s().empty()) attr.set_s(container_);
+        }
+    }
   }
 
   Scope graph_;
+  std::string container_;  // "" for a session of a cluster: its tasks' containers are shared
   std::unique_ptr<Session> session_;
-  int synced_ids_ = 0;
-  int library_functions_ = 0;
+  std::mutex sync_mu_;                // one Sync at a time
+  std::atomic<int> synced_ids_{0};    // the graph's node ids sent to the session: [0, synced_ids_)
+  int library_functions_ = 0;         // (under sync_mu_)
   bool closed_ = false;
 };
 
@@ -133,7 +182,9 @@ class PyServer {
     o.port = port;
     o.num_cpu_devices = num_cpu_devices;
     o.num_threads = num_threads;
-    Status s;
+    // As every actorflow program: ACTORFLOW_BIND, ACTORFLOW_TLS_*, ... (what `actorflow launch` sets).
+    Status s = ApplyServerEnvironment(&o);
+    if (!s.ok()) RaiseStatus(s);
     {
       py::gil_scoped_release nogil;
       s = Server::Create(o, &server_);
@@ -150,6 +201,14 @@ class PyServer {
     py::gil_scoped_release nogil;
     server_->RequestStop(reason);
   }
+  void ShutdownTasks(const std::string& job, const std::string& reason, int64_t timeout_ms) {
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = server_->ShutdownTasks(job, reason, std::chrono::milliseconds(timeout_ms));
+    }
+    if (!s.ok()) RaiseStatus(s);
+  }
   void Destroy() {
     py::gil_scoped_release nogil;
     server_.reset();
@@ -162,8 +221,16 @@ class PyServer {
 }  // namespace
 
 void BindSession(py::module_& m) {
+  m.def("_wait_for_steps", [](int64_t timeout_ms) {
+    py::gil_scoped_release nogil;  // the threads returning from their steps need it
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (steps_in_run.load() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return steps_in_run.load() == 0;
+  });
   py::class_<PySession>(m, "Session")
-      .def(py::init<const Scope&, const std::string&>(), py::arg("graph"), py::arg("target") = "")
+      .def(py::init<const Scope&, const std::string&, const std::vector<std::string>&>(), py::arg("graph"),
+           py::arg("target") = "", py::arg("device_filters") = std::vector<std::string>())
       .def("run", &PySession::Run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
            py::arg("timeout_ms") = 0)
       .def("close", &PySession::Close)
@@ -177,6 +244,8 @@ void BindSession(py::module_& m) {
       .def_property_readonly("port", &PyServer::port)
       .def("join", &PyServer::Join)
       .def("stop", &PyServer::Stop, py::arg("reason") = "stopped")
+      .def("shutdown_tasks", &PyServer::ShutdownTasks, py::arg("job"), py::arg("reason"),
+           py::arg("timeout_ms") = 10000)
       .def("destroy", &PyServer::Destroy);
 }
 

@@ -7,7 +7,7 @@ from actorflow import control_flow_ops
 from actorflow import dtypes
 from actorflow import framework
 from actorflow import gen_ops
-from actorflow import gradients as gradients_lib
+from actorflow.gradients import gradients as _gradients
 from actorflow import variables
 from actorflow.framework import GraphKeys, Tensor, convert_to_tensor
 
@@ -42,7 +42,7 @@ class Optimizer(object):
         var_list = list(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = gradients_lib.gradients(loss, var_list, grad_ys=grad_loss)
+        grads = _gradients(loss, var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -61,7 +61,7 @@ class Optimizer(object):
             for g, v in grads_and_vars:
                 if g is None:
                     continue
-                with framework.name_scope("update_" + v.op.name):
+                with framework.name_scope("update_" + v.op.name), framework.colocate_with(v):
                     updates.append(self._apply_dense(convert_to_tensor(g), v))
             if global_step is None:
                 apply_updates = self._finish(updates, scope[:-1])
@@ -98,8 +98,8 @@ class Optimizer(object):
 
     def _slot(self, var, name, init):
         slots = self._slots.setdefault(name, {})
-        if var not in slots:  # named TensorFlow's way: "w/Adam", "w/Adam_1"
-            with framework.name_scope(None):
+        if var not in slots:  # named TensorFlow's way: "w/Adam", "w/Adam_1"; on the variable's device
+            with framework.name_scope(None), framework.colocate_with(var):
                 slots[var] = variables.Variable(init, trainable=False, name=var.op.name + "/" + self._name,
                                                 dtype=var.dtype.base_dtype)
         return slots[var]
@@ -110,7 +110,7 @@ class Optimizer(object):
 
     def _non_slot_variable(self, name, initial_value, colocate_with):
         if name not in self._non_slot:
-            with framework.name_scope(None):
+            with framework.name_scope(None), framework.colocate_with(colocate_with):
                 self._non_slot[name] = variables.Variable(initial_value, name=name, trainable=False)
         return self._non_slot[name]
 
@@ -213,14 +213,15 @@ class AdamOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         d = var.dtype.base_dtype
         b1p, b2p = self._non_slot["beta1_power"], self._non_slot["beta2_power"]
+        from actorflow.math_ops import cast
         return gen_ops.apply_adam(var._ref(), self.get_slot(var, "m")._ref(), self.get_slot(var, "v")._ref(),
-                                  b1p.value(), b2p.value(), self._hyper(self._lr, "learning_rate", d),
+                                  cast(b1p.value(), d), cast(b2p.value(), d), self._hyper(self._lr, "learning_rate", d),
                                   self._hyper(self._beta1, "beta1", d), self._hyper(self._beta2, "beta2", d),
                                   self._hyper(self._epsilon, "epsilon", d), grad, use_locking=self._use_locking).op
 
     def _finish(self, update_ops, name_scope):
         b1p, b2p = self._non_slot["beta1_power"], self._non_slot["beta2_power"]
-        with framework.control_dependencies(update_ops):
+        with framework.control_dependencies(update_ops), framework.colocate_with(b1p):
             u1 = b1p.assign(b1p.value() * self._beta1, use_locking=self._use_locking)
             u2 = b2p.assign(b2p.value() * self._beta2, use_locking=self._use_locking)
         return control_flow_ops.group(*(update_ops + [u1, u2]), name=name_scope)
