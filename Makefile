@@ -47,7 +47,7 @@ export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1:print_summary=1
 sanitize-build: deps
 	$(SAN_ENV) cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="$(SAN_OPT) -DNDEBUG" \
 	  -DAF_SANITIZE=$(SANITIZERS) \
-	  -DAF_FUZZ=$(SAN_FUZZ) -DAF_BUILD_BENCH=OFF -DAF_ENABLE_CUDA=OFF
+	  -DAF_FUZZ=$(SAN_FUZZ) -DAF_BUILD_BENCH=OFF -DAF_ENABLE_CUDA=OFF -DAF_BUILD_PYTHON=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The tests under ASan+UBSan: any report fails the test that caused it. A test

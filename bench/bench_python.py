@@ -9,8 +9,9 @@
 
   /usr/bin/python3 bench/bench_python.py [--build build] [--rounds 3] [--threads 2]
 
-Each round runs the C++ program, then the same work in this process, then the peer; the ratios are taken
-between the medians of the best round of each. Prints JSON lines in run_all.sh's format."""
+Each round runs the C++ program, then the same work in this process, then the peer, back to back; a ratio
+is the median over the rounds of each round's ratio (the machine's load changes between rounds, less within
+one). Prints JSON lines in run_all.sh's format."""
 
 import argparse
 import json
@@ -60,6 +61,7 @@ def python_session(tf, threads):
     params = {"threads": threads, "impl": "python"}
     t = measure(lambda: sess.run(c), 2000)
     emit("session_run", params, "latency", "us", [v * 1e6 for v in t])
+    run_us = statistics.median(t) * 1e6
     big = np.arange((64 << 20) // 4, dtype=np.float32) % 1024
     before = tf._actorflow.feed_counts()
 
@@ -71,7 +73,7 @@ def python_session(tf, threads):
     gbs = [2.0 * 64 * (1 << 20) / 1e9 / v for v in t]
     emit("feed_fetch", dict(params, mib=64, copies=copies), "throughput", "GB/s", gbs)
     sess.close()
-    return statistics.median(t) * 1e6, statistics.median(gbs)
+    return run_us, statistics.median(gbs)
 
 
 def python_train(tf, batch, threads):
@@ -111,34 +113,31 @@ def main():
     sys.path.insert(0, os.path.join(a.build, "python"))
     import actorflow as tf
     here = os.path.dirname(os.path.abspath(__file__))
-    best = {}
+    ratios = {}
 
-    def keep(key, value, bigger=True):
-        if key not in best or (value > best[key] if bigger else value < best[key]):
-            best[key] = value
+    def ratio(key, value):
+        ratios.setdefault(key, []).append(value)
     for _ in range(a.rounds):
         rows = run_json([os.path.join(a.build, "bench", "bench_session")], env)
-        for r in rows:
-            keep(("c++", r["bench"]), r["median"], bigger=r["bench"] != "session_run")
+        cpp = {r["bench"]: r["median"] for r in rows}
         py_us, py_gbs = python_session(tf, a.threads)
-        keep(("python", "session_run"), py_us, bigger=False)
-        keep(("python", "feed_fetch"), py_gbs)
+        ratio("overhead", py_us - cpp["session_run"])
+        ratio("feed_fetch", py_gbs / cpp["feed_fetch"])
         for batch in (64, 256):
             rows = run_json([os.path.join(a.build, "bench", "bench_train"), "mlp%d" % batch], env)
-            keep(("c++", "train", batch), rows[0]["median"])
-            keep(("python", "train", batch), python_train(tf, batch, a.threads))
+            cpp_train = rows[0]["median"]
+            py_train = python_train(tf, batch, a.threads)
             rows = run_json([sys.executable, os.path.join(here, "peer_torch_train.py"), "mlp%d" % batch], env)
-            keep(("pytorch", "train", batch), max(r["median"] for r in rows if r["bench"] == "train_step"))
-    overhead = best[("python", "session_run")] - best[("c++", "session_run")]
+            torch_train = max(r["median"] for r in rows if r["bench"] == "train_step")
+            ratio(("c++", batch), py_train / cpp_train)
+            ratio(("pytorch", batch), py_train / torch_train)
     emit("python_overhead", {"what": "session_run, Python minus C++", "impl": "python"}, "latency", "us",
-         [overhead])
-    emit("python_feed_fetch_ratio", {"vs": "c++", "impl": "python"}, "ratio", "x",
-         [best[("python", "feed_fetch")] / best[("c++", "feed_fetch")]])
+         ratios["overhead"])
+    emit("python_feed_fetch_ratio", {"vs": "c++", "impl": "python"}, "ratio", "x", ratios["feed_fetch"])
     for batch in (64, 256):
-        emit("python_train_ratio", {"batch": batch, "vs": "c++", "impl": "python"}, "ratio", "x",
-             [best[("python", "train", batch)] / best[("c++", "train", batch)]])
-        emit("python_train_ratio", {"batch": batch, "vs": "pytorch", "impl": "python"}, "ratio", "x",
-             [best[("python", "train", batch)] / best[("pytorch", "train", batch)]])
+        for vs in ("c++", "pytorch"):
+            emit("python_train_ratio", {"batch": batch, "vs": vs, "impl": "python"}, "ratio", "x",
+                 ratios[(vs, batch)])
 
 
 if __name__ == "__main__":

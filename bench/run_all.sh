@@ -10,7 +10,7 @@
 # A program or peer that fails (non-zero exit) or prints no figure gets an
 # error row, {"bench": NAME, "error": "..."}, so a missing figure is visible;
 # the script goes on and exits 1 at the end if any row was an error.
-# Sections: matmul executor checkpoint records torch conv queue loop
+# Sections: matmul executor checkpoint records torch conv queue loop python
 # recv_scheduling devices train transport allreduce distributed multihost elastic (with chaos) gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ if [ $build = 1 ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
     bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
-    train_distributed bench_conv transport_peer bench_allreduce_hosts restore_checkpoints >/dev/null
+    train_distributed bench_conv transport_peer bench_allreduce_hosts restore_checkpoints bench_session actorflow_python >/dev/null
 fi
 
 errors=$(mktemp)  # one line per error row (figure may run in a pipeline's subshell)
@@ -98,6 +98,11 @@ if section queue; then
   # PyTorch's DataLoader.
   figure queue_records ./build/bench/bench_queue
   figure queue_records_torch_peer /usr/bin/python3 bench/peer_torch_dataloader.py
+fi
+if section python; then
+  # The Python front-end beside C++ (bench_session, bench_train) and PyTorch, in rounds:
+  # sess.run's cost over C++'s, a 64 MiB feed and fetch, the MLP training loop.
+  figure python /usr/bin/python3 bench/bench_python.py --build build --rounds 5
 fi
 if section loop; then
   # Loops: time per iteration of a trivial loop beside plain C++ and PyTorch,

@@ -173,6 +173,7 @@ class Tensor(object):
         """Refines the static shape (ValueError when incompatible); ops built after it see it."""
         self._op._graph._scope.set_shape(self._c_output(), as_shape(shape).as_list() if as_shape(shape).ndims
                                          is not None else None)
+        self._shape_version = getattr(self, "_shape_version", 0) + 1  # sessions look at it again
 
     def consumers(self):
         out = []

@@ -9,6 +9,8 @@ import collections
 import threading
 import weakref
 
+import numpy as np
+
 from actorflow import _actorflow
 from actorflow import errors
 from actorflow import framework
@@ -103,6 +105,7 @@ class BaseSession(object):
         filters = list(getattr(config, "device_filters", None) or [])
         self._c = _actorflow.Session(self._graph._scope, self._target, filters)
         self._plans = {}
+        self._feed_info = {}  # feed key -> what _feed_key found (a shape refined by set_shape is looked at again)
         _live_sessions.add(self)
 
     @property
@@ -153,36 +156,47 @@ class BaseSession(object):
 
     def _feeds(self, feed_dict):
         feeds = []
-        graph = self._graph
         for key, value in feed_dict.items():
-            if hasattr(key, "_as_graph_element") and not isinstance(key, Tensor):
-                key = key._as_graph_element()
-            if isinstance(key, str):
-                try:
-                    key = graph.as_graph_element(key, allow_operation=False)
-                except (KeyError, ValueError) as e:
-                    raise TypeError("Cannot interpret feed_dict key as Tensor: " + str(e))
-            elif not isinstance(key, Tensor):
-                raise TypeError("Cannot interpret feed_dict key as Tensor: Can not convert a %s into a Tensor." %
-                                type(key).__name__)
-            if key.graph is not graph:
-                raise ValueError("Cannot interpret feed_dict key as Tensor: Tensor %s is not an element of this "
-                                 "graph." % key.name)
+            info = self._feed_info.get(key) if isinstance(key, (Tensor, str)) else None
+            if info is None or (isinstance(key, Tensor) and info[3] != getattr(key, "_shape_version", 0)):
+                info = self._feed_key(key)
+            name, enum, dims = info[0], info[1], info[2]
             if isinstance(value, Tensor):
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, "
                                 "the tensor object was %s which was passed to the feed with key %s." % (value, key))
-            shape = key.shape
-            if shape.ndims is not None:
-                vshape = getattr(value, "shape", None)
-                if vshape is None:
-                    import numpy as np
-                    vshape = np.shape(value)
-                if not shape.is_compatible_with(vshape):
+            if dims is not None:
+                vshape = value.shape if isinstance(value, np.ndarray) else np.shape(value)
+                if len(vshape) != len(dims) or any(d is not None and d != v for d, v in zip(dims, vshape)):
                     raise ValueError("Cannot feed value of shape %r for Tensor %r, which has shape %r" %
-                                     (tuple(vshape), key.name, str(shape)))
-            feeds.append((key.name, value, key.dtype.base_dtype.as_datatype_enum))
+                                     (tuple(vshape), name, "(%s)" % ", ".join("?" if d is None else str(d)
+                                                                            for d in dims)))
+            feeds.append((name, value, enum))
         return feeds
+
+    def _feed_key(self, key):
+        """(name, dtype enum, static dims or None, shape version) of a feed key, kept for the next runs."""
+        graph = self._graph
+        original = key
+        if hasattr(key, "_as_graph_element") and not isinstance(key, Tensor):
+            key = key._as_graph_element()
+        if isinstance(key, str):
+            try:
+                key = graph.as_graph_element(key, allow_operation=False)
+            except (KeyError, ValueError) as e:
+                raise TypeError("Cannot interpret feed_dict key as Tensor: " + str(e))
+        elif not isinstance(key, Tensor):
+            raise TypeError("Cannot interpret feed_dict key as Tensor: Can not convert a %s into a Tensor." %
+                            type(key).__name__)
+        if key.graph is not graph:
+            raise ValueError("Cannot interpret feed_dict key as Tensor: Tensor %s is not an element of this "
+                             "graph." % key.name)
+        shape = key.shape
+        dims = None if shape.ndims is None else shape.as_list()
+        info = (key.name, key.dtype.base_dtype.as_datatype_enum, dims, getattr(key, "_shape_version", 0))
+        if isinstance(original, (Tensor, str)):
+            self._feed_info[original] = info
+        return info
 
     def reset(self, containers=None):
         self._c.reset(list(containers or []))
