@@ -44,11 +44,14 @@ pid_t StartedPid(const std::string& out, const std::string& label) {
   return at == std::string::npos ? -1 : std::stoi(out.substr(at + mark.size()));
 }
 
-// `n` ports free on loopback now (a random base; bind-checked).
+// `n` ports free on loopback now (a random base; bind-checked), below the
+// kernel's ephemeral range (32768-60999 by default): a task started later
+// (a worker joining at step 800) still finds its port, which no outgoing
+// connection was given meanwhile.
 std::vector<int> FreePorts(int n) {
   std::mt19937 rng(std::random_device{}());
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int base = 20000 + static_cast<int>(rng() % 30000);
+    const int base = 20000 + static_cast<int>(rng() % static_cast<unsigned>(32768 - 20000 - n));
     bool all = true;
     for (int i = 0; i < n && all; ++i) {
       const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -117,7 +117,7 @@ constexpr double kAccuracy = 88.0;
 // A base port P with P, P+1, ..., P+n-1 all free on loopback now.
 int FreePortRange(int n) {
   std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<int> pick(20000, 60000 - n);
+  std::uniform_int_distribution<int> pick(20000, 32767 - n);  // below the ephemeral range (32768 and up)
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int base = pick(rng);
     std::vector<int> fds;

@@ -1,6 +1,7 @@
 """pytest fixtures for the Python module's tests: each test gets a fresh default graph."""
 
 import os
+import random
 import socket
 import sys
 
@@ -24,14 +25,24 @@ def build_dir():
 
 
 def free_ports(n):
-    """n loopback ports free now (for servers a test starts)."""
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """n loopback ports free now (for servers a test starts), below the kernel's ephemeral range (32768 and
+    up by default), so that no outgoing connection takes one before its server listens."""
+    rng = random.Random()
+    for _ in range(200):
+        ports = rng.sample(range(20000, 32768), n)
+        socks = []
+        try:
+            for p in ports:
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return ports
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free ports")
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
