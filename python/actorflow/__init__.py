@@ -48,6 +48,10 @@ from actorflow.data_flow_ops import (FIFOQueue, FixedLengthRecordReader, Identit
 from actorflow import session as _session
 from actorflow.session import (ConfigProto, GPUOptions, InteractiveSession, RunMetadata, RunOptions,  # noqa: F401
                                Session, get_default_session)
+from actorflow import clip_ops
+from actorflow.clip_ops import clip_by_global_norm, clip_by_norm, clip_by_value, global_norm  # noqa: F401
+from actorflow import layers
+from actorflow.layers import losses  # noqa: F401 (tf.losses)
 from actorflow import python_io
 from actorflow import saved_model
 from actorflow import summary

@@ -109,7 +109,9 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         keep = convert_to_tensor(keep_prob, dtype=x.dtype.base_dtype)
         shape = noise_shape if noise_shape is not None else array_ops.shape(x)
         noise = keep + random_ops.random_uniform(shape, dtype=x.dtype.base_dtype, seed=seed)
-        return x / keep * math_ops.floor(noise)
+        out = x / keep * math_ops.floor(noise)
+        out.set_shape(x.shape)  # as TensorFlow's: the noise's shape comes from a tensor
+        return out
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):

@@ -60,6 +60,11 @@ def test_sessions_on_a_servers_target_share_its_variables(cluster):
             s1.run(z)
     with tf.Session(servers[2].target) as s2:  # another worker's master: the ps holds the value
         assert s2.run(v) == 5.0 and s2.run(z) == 15.0
+    # A remote master by address, as TensorFlow's grpc:// targets name it (and actorflow://).
+    address = servers[2].target[len("actorflow://"):]
+    for scheme in ("grpc://", "actorflow://"):
+        with tf.Session(scheme + address) as s4:
+            assert s4.run(v) == 5.0
     config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker"])
     with tf.Session(servers[1].target, config=config) as s3:  # every task, when asked
         assert s3.run(z) == 15.0
