@@ -16,32 +16,30 @@ def _step(global_step, dtype):
     return math_ops.cast(global_step, dtype)
 
 
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
-    """learning_rate * decay_rate ^ (global_step / decay_steps) (the exponent floored with staircase)."""
-    with framework.name_scope(name, "ExponentialDecay"):
+def _decay(name, learning_rate, global_step, decay_steps, decay_rate, staircase, fn):
+    """fn(lr, rate, p) with p = global_step / decay_steps (floored with staircase)."""
+    with framework.name_scope(None, name):
         lr = convert_to_tensor(learning_rate, dtype=dtypes.float32)
         p = _step(global_step, lr.dtype) / convert_to_tensor(decay_steps, dtype=lr.dtype)
         if staircase:
             p = math_ops.floor(p)
-        return lr * math_ops.pow(convert_to_tensor(decay_rate, dtype=lr.dtype), p)
+        return fn(lr, convert_to_tensor(decay_rate, dtype=lr.dtype), p)
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
+    """learning_rate * decay_rate ^ (global_step / decay_steps) (the exponent floored with staircase)."""
+    return _decay(name or "ExponentialDecay", learning_rate, global_step, decay_steps, decay_rate, staircase,
+                  lambda lr, rate, p: lr * math_ops.pow(rate, p))
 
 
 def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
-    with framework.name_scope(name, "NaturalExpDecay"):
-        lr = convert_to_tensor(learning_rate, dtype=dtypes.float32)
-        p = _step(global_step, lr.dtype) / convert_to_tensor(decay_steps, dtype=lr.dtype)
-        if staircase:
-            p = math_ops.floor(p)
-        return lr * math_ops.exp(-convert_to_tensor(decay_rate, dtype=lr.dtype) * p)
+    return _decay(name or "NaturalExpDecay", learning_rate, global_step, decay_steps, decay_rate, staircase,
+                  lambda lr, rate, p: lr * math_ops.exp(-rate * p))
 
 
 def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
-    with framework.name_scope(name, "InverseTimeDecay"):
-        lr = convert_to_tensor(learning_rate, dtype=dtypes.float32)
-        p = _step(global_step, lr.dtype) / convert_to_tensor(decay_steps, dtype=lr.dtype)
-        if staircase:
-            p = math_ops.floor(p)
-        return lr / (1.0 + convert_to_tensor(decay_rate, dtype=lr.dtype) * p)
+    return _decay(name or "InverseTimeDecay", learning_rate, global_step, decay_steps, decay_rate, staircase,
+                  lambda lr, rate, p: lr / (1.0 + rate * p))
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
