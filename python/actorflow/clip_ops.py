@@ -17,7 +17,11 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     with framework.name_scope(name, "clip_by_norm"):
         t = convert_to_tensor(t)
-        l2 = math_ops.sqrt(math_ops.reduce_sum(t * t, axes, keepdims=True))
+        l2sum = math_ops.reduce_sum(t * t, axes, keepdims=True)
+        positive = math_ops.greater(l2sum, 0.0)
+        # TensorFlow's guard: the norm of an all-zero input is taken as 1 (no NaN in its gradient).
+        l2 = array_ops.where(positive, math_ops.sqrt(array_ops.where(positive, l2sum, array_ops.ones_like(l2sum))),
+                             l2sum)
         clip = convert_to_tensor(clip_norm, dtype=t.dtype.base_dtype)
         return t * clip / math_ops.maximum(l2, clip)
 
@@ -37,6 +41,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
         present = [t for t in t_list if t is not None]
         dtype = convert_to_tensor(present[0]).dtype.base_dtype if present else None
         clip = convert_to_tensor(clip_norm, dtype=dtype)
-        scale = clip / math_ops.maximum(norm, clip)
+        # An infinite or NaN norm makes every tensor NaN, as TensorFlow's does.
+        nan = convert_to_tensor(float("nan"), dtype=dtype)
+        scale = array_ops.where(math_ops.is_finite(norm), clip / math_ops.maximum(norm, clip), nan)
         out = [None if t is None else array_ops.identity(convert_to_tensor(t) * scale) for t in t_list]
         return out, norm

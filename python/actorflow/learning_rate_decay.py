@@ -10,6 +10,13 @@ __all__ = ["exponential_decay", "inverse_time_decay", "natural_exp_decay", "piec
            "polynomial_decay"]
 
 
+def _rate(learning_rate):
+    """The learning rate as a float tensor: its own dtype when a tensor, float32 for a Python number."""
+    if isinstance(learning_rate, framework.Tensor) and learning_rate.dtype.base_dtype.is_floating:
+        return learning_rate
+    return convert_to_tensor(learning_rate, dtype=dtypes.float32)
+
+
 def _step(global_step, dtype):
     if global_step is None:
         raise ValueError("global_step is required")
@@ -19,7 +26,7 @@ def _step(global_step, dtype):
 def _decay(name, learning_rate, global_step, decay_steps, decay_rate, staircase, fn):
     """fn(lr, rate, p) with p = global_step / decay_steps (floored with staircase)."""
     with framework.name_scope(None, name):
-        lr = convert_to_tensor(learning_rate, dtype=dtypes.float32)
+        lr = _rate(learning_rate)
         p = _step(global_step, lr.dtype) / convert_to_tensor(decay_steps, dtype=lr.dtype)
         if staircase:
             p = math_ops.floor(p)
@@ -47,7 +54,7 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
     if cycle:
         raise NotImplementedError("polynomial_decay(cycle=True)")
     with framework.name_scope(name, "PolynomialDecay"):
-        lr = convert_to_tensor(learning_rate, dtype=dtypes.float32)
+        lr = _rate(learning_rate)
         steps = convert_to_tensor(decay_steps, dtype=lr.dtype)
         p = math_ops.minimum(_step(global_step, lr.dtype), steps) / steps
         end = convert_to_tensor(end_learning_rate, dtype=lr.dtype)
@@ -62,5 +69,6 @@ def piecewise_constant(x, boundaries, values, name=None):
         x = convert_to_tensor(x)
         pairs = [(math_ops.less_equal(x, convert_to_tensor(b, dtype=x.dtype.base_dtype)), v)
                  for b, v in zip(boundaries, values[:-1])]
-        fns = [(p, (lambda v=v: convert_to_tensor(v, dtype=dtypes.float32))) for p, v in pairs]
-        return control_flow_ops.case(fns, default=lambda: convert_to_tensor(values[-1], dtype=dtypes.float32))
+        dtype = framework._default_dtype(values[0])  # int values give int32, floats float32, as TensorFlow's
+        fns = [(p, (lambda v=v: convert_to_tensor(v, dtype=dtype))) for p, v in pairs]
+        return control_flow_ops.case(fns, default=lambda: convert_to_tensor(values[-1], dtype=dtype))

@@ -15,7 +15,8 @@ __all__ = ["add", "add_n", "subtract", "multiply", "divide", "truediv", "realdiv
            "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all", "reduce_any", "argmax",
            "argmin", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
            "logical_or", "logical_not", "logical_xor", "cumsum", "cumprod", "range", "div", "div_no_nan",
-           "scalar_mul", "count_nonzero", "sub", "mul", "neg", "accumulate_n", "reduce_logsumexp"]
+           "scalar_mul", "count_nonzero", "sub", "mul", "neg", "accumulate_n", "reduce_logsumexp", "is_nan", "is_finite",
+           "is_inf"]
 
 
 def _binary(fn, x, y, name):
@@ -143,6 +144,22 @@ logical_and, logical_or, logical_not = gen_ops.logical_and, gen_ops.logical_or, 
 def logical_xor(x, y, name="LogicalXor"):
     with framework.name_scope(name):
         return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
+
+
+def is_nan(x, name=None):
+    x = convert_to_tensor(x)
+    return not_equal(x, x, name=name)
+
+
+def is_finite(x, name=None):
+    """x - x is 0 exactly when x is finite (inf - inf and NaN - NaN are NaN)."""
+    x = convert_to_tensor(x)
+    return equal(x - x, convert_to_tensor(0, dtype=x.dtype.base_dtype), name=name)
+
+
+def is_inf(x, name=None):
+    x = convert_to_tensor(x)
+    return logical_and(logical_not(is_finite(x)), equal(x, x), name=name)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,

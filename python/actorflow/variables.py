@@ -328,9 +328,16 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     outer = get_variable_scope()
     if isinstance(name_or_scope, VariableScope):
         full = name_or_scope.name
-    else:
-        name = name_or_scope if name_or_scope is not None else default_name
-        full = outer.name + "/" + name if outer.name else name
+    elif name_or_scope is not None:
+        full = outer.name + "/" + name_or_scope if outer.name else name_or_scope
+    else:  # a default name is made unique among the scopes under `outer`: "dense", "dense_1", ...
+        counts = framework.get_default_graph().get_collection_ref("__variable_scope_counts")
+        if not counts:
+            counts.append({})
+        base = outer.name + "/" + default_name if outer.name else default_name
+        n = counts[0].get(base, 0)
+        counts[0][base] = n + 1
+        full = base if n == 0 else "%s_%d" % (base, n)
     if reuse is None or reuse is False:
         reuse_value = outer.reuse if outer.reuse else (reuse or False)
     else:

@@ -87,6 +87,12 @@ DataType FromNumpyDType(const py::dtype& d) {
 
 py::object TensorToNumpy(const Tensor& t) {
   const DataType dtype = BaseType(t.dtype());
+  if (t.dims() == 0 && t.IsInitialized()) {  // a scalar: numpy's scalar (bytes for a string), as TensorFlow's
+    if (dtype == DT_STRING) return py::bytes(t.scalar<std::string>());
+    py::array one(NumpyOf(dtype), std::vector<py::ssize_t>{}, std::vector<py::ssize_t>{}, t.raw_data());  // a copy
+    n_fetched_copied.fetch_add(1, std::memory_order_relaxed);
+    return one[py::tuple()];
+  }
   std::vector<py::ssize_t> shape(t.dims());
   for (int i = 0; i < t.dims(); ++i) shape[i] = t.dim_size(i);
   if (dtype == DT_STRING) {

@@ -6,7 +6,8 @@
 // whose buffer is shared (a variable's value, a queued element) or is a fed
 // array's memory (a fetch of a feed, passed through) is copied, so writing a
 // fetched array changes nothing else, and refilling a fed one no fetch. A string
-// tensor becomes an object array of bytes.
+// tensor becomes an object array of bytes. A scalar comes back as numpy's
+// scalar (bytes for a string), as TensorFlow's does.
 //
 // From numpy: a C-contiguous array of a numeric dtype aligned to 16 bytes
 // (malloc's alignment, so numpy's arrays are) is used in place (the tensor

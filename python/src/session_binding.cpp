@@ -80,7 +80,7 @@ class PySession {
       s = session_->Run(options, in, fetches, targets, &out);
       in.clear();  // the fed arrays' tensors go first: a fetch that is a feed may then be returned in place
     }
-    if (!s.ok()) RaiseStatus(s);
+    if (!s.ok()) RaisePythonNow(s);
     py::list result(out.size());
     for (size_t i = 0; i < out.size(); ++i) {
       Tensor t = std::move(out[i]);

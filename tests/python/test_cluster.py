@@ -95,11 +95,11 @@ def test_sync_replicas_aggregates_two_workers(cluster):
                     sess.run(train, {x: [2.0]})
                     steps += 1
                 results[task] = steps
-    threads = [threading.Thread(target=worker, args=(t,)) for t in (0, 1)]
+    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in (0, 1)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=100)
     assert not any(t.is_alive() for t in threads)
     with tf.Graph().as_default():
         with tf.device("/job:ps/task:0"):

@@ -156,32 +156,35 @@ def test_gil_is_released_while_a_step_waits():
     deq = q.dequeue()
     with tf.Session() as sess:
         # A step that waits 3 s in C++ (a dequeue from an empty queue, then DeadlineExceeded): this thread
-        # keeps running Python meanwhile, with no pause anywhere near the step's length.
-        started, done, errors = threading.Event(), threading.Event(), []
+        # keeps running Python all along, with no pause anywhere near the step's length (a step holding the
+        # GIL would stop it for 3 s, from before the other thread's start to its end).
+        done, errors = threading.Event(), []
 
         def blocked():
-            started.set()
             try:
                 sess.run(deq, options=tf.RunOptions(timeout_in_ms=3000))
             except tf.errors.DeadlineExceededError as e:
                 errors.append(e)
-            done.set()
-        t = threading.Thread(target=blocked)
+            finally:
+                done.set()
+        begin = last = time.perf_counter()
+        longest, loops = 0.0, 0
+        t = threading.Thread(target=blocked, daemon=True)
         t.start()
-        assert started.wait(30)
-        last, longest, loops = time.perf_counter(), 0.0, 0
-        while not done.is_set():
+        while not done.is_set() and last - begin < 60:
             now = time.perf_counter()
             longest, last, loops = max(longest, now - last), now, loops + 1
         t.join(timeout=30)
-        assert len(errors) == 1
+        assert done.is_set() and len(errors) == 1
+        assert last - begin > 2.5, "the step ended early: %.2f s" % (last - begin)
         assert loops > 1000 and longest < 1.5, (loops, longest)
-        # And a dequeue waiting on another thread is fed from this one.
+        # And a dequeue waiting on another thread is fed from this one: the enqueue comes once the queue's
+        # size is 0 with the dequeue in flight (the step's end is what the waiting thread reports).
         got = []
-        t = threading.Thread(target=lambda: got.append(sess.run(deq)))
+        t = threading.Thread(target=lambda: got.append(sess.run(deq)), daemon=True)
         t.start()
         sess.run(enq, {x: 42.0})
-        t.join(timeout=30)
+        t.join(timeout=60)
         assert not t.is_alive() and got == [42.0]
 
 

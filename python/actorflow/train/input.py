@@ -84,20 +84,22 @@ def _flatten_input(tensors):
     return [tensors], lambda out: out[0]
 
 
-def _shapes(tensors, shapes, enqueue_many):
+def _shapes(tensors, shapes, enqueue_many, dynamic_pad=False):
+    """The queue's shapes: fully defined, or (dynamic_pad) of known rank, the unknown sizes padded."""
     if shapes is not None:
         return [TensorShape(s) for s in shapes]
     out = []
     for t in tensors:
         s = t.shape[1:] if enqueue_many else t.shape
-        if not s.is_fully_defined():
-            raise ValueError("All shapes must be fully defined: %s" % [str(t.shape) for t in tensors])
+        if not (s.ndims is not None if dynamic_pad else s.is_fully_defined()):
+            raise ValueError("All shapes must be %s: %s" % ("of known rank" if dynamic_pad else "fully defined",
+                                                             [str(t.shape) for t in tensors]))
         out.append(s)
     return out
 
 
 def _batch(queue_fn, tensors_list, batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch, name,
-           default_name):
+           default_name, dynamic_pad=False):
     first = tensors_list[0]
     flat, rebuild = _flatten_input(first)
     with framework.name_scope(name, default_name):
@@ -106,7 +108,7 @@ def _batch(queue_fn, tensors_list, batch_size, num_threads, enqueue_many, shapes
             f, _ = _flatten_input(ts)
             flats.append([convert_to_tensor(t) for t in f])
         dtype_list = [t.dtype.base_dtype for t in flats[0]]
-        shape_list = _shapes(flats[0], shapes, enqueue_many)
+        shape_list = _shapes(flats[0], shapes, enqueue_many, dynamic_pad)
         queue = queue_fn(dtype_list, shape_list)
         enqueue = [(queue.enqueue_many if enqueue_many else queue.enqueue)(f) for f in flats]
         if len(enqueue) == 1:
@@ -126,7 +128,7 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
             return data_flow_ops.PaddingFIFOQueue(capacity, d, s, shared_name=shared_name)
         return data_flow_ops.FIFOQueue(capacity, d, s, shared_name=shared_name)
     return _batch(make, [tensors], batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch, name,
-                  "batch")
+                  "batch", dynamic_pad)
 
 
 def maybe_batch(tensors, keep_input, batch_size, **kwargs):

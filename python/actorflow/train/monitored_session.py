@@ -441,7 +441,19 @@ class MonitoredSession(object):
         self._create()
 
     def _create(self):
-        self._sess = self._creator.create_session()
+        # A peer still down while the session is made again: more tries, each a recovery (TensorFlow's
+        # _RecoverableSession loops likewise).
+        while True:
+            try:
+                self._sess = self._creator.create_session()
+                break
+            except self._RECOVERABLE as e:
+                if not self._recoverable or self._recoveries >= self._max_recoveries:
+                    raise
+                self._recoveries += 1
+                log.warning("%s: making the session again (recovery %d of at most %d)", e, self._recoveries,
+                            self._max_recoveries)
+                time.sleep(self._backoff)
         self._coord = Coordinator(clean_stop_exception_types=(errors.OutOfRangeError,))
         self._threads = queue_runner.start_queue_runners(self._sess, self._coord)
         for h in self._hooks:
@@ -455,6 +467,8 @@ class MonitoredSession(object):
         return self._stop or self._closed or (self._coord is not None and self._coord.should_stop())
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._sess is None:
+            raise RuntimeError("Run called on a MonitoredSession that is closed or could not be made again.")
         while True:
             try:
                 return self._run_once(fetches, feed_dict, options)
@@ -513,6 +527,13 @@ class MonitoredSession(object):
         try:
             if self._coord is not None:
                 self._coord.request_stop()
+                # The session still open, the queue runners' closers cancel their queues (shared ones too,
+                # which peers read: briefly waited for); then the session closes, which ends what the other
+                # threads still wait in (an accumulator's take, a dequeue); then they are joined.
+                deadline = time.time() + 2.0
+                for t in self._threads:
+                    if t.name.startswith("QueueRunnerCloser"):
+                        t.join(max(0.0, deadline - time.time()))
             if self._sess is not None:
                 self._sess.close()
             if self._coord is not None:
