@@ -21,7 +21,7 @@ def test_saver_round_trip_and_max_to_keep(tmp_path):
         paths = []
         for i in range(3):
             sess.run(inc)
-            paths.append(saver.save(sess, prefix, global_step=i))
+            paths.append(saver.save(sess, prefix, global_step=sess.run(step) - 1))  # a fetched scalar
     assert paths[-1] == prefix + "-2"
     assert os.path.exists(prefix + "-2.index") and os.path.exists(prefix + "-2.data-00000-of-00001")
     assert not os.path.exists(prefix + "-0.index")  # max_to_keep=2

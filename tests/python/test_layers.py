@@ -25,6 +25,16 @@ def test_dense_layers_share_variables_under_reuse():
     np.testing.assert_array_equal(a, b)
 
 
+def test_unnamed_layers_are_named_as_tensorflow_names_them():
+    x = tf.constant(np.ones([2, 3, 5], np.float32))
+    h = tf.layers.dense(tf.layers.dense(x, 4), 2)  # over the last axis of a rank-3 input
+    assert h.shape.as_list() == [2, 3, 2]
+    assert sorted(v.name for v in tf.trainable_variables()) == ["dense/bias:0", "dense/kernel:0",
+                                                                 "dense_1/bias:0", "dense_1/kernel:0"]
+    p = tf.placeholder(tf.float32, [None, None, 3])
+    assert run(tf.layers.flatten(p), {p: np.ones([2, 4, 3], np.float32)}).shape == (2, 12)
+
+
 def test_losses_and_clipping_against_numpy():
     logits = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.2]], np.float32)
     labels = np.array([0, 1], np.int32)
@@ -33,6 +43,13 @@ def test_losses_and_clipping_against_numpy():
     assert tf.losses.get_losses() == [loss]
     np.testing.assert_allclose(run(loss), -np.log(soft[[0, 1], labels]).mean(), rtol=1e-5)
     np.testing.assert_allclose(run(tf.losses.mean_squared_error([1.0, 2.0], [1.5, 4.0])), (0.25 + 4.0) / 2)
+    # TensorFlow's default reduction: the weighted sum over the count of nonzero weights.
+    np.testing.assert_allclose(run(tf.losses.mean_squared_error([1.0, 2.0], [1.5, 4.0], weights=[2.0, 0.0])), 0.5)
+    np.testing.assert_allclose(run(tf.losses.mean_squared_error([1.0, 2.0], [1.5, 4.0], weights=0.5)),
+                               0.5 * (0.25 + 4.0) / 2)
+    z = tf.placeholder(tf.float32, [2])
+    dz = tf.gradients(tf.reduce_sum(tf.clip_by_norm(z, 1.0)), z)[0]
+    assert np.all(np.isfinite(run(dz, {z: np.zeros(2, np.float32)})))  # no NaN at an all-zero input
     a, b = np.array([3.0, 4.0], np.float32), np.array([12.0], np.float32)
     (ca, cb), norm = tf.clip_by_global_norm([a, b], 6.5)
     got_a, got_b, got_norm = run([ca, cb, norm])

@@ -27,6 +27,9 @@ def test_fetch_structures():
         assert isinstance(out["pair"], Pair) and out["pair"].x == 1.0
         assert sess.run("Const:0") == 1.0
         assert sess.run([a, a]) == [1.0, 1.0]  # one fetch, returned twice
+        # Scalars come back as numpy's scalars (hashable, usable as ints), strings as bytes.
+        assert isinstance(sess.run(a), np.float32) and sess.run(tf.constant("x")) == b"x"
+        assert {sess.run(tf.constant(3)): "three"}[3] == "three"
 
 
 def test_feeds_by_tensor_and_name_convert_to_the_placeholder_dtype():
