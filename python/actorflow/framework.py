@@ -265,6 +265,7 @@ class Graph(object):
         self._names_in_use = {}
         self._container = ""
         self._colocation = None
+        self._control_flow_depth = 0  # loops' and conds' bodies being built (their C++ scopes)
 
     # -- contexts ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -315,10 +316,22 @@ class Graph(object):
         prefix the C++ builder chose (read back through a name made in it)."""
         probe = scope.unique_name("_scope_probe")
         self._scope_stack.append((probe.rpartition("/")[0], scope))
+        self._control_flow_depth += 1
         try:
             yield
         finally:
+            self._control_flow_depth -= 1
             self._scope_stack.pop()
+
+    @contextlib.contextmanager
+    def _outside_control_flow(self):
+        """What is built inside stays out of the loop or cond being built (TensorFlow's init_scope): no
+        control dependencies, and the builder's capture skips its nodes."""
+        first = self._scope.num_node_ids()
+        with self.control_dependencies(None):
+            yield
+        if self._control_flow_depth:
+            self._scope.mark_outside_control_flow(first, self._scope.num_node_ids())
 
     def unique_name(self, name, mark_as_used=True):
         parent_full = self._scope_stack[-1][0]

@@ -37,7 +37,7 @@ class Variable(object):
         graph = framework.get_default_graph()
         if not init_from_fn and isinstance(initial_value, Tensor):
             graph = initial_value.graph
-        with graph.as_default(), graph.control_dependencies(None), \
+        with graph.as_default(), graph._outside_control_flow(), \
                 graph.name_scope(name if name is not None else "Variable") as scope:
             if init_from_fn:
                 with framework.name_scope("Initializer"):

@@ -13,6 +13,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "actorflow/client/gradients/gradients.hpp"
 #include "actorflow/client/ops/control_flow.hpp"
 #include "actorflow/core/tensor_proto.hpp"
+#include "actorflow/graph/control_flow_info.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "actorflow/ops/attrs.hpp"
 #include "actorflow/ops/op_registry.hpp"
@@ -322,6 +324,15 @@ void BindGraph(py::module_& m) {
              return out;
            })
       .def("num_node_ids", [](const Scope& s) { return s.graph()->num_node_ids(); })
+      .def("mark_outside_control_flow",
+           [](const Scope& s, int begin, int end) {
+             // Nodes built while a loop's or cond's body was being built that belong outside it (a
+             // variable and its initializer, as TensorFlow's init_scope lifts them): the builder's capture
+             // leaves them out (graph/control_flow_info.hpp: MarkForwardSide).
+             Graph* g = s.graph();
+             for (int id = std::max(begin, 0); id < end && id < g->num_node_ids(); ++id)
+               if (Node* n = g->node(id)) MarkForwardSide(n);
+           })
       .def("graph_def",
            [](const Scope& s) {
              proto::GraphDef def;

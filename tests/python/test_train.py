@@ -90,6 +90,27 @@ def test_while_loop_and_cond():
         "again")
 
 
+def test_variables_made_inside_a_cond_or_loop_live_outside_it():
+    # As TensorFlow's init_scope: the variable and its initializer are not part of the branch or the loop,
+    # so global_variables_initializer needs no predicate, and reads inside take its value.
+    p = tf.placeholder(tf.bool, [])
+
+    def branch():
+        v = tf.get_variable("in_cond", [2], initializer=tf.constant_initializer(3.0))
+        return v * 2.0
+    out = tf.cond(p, branch, lambda: tf.zeros([2]))
+
+    def body(i, acc):
+        w = tf.Variable(0.5, name="in_loop")
+        return i + 1, acc + w
+    _, total = tf.while_loop(lambda i, acc: i < 4, body, [tf.constant(0), tf.constant(0.0)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())  # no feed of p
+        np.testing.assert_array_equal(sess.run(out, {p: True}), [6.0, 6.0])
+        np.testing.assert_array_equal(sess.run(out, {p: False}), [0.0, 0.0])
+        assert sess.run(total) == 2.0
+
+
 def test_gradients_through_while_loop_and_cond():
     x = tf.placeholder(tf.float32, [])
     _, y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x), [tf.constant(0), tf.constant(1.0)])
