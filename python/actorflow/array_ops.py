@@ -47,20 +47,21 @@ def _shape_arg(shape):
         raise TypeError("Expected int32, got %r of type '%s' instead." % (shape, type(shape).__name__))
 
 
-def zeros(shape, dtype=dtypes.float32, name=None):
+def _filled(shape, dtype, value, default_name, name):
+    """A Const of `value` when the shape is known now, else Fill of a shape tensor."""
     dtype = dtypes.as_dtype(dtype)
     if not isinstance(shape, Tensor) and all(not isinstance(s, Tensor) for s in np.atleast_1d(np.asarray(shape, object))):
-        return constant(np.zeros(as_shape(shape).as_list() if not np.isscalar(shape) else [shape],
-                                 dtype=dtype.as_numpy_dtype), dtype=dtype, name=name or "zeros")
-    return gen_ops.fill(_shape_arg(shape), constant(0, dtype=dtype), name=name)
+        dims = as_shape(shape).as_list() if not np.isscalar(shape) else [shape]
+        return constant(np.full(dims, value, dtype=dtype.as_numpy_dtype), dtype=dtype, name=name or default_name)
+    return gen_ops.fill(_shape_arg(shape), constant(value, dtype=dtype), name=name)
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    return _filled(shape, dtype, 0, "zeros", name)
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
-    dtype = dtypes.as_dtype(dtype)
-    if not isinstance(shape, Tensor) and all(not isinstance(s, Tensor) for s in np.atleast_1d(np.asarray(shape, object))):
-        return constant(np.ones(as_shape(shape).as_list() if not np.isscalar(shape) else [shape],
-                                dtype=dtype.as_numpy_dtype), dtype=dtype, name=name or "ones")
-    return gen_ops.fill(_shape_arg(shape), constant(1, dtype=dtype), name=name)
+    return _filled(shape, dtype, 1, "ones", name)
 
 
 def fill(dims, value, name=None):

@@ -14,22 +14,22 @@ def _shape(shape):
     return _shape_arg(shape)
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+def _normal(op, default_name, shape, mean, stddev, dtype, seed, name):
+    """mean + stddev * a draw of `op` (RandomStandardNormal or TruncatedNormal)."""
     dtype = dtypes.as_dtype(dtype)
-    with framework.name_scope(name, "random_normal"):
+    with framework.name_scope(name, default_name):
         s1, s2 = framework._seeds(seed)
-        rnd = gen_ops.random_standard_normal(_shape(shape), dtype=dtype, seed=s1, seed2=s2)
+        rnd = op(_shape(shape), dtype=dtype, seed=s1, seed2=s2)
         return gen_ops.add_v2(rnd * convert_to_tensor(stddev, dtype=dtype), convert_to_tensor(mean, dtype=dtype),
                               name="value")
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    return _normal(gen_ops.random_standard_normal, "random_normal", shape, mean, stddev, dtype, seed, name)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
-    dtype = dtypes.as_dtype(dtype)
-    with framework.name_scope(name, "truncated_normal"):
-        s1, s2 = framework._seeds(seed)
-        rnd = gen_ops.truncated_normal(_shape(shape), dtype=dtype, seed=s1, seed2=s2)
-        return gen_ops.add_v2(rnd * convert_to_tensor(stddev, dtype=dtype), convert_to_tensor(mean, dtype=dtype),
-                              name="value")
+    return _normal(gen_ops.truncated_normal, "truncated_normal", shape, mean, stddev, dtype, seed, name)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
