@@ -21,6 +21,7 @@
 
 #include "actorflow/client/ops/accumulator_ops.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/optimizers.hpp"
 #include "actorflow/client/train/partitioned_variables.hpp"
@@ -535,4 +536,36 @@ TEST_CASE("end of training: the chief tells the ps tasks to stop, and they exit 
   CHECK(WEXITSTATUS(status) == 0);
   // Asked again, a task already gone counts as stopped.
   CHECK(c.server->ShutdownTasks("ps", "training is over").ok());
+}
+
+TEST_CASE("supervisor: a front-end's own start (chief_prepare), and the global step read only when asked",
+          "[supervisor]") {
+  Scope root = Scope::NewRootScope();
+  Variable w = NewVariable(root, "prepared_w", {}, DT_FLOAT, init::Zeros());
+  Variable step = GetOrCreateGlobalStep(root);
+  ops::Assign(root.WithOpName("set_w"), w.ref, ops::Const(root, 7.0f));
+  ops::AssignAdd(root.WithOpName("bump"), step.ref, ops::Const(root, int64_t{1}));
+  TrainingSupervisor::Graph g = TrainingSupervisor::Prepare(root, SaverOptions(), /*with_checkpoints=*/false);
+  REQUIRE(root.ok());
+  int prepared = 0;
+  SupervisorOptions o;  // in this process
+  o.read_global_step_each_step = false;
+  o.chief_prepare = [&](Session* session) {  // as python/'s Scaffold: the init op, then its init_fn
+    ++prepared;
+    std::vector<Tensor> none;
+    AF_RETURN_IF_ERROR(session->Run(RunOptions(), {}, {}, {g.init_op}, &none));
+    return session->Run(RunOptions(), {}, {}, {"set_w"}, &none);
+  };
+  TrainingSupervisor sup(ToDef(root), g, o);
+  REQUIRE(sup.Start().ok());
+  CHECK(prepared == 1);
+  std::vector<Tensor> out;
+  REQUIRE(sup.Run({}, {w.value.name()}, {}, &out).ok());
+  CHECK(out[0].scalar<float>() == 7.0f);  // the chief's own start, not the init op alone
+  for (int i = 0; i < 3; ++i) REQUIRE(sup.Run({}, {}, {"bump"}, &out).ok());
+  CHECK(sup.global_step() == 0);  // read when the session was made ready, not after each step
+  REQUIRE(sup.Run({}, {step.value.name()}, {}, &out).ok());
+  CHECK(out[0].scalar<int64_t>() == 3);
+  REQUIRE(sup.Finish().ok());
+  CHECK(prepared == 1);
 }

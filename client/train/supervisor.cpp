@@ -47,6 +47,7 @@ bool TrainingSupervisor::Recoverable(const Status& s) {
 }
 
 Status TrainingSupervisor::ReadGlobalStep() {
+  if (g_.global_step.empty()) return Status::OK();  // a model without one
   std::vector<Tensor> out;
   AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {g_.global_step}, {}, &out));
   global_step_ = out[0].scalar<int64_t>();
@@ -61,8 +62,17 @@ Status TrainingSupervisor::WaitReady() {
     last = session_->Run(options_.run, {}, g_.ready_checks, {}, &out);
     std::string missing;  // the first variables not initialized, for the message
     int unready = 0;
-    for (size_t i = 0; last.ok() && i < out.size(); ++i)
-      if (!out[i].scalar<bool>() && ++unready <= 3) missing += (missing.empty() ? "" : ", ") + g_.ready_checks[i];
+    auto note = [&](const std::string& name) {
+      if (++unready <= 3) missing += (missing.empty() ? "" : ", ") + name;
+    };
+    for (size_t i = 0; last.ok() && i < out.size(); ++i) {
+      if (out[i].dtype() == DT_STRING) {  // report_uninitialized_variables: their names
+        const std::string* names = out[i].data<std::string>();
+        for (int64_t j = 0; j < out[i].NumElements(); ++j) note(names[j]);
+      } else if (!out[i].scalar<bool>()) {
+        note(g_.ready_checks[i]);
+      }
+    }
     if (last.ok() && unready == 0) return Status::OK();
     if (!last.ok() && !Recoverable(last)) return last;
     if (std::chrono::steady_clock::now() + options_.ready_poll > deadline)
@@ -84,14 +94,16 @@ Status TrainingSupervisor::NewSession() {
   session_ = std::make_unique<Session>(options_.session);
   AF_RETURN_IF_ERROR(session_->Create(graph_));
   std::vector<Tensor> out;
-  if (options_.is_chief) {
+  if (options_.is_chief && options_.chief_prepare) {
+    AF_RETURN_IF_ERROR(options_.chief_prepare(session_.get()));
+  } else if (options_.is_chief) {
     bool restored = false;
     if (g_.saver) AF_RETURN_IF_ERROR(g_.saver->RestoreLatest(session_.get(), &restored));
     if (!restored) AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {g_.init_op}, &out));
   } else {
     AF_RETURN_IF_ERROR(WaitReady());
   }
-  AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {g_.local_init_op}, &out));
+  if (!g_.local_init_op.empty()) AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {g_.local_init_op}, &out));
   for (const auto& op : options_.after_init) AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {}, {op}, &out));
   if (options_.is_chief)
     for (const auto& op : options_.chief_after_init)
@@ -112,7 +124,8 @@ Status TrainingSupervisor::Start() {
   return s;
 }
 
-Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+Status TrainingSupervisor::Run(const RunOptions& step_options,
+                               const std::vector<std::pair<std::string, Tensor>>& feeds,
                                const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                                std::vector<Tensor>* outputs) {
   if (finished_) return errors::FailedPrecondition("training is finished: the supervisor runs no more steps");
@@ -138,12 +151,12 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
     return Status::OK();
   };
   for (;;) {
-    Status s = pending.ok() ? session_->Run(options_.run, *step_feeds, all_fetches, targets, outputs) : pending;
+    Status s = pending.ok() ? session_->Run(step_options, *step_feeds, all_fetches, targets, outputs) : pending;
     pending = Status::OK();
     if (s.ok() && fused) {
       global_step_ = outputs->back().scalar<int64_t>();
       outputs->pop_back();
-    } else if (s.ok()) {
+    } else if (s.ok() && options_.read_global_step_each_step) {
       s = ReadGlobalStep();
     }
     if (s.ok() && options_.is_chief && g_.saver) s = g_.saver->MaybeSave(session_.get(), global_step_);
@@ -177,7 +190,9 @@ Status TrainingSupervisor::Run(const std::vector<std::pair<std::string, Tensor>>
     Status r = s;
     while (Recoverable(r)) {
       if (recoveries_ >= options_.max_recoveries)
-        return Status(r.code(), "giving up after " + std::to_string(recoveries_) + " recoveries: " + r.message());
+        return options_.max_recoveries == 0 ? r  // none allowed: the error as it is
+                                            : Status(r.code(), "giving up after " + std::to_string(recoveries_) +
+                                                                   " recoveries: " + r.message());
       ++recoveries_;
       if (options_.on_recovery) options_.on_recovery(r, recoveries_);
       std::this_thread::sleep_for(options_.backoff);

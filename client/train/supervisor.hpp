@@ -4,7 +4,9 @@
 //
 // Start(): the chief restores the latest checkpoint of its directory, or
 // runs the initializer when there is none; any other worker waits until the
-// model is ready (every global variable initialized), polling every
+// model is ready (every global variable initialized: each ready check is a
+// true bool, or an empty list of names of uninitialized variables as
+// TensorFlow's report_uninitialized_variables gives), polling every
 // `ready_poll` (not TensorFlow's fixed 30 s), up to `ready_timeout`. Both then
 // run the local initializer and the `after_init` ops.
 //
@@ -58,6 +60,15 @@ struct SupervisorOptions {
   /// variables). The global step is read after it. A recoverable error from
   /// it is recovered from as from a failed step.
   std::function<Status(Session*)> on_session_ready;
+  /// The chief's start in each new session, in place of restoring the
+  /// Saver's latest checkpoint or running the init op: a front-end's own
+  /// saver and initialization (python/: tf.train.Scaffold's saver, init op
+  /// and init_fn). The local init and after_init ops follow it.
+  std::function<Status(Session*)> chief_prepare;
+  /// false: the global step is read when a session is made ready and after
+  /// a resync, not after every step (a front-end whose hooks fetch it with
+  /// the step); global_step() is then the one read last.
+  bool read_global_step_each_step = true;
   std::function<void()> on_session_closed;
   /// Called with the error before each recovery (a step that failed, a
   /// session that could not be made ready) and the recovery's number: for a
@@ -95,8 +106,8 @@ class TrainingSupervisor {
   /// What the supervisor needs in the graph, added by Prepare.
   struct Graph {
     std::string init_op, local_init_op;
-    std::vector<std::string> ready_checks;  // one bool per global variable
-    std::string global_step;                // its value's tensor name
+    std::vector<std::string> ready_checks;  // a bool per global variable, or names of those uninitialized
+    std::string global_step;                // its value's tensor name ("": none, never read)
     std::string train;                      // the train op's name, when Prepare was given it
     std::string step_after_train;           // the global step read after it, fetched with it
     std::shared_ptr<Saver> saver;           // null without a checkpoint directory
@@ -113,7 +124,13 @@ class TrainingSupervisor {
 
   Status Start();
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-             const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+    return Run(options_.run, feeds, fetches, targets, outputs);
+  }
+  /// The same with the step's own options (its deadline) in place of options.run.
+  Status Run(const RunOptions& step_options, const std::vector<std::pair<std::string, Tensor>>& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs);
   Status Finish();
 
   /// The global step after the last step (read then).

@@ -97,13 +97,14 @@ class _FetchPlan(object):
 
 
 class BaseSession(object):
-    def __init__(self, target="", graph=None, config=None):
+    def __init__(self, target="", graph=None, config=None, _calls=None):
         self._graph = graph if graph is not None else framework.get_default_graph()
         self._target = target.decode() if isinstance(target, bytes) else target
         self._config = config
         self._closed = False
         filters = list(getattr(config, "device_filters", None) or [])
-        self._c = _actorflow.Session(self._graph._scope, self._target, filters)
+        # What runs the steps: a session of its own, or (_calls) a MonitoredSession's supervisor.
+        self._c = _calls if _calls is not None else _actorflow.Session(self._graph._scope, self._target, filters)
         self._plans = {}
         self._feed_info = {}  # feed key -> what _feed_key found (a shape refined by set_shape is looked at again)
         _live_sessions.add(self)

@@ -3,7 +3,14 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "actorflow/core/proto/graph.pb.h"
 #include "actorflow/core/status.hpp"
+#include "actorflow/core/tensor.hpp"
 
 namespace actorflow {
 namespace python {
@@ -25,9 +32,32 @@ struct StatusError {
   throw py::error_already_set();
 }
 
+/// Counts a call that runs steps, from its start to its return to Python
+/// (the GIL held at both ends): at interpreter exit the sessions are closed
+/// and these waited for (session_binding.cpp).
+struct InRun {
+  InRun();
+  ~InRun();
+};
+
+/// A container of its own for a session in this process ("_python_session_N"):
+/// its variables, queues and readers are its own, as a TensorFlow
+/// DirectSession's are.
+std::string NewSessionContainer();
+/// Puts the stateful ops of `def` that name no container in `container`.
+void ContainStatefulOps(proto::GraphDef* def, const std::string& container);
+
+/// A feed from Python: (tensor name, value, dtype enum).
+using PyFeed = std::tuple<std::string, py::object, int>;
+/// The feeds as tensors (a numpy array of the dtype lent, not copied); the GIL held.
+std::vector<std::pair<std::string, Tensor>> FeedsFromPython(const std::vector<PyFeed>& feeds);
+/// One numpy array (or scalar) per fetched tensor, each moved out of `out`; the GIL held.
+py::list FetchesToPython(std::vector<Tensor>* out);
+
 void BindGraph(py::module_& m);
 void BindSession(py::module_& m);
 void BindFiles(py::module_& m);
+void BindSupervisor(py::module_& m);
 
 }  // namespace python
 }  // namespace actorflow

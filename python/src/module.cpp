@@ -1,8 +1,9 @@
 // _actorflow: the C++ half of the Python module `actorflow` (python/actorflow/
 // is the other): the graph builder (graph_binding.cpp), sessions
-// (session_binding.cpp), events, TFRecord files and SavedModels (files_binding.cpp), tensors as numpy arrays (numpy_tensor.hpp). A
-// Status becomes TensorFlow's exception class of its code, made by
-// actorflow.errors.
+// (session_binding.cpp), the training supervisor (supervisor_binding.cpp),
+// events, TFRecord files and SavedModels (files_binding.cpp), tensors as
+// numpy arrays (numpy_tensor.hpp). A Status becomes TensorFlow's exception
+// class of its code, made by actorflow.errors.
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_actorflow, m) {
   BindGraph(m);
   BindSession(m);
   BindFiles(m);
+  BindSupervisor(m);
   m.def("feed_counts", [] {
     const FeedCounts c = GetFeedCounts();
     py::dict d;

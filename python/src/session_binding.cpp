@@ -27,16 +27,52 @@ namespace actorflow {
 namespace python {
 
 namespace {
-
-std::atomic<uint64_t> next_session{1};
 // Steps in Session.run (from the call's start to its return to Python, the GIL held at both ends): at
 // interpreter exit, the sessions are closed and then these waited for, so that no thread is still in C++
 // when Python's finalization ends the threads that want the GIL back.
 std::atomic<int> steps_in_run{0};
-struct InRun {
-  InRun() { steps_in_run.fetch_add(1); }
-  ~InRun() { steps_in_run.fetch_sub(1); }
-};
+std::atomic<uint64_t> next_container{1};
+}  // namespace
+
+InRun::InRun() { steps_in_run.fetch_add(1); }
+InRun::~InRun() { steps_in_run.fetch_sub(1); }
+
+std::string NewSessionContainer() { return "_python_session_" + std::to_string(next_container.fetch_add(1)); }
+
+void ContainStatefulOps(proto::GraphDef* def, const std::string& container) {
+  for (auto& n : *def->mutable_node()) {
+    const OpRegistration* reg = OpRegistry::Global()->Find(n.op());
+    if (!reg) continue;
+    for (const auto& a : reg->op_def.attr())
+      if (a.name() == "container") {
+        auto& attr = (*n.mutable_attr())["container"];
+        if (attr.s().empty()) attr.set_s(container);
+      }
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> FeedsFromPython(const std::vector<PyFeed>& feeds) {
+  std::vector<std::pair<std::string, Tensor>> in;
+  in.reserve(feeds.size());
+  for (const auto& [name, value, dtype] : feeds) {
+    Tensor t;
+    Status s = NumpyToTensor(value, static_cast<DataType>(dtype), &t);
+    if (!s.ok()) RaiseStatus(errors::InvalidArgument("feed of '", name, "': ", s.message()));
+    in.emplace_back(name, std::move(t));
+  }
+  return in;
+}
+
+py::list FetchesToPython(std::vector<Tensor>* out) {
+  py::list result(out->size());
+  for (size_t i = 0; i < out->size(); ++i) {
+    Tensor t = std::move((*out)[i]);
+    result[i] = TensorToNumpy(t);
+  }
+  return result;
+}
+
+namespace {
 
 class PySession {
  public:
@@ -48,7 +84,7 @@ class PySession {
     session_ = std::make_unique<Session>(options);
     // In this process, a session's variables, queues and readers are its own, as a TensorFlow
     // DirectSession's are: the stateful ops without a container get the session's.
-    if (target.empty()) container_ = "_python_session_" + std::to_string(next_session.fetch_add(1));
+    if (target.empty()) container_ = NewSessionContainer();
   }
   ~PySession() {
     py::gil_scoped_release nogil;
@@ -57,20 +93,12 @@ class PySession {
   }
 
   // feeds: (tensor name, value, dtype); returns one array per fetch.
-  py::list Run(const std::vector<std::tuple<std::string, py::object, int>>& feeds,
-               const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-               int64_t timeout_ms) {
+  py::list Run(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
+               const std::vector<std::string>& targets, int64_t timeout_ms) {
     InRun in_run;
     if (closed_) RaiseStatus(errors::Cancelled("Session has been closed."));
     Sync();
-    std::vector<std::pair<std::string, Tensor>> in;
-    in.reserve(feeds.size());
-    for (const auto& [name, value, dtype] : feeds) {
-      Tensor t;
-      Status s = NumpyToTensor(value, static_cast<DataType>(dtype), &t);
-      if (!s.ok()) RaiseStatus(errors::InvalidArgument("feed of '", name, "': ", s.message()));
-      in.emplace_back(name, std::move(t));
-    }
+    std::vector<std::pair<std::string, Tensor>> in = FeedsFromPython(feeds);
     std::vector<Tensor> out;
     Status s;
     {
@@ -81,12 +109,7 @@ class PySession {
       in.clear();  // the fed arrays' tensors go first: a fetch that is a feed may then be returned in place
     }
     if (!s.ok()) RaisePythonNow(s);
-    py::list result(out.size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      Tensor t = std::move(out[i]);
-      result[i] = TensorToNumpy(t);
-    }
-    return result;
+    return FetchesToPython(&out);
   }
 
   void Close() {
@@ -123,7 +146,7 @@ class PySession {
     proto::GraphDef def;
     Status s = graph_.ToGraphDef(&def);
     if (!s.ok()) RaiseStatus(s);
-    if (!container_.empty()) Contain(&def);
+    if (!container_.empty()) ContainStatefulOps(&def, container_);
     const int functions = def.library().function_size();
     if (synced_ids_.load() > 0) {
       proto::GraphDef fresh;
@@ -142,19 +165,6 @@ class PySession {
     if (!s.ok()) RaiseStatus(s);
     library_functions_ = functions;
     synced_ids_.store(ids);
-  }
-
-  // Puts the stateful ops that name no container in this session's.
-  void Contain(proto::GraphDef* def) const {
-    for (auto& n : *def->mutable_node()) {
-      const OpRegistration* reg = OpRegistry::Global()->Find(n.op());
-      if (!reg) continue;
-      for (const auto& a : reg->op_def.attr())
-        if (a.name() == "container") {
-          auto& attr = (*n.mutable_attr())["container"];
-          if (attr.s().empty()) attr.set_s(container_);
-        }
-    }
   }
 
   Scope graph_;

@@ -17,6 +17,19 @@ def fresh_graph():
     tf.reset_default_graph()
 
 
+def linear_regression():
+    """(loss, train op, global step) of y = 3x + 1 fitted by gradient descent (w and b start at zero)."""
+    import numpy as np
+    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
+    y = 3.0 * x + 1.0
+    w = tf.Variable(tf.zeros([1, 1]), name="w")
+    b = tf.Variable(tf.zeros([1]), name="b")
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+    gs = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=gs)
+    return loss, train, gs
+
+
 def build_dir():
     """The build tree (for programs the tests start): AF_BUILD, else the one the module was loaded from."""
     if os.environ.get("AF_BUILD"):

@@ -1,6 +1,6 @@
 """Savers (TensorFlow's checkpoint files and `checkpoint` state, max_to_keep, restore into a new graph), summaries
-written to events files and read back, and monitored training: hooks, checkpoints, restore on restart, and
-recovery of a step that fails with AbortedError."""
+written to events files and read back, and monitored training: hooks, checkpoints, restore on restart
+(recovery from lost peers: test_monitored_session.py)."""
 
 import os
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import actorflow as tf
+from conftest import linear_regression as build_model
 
 
 def test_saver_round_trip_and_max_to_keep(tmp_path):
@@ -71,17 +72,6 @@ def test_summaries_reach_an_events_file(tmp_path):
     assert len(histos) == 3 and histos[0].num == 4 and histos[0].max == 3.0
 
 
-def build_model():
-    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
-    y = 3.0 * x + 1.0
-    w = tf.Variable(tf.zeros([1, 1]), name="w")
-    b = tf.Variable(tf.zeros([1]), name="b")
-    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
-    gs = tf.train.get_or_create_global_step()
-    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=gs)
-    return loss, train, gs
-
-
 def test_monitored_training_session_trains_saves_and_resumes(tmp_path):
     loss, train, gs = build_model()
     seen = []
@@ -111,33 +101,3 @@ def test_monitored_training_session_trains_saves_and_resumes(tmp_path):
             sess.run(train)
             n += 1
     assert n == 10
-
-
-def test_monitored_session_recovers_from_an_aborted_step(tmp_path):
-    loss, train, gs = build_model()
-    calls = {"n": 0}
-
-    class AbortOnce(tf.train.SessionRunHook):
-        def after_create_session(self, session, coord):
-            calls["created"] = calls.get("created", 0) + 1
-
-    flaky = tf.py_func if hasattr(tf, "py_func") else None
-    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), hooks=[AbortOnce()],
-                                           save_checkpoint_steps=5) as sess:
-        for _ in range(10):
-            sess.run(train)
-        step_before = sess.run(gs)
-        # A failure as a lost peer gives it: the next run makes a new session, restored from the checkpoint.
-        real_run = sess._sess.run
-
-        def failing(*args, **kwargs):
-            if calls["n"] == 0:
-                calls["n"] += 1
-                raise tf.errors.AbortedError(None, None, "a peer was lost")
-            return real_run(*args, **kwargs)
-        sess._sess.run = failing
-        sess.run(train)
-        assert calls["created"] == 2
-        assert sess.run(gs) == 11  # restored at step 10 (its last checkpoint), then one step
-        assert step_before == 10
-    _ = flaky

@@ -2,7 +2,6 @@
 some epochs, batching and shuffling by QueueRunners on Python threads, the Coordinator stopping them, and
 OutOfRangeError at the end of the input."""
 
-import os
 import threading
 
 import numpy as np

@@ -1,15 +1,16 @@
-"""Monitored training (tf.train.MonitoredTrainingSession): a session that initializes the model or restores its
-latest checkpoint (the chief) or waits until the chief has (the others), runs hooks around each step
-(stop at a step, save checkpoints and summaries, log tensors, stop on NaN), and recovers from a lost peer:
-an AbortedError or UnavailableError in a step closes the session and makes a new one, restored from the latest
-checkpoint, as TensorFlow's _RecoverableSession does."""
+"""Monitored training (tf.train.MonitoredTrainingSession) over the C++ TrainingSupervisor: a session that
+initializes the model or restores its latest checkpoint (the chief) or waits until the chief has (the others),
+runs hooks around each step (basic_session_run_hooks.py: stop at a step, save checkpoints and summaries, log
+tensors, stop on NaN), and recovers from a lost peer: a step that fails with AbortedError or UnavailableError is
+run again in a new session, restored from the latest checkpoint, as TensorFlow's _RecoverableSession does, with
+a bound on the recoveries."""
 
 import logging
-import os
 import time
 
 import numpy as np
 
+from actorflow import _actorflow
 from actorflow import control_flow_ops
 from actorflow import errors
 from actorflow import framework
@@ -18,6 +19,10 @@ from actorflow import summary as summary_lib
 from actorflow import variables
 from actorflow.framework import GraphKeys
 from actorflow.train import queue_runner
+from actorflow.train.basic_session_run_hooks import (  # noqa: F401 (tf.train's names)
+    CheckpointSaverHook, FeedFnHook, FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
+    SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook,
+    SummarySaverHook)
 from actorflow.train.coordinator import Coordinator
 from actorflow.train.optimizer import get_global_step
 from actorflow.train.saver import Saver, latest_checkpoint
@@ -65,256 +70,6 @@ class Scaffold(object):
         framework.get_default_graph().finalize()
         self._finalized = True
         return self
-
-
-class SessionRunArgs(object):
-    def __init__(self, fetches, feed_dict=None, options=None):
-        self.fetches, self.feed_dict, self.options = fetches, feed_dict, options
-
-
-class SessionRunValues(object):
-    def __init__(self, results, options=None, run_metadata=None):
-        self.results, self.options, self.run_metadata = results, options, run_metadata
-
-
-class SessionRunContext(object):
-    def __init__(self, original_args, session):
-        self.original_args, self.session = original_args, session
-        self._stop_requested = False
-
-    def request_stop(self):
-        self._stop_requested = True
-
-    @property
-    def stop_requested(self):
-        return self._stop_requested
-
-
-class SessionRunHook(object):
-    def begin(self):
-        pass
-
-    def after_create_session(self, session, coord):
-        pass
-
-    def before_run(self, run_context):
-        return None
-
-    def after_run(self, run_context, run_values):
-        pass
-
-    def end(self, session):
-        pass
-
-
-class StopAtStepHook(SessionRunHook):
-    """Stops once the global step reaches `last_step` (or `num_steps` past where it began)."""
-
-    def __init__(self, num_steps=None, last_step=None):
-        if (num_steps is None) == (last_step is None):
-            raise ValueError("One of num_steps or last_step must be specified.")
-        self._num_steps, self._last_step = num_steps, last_step
-
-    def begin(self):
-        self._global_step = get_global_step()
-        if self._global_step is None:
-            raise RuntimeError("Global step should be created to use StopAtStepHook.")
-
-    def after_create_session(self, session, coord):
-        if self._last_step is None:
-            self._last_step = int(session.run(self._global_step)) + self._num_steps
-
-    def before_run(self, run_context):
-        return SessionRunArgs(self._global_step)
-
-    def after_run(self, run_context, run_values):
-        if int(run_values.results) + 1 >= self._last_step:
-            step = int(run_context.session.run(self._global_step))
-            if step >= self._last_step:
-                run_context.request_stop()
-
-
-class _Timer(object):
-    def __init__(self, every_secs=None, every_steps=None):
-        self.secs, self.steps = every_secs, every_steps
-        self.last_time, self.last_step = None, None
-
-    def should_trigger(self, step):
-        if self.last_step is None:
-            return True
-        if self.steps is not None and step >= self.last_step + self.steps:
-            return True
-        if self.secs is not None and time.time() >= self.last_time + self.secs:
-            return True
-        return False
-
-    def update(self, step):
-        self.last_time, self.last_step = time.time(), step
-
-
-class CheckpointSaverHook(SessionRunHook):
-    """Saves a checkpoint every `save_secs` or `save_steps`, and at the end."""
-
-    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None, checkpoint_basename="model.ckpt",
-                 scaffold=None, listeners=None):
-        if (save_secs is None) == (save_steps is None):
-            raise ValueError("exactly one of save_secs and save_steps must be given")
-        self._dir, self._saver, self._scaffold = checkpoint_dir, saver, scaffold
-        self._path = os.path.join(checkpoint_dir, checkpoint_basename)
-        self._timer = _Timer(save_secs, save_steps)
-
-    def begin(self):
-        self._global_step = get_global_step()
-        if self._global_step is None:
-            raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
-
-    def _get_saver(self):
-        return self._saver or (self._scaffold.saver if self._scaffold is not None else None) or \
-            (framework.get_collection(GraphKeys.SAVERS) or [None])[0]
-
-    def after_create_session(self, session, coord):
-        step = int(session.run(self._global_step))
-        self._save(session, step)
-        self._timer.update(step)
-
-    def before_run(self, run_context):
-        return SessionRunArgs(self._global_step)
-
-    def after_run(self, run_context, run_values):
-        step = int(run_values.results) + 1
-        if self._timer.should_trigger(step):
-            step = int(run_context.session.run(self._global_step))
-            self._timer.update(step)
-            self._save(run_context.session, step)
-
-    def end(self, session):
-        step = int(session.run(self._global_step))
-        if step != self._timer.last_step:
-            self._save(session, step)
-
-    def _save(self, session, step):
-        saver = self._get_saver()
-        if saver is not None:
-            os.makedirs(self._dir, exist_ok=True)
-            saver.save(session, self._path, global_step=step)
-
-
-class SummarySaverHook(SessionRunHook):
-    def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None, scaffold=None,
-                 summary_op=None):
-        self._timer = _Timer(save_secs, save_steps)
-        self._output_dir, self._writer, self._scaffold, self._summary_op = output_dir, summary_writer, scaffold, \
-            summary_op
-
-    def begin(self):
-        if self._writer is None and self._output_dir:
-            self._writer = summary_lib.FileWriterCache.get(self._output_dir)
-        self._global_step = get_global_step()
-        self._next_step = None
-
-    def _op(self):
-        return self._summary_op if self._summary_op is not None else (
-            self._scaffold.summary_op if self._scaffold is not None else summary_lib.merge_all())
-
-    def before_run(self, run_context):
-        fetches = {"global_step": self._global_step}
-        op = self._op()
-        self._request = op is not None and (self._next_step is None or self._timer.should_trigger(self._next_step))
-        if self._request:
-            fetches["summary"] = op
-        return SessionRunArgs(fetches)
-
-    def after_run(self, run_context, run_values):
-        step = int(run_values.results["global_step"])
-        if self._request and self._writer is not None:
-            self._timer.update(step)
-            self._writer.add_summary(run_values.results["summary"], step)
-        self._next_step = step + 1
-
-    def end(self, session=None):
-        if self._writer is not None:
-            self._writer.flush()
-
-
-class LoggingTensorHook(SessionRunHook):
-    def __init__(self, tensors, every_n_iter=None, every_n_secs=None, at_end=False, formatter=None):
-        self._tensors = tensors if isinstance(tensors, dict) else {
-            (t if isinstance(t, str) else t.name): t for t in tensors}
-        self._timer = _Timer(every_n_secs, every_n_iter)
-        self._iter, self._formatter, self._at_end = 0, formatter, at_end
-
-    def before_run(self, run_context):
-        self._log = self._timer.should_trigger(self._iter)
-        return SessionRunArgs(self._tensors) if self._log else None
-
-    def after_run(self, run_context, run_values):
-        if self._log:
-            self._timer.update(self._iter)
-            values = run_values.results
-            log.info(self._formatter(values) if self._formatter else ", ".join(
-                "%s = %s" % (k, values[k]) for k in sorted(values)))
-        self._iter += 1
-
-
-class NanLossDuringTrainingError(RuntimeError):
-    def __str__(self):
-        return "NaN loss during training."
-
-
-class NanTensorHook(SessionRunHook):
-    def __init__(self, loss_tensor, fail_on_nan_loss=True):
-        self._loss, self._fail = loss_tensor, fail_on_nan_loss
-
-    def before_run(self, run_context):
-        return SessionRunArgs(self._loss)
-
-    def after_run(self, run_context, run_values):
-        if np.isnan(run_values.results):
-            if self._fail:
-                raise NanLossDuringTrainingError
-            log.warning("Model diverged with loss = NaN.")
-            run_context.request_stop()
-
-
-class StepCounterHook(SessionRunHook):
-    def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
-        self._timer = _Timer(every_n_secs, every_n_steps if every_n_secs is None else None)
-        self._writer, self._output_dir = summary_writer, output_dir
-
-    def begin(self):
-        self._global_step = get_global_step()
-        if self._writer is None and self._output_dir:
-            self._writer = summary_lib.FileWriterCache.get(self._output_dir)
-
-    def before_run(self, run_context):
-        return SessionRunArgs(self._global_step)
-
-    def after_run(self, run_context, run_values):
-        step = int(run_values.results)
-        if self._timer.should_trigger(step):
-            if self._timer.last_step is not None and step > self._timer.last_step:
-                rate = (step - self._timer.last_step) / max(1e-9, time.time() - self._timer.last_time)
-                if self._writer is not None:
-                    self._writer._w.add_scalar("global_step/sec", rate, step)
-                log.info("global_step/sec: %g", rate)
-            self._timer.update(step)
-
-
-class FinalOpsHook(SessionRunHook):
-    def __init__(self, final_ops, final_ops_feed_dict=None):
-        self._ops, self._feed, self.final_ops_values = final_ops, final_ops_feed_dict, None
-
-    def end(self, session):
-        if self._ops is not None:
-            self.final_ops_values = session.run(self._ops, feed_dict=self._feed)
-
-
-class FeedFnHook(SessionRunHook):
-    def __init__(self, feed_fn):
-        self._feed_fn = feed_fn
-
-    def before_run(self, run_context):
-        return SessionRunArgs(fetches=None, feed_dict=self._feed_fn())
 
 
 class _SyncReplicasOptimizerHook(SessionRunHook):
@@ -415,77 +170,132 @@ class WorkerSessionCreator(object):
             self._master, config=self._config, max_wait_secs=self._max_wait)
 
 
-class MonitoredSession(object):
-    """Runs steps with hooks; recreates its session after AbortedError/UnavailableError (restoring the latest
-    checkpoint); `should_stop()` once a hook asked or the input ended (OutOfRangeError)."""
+class _SupervisorCalls(object):
+    """What a BaseSession calls (run, close, reset), sent to the supervisor: its step with recovery (`step`) or a
+    run on its session of the moment (hooks' and queue runners')."""
 
-    _RECOVERABLE = (errors.AbortedError, errors.UnavailableError)
+    def __init__(self, sup, step):
+        self._sup = sup
+        self.run = sup.run if step else sup.raw_run
+
+    def close(self):
+        self._sup.end()
+
+    def reset(self, containers):
+        self._sup.reset(containers)
+
+
+def _name(x):
+    return x.name if hasattr(x, "name") else x
+
+
+class MonitoredSession(object):
+    """Runs steps with hooks over the C++ TrainingSupervisor (client/train/supervisor.hpp), which owns the session:
+    the chief restores the latest checkpoint or initializes (its Scaffold's saver, init_op and init_fn), another
+    worker waits until the chief's model is ready; a step that fails with UnavailableError or AbortedError (a lost
+    or restarted peer) closes the session and is run again in a new one, made ready as at the start, at most
+    `max_recoveries` times in the session's life, each after `recovery_backoff_secs`; queue runners and hooks'
+    after_create_session run again in each new session. `should_stop()` once a hook asked or the input ended
+    (OutOfRangeError). A session creator other than Chief/WorkerSessionCreator makes the one session, without
+    recovery."""
 
     def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120, recoverable=True,
                  max_recoveries=5, recovery_backoff_secs=0.5):
         self._creator = session_creator or ChiefSessionCreator()
         self._hooks = list(hooks or [])
         self._grace = stop_grace_period_secs
-        self._recoverable = recoverable
-        # As the C++ TrainingSupervisor (client/train/supervisor.hpp): at most this many recoveries in the
-        # session's life, each after a pause; then the error is raised, naming them.
-        self._max_recoveries, self._backoff, self._recoveries = max_recoveries, recovery_backoff_secs, 0
         for h in self._hooks:
             h.begin()
         self._graph = framework.get_default_graph()
-        self._sess = None
+        self._sup = None
         self._coord = None
         self._threads = []
         self._stop = False
         self._closed = False
-        self._create()
+        if not isinstance(self._creator, (ChiefSessionCreator, WorkerSessionCreator)):
+            self._sess = self._step_sess = self._creator.create_session()
+            self._session_ready()
+            return
+        self._start(self._creator, max_recoveries if recoverable else 0, recovery_backoff_secs)
 
-    def _create(self):
-        # A peer still down while the session is made again: more tries, each a recovery (TensorFlow's
-        # _RecoverableSession loops likewise).
-        while True:
-            try:
-                self._sess = self._creator.create_session()
-                break
-            except self._RECOVERABLE as e:
-                if not self._recoverable or self._recoveries >= self._max_recoveries:
-                    raise
-                self._recoveries += 1
-                log.warning("%s: making the session again (recovery %d of at most %d)", e, self._recoveries,
-                            self._max_recoveries)
-                time.sleep(self._backoff)
+    def _start(self, creator, max_recoveries, backoff_secs):
+        scaffold = creator._scaffold.finalize()
+        self._scaffold, self._is_chief = scaffold, isinstance(creator, ChiefSessionCreator)
+        config = creator._config
+        gs = get_global_step(self._graph)
+        # A worker waits for the chief's global variables (TensorFlow's ready_for_local_init_op), then runs the
+        # local init op; the chief checks scaffold.ready_op after its own (_session_ready).
+        self._sup = _actorflow.Supervisor(
+            self._graph._scope, creator._master.decode() if isinstance(creator._master, bytes) else creator._master,
+            list(getattr(config, "device_filters", None) or []), self._is_chief, init_op="",
+            local_init_op=_name(scaffold.local_init_op) if scaffold.local_init_op is not None else "",
+            ready_checks=[_name(scaffold.ready_for_local_init_op)] if scaffold.ready_for_local_init_op is not None
+            else [], global_step=_name(gs._as_graph_element() if hasattr(gs, "_as_graph_element") else gs)
+            if gs is not None else "",
+            max_recoveries=max_recoveries, backoff_ms=int(backoff_secs * 1000),
+            ready_timeout_ms=int(min(getattr(creator, "_max_wait", 7200), 1e9) * 1000),
+            chief_prepare=self._chief_prepare if self._is_chief else None, on_session_ready=self._session_ready,
+            on_session_closed=self._session_closed, on_recovery=self._on_recovery)
+        target = creator._master
+        self._sess = session_lib.BaseSession(target, self._graph, config, _calls=_SupervisorCalls(self._sup, False))
+        self._step_sess = session_lib.BaseSession(target, self._graph, config,
+                                                  _calls=_SupervisorCalls(self._sup, True))
+        try:
+            self._sup.start()
+        except BaseException:
+            self._closed = True
+            self._sup.end()
+            self._join_threads(raise_errors=False)
+            raise
+
+    # The supervisor's callbacks, on the thread running its call, the GIL taken back for them.
+    def _chief_prepare(self):
+        s, creator = self._scaffold, self._creator
+        path = creator._path or (latest_checkpoint(creator._dir) if creator._dir else None)
+        if s.saver is not None and path:
+            s.saver.restore(self._sess, path)
+            return
+        if s.init_op is not None:
+            self._sess.run(s.init_op, feed_dict=s.init_feed_dict)
+        if s.init_fn is not None:
+            s.init_fn(self._sess)
+
+    def _session_ready(self):
+        if self._sup is not None and self._is_chief and self._scaffold.ready_op is not None:
+            missing = self._sess.run(self._scaffold.ready_op)
+            if np.size(missing):
+                raise RuntimeError("Init operations did not make model ready. Init op: %s, init fn: %s, "
+                                   "local_init_op: %s, error: Variables not initialized: %s" %
+                                   (self._scaffold.init_op, self._scaffold.init_fn, self._scaffold.local_init_op,
+                                    ", ".join(m.decode() for m in np.ravel(missing))))
         self._coord = Coordinator(clean_stop_exception_types=(errors.OutOfRangeError,))
         self._threads = queue_runner.start_queue_runners(self._sess, self._coord)
         for h in self._hooks:
             h.after_create_session(self._sess, self._coord)
 
+    def _session_closed(self):
+        # The session is closed: what its threads waited in has ended; they are joined.
+        self._join_threads(raise_errors=False)
+
+    def _on_recovery(self, code, message, n):
+        log.warning("%s: %s: the session is made again (recovery %d)",
+                    errors.exception_type_from_error_code(code).__name__, message, n)
+
     @property
     def graph(self):
         return self._graph
+
+    @property
+    def recoveries(self):
+        """How many times the session was made again after a lost peer."""
+        return self._sup.recoveries if self._sup is not None else 0
 
     def should_stop(self):
         return self._stop or self._closed or (self._coord is not None and self._coord.should_stop())
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        if self._sess is None:
-            raise RuntimeError("Run called on a MonitoredSession that is closed or could not be made again.")
-        while True:
-            try:
-                return self._run_once(fetches, feed_dict, options)
-            except self._RECOVERABLE as e:
-                if not self._recoverable:
-                    raise
-                if self._recoveries >= self._max_recoveries:
-                    raise type(e)(e.node_def, e.op, "%s (after %d recoveries of the training session)" %
-                                  (e.message, self._recoveries))
-                self._recoveries += 1
-                log.warning("%s: the session is created again (recovery %d of at most %d)", e, self._recoveries,
-                            self._max_recoveries)
-                self._close_internal()
-                time.sleep(self._backoff)
-                self._create()
-
-    def _run_once(self, fetches, feed_dict, options):
+        if self._closed:
+            raise RuntimeError("Run called on a MonitoredSession that is closed.")
         ctx = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         extra, feeds = [], dict(feed_dict or {})
         for h in self._hooks:
@@ -497,8 +307,8 @@ class MonitoredSession(object):
                         raise RuntimeError("Same tensor is fed by a SessionRunHook and user.")
                 feeds.update(args.feed_dict)
         try:
-            results = self._sess.run([fetches, [e for e in extra if e is not None]], feed_dict=feeds or None,
-                                     options=options)
+            results = self._step_sess.run([fetches, [e for e in extra if e is not None]], feed_dict=feeds or None,
+                                          options=options)
         except errors.OutOfRangeError:
             self._stop = True
             raise
@@ -521,41 +331,50 @@ class MonitoredSession(object):
                 self._stop = True
         return step_fn(_StepContext(self._sess))
 
-    def _close_internal(self, raise_input_errors=False):
-        """Stops the input threads and closes the session; an input thread's error is raised again when asked
-        (at close: TensorFlow's), not when the session is only being made anew."""
+    def _join_threads(self, raise_errors):
+        coord, threads = self._coord, self._threads
+        self._coord, self._threads = None, []
+        if coord is None:
+            return
+        coord.request_stop()
         try:
-            if self._coord is not None:
-                self._coord.request_stop()
-                # The session still open, the queue runners' closers cancel their queues (shared ones too,
-                # which peers read: briefly waited for); then the session closes, which ends what the other
-                # threads still wait in (an accumulator's take, a dequeue); then they are joined.
-                deadline = time.time() + 2.0
-                for t in self._threads:
-                    if t.name.startswith("QueueRunnerCloser"):
-                        t.join(max(0.0, deadline - time.time()))
-            if self._sess is not None:
-                self._sess.close()
-            if self._coord is not None:
-                try:
-                    self._coord.join(self._threads, stop_grace_period_secs=self._grace, ignore_live_threads=True)
-                except Exception:  # noqa: BLE001
-                    if raise_input_errors:
-                        raise
-        finally:
-            self._sess = None
+            coord.join(threads, stop_grace_period_secs=self._grace, ignore_live_threads=True)
+        except Exception:  # noqa: BLE001
+            if raise_errors:
+                raise
 
     def close(self, exception_type=None):
-        """Ends the hooks (not when an exception is leaving: a diverged model is not saved) and the session."""
+        """Ends the hooks (not when an exception is leaving: a diverged model is not saved), the input threads
+        (an input thread's error is raised here, as TensorFlow's) and the session."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self._sess is not None and exception_type is None:
+            if exception_type is None:
                 for h in self._hooks:
                     h.end(self._sess)
         finally:
-            self._close_internal(raise_input_errors=exception_type is None)
+            try:
+                if self._coord is not None:
+                    # The session still open, the queue runners' closers cancel their queues (shared ones too,
+                    # which peers read: briefly waited for); closing the session then ends what the other threads
+                    # still wait in (an accumulator's take, a dequeue).
+                    self._coord.request_stop()
+                    deadline = time.time() + 2.0
+                    for t in self._threads:
+                        if t.name.startswith("QueueRunnerCloser"):
+                            t.join(max(0.0, deadline - time.time()))
+                coord, threads = self._coord, self._threads
+                if self._sup is None:
+                    self._sess.close()
+                elif exception_type is None:
+                    self._sup.finish()
+                else:
+                    self._sup.end()
+            finally:
+                # Joined here when the supervisor did not already (an exception leaving, another creator).
+                self._coord, self._threads = coord, threads
+                self._join_threads(raise_errors=exception_type is None)
 
     def __enter__(self):
         return self

@@ -1,0 +1,330 @@
+// The supervisor half of _actorflow: a TrainingSupervisor
+// (client/train/supervisor.hpp) over a graph built in Python, for
+// tf.train.MonitoredSession (python/actorflow/train/monitored_session.py).
+// The supervisor owns the session and makes it anew after a lost peer
+// (bounded recoveries, the worker's readiness polled); Python gives it the
+// chief's restore-or-initialize, and is told when a session is ready (queue
+// runners, hooks' after_create_session) or closed.
+//
+// Python callbacks run on the thread that runs the step (its GIL released
+// and taken back for the call). A callback that raises a tf.errors.OpError
+// stands for a Status of its code: UnavailableError or AbortedError is
+// recovered from as a failed step is. Any other exception ends the call, and
+// the same Python exception (its class, its traceback) is raised from it.
+//
+// raw_run runs on the session of the moment, without recovery: for hooks
+// and queue-runner threads. While the supervisor replaces its session, a
+// raw run gets CancelledError; the old session is destroyed only once no
+// raw run is in it.
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actorflow/client/builder.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/train/supervisor.hpp"
+#include "bindings.hpp"
+
+namespace actorflow {
+namespace python {
+
+namespace {
+
+struct SupervisorArgs {
+  std::string target;
+  std::vector<std::string> device_filters;
+  bool is_chief = true;
+  std::string init_op, local_init_op, global_step;
+  std::vector<std::string> ready_checks;
+  int max_recoveries = 5;
+  int64_t backoff_ms = 500, ready_poll_ms = 250, ready_timeout_ms = 7200000, step_timeout_ms = 0;
+  py::object chief_prepare, on_session_ready, on_session_closed, on_recovery;
+};
+
+class PySupervisor {
+ public:
+  PySupervisor(const Scope& graph, SupervisorArgs args) : args_(std::move(args)) {
+    proto::GraphDef def;
+    Status s = graph.ToGraphDef(&def);
+    if (!s.ok()) RaiseStatus(s);
+    if (args_.target.empty()) {  // in this process: state of its own, as a Session's (session_binding.cpp)
+      container_ = NewSessionContainer();
+      ContainStatefulOps(&def, container_);
+    }
+    TrainingSupervisor::Graph g;
+    g.init_op = args_.init_op;
+    g.local_init_op = args_.local_init_op;
+    g.ready_checks = args_.ready_checks;
+    g.global_step = args_.global_step;
+    SupervisorOptions o;
+    o.is_chief = args_.is_chief;
+    o.session.target = args_.target;
+    o.session.device_filters = args_.device_filters;
+    if (args_.step_timeout_ms > 0) o.run.timeout_in_ms = args_.step_timeout_ms;
+    o.max_recoveries = args_.max_recoveries;
+    o.backoff = std::chrono::milliseconds(args_.backoff_ms);
+    o.ready_poll = std::chrono::milliseconds(args_.ready_poll_ms);
+    o.ready_timeout = std::chrono::milliseconds(args_.ready_timeout_ms);
+    o.read_global_step_each_step = false;  // the hooks fetch it with the step
+    if (!args_.chief_prepare.is_none())
+      o.chief_prepare = [this](Session* session) {
+        SetCurrent(session);
+        return Call(args_.chief_prepare);
+      };
+    o.on_session_ready = [this](Session* session) {
+      SetCurrent(session);
+      return args_.on_session_ready.is_none() ? Status::OK() : Call(args_.on_session_ready);
+    };
+    o.on_session_closed = [this] { Retire(); };
+    o.on_recovery = [this](const Status& why, int n) {
+      if (args_.on_recovery.is_none() || ended_) return;
+      py::gil_scoped_acquire gil;
+      try {
+        args_.on_recovery(static_cast<int>(why.code()), why.message(), n);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("MonitoredSession's on_recovery");
+      }
+    };
+    sup_ = std::make_unique<TrainingSupervisor>(std::move(def), std::move(g), std::move(o));
+  }
+
+  ~PySupervisor() { End(); }
+
+  void Start() {
+    InRun in_run;
+    Check(Unlocked([&] { return sup_->Start(); }));
+  }
+
+  py::list Run(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
+               const std::vector<std::string>& targets, int64_t timeout_ms) {
+    InRun in_run;
+    if (ended_) RaiseStatus(errors::Cancelled("the monitored session is closed"));
+    std::vector<std::pair<std::string, Tensor>> in = FeedsFromPython(feeds);
+    std::vector<Tensor> out;
+    RunOptions options;
+    options.timeout_in_ms = timeout_ms > 0 ? timeout_ms : args_.step_timeout_ms;
+    Check(Unlocked([&] {
+      Status s = sup_->Run(options, in, fetches, targets, &out);
+      in.clear();  // a fetch that is a feed may then come back in place
+      return s;
+    }));
+    return FetchesToPython(&out);
+  }
+
+  // A step in the session of the moment, without recovery.
+  py::list RawRun(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
+                  const std::vector<std::string>& targets, int64_t timeout_ms) {
+    InRun in_run;
+    std::vector<std::pair<std::string, Tensor>> in = FeedsFromPython(feeds);
+    std::vector<Tensor> out;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      Session* session = Enter();
+      if (!session) {
+        s = errors::Cancelled(ended_ ? "the monitored session is closed"
+                                     : "the monitored session's session was closed (a new one is being made)");
+      } else {
+        RunOptions options;
+        if (timeout_ms > 0) options.timeout_in_ms = timeout_ms;
+        s = session->Run(options, in, fetches, targets, &out);
+        in.clear();
+        Leave();
+      }
+    }
+    if (!s.ok()) RaisePythonNow(s);
+    return FetchesToPython(&out);
+  }
+
+  // The end of training: the session closes (after the hooks' end, which Python runs first).
+  void Finish() {
+    InRun in_run;
+    if (ended_) return;
+    Status s = Unlocked([&] { return sup_->Finish(); });
+    ended_ = true;
+    DropCallbacks();
+    Check(s);
+  }
+
+  // Closes without Finish (an exception is leaving the training loop): the
+  // callbacks are not called again.
+  void End() {
+    if (!sup_) return;
+    ended_ = true;
+    {
+      py::gil_scoped_release nogil;
+      sup_.reset();  // closes the session; Retire() as it does
+    }
+    DropCallbacks();
+  }
+
+  void Reset(const std::vector<std::string>& containers) {
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      Session* session = Enter();
+      if (!session) {
+        s = errors::Cancelled("the monitored session has no session now");
+      } else {
+        s = session->ResetContainers(containers);
+        Leave();
+      }
+    }
+    if (!s.ok()) RaiseStatus(s);
+  }
+
+  int64_t global_step() const { return sup_ ? sup_->global_step() : 0; }
+  int recoveries() const { return sup_ ? sup_->recoveries() : 0; }
+  bool ended() const { return ended_; }
+
+ private:
+  // Runs `f` without the GIL, then raises the Python exception a callback
+  // left for its Status, if that is what f returned.
+  template <typename F>
+  Status Unlocked(F&& f) {
+    pending_.reset();
+    py::gil_scoped_release nogil;
+    return f();
+  }
+  void Check(const Status& s) {
+    if (s.ok()) return;
+    if (pending_ && pending_status_.code() == s.code() && pending_status_.message() == s.message()) {
+      std::optional<py::error_already_set> e = std::move(pending_);
+      pending_.reset();
+      e->restore();
+      throw py::error_already_set();
+    }
+    pending_.reset();
+    RaisePythonNow(s);
+  }
+
+  // A Python callback, on a thread without the GIL.
+  Status Call(const py::object& fn) {
+    if (ended_) return errors::Cancelled("the monitored session is closed");
+    py::gil_scoped_acquire gil;
+    try {
+      fn();
+      return Status::OK();
+    } catch (py::error_already_set& e) {
+      Status s = errors::Internal("a Python callback of MonitoredSession raised ", py::str(e.value()).cast<std::string>());
+      py::object op_error = py::module_::import("actorflow.errors").attr("OpError");
+      if (py::isinstance(e.value(), op_error))
+        s = Status(static_cast<Code>(e.value().attr("error_code").cast<int>()),
+                   e.value().attr("message").cast<std::string>());
+      pending_.emplace(std::move(e));
+      pending_status_ = s;
+      return s;
+    }
+  }
+
+  // The callbacks are bound methods of the MonitoredSession that holds this
+  // object: once it has ended, the cycle is broken (the GIL held).
+  void DropCallbacks() {
+    args_.chief_prepare = args_.on_session_ready = args_.on_session_closed = args_.on_recovery = py::none();
+  }
+
+  void SetCurrent(Session* session) {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = session;
+  }
+  Session* Enter() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (current_) ++in_flight_;
+    return current_;
+  }
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--in_flight_ == 0) cv_.notify_all();
+  }
+  // The supervisor closed its session and is about to destroy it: no raw run
+  // may start in it or still be in it (each ends Cancelled), its container
+  // is emptied, then Python stops the threads that ran in it.
+  void Retire() {
+    Session* old = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      old = current_;
+      current_ = nullptr;
+      cv_.wait(lock, [&] { return in_flight_ == 0; });
+    }
+    if (old && !container_.empty()) (void)old->ResetContainers({container_});
+    if (!args_.on_session_closed.is_none() && !ended_) {
+      Status s = Call(args_.on_session_closed);
+      if (!s.ok()) {  // nothing to return it to: the session is gone either way
+        py::gil_scoped_acquire gil;
+        if (pending_) pending_->discard_as_unraisable("MonitoredSession's on_session_closed");
+        pending_.reset();
+      }
+    }
+  }
+
+  SupervisorArgs args_;
+  std::string container_;
+  std::unique_ptr<TrainingSupervisor> sup_;
+  std::mutex mu_;  // current_ and in_flight_
+  std::condition_variable cv_;
+  Session* current_ = nullptr;
+  int in_flight_ = 0;
+  std::atomic<bool> ended_{false};
+  // The Python exception a callback raised, and the Status it stood for (the GIL guards both).
+  std::optional<py::error_already_set> pending_;
+  Status pending_status_;
+};
+
+}  // namespace
+
+void BindSupervisor(py::module_& m) {
+  py::class_<PySupervisor>(m, "Supervisor")
+      .def(py::init([](const Scope& graph, const std::string& target, const std::vector<std::string>& device_filters,
+                       bool is_chief, const std::string& init_op, const std::string& local_init_op,
+                       const std::vector<std::string>& ready_checks, const std::string& global_step,
+                       int max_recoveries, int64_t backoff_ms, int64_t ready_poll_ms, int64_t ready_timeout_ms,
+                       int64_t step_timeout_ms, py::object chief_prepare, py::object on_session_ready,
+                       py::object on_session_closed, py::object on_recovery) {
+             SupervisorArgs a;
+             a.target = target;
+             a.device_filters = device_filters;
+             a.is_chief = is_chief;
+             a.init_op = init_op;
+             a.local_init_op = local_init_op;
+             a.ready_checks = ready_checks;
+             a.global_step = global_step;
+             a.max_recoveries = max_recoveries;
+             a.backoff_ms = backoff_ms;
+             a.ready_poll_ms = ready_poll_ms;
+             a.ready_timeout_ms = ready_timeout_ms;
+             a.step_timeout_ms = step_timeout_ms;
+             a.chief_prepare = std::move(chief_prepare);
+             a.on_session_ready = std::move(on_session_ready);
+             a.on_session_closed = std::move(on_session_closed);
+             a.on_recovery = std::move(on_recovery);
+             return std::make_unique<PySupervisor>(graph, std::move(a));
+           }),
+           py::arg("graph"), py::arg("target"), py::arg("device_filters"), py::arg("is_chief"), py::arg("init_op"),
+           py::arg("local_init_op"), py::arg("ready_checks"), py::arg("global_step"), py::arg("max_recoveries") = 5,
+           py::arg("backoff_ms") = 500, py::arg("ready_poll_ms") = 250, py::arg("ready_timeout_ms") = 7200000,
+           py::arg("step_timeout_ms") = 0, py::arg("chief_prepare") = py::none(),
+           py::arg("on_session_ready") = py::none(), py::arg("on_session_closed") = py::none(),
+           py::arg("on_recovery") = py::none())
+      .def("start", &PySupervisor::Start)
+      .def("run", &PySupervisor::Run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
+           py::arg("timeout_ms") = 0)
+      .def("raw_run", &PySupervisor::RawRun, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
+           py::arg("timeout_ms") = 0)
+      .def("finish", &PySupervisor::Finish)
+      .def("end", &PySupervisor::End)
+      .def("reset", &PySupervisor::Reset)
+      .def_property_readonly("global_step", &PySupervisor::global_step)
+      .def_property_readonly("recoveries", &PySupervisor::recoveries)
+      .def_property_readonly("ended", &PySupervisor::ended);
+}
+
+}  // namespace python
+}  // namespace actorflow

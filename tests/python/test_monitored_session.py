@@ -1,0 +1,156 @@
+"""tf.train.MonitoredSession over the C++ TrainingSupervisor: a lost peer (a parameter server killed by its PID
+and restarted, or one that stays dead) is recovered from in a new session restored from the latest checkpoint,
+at most max_recoveries times; queue runners and hooks start again in each new session; a hook's exception leaves
+the session as itself; a worker without a chief gives up at its deadline."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import actorflow as tf
+from conftest import build_dir, free_ports, linear_regression as build_model
+
+
+class CountSessions(tf.train.SessionRunHook):
+    """Notes the global step each new session starts at; raises `fail` (once) from the first one's start."""
+
+    def __init__(self, gs, fail=None):
+        self.gs, self.fail, self.started = gs, fail, []
+
+    def after_create_session(self, session, coord):
+        self.started.append(int(session.run(self.gs)))
+        if self.fail is not None:
+            e, self.fail = self.fail, None
+            raise e
+
+
+def no_files(**kwargs):
+    return dict(save_summaries_steps=None, save_summaries_secs=None, log_step_count_steps=None, **kwargs)
+
+
+def test_a_recoverable_error_while_a_session_starts_makes_a_new_one_with_its_queue_runners():
+    loss, train, gs = build_model()
+    queue = tf.FIFOQueue(8, tf.float32, shapes=[[]])
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(tf.constant(1.0))]))
+    step = tf.group(train, queue.dequeue())
+    hook = CountSessions(gs, fail=tf.errors.UnavailableError(None, None, "a peer was lost"))
+    with tf.train.MonitoredTrainingSession(hooks=[hook, tf.train.StopAtStepHook(last_step=20)], **no_files()) as sess:
+        assert sess.recoveries == 1 and hook.started == [0, 0]
+        threads = list(sess._threads)  # the second session's queue runner
+        assert threads and all(t.is_alive() for t in threads)
+        while not sess.should_stop():
+            sess.run(step)  # dequeues what the second session's queue runner enqueues
+        assert sess.run(gs) == 20 and sess.run(loss) < 1e-2
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_a_hooks_exception_leaves_as_itself():
+    class Oops(Exception):
+        pass
+    for error, cls in ((Oops("not a TensorFlow error"), Oops),
+                       (tf.errors.InvalidArgumentError(None, None, "a bad hook"), tf.errors.InvalidArgumentError)):
+        with tf.Graph().as_default():  # a monitored session finalizes its graph
+            _, _, gs = build_model()
+            with pytest.raises(cls, match=str(error)):
+                tf.train.MonitoredTrainingSession(hooks=[CountSessions(gs, fail=error)], **no_files())
+    # In a step: a hook's after_run error is raised from run(); the session is closed without the hooks' end.
+
+    class Diverge(tf.train.SessionRunHook):
+        def after_run(self, ctx, values):
+            raise tf.train.NanLossDuringTrainingError
+
+        def end(self, session):
+            raise AssertionError("end() after an error")
+    _, _, gs = build_model()
+    with pytest.raises(tf.train.NanLossDuringTrainingError):
+        with tf.train.MonitoredTrainingSession(hooks=[Diverge()], **no_files()) as sess:
+            sess.run(gs)
+
+
+class PsTask(object):
+    """`actorflow server` as the cluster's ps task: a process of its own, started and ended by PID."""
+
+    def __init__(self, cluster, tmp_path):
+        self.cli = os.path.join(build_dir(), "actorflow")
+        if not os.path.exists(self.cli):
+            pytest.skip("no actorflow CLI in the build")
+        self.cluster, self.port_file, self.proc = cluster, str(tmp_path / "ps.port"), None
+
+    def start(self):
+        if os.path.exists(self.port_file):
+            os.remove(self.port_file)
+        self.proc = subprocess.Popen([self.cli, "server", "--cluster", self.cluster, "--job", "ps", "--task", "0",
+                                      "--port-file", self.port_file, "--threads", "1"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not os.path.exists(self.port_file):
+            assert self.proc.poll() is None, "the ps task exited with %s" % self.proc.returncode
+            assert time.time() < deadline, "the ps task did not serve within 60 s"
+            time.sleep(0.02)
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def ps_cluster(tmp_path):
+    ps_port, worker_port = free_ports(2)
+    cluster = '{"ps": ["127.0.0.1:%d"], "worker": ["127.0.0.1:%d"]}' % (ps_port, worker_port)
+    ps = PsTask(cluster, tmp_path)
+    ps.start()
+    spec = tf.train.ClusterSpec({"ps": ["127.0.0.1:%d" % ps_port], "worker": ["127.0.0.1:%d" % worker_port]})
+    worker = tf.train.Server(spec, "worker", 0)
+    try:
+        yield spec, ps, worker
+    finally:
+        ps.kill()
+        worker.stop()
+
+
+def test_a_ps_task_killed_and_restarted_is_recovered_from_the_latest_checkpoint(ps_cluster, tmp_path):
+    spec, ps, worker = ps_cluster
+    with tf.device(tf.train.replica_device_setter(cluster=spec, worker_device="/job:worker/task:0")):
+        loss, train, gs = build_model()
+    hook = CountSessions(gs)
+    ckpt = str(tmp_path / "ckpt")
+    with tf.train.MonitoredTrainingSession(master=worker.target, checkpoint_dir=ckpt, hooks=[hook],
+                                           **no_files(save_checkpoint_steps=5)) as sess:
+        for _ in range(12):
+            sess.run(train)  # checkpoints at steps 0, 5 and 10
+        assert sess.run(gs) == 12 and sess.recoveries == 0
+        ps.kill()
+        ps.start()  # the ps task comes back empty
+        sess.run(train)
+        assert sess.recoveries >= 1
+        assert hook.started[0] == 0 and hook.started[-1] == 10  # restored from model.ckpt-10, not from zero
+        assert sess.run(gs) == 11
+        assert sess.run(loss) < 1e-2  # the trained model (a fresh one: about 4)
+    assert tf.train.latest_checkpoint(ckpt).endswith("model.ckpt-11")
+
+
+def test_a_ps_task_that_stays_dead_ends_training_after_max_recoveries(ps_cluster):
+    spec, ps, worker = ps_cluster
+    with tf.device(tf.train.replica_device_setter(cluster=spec, worker_device="/job:worker/task:0")):
+        _, train, gs = build_model()
+    creator = tf.train.ChiefSessionCreator(master=worker.target)
+    with tf.train.MonitoredSession(creator, max_recoveries=2, recovery_backoff_secs=0.05) as sess:
+        sess.run(train)
+        ps.kill()
+        with pytest.raises(tf.errors.UnavailableError, match="giving up after 2 recoveries") as e:
+            sess.run(train)
+        assert "/job:ps" in str(e.value)
+
+
+def test_a_worker_without_a_chief_gives_up_at_its_deadline(ps_cluster):
+    spec, ps, worker = ps_cluster
+    with tf.device(tf.train.replica_device_setter(cluster=spec, worker_device="/job:worker/task:0")):
+        build_model()
+    start = time.time()
+    with pytest.raises(tf.errors.DeadlineExceededError, match="not ready"):
+        tf.train.MonitoredTrainingSession(master=worker.target, is_chief=False, max_wait_secs=1)
+    assert time.time() - start < 30
