@@ -38,8 +38,33 @@ TrainingSupervisor::TrainingSupervisor(proto::GraphDef graph, Graph g, Superviso
 
 TrainingSupervisor::~TrainingSupervisor() {
   if (!session_) return;
-  (void)session_->Close();
+  (void)CloseSession();
   if (options_.on_session_closed) options_.on_session_closed();
+}
+
+Status TrainingSupervisor::CloseSession() {
+  Status s = session_->Close();  // its steps in flight end (Cancelled)
+  // A closed session resets nothing: a fresh one, which needs no graph for it.
+  if (!options_.reset_containers.empty()) (void)Session(options_.session).ResetContainers(options_.reset_containers);
+  return s;
+}
+
+Status TrainingSupervisor::Pause(std::chrono::milliseconds d) {
+  if (options_.keep_waiting) AF_RETURN_IF_ERROR(options_.keep_waiting());
+  std::this_thread::sleep_for(d);
+  return Status::OK();
+}
+
+Status TrainingSupervisor::StepValue(const Tensor& t) {
+  if (t.dtype() == DT_INT64 && t.NumElements() == 1) {
+    global_step_ = t.scalar<int64_t>();
+  } else if (t.dtype() == DT_INT32 && t.NumElements() == 1) {
+    global_step_ = t.scalar<int32_t>();
+  } else {
+    return errors::InvalidArgument("the global step ", g_.global_step, " is ", DataTypeString(t.dtype()), "[",
+                                   t.NumElements(), " elements], not an int32 or int64 scalar");
+  }
+  return Status::OK();
 }
 
 bool TrainingSupervisor::Recoverable(const Status& s) {
@@ -50,8 +75,7 @@ Status TrainingSupervisor::ReadGlobalStep() {
   if (g_.global_step.empty()) return Status::OK();  // a model without one
   std::vector<Tensor> out;
   AF_RETURN_IF_ERROR(session_->Run(options_.run, {}, {g_.global_step}, {}, &out));
-  global_step_ = out[0].scalar<int64_t>();
-  return Status::OK();
+  return StepValue(out[0]);
 }
 
 Status TrainingSupervisor::WaitReady() {
@@ -81,13 +105,13 @@ Status TrainingSupervisor::WaitReady() {
                                       last.ok() ? ": " + std::to_string(unready) + " variables uninitialized (" +
                                                       missing + (unready > 3 ? ", ..." : "") + ")"
                                                 : ": " + last.ToString());
-    std::this_thread::sleep_for(options_.ready_poll);
+    AF_RETURN_IF_ERROR(Pause(options_.ready_poll));
   }
 }
 
 Status TrainingSupervisor::NewSession() {
   if (session_) {
-    (void)session_->Close();  // its steps in flight end (Cancelled)
+    (void)CloseSession();
     if (options_.on_session_closed) options_.on_session_closed();
     session_.reset();
   }
@@ -118,10 +142,28 @@ Status TrainingSupervisor::Start() {
   while (!s.ok() && Recoverable(s) && recoveries_ < options_.max_recoveries) {
     ++recoveries_;
     if (options_.on_recovery) options_.on_recovery(s, recoveries_);
-    std::this_thread::sleep_for(options_.backoff);
+    AF_RETURN_IF_ERROR(Pause(options_.backoff));
     s = NewSession();
   }
   return s;
+}
+
+Status TrainingSupervisor::Recover(const Status& why) {
+  if (finished_) return errors::FailedPrecondition("training is finished: the supervisor recovers no more");
+  if (!session_) return errors::FailedPrecondition("TrainingSupervisor::Start first");
+  if (!Recoverable(why)) return why;
+  Status r = why;
+  while (Recoverable(r)) {
+    if (recoveries_ >= options_.max_recoveries)
+      return options_.max_recoveries == 0 ? r  // none allowed: the error as it is
+                                          : Status(r.code(), "giving up after " + std::to_string(recoveries_) +
+                                                                 " recoveries: " + r.message());
+    ++recoveries_;
+    if (options_.on_recovery) options_.on_recovery(r, recoveries_);
+    AF_RETURN_IF_ERROR(Pause(options_.backoff));
+    r = NewSession();
+  }
+  return r;
 }
 
 Status TrainingSupervisor::Run(const RunOptions& step_options,
@@ -154,7 +196,7 @@ Status TrainingSupervisor::Run(const RunOptions& step_options,
     Status s = pending.ok() ? session_->Run(step_options, *step_feeds, all_fetches, targets, outputs) : pending;
     pending = Status::OK();
     if (s.ok() && fused) {
-      global_step_ = outputs->back().scalar<int64_t>();
+      s = StepValue(outputs->back());
       outputs->pop_back();
     } else if (s.ok() && options_.read_global_step_each_step) {
       s = ReadGlobalStep();
@@ -187,19 +229,7 @@ Status TrainingSupervisor::Run(const RunOptions& step_options,
     }
     resyncs_since_step_ = 0;
     // Recover: a new session, restored by the chief (or waited for), then the step again.
-    Status r = s;
-    while (Recoverable(r)) {
-      if (recoveries_ >= options_.max_recoveries)
-        return options_.max_recoveries == 0 ? r  // none allowed: the error as it is
-                                            : Status(r.code(), "giving up after " + std::to_string(recoveries_) +
-                                                                   " recoveries: " + r.message());
-      ++recoveries_;
-      if (options_.on_recovery) options_.on_recovery(r, recoveries_);
-      std::this_thread::sleep_for(options_.backoff);
-      r = NewSession();
-      if (r.ok()) break;
-    }
-    if (!r.ok()) return r;
+    AF_RETURN_IF_ERROR(Recover(s));
     AF_RETURN_IF_ERROR(feed_again());
   }
 }
@@ -213,7 +243,7 @@ Status TrainingSupervisor::Finish() {
     s = ReadGlobalStep();
     if (s.ok()) s = g_.saver->Save(session_.get(), global_step_);
   }
-  Status closed = session_->Close();
+  Status closed = CloseSession();
   if (options_.on_session_closed) options_.on_session_closed();
   return s.ok() ? closed : s;
 }

@@ -69,6 +69,13 @@ struct SupervisorOptions {
   /// a resync, not after every step (a front-end whose hooks fetch it with
   /// the step); global_step() is then the one read last.
   bool read_global_step_each_step = true;
+  /// Emptied as each session is closed: a front-end's own
+  /// containers for the state of its sessions in this process (python/).
+  std::vector<std::string> reset_containers;
+  /// Called before each pause (a worker's poll for the model, a backoff
+  /// before a recovery): an error from it ends the wait with it (a
+  /// front-end's interrupt, Ctrl-C in Python).
+  std::function<Status()> keep_waiting;
   std::function<void()> on_session_closed;
   /// Called with the error before each recovery (a step that failed, a
   /// session that could not be made ready) and the recovery's number: for a
@@ -132,6 +139,11 @@ class TrainingSupervisor {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs);
   Status Finish();
+  /// Recovers as from a failed step (a new session made ready, within
+  /// max_recoveries) after `why`, an UNAVAILABLE or ABORTED error of a run
+  /// the caller made in session() itself (a front-end's hooks around a step);
+  /// another error is returned as it is.
+  Status Recover(const Status& why);
 
   /// The global step after the last step (read then).
   int64_t global_step() const { return global_step_; }
@@ -144,6 +156,9 @@ class TrainingSupervisor {
   Status NewSession();  // a fresh session, made ready
   Status WaitReady();
   Status ReadGlobalStep();
+  Status StepValue(const Tensor& t);  // global_step_ from an int32 or int64 scalar
+  Status Pause(std::chrono::milliseconds d);  // keep_waiting, then sleeps
+  Status CloseSession();  // empties reset_containers, closes the session
   static bool Recoverable(const Status& s);
 
   proto::GraphDef graph_;

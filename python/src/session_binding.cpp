@@ -81,6 +81,7 @@ class PySession {
     SessionOptions options;
     options.target = target;
     options.device_filters = device_filters;  // ConfigProto.device_filters (default: the ps tasks and this one)
+    options_ = options;
     session_ = std::make_unique<Session>(options);
     // In this process, a session's variables, queues and readers are its own, as a TensorFlow
     // DirectSession's are: the stateful ops without a container get the session's.
@@ -116,8 +117,9 @@ class PySession {
     if (closed_) return;
     closed_ = true;
     py::gil_scoped_release nogil;
-    (void)session_->Close();
-    if (!container_.empty()) (void)session_->ResetContainers({container_});
+    (void)session_->Close();  // what runs ends (Cancelled)
+    // Its variables and queues go: a closed session resets nothing, a fresh one (no graph needed) does.
+    if (!container_.empty()) (void)Session(options_).ResetContainers({container_});
   }
   bool closed() const { return closed_; }
 
@@ -168,6 +170,7 @@ class PySession {
   }
 
   Scope graph_;
+  SessionOptions options_;
   std::string container_;  // "" for a session of a cluster: its tasks' containers are shared
   std::unique_ptr<Session> session_;
   std::mutex sync_mu_;                // one Sync at a time

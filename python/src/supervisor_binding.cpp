@@ -15,7 +15,9 @@
 // raw_run runs on the session of the moment, without recovery: for hooks
 // and queue-runner threads. While the supervisor replaces its session, a
 // raw run gets CancelledError; the old session is destroyed only once no
-// raw run is in it.
+// raw run is in it. A hook's run that failed with UnavailableError or
+// AbortedError is recovered from with recover(), and the hooked step run
+// again (TensorFlow's _RecoverableSession around its _HookedSession).
 #include <pybind11/stl.h>
 
 #include <atomic>
@@ -54,16 +56,17 @@ class PySupervisor {
     proto::GraphDef def;
     Status s = graph.ToGraphDef(&def);
     if (!s.ok()) RaiseStatus(s);
+    SupervisorOptions o;
     if (args_.target.empty()) {  // in this process: state of its own, as a Session's (session_binding.cpp)
-      container_ = NewSessionContainer();
-      ContainStatefulOps(&def, container_);
+      const std::string container = NewSessionContainer();
+      ContainStatefulOps(&def, container);
+      o.reset_containers = {container};  // emptied as each session closes
     }
     TrainingSupervisor::Graph g;
     g.init_op = args_.init_op;
     g.local_init_op = args_.local_init_op;
     g.ready_checks = args_.ready_checks;
     g.global_step = args_.global_step;
-    SupervisorOptions o;
     o.is_chief = args_.is_chief;
     o.session.target = args_.target;
     o.session.device_filters = args_.device_filters;
@@ -76,21 +79,32 @@ class PySupervisor {
     if (!args_.chief_prepare.is_none())
       o.chief_prepare = [this](Session* session) {
         SetCurrent(session);
-        return Call(args_.chief_prepare);
+        return Call(&SupervisorArgs::chief_prepare);
       };
     o.on_session_ready = [this](Session* session) {
       SetCurrent(session);
-      return args_.on_session_ready.is_none() ? Status::OK() : Call(args_.on_session_ready);
+      return Call(&SupervisorArgs::on_session_ready);
     };
     o.on_session_closed = [this] { Retire(); };
     o.on_recovery = [this](const Status& why, int n) {
-      if (args_.on_recovery.is_none() || ended_) return;
       py::gil_scoped_acquire gil;
+      pending_.reset();  // what a callback raised before is not this call's error now
+      if (ended_ || args_.on_recovery.is_none()) return;
       try {
         args_.on_recovery(static_cast<int>(why.code()), why.message(), n);
       } catch (py::error_already_set& e) {
         e.discard_as_unraisable("MonitoredSession's on_recovery");
       }
+    };
+    // Ctrl-C while a worker waits for the chief, or between recoveries: the wait ends with KeyboardInterrupt.
+    o.keep_waiting = [this]() -> Status {
+      if (ended_) return errors::Cancelled("the monitored session is closed");
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() == 0) return Status::OK();
+      Status s = errors::Cancelled("interrupted");
+      pending_.emplace();  // fetches the error PyErr_CheckSignals set
+      pending_status_ = s;
+      return s;
     };
     sup_ = std::make_unique<TrainingSupervisor>(std::move(def), std::move(g), std::move(o));
   }
@@ -99,23 +113,30 @@ class PySupervisor {
 
   void Start() {
     InRun in_run;
-    Check(Unlocked([&] { return sup_->Start(); }));
+    Check(Locked([&] { return sup_->Start(); }));
   }
 
   py::list Run(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
                const std::vector<std::string>& targets, int64_t timeout_ms) {
     InRun in_run;
-    if (ended_) RaiseStatus(errors::Cancelled("the monitored session is closed"));
     std::vector<std::pair<std::string, Tensor>> in = FeedsFromPython(feeds);
     std::vector<Tensor> out;
     RunOptions options;
     options.timeout_in_ms = timeout_ms > 0 ? timeout_ms : args_.step_timeout_ms;
-    Check(Unlocked([&] {
+    Check(Locked([&] {
       Status s = sup_->Run(options, in, fetches, targets, &out);
       in.clear();  // a fetch that is a feed may then come back in place
       return s;
     }));
     return FetchesToPython(&out);
+  }
+
+  // After a run of the caller's own in the session (a hook's) failed with
+  // `code`: a new session as for a failed step, or the error.
+  void Recover(int code, const std::string& message) {
+    InRun in_run;
+    const Status why(static_cast<Code>(code), message);
+    Check(Locked([&] { return sup_->Recover(why); }));
   }
 
   // A step in the session of the moment, without recovery.
@@ -146,23 +167,31 @@ class PySupervisor {
   // The end of training: the session closes (after the hooks' end, which Python runs first).
   void Finish() {
     InRun in_run;
-    if (ended_) return;
-    Status s = Unlocked([&] { return sup_->Finish(); });
-    ended_ = true;
-    DropCallbacks();
+    if (ended_) return;  // ended already (interpreter exit closed it)
+    if (in_call_) return End();  // another thread's step: it ends Cancelled (no saver of the supervisor's here)
+    Status s = Locked([&] { return sup_->Finish(); });
+    if (!ended_.exchange(true)) DropCallbacks();
     Check(s);
   }
 
-  // Closes without Finish (an exception is leaving the training loop): the
-  // callbacks are not called again.
+  // Closes without Finish (an exception is leaving the training loop, or
+  // interpreter exit): the callbacks are not called again. From any thread,
+  // also while a call runs (another thread's step, or this thread's own
+  // callback): then its session is closed, which ends what it runs, and the
+  // call destroys the supervisor on its way out.
   void End() {
-    if (!sup_) return;
-    ended_ = true;
+    const bool first = !ended_.exchange(true);
     {
       py::gil_scoped_release nogil;
-      sup_.reset();  // closes the session; Retire() as it does
+      if (in_call_.load()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (current_) (void)current_->Close();
+      } else {
+        std::lock_guard<std::mutex> lock(call_mu_);
+        sup_.reset();  // closes the session; Retire() as it does
+      }
     }
-    DropCallbacks();
+    if (first) DropCallbacks();
   }
 
   void Reset(const std::vector<std::string>& containers) {
@@ -180,19 +209,29 @@ class PySupervisor {
     if (!s.ok()) RaiseStatus(s);
   }
 
-  int64_t global_step() const { return sup_ ? sup_->global_step() : 0; }
-  int recoveries() const { return sup_ ? sup_->recoveries() : 0; }
+  int64_t global_step() const { return global_step_.load(); }
+  int recoveries() const { return recoveries_.load(); }
   bool ended() const { return ended_; }
 
  private:
-  // Runs `f` without the GIL, then raises the Python exception a callback
-  // left for its Status, if that is what f returned.
+  // Runs `f` without the GIL, one call at a time; a supervisor that End()
+  // left to this call is destroyed after it.
   template <typename F>
-  Status Unlocked(F&& f) {
+  Status Locked(F&& f) {
     pending_.reset();
     py::gil_scoped_release nogil;
-    return f();
+    std::lock_guard<std::mutex> lock(call_mu_);
+    if (ended_ || !sup_) return errors::Cancelled("the monitored session is closed");
+    in_call_ = true;
+    Status s = f();
+    in_call_ = false;
+    global_step_ = sup_->global_step();
+    recoveries_ = sup_->recoveries();
+    if (ended_) sup_.reset();
+    return s;
   }
+  // Raises the Python exception a callback left for the Status f returned,
+  // or the Status's own.
   void Check(const Status& s) {
     if (s.ok()) return;
     if (pending_ && pending_status_.code() == s.code() && pending_status_.message() == s.message()) {
@@ -206,9 +245,11 @@ class PySupervisor {
   }
 
   // A Python callback, on a thread without the GIL.
-  Status Call(const py::object& fn) {
-    if (ended_) return errors::Cancelled("the monitored session is closed");
+  Status Call(py::object SupervisorArgs::*callback) {
     py::gil_scoped_acquire gil;
+    if (ended_) return errors::Cancelled("the monitored session is closed");
+    py::object fn = args_.*callback;
+    if (fn.is_none()) return Status::OK();
     try {
       fn();
       return Status::OK();
@@ -225,7 +266,8 @@ class PySupervisor {
   }
 
   // The callbacks are bound methods of the MonitoredSession that holds this
-  // object: once it has ended, the cycle is broken (the GIL held).
+  // object (through weak references: python/actorflow/train/monitored_session.py);
+  // once ended they are dropped (the GIL held).
   void DropCallbacks() {
     args_.chief_prepare = args_.on_session_ready = args_.on_session_closed = args_.on_recovery = py::none();
   }
@@ -244,30 +286,28 @@ class PySupervisor {
     if (--in_flight_ == 0) cv_.notify_all();
   }
   // The supervisor closed its session and is about to destroy it: no raw run
-  // may start in it or still be in it (each ends Cancelled), its container
-  // is emptied, then Python stops the threads that ran in it.
+  // may start in it or still be in it (each ends Cancelled; its containers
+  // were emptied before it closed), then Python stops the threads that ran in it.
   void Retire() {
-    Session* old = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      old = current_;
       current_ = nullptr;
       cv_.wait(lock, [&] { return in_flight_ == 0; });
     }
-    if (old && !container_.empty()) (void)old->ResetContainers({container_});
-    if (!args_.on_session_closed.is_none() && !ended_) {
-      Status s = Call(args_.on_session_closed);
-      if (!s.ok()) {  // nothing to return it to: the session is gone either way
-        py::gil_scoped_acquire gil;
-        if (pending_) pending_->discard_as_unraisable("MonitoredSession's on_session_closed");
-        pending_.reset();
-      }
+    Status s = Call(&SupervisorArgs::on_session_closed);
+    if (!s.ok()) {  // nothing to return it to: the session is gone either way
+      py::gil_scoped_acquire gil;
+      if (pending_) pending_->discard_as_unraisable("MonitoredSession's on_session_closed");
+      pending_.reset();
     }
   }
 
   SupervisorArgs args_;
-  std::string container_;
+  std::mutex call_mu_;  // one Start, Run, Recover or Finish at a time; sup_'s end
   std::unique_ptr<TrainingSupervisor> sup_;
+  std::atomic<bool> in_call_{false};
+  std::atomic<int64_t> global_step_{0};
+  std::atomic<int> recoveries_{0};
   std::mutex mu_;  // current_ and in_flight_
   std::condition_variable cv_;
   Session* current_ = nullptr;
@@ -318,6 +358,7 @@ void BindSupervisor(py::module_& m) {
            py::arg("timeout_ms") = 0)
       .def("raw_run", &PySupervisor::RawRun, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
            py::arg("timeout_ms") = 0)
+      .def("recover", &PySupervisor::Recover, py::arg("code"), py::arg("message"))
       .def("finish", &PySupervisor::Finish)
       .def("end", &PySupervisor::End)
       .def("reset", &PySupervisor::Reset)

@@ -7,6 +7,7 @@ a bound on the recoveries."""
 
 import logging
 import time
+import weakref
 
 import numpy as np
 
@@ -42,7 +43,9 @@ class Scaffold(object):
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None, ready_for_local_init_op=None,
                  local_init_op=None, summary_op=None, saver=None, copy_from_scaffold=None):
-        self.init_op, self.init_feed_dict, self.init_fn = init_op, init_feed_dict, init_fn
+        self.init_op, self.init_feed_dict = init_op, init_feed_dict
+        # Given as init_fn(scaffold, session); called as init_fn(session), as TensorFlow's Scaffold does.
+        self.init_fn = (lambda sess: init_fn(self, sess)) if init_fn is not None else None
         self.ready_op, self.ready_for_local_init_op = ready_op, ready_for_local_init_op
         self.local_init_op, self.summary_op, self.saver = local_init_op, summary_op, saver
         self._finalized = False
@@ -189,6 +192,17 @@ def _name(x):
     return x.name if hasattr(x, "name") else x
 
 
+def _weak(obj, method):
+    """obj.method through a weak reference: the supervisor's callbacks keep no MonitoredSession alive (the cycle
+    through the C++ object would never be collected)."""
+    ref = weakref.ref(obj)
+
+    def call(*args):
+        o = ref()
+        return getattr(o, method)(*args) if o is not None else None
+    return call
+
+
 class MonitoredSession(object):
     """Runs steps with hooks over the C++ TrainingSupervisor (client/train/supervisor.hpp), which owns the session:
     the chief restores the latest checkpoint or initializes (its Scaffold's saver, init_op and init_fn), another
@@ -234,8 +248,9 @@ class MonitoredSession(object):
             if gs is not None else "",
             max_recoveries=max_recoveries, backoff_ms=int(backoff_secs * 1000),
             ready_timeout_ms=int(min(getattr(creator, "_max_wait", 7200), 1e9) * 1000),
-            chief_prepare=self._chief_prepare if self._is_chief else None, on_session_ready=self._session_ready,
-            on_session_closed=self._session_closed, on_recovery=self._on_recovery)
+            chief_prepare=_weak(self, "_chief_prepare") if self._is_chief else None,
+            on_session_ready=_weak(self, "_session_ready"), on_session_closed=_weak(self, "_session_closed"),
+            on_recovery=_weak(self, "_on_recovery"))
         target = creator._master
         self._sess = session_lib.BaseSession(target, self._graph, config, _calls=_SupervisorCalls(self._sup, False))
         self._step_sess = session_lib.BaseSession(target, self._graph, config,
@@ -293,9 +308,22 @@ class MonitoredSession(object):
     def should_stop(self):
         return self._stop or self._closed or (self._coord is not None and self._coord.should_stop())
 
+    _RECOVERABLE = (errors.AbortedError, errors.UnavailableError)
+
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Run called on a MonitoredSession that is closed.")
+        while True:
+            try:
+                return self._run_hooked(fetches, feed_dict, options)
+            except self._RECOVERABLE as e:
+                # A hook's own run failed (the step's failures the supervisor recovers from itself): a new
+                # session, then the hooked step again, as TensorFlow's _RecoverableSession does.
+                if self._sup is None:
+                    raise
+                self._sup.recover(e.error_code, e.message)
+
+    def _run_hooked(self, fetches, feed_dict, options):
         ctx = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         extra, feeds = [], dict(feed_dict or {})
         for h in self._hooks:
@@ -328,8 +356,12 @@ class MonitoredSession(object):
                 return self.run(*args, **kwargs)
 
             def request_stop(ctx):
-                self._stop = True
-        return step_fn(_StepContext(self._sess))
+                raise StopIteration("step_fn has requested the iterations to stop.")
+        try:
+            return step_fn(_StepContext(self._sess))
+        except StopIteration:
+            self._stop = True
+            return None
 
     def _join_threads(self, raise_errors):
         coord, threads = self._coord, self._threads
