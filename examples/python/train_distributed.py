@@ -9,8 +9,11 @@ saying which task it is. Each worker serves its task in this process (tf.train.S
 the ps tasks (tf.train.replica_device_setter) and trains on its shard of the training set through a
 MonitoredTrainingSession on its server's target; worker 0 is the chief (it initializes the model, saves
 checkpoints to --dir and prints the test accuracy at the end).
-  async  each worker's Adam update is applied on the ps tasks as it comes
-  sync   tf.train.SyncReplicasOptimizer: the chief averages one gradient per worker per step"""
+  async      each worker's Adam update is applied on the ps tasks as it comes
+  sync       tf.train.SyncReplicasOptimizer: the chief averages one gradient per worker per step
+  allreduce  no ps: each worker holds the whole model on its task; tf.train.AllReduceOptimizer (actorflow's)
+             averages the workers' gradients by all-reduce each step, after a broadcast of worker 0's
+             variables (Horovod's model); every worker initializes its own, worker 0 saves"""
 
 import argparse
 import json
@@ -27,7 +30,7 @@ import fashion_mnist  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["async", "sync"], default="async")
+    ap.add_argument("--mode", choices=["async", "sync", "allreduce"], default="async")
     ap.add_argument("--steps", type=int, default=600, help="global steps to train")
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--lr", type=float, default=0.001)
@@ -47,7 +50,9 @@ def main():
     train_x, train_y, test_x, test_y = fashion_mnist.load()
     shard_x, shard_y = train_x[index::workers], train_y[index::workers]
 
-    with tf.device(tf.train.replica_device_setter(cluster=spec, worker_device="/job:worker/task:%d" % index)):
+    device = "/job:worker/task:%d" % index
+    with tf.device(device if a.mode == "allreduce" else
+                   tf.train.replica_device_setter(cluster=spec, worker_device=device)):
         x = tf.placeholder(tf.float32, [None, 784])
         y = tf.placeholder(tf.int32, [None])
         with tf.variable_scope("mlp"):
@@ -63,11 +68,19 @@ def main():
         if a.mode == "sync":
             opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=workers, total_num_replicas=workers)
             hooks.append(opt.make_session_run_hook(is_chief))
+        if a.mode == "allreduce":
+            opt = tf.train.AllReduceOptimizer(opt, group_size=workers, timeout_seconds=120)
+            hooks.append(opt.make_session_run_hook(is_source=is_chief))
         train = opt.minimize(loss, global_step=global_step)
 
     rng = np.random.RandomState(index)
     t0 = time.time()
-    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
+    # All-reduce: each worker's variables are its own, so each initializes them (the broadcast then makes
+    # them worker 0's); with a ps, the chief initializes the shared ones and the others wait for it.
+    # A session sees the ps tasks and its own task unless told otherwise: an all-reduce group is every worker.
+    config = tf.ConfigProto(device_filters=["/job:worker"]) if a.mode == "allreduce" else None
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief or a.mode == "allreduce",
+                                           config=config,
                                            checkpoint_dir=a.dir if is_chief else None, hooks=hooks,
                                            save_checkpoint_secs=None if not a.dir else 30,
                                            save_summaries_steps=None, log_step_count_steps=None) as sess:

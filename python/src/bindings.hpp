@@ -58,6 +58,7 @@ void BindGraph(py::module_& m);
 void BindSession(py::module_& m);
 void BindFiles(py::module_& m);
 void BindSupervisor(py::module_& m);
+void BindCollectives(py::module_& m);
 
 }  // namespace python
 }  // namespace actorflow

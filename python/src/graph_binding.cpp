@@ -302,6 +302,7 @@ void BindGraph(py::module_& m) {
       .def_static("new_root", &Scope::NewRootScope)
       .def("new_sub_scope", &Scope::NewSubScope)
       .def("graph_root", &Scope::GraphRoot)
+      .def("with_device", &Scope::WithDevice)
       .def("unique_name", &Scope::GetUniqueNameForOp)
       .def("add_op", &AddOp, py::arg("op_type"), py::arg("name"), py::arg("args"), py::arg("attrs"),
            py::arg("device") = "", py::arg("control_inputs") = std::vector<Operation>())

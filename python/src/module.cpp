@@ -1,6 +1,7 @@
 // _actorflow: the C++ half of the Python module `actorflow` (python/actorflow/
 // is the other): the graph builder (graph_binding.cpp), sessions
 // (session_binding.cpp), the training supervisor (supervisor_binding.cpp),
+// all-reduce (collective_binding.cpp),
 // events, TFRecord files and SavedModels (files_binding.cpp), tensors as
 // numpy arrays (numpy_tensor.hpp). A Status becomes TensorFlow's exception
 // class of its code, made by actorflow.errors.
@@ -27,6 +28,7 @@ PYBIND11_MODULE(_actorflow, m) {
   BindSession(m);
   BindFiles(m);
   BindSupervisor(m);
+  BindCollectives(m);
   m.def("feed_counts", [] {
     const FeedCounts c = GetFeedCounts();
     py::dict d;

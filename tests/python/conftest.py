@@ -30,6 +30,26 @@ def linear_regression():
     return loss, train, gs
 
 
+def run_in_threads(fn, args, timeout=120):
+    """fn(arg) for each arg, each on a thread of its own, all at once: ({arg: result}, {arg: exception}); fails
+    if one is still running after `timeout` seconds."""
+    import threading
+    results, errors = {}, {}
+
+    def run(a):
+        try:
+            results[a] = fn(a)
+        except Exception as e:  # noqa: BLE001
+            errors[a] = e
+    threads = [threading.Thread(target=run, args=(a,), daemon=True) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "a thread is still running after %s s" % timeout
+    return results, errors
+
+
 def build_dir():
     """The build tree (for programs the tests start): AF_BUILD, else the one the module was loaded from."""
     if os.environ.get("AF_BUILD"):

@@ -2,13 +2,12 @@
 replica_device_setter putting variables on the parameter servers, and SyncReplicasOptimizer aggregating two
 workers' gradients per step."""
 
-import threading
 
 import numpy as np
 import pytest
 
 import actorflow as tf
-from conftest import free_ports
+from conftest import free_ports, run_in_threads
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +71,6 @@ def test_sessions_on_a_servers_target_share_its_variables(cluster):
 
 def test_sync_replicas_aggregates_two_workers(cluster):
     spec, servers = cluster
-    results = {}
 
     def worker(task):
         g = tf.Graph()
@@ -94,13 +92,9 @@ def test_sync_replicas_aggregates_two_workers(cluster):
                 while not sess.should_stop():
                     sess.run(train, {x: [2.0]})
                     steps += 1
-                results[task] = steps
-    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=100)
-    assert not any(t.is_alive() for t in threads)
+                return steps
+    results, errors = run_in_threads(worker, (0, 1), timeout=100)
+    assert not errors, errors
     with tf.Graph().as_default():
         with tf.device("/job:ps/task:0"):
             w = tf.Variable([0.0], name="sync_w")

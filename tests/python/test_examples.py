@@ -1,6 +1,6 @@
 """The Python examples (examples/python/) run as their users run them: the MLP on Fashion-MNIST through
 feed_dict, the queue-based input pipeline over TFRecord shards, and distributed training under
-`actorflow launch` (ps tasks and two workers, async and sync), each learning."""
+`actorflow launch` (ps tasks and two workers: async, sync, and all-reduce without the ps), each learning."""
 
 import functools
 import os
@@ -74,7 +74,7 @@ def tf_latest(directory):
 
 
 @needs_data
-@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize("mode", ["async", "sync", "allreduce"])
 def test_train_distributed_under_actorflow_launch(mode, tmp_path):
     cli = os.path.join(build_dir(), "actorflow")
     if not os.path.exists(cli):

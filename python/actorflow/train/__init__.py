@@ -11,4 +11,5 @@ from actorflow.train.saver import (CheckpointState, Saver, checkpoint_exists, ge
 from actorflow.summary import summary_iterator  # noqa: F401 (tf.train.summary_iterator)
 from actorflow.train.server_lib import ClusterSpec, Server, SyncReplicasOptimizer, replica_device_setter  # noqa
 from actorflow.train.monitored_session import *  # noqa: F401,F403
+from actorflow.train.all_reduce import *  # noqa: F401,F403 (actorflow's: all-reduce data parallelism)
 from actorflow.learning_rate_decay import *  # noqa: F401,F403

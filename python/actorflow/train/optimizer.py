@@ -130,6 +130,19 @@ class Optimizer(object):
         return convert_to_tensor(value, dtype=dtype, name=name) if not isinstance(value, Tensor) else value
 
 
+class _Wrapper(object):
+    """What an optimizer that wraps another (`self._opt`: SyncReplicasOptimizer, AllReduceOptimizer) leaves to it."""
+
+    def get_slot(self, *args, **kwargs):
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        return self._opt.variables()
+
+
 class GradientDescentOptimizer(Optimizer):
     def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
         super(GradientDescentOptimizer, self).__init__(use_locking, name)

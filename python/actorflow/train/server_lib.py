@@ -14,6 +14,7 @@ from actorflow import framework
 from actorflow import gen_ops
 from actorflow import variables
 from actorflow.framework import GraphKeys, convert_to_tensor
+from actorflow.train.optimizer import _Wrapper
 from actorflow.train.queue_runner import QueueRunner
 
 __all__ = ["ClusterSpec", "Server", "replica_device_setter", "SyncReplicasOptimizer"]
@@ -169,7 +170,7 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
     return device_fn
 
 
-class SyncReplicasOptimizer(object):
+class SyncReplicasOptimizer(_Wrapper):
     """Aggregates `replicas_to_aggregate` replicas' gradients per step (TensorFlow's SyncReplicasOptimizer)."""
 
     def __init__(self, opt, replicas_to_aggregate, total_num_replicas=None, variable_averages=None,
@@ -265,15 +266,6 @@ class SyncReplicasOptimizer(object):
                 return control_flow_ops.no_op(name="no_init_tokens")
             tokens = array_ops.fill([num_tokens], self._global_step.value())
             return self._token_queue.enqueue_many([tokens])
-
-    def get_slot(self, *args, **kwargs):
-        return self._opt.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        return self._opt.get_slot_names(*args, **kwargs)
-
-    def variables(self):
-        return self._opt.variables()
 
     @property
     def num_dropped(self):
