@@ -234,6 +234,7 @@ class PyServer {
 }  // namespace
 
 void BindSession(py::module_& m) {
+  m.def("_steps_in_run", [] { return steps_in_run.load(); });  // for tests: a step is under way
   m.def("_wait_for_steps", [](int64_t timeout_ms) {
     py::gil_scoped_release nogil;  // the threads returning from their steps need it
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

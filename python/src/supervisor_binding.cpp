@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorflow/client/builder.hpp"
@@ -88,7 +89,7 @@ class PySupervisor {
     o.on_session_closed = [this] { Retire(); };
     o.on_recovery = [this](const Status& why, int n) {
       py::gil_scoped_acquire gil;
-      pending_.reset();  // what a callback raised before is not this call's error now
+      if (pending_) *pending_ = Pending();  // what a callback raised before is not this call's error now
       if (ended_ || args_.on_recovery.is_none()) return;
       try {
         args_.on_recovery(static_cast<int>(why.code()), why.message(), n);
@@ -102,18 +103,22 @@ class PySupervisor {
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() == 0) return Status::OK();
       Status s = errors::Cancelled("interrupted");
-      pending_.emplace();  // fetches the error PyErr_CheckSignals set
-      pending_status_ = s;
+      Keep(py::error_already_set(), s);  // the error PyErr_CheckSignals set (KeyboardInterrupt)
       return s;
     };
     sup_ = std::make_unique<TrainingSupervisor>(std::move(def), std::move(g), std::move(o));
   }
 
-  ~PySupervisor() { End(); }
+  ~PySupervisor() {
+    End();
+    py::gil_scoped_release nogil;
+    sup_.reset();  // no call runs now (a call holds a reference to this object)
+  }
 
   void Start() {
     InRun in_run;
-    Check(Locked([&] { return sup_->Start(); }));
+    Pending p;
+    Check(Locked(&p, [&] { return sup_->Start(); }), &p);
   }
 
   py::list Run(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
@@ -123,11 +128,14 @@ class PySupervisor {
     std::vector<Tensor> out;
     RunOptions options;
     options.timeout_in_ms = timeout_ms > 0 ? timeout_ms : args_.step_timeout_ms;
-    Check(Locked([&] {
-      Status s = sup_->Run(options, in, fetches, targets, &out);
-      in.clear();  // a fetch that is a feed may then come back in place
-      return s;
-    }));
+    Pending p;
+    Check(Locked(&p,
+                 [&] {
+                   Status s = sup_->Run(options, in, fetches, targets, &out);
+                   in.clear();  // a fetch that is a feed may then come back in place
+                   return s;
+                 }),
+          &p);
     return FetchesToPython(&out);
   }
 
@@ -136,7 +144,8 @@ class PySupervisor {
   void Recover(int code, const std::string& message) {
     InRun in_run;
     const Status why(static_cast<Code>(code), message);
-    Check(Locked([&] { return sup_->Recover(why); }));
+    Pending p;
+    Check(Locked(&p, [&] { return sup_->Recover(why); }), &p);
   }
 
   // A step in the session of the moment, without recovery.
@@ -169,9 +178,10 @@ class PySupervisor {
     InRun in_run;
     if (ended_) return;  // ended already (interpreter exit closed it)
     if (in_call_) return End();  // another thread's step: it ends Cancelled (no saver of the supervisor's here)
-    Status s = Locked([&] { return sup_->Finish(); });
+    Pending p;
+    Status s = Locked(&p, [&] { return sup_->Finish(); });
     if (!ended_.exchange(true)) DropCallbacks();
-    Check(s);
+    Check(s, &p);
   }
 
   // Closes without Finish (an exception is leaving the training loop, or
@@ -214,34 +224,59 @@ class PySupervisor {
   bool ended() const { return ended_; }
 
  private:
-  // Runs `f` without the GIL, one call at a time; a supervisor that End()
-  // left to this call is destroyed after it.
+  // What a callback of the current call raised: the Python exception, and the Status it stood for.
+  struct Pending {
+    std::optional<py::error_already_set> error;
+    Status status;
+  };
+
+  // Runs `f` without the GIL, one call at a time, its callbacks' exceptions
+  // kept in `p`; a supervisor that End() left to this call is destroyed after it.
   template <typename F>
-  Status Locked(F&& f) {
-    pending_.reset();
+  Status Locked(Pending* p, F&& f) {
+    if (owner_.load() == std::this_thread::get_id())  // a callback of this thread's call (a hook's own run)
+      throw py::value_error("MonitoredSession.run called from a hook's after_create_session or another callback "
+                            "of the session being made: use the session it is given");
     py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(call_mu_);
+    struct InCall {  // set before ended_ is read: End() sees the call, or the call sees End()
+      PySupervisor* self;
+      Pending* p;
+      InCall(PySupervisor* s, Pending* pending) : self(s), p(pending) {
+        self->owner_ = std::this_thread::get_id();
+        self->in_call_ = true;
+        self->pending_ = p;  // under call_mu_; the callbacks read it with the GIL, within this call
+      }
+      ~InCall() {
+        self->pending_ = nullptr;
+        self->in_call_ = false;
+        self->owner_ = std::thread::id();
+      }
+    } in_call(this, p);
     if (ended_ || !sup_) return errors::Cancelled("the monitored session is closed");
-    in_call_ = true;
     Status s = f();
-    in_call_ = false;
     global_step_ = sup_->global_step();
     recoveries_ = sup_->recoveries();
     if (ended_) sup_.reset();
     return s;
   }
-  // Raises the Python exception a callback left for the Status f returned,
-  // or the Status's own.
-  void Check(const Status& s) {
+  // Raises the Python exception a callback left for the Status the call
+  // returned, or the Status's own (the GIL held).
+  void Check(const Status& s, Pending* p) {
     if (s.ok()) return;
-    if (pending_ && pending_status_.code() == s.code() && pending_status_.message() == s.message()) {
-      std::optional<py::error_already_set> e = std::move(pending_);
-      pending_.reset();
-      e->restore();
+    if (p->error && p->status.code() == s.code() && p->status.message() == s.message()) {
+      p->error->restore();
+      p->error.reset();
       throw py::error_already_set();
     }
-    pending_.reset();
     RaisePythonNow(s);
+  }
+  // Keeps a callback's exception for the call in progress (the GIL held);
+  // with none (the supervisor's end), it is reported as unraisable.
+  void Keep(py::error_already_set e, const Status& s) {
+    if (!pending_) return e.discard_as_unraisable("MonitoredSession's callback");
+    pending_->error.emplace(std::move(e));
+    pending_->status = s;
   }
 
   // A Python callback, on a thread without the GIL.
@@ -254,13 +289,16 @@ class PySupervisor {
       fn();
       return Status::OK();
     } catch (py::error_already_set& e) {
-      Status s = errors::Internal("a Python callback of MonitoredSession raised ", py::str(e.value()).cast<std::string>());
-      py::object op_error = py::module_::import("actorflow.errors").attr("OpError");
-      if (py::isinstance(e.value(), op_error))
-        s = Status(static_cast<Code>(e.value().attr("error_code").cast<int>()),
-                   e.value().attr("message").cast<std::string>());
-      pending_.emplace(std::move(e));
-      pending_status_ = s;
+      Status s = errors::Internal("a Python callback of MonitoredSession raised an exception");
+      try {  // an OpError stands for its Status (its code decides whether it is recovered from)
+        py::object op_error = py::module_::import("actorflow.errors").attr("OpError");
+        if (py::isinstance(e.value(), op_error))
+          s = Status(static_cast<Code>(e.value().attr("error_code").cast<int>()),
+                     py::str(e.value().attr("message")).cast<std::string>());
+      } catch (const std::exception&) {  // an odd one (no code, a __str__ that raises): not recovered from
+        PyErr_Clear();
+      }
+      Keep(std::move(e), s);
       return s;
     }
   }
@@ -297,15 +335,15 @@ class PySupervisor {
     Status s = Call(&SupervisorArgs::on_session_closed);
     if (!s.ok()) {  // nothing to return it to: the session is gone either way
       py::gil_scoped_acquire gil;
-      if (pending_) pending_->discard_as_unraisable("MonitoredSession's on_session_closed");
-      pending_.reset();
+      if (pending_ && pending_->error) pending_->error->discard_as_unraisable("MonitoredSession's on_session_closed");
+      if (pending_) *pending_ = Pending();
     }
   }
 
   SupervisorArgs args_;
   std::mutex call_mu_;  // one Start, Run, Recover or Finish at a time; sup_'s end
-  std::unique_ptr<TrainingSupervisor> sup_;
   std::atomic<bool> in_call_{false};
+  std::atomic<std::thread::id> owner_{};  // the thread in the call
   std::atomic<int64_t> global_step_{0};
   std::atomic<int> recoveries_{0};
   std::mutex mu_;  // current_ and in_flight_
@@ -313,9 +351,8 @@ class PySupervisor {
   Session* current_ = nullptr;
   int in_flight_ = 0;
   std::atomic<bool> ended_{false};
-  // The Python exception a callback raised, and the Status it stood for (the GIL guards both).
-  std::optional<py::error_already_set> pending_;
-  Status pending_status_;
+  Pending* pending_ = nullptr;  // the call in progress's (set under call_mu_, read with the GIL by its callbacks)
+  std::unique_ptr<TrainingSupervisor> sup_;  // last: destroyed first, its callbacks finding the rest still here
 };
 
 }  // namespace

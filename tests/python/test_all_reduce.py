@@ -3,6 +3,8 @@ ops): two workers (in-process servers, one thread each) with different initial v
 broadcast hook, and after steps on half a batch each hold, bit for bit, the same variables, which are one
 process's batch-2b variables; workers whose models differ are refused, naming the difference."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -43,15 +45,17 @@ def run_workers(fn):
     return run_in_threads(fn, (0, 1))
 
 
-def test_two_workers_train_as_one_process_with_both_halves(workers):
+@pytest.mark.parametrize("bucket_bytes", [4 << 20, 1])  # one bucket; a bucket per gradient
+def test_two_workers_train_as_one_process_with_both_halves(workers, bucket_bytes):
     xs, ys = data()
 
     def worker(task):
         with tf.Graph().as_default():
-            with tf.device("/job:worker/task:%d" % task):
+            with tf.device("/job:worker/task:%d" % task), tf.name_scope("b%d" % bucket_bytes):  # apart per case
                 x, y, w, b, loss = model(seed=1 + 10 * task)  # the broadcast makes them the source's
                 gs = tf.train.get_or_create_global_step()
                 opt = tf.train.AllReduceOptimizer(tf.train.GradientDescentOptimizer(0.5), group_size=2,
+                                                  group_key=1 + (bucket_bytes == 1), bucket_bytes=bucket_bytes,
                                                   timeout_seconds=60)
                 train = opt.minimize(loss, global_step=gs)
             hook = opt.make_session_run_hook(is_source=(task == 0))
@@ -98,7 +102,8 @@ def test_workers_whose_models_differ_are_refused_naming_the_difference(workers):
     assert set(errors) == {0, 1}, errors
     for e in errors.values():
         assert isinstance(e, tf.errors.InvalidArgumentError), e
-        assert "w" in str(e) and "differ" in str(e), e
+        # The first differing line of the bucket plans: b's (buckets go in reverse order), [3] against [4].
+        assert "differ" in str(e) and re.search(r"mismatch/b float\[[34]\]", str(e)), e
 
 
 def test_bad_arguments_are_refused_when_the_graph_is_built():

@@ -193,10 +193,16 @@ def test_closing_from_another_thread_ends_a_blocked_step():
             outcome.append(e)
     t = threading.Thread(target=step, daemon=True)
     t.start()
-    sess.close()  # before or while the step blocks: it ends either way
+    deadline = time.time() + 30
+    while tf._actorflow._steps_in_run() == 0 and t.is_alive():  # until the step is under way in C++
+        assert time.time() < deadline, "the step did not start"
+        time.sleep(0.01)
+    sess.close()
     t.join(timeout=60)
     assert not t.is_alive()
-    assert len(outcome) == 1 and isinstance(outcome[0], (tf.errors.CancelledError, RuntimeError)), outcome
+    assert len(outcome) == 1 and isinstance(outcome[0], tf.errors.CancelledError), outcome
+    with pytest.raises(RuntimeError, match="closed"):
+        sess.run(value)
 
 
 def test_ctrl_c_ends_a_worker_waiting_for_its_chief(ps_cluster):

@@ -4,7 +4,8 @@ the whole model and computes gradients on its own batch; the gradients are avera
 CollectiveReduce, in buckets of about `bucket_bytes` reduced as backpropagation produces them, before each worker
 applies the same update, so the replicas stay equal. A broadcast first sets every worker's variables to the
 source's (rank 0's). Workers whose models or options differ get InvalidArgumentError naming the first
-difference, never a hang.
+difference; a member missing or hung fails the others' collective after `timeout_seconds` (DeadlineExceeded),
+or as soon as it is known dead (Unavailable).
 
     opt = tf.train.AllReduceOptimizer(tf.train.GradientDescentOptimizer(0.1), group_size=num_workers)
     train = opt.minimize(loss, global_step=gs)
@@ -53,17 +54,33 @@ def _parts(var):
 
 def _scope(graph, op_type):
     # The C++ builders add their ops in the current name scope, on the current device.
+    if graph._finalized:
+        raise RuntimeError("Graph is finalized and cannot be modified.")
+    # (tf.control_dependencies does not reach these ops; the updates built after them, in Python, get it.)
     scope = graph._scope_stack[-1][1]
     device = graph._current_device(op_type, None) if graph._device_stack else ""
     return scope.with_device(device) if device else scope
 
 
-def all_reduce_gradients(grads_and_vars, group_size, group_key=1, first_instance_key=1,
+def _instance_keys(graph, count, first):
+    """`first`, or (None) the next `count` instance keys of the graph's all-reduce ops, handed out in the order
+    they are built, as TensorFlow's CollectiveKeys does: every rank builds the same graph, so gets the same keys,
+    and two optimizers' or a broadcast's ops never share one."""
+    following = getattr(graph, "_all_reduce_next_instance", 1)
+    if first is None:
+        first = following
+    graph._all_reduce_next_instance = max(following, int(first) + max(1, count))
+    return first
+
+
+def all_reduce_gradients(grads_and_vars, group_size, group_key=1, first_instance_key=None,
                          bucket_bytes=_DEFAULT_BUCKET_BYTES, average=True, timeout_seconds=0):
     """The gradients averaged (or summed) across the group's `group_size` workers, each paired with its variable
-    as given; a None gradient stays None. Bucket i is collective instance first_instance_key + i."""
+    as given; a None gradient stays None. Bucket i is collective instance first_instance_key + i (by default the
+    graph's next free ones)."""
     grads_and_vars = list(grads_and_vars)
     graph = framework.get_default_graph()
+    first_instance_key = _instance_keys(graph, len(grads_and_vars), first_instance_key)
     o = _options(group_size, group_key, first_instance_key, bucket_bytes, average, timeout_seconds)
     grads = [g._c_output() if g is not None else None for g, _ in grads_and_vars]
     reduced = _actorflow.all_reduce_gradients(_scope(graph, "CollectiveReduce"), grads,
@@ -72,11 +89,13 @@ def all_reduce_gradients(grads_and_vars, group_size, group_key=1, first_instance
             for g, (_, v) in zip(reduced, grads_and_vars)]
 
 
-def broadcast_variables(var_list, is_source, group_size, group_key=1, first_instance_key=1000, timeout_seconds=0):
+def broadcast_variables(var_list, is_source, group_size, group_key=1, first_instance_key=None, timeout_seconds=0):
     """An op that sets every worker's `var_list` to the source's (the one given is_source=True): run it on every
-    worker after the variables are initialized or restored. Its instances start at first_instance_key (keep them
-    apart from the gradients')."""
+    worker after the variables are initialized or restored. Its instances start at first_instance_key (by
+    default the graph's next free ones, apart from the gradients')."""
     graph = framework.get_default_graph()
+    var_list = list(var_list)
+    first_instance_key = _instance_keys(graph, len(var_list) + 1, first_instance_key)
     o = _options(group_size, group_key, first_instance_key, timeout_seconds=timeout_seconds)
     op = _actorflow.broadcast_variables(_scope(graph, "CollectiveBcastSend"), [_parts(v) for v in var_list],
                                         bool(is_source), o)
@@ -85,9 +104,12 @@ def broadcast_variables(var_list, is_source, group_size, group_key=1, first_inst
 
 class BroadcastVariablesHook(SessionRunHook):
     """Runs a broadcast of the global variables from the source each time a session is made ready (the start,
-    and each recovery), as Horovod's BroadcastGlobalVariablesHook."""
+    and each recovery), as Horovod's BroadcastGlobalVariablesHook; a MonitoredSession runs it before the other
+    hooks' after_create_session, so that they see the source's values (its global step)."""
 
-    def __init__(self, is_source, group_size, group_key=1, first_instance_key=1000, timeout_seconds=0):
+    _after_create_session_first = True
+
+    def __init__(self, is_source, group_size, group_key=1, first_instance_key=None, timeout_seconds=0):
         self._args = (is_source, group_size, group_key, first_instance_key, timeout_seconds)
         self.broadcast_op = None
 
@@ -103,10 +125,10 @@ class BroadcastVariablesHook(SessionRunHook):
 class AllReduceOptimizer(_Wrapper, Optimizer):
     """Wraps an optimizer: its gradients are all-reduced across `group_size` workers before they are applied."""
 
-    def __init__(self, opt, group_size, group_key=1, first_instance_key=1, bucket_bytes=_DEFAULT_BUCKET_BYTES,
+    def __init__(self, opt, group_size, group_key=1, first_instance_key=None, bucket_bytes=_DEFAULT_BUCKET_BYTES,
                  average=True, timeout_seconds=0, use_locking=False, name="AllReduce"):
         super(AllReduceOptimizer, self).__init__(use_locking, name)
-        _options(group_size, group_key, first_instance_key, bucket_bytes, average, timeout_seconds)  # checked now
+        _options(group_size, group_key, first_instance_key or 1, bucket_bytes, average, timeout_seconds)  # checked now
         self._opt = opt
         self._group = dict(group_size=group_size, group_key=group_key)
         self._reduce = dict(first_instance_key=first_instance_key, bucket_bytes=bucket_bytes, average=average,
@@ -121,7 +143,7 @@ class AllReduceOptimizer(_Wrapper, Optimizer):
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         return self._opt.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def make_session_run_hook(self, is_source, first_instance_key=1000):
+    def make_session_run_hook(self, is_source, first_instance_key=None):
         """The broadcast of the global variables from the source (rank 0) in each new session."""
         return BroadcastVariablesHook(is_source, self._group["group_size"], self._group["group_key"],
                                       first_instance_key, self._reduce["timeout_seconds"])

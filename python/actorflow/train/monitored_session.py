@@ -285,7 +285,9 @@ class MonitoredSession(object):
                                     ", ".join(m.decode() for m in np.ravel(missing))))
         self._coord = Coordinator(clean_stop_exception_types=(errors.OutOfRangeError,))
         self._threads = queue_runner.start_queue_runners(self._sess, self._coord)
-        for h in self._hooks:
+        # A broadcast of the variables (all-reduce's) first: the other hooks then read the values it set.
+        first = [h for h in self._hooks if getattr(h, "_after_create_session_first", False)]
+        for h in first + [h for h in self._hooks if h not in first]:
             h.after_create_session(self._sess, self._coord)
 
     def _session_closed(self):
