@@ -186,7 +186,15 @@ Status LocalMaster::Run(const RunOptions& options, const std::vector<std::pair<s
                                      exe->info.feed_shapes[i].DebugString());
     if (exe->info.feed_arg_index[i] >= 0) args.push_back(t);  // in order: indices are dense
   }
-  return runner_->Run(*exe, options, std::move(args), outputs, metadata);
+  Status s = runner_->Run(*exe, options, std::move(args), outputs, metadata);
+  if (!s.ok()) {
+    // Closed while the step was under way: its partitions may be gone before it reached them (NotFound) or
+    // ended under it; either way it was cancelled by the Close, as TensorFlow's session says.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ && s.code() != Code::kCancelled)
+      return errors::Cancelled("Session has been closed while the step ran (", s.ToString(), ")");
+  }
+  return s;
 } catch (...) {  // out of memory (or a bug) in the client: a Status, never an exception
   return CurrentExceptionStatus("Session::Run");
 }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
@@ -165,6 +166,33 @@ TEST_CASE("RunOptions.timeout_in_ms ends a long step with DeadlineExceeded") {
   INFO(s.ToString());
   REQUIRE(s.ok());
   REQUIRE(out[0].scalar<int32_t>() == 3);
+}
+
+TEST_CASE("a step racing with Close ends Cancelled, whatever point it had reached") {
+  // A dequeue that would wait forever, and Close at once from another thread: the step may be preparing its
+  // partitions, running them, or about to run them when Close deregisters them.
+  for (int i = 0; i < 200; ++i) {
+    Scope root = Scope::NewRootScope();
+    Output q = ops::FIFOQueue(root.WithOpName("q"), {DT_FLOAT});
+    ops::QueueEnqueue(root.WithOpName("put"), q, {ops::Const(root, 1.f)});
+    ops::QueueDequeue(root.WithOpName("take"), q, {DT_FLOAT});
+    Session session;
+    REQUIRE(session.Create(ToDef(root)).ok());
+    std::vector<Tensor> out;
+    if (i % 2) {  // the executable cached; else the step prepares it while Close comes
+      REQUIRE(session.Run({}, {}, {"put"}, &out).ok());
+      REQUIRE(session.Run({}, {"take:0"}, {}, &out).ok());
+    }
+    auto step = std::async(std::launch::async, [&] {
+      std::vector<Tensor> o;
+      return session.Run({}, {"take:0"}, {}, &o);
+    });
+    if (i % 4 < 2) std::this_thread::yield();
+    REQUIRE(session.Close().ok());
+    const Status s = step.get();
+    INFO(s.ToString());
+    CHECK(s.code() == Code::kCancelled);
+  }
 }
 
 TEST_CASE("bad feeds, fetches and targets are errors with codes") {
