@@ -179,8 +179,11 @@ class PySupervisor {
     if (ended_) return;  // ended already (interpreter exit closed it)
     if (in_call_) return End();  // another thread's step: it ends Cancelled (no saver of the supervisor's here)
     Pending p;
-    Status s = Locked(&p, [&] { return sup_->Finish(); });
-    if (!ended_.exchange(true)) DropCallbacks();
+    Status s = Locked(&p, [&] {
+      ended_ = true;  // under the call lock: a step waiting for it then ends Cancelled, not "finished"
+      return sup_->Finish();
+    });
+    DropCallbacks();
     Check(s, &p);
   }
 
