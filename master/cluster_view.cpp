@@ -93,18 +93,27 @@ Status AskTask(caf::actor_system& sys, ClusterTask* task, std::chrono::steady_cl
     return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                       until - std::chrono::steady_clock::now()));
   };
-  AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
-  caf::scoped_actor self{sys};
+  // The status request is idempotent: asked again (connecting again) every few seconds until the
+  // deadline, so that a request lost with a connection the peers replaced (both connecting at once)
+  // holds the session up for one try, not for the whole deadline.
+  constexpr auto kTry = std::chrono::milliseconds(5000);
   Status status = errors::DeadlineExceeded("no status within the deadline");
-  self->request(task->task_actor, left(), GetStatusRequest{from})
-      .receive([&](GetStatusResponse& r) {
-                 task->status = std::move(r);
-                 status = Status::OK();
-               },
-               [&](caf::error& err) {
-                 status = err == caf::sec::request_timeout ? errors::DeadlineExceeded("no status within the deadline")
-                                                           : errors::Unavailable(sys.render(err));
-               });
+  for (;;) {
+    AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
+    caf::scoped_actor self{sys};
+    bool timed_out = false;
+    self->request(task->task_actor, std::min(left(), std::chrono::milliseconds(kTry)), GetStatusRequest{from})
+        .receive([&](GetStatusResponse& r) {
+                   task->status = std::move(r);
+                   status = Status::OK();
+                 },
+                 [&](caf::error& err) {
+                   timed_out = err == caf::sec::request_timeout;
+                   status = timed_out ? errors::DeadlineExceeded("no status within the deadline")
+                                      : errors::Unavailable(sys.render(err));
+                 });
+    if (!timed_out || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= until) break;
+  }
   AF_RETURN_IF_ERROR(status);
   if (task->status.task != task->name)
     return errors::InvalidArgument("the server at ", task->address, " is task ", task->status.task, ", not ",
