@@ -93,16 +93,16 @@ Status AskTask(caf::actor_system& sys, ClusterTask* task, std::chrono::steady_cl
     return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                       until - std::chrono::steady_clock::now()));
   };
-  // The status request is idempotent: asked again (connecting again) every few seconds until the
-  // deadline, so that a request lost with a connection the peers replaced (both connecting at once)
-  // holds the session up for one try, not for the whole deadline.
-  constexpr auto kTry = std::chrono::milliseconds(5000);
+  // The status request is idempotent: asked again (connecting again) until the deadline, each try
+  // waiting twice as long as the last from 5 s, so that a request lost with a connection the peers
+  // replaced (both connecting at once) holds the session up for one try, and a slow peer still answers.
+  auto wait = std::chrono::milliseconds(5000);
   Status status = errors::DeadlineExceeded("no status within the deadline");
-  for (;;) {
+  for (;; wait *= 2) {
     AF_RETURN_IF_ERROR(ConnectToTask(sys, task->address, left(), &task->task_actor));
     caf::scoped_actor self{sys};
     bool timed_out = false;
-    self->request(task->task_actor, std::min(left(), std::chrono::milliseconds(kTry)), GetStatusRequest{from})
+    self->request(task->task_actor, std::min(left(), wait), GetStatusRequest{from})
         .receive([&](GetStatusResponse& r) {
                    task->status = std::move(r);
                    status = Status::OK();
