@@ -117,8 +117,7 @@ class PySupervisor {
 
   void Start() {
     InRun in_run;
-    Pending p;
-    Check(Locked(&p, [&] { return sup_->Start(); }), &p);
+    Supervised([&] { return sup_->Start(); });
   }
 
   py::list Run(const std::vector<PyFeed>& feeds, const std::vector<std::string>& fetches,
@@ -128,14 +127,11 @@ class PySupervisor {
     std::vector<Tensor> out;
     RunOptions options;
     options.timeout_in_ms = timeout_ms > 0 ? timeout_ms : args_.step_timeout_ms;
-    Pending p;
-    Check(Locked(&p,
-                 [&] {
-                   Status s = sup_->Run(options, in, fetches, targets, &out);
-                   in.clear();  // a fetch that is a feed may then come back in place
-                   return s;
-                 }),
-          &p);
+    Supervised([&] {
+      Status s = sup_->Run(options, in, fetches, targets, &out);
+      in.clear();  // a fetch that is a feed may then come back in place
+      return s;
+    });
     return FetchesToPython(&out);
   }
 
@@ -144,8 +140,7 @@ class PySupervisor {
   void Recover(int code, const std::string& message) {
     InRun in_run;
     const Status why(static_cast<Code>(code), message);
-    Pending p;
-    Check(Locked(&p, [&] { return sup_->Recover(why); }), &p);
+    Supervised([&] { return sup_->Recover(why); });
   }
 
   // A step in the session of the moment, without recovery.
@@ -154,21 +149,13 @@ class PySupervisor {
     InRun in_run;
     std::vector<std::pair<std::string, Tensor>> in = FeedsFromPython(feeds);
     std::vector<Tensor> out;
-    Status s;
-    {
-      py::gil_scoped_release nogil;
-      Session* session = Enter();
-      if (!session) {
-        s = errors::Cancelled(ended_ ? "the monitored session is closed"
-                                     : "the monitored session's session was closed (a new one is being made)");
-      } else {
-        RunOptions options;
-        if (timeout_ms > 0) options.timeout_in_ms = timeout_ms;
-        s = session->Run(options, in, fetches, targets, &out);
-        in.clear();
-        Leave();
-      }
-    }
+    const Status s = InCurrent([&](Session* session) {
+      RunOptions options;
+      if (timeout_ms > 0) options.timeout_in_ms = timeout_ms;
+      Status st = session->Run(options, in, fetches, targets, &out);
+      in.clear();
+      return st;
+    });
     if (!s.ok()) RaisePythonNow(s);
     return FetchesToPython(&out);
   }
@@ -208,17 +195,7 @@ class PySupervisor {
   }
 
   void Reset(const std::vector<std::string>& containers) {
-    Status s;
-    {
-      py::gil_scoped_release nogil;
-      Session* session = Enter();
-      if (!session) {
-        s = errors::Cancelled("the monitored session has no session now");
-      } else {
-        s = session->ResetContainers(containers);
-        Leave();
-      }
-    }
+    const Status s = InCurrent([&](Session* session) { return session->ResetContainers(containers); });
     if (!s.ok()) RaiseStatus(s);
   }
 
@@ -232,6 +209,27 @@ class PySupervisor {
     std::optional<py::error_already_set> error;
     Status status;
   };
+
+  // A call into the supervisor: its Status, or the exception a callback of it raised, raised in Python.
+  template <typename F>
+  void Supervised(F&& f) {
+    Pending p;
+    Check(Locked(&p, std::forward<F>(f)), &p);
+  }
+
+  // f(the session of the moment), without the GIL and without recovery;
+  // Cancelled while the supervisor has none (it is making a new one, or it ended).
+  template <typename F>
+  Status InCurrent(F&& f) {
+    py::gil_scoped_release nogil;
+    Session* session = Enter();
+    if (!session)
+      return errors::Cancelled(ended_ ? "the monitored session is closed"
+                                      : "the monitored session's session was closed (a new one is being made)");
+    Status s = f(session);
+    Leave();
+    return s;
+  }
 
   // Runs `f` without the GIL, one call at a time, its callbacks' exceptions
   // kept in `p`; a supervisor that End() left to this call is destroyed after it.
