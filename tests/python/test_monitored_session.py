@@ -241,3 +241,21 @@ def test_sessions_closed_in_a_loop_give_their_variables_back():
         before = before or rss_mib()  # after the first: its allocator's pools are there
     # Kept, the other 11 variables would add 704 MiB.
     assert rss_mib() - before < 300
+
+
+def test_session_creators_and_the_session_manager_used_directly(tmp_path):
+    loss, train, gs = build_model()
+    nothing = tf.no_op()  # (the scaffold finalizes the graph)
+    scaffold = tf.train.Scaffold()
+    sess = tf.train.ChiefSessionCreator(scaffold=scaffold).create_session()  # initialized, ready
+    sess.run(train)
+    assert sess.run(gs) == 1
+    scaffold.saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1)
+    sess.close()
+    restored = tf.train.ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=str(tmp_path)).create_session()
+    assert restored.run(gs) == 1  # from the checkpoint
+    restored.close()
+    # An init op that leaves a variable uninitialized: the model is not ready, and the message names it.
+    manager = tf.train.SessionManager(ready_op=scaffold.ready_op)
+    with pytest.raises(RuntimeError, match="Variables not initialized: .*global_step"):
+        manager.prepare_session("", init_op=nothing)

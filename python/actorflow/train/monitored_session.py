@@ -92,6 +92,32 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             session.run(self._init_tokens)
 
 
+def _restore_or_initialize(sess, saver, path, init_op, init_feed_dict, init_fn):
+    """The chief's start: `saver` restores `path`, or (none) init_op runs and then init_fn(sess)."""
+    if saver is not None and path:
+        saver.restore(sess, path)
+        return
+    if init_op is not None:
+        sess.run(init_op, feed_dict=init_feed_dict)
+    if init_fn is not None:
+        init_fn(sess)
+
+
+def _not_ready(sess, op):
+    """The names `op` (report_uninitialized_variables) reports, joined; None when none (or no op)."""
+    if op is None:
+        return None
+    missing = sess.run(op)
+    return None if np.size(missing) == 0 else ", ".join(m.decode() for m in np.ravel(missing))
+
+
+def _check_ready(sess, ready_op, init_op, init_fn, local_init_op):
+    not_ready = _not_ready(sess, ready_op)
+    if not_ready:
+        raise RuntimeError("Init operations did not make model ready. Init op: %s, init fn: %s, local_init_op: "
+                           "%s, error: Variables not initialized: %s" % (init_op, init_fn, local_init_op, not_ready))
+
+
 class SessionManager(object):
     """Makes sessions whose model is ready: the chief initializes or restores it, the others wait for it."""
 
@@ -105,41 +131,25 @@ class SessionManager(object):
     def _new(self, master, config):
         return session_lib.Session(master, graph=self._graph, config=config)
 
-    def _not_ready(self, sess, op):
-        if op is None:
-            return None
-        missing = sess.run(op)
-        return None if np.size(missing) == 0 else ", ".join(m.decode() for m in np.ravel(missing))
-
     def prepare_session(self, master, init_op=None, saver=None, checkpoint_dir=None, checkpoint_filename_with_path=None,
                         wait_for_checkpoint=False, max_wait_secs=7200, config=None, init_feed_dict=None,
                         init_fn=None):
         sess = self._new(master, config)
         path = checkpoint_filename_with_path or (latest_checkpoint(checkpoint_dir) if checkpoint_dir else None)
-        if saver is not None and path:
-            saver.restore(sess, path)
-        else:
-            if init_op is not None:
-                sess.run(init_op, feed_dict=init_feed_dict)
-            if init_fn is not None:
-                init_fn(sess)
+        _restore_or_initialize(sess, saver, path, init_op, init_feed_dict, init_fn)
         if self._local_init_op is not None:
             sess.run(self._local_init_op)
-        not_ready = self._not_ready(sess, self._ready_op)
-        if not_ready:
-            raise RuntimeError("Init operations did not make model ready. Init op: %s, init fn: %s, local_init_op: "
-                               "%s, error: Variables not initialized: %s" % (init_op, init_fn, self._local_init_op,
-                                                                             not_ready))
+        _check_ready(sess, self._ready_op, init_op, init_fn, self._local_init_op)
         return sess
 
     def wait_for_session(self, master, config=None, max_wait_secs=float("inf")):
         deadline = time.time() + max_wait_secs
         while True:
             sess = self._new(master, config)
-            if not self._not_ready(sess, self._ready_for_local_init_op):
+            if not _not_ready(sess, self._ready_for_local_init_op):
                 if self._local_init_op is not None:
                     sess.run(self._local_init_op)
-                if not self._not_ready(sess, self._ready_op):
+                if not _not_ready(sess, self._ready_op):
                     return sess
             sess.close()
             if time.time() + self._wait > deadline:
@@ -267,22 +277,12 @@ class MonitoredSession(object):
     def _chief_prepare(self):
         s, creator = self._scaffold, self._creator
         path = creator._path or (latest_checkpoint(creator._dir) if creator._dir else None)
-        if s.saver is not None and path:
-            s.saver.restore(self._sess, path)
-            return
-        if s.init_op is not None:
-            self._sess.run(s.init_op, feed_dict=s.init_feed_dict)
-        if s.init_fn is not None:
-            s.init_fn(self._sess)
+        _restore_or_initialize(self._sess, s.saver, path, s.init_op, s.init_feed_dict, s.init_fn)
 
     def _session_ready(self):
-        if self._sup is not None and self._is_chief and self._scaffold.ready_op is not None:
-            missing = self._sess.run(self._scaffold.ready_op)
-            if np.size(missing):
-                raise RuntimeError("Init operations did not make model ready. Init op: %s, init fn: %s, "
-                                   "local_init_op: %s, error: Variables not initialized: %s" %
-                                   (self._scaffold.init_op, self._scaffold.init_fn, self._scaffold.local_init_op,
-                                    ", ".join(m.decode() for m in np.ravel(missing))))
+        if self._sup is not None and self._is_chief:  # after the local init op, which the supervisor ran
+            s = self._scaffold
+            _check_ready(self._sess, s.ready_op, s.init_op, s.init_fn, s.local_init_op)
         self._coord = Coordinator(clean_stop_exception_types=(errors.OutOfRangeError,))
         self._threads = queue_runner.start_queue_runners(self._sess, self._coord)
         # A broadcast of the variables (all-reduce's) first: the other hooks then read the values it set.
