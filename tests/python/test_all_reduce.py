@@ -45,6 +45,14 @@ def run_workers(fn):
     return run_in_threads(fn, (0, 1))
 
 
+class SeenAtStart(tf.train.SessionRunHook):
+    def __init__(self, var):
+        self.var, self.value = var, None
+
+    def after_create_session(self, session, coord):
+        self.value = session.run(self.var)
+
+
 @pytest.mark.parametrize("bucket_bytes", [4 << 20, 1])  # one bucket; a bucket per gradient
 def test_two_workers_train_as_one_process_with_both_halves(workers, bucket_bytes):
     xs, ys = data()
@@ -59,16 +67,18 @@ def test_two_workers_train_as_one_process_with_both_halves(workers, bucket_bytes
                                                   timeout_seconds=60)
                 train = opt.minimize(loss, global_step=gs)
             hook = opt.make_session_run_hook(is_source=(task == 0))
-            with tf.train.MonitoredTrainingSession(master=workers[task].target, hooks=[hook],
+            seen = SeenAtStart(w)  # listed first: runs after the broadcast all the same
+            with tf.train.MonitoredTrainingSession(master=workers[task].target, hooks=[seen, hook],
                                                    save_summaries_steps=None, save_summaries_secs=None,
                                                    log_step_count_steps=None) as sess:
                 half = slice(32 * task, 32 * task + 32)
                 for _ in range(STEPS):
                     sess.run(train, {x: xs[half], y: ys[half]})
-                return sess.run([w, b, gs])
+                return sess.run([w, b, gs]), seen.value
     results, errors = run_workers(worker)
     assert not errors, errors
-    (w0, b0, gs0), (w1, b1, gs1) = results[0], results[1]
+    ((w0, b0, gs0), start0), ((w1, b1, gs1), start1) = results[0], results[1]
+    np.testing.assert_array_equal(start0, start1)  # the hooks saw the source's w, not worker 1's own
     assert gs0 == gs1 == STEPS
     np.testing.assert_array_equal(w0, w1)  # the replicas are equal, bit for bit
     np.testing.assert_array_equal(b0, b1)
@@ -112,3 +122,14 @@ def test_bad_arguments_are_refused_when_the_graph_is_built():
         tf.train.AllReduceOptimizer(tf.train.GradientDescentOptimizer(0.5), group_size=0)
     with pytest.raises(TypeError, match="tf.Variable"):
         tf.train.all_reduce_gradients([(loss, loss)], group_size=2)
+
+
+def test_instance_keys_are_handed_out_per_graph_without_overlap():
+    _, _, w, b, loss = model(seed=1)
+    loss2 = tf.reduce_sum(w * w)
+    tf.train.AllReduceOptimizer(tf.train.GradientDescentOptimizer(0.5), group_size=2, bucket_bytes=1).minimize(loss)
+    tf.train.AllReduceOptimizer(tf.train.GradientDescentOptimizer(0.5), group_size=2).minimize(loss2)
+    tf.train.broadcast_variables([w, b], is_source=True, group_size=2)
+    keys = [op.get_attr("instance_key") for op in tf.get_default_graph().get_operations()
+            if op.type.startswith("Collective")]
+    assert len(keys) >= 5 and len(set(keys)) == len(keys), keys  # 2 + 1 buckets, the broadcast's 2 variables

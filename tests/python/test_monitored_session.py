@@ -259,3 +259,16 @@ def test_session_creators_and_the_session_manager_used_directly(tmp_path):
     manager = tf.train.SessionManager(ready_op=scaffold.ready_op)
     with pytest.raises(RuntimeError, match="Variables not initialized: .*global_step"):
         manager.prepare_session("", init_op=nothing)
+
+
+def test_the_global_step_is_read_as_int32_or_int64_and_any_other_dtype_is_refused():
+    with tf.Graph().as_default():
+        gs = tf.Variable(7, dtype=tf.int32, name="global_step")
+        tf.add_to_collection(tf.GraphKeys.GLOBAL_STEP, gs)
+        with tf.train.MonitoredTrainingSession(**no_files()) as sess:
+            assert sess._sup.global_step == 7  # read by the supervisor when the session was made ready
+    with tf.Graph().as_default():
+        gs = tf.Variable(7.0, name="global_step")
+        tf.add_to_collection(tf.GraphKeys.GLOBAL_STEP, gs)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="global_step.*not an int32 or int64 scalar"):
+            tf.train.MonitoredTrainingSession(**no_files())
