@@ -88,8 +88,11 @@ TEST_CASE("a remote device actor registers and runs a graph; tensors and statuse
   bad.graph_def = "not a graph";
   REQUIRE(Ask<RegisterGraphResponse>(client, *remote, bad).status.code() == Code::kInvalidArgument);
 
-  caf::anon_send_exit(dev, caf::exit_reason::user_shutdown);
   server.middleman().unpublish(dev, *port);
+  // The actor reads the stack objects above until it has quit: wait for it.
+  caf::scoped_actor self{server};
+  caf::anon_send_exit(dev, caf::exit_reason::user_shutdown);
+  self->wait_for(dev);
 }
 
 TEST_CASE("a remote container actor: variables are read and updated by messages from another node") {
@@ -132,6 +135,9 @@ TEST_CASE("a remote container actor: variables are read and updated by messages 
   REQUIRE(reset.num_dropped == 1);
   REQUIRE(Ask<VarReadResponse>(client, *remote, read).status.code() == Code::kFailedPrecondition);
 
-  caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
   server.middleman().unpublish(container, *port);
+  // The actor reads the stack objects above until it has quit: wait for it.
+  caf::scoped_actor self{server};
+  caf::anon_send_exit(container, caf::exit_reason::user_shutdown);
+  self->wait_for(container);
 }
