@@ -14,10 +14,10 @@
 #include "actorflow/core/resource_handle.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/net/protocol.hpp"
-#include "actorflow/ops/state/variable_updates.hpp"
+#include "actorflow/ops/state/local_variable.hpp"
 
-// An update the container actor ran on the pool has finished: to itself
-// only, so not a wire type (net/protocol.hpp).
+// A read or update the container actor ran on the pool has finished: to
+// itself only, so not a wire type (net/protocol.hpp).
 namespace actorflow {
 struct VarUpdateDone {
   uint64_t id = 0;
@@ -30,8 +30,8 @@ namespace actorflow {
 namespace {
 
 struct Var {
-  VarSlot slot;
-  bool busy = false;  // an update runs on the pool: only that job touches `slot`
+  std::shared_ptr<LocalVar> local;  // shared with the kernels of this process
+  bool busy = false;  // a request of ours runs on the pool: later ones wait (arrival order)
 };
 
 // A request that found one of its variables busy, kept until they are free.
@@ -50,7 +50,8 @@ struct ContainerState {
   std::deque<Waiting> waiting;  // in arrival order
   struct Running {
     std::vector<std::shared_ptr<Var>> vars;
-    std::shared_ptr<VarUpdateResponse> response;  // filled by the pool job
+    std::shared_ptr<VarUpdateResponse> response;  // filled by the pool job (an update)
+    std::shared_ptr<VarReadResponse> read;        // filled by the pool job (a read)
     caf::response_promise promise;
   };
   std::unordered_map<uint64_t, Running> running;
@@ -102,10 +103,17 @@ void Fail(Request& w, const Status& s) noexcept {
 }
 
 // "Assign of variable v", "ApplyAdam of variables var, m, v": what an update's errors name.
-std::string UpdateContext(const VarUpdateRequest& req, const std::vector<VarSlot*>& slots) {
+std::string UpdateContext(const VarUpdateRequest& req, const std::vector<std::shared_ptr<Var>>& vars) {
   std::string out = strings::StrCat(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " of variable",
-                                    slots.size() == 1 ? " " : "s ");
-  for (size_t i = 0; i < slots.size(); ++i) out += (i ? ", " : "") + slots[i]->name;
+                                    vars.size() == 1 ? " " : "s ");
+  for (size_t i = 0; i < vars.size(); ++i) out += (i ? ", " : "") + vars[i]->local->slot.name;
+  return out;
+}
+
+std::vector<LocalVar*> Locals(const std::vector<std::shared_ptr<Var>>& vars) {
+  std::vector<LocalVar*> out;
+  out.reserve(vars.size());
+  for (const auto& v : vars) out.push_back(v->local.get());
   return out;
 }
 
@@ -133,13 +141,15 @@ Status Resolve(ContainerActor* self, const std::string& encoded, std::shared_ptr
   auto& var = st.vars[{h.container, h.name}];
   if (!var) {
     var = std::make_shared<Var>();
-    var->slot.name = DisplayName(h);
-    var->slot.dtype = h.dtype;
-    var->slot.shape = h.shape;
-  } else if (!SameDeclaration(var->slot, h)) {
+    var->local = std::make_shared<LocalVar>();
+    var->local->slot.name = DisplayName(h);
+    var->local->slot.dtype = h.dtype;
+    var->local->slot.shape = h.shape;
+  } else if (!SameDeclaration(var->local->slot, h)) {
     return errors::InvalidArgument("Trying to share variable ", DisplayName(h), ", but specified dtype ",
                                    DataTypeString(h.dtype), " and shape ", h.shape.DebugString(), " and found dtype ",
-                                   DataTypeString(var->slot.dtype), " and shape ", var->slot.shape.DebugString());
+                                   DataTypeString(var->local->slot.dtype), " and shape ",
+                                   var->local->slot.shape.DebugString());
   }
   st.by_handle.emplace(encoded, var);
   *out = var;
@@ -157,18 +167,20 @@ Status ResolveAll(ContainerActor* self, const std::vector<std::string>& handles,
   return Status::OK();
 }
 
-VarReadResponse Read(const VarReadRequest& req, const std::vector<std::shared_ptr<Var>>& vars) {
+// Reads `vars`, whose locks the caller holds.
+VarReadResponse ReadLocked(const VarReadRequest& req, const std::vector<std::shared_ptr<Var>>& vars) {
   VarReadResponse resp;
   resp.values.reserve(vars.size());
   for (const auto& v : vars) {
+    const VarSlot& slot = v->local->slot;
     if (req.check_only) {
-      resp.values.push_back(Tensor::Scalar<bool>(v->slot.value.IsInitialized()));
-    } else if (!v->slot.value.IsInitialized()) {
-      resp.status = errors::FailedPrecondition("Attempting to use uninitialized value ", v->slot.name);
+      resp.values.push_back(Tensor::Scalar<bool>(slot.value.IsInitialized()));
+    } else if (!slot.value.IsInitialized()) {
+      resp.status = errors::FailedPrecondition("Attempting to use uninitialized value ", slot.name);
       resp.values.clear();
       return resp;
     } else {
-      resp.values.push_back(v->slot.value);
+      resp.values.push_back(slot.value);
     }
   }
   return resp;
@@ -191,77 +203,114 @@ bool QueuedBefore(ContainerActor* self, const std::vector<std::shared_ptr<Var>>&
   return false;
 }
 
-// ApplyVarUpdate, with running out of memory (a refused copy-on-write
-// buffer or copy: a Status or a TensorAllocationError) turned into
-// ResourceExhausted naming the op, its variables and the bytes asked.
-Status ApplyCatching(const VarUpdateRequest& req, std::vector<VarSlot*>& slots, Tensor* answer,
-                     std::vector<Tensor>* sources = nullptr) noexcept {
-  try {
-    Status s = ApplyVarUpdate(req, slots, answer, sources);
-    if (s.code() == Code::kResourceExhausted)
-      s = errors::ResourceExhausted(UpdateContext(req, slots), ": ", s.message());
-    return s;
-  } catch (...) {
-    return CurrentExceptionStatusWith([&] { return UpdateContext(req, slots); });
-  }
-}
-
-// Applies an update now: in the handler when small, else on the pool with the
-// variables marked busy until VarUpdateDone.
-void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
-                 caf::response_promise promise) {
-  std::vector<VarSlot*> slots;
-  for (const auto& v : vars) slots.push_back(&v->slot);
-  if (req.on_device || VarUpdateSize(req, slots) < kInlineUpdateElements) {  // on the device: checks only
-    VarUpdateResponse response;
-    response.status = ApplyCatching(req, slots, &response.value, &response.sources);
-    if (response.status.ok() && req.on_device) {
-      try {
-        for (const VarSlot* v : slots) response.vars.push_back(v->value);
-      } catch (...) {
-        response.status = OutOfMemoryStatus();
-        response.vars.clear();
-        response.sources.clear();
-      }
-    }
-    Reply(promise, std::move(response));
-    return;
-  }
+// Runs `work` (a read or an update of `vars`, under their locks) on the pool
+// with the variables marked busy until VarUpdateDone; then `promise` is
+// answered with what it filled in.
+void RunOnPool(ContainerActor* self, std::vector<std::shared_ptr<Var>> vars, caf::response_promise promise,
+               std::shared_ptr<VarUpdateResponse> update, std::shared_ptr<VarReadResponse> read,
+               std::function<void()> work) {
   auto& st = self->state;
   const uint64_t id = st.next_job++;
-  auto response = std::make_shared<VarUpdateResponse>();
   caf::actor me = caf::actor_cast<caf::actor>(self);
   ComputePool* pool = st.pool;
   // The job always reports back, whatever happens in it. If it cannot be
-  // queued (out of memory), the request fails and nothing is marked busy.
-  st.running.emplace(id, ContainerState::Running{vars, response, promise});
+  // queued (out of memory), nothing is marked busy and the caller fails it.
+  std::vector<LocalVar*> locals = Locals(vars);
+  st.running.emplace(id, ContainerState::Running{vars, update, read, promise});
   try {
-    pool->Schedule([me, id, pool, req, vars, response]() noexcept {
-      try {
-        std::vector<VarSlot*> slots;
-        for (const auto& v : vars) slots.push_back(&v->slot);
-        response->status = ApplyCatching(req, slots, &response->value);
-      } catch (...) {
-        response->status = CurrentExceptionStatus(VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+    // `vars` keeps the variables alive across a ResetContainers.
+    pool->Schedule([me, id, pool, vars, locals = std::move(locals), work = std::move(work)]() noexcept {
+      {
+        VarLocks locks(locals);
+        locks.Lock();  // a kernel of this process may hold one while it computes: bounded
+        work();        // answers its own errors
       }
       try {
         pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
       } catch (...) {
         try {
           caf::send_as(me, me, VarUpdateDone{id});
-        } catch (...) {  // no memory for a message at all: the update's step ends by its deadline
+        } catch (...) {  // no memory for a message at all: the request's step ends by its deadline
         }
       }
     });
   } catch (...) {
     st.running.erase(id);
-    Reply(promise, VarUpdateResponse{CurrentExceptionStatusWith([&] {
-                                       return strings::StrCat("cannot start ", UpdateContext(req, slots));
-                                     }),
-                                     Tensor(), {}, {}});
-    return;
+    throw;
   }
   for (const auto& v : vars) v->busy = true;
+}
+
+// A read by message: in the handler when the variables' locks are free,
+// else on the pool.
+void StartRead(ContainerActor* self, VarReadRequest req, std::vector<std::shared_ptr<Var>> vars,
+               caf::response_promise promise) {
+  {
+    const std::vector<LocalVar*> locals = Locals(vars);
+    VarLocks locks(locals);
+    if (locks.TryLock()) {
+      VarReadResponse r = ReadLocked(req, vars);
+      Reply(promise, std::move(r));
+      return;
+    }
+  }
+  auto read = std::make_shared<VarReadResponse>();
+  RunOnPool(self, vars, promise, nullptr, read, [req = std::move(req), vars, read]() noexcept {
+    try {
+      *read = ReadLocked(req, vars);
+    } catch (...) {
+      read->values.clear();
+      read->status = CurrentExceptionStatusWith([&] { return strings::StrCat("reading ", vars.size(), " variables"); });
+    }
+  });
+}
+
+// An update by message: in the handler when small (or checked only, for a
+// device's kernel) and the variables' locks are free, else on the pool.
+void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
+                 caf::response_promise promise) {
+  const std::vector<LocalVar*> locals = Locals(vars);
+  std::vector<VarSlot*> slots;
+  for (LocalVar* v : locals) slots.push_back(&v->slot);
+  {
+    VarLocks locks(locals);
+    if ((req.on_device || VarUpdateSize(req, slots) < kInlineUpdateElements) && locks.TryLock()) {
+      VarUpdateResponse response;
+      response.status = ApplyLocked(req, locals, &response.value, &response.sources, nullptr);
+      if (response.status.ok() && req.on_device) {
+        try {
+          for (const VarSlot* v : slots) response.vars.push_back(v->value);
+        } catch (...) {
+          response.status = OutOfMemoryStatus();
+          response.vars.clear();
+          response.sources.clear();
+        }
+      }
+      Reply(promise, std::move(response));
+      return;
+    }
+  }
+  auto response = std::make_shared<VarUpdateResponse>();
+  ComputePool* pool = self->state.pool;
+  try {
+    RunOnPool(self, vars, promise, response, nullptr, [req, locals, slots, response, pool]() noexcept {
+      response->status = ApplyLocked(req, locals, &response->value, &response->sources, pool);
+      if (response->status.ok() && req.on_device) {
+        try {
+          for (const VarSlot* v : slots) response->vars.push_back(v->value);
+        } catch (...) {
+          response->status = OutOfMemoryStatus();
+          response->vars.clear();
+          response->sources.clear();
+        }
+      }
+    });
+  } catch (...) {
+    Reply(promise, VarUpdateResponse{CurrentExceptionStatusWith([&] {
+                                       return strings::StrCat("cannot start ", UpdateContext(req, vars));
+                                     }),
+                                     Tensor(), {}, {}});
+  }
 }
 
 // Runs waiting requests whose variables are free, in order.
@@ -277,7 +326,7 @@ void Drain(ContainerActor* self) noexcept {
     waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
     try {
       if (auto* read = std::get_if<VarReadRequest>(&mine.request)) {
-        Reply(mine.promise, Read(*read, mine.vars));
+        StartRead(self, std::move(*read), std::move(mine.vars), mine.promise);
       } else {
         StartUpdate(self, std::move(std::get<VarUpdateRequest>(mine.request)), std::move(mine.vars), mine.promise);
       }
@@ -340,6 +389,7 @@ int64_t ResetContainers(ContainerActor* self, const ResetContainersRequest& req)
   for (auto it = st.vars.begin(); it != st.vars.end();) {
     const bool match = matches(it->first.first);
     if (match) {
+      it->second->local->dropped.store(true);  // kernels holding it resolve the name again
       it = st.vars.erase(it);
       ++dropped;
     } else {
@@ -403,7 +453,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
               self->state.waiting.push_back(Waiting{req, std::move(vars), rp});
             } else {
-              Reply(rp, Read(req, vars));
+              StartRead(self, req, std::move(vars), rp);
             }
           } catch (...) {  // out of memory: fail the request, keep the actor
             Reply(rp, VarReadResponse{CurrentExceptionStatusWith([&] {
@@ -422,7 +472,7 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
               for (size_t j = i + 1; s.ok() && j < vars.size(); ++j)
                 if (vars[i] == vars[j])
                   s = errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " names variable ",
-                                              vars[i]->slot.name, " twice");
+                                              vars[i]->local->slot.name, " twice");
             if (!s.ok()) {
               Reply(rp, VarUpdateResponse{s, Tensor(), {}, {}});
             } else if (AnyBusy(vars) || QueuedBefore(self, vars, self->state.waiting.size())) {
@@ -437,13 +487,28 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
                                         Tensor(), {}, {}});
           }
         },
+        [self](const VarResolveRequest& req) {
+          caf::response_promise rp;
+          try {
+            rp = self->make_response_promise();
+            std::vector<std::shared_ptr<Var>> vars;
+            VarResolveResponse r;
+            r.status = ResolveAll(self, req.handles, &vars);
+            if (r.status.ok())
+              for (const auto& v : vars) r.vars.push_back(v->local);
+            Reply(rp, std::move(r));
+          } catch (...) {
+            Reply(rp, VarResolveResponse{CurrentExceptionStatus("resolving variables"), {}});
+          }
+        },
         [self](const VarUpdateDone& done) {
           if (self->current_sender() != self->ctrl()) return;  // only our own pool jobs
           auto& st = self->state;
           auto it = st.running.find(done.id);
           if (it == st.running.end()) return;
           for (const auto& v : it->second.vars) v->busy = false;
-          Reply(it->second.promise, std::move(*it->second.response));
+          if (it->second.read) Reply(it->second.promise, std::move(*it->second.read));
+          else Reply(it->second.promise, std::move(*it->second.response));
           st.running.erase(it);
           Drain(self);  // never throws: a waiting request that runs out of memory fails alone
         },

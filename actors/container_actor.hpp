@@ -11,12 +11,17 @@
 //   QueueOpenRequest      -> QueueOpenResponse      the actor of a queue or gradient
 //                                                   accumulator, created on first use
 //
-// Requests on one variable are applied in arrival order, each whole before the
-// next begins, so every update is atomic with respect to other updates and
+// The kernels of this process's devices resolve a variable once
+// (VarResolveRequest) and then read and update it directly under its lock
+// (ops/state/local_variable.hpp), in parallel with each other and with this
+// actor. Requests that come by message (from another process, or a read that
+// checks only) are applied in arrival order, each whole under the variables'
+// locks, so every such update is atomic with respect to other updates and
 // reads. Reads share the variable's buffer; an update that finds a reader
-// still holding it writes a new buffer instead (copy on write). Small updates
-// run in the handler; large ones on the compute pool, while later requests
-// touching the same variables wait in the actor (no thread waits).
+// still holding it writes a new buffer instead (copy on write). Small
+// requests whose locks are free run in the handler; the others on the compute
+// pool (where a job may wait for a lock a kernel holds while it computes),
+// while later requests touching the same variables wait in the actor.
 //
 // Memory: every request is answered, and no exception escapes a handler or a
 // pool job. An update whose copy-on-write buffer (or Assign's copy) does not
@@ -26,11 +31,33 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actorflow/core/status.hpp"
 
 namespace actorflow {
 
 class ComputePool;
+struct LocalVar;
+
+/// From an actor of this process: the variables `handles` name, created
+/// (uninitialized) on first use, for its kernels to read and update directly.
+/// Never crosses a process (the variables are this process's memory).
+struct VarResolveRequest {
+  std::vector<std::string> handles;  // encoded ResourceHandles
+};
+struct VarResolveResponse {
+  Status status;
+  std::vector<std::shared_ptr<LocalVar>> vars;  // one per handle
+};
 
 caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool);
 
 }  // namespace actorflow
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::VarResolveRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::VarResolveResponse)

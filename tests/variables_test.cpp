@@ -177,15 +177,15 @@ TEST_CASE("ResetContainers drops the named containers' variables only") {
   CHECK(Values<int32_t>(Run(*session, {"ra"})[0]) == std::vector<int32_t>{1});
 }
 
-TEST_CASE("concurrent updates of one variable are atomic") {
+TEST_CASE("concurrent updates of one variable with use_locking=true are atomic") {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithOpName("counter"), PartialTensorShape(TensorShape{4}), DT_INT64, "", "vars_counter");
   ops::Assign(root.WithOpName("zero"), v, ops::Fill(root, {4}, int64_t{0}));
-  ops::AssignAdd(root.WithOpName("inc"), v, ops::Fill(root, {4}, int64_t{1}));
-  // A large variable: its updates run on the pool while others wait.
+  ops::AssignAdd(root.WithOpName("inc"), v, ops::Fill(root, {4}, int64_t{1}), /*use_locking=*/true);
+  // A large variable: its updates run on the pool while others wait for its lock.
   auto big = ops::Variable(root.WithOpName("big"), PartialTensorShape(TensorShape{100000}), DT_FLOAT, "", "vars_big");
   ops::Assign(root.WithOpName("big_zero"), big, ops::Fill(root, {100000}, 0.f));
-  ops::AssignAdd(root.WithOpName("big_inc"), big, ops::Fill(root, {100000}, 1.f));
+  ops::AssignAdd(root.WithOpName("big_inc"), big, ops::Fill(root, {100000}, 1.f), /*use_locking=*/true);
   ops::Identity(root.WithOpName("read"), v);
   ops::Sum(root.WithOpName("big_sum"), big, 0);
   auto session = Open(root);

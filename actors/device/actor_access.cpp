@@ -4,7 +4,11 @@
 
 #include <algorithm>
 
+#include "actorflow/actors/container_actor.hpp"
+#include "actorflow/core/exception_status.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/device.hpp"
+#include "actorflow/ops/state/local_variable.hpp"
 #include "actorflow/net/queue_service.hpp"
 #include "actorflow/net/variable_service.hpp"
 
@@ -45,6 +49,68 @@ Status ContainerDidNotAnswer(const caf::error& e) {
 
 // ---- Variables ---------------------------------------------------------------
 
+DeviceVariableAccess::DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device,
+                                           caf::actor container)
+    : self_(self), executor_(executor), device_(device), container_(std::move(container)) {
+  local_ = container_ && container_->node() == self_->node();
+}
+
+bool DeviceVariableAccess::Cached(const std::vector<std::string>& handles, Resolved* out) const {
+  out->clear();
+  out->reserve(handles.size());
+  for (const std::string& h : handles) {
+    auto it = resolved_.find(h);
+    if (it == resolved_.end()) return false;
+    std::shared_ptr<LocalVar> v = it->second.lock();
+    if (!v || v->dropped.load(std::memory_order_relaxed)) return false;
+    out->push_back(std::move(v));
+  }
+  return true;
+}
+
+void DeviceVariableAccess::Resolve(const std::vector<std::string>& handles,
+                                   std::function<void(const Status&, Resolved&)> then) {
+  Resolved vars;
+  if (Cached(handles, &vars)) {
+    then(Status::OK(), vars);
+    return;
+  }
+  Ask<VarResolveResponse>(
+      self_, executor_, container_, VarResolveRequest{handles},
+      [this, handles, then](VarResolveResponse& r) {
+        if (r.status.ok() && r.vars.size() != handles.size())
+          r.status = errors::Internal("the container resolved ", r.vars.size(), " variables for ", handles.size());
+        if (r.status.ok()) {
+          for (size_t i = 0; i < handles.size(); ++i) resolved_[handles[i]] = r.vars[i];
+          if (resolved_.size() >= sweep_at_) {
+            for (auto it = resolved_.begin(); it != resolved_.end();) it = it->second.expired() ? resolved_.erase(it) : ++it;
+            sweep_at_ = 2 * resolved_.size() + 64;
+          }
+        }
+        then(r.status, r.vars);
+      },
+      ContainerDidNotAnswer);
+}
+
+namespace {
+
+// Elements of the largest argument: what an update costs (an optimizer's
+// gradient has its variable's size).
+int64_t UpdateElements(const VarUpdateRequest& req) {
+  int64_t n = 0;
+  for (const Tensor& a : req.args) n = std::max(n, a.NumElements());
+  return n;
+}
+
+std::vector<LocalVar*> Raw(const std::vector<std::shared_ptr<LocalVar>>& vars) {
+  std::vector<LocalVar*> out;
+  out.reserve(vars.size());
+  for (const auto& v : vars) out.push_back(v.get());
+  return out;
+}
+
+}  // namespace
+
 void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
   if (!container_) {
     VarReadResponse r;
@@ -52,11 +118,50 @@ void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadRe
     done(r);
     return;
   }
-  Ask<VarReadResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+  if (!local_) {
+    Ask<VarReadResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+    return;
+  }
+  const bool check_only = req.check_only;
+  Resolve(req.handles, [check_only, done = std::move(done)](const Status& s, Resolved& vars) {
+    VarReadResponse r;
+    r.status = s.ok() ? ReadLocalVars(Raw(vars), check_only, &r.values) : s;
+    done(r);
+  });
 }
 
-void DeviceVariableAccess::Update(VarUpdateRequest req, std::function<void(const Status&)> done) {
-  UpdateAndAnswer(std::move(req), [done = std::move(done)](VarUpdateResponse& r) { done(r.status); });
+void DeviceVariableAccess::Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) {
+  if (!local_ || req.on_device) {
+    UpdateAndAnswer(std::move(req), [done = std::move(done)](VarUpdateResponse& r) { done(r.status); });
+    return;
+  }
+  std::vector<std::string> handles = req.handles;
+  ComputePool* pool = device_->compute_pool();
+  Resolve(handles, [req = std::move(req), use_locking, pool, done = std::move(done)](const Status& s,
+                                                                                     Resolved& vars) mutable {
+    if (!s.ok()) {
+      done(s);
+      return;
+    }
+    if (UpdateElements(req) < kInlineUpdateElements || !pool) {
+      done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, nullptr));
+      return;
+    }
+    // Large: on the pool, sharded there. The job keeps the variables alive.
+    try {
+      pool->Schedule([req = std::move(req), vars, use_locking, pool, done]() noexcept {
+        Status st;
+        try {
+          st = UpdateLocalVars(req, Raw(vars), use_locking, nullptr, pool);
+        } catch (...) {  // Raw ran out of memory
+          st = CurrentExceptionStatus(VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
+        }
+        done(st);
+      });
+    } catch (...) {
+      done(CurrentExceptionStatus("scheduling a variable update"));
+    }
+  });
 }
 
 void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) {
@@ -66,7 +171,16 @@ void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<v
     done(r);
     return;
   }
-  Ask<VarUpdateResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+  if (!local_ || req.on_device) {
+    Ask<VarUpdateResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
+    return;
+  }
+  std::vector<std::string> handles = req.handles;
+  Resolve(handles, [req = std::move(req), done = std::move(done)](const Status& s, Resolved& vars) {
+    VarUpdateResponse r;
+    r.status = s.ok() ? UpdateLocalVars(req, Raw(vars), true, &r.value, nullptr) : s;
+    done(r);
+  });
 }
 
 // ---- Queues ------------------------------------------------------------------

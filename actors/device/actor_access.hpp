@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -25,24 +26,42 @@
 
 namespace actorflow {
 
+struct LocalVar;
+
 /// To the device actor itself: queue requests made off its thread wait in
 /// DeviceQueueAccess's inbox (handled by DrainInbox).
 using queue_inbox_atom = caf::atom_constant<caf::atom("af_qinbox")>;
 
-/// Variables, through the container actor.
+/// Variables. When the container actor is of this process, each variable is
+/// resolved once (VarResolveRequest, then cached) and read and updated
+/// directly (ops/state/local_variable.hpp): a read, and an update under
+/// kInlineUpdateElements, are answered before the call returns; a larger
+/// update runs on the compute pool, sharded. Otherwise (a container of
+/// another process), and for a GPU kernel's updates (on_device), by message.
 class DeviceVariableAccess final : public VariableAccess {
  public:
-  DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container)
-      : self_(self), executor_(executor), device_(device), container_(std::move(container)) {}
+  DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container);
   void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
-  void Update(VarUpdateRequest req, std::function<void(const Status&)> done) override;
+  void Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) override;
   void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
 
  private:
+  using Resolved = std::vector<std::shared_ptr<LocalVar>>;
+  /// Calls then(status, variables of `handles`): at once when all are
+  /// cached (and not dropped), else after asking the container actor.
+  void Resolve(const std::vector<std::string>& handles, std::function<void(const Status&, Resolved&)> then);
+  /// Whether every handle is cached: then `out` has their variables.
+  bool Cached(const std::vector<std::string>& handles, Resolved* out) const;
+
   caf::event_based_actor* self_;
   Executor* executor_;
   Device* device_;
   caf::actor container_;
+  bool local_ = false;  // the container actor is of this process
+  // By encoded handle. Weak: a variable the container actor drops
+  // (ResetContainers) goes when no kernel is using it.
+  std::unordered_map<std::string, std::weak_ptr<LocalVar>> resolved_;
+  size_t sweep_at_ = 64;  // entries at which expired ones are erased
 };
 
 /// Tensors between partitions (_Send, _Recv). The Sends and Recvs of one

@@ -196,7 +196,10 @@ AF_REGISTER_KERNEL(KernelDefBuilder("ResourceGather").Device(DEVICE_CPU), Resour
 class ResourceUpdateOp : public AsyncOpKernel {
  public:
   ResourceUpdateOp(OpKernelConstruction* c, VarUpdateKind kind, int num_vars)
-      : AsyncOpKernel(c), request_(UpdateRequestFromAttrs(c, kind, false)), num_vars_(num_vars) {}
+      : AsyncOpKernel(c),
+        request_(UpdateRequestFromAttrs(c, kind, false)),
+        num_vars_(num_vars),
+        use_locking_(UseLockingAttr(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     VarUpdateRequest req = request_;
     Status s;
@@ -204,7 +207,7 @@ class ResourceUpdateOp : public AsyncOpKernel {
     VariableAccess* vars = s.ok() ? Variables(ctx, &s) : nullptr;
     AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
     for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
-    vars->Update(std::move(req), [ctx, done = std::move(done)](const Status& st) {
+    vars->Update(std::move(req), use_locking_, [ctx, done = std::move(done)](const Status& st) {
       if (!st.ok()) ctx->SetStatus(st);
       done();
     });
@@ -213,6 +216,7 @@ class ResourceUpdateOp : public AsyncOpKernel {
  private:
   const VarUpdateRequest request_;  // kind and attrs; handles and args per run
   int num_vars_;
+  bool use_locking_;  // the attr; true for the Assign*VariableOps (they have none)
 };
 
 #define AF_RESOURCE_UPDATE_KERNEL(OP, KIND, VARS)                                                   \

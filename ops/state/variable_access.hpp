@@ -1,7 +1,9 @@
-// VariableAccess: how a kernel reaches the variables held by the container
-// actor (actors/container_actor.hpp). A kernel never touches a variable: it
-// sends a read or an update (net/variable_service.hpp) and is answered when
-// the actor has applied it. The device actor implements this interface.
+// VariableAccess: how a kernel reaches the variables owned by the container
+// actor (actors/container_actor.hpp). A kernel asks for a read or an update
+// (net/variable_service.hpp) and is answered when it has been applied: by the
+// kernel's own thread (or a pool job) directly on the variable when it lives
+// in this process (ops/state/local_variable.hpp), by the actor otherwise.
+// The device actor implements this interface.
 #pragma once
 
 #include <functional>
@@ -12,13 +14,20 @@
 namespace actorflow {
 
 /// How a kernel reaches the variables. Call only from the device actor's
-/// thread (an AsyncOpKernel's ComputeAsync); the callback runs there too.
+/// thread (an AsyncOpKernel's ComputeAsync). A callback may run before the
+/// call returns.
 class VariableAccess {
  public:
   virtual ~VariableAccess() = default;
+  /// `done` runs on the device actor's thread.
   virtual void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) = 0;
-  virtual void Update(VarUpdateRequest req, std::function<void(const Status&)> done) = 0;
-  /// As Update, for updates that answer a value (kCountUpTo).
+  /// `use_locking` is TensorFlow's attr: false lets updates of one variable
+  /// of this process race (LocalVar); updates by message are always whole.
+  /// `done` runs on the device actor's thread or, after a large update, on
+  /// the compute pool's.
+  virtual void Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) = 0;
+  /// As Update (locked), for updates that answer a value (kCountUpTo) or run
+  /// on a device (on_device); `done` runs on the device actor's thread.
   virtual void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) = 0;
 };
 

@@ -15,10 +15,18 @@
 
 namespace actorflow {
 
-Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) {
+bool UseLockingAttr(OpKernelConstruction* c) {
+  bool use_locking = true;
+  if (c->HasAttr("use_locking")) c->SetStatus(c->GetAttr("use_locking", &use_locking));
+  return use_locking;
+}
+
+VariableUpdateKernel::VariableUpdateKernel(OpKernelConstruction* c) : AsyncOpKernel(c), use_locking_(UseLockingAttr(c)) {}
+
+Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) const {
   VariableAccess* vars = ctx->variables();
   if (!vars) return errors::Unavailable("no container actor holds variables on this device");
-  vars->Update(std::move(req), [ctx, done = std::move(done)](const Status& s) {
+  vars->Update(std::move(req), use_locking_, [ctx, done = std::move(done)](const Status& s) {
     try {  // out of memory here fails the step; the kernel still finishes
       if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
       else ctx->SetStatus(s);
@@ -126,7 +134,7 @@ AF_REGISTER_OP("Assign")
     .Attr("use_locking: bool = true")
     .SetAllowsUninitializedInput()
     .SetShapeFn(AssignShape)
-    .Doc("Sets the variable to value. Updates are always atomic (applied by the container actor in order).");
+    .Doc("Sets the variable to value, always whole (use_locking=false is taken as true).");
 
 AF_REGISTER_OP("AssignAdd")
     .Input("ref: Ref(T)")
@@ -135,7 +143,7 @@ AF_REGISTER_OP("AssignAdd")
     .Attr("T: {float, double, int32, int64}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(SameShapes)
-    .Doc("Adds value to the variable, atomically.");
+    .Doc("Adds value to the variable; with use_locking=false it may race other updates of the variable.");
 
 AF_REGISTER_OP("AssignSub")
     .Input("ref: Ref(T)")
@@ -144,7 +152,7 @@ AF_REGISTER_OP("AssignSub")
     .Attr("T: {float, double, int32, int64}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(SameShapes)
-    .Doc("Subtracts value from the variable, atomically.");
+    .Doc("Subtracts value from the variable; with use_locking=false it may race other updates of the variable.");
 
 class AssignOp : public VariableUpdateKernel {
  public:

@@ -1,6 +1,7 @@
-// The base of kernels that change variables (Assign*, Apply*): they send one
-// VarUpdateRequest to the container actor and output their first input, the
-// variable's reference, once it is applied.
+// The base of kernels that change variables (Assign*, Apply*): they ask for
+// one VarUpdateRequest (VariableAccess: applied in place when the variable is
+// of this process) and output their first input, the variable's reference,
+// once it is applied.
 #pragma once
 
 #include <string>
@@ -24,14 +25,20 @@ VarUpdateRequest UpdateRequestFromAttrs(OpKernelConstruction* c, VarUpdateKind k
 
 class VariableUpdateKernel : public AsyncOpKernel {
  public:
-  using AsyncOpKernel::AsyncOpKernel;
+  /// Reads the use_locking attr (true when the op has none).
+  explicit VariableUpdateKernel(OpKernelConstruction* c);
 
  protected:
   /// The encoded handles of the first `n` inputs (ref inputs).
   static Status Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out);
   /// Sends `req`; on success output 0 is input 0. Calls done unless it
   /// returns an error (then the caller reports it and calls done).
-  static Status Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done);
+  Status Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) const;
+
+  bool use_locking_ = true;
 };
+
+/// The use_locking attr of `c`'s op; true when it has none.
+bool UseLockingAttr(OpKernelConstruction* c);
 
 }  // namespace actorflow

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "actorflow/core/tensor_eigen.hpp"
+#include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/ops/math/integer_wrap.hpp"
 
 namespace actorflow {
@@ -29,6 +30,15 @@ Arity ArityOf(VarUpdateKind kind) {
     case VarUpdateKind::kCountUpTo: return {1, 1};
   }
   return {0, 0};
+}
+
+// The argument holding the gradient (or delta) of an optimizer's update.
+size_t GradIndex(VarUpdateKind kind) {
+  switch (kind) {
+    case VarUpdateKind::kAdam: return 6;
+    case VarUpdateKind::kRMSProp: return 4;
+    default: return 1;  // GradientDescent's delta; Momentum's, Adagrad's grad
+  }
 }
 
 Status Uninitialized(const VarSlot& v) {
@@ -82,37 +92,62 @@ Status CheckDtype(const VarSlot& v, const Tensor& t, const char* what) {
   return Status::OK();
 }
 
+// Elements a shard of an update works through at a time: every pass of a
+// formula over a chunk stays in the core's cache, so an update reads and
+// writes each byte of memory once whatever the number of passes.
+constexpr int64_t kChunk = 2048;
+
+// Runs fn(begin, end) over [0, n): sharded over `pool` when given and worth it
+// (only from a pool job: ComputePool::For), else on this thread.
+template <class Fn>
+void Shard(ComputePool* pool, int64_t n, int64_t cost_per_element, Fn&& fn) {
+  if (pool) pool->For(n, cost_per_element, fn);
+  else if (n > 0) fn(int64_t{0}, n);
+}
+
 // Signed integers add in their unsigned type (integer_wrap.hpp): overflow
 // wraps in two's complement instead of being undefined.
 template <class T>
-void AddOrSub(const Tensor& in, const Tensor& delta, bool add, Tensor* out) {
+void AddOrSubRange(const T* in, const T* delta, bool add, T* out, int64_t b, int64_t e) {
   using E = WrapT<T>;
-  FlatArray<E> o(AsWrapping(out->data<T>()), out->NumElements());
-  ConstFlatArray<E> a(AsWrapping(in.data<T>()), in.NumElements());
-  ConstFlatArray<E> d(AsWrapping(delta.data<T>()), delta.NumElements());
+  FlatArray<E> o(AsWrapping(out) + b, e - b);
+  ConstFlatArray<E> a(AsWrapping(const_cast<T*>(in)) + b, e - b);
+  ConstFlatArray<E> d(AsWrapping(const_cast<T*>(delta)) + b, e - b);
   if (add) o = a + d;
   else o = a - d;
 }
 
+template <class T>
+void AddOrSub(const T* in, const T* delta, bool add, T* out, int64_t n, ComputePool* pool) {
+  Shard(pool, n, 2, [&](int64_t b, int64_t e) { AddOrSubRange<T>(in, delta, add, out, b, e); });
+}
+
+void AddOrSubTyped(DataType dtype, const void* in, const void* delta, bool add, void* out, int64_t n,
+                   ComputePool* pool) {
+  switch (dtype) {
+    case DT_FLOAT: AddOrSub(static_cast<const float*>(in), static_cast<const float*>(delta), add, static_cast<float*>(out), n, pool); break;
+    case DT_DOUBLE: AddOrSub(static_cast<const double*>(in), static_cast<const double*>(delta), add, static_cast<double*>(out), n, pool); break;
+    case DT_INT32: AddOrSub(static_cast<const int32_t*>(in), static_cast<const int32_t*>(delta), add, static_cast<int32_t*>(out), n, pool); break;
+    case DT_INT64: AddOrSub(static_cast<const int64_t*>(in), static_cast<const int64_t*>(delta), add, static_cast<int64_t*>(out), n, pool); break;
+    default: break;  // refused by CheckAddSub
+  }
+}
+
 Status CheckAddSub(const VarUpdateRequest& req, const VarSlot& v) {
   if (!v.value.IsInitialized()) return Uninitialized(v);
+  if (v.dtype != DT_FLOAT && v.dtype != DT_DOUBLE && v.dtype != DT_INT32 && v.dtype != DT_INT64)
+    return errors::InvalidArgument(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " does not support ",
+                                   DataTypeString(v.dtype), " (", v.name, ")");
   AF_RETURN_IF_ERROR(CheckDtype(v, req.args[0], "value"));
   return CheckSameShape(v, req.args[0], "value");
 }
 
-Status AssignAddSub(const VarUpdateRequest& req, VarSlot* v, bool add) {
+Status AssignAddSub(const VarUpdateRequest& req, VarSlot* v, bool add, ComputePool* pool) {
   const Tensor& delta = req.args[0];
   AF_RETURN_IF_ERROR(CheckAddSub(req, *v));
   Tensor out;
   AF_RETURN_IF_ERROR(Writable(v, &out));
-  switch (v->dtype) {
-    case DT_FLOAT: AddOrSub<float>(v->value, delta, add, &out); break;
-    case DT_DOUBLE: AddOrSub<double>(v->value, delta, add, &out); break;
-    case DT_INT32: AddOrSub<int32_t>(v->value, delta, add, &out); break;
-    case DT_INT64: AddOrSub<int64_t>(v->value, delta, add, &out); break;
-    default:
-      return errors::InvalidArgument(add ? "AssignAdd" : "AssignSub", " does not support ", DataTypeString(v->dtype));
-  }
+  AddOrSubTyped(v->dtype, v->value.raw_data(), delta.raw_data(), add, out.raw_data(), out.NumElements(), pool);
   v->value = std::move(out);
   return Status::OK();
 }
@@ -193,66 +228,122 @@ Status CountUpTo(const VarUpdateRequest& req, VarSlot* v, Tensor* answer) {
   }
 }
 
-// The optimizers, element-wise over flat views. `w` are the writable outputs
-// (possibly the inputs themselves), `in` the current values.
+// The optimizers, element-wise over [b, e) of flat buffers, a chunk at a time
+// (kChunk). `w` are the buffers written (the inputs themselves when in
+// place), `in` the current values, `grad` the gradient (or delta); scalars
+// come from the request.
 template <class T>
 struct Optimizers {
+  using A = FlatArray<T>;
+  using C = ConstFlatArray<T>;
   static T S(const Tensor& t) { return t.scalar<T>(); }
 
-  static void GradientDescent(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
-    auto var = FlatArrayView<T>(w[0]);
-    var = FlatArrayView<T>(in[0]->value) - FlatArrayView<T>(r.args[1]) * S(r.args[0]);
+  static void GradientDescent(const VarUpdateRequest& r, T* const* w, const T* const* in, const T* grad, int64_t b,
+                              int64_t e) {
+    const T alpha = S(r.args[0]);
+    A(w[0] + b, e - b) = C(in[0] + b, e - b) - C(grad + b, e - b) * alpha;
   }
 
-  static void Momentum(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+  static void Momentum(const VarUpdateRequest& r, T* const* w, const T* const* in, const T* grad_all, int64_t b,
+                       int64_t e) {
     const T lr = S(r.args[0]), momentum = S(r.args[2]);
-    auto grad = FlatArrayView<T>(r.args[1]);
-    auto accum = FlatArrayView<T>(w[1]);
-    accum = FlatArrayView<T>(in[1]->value) * momentum + grad;
-    auto var = FlatArrayView<T>(w[0]);
-    if (r.use_nesterov) var = FlatArrayView<T>(in[0]->value) - (grad * lr + accum * momentum * lr);
-    else var = FlatArrayView<T>(in[0]->value) - accum * lr;
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t n = std::min(kChunk, e - c);
+      C grad(grad_all + c, n);
+      A accum(w[1] + c, n);
+      accum = C(in[1] + c, n) * momentum + grad;
+      if (r.use_nesterov) A(w[0] + c, n) = C(in[0] + c, n) - (grad * lr + accum * momentum * lr);
+      else A(w[0] + c, n) = C(in[0] + c, n) - accum * lr;
+    }
   }
 
-  static void Adam(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+  static void Adam(const VarUpdateRequest& r, T* const* w, const T* const* in, const T* grad_all, int64_t b,
+                   int64_t e) {
     const T beta1_power = S(r.args[0]), beta2_power = S(r.args[1]), lr = S(r.args[2]);
     const T beta1 = S(r.args[3]), beta2 = S(r.args[4]), epsilon = S(r.args[5]);
-    auto grad = FlatArrayView<T>(r.args[6]);
     const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-    auto m = FlatArrayView<T>(w[1]);
-    auto v = FlatArrayView<T>(w[2]);
-    m = FlatArrayView<T>(in[1]->value) + (grad - FlatArrayView<T>(in[1]->value)) * (T(1) - beta1);
-    v = FlatArrayView<T>(in[2]->value) + (grad.square() - FlatArrayView<T>(in[2]->value)) * (T(1) - beta2);
-    auto var = FlatArrayView<T>(w[0]);
-    if (r.use_nesterov)
-      var = FlatArrayView<T>(in[0]->value) - ((grad * (T(1) - beta1) + m * beta1) * alpha) / (v.sqrt() + epsilon);
-    else
-      var = FlatArrayView<T>(in[0]->value) - (m * alpha) / (v.sqrt() + epsilon);
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t n = std::min(kChunk, e - c);
+      C grad(grad_all + c, n);
+      A m(w[1] + c, n), v(w[2] + c, n);
+      m = C(in[1] + c, n) + (grad - C(in[1] + c, n)) * (T(1) - beta1);
+      v = C(in[2] + c, n) + (grad.square() - C(in[2] + c, n)) * (T(1) - beta2);
+      if (r.use_nesterov)
+        A(w[0] + c, n) = C(in[0] + c, n) - ((grad * (T(1) - beta1) + m * beta1) * alpha) / (v.sqrt() + epsilon);
+      else
+        A(w[0] + c, n) = C(in[0] + c, n) - (m * alpha) / (v.sqrt() + epsilon);
+    }
   }
 
-  static void Adagrad(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+  static void Adagrad(const VarUpdateRequest& r, T* const* w, const T* const* in, const T* grad_all, int64_t b,
+                      int64_t e) {
     const T lr = S(r.args[0]);
-    auto grad = FlatArrayView<T>(r.args[1]);
-    auto accum = FlatArrayView<T>(w[1]);
-    accum = FlatArrayView<T>(in[1]->value) + grad.square();
-    auto var = FlatArrayView<T>(w[0]);
-    var = FlatArrayView<T>(in[0]->value) - grad * lr * accum.rsqrt();
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t n = std::min(kChunk, e - c);
+      C grad(grad_all + c, n);
+      A accum(w[1] + c, n);
+      accum = C(in[1] + c, n) + grad.square();
+      A(w[0] + c, n) = C(in[0] + c, n) - grad * lr * accum.rsqrt();
+    }
   }
 
-  static void RMSProp(const VarUpdateRequest& r, const std::vector<VarSlot*>& in, std::vector<Tensor>& w) {
+  static void RMSProp(const VarUpdateRequest& r, T* const* w, const T* const* in, const T* grad_all, int64_t b,
+                      int64_t e) {
     const T lr = S(r.args[0]), rho = S(r.args[1]), momentum = S(r.args[2]), epsilon = S(r.args[3]);
-    auto grad = FlatArrayView<T>(r.args[4]);
-    auto ms = FlatArrayView<T>(w[1]);
-    ms = FlatArrayView<T>(in[1]->value) + (grad.square() - FlatArrayView<T>(in[1]->value)) * (T(1) - rho);
-    auto mom = FlatArrayView<T>(w[2]);
-    mom = FlatArrayView<T>(in[2]->value) * momentum + (grad * lr) / (ms + epsilon).sqrt();
-    auto var = FlatArrayView<T>(w[0]);
-    var = FlatArrayView<T>(in[0]->value) - mom;
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t n = std::min(kChunk, e - c);
+      C grad(grad_all + c, n);
+      A ms(w[1] + c, n), mom(w[2] + c, n);
+      ms = C(in[1] + c, n) + (grad.square() - C(in[1] + c, n)) * (T(1) - rho);
+      mom = C(in[2] + c, n) * momentum + (grad * lr) / (ms + epsilon).sqrt();
+      A(w[0] + c, n) = C(in[0] + c, n) - mom;
+    }
+  }
+
+  // ≈ cycles per element, for sharding.
+  static int64_t Cost(VarUpdateKind kind) {
+    switch (kind) {
+      case VarUpdateKind::kGradientDescent: return 3;
+      case VarUpdateKind::kMomentum: return 6;
+      case VarUpdateKind::kAdagrad: return 12;
+      default: return 20;  // Adam, RMSProp: square roots and divisions
+    }
+  }
+
+  static void Run(const VarUpdateRequest& r, T* const* w, const T* const* in, int64_t n, ComputePool* pool) {
+    const auto kind = static_cast<VarUpdateKind>(r.kind);
+    const T* grad = r.args[GradIndex(kind)].template data<T>();
+    Shard(pool, n, Cost(kind), [&](int64_t b, int64_t e) {
+      switch (kind) {
+        case VarUpdateKind::kGradientDescent: GradientDescent(r, w, in, grad, b, e); break;
+        case VarUpdateKind::kMomentum: Momentum(r, w, in, grad, b, e); break;
+        case VarUpdateKind::kAdam: Adam(r, w, in, grad, b, e); break;
+        case VarUpdateKind::kAdagrad: Adagrad(r, w, in, grad, b, e); break;
+        case VarUpdateKind::kRMSProp: RMSProp(r, w, in, grad, b, e); break;
+        default: break;
+      }
+    });
   }
 };
 
-// Apply*: validation common to all optimizers, then the formula.
-Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, std::vector<Tensor>* sources) {
+// Runs an optimizer's formula over n elements of `dtype` (float or double).
+void RunOptimizer(const VarUpdateRequest& req, DataType dtype, void* const* w, const void* const* in, int64_t n,
+                  ComputePool* pool) {
+  if (dtype == DT_FLOAT) {
+    float* wf[3] = {};
+    const float* inf[3] = {};
+    for (int i = 0; i < 3; ++i) wf[i] = static_cast<float*>(w[i]), inf[i] = static_cast<const float*>(in[i]);
+    Optimizers<float>::Run(req, wf, inf, n, pool);
+  } else {
+    double* wd[3] = {};
+    const double* ind[3] = {};
+    for (int i = 0; i < 3; ++i) wd[i] = static_cast<double*>(w[i]), ind[i] = static_cast<const double*>(in[i]);
+    Optimizers<double>::Run(req, wd, ind, n, pool);
+  }
+}
+
+// Apply*: validation common to all optimizers; changes nothing.
+Status CheckOptimizer(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   const char* op = VarUpdateName(kind);
   for (VarSlot* v : vars) {
@@ -266,11 +357,7 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
   }
   // Every argument has the variable's dtype; the gradient (or delta) has its
   // shape and the rest are scalars.
-  const size_t grad_index = kind == VarUpdateKind::kGradientDescent ? 1
-                            : kind == VarUpdateKind::kMomentum      ? 1
-                            : kind == VarUpdateKind::kAdam          ? 6
-                            : kind == VarUpdateKind::kAdagrad       ? 1
-                                                                    : 4;
+  const size_t grad_index = GradIndex(kind);
   for (size_t i = 0; i < req.args.size(); ++i) {
     const char* what = i == grad_index ? (kind == VarUpdateKind::kGradientDescent ? "delta" : "grad") : "argument";
     AF_RETURN_IF_ERROR(CheckDtype(*vars[0], req.args[i], what));
@@ -280,22 +367,20 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
       return errors::InvalidArgument(op, ": argument ", i, " is not a scalar: ", req.args[i].shape().DebugString());
     }
   }
+  return Status::OK();
+}
+
+// Apply*: the checks, then the formula (sharded over `pool` when given).
+Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, std::vector<Tensor>* sources,
+                      ComputePool* pool) {
+  AF_RETURN_IF_ERROR(CheckOptimizer(req, vars));
   if (req.on_device) return DeviceWritable(vars, sources);  // the device's kernel computes
   std::vector<Tensor> w(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) AF_RETURN_IF_ERROR(Writable(vars[i], &w[i]));
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    switch (kind) {
-      case VarUpdateKind::kGradientDescent: Optimizers<T>::GradientDescent(req, vars, w); break;
-      case VarUpdateKind::kMomentum: Optimizers<T>::Momentum(req, vars, w); break;
-      case VarUpdateKind::kAdam: Optimizers<T>::Adam(req, vars, w); break;
-      case VarUpdateKind::kAdagrad: Optimizers<T>::Adagrad(req, vars, w); break;
-      case VarUpdateKind::kRMSProp: Optimizers<T>::RMSProp(req, vars, w); break;
-      default: break;
-    }
-  };
-  if (vars[0]->dtype == DT_FLOAT) run(float{});
-  else run(double{});
+  void* wp[3] = {};
+  const void* inp[3] = {};
+  for (size_t i = 0; i < vars.size(); ++i) wp[i] = w[i].raw_data(), inp[i] = vars[i]->value.raw_data();
+  RunOptimizer(req, vars[0]->dtype, wp, inp, vars[0]->value.NumElements(), pool);
   for (size_t i = 0; i < vars.size(); ++i) vars[i]->value = std::move(w[i]);
   return Status::OK();
 }
@@ -332,10 +417,8 @@ Status CheckMemory(const VarUpdateRequest& req, const std::vector<VarSlot*>& var
   return Status::OK();
 }
 
-}  // namespace
-
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer,
-                      std::vector<Tensor>* sources) {
+// What every update checks first: its kind, arity, arguments and memory.
+Status CheckRequest(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
   if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kCountUpTo))
     return errors::InvalidArgument("unknown variable update ", req.kind);
   const auto kind = static_cast<VarUpdateKind>(req.kind);
@@ -345,7 +428,15 @@ Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
                                    " arguments, got ", vars.size(), " and ", req.args.size());
   for (const Tensor& a : req.args)
     if (!a.IsInitialized()) return errors::InvalidArgument(VarUpdateName(kind), ": an argument has no value");
-  AF_RETURN_IF_ERROR(CheckMemory(req, vars));
+  return CheckMemory(req, vars);
+}
+
+}  // namespace
+
+Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer,
+                      std::vector<Tensor>* sources, ComputePool* pool) {
+  AF_RETURN_IF_ERROR(CheckRequest(req, vars));
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
   switch (kind) {
     case VarUpdateKind::kAssign: return Assign(req, vars[0]);
     case VarUpdateKind::kAssignAdd:
@@ -354,10 +445,34 @@ Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
         AF_RETURN_IF_ERROR(CheckAddSub(req, *vars[0]));
         return DeviceWritable(vars, sources);
       }
-      return AssignAddSub(req, vars[0], kind == VarUpdateKind::kAssignAdd);
+      return AssignAddSub(req, vars[0], kind == VarUpdateKind::kAssignAdd, pool);
     case VarUpdateKind::kCountUpTo: return CountUpTo(req, vars[0], answer);
-    default: return ApplyOptimizer(req, vars, sources);
+    default: return ApplyOptimizer(req, vars, sources, pool);
   }
+}
+
+bool MayRace(VarUpdateKind kind) {
+  return kind != VarUpdateKind::kAssign && kind != VarUpdateKind::kCountUpTo;
+}
+
+Status CheckVarUpdate(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+  AF_RETURN_IF_ERROR(CheckRequest(req, vars));
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
+  if (!MayRace(kind) || req.on_device)
+    return errors::Internal(VarUpdateName(kind), " is always applied whole (ApplyVarUpdate)");
+  if (kind == VarUpdateKind::kAssignAdd || kind == VarUpdateKind::kAssignSub) return CheckAddSub(req, *vars[0]);
+  return CheckOptimizer(req, vars);
+}
+
+void ComputeVarUpdateInPlace(const VarUpdateRequest& req, DataType dtype, void* const* data, int64_t n,
+                             ComputePool* pool) {
+  const auto kind = static_cast<VarUpdateKind>(req.kind);
+  if (kind == VarUpdateKind::kAssignAdd || kind == VarUpdateKind::kAssignSub) {
+    AddOrSubTyped(dtype, data[0], req.args[0].raw_data(), kind == VarUpdateKind::kAssignAdd, data[0], n, pool);
+    return;
+  }
+  const void* in[3] = {data[0], data[1], data[2]};
+  RunOptimizer(req, dtype, data, in, n, pool);
 }
 
 int64_t VarUpdateSize(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {

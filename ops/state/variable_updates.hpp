@@ -1,6 +1,9 @@
-// The math of variable updates, applied by the container actor that owns the
-// variables: Assign, AssignAdd/Sub and the optimizers' Apply* ops with
-// TensorFlow's formulas (tensorflow/core/kernels/training_ops.cc).
+// The math of variable updates: Assign, AssignAdd/Sub and the optimizers'
+// Apply* ops with TensorFlow's formulas (tensorflow/core/kernels/training_ops.cc),
+// applied to a variable by the kernels of its process (ops/state/local_variable.hpp)
+// or by its container actor (a request from another process). Vectorized
+// (Eigen), one pass over memory (a formula's passes run a cache-sized chunk at a
+// time), sharded over the compute pool when large.
 #pragma once
 
 #include <string>
@@ -12,6 +15,8 @@
 #include "actorflow/ops/state/variable_access.hpp"
 
 namespace actorflow {
+
+class ComputePool;
 
 /// One variable as the update sees it.
 struct VarSlot {
@@ -31,8 +36,24 @@ struct VarSlot {
 /// buffer the device's kernel writes (its own, or a new one of the same
 /// device memory when a reader holds it: copy on write) and `sources`, when
 /// not null, the values that kernel reads.
+/// `pool`, when given, shards the formula over the compute pool (when called
+/// from one of its jobs and the update is large: ComputePool::For).
 Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr,
-                      std::vector<Tensor>* sources = nullptr);
+                      std::vector<Tensor>* sources = nullptr, ComputePool* pool = nullptr);
+
+/// Whether updates of `kind` race each other when use_locking is false
+/// (AssignAdd/Sub and the optimizers; Assign and CountUpTo are always whole).
+bool MayRace(VarUpdateKind kind);
+
+/// For an update that may race (MayRace, on the host): checks it against
+/// `vars` as ApplyVarUpdate does and changes nothing.
+Status CheckVarUpdate(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars);
+
+/// Computes a checked racing update in place on `data`, the variables'
+/// buffers of n elements of `dtype` in the request's order, sharded over
+/// `pool` when given (ComputePool::For).
+void ComputeVarUpdateInPlace(const VarUpdateRequest& req, DataType dtype, void* const* data, int64_t n,
+                             ComputePool* pool);
 
 /// Elements below which an update is cheaper than a hop to the compute pool.
 constexpr int64_t kInlineUpdateElements = 1 << 15;

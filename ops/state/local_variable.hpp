@@ -1,0 +1,99 @@
+// LocalVar: one variable as the kernels of its own process reach it.
+//
+// The container actor (actors/container_actor.hpp) owns every variable: it
+// creates it, keeps the directory of names, shares it across sessions, drops
+// it on ResetContainers, and serves reads and updates that come by message
+// (from another process). A kernel on a device of the same process resolves
+// a variable once (VariableAccess) and then reads and updates its buffer
+// directly, with TensorFlow's semantics:
+//   - a read takes the value under the variable's lock: it shares the buffer
+//     (no copy) and sees the value between two locked updates, never a torn
+//     tensor; the variables of one read (a step's reads, a checkpoint's) are
+//     taken under all their locks at once: a snapshot;
+//   - a locked update (use_locking=true, Assign, CountUpTo, every update
+//     that comes by message) holds the lock while it computes: updates of one
+//     variable are serialized, those of different variables run in parallel.
+//     A value a reader still holds is never written: the update computes
+//     into a new buffer (copy on write);
+//   - an update with use_locking=false (AssignAdd/Sub, Apply*) checks under
+//     the lock, then computes in place without it, racing other such updates
+//     of the variable as TensorFlow's do (an update may be lost, a reader that
+//     took the value meanwhile may see it half updated). When a reader holds
+//     the value it computes into a new buffer under the lock instead.
+// Several variables (Apply* with slots) are locked in address order.
+//
+// Memory: an update whose new buffer does not fit fails with the allocator's
+// Status (or a TensorAllocationError the caller turns into one); the
+// variables keep their values.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "actorflow/ops/state/variable_updates.hpp"
+
+namespace actorflow {
+
+class ComputePool;
+
+struct LocalVar {
+  std::mutex mu;  // guards slot.value, racing and retired
+  VarSlot slot;   // name, dtype and shape never change after creation
+  /// Dropped from the container's directory (ResetContainers): a kernel
+  /// holding it resolves the name again.
+  std::atomic<bool> dropped{false};
+  int racing = 0;               // use_locking=false updates writing in place now
+  std::vector<Tensor> retired;  // values replaced while racing updates still write them
+};
+
+/// Reads `vars` (a name may repeat) under all their locks at once: a
+/// snapshot between locked updates. `check_only`: whether each has a value
+/// (bool scalars). FailedPrecondition naming the first uninitialized one.
+Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
+
+/// Locks `vars` in address order (each once) / unlocks them.
+void LockVars(const std::vector<LocalVar*>& vars);
+void UnlockVars(const std::vector<LocalVar*>& vars);
+/// Locks all of `vars` or none; true when it did.
+bool TryLockVars(const std::vector<LocalVar*>& vars);
+
+/// The locks of `vars` (which must outlive it), taken by Lock or TryLock and
+/// given back by Unlock or when it goes.
+class VarLocks {
+ public:
+  explicit VarLocks(const std::vector<LocalVar*>& vars) : vars_(vars) {}
+  ~VarLocks() {
+    if (held_) UnlockVars(vars_);
+  }
+  VarLocks(const VarLocks&) = delete;
+  VarLocks& operator=(const VarLocks&) = delete;
+  void Lock() {
+    LockVars(vars_);
+    held_ = true;
+  }
+  bool TryLock() { return held_ = TryLockVars(vars_); }
+  void Unlock() {
+    UnlockVars(vars_);
+    held_ = false;
+  }
+
+ private:
+  const std::vector<LocalVar*>& vars_;
+  bool held_ = false;
+};
+
+/// Applies `req` whole (ApplyVarUpdate) to `vars`, whose locks the caller
+/// holds. A value replaced while racing updates still write it is kept
+/// alive until they end.
+Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
+                   std::vector<Tensor>* sources, ComputePool* pool) noexcept;
+
+/// Applies `req` to `vars` from this thread: whole under their locks, or,
+/// when `use_locking` is false and the kind may race (MayRace), racing in
+/// place (see above). `pool` shards the formula (from a pool job).
+Status UpdateLocalVars(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, bool use_locking,
+                       Tensor* answer, ComputePool* pool) noexcept;
+
+}  // namespace actorflow
