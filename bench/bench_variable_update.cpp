@@ -6,7 +6,9 @@
 //    the same bytes with the same number of threads (oneTBB parallel_for in an
 //    arena of that many threads, static partitioner), interleaved call by call;
 //  - small_update_overhead: what each of 16 updates of 4-float variables adds
-//    to a step: (step running them - step running a NoOp) / 16, in µs.
+//    to a step: (step running them - step running a NoOp) / 16, in µs (peer:
+//    bench/peer_torch_update.py, PyTorch's in-place update of a parameter).
+// AF_BENCH_TRACE=1 prints where one 0.8 MB update step's time goes.
 // Threads: ACTORFLOW_NUM_THREADS (the runtime's pool; the peer uses as many).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -21,6 +23,7 @@
 #include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "bench_util.hpp"
+#include "trace_summary.hpp"
 
 using namespace actorflow;
 
@@ -42,8 +45,9 @@ proto::GraphDef Def(const Scope& root) {
 void Bandwidth(int64_t bytes, int threads) {
   const int64_t n = bytes / 4;
   Scope root = Scope::NewRootScope();
-  auto var = ops::Variable(root.WithOpName("var"), PartialTensorShape(TensorShape{n}), DT_FLOAT);
-  auto grad = ops::Variable(root.WithOpName("grad"), PartialTensorShape(TensorShape{n}), DT_FLOAT);
+  const std::string tag = std::to_string(bytes);
+  auto var = ops::Variable(root.WithOpName("var"), PartialTensorShape(TensorShape{n}), DT_FLOAT, "", "var_" + tag);
+  auto grad = ops::Variable(root.WithOpName("grad"), PartialTensorShape(TensorShape{n}), DT_FLOAT, "", "grad_" + tag);
   ops::Assign(root.WithOpName("init_var"), var, ops::Fill(root, {n}, 1.f));
   ops::Assign(root.WithOpName("init_grad"), grad, ops::Fill(root, {n}, 1e-6f));
   ops::ApplyGradientDescent(root.WithOpName("update"), var, 0.5f, grad);
@@ -67,6 +71,10 @@ void Bandwidth(int64_t bytes, int threads) {
     });
   };
   auto ours = [&] { Check(session.Run({}, {}, {"update"}, &out)); };
+  if (std::getenv("AF_BENCH_TRACE") != nullptr) {  // where a step's time goes (trace_summary.hpp)
+    for (int i = 0; i < 100; ++i) ours();
+    bench::TraceStep(session, {}, "update");
+  }
   const int block = bytes < (8 << 20) ? 200 : 4;
   auto stats = bench::MeasureInterleaved(9, block, {ours, plain});
   const std::string p = "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);

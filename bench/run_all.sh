@@ -10,7 +10,7 @@
 # A program or peer that fails (non-zero exit) or prints no figure gets an
 # error row, {"bench": NAME, "error": "..."}, so a missing figure is visible;
 # the script goes on and exits 1 at the end if any row was an error.
-# Sections: matmul executor checkpoint records torch conv queue loop python
+# Sections: matmul executor variables checkpoint records torch conv queue loop python
 # recv_scheduling devices train transport allreduce distributed multihost elastic (with chaos) gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ if [ $build = 1 ]; then
   ./setup.sh --bench
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j2 --target bench_executor bench_matmul bench_checkpoint bench_train bench_recv_scheduling bench_devices bench_gpu_train \
-    bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_allreduce \
+    bench_records bench_queue bench_control_flow bench_transport actorflow_cli peer_tbb_flow bench_variable_update bench_allreduce \
     train_distributed bench_conv transport_peer bench_allreduce_hosts restore_checkpoints bench_session actorflow_python >/dev/null
 fi
 
@@ -70,6 +70,16 @@ if section executor; then
   # Inter-step concurrency: one thread per kernel, so a second client has a core to use.
   ACTORFLOW_NUM_THREADS=2 ACTORFLOW_INTRA_OP_THREADS=1 figure concurrent_matmul_steps ./build/bench/bench_executor concurrent
   ACTORFLOW_NUM_THREADS=2 figure executor_tbb_peer ./build/bench/peer_tbb_flow
+fi
+if section variables; then
+  # One ApplyGradientDescent step of a 0.8 MB and a 64 MB variable (GB/s of memory
+  # touched) beside a plain parallel loop over the same bytes with as many threads,
+  # and what an update of a small variable adds to a step beside PyTorch's in-place
+  # update of a parameter; at 1 and 2 threads.
+  for t in 1 2; do
+    ACTORFLOW_NUM_THREADS=$t figure variable_update ./build/bench/bench_variable_update
+    ACTORFLOW_NUM_THREADS=$t figure small_update_torch_peer /usr/bin/python3 bench/peer_torch_update.py
+  done
 fi
 if section checkpoint; then
   # Save and restore of 64 MiB beside plain write()+fsync and read() of the same
