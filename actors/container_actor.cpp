@@ -215,16 +215,14 @@ void RunOnPool(ContainerActor* self, std::vector<std::shared_ptr<Var>> vars, caf
   ComputePool* pool = st.pool;
   // The job always reports back, whatever happens in it. If it cannot be
   // queued (out of memory), nothing is marked busy and the caller fails it.
-  std::vector<LocalVar*> locals = Locals(vars);
+  auto locks = std::make_shared<VarLocks>(Locals(vars));  // made here: locking allocates nothing
   st.running.emplace(id, ContainerState::Running{vars, update, read, promise});
   try {
     // `vars` keeps the variables alive across a ResetContainers.
-    pool->Schedule([me, id, pool, vars, locals = std::move(locals), work = std::move(work)]() noexcept {
-      {
-        VarLocks locks(locals);
-        locks.Lock();  // a kernel of this process may hold one while it computes: bounded
-        work();        // answers its own errors
-      }
+    pool->Schedule([me, id, pool, vars, locks, work = std::move(work)]() noexcept {
+      locks->Lock();  // a kernel of this process may hold one while it computes: bounded
+      work();         // answers its own errors
+      locks->Unlock();
       try {
         pool->Deliver(me, me, caf::make_message(VarUpdateDone{id}));
       } catch (...) {
@@ -246,10 +244,10 @@ void RunOnPool(ContainerActor* self, std::vector<std::shared_ptr<Var>> vars, caf
 void StartRead(ContainerActor* self, VarReadRequest req, std::vector<std::shared_ptr<Var>> vars,
                caf::response_promise promise) {
   {
-    const std::vector<LocalVar*> locals = Locals(vars);
-    VarLocks locks(locals);
+    VarLocks locks(Locals(vars));
     if (locks.TryLock()) {
       VarReadResponse r = ReadLocked(req, vars);
+      locks.Unlock();  // before answering: never a message sent under a variable's lock
       Reply(promise, std::move(r));
       return;
     }
@@ -274,7 +272,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   for (LocalVar* v : locals) slots.push_back(&v->slot);
   {
     VarLocks locks(locals);
-    if ((req.on_device || VarUpdateSize(req, slots) < kInlineUpdateElements) && locks.TryLock()) {
+    if ((req.on_device || VarUpdateElements(req) < kInlineUpdateElements) && locks.TryLock()) {
       VarUpdateResponse response;
       response.status = ApplyLocked(req, locals, &response.value, &response.sources, nullptr);
       if (response.status.ok() && req.on_device) {
@@ -286,6 +284,7 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
           response.sources.clear();
         }
       }
+      locks.Unlock();  // before answering: never a message sent under a variable's lock
       Reply(promise, std::move(response));
       return;
     }
@@ -435,7 +434,10 @@ caf::actor SpawnContainerActor(caf::actor_system& sys, ComputePool* pool) {
       const Status gone = Safely([] { return errors::Cancelled("the container actor is shutting down"); });
       for (auto& w : st.waiting) Fail(w, gone);
       st.waiting.clear();
-      for (auto& [id, r] : st.running) Reply(r.promise, VarUpdateResponse{gone, Tensor(), {}, {}});
+      for (auto& [id, r] : st.running) {
+        if (r.read) Reply(r.promise, VarReadResponse{gone, {}});
+        else Reply(r.promise, VarUpdateResponse{gone, Tensor(), {}, {}});
+      }
       st.running.clear();
       self->quit(msg.reason);
     });

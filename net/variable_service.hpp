@@ -1,7 +1,9 @@
-// The variable service: what kernels ask of the container actor that holds
+// The variable service: what is asked of the container actor that holds
 // variables (actors/container_actor.hpp), by the variables' encoded handles
-// (core/resource_handle.hpp). Every update is applied whole before the next
-// read or update of the same variables: atomic, whatever `use_locking` says.
+// (core/resource_handle.hpp): by kernels whose container is in another
+// process (those of its own process reach the variables directly,
+// ops/state/local_variable.hpp). Every update by message is applied whole
+// before the next read or update of the same variables.
 //
 //   VarReadRequest         -> VarReadResponse
 //   VarUpdateRequest       -> VarUpdateResponse

@@ -94,14 +94,6 @@ void DeviceVariableAccess::Resolve(const std::vector<std::string>& handles,
 
 namespace {
 
-// Elements of the largest argument: what an update costs (an optimizer's
-// gradient has its variable's size).
-int64_t UpdateElements(const VarUpdateRequest& req) {
-  int64_t n = 0;
-  for (const Tensor& a : req.args) n = std::max(n, a.NumElements());
-  return n;
-}
-
 std::vector<LocalVar*> Raw(const std::vector<std::shared_ptr<LocalVar>>& vars) {
   std::vector<LocalVar*> out;
   out.reserve(vars.size());
@@ -143,7 +135,7 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, bool use_locking, std::f
       done(s);
       return;
     }
-    if (UpdateElements(req) < kInlineUpdateElements || !pool) {
+    if (VarUpdateElements(req) < kInlineUpdateElements || !pool) {
       done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, nullptr));
       return;
     }
@@ -171,14 +163,34 @@ void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<v
     done(r);
     return;
   }
-  if (!local_ || req.on_device) {
+  if (!local_) {
     Ask<VarUpdateResponse>(self_, executor_, container_, std::move(req), std::move(done), ContainerDidNotAnswer);
     return;
   }
   std::vector<std::string> handles = req.handles;
   Resolve(handles, [req = std::move(req), done = std::move(done)](const Status& s, Resolved& vars) {
     VarUpdateResponse r;
-    r.status = s.ok() ? UpdateLocalVars(req, Raw(vars), true, &r.value, nullptr) : s;
+    if (!s.ok() || !req.on_device) {
+      r.status = s.ok() ? UpdateLocalVars(req, Raw(vars), true, &r.value, nullptr) : s;
+      done(r);
+      return;
+    }
+    // A device's update: checked, and its buffers chosen (copy on write),
+    // under the variables' locks, which are held until `done` has enqueued
+    // the kernel writing them on the device's stream. A read of the new
+    // buffer (after the locks) is enqueued behind that kernel.
+    const std::vector<LocalVar*> raw = Raw(vars);
+    VarLocks locks(raw);
+    locks.Lock();
+    r.status = ApplyLocked(req, raw, &r.value, &r.sources, nullptr);
+    try {
+      if (r.status.ok())
+        for (LocalVar* v : raw) r.vars.push_back(v->slot.value);
+    } catch (...) {
+      r.status = OutOfMemoryStatus();
+      r.vars.clear();
+      r.sources.clear();
+    }
     done(r);
   });
 }

@@ -36,8 +36,10 @@ using queue_inbox_atom = caf::atom_constant<caf::atom("af_qinbox")>;
 /// resolved once (VarResolveRequest, then cached) and read and updated
 /// directly (ops/state/local_variable.hpp): a read, and an update under
 /// kInlineUpdateElements, are answered before the call returns; a larger
-/// update runs on the compute pool, sharded. Otherwise (a container of
-/// another process), and for a GPU kernel's updates (on_device), by message.
+/// update runs on the compute pool, sharded. A GPU kernel's update
+/// (on_device) is answered under the variables' locks, held until its
+/// callback has enqueued the kernel that writes them. A container of another
+/// process is asked by message.
 class DeviceVariableAccess final : public VariableAccess {
  public:
   DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container);

@@ -1,9 +1,10 @@
 // Variable reads. A ready node with inputs taken by value from ref edges
-// (deref inputs) first reads those variables from the container actor, so it
-// sees their values as of now, after everything it depends on. Such nodes
-// wait in `read_wait_` until the ready queue is drained; then each step's
-// waiting nodes read in one request: one container round trip per batch
-// rather than one per node.
+// (deref inputs) first reads those variables (VariableAccess), so it sees
+// their values as of now, after everything it depends on. Such nodes wait in
+// `read_wait_` until the ready queue is drained; then each step's waiting
+// nodes read in one request: the variables under their locks at once (those
+// of this process, answered at once), or one round trip to a container of
+// another process per batch rather than one per node.
 #include "actorflow/actors/device/executor.hpp"
 #include "actorflow/core/resource_handle.hpp"
 

@@ -30,19 +30,6 @@ Status Catching(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars,
   }
 }
 
-// `vars` (at most three: an update's) in address order, each once; no allocation.
-struct Ordered {
-  LocalVar* v[3] = {};
-  size_t n = 0;
-  explicit Ordered(const std::vector<LocalVar*>& vars) {
-    for (LocalVar* x : vars) {
-      if (n == 3 || std::find(v, v + n, x) != v + n) continue;
-      v[n++] = x;
-    }
-    std::sort(v, v + n);
-  }
-};
-
 std::vector<VarSlot*> Slots(const std::vector<LocalVar*>& vars) {
   std::vector<VarSlot*> slots;
   slots.reserve(vars.size());
@@ -50,55 +37,92 @@ std::vector<VarSlot*> Slots(const std::vector<LocalVar*>& vars) {
   return slots;
 }
 
-// Ends a racing update of `vars` (locks held).
-void EndRacing(const std::vector<LocalVar*>& vars) noexcept {
-  for (LocalVar* v : vars)
-    if (--v->racing == 0) v->retired.clear();
+RacingWrite* FindRacing(LocalVar* v, const void* data) {
+  for (RacingWrite& w : v->racing)
+    if (w.data == data) return &w;
+  return nullptr;
+}
+
+// A racing update's writes into `data` (one buffer per variable) begin / end;
+// the locks are held. Begin allocates (before it counts anything); End never.
+void BeginRacing(const std::vector<LocalVar*>& vars, void* const* data) {
+  for (LocalVar* v : vars) v->racing.reserve(v->racing.size() + 1);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    RacingWrite* w = FindRacing(vars[i], data[i]);
+    if (!w) w = &vars[i]->racing.emplace_back(RacingWrite{data[i], 0, Tensor()});  // reserved: no throw
+    ++w->writers;
+  }
+}
+
+void EndRacing(const std::vector<LocalVar*>& vars, void* const* data) noexcept {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    auto& racing = vars[i]->racing;
+    RacingWrite* w = FindRacing(vars[i], data[i]);
+    if (!w || --w->writers > 0) continue;
+    *w = std::move(racing.back());  // the last writer of that buffer: its kept value goes
+    racing.pop_back();
+  }
 }
 
 // A racing update (use_locking=false): checked under the locks; computed in
 // place without them when no reader holds a value, else whole under them.
 Status UpdateRacing(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, ComputePool* pool) {
   std::vector<VarSlot*> slots = Slots(vars);
+  VarLocks locks(vars);
   void* data[3] = {};
-  int64_t n = 0;
-  {
-    VarLocks locked(vars);
-    locked.Lock();
-    AF_RETURN_IF_ERROR(CheckVarUpdate(req, slots));
-    bool in_place = true;
-    for (size_t i = 0; i < vars.size(); ++i) in_place = in_place && slots[i]->value.RefCountIsOne();
-    if (!in_place) return ApplyLocked(req, vars, nullptr, nullptr, pool);
-    for (size_t i = 0; i < vars.size(); ++i) {
-      data[i] = slots[i]->value.raw_data();
-      ++vars[i]->racing;  // keeps the buffer alive until EndRacing (retired)
-    }
-    n = slots[0]->value.NumElements();
+  locks.Lock();
+  AF_RETURN_IF_ERROR(CheckVarUpdate(req, slots));
+  bool in_place = true;
+  for (size_t i = 0; i < vars.size(); ++i) in_place = in_place && slots[i]->value.RefCountIsOne();
+  if (!in_place) return ApplyLocked(req, vars, nullptr, nullptr, pool);
+  for (size_t i = 0; i < vars.size(); ++i) data[i] = slots[i]->value.raw_data();
+  BeginRacing(vars, data);  // the buffers stay alive until EndRacing
+  const int64_t n = slots[0]->value.NumElements();
+  const DataType dtype = slots[0]->dtype;
+  locks.Unlock();
+  Status s;
+  try {
+    ComputeVarUpdateInPlace(req, dtype, data, n, pool);  // sharding may allocate
+  } catch (...) {
+    s = CurrentExceptionStatus(VarUpdateName(static_cast<VarUpdateKind>(req.kind)));
   }
-  ComputeVarUpdateInPlace(req, slots[0]->dtype, data, n, pool);  // allocates nothing
-  VarLocks locked(vars);
-  locked.Lock();
-  EndRacing(vars);
-  return Status::OK();
+  locks.Lock();
+  EndRacing(vars, data);
+  return s;
 }
 
 }  // namespace
 
+VarLocks::VarLocks(const std::vector<LocalVar*>& vars) : order_(vars) {
+  std::sort(order_.begin(), order_.end());
+  order_.erase(std::unique(order_.begin(), order_.end()), order_.end());
+}
+
+void VarLocks::Lock() {
+  for (LocalVar* v : order_) v->mu.lock();
+  held_ = true;
+}
+
+bool VarLocks::TryLock() {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    if (order_[i]->mu.try_lock()) continue;
+    while (i > 0) order_[--i]->mu.unlock();
+    return false;
+  }
+  held_ = true;
+  return true;
+}
+
+void VarLocks::Unlock() {
+  for (size_t i = order_.size(); i > 0; --i) order_[i - 1]->mu.unlock();
+  held_ = false;
+}
+
 Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out) {
-  std::vector<LocalVar*> order = vars;
-  std::sort(order.begin(), order.end());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
   out->clear();
   out->reserve(vars.size());
-  size_t locked = 0;
-  struct Unlock {
-    std::vector<LocalVar*>& order;
-    size_t& locked;
-    ~Unlock() {
-      while (locked > 0) order[--locked]->mu.unlock();
-    }
-  } unlock{order, locked};
-  for (; locked < order.size(); ++locked) order[locked]->mu.lock();
+  VarLocks locks(vars);
+  locks.Lock();
   for (LocalVar* v : vars) {
     if (check_only) {
       out->push_back(Tensor::Scalar<bool>(v->slot.value.IsInitialized()));
@@ -112,40 +136,21 @@ Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::v
   return Status::OK();
 }
 
-void LockVars(const std::vector<LocalVar*>& vars) {
-  const Ordered o(vars);
-  for (size_t i = 0; i < o.n; ++i) o.v[i]->mu.lock();
-}
-
-void UnlockVars(const std::vector<LocalVar*>& vars) {
-  const Ordered o(vars);
-  for (size_t i = o.n; i > 0; --i) o.v[i - 1]->mu.unlock();
-}
-
-bool TryLockVars(const std::vector<LocalVar*>& vars) {
-  const Ordered o(vars);
-  for (size_t i = 0; i < o.n; ++i) {
-    if (o.v[i]->mu.try_lock()) continue;
-    while (i > 0) o.v[--i]->mu.unlock();
-    return false;
-  }
-  return true;
-}
-
 Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
                    std::vector<Tensor>* sources, ComputePool* pool) noexcept {
   return Catching(req, vars, [&] {
-    // While racing updates write a value, it stays alive: the update leaves
-    // it (a copy is held here, so it computes into a new buffer) and it is
-    // kept among the retired until they end.
-    std::vector<Tensor> racing_values;
-    for (LocalVar* v : vars)
-      if (v->racing > 0) racing_values.push_back(v->slot.value);
+    // A value that racing updates write stays alive: a copy is held here (so
+    // the update computes into a new buffer) and kept with their entry until
+    // they end. Memory for keeping it is taken before anything changes.
+    std::vector<Tensor> written(vars.size());
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (FindRacing(vars[i], vars[i]->slot.value.raw_data())) written[i] = vars[i]->slot.value;
     std::vector<VarSlot*> slots = Slots(vars);
     Status s = ApplyVarUpdate(req, slots, answer, sources, pool);
-    size_t k = 0;
-    for (LocalVar* v : vars)
-      if (v->racing > 0) v->retired.push_back(std::move(racing_values[k++]));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (!written[i].IsInitialized() || written[i].raw_data() == vars[i]->slot.value.raw_data()) continue;
+      if (RacingWrite* w = FindRacing(vars[i], written[i].raw_data())) w->keep = std::move(written[i]);
+    }
     return s;
   });
 }
@@ -162,8 +167,8 @@ Status UpdateLocalVars(const VarUpdateRequest& req, const std::vector<LocalVar*>
     if (!use_locking && !req.on_device && req.kind >= 0 && req.kind <= static_cast<int32_t>(VarUpdateKind::kCountUpTo) &&
         MayRace(kind))
       return UpdateRacing(req, vars, pool);
-    VarLocks locked(vars);
-    locked.Lock();
+    VarLocks locks(vars);
+    locks.Lock();
     return ApplyLocked(req, vars, answer, nullptr, pool);
   });
 }

@@ -20,7 +20,12 @@
 //     of the variable as TensorFlow's do (an update may be lost, a reader that
 //     took the value meanwhile may see it half updated). When a reader holds
 //     the value it computes into a new buffer under the lock instead.
-// Several variables (Apply* with slots) are locked in address order.
+//   - a GPU kernel's update (on_device) is checked and its buffers chosen
+//     (copy on write) under the lock, which is held until the kernel that
+//     writes them is enqueued on the device's stream: a read after it is
+//     enqueued behind that kernel.
+// Several variables (Apply* with slots, a step's reads) are locked in
+// address order.
 //
 // Memory: an update whose new buffer does not fit fails with the allocator's
 // Status (or a TensorAllocationError the caller turns into one); the
@@ -38,14 +43,21 @@ namespace actorflow {
 
 class ComputePool;
 
+/// Buffers that use_locking=false updates write in place now, each kept
+/// alive while they do (the variable may have moved on to another value).
+struct RacingWrite {
+  const void* data = nullptr;  // the buffer written
+  int writers = 0;
+  Tensor keep;  // the value, once the variable no longer holds it
+};
+
 struct LocalVar {
-  std::mutex mu;  // guards slot.value, racing and retired
+  std::mutex mu;  // guards slot.value and racing
   VarSlot slot;   // name, dtype and shape never change after creation
   /// Dropped from the container's directory (ResetContainers): a kernel
   /// holding it resolves the name again.
   std::atomic<bool> dropped{false};
-  int racing = 0;               // use_locking=false updates writing in place now
-  std::vector<Tensor> retired;  // values replaced while racing updates still write them
+  std::vector<RacingWrite> racing;  // one entry per buffer being written: as many as racing updates at most
 };
 
 /// Reads `vars` (a name may repeat) under all their locks at once: a
@@ -53,40 +65,30 @@ struct LocalVar {
 /// (bool scalars). FailedPrecondition naming the first uninitialized one.
 Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
 
-/// Locks `vars` in address order (each once) / unlocks them.
-void LockVars(const std::vector<LocalVar*>& vars);
-void UnlockVars(const std::vector<LocalVar*>& vars);
-/// Locks all of `vars` or none; true when it did.
-bool TryLockVars(const std::vector<LocalVar*>& vars);
-
-/// The locks of `vars` (which must outlive it), taken by Lock or TryLock and
-/// given back by Unlock or when it goes.
+/// The locks of some variables, taken in address order (each once) by Lock
+/// or TryLock and given back by Unlock or when it goes. Making one allocates
+/// (any number of variables); locking and unlocking never do.
 class VarLocks {
  public:
-  explicit VarLocks(const std::vector<LocalVar*>& vars) : vars_(vars) {}
+  explicit VarLocks(const std::vector<LocalVar*>& vars);
   ~VarLocks() {
-    if (held_) UnlockVars(vars_);
+    if (held_) Unlock();
   }
   VarLocks(const VarLocks&) = delete;
   VarLocks& operator=(const VarLocks&) = delete;
-  void Lock() {
-    LockVars(vars_);
-    held_ = true;
-  }
-  bool TryLock() { return held_ = TryLockVars(vars_); }
-  void Unlock() {
-    UnlockVars(vars_);
-    held_ = false;
-  }
+  void Lock();
+  /// All or none; true when it took them.
+  bool TryLock();
+  void Unlock();
 
  private:
-  const std::vector<LocalVar*>& vars_;
+  std::vector<LocalVar*> order_;
   bool held_ = false;
 };
 
 /// Applies `req` whole (ApplyVarUpdate) to `vars`, whose locks the caller
-/// holds. A value replaced while racing updates still write it is kept
-/// alive until they end.
+/// holds; a value replaced while racing updates still write it is kept alive
+/// until they end. `answer` and `sources` as ApplyVarUpdate's.
 Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
                    std::vector<Tensor>* sources, ComputePool* pool) noexcept;
 

@@ -475,9 +475,8 @@ void ComputeVarUpdateInPlace(const VarUpdateRequest& req, DataType dtype, void* 
   RunOptimizer(req, dtype, data, in, n, pool);
 }
 
-int64_t VarUpdateSize(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+int64_t VarUpdateElements(const VarUpdateRequest& req) {
   int64_t n = 0;
-  for (const VarSlot* v : vars) n = std::max(n, v->value.NumElements());
   for (const Tensor& a : req.args) n = std::max(n, a.NumElements());
   return n;
 }

@@ -58,7 +58,9 @@ void ComputeVarUpdateInPlace(const VarUpdateRequest& req, DataType dtype, void* 
 /// Elements below which an update is cheaper than a hop to the compute pool.
 constexpr int64_t kInlineUpdateElements = 1 << 15;
 
-/// Element count of the largest tensor the update touches.
-int64_t VarUpdateSize(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars);
+/// Element count of the request's largest argument: what an update costs
+/// (an optimizer's gradient has its variable's size). Reads no variable, so
+/// it needs no lock.
+int64_t VarUpdateElements(const VarUpdateRequest& req);
 
 }  // namespace actorflow
