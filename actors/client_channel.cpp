@@ -145,6 +145,7 @@ Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::s
   if (!dest) return errors::Unavailable("no actor to ask");
   if (!pool_ || dest->node() != companion_->node()) return Start(dest, std::move(msg), std::move(notifier));
   const caf::message_id mid = Arm(dest, std::move(notifier));
+  ClientDeliveryScope client;  // this thread waits for the answer: it may compute
   DeliverInline(pool_, dest, companion_, mid, std::move(msg));
   return Status::OK();
 }

@@ -90,6 +90,15 @@ thread_local InlineUnit* t_unit = nullptr;
 
 bool InInlineDelivery() { return t_unit && t_unit->running; }
 
+namespace {
+thread_local bool t_client_delivery = false;
+}  // namespace
+
+ClientDeliveryScope::ClientDeliveryScope() : prev_(t_client_delivery) { t_client_delivery = true; }
+ClientDeliveryScope::~ClientDeliveryScope() { t_client_delivery = prev_; }
+
+bool InClientDelivery() { return t_client_delivery && InInlineDelivery(); }
+
 bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
                    caf::message msg) noexcept {
   if (!dest) return false;

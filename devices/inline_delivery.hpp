@@ -56,6 +56,25 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
 /// that would hand a delivery to the pool's workers may keep it here).
 bool InInlineDelivery();
 
+/// Marks DeliverInline calls made while it lives as a client's (a thread in
+/// Session::Run that waits for the answer of the actors it runs: it has
+/// nothing else to do, unlike a transport's I/O thread).
+class ClientDeliveryScope {
+ public:
+  ClientDeliveryScope();
+  ~ClientDeliveryScope();
+  ClientDeliveryScope(const ClientDeliveryScope&) = delete;
+  ClientDeliveryScope& operator=(const ClientDeliveryScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// Whether this thread runs actors inline for a waiting client now: a
+/// kernel may compute here (sharded with the pool, ComputePool::ParallelFor)
+/// what it would otherwise send to the pool and wait for.
+bool InClientDelivery();
+
 /// Runs `fn` once the inline run on this thread is over (its actors' turns
 /// done), or now when none is: what can wait for them (a step's answer to a
 /// master in another process) goes after what another partition waits for

@@ -8,6 +8,7 @@
 #include "actorflow/core/exception_status.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/device.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/ops/state/local_variable.hpp"
 #include "actorflow/net/queue_service.hpp"
 #include "actorflow/net/variable_service.hpp"
@@ -103,6 +104,10 @@ std::vector<LocalVar*> Raw(const std::vector<std::shared_ptr<LocalVar>>& vars) {
 
 }  // namespace
 
+// Elements up to which an update runs on a waiting client's thread (about
+// 0.3 ms of one core's time at most).
+constexpr int64_t kClientThreadUpdateElements = 1 << 20;
+
 void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
   if (!container_) {
     VarReadResponse r;
@@ -135,8 +140,16 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, bool use_locking, std::f
       done(s);
       return;
     }
-    if (VarUpdateElements(req) < kInlineUpdateElements || !pool) {
+    const int64_t n = VarUpdateElements(req);
+    if (n < kInlineUpdateElements || !pool) {
       done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, nullptr));
+      return;
+    }
+    // On the thread of a client waiting for this step (its first turn runs
+    // there), a medium update computes at once, that thread taking shards
+    // beside the pool's workers, rather than wait idle for a worker to run it.
+    if (n <= kClientThreadUpdateElements && InClientDelivery()) {
+      done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, pool));
       return;
     }
     // Large: on the pool, sharded there. The job keeps the variables alive.

@@ -97,12 +97,17 @@ Status CheckDtype(const VarSlot& v, const Tensor& t, const char* what) {
 // writes each byte of memory once whatever the number of passes.
 constexpr int64_t kChunk = 2048;
 
-// Runs fn(begin, end) over [0, n): sharded over `pool` when given and worth it
-// (only from a pool job: ComputePool::For), else on this thread.
+// Runs fn(begin, end) over [0, n): sharded over `pool` when given and worth
+// it, this thread taking shards too, else on this thread alone.
 template <class Fn>
 void Shard(ComputePool* pool, int64_t n, int64_t cost_per_element, Fn&& fn) {
-  if (pool) pool->For(n, cost_per_element, fn);
-  else if (n > 0) fn(int64_t{0}, n);
+  if (!pool) {
+    if (n > 0) fn(int64_t{0}, n);
+  } else if (ComputePool::InPoolJob()) {
+    pool->For(n, cost_per_element, fn);  // inline without a std::function when too small to split
+  } else {
+    pool->ParallelFor(n, cost_per_element, fn);  // a waiting client's thread (DeviceVariableAccess)
+  }
 }
 
 // Signed integers add in their unsigned type (integer_wrap.hpp): overflow

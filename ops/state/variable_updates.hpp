@@ -36,8 +36,9 @@ struct VarSlot {
 /// buffer the device's kernel writes (its own, or a new one of the same
 /// device memory when a reader holds it: copy on write) and `sources`, when
 /// not null, the values that kernel reads.
-/// `pool`, when given, shards the formula over the compute pool (when called
-/// from one of its jobs and the update is large: ComputePool::For).
+/// `pool`, when given, shards the formula over the compute pool when the
+/// update is large (ComputePool::For from one of its jobs, ParallelFor from a
+/// waiting client's thread), the calling thread taking shards too.
 Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr,
                       std::vector<Tensor>* sources = nullptr, ComputePool* pool = nullptr);
 
