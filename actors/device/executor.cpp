@@ -327,10 +327,21 @@ void Executor::ExecuteNode(StepState* step, IterationState* iter, int32_t node, 
   Propagate(step, iter, node, ctx.status(), inline_outputs_.data(), dead);
 }
 
+namespace {
+// Whether the batch whose end is `*end` is used up; the first call starts it.
+bool PastBatch(std::chrono::steady_clock::time_point* end) {
+  const auto now = std::chrono::steady_clock::now();
+  if (*end == std::chrono::steady_clock::time_point{}) *end = now + kBatchTime;
+  return now > *end;
+}
+}  // namespace
+
 // Runs ready nodes until the queue is empty or the batch is used up; then
 // resumes through the host, so other messages are handled in between.
 void Executor::RunReady() {
-  const auto batch_end = std::chrono::steady_clock::now() + kBatchTime;
+  // The batch's clock starts at its first check: a short run (most steps'
+  // turns) reads no clock at all.
+  std::chrono::steady_clock::time_point batch_end{};
   for (int n = 1;; ++n) {
     if (ready_.empty() && completed_.empty()) {
       if (read_wait_.empty()) {
@@ -348,7 +359,7 @@ void Executor::RunReady() {
       KernelFinished(done);
       continue;
     }
-    if (n % kNodesPerClockCheck == 0 && std::chrono::steady_clock::now() > batch_end) {
+    if (n % kNodesPerClockCheck == 0 && PastBatch(&batch_end)) {
       if (!resume_pending_) {
         services_.host->ScheduleResume();
         resume_pending_ = true;
