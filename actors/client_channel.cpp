@@ -144,6 +144,9 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
 Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
   if (!dest) return errors::Unavailable("no actor to ask");
   if (!pool_ || dest->node() != companion_->node()) return Start(dest, std::move(msg), std::move(notifier));
+  // A thread already running actors (inline, or as a pool worker) would only
+  // queue the callee behind its own run, which it then waits in: a worker runs it.
+  if (InInlineDelivery() || ComputePool::InPoolJob()) return Start(dest, std::move(msg), std::move(notifier));
   const caf::message_id mid = Arm(dest, std::move(notifier));
   ClientDeliveryScope client;  // this thread waits for the answer: it may compute
   DeliverInline(pool_, dest, companion_, mid, std::move(msg));

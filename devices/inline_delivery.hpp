@@ -1,7 +1,11 @@
 // Inline delivery: a thread outside the compute pool (the tensor transport's
-// io thread) hands a message to a local actor and runs that actor, and the
-// actors it wakes in turn, itself: a few turns at most, instead of waking a
-// pool worker for each.
+// io thread, or a client's thread starting its step in Session::Run:
+// ClientChannel::StartHere) hands a message to a local actor and runs that
+// actor, and the actors it wakes in turn, itself: a few turns at most,
+// instead of waking a pool worker for each. A client's thread (which has
+// nothing else to do: ClientDeliveryScope) may also compute there what a
+// kernel would otherwise send to the pool and wait for, sharing it with the
+// pool's workers (a medium variable update).
 //
 // Why: a message from another process reached its actor through two thread
 // wake-ups (the io thread's, then a sleeping worker's); on the virtual

@@ -103,6 +103,9 @@ bool Remote(Runtime* runtime, const ClusterView* view, const Executable::Part& p
   return task && !task->local;
 }
 
+// Whether `part` runs on a GPU (its device's full name, as registered).
+bool OnGpu(const Executable::Part& part) { return part.device.find("/device:GPU:") != std::string::npos; }
+
 // Starts `part`'s step on `ch`: a partition in another process over the
 // tensor transport (actors/step_calls.hpp: a fraction of CAF's remote round
 // trip), else, or when the transport cannot send there, as a CAF request to
@@ -157,8 +160,10 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
     // thread handing over to another (on 2 cores a one-node step took 1.5 us
     // this way, and 2.0 or 4.7 us through a worker, depending on whether both
     // workers were polling beside the caller's spin).
+    // Not a GPU's step: its kernels would make the GPU the caller's current
+    // CUDA device.
     asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, args, false), ch.get(),
-                      nullptr, /*here=*/true);
+                      nullptr, /*here=*/!OnGpu(part));
     if (asked.ok())
       asked = ch->Wait(ReplyWait(options), &reply, SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)));
     if (!errors::IsDeadlineExceeded(asked)) {  // a channel that timed out is dropped with its late reply

@@ -17,7 +17,8 @@ namespace {
 
 // How long ready nodes run per call before the executor yields to its host's
 // mailbox (deadlines, other steps' messages); the clock is read every
-// kNodesPerClockCheck nodes.
+// kNodesPerClockCheck passes (nodes run, completions handled), the batch
+// starting at the first reading.
 constexpr auto kBatchTime = std::chrono::microseconds(500);
 constexpr int kNodesPerClockCheck = 64;
 
@@ -353,12 +354,8 @@ void Executor::RunReady() {
       SendReads();
       continue;
     }
-    if (!completed_.empty()) {
-      KernelDone done = std::move(completed_.back());
-      completed_.pop_back();
-      KernelFinished(done);
-      continue;
-    }
+    // Every pass counts (a node run or a completion handled): a loop whose
+    // kernels complete at once still yields.
     if (n % kNodesPerClockCheck == 0 && PastBatch(&batch_end)) {
       if (!resume_pending_) {
         services_.host->ScheduleResume();
@@ -367,6 +364,12 @@ void Executor::RunReady() {
       if (!read_wait_.empty()) SendReads();
       if (services_.rendezvous) services_.rendezvous->Flush();
       return;
+    }
+    if (!completed_.empty()) {
+      KernelDone done = std::move(completed_.back());
+      completed_.pop_back();
+      KernelFinished(done);
+      continue;
     }
     const TaggedNode t = ready_.back();
     ready_.pop_back();

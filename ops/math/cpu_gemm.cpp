@@ -156,13 +156,21 @@ bool OneDnnAvailable() { return Load() != nullptr; }
 bool OneDnnSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float* c, int64_t ldc) {
   const OneDnn* api = Load();
-  // This thread's OpenMP team: itself alone. Where that does not hold (another
-  // OpenMP runtime answers oneDNN), this thread keeps to Eigen.
+  // This thread's OpenMP team: itself alone, for this call (the thread may be
+  // a client's, running its step's first kernels: its own OpenMP setting is
+  // given back). Where that does not hold (another OpenMP runtime answers
+  // oneDNN), this thread keeps to Eigen.
+  const int before = api->omp_get_max_threads();
+  if (before != 1) api->omp_set_num_threads(1);
+  struct Restore {
+    const OneDnn* api;
+    int before;
+    ~Restore() {
+      if (before != 1) api->omp_set_num_threads(before);
+    }
+  } restore{api, before};
   thread_local int single_threaded = -1;
-  if (single_threaded < 0) {
-    api->omp_set_num_threads(1);
-    single_threaded = api->omp_get_max_threads() == 1;
-  }
+  if (single_threaded < 0) single_threaded = api->omp_get_max_threads() == 1;
   if (!single_threaded) return false;
   g_in_flight.fetch_add(1);
   const bool ok = !g_exiting.load() &&

@@ -7,6 +7,7 @@
 
 #include "actorflow/core/tensor_eigen.hpp"
 #include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/ops/math/integer_wrap.hpp"
 
 namespace actorflow {
@@ -98,15 +99,16 @@ Status CheckDtype(const VarSlot& v, const Tensor& t, const char* what) {
 constexpr int64_t kChunk = 2048;
 
 // Runs fn(begin, end) over [0, n): sharded over `pool` when given and worth
-// it, this thread taking shards too, else on this thread alone.
+// it (from a pool job, or on the thread of a client waiting for its step,
+// which takes shards too), else on this thread alone.
 template <class Fn>
 void Shard(ComputePool* pool, int64_t n, int64_t cost_per_element, Fn&& fn) {
-  if (!pool) {
-    if (n > 0) fn(int64_t{0}, n);
-  } else if (ComputePool::InPoolJob()) {
-    pool->For(n, cost_per_element, fn);  // inline without a std::function when too small to split
-  } else {
-    pool->ParallelFor(n, cost_per_element, fn);  // a waiting client's thread (DeviceVariableAccess)
+  if (pool && InClientDelivery()) {
+    pool->ParallelFor(n, cost_per_element, fn);
+  } else if (pool) {
+    pool->For(n, cost_per_element, fn);  // splits from a pool job only
+  } else if (n > 0) {
+    fn(int64_t{0}, n);
   }
 }
 

@@ -52,7 +52,7 @@ Status CheckVarUpdate(const VarUpdateRequest& req, const std::vector<VarSlot*>& 
 
 /// Computes a checked racing update in place on `data`, the variables'
 /// buffers of n elements of `dtype` in the request's order, sharded over
-/// `pool` when given (ComputePool::For).
+/// `pool` when given, as ApplyVarUpdate.
 void ComputeVarUpdateInPlace(const VarUpdateRequest& req, DataType dtype, void* const* data, int64_t n,
                              ComputePool* pool);
 
