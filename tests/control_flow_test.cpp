@@ -6,6 +6,8 @@
 // devices in control_flow_devices_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include "actorflow/client/gradients/gradients.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/control_flow.hpp"
@@ -515,6 +517,44 @@ TEST_CASE("WhileLoop: a loop that never ends is stopped by the step timeout; the
   s = session.Run(ro, {}, {finite[1].name()}, {}, &out);
   REQUIRE(s.ok());
   CHECK(out[0].scalar<float>() == 8.f);
+}
+
+TEST_CASE("WhileLoop: a loop whose body updates a variable (a kernel that completes at once) is stopped too") {
+  // Each iteration's update is answered before its kernel returns, so the
+  // executor alternates running a node and handling its completion: it must
+  // still yield, or a step started on the caller's thread would never let
+  // its deadline in.
+  Scope root = Scope::NewRootScope();
+  auto w = ops::VarHandleOp(root.WithOpName("w"), DT_FLOAT, PartialTensorShape(TensorShape{}));
+  auto init = ops::AssignVariableOp(root.WithOpName("init"), w, ops::Const(root, 0.f));
+  OutputList forever;
+  REQUIRE(ops::WhileLoop(
+              root, {ops::Const(root, 0)},
+              [](const Scope& s, const OutputList&, Output* pred) {
+                *pred = ops::Const(s, true);
+                return s.status();
+              },
+              [&](const Scope& s, const OutputList& x, OutputList* next) {
+                Operation add = ops::AssignAddVariableOp(s, w, ops::Const(s, 1.f));
+                *next = {ops::Add(s.WithControlDependencies(std::vector<Operation>{add}), x[0], 1)};
+                return s.status();
+              },
+              &forever)
+              .ok());
+  auto read = ops::ReadVariableOp(root.WithOpName("read"), w, DT_FLOAT);
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({}, {}, {"init"}, &out).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 200;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = session.Run(ro, {}, {forever[0].name()}, {}, &out);
+  INFO(s.ToString());
+  CHECK(errors::IsDeadlineExceeded(s));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));  // generous: never a hang
+  REQUIRE(session.Run({}, {"read"}, {}, &out).ok());
+  CHECK(out[0].scalar<float>() > 0.f);
 }
 
 TEST_CASE("WhileLoop: fetching only the loop's outputs prunes side effects they do not need") {
