@@ -170,19 +170,7 @@ Status ResolveAll(ContainerActor* self, const std::vector<std::string>& handles,
 // Reads `vars`, whose locks the caller holds.
 VarReadResponse ReadLocked(const VarReadRequest& req, const std::vector<std::shared_ptr<Var>>& vars) {
   VarReadResponse resp;
-  resp.values.reserve(vars.size());
-  for (const auto& v : vars) {
-    const VarSlot& slot = v->local->slot;
-    if (req.check_only) {
-      resp.values.push_back(Tensor::Scalar<bool>(slot.value.IsInitialized()));
-    } else if (!slot.value.IsInitialized()) {
-      resp.status = errors::FailedPrecondition("Attempting to use uninitialized value ", slot.name);
-      resp.values.clear();
-      return resp;
-    } else {
-      resp.values.push_back(slot.value);
-    }
-  }
+  resp.status = ReadLockedVars(Locals(vars), req.check_only, &resp.values);
   return resp;
 }
 
@@ -268,22 +256,11 @@ void StartRead(ContainerActor* self, VarReadRequest req, std::vector<std::shared
 void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
                  caf::response_promise promise) {
   const std::vector<LocalVar*> locals = Locals(vars);
-  std::vector<VarSlot*> slots;
-  for (LocalVar* v : locals) slots.push_back(&v->slot);
   {
     VarLocks locks(locals);
     if ((req.on_device || VarUpdateElements(req) < kInlineUpdateElements) && locks.TryLock()) {
       VarUpdateResponse response;
-      response.status = ApplyLocked(req, locals, &response.value, &response.sources, nullptr);
-      if (response.status.ok() && req.on_device) {
-        try {
-          for (const VarSlot* v : slots) response.vars.push_back(v->value);
-        } catch (...) {
-          response.status = OutOfMemoryStatus();
-          response.vars.clear();
-          response.sources.clear();
-        }
-      }
+      ApplyLockedAnswer(req, locals, &response, nullptr);
       locks.Unlock();  // before answering: never a message sent under a variable's lock
       Reply(promise, std::move(response));
       return;
@@ -292,17 +269,8 @@ void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::sh
   auto response = std::make_shared<VarUpdateResponse>();
   ComputePool* pool = self->state.pool;
   try {
-    RunOnPool(self, vars, promise, response, nullptr, [req, locals, slots, response, pool]() noexcept {
-      response->status = ApplyLocked(req, locals, &response->value, &response->sources, pool);
-      if (response->status.ok() && req.on_device) {
-        try {
-          for (const VarSlot* v : slots) response->vars.push_back(v->value);
-        } catch (...) {
-          response->status = OutOfMemoryStatus();
-          response->vars.clear();
-          response->sources.clear();
-        }
-      }
+    RunOnPool(self, vars, promise, response, nullptr, [req, locals, response, pool]() noexcept {
+      ApplyLockedAnswer(req, locals, response.get(), pool);
     });
   } catch (...) {
     Reply(promise, VarUpdateResponse{CurrentExceptionStatusWith([&] {

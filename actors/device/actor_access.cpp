@@ -197,15 +197,7 @@ void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<v
     const std::vector<LocalVar*> raw = Raw(vars);
     VarLocks locks(raw);
     locks.Lock();
-    r.status = ApplyLocked(req, raw, &r.value, &r.sources, nullptr);
-    try {
-      if (r.status.ok())
-        for (LocalVar* v : raw) r.vars.push_back(v->slot.value);
-    } catch (...) {
-      r.status = OutOfMemoryStatus();
-      r.vars.clear();
-      r.sources.clear();
-    }
+    ApplyLockedAnswer(req, raw, &r, nullptr);
     done(r);
   });
 }

@@ -119,10 +119,14 @@ void VarLocks::Unlock() {
 }
 
 Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out) {
-  out->clear();
-  out->reserve(vars.size());
   VarLocks locks(vars);
   locks.Lock();
+  return ReadLockedVars(vars, check_only, out);
+}
+
+Status ReadLockedVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out) {
+  out->clear();
+  out->reserve(vars.size());
   for (LocalVar* v : vars) {
     if (check_only) {
       out->push_back(Tensor::Scalar<bool>(v->slot.value.IsInitialized()));
@@ -153,6 +157,19 @@ Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& va
     }
     return s;
   });
+}
+
+void ApplyLockedAnswer(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, VarUpdateResponse* r,
+                       ComputePool* pool) noexcept {
+  r->status = ApplyLocked(req, vars, &r->value, &r->sources, pool);
+  if (!r->status.ok() || !req.on_device) return;
+  try {
+    for (LocalVar* v : vars) r->vars.push_back(v->slot.value);
+  } catch (...) {
+    r->status = OutOfMemoryStatus();
+    r->vars.clear();
+    r->sources.clear();
+  }
 }
 
 Status UpdateLocalVars(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, bool use_locking,

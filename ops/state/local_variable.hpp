@@ -64,6 +64,8 @@ struct LocalVar {
 /// snapshot between locked updates. `check_only`: whether each has a value
 /// (bool scalars). FailedPrecondition naming the first uninitialized one.
 Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
+/// ReadLocalVars for a caller that holds the locks of `vars` already.
+Status ReadLockedVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
 
 /// The locks of some variables, taken in address order (each once) by Lock
 /// or TryLock and given back by Unlock or when it goes. Making one allocates
@@ -91,6 +93,12 @@ class VarLocks {
 /// until they end. `answer` and `sources` as ApplyVarUpdate's.
 Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
                    std::vector<Tensor>* sources, ComputePool* pool) noexcept;
+
+/// ApplyLocked into the answer of a request by message (or a device's
+/// kernel): its status, CountUpTo's value and, on a device (on_device), the
+/// buffers the kernel writes (`vars`) and those it reads (`sources`).
+void ApplyLockedAnswer(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, VarUpdateResponse* r,
+                       ComputePool* pool) noexcept;
 
 /// Applies `req` to `vars` from this thread: whole under their locks, or,
 /// when `use_locking` is false and the kind may race (MayRace), racing in
