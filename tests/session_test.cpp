@@ -1,5 +1,6 @@
 // Session::Run: pruning, feeds, caching, concurrency, deadlines and errors.
 #include <catch2/catch.hpp>
+#include <caf/all.hpp>
 
 #include <future>
 #include <map>
@@ -8,6 +9,7 @@
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/client/ops/queue_ops.hpp"
 #include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
 
@@ -346,4 +348,43 @@ TEST_CASE("step stats say how each node ran, when asked") {
   RunMetadata none;
   REQUIRE(session.Run({}, {{"x", m}}, {"small"}, {}, &out, &none).ok());
   REQUIRE(none.step_stats.empty());
+}
+
+TEST_CASE("Session::Run from an actor that a thread runs inline hands its step to a worker (no wait on itself)") {
+  // A step starts on its caller's thread (ClientChannel::StartHere), except
+  // on a thread already running actors inline: there the step's actors would
+  // only join that run, which the caller, waiting, never drains.
+  Runtime* rt = Runtime::Default();
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Add(root.WithOpName("y"), x, 1.f);
+  auto session = test::Open(rt, root);
+  std::vector<Tensor> out;
+  // Registered and run once: the next step's actors are idle, so a thread
+  // delivering to them would run them itself.
+  REQUIRE(session->Run({{"x", Tensor::Scalar<float>(1)}}, {"y"}, {}, &out).ok());
+  std::promise<Status> ran;
+  caf::actor runner = rt->system().spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[](bool b) { return b; },  // a ping: answered once the actor is up and idle
+            [&](int) {
+      RunOptions ro;
+      ro.timeout_in_ms = 5000;  // bounds the wait the bug would make
+      CHECK(InInlineDelivery());  // the case under test
+      ran.set_value(session->Run(ro, {{"x", Tensor::Scalar<float>(2)}}, {"y"}, {}, &out, nullptr));
+    }};
+  });
+  {
+    caf::scoped_actor self{rt->system()};
+    bool up = false;
+    self->request(runner, std::chrono::seconds(30), true).receive([&](bool b) { up = b; }, [](caf::error&) {});
+    REQUIRE(up);
+  }
+  REQUIRE(DeliverInline(rt->compute_pool(), runner, nullptr, caf::make_message_id(), caf::make_message(1)));
+  auto result = ran.get_future();
+  REQUIRE(result.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  const Status s = result.get();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(out[0].scalar<float>() == 3.f);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
 }
