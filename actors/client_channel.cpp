@@ -53,7 +53,11 @@ struct ClientChannel::Slot {
   std::chrono::steady_clock::time_point answered;  // likewise
   std::mutex mu;
   std::condition_variable cv;
-  bool sleeping = false;  // guarded by mu
+  // Whether the caller sleeps (or is about to) on cv: set under mu, then
+  // `ready` checked; the delivery sets `ready`, then checks this (both
+  // sequentially consistent: one of the two sees the other's write), and
+  // takes mu only to wake a sleeper.
+  std::atomic<bool> sleeping{false};
   // Set by Start before the request leaves; read by the delivery before it
   // sets `ready` (after which the caller may Start again and replace it).
   std::shared_ptr<ReplyNotifier> notifier;
@@ -61,11 +65,13 @@ struct ClientChannel::Slot {
   void Deliver(caf::message m) {
     std::shared_ptr<ReplyNotifier> n = notifier;
     reply = std::move(m);
-    answered = std::chrono::steady_clock::now();
-    ready.store(true, std::memory_order_release);
-    {
-      std::lock_guard<std::mutex> l(mu);
-      if (sleeping) cv.notify_one();
+    // A client's thread running actors inline (StartHere) delivers within its
+    // own start: no clock read (answered_at says "not taken").
+    answered = InClientDelivery() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
+    ready.store(true, std::memory_order_seq_cst);
+    if (sleeping.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> l(mu);  // the sleeper is in its wait, or past its last check of `ready`
+      cv.notify_one();
     }
     if (n) {
       {
@@ -112,7 +118,7 @@ Status ClientChannel::Ask(const caf::actor& dest, caf::message msg, std::chrono:
 
 bool ClientChannel::Ready() const { return slot_->ready.load(std::memory_order_acquire); }
 
-caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier) {
+caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier, bool monitor) {
   Slot& s = *slot_;
   // Nothing claims while the slot is readied (a request that was not sent leaves its id armed).
   s.expected.store(0, std::memory_order_release);
@@ -124,8 +130,11 @@ caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<Reply
   s.callee.store(dest.id(), std::memory_order_release);
   // Last: a down_msg that sees this id sees this callee.
   s.expected.store(mid.response_id().integer_value(), std::memory_order_release);
-  callee_ = dest;
-  companion->monitor(dest);  // a callee that dies answers with a down_msg
+  monitored_ = monitor;
+  if (monitor) {
+    callee_ = dest;
+    companion->monitor(dest);  // a callee that dies answers with a down_msg
+  }
   return mid;
 }
 
@@ -147,9 +156,19 @@ Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::s
   // A thread already running actors (inline, or as a pool worker) would only
   // queue the callee behind its own run, which it then waits in: a worker runs it.
   if (InInlineDelivery() || ComputePool::InPoolJob()) return Start(dest, std::move(msg), std::move(notifier));
-  const caf::message_id mid = Arm(dest, std::move(notifier));
-  ClientDeliveryScope client;  // this thread waits for the answer: it may compute
-  DeliverInline(pool_, dest, companion_, mid, std::move(msg));
+  // Monitored only when the answer is not there by the time the inline run
+  // returns (a short step's usually is: no monitor to attach and detach);
+  // a callee that ended before is reported at once by CAF's monitor.
+  const caf::message_id mid = Arm(dest, std::move(notifier), /*monitor=*/false);
+  {
+    ClientDeliveryScope client;  // this thread waits for the answer: it may compute
+    DeliverInline(pool_, dest, companion_, mid, std::move(msg));
+  }
+  if (!Ready()) {
+    callee_ = dest;
+    Companion(companion_)->monitor(dest);
+    monitored_ = true;
+  }
   return Status::OK();
 }
 
@@ -168,6 +187,7 @@ Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Statu
       &cancel_);
   if (!s.ok()) {  // nothing in flight: the channel is free again
     Companion(companion_)->demonitor(dest);
+    monitored_ = false;
     callee_ = caf::actor();
     cancel_ = nullptr;
   }
@@ -187,12 +207,12 @@ Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* repl
   }
   if (!s.ready.load(std::memory_order_acquire)) {
     std::unique_lock<std::mutex> l(s.mu);
-    s.sleeping = true;
-    auto done = [&] { return s.ready.load(std::memory_order_acquire); };
+    s.sleeping.store(true, std::memory_order_seq_cst);
+    auto done = [&] { return s.ready.load(std::memory_order_seq_cst); };
     bool ok = true;
     if (timeout.count() > 0) ok = s.cv.wait_for(l, timeout, done);
     else s.cv.wait(l, done);
-    s.sleeping = false;
+    s.sleeping.store(false, std::memory_order_relaxed);
     if (!ok) {
       if (cancel_) cancel_();  // the request's sender forgets it
       cancel_ = nullptr;
@@ -200,8 +220,11 @@ Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* repl
     }
   }
   cancel_ = nullptr;
-  companion->demonitor(callee_);
-  callee_ = caf::actor();
+  if (monitored_) {
+    companion->demonitor(callee_);
+    callee_ = caf::actor();
+  }
+  monitored_ = false;
   *reply = std::move(s.reply);
   answered_at_ = s.answered;
   return Status::OK();

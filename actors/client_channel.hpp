@@ -84,18 +84,22 @@ class ClientChannel {
   Status Wait(std::chrono::milliseconds timeout, caf::message* reply,
               std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
   /// When the last reply reached the channel: the callee's answer time, not
-  /// the caller's (which adds the wake-up of a sleeping caller).
+  /// the caller's (which adds the wake-up of a sleeping caller); the epoch
+  /// (not taken) for a reply delivered by a client's inline run
+  /// (StartHere), which ends before the caller waits.
   std::chrono::steady_clock::time_point answered_at() const { return answered_at_; }
 
  private:
   struct Slot;
-  // Readies the slot for a request to `dest` (monitored) and returns its id.
-  caf::message_id Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier);
+  // Readies the slot for a request to `dest` (monitored, unless `monitor` is
+  // false: the caller monitors it later if need be) and returns its id.
+  caf::message_id Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier, bool monitor = true);
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
   ComputePool* pool_;                // or null
   caf::execution_unit* activation_;  // the pool's, or null
-  caf::actor callee_;                // of the request in flight
+  caf::actor callee_;                // of the request in flight, while monitored
+  bool monitored_ = false;           // whether callee_ is set and monitored
   CancelFn cancel_;                  // of a request in flight sent by StartVia, or empty
   std::chrono::steady_clock::time_point answered_at_;
 };

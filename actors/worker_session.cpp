@@ -54,6 +54,7 @@ void CloseWorkerSession(WorkerActor* self, const std::string& handle) {
 // One registration in flight: the answers of its device actors, gathered.
 struct Registration {
   caf::response_promise promise;
+  bool local = false;  // asked from this process: the answer names the device actors too
   std::string session;
   std::vector<caf::actor> devices;
   std::vector<uint64_t> device_handles;
@@ -80,6 +81,10 @@ void Finish(WorkerActor* self, const std::shared_ptr<Registration>& r) {
     st.partitions[h] = Partition{r->session, r->devices[i], r->device_handles[i]};
     session->second.handles.insert(h);
     resp.graph_handles.push_back(h);
+    if (r->local) {
+      resp.devices.push_back(r->devices[i]);
+      resp.device_handles.push_back(r->device_handles[i]);
+    }
   }
   r->promise.deliver(std::move(resp));
 }
@@ -87,9 +92,14 @@ void Finish(WorkerActor* self, const std::shared_ptr<Registration>& r) {
 void Register(WorkerActor* self, RegisterPartitionsRequest& req) {
   auto& st = self->state;
   auto r = std::make_shared<Registration>();
+  r->local = self->current_sender() && self->current_sender()->node() == self->node();
   r->promise = self->make_response_promise();
   r->session = req.session_handle;
-  auto fail = [&](Status s) { r->promise.deliver(RegisterPartitionsResponse{std::move(s), {}}); };
+  auto fail = [&](Status s) {
+    RegisterPartitionsResponse resp;
+    resp.status = std::move(s);
+    r->promise.deliver(std::move(resp));
+  };
   if (!st.sessions.count(req.session_handle))
     return fail(errors::FailedPrecondition("no worker session ", req.session_handle, " on ", st.config.task));
   if (req.devices.size() != req.graph_defs.size())

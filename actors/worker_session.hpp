@@ -1,8 +1,10 @@
 // The worker: a task's worker sessions (TensorFlow's Worker, its SessionMgr
 // and, per master session, a WorkerSession with its GraphMgr). A worker
 // session owns one master session's partitions on all of this task's
-// devices: their registration, their steps and their cleanup. The master
-// talks to a task's worker, never to its device actors one by one.
+// devices: their registration, their steps and their cleanup. A master
+// talks to a task's worker, never to its device actors one by one, except
+// for the steps of a master in the worker's own process: they go to the
+// device actor directly (see RegisterPartitionsResponse).
 //
 // One worker actor per process (the Runtime's: actors/runtime.hpp), as long-
 // lived as its device actors; in a server the task actor (the published
@@ -18,7 +20,8 @@
 //   RegisterPartitionsRequest  -> RegisterPartitionsResponse
 //       each partition registered with its device actor, all at once; the
 //       first failure is the answer and the partitions that did register are
-//       dropped again
+//       dropped again; to a master of this process, the answer names each
+//       partition's device actor and device handle too
 //   RunStepRequest             -> RunStepResponse
 //       `graph_handle` is the worker's: the request goes on to the
 //       partition's device actor, which answers the master directly (one

@@ -4,8 +4,11 @@
 //  (both without graph optimizations: they measure the executor)
 //  - one_node: feed a scalar, run one Identity, fetch it
 //  - concurrent: steps/s of independent 512x512 MatMul steps from 1 and 2 client threads
+// `bench_executor one_node` runs only one_node; AF_BENCH_PROFILE_RUNS=N runs
+// N more of its steps first (a loop long enough for perf record).
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "actorflow/actors/runtime.hpp"
@@ -40,7 +43,8 @@ proto::GraphDef Def(const Scope& root) {
 int main(int argc, char** argv) {
   const std::string threads = std::to_string(Runtime::Default()->num_threads());
   const bool concurrent = argc > 1 && std::string(argv[1]) == "concurrent";
-  if (!concurrent) {
+  const bool one_node_only = argc > 1 && std::string(argv[1]) == "one_node";
+  if (!concurrent && !one_node_only) {
     const int n = 100000;
     Scope root = Scope::NewRootScope();
     Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
     bench::Print("executor_chain", "\"nodes\":100000,\"threads\":" + threads + ",\"impl\":\"actorflow\"", "time_per_node",
                  "us", s, 1e6 / n);
   }
-  if (!concurrent) {
+  if (!concurrent && !one_node_only) {
     const int n = 10000;
     Scope root = Scope::NewRootScope();
     auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
     Check(session.Create(Def(root)));
     std::vector<Tensor> out;
     Tensor v = Tensor::Scalar<float>(3);
+    if (const char* runs = std::getenv("AF_BENCH_PROFILE_RUNS"))
+      for (long i = std::atol(runs); i > 0; --i) Check(session.Run({{"x", v}}, {"y"}, {}, &out));
     auto s = bench::Measure(200, 5000, [&] { Check(session.Run({{"x", v}}, {"y"}, {}, &out)); });
     bench::Print("session_run_one_node", "\"threads\":" + threads + ",\"impl\":\"actorflow\"", "latency", "us", s, 1e6);
   }

@@ -55,13 +55,24 @@ class InlineUnit final : public caf::execution_unit {
     }
   }
 
-  void Reset(ComputePool* pool) {
+  // `client`: a client's delivery (ClientDeliveryScope), whose budget starts
+  // when it is first asked about (a short step asks never: no clock read).
+  void Reset(ComputePool* pool, bool client) {
     pool_ = pool;
     turns_ = 0;
-    start_ = std::chrono::steady_clock::now();
+    timed_ = !client;
+    if (timed_) start_ = std::chrono::steady_clock::now();
   }
   // Whether this delivery has run for its time budget already.
-  bool PastBudget() const { return std::chrono::steady_clock::now() - start_ > kInlineTimeBudget; }
+  bool PastBudget() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!timed_) {
+      timed_ = true;
+      start_ = now;
+      return false;
+    }
+    return now - start_ > kInlineTimeBudget;
+  }
   bool running = false;
   std::vector<std::function<void()>> after;  // AfterInlineRun
 
@@ -78,8 +89,11 @@ class InlineUnit final : public caf::execution_unit {
   std::array<caf::resumable*, kInlineTurns> jobs_{};
   size_t head_ = 0, queued_ = 0;
   int turns_ = 0;
+  bool timed_ = false;  // start_ is set
   std::chrono::steady_clock::time_point start_{};
 };
+
+thread_local bool t_client_delivery = false;  // ClientDeliveryScope
 
 // One per thread that delivers inline, for the thread's life (an actor run
 // here keeps a pointer to it as its last context, read only while it runs).
@@ -90,9 +104,6 @@ thread_local InlineUnit* t_unit = nullptr;
 
 bool InInlineDelivery() { return t_unit && t_unit->running; }
 
-namespace {
-thread_local bool t_client_delivery = false;
-}  // namespace
 
 ClientDeliveryScope::ClientDeliveryScope() : prev_(t_client_delivery) { t_client_delivery = true; }
 ClientDeliveryScope::~ClientDeliveryScope() { t_client_delivery = prev_; }
@@ -133,7 +144,7 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
     }
     return true;
   }
-  t_unit->Reset(pool);
+  t_unit->Reset(pool, t_client_delivery);
   t_unit->running = true;
   bool delivered = true;
   try {

@@ -20,7 +20,9 @@
 // kInlineThroughput messages, and at most kInlineTurns turns and
 // kInlineTimeBudget per delivery (the first turn always runs: a turn that
 // outlasts the budget hands every later one on; the thread, a transport's I/O
-// thread serving many peers, has other messages to read);
+// thread serving many peers, has other messages to read; a client's
+// delivery, whose thread has nothing else to do, counts its budget from the
+// first time a later turn asks, so a one-turn step reads no clock);
 // an actor with more to do, every actor past the budget and every other job
 // (the pool's kernels and shards) go to the pool's workers as a client's
 // activation would (ComputePool::ScheduleActivation). An actor already

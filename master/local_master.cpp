@@ -122,6 +122,10 @@ Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tenso
     if (closed_) return errors::Cancelled("Session has been closed");
     if (!created_) return errors::FailedPrecondition("Session has no graph: call Create first");
     auto it = executables_.find(key);
+    if (it != executables_.end() && it->second.ready) {  // the common case: prepared before
+      *out = it->second.ready;
+      return Status::OK();
+    }
     if (it != executables_.end()) {
       future = it->second.future;
     } else {
@@ -130,7 +134,7 @@ Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tenso
       promise.emplace();
       future = promise->get_future().share();
       entry_id = next_entry_id_++;
-      executables_.emplace(key, Entry{future, entry_id});
+      executables_.emplace(key, Entry{future, entry_id, nullptr});
       prepare = true;
     }
   }
@@ -152,7 +156,10 @@ Status LocalMaster::GetExecutable(const std::vector<std::pair<std::string, Tenso
       s = errors::Cancelled("Session has been closed");
     }
     auto it = executables_.find(key);  // ours, unless Close or Extend dropped it meanwhile
-    if (!s.ok() && it != executables_.end() && it->second.id == entry_id) executables_.erase(it);
+    if (it != executables_.end() && it->second.id == entry_id) {
+      if (s.ok()) it->second.ready = exe;
+      else executables_.erase(it);
+    }
     promise->set_value(s.ok() ? StatusOr<std::shared_ptr<const Executable>>(exe)
                               : StatusOr<std::shared_ptr<const Executable>>(s));
   }

@@ -119,6 +119,7 @@ class LocalMaster final : public MasterInterface {
   struct Entry {
     ExecutableFuture future;
     uint64_t id;  // tells a preparer whether the entry is still its own
+    std::shared_ptr<const Executable> ready;  // once prepared: the future's value, taken without it
   };
   std::map<std::string, Entry> executables_;
   uint64_t next_entry_id_ = 1;

@@ -120,7 +120,15 @@ Status PartitionRegistry::Register(std::vector<GraphPartition>& partitions, Exec
       s = errors::Internal("a worker session registered ", resp.graph_handles.size(), " of ", tr->parts.size(),
                            " partitions");
     if (s.ok()) {
-      for (size_t i = 0; i < tr->parts.size(); ++i) exe->parts[tr->parts[i]].graph_handle = resp.graph_handles[i];
+      const bool direct = resp.devices.size() == tr->parts.size() && resp.device_handles.size() == tr->parts.size();
+      for (size_t i = 0; i < tr->parts.size(); ++i) {
+        Executable::Part& part = exe->parts[tr->parts[i]];
+        part.graph_handle = resp.graph_handles[i];
+        if (direct && resp.devices[i] && resp.devices[i]->node() == runtime_->system().node()) {
+          part.device_actor = resp.devices[i];
+          part.device_handle = resp.device_handles[i];
+        }
+      }
       registered.push_back(tr);
     } else if (status.ok()) {
       status = s;

@@ -39,6 +39,10 @@ struct Executable {
     std::string device;     // full name
     caf::actor session;     // the worker session of its task (a proxy when remote)
     uint64_t graph_handle = 0;  // the worker session's handle
+    // A partition of this process: its device actor and that actor's handle,
+    // where steps go directly (no turn of the worker actor); else null.
+    caf::actor device_actor;
+    uint64_t device_handle = 0;
     std::vector<int> arg_indices;     // per argument of the partition: the step's argument index
     std::vector<int> retval_indices;  // per result of the partition: the fetch index
   };

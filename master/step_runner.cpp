@@ -83,6 +83,22 @@ RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const 
   return req;
 }
 
+// The same, for the step's only partition: its arguments move when they are
+// the step's in order (the common case), rather than being copied.
+RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const RunOptions& options,
+                           std::vector<Tensor>&& args) {
+  bool in_order = part.arg_indices.size() == args.size();
+  for (size_t i = 0; in_order && i < args.size(); ++i) in_order = part.arg_indices[i] == static_cast<int>(i);
+  if (!in_order) return StepRequest(part, step_id, options, args, false);
+  RunStepRequest req;
+  req.graph_handle = part.graph_handle;
+  req.step_id = step_id;
+  req.timeout_ms = options.timeout_in_ms;
+  req.collect_stats = options.collects_step_stats();
+  req.args = std::move(args);
+  return req;
+}
+
 // The one reply path: a partition's answer, or `asked`, the failure to get one.
 Status Absorb(const Executable::Part& part, const Status& asked, RunStepResponse* resp, std::vector<Tensor>* results,
               std::vector<NodeExecStats>* stats) {
@@ -109,14 +125,21 @@ bool OnGpu(const Executable::Part& part) { return part.device.find("/device:GPU:
 // Starts `part`'s step on `ch`: a partition in another process over the
 // tensor transport (actors/step_calls.hpp: a fraction of CAF's remote round
 // trip), else, or when the transport cannot send there, as a CAF request to
-// its worker session. Either way `ch` monitors the worker session. `here`: a
-// partition in this process starts on this thread (ClientChannel::StartHere).
+// its worker session, or, for a partition of this process, to its device
+// actor directly. Either way `ch` watches that actor. `here`: a partition in
+// this process starts on this thread (ClientChannel::StartHere).
 Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Part& part, RunStepRequest req,
                  ClientChannel* ch, std::shared_ptr<ReplyNotifier> notifier = nullptr, bool here = false) {
   StepCalls* calls = runtime->step_calls();
   const ClusterTask* task = calls && view ? view->TaskOf(part.device) : nullptr;
-  if (here && !(task && !task->local)) return ch->StartHere(part.session, caf::make_message(std::move(req)), notifier);
-  if (task && !task->local) {
+  const bool remote = task && !task->local;
+  const caf::actor* dest = &part.session;
+  if (!remote && part.device_actor) {  // this process's partition: to its device actor, not via the worker
+    dest = &part.device_actor;
+    req.graph_handle = part.device_handle;
+  }
+  if (here && !remote) return ch->StartHere(*dest, caf::make_message(std::move(req)), notifier);
+  if (remote) {
     const Status s = ch->StartVia(
         part.session,
         [&](ClientChannel::ReplyFn done, ClientChannel::CancelFn* cancel) {
@@ -129,7 +152,7 @@ Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Pa
         notifier);
     if (s.ok()) return s;
   }
-  return ch->Start(part.session, caf::make_message(std::move(req)), std::move(notifier));
+  return ch->Start(*dest, caf::make_message(std::move(req)), std::move(notifier));
 }
 
 }  // namespace
@@ -148,8 +171,8 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
                           std::vector<Tensor>* outputs, RunMetadata* metadata) {
   const Executable::Part& part = exe.parts[0];
   RunStepResponse resp;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point answered;
+  std::chrono::steady_clock::time_point t0, answered;
+  bool timed = false;  // whether this step's wait taught typical_ns anything
   Status asked;
   {
     ChannelPool* channels = runtime_->channels();
@@ -162,8 +185,15 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
     // workers were polling beside the caller's spin).
     // Not a GPU's step: its kernels would make the GPU the caller's current
     // CUDA device.
-    asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, args, false), ch.get(),
+    asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, std::move(args)), ch.get(),
                       nullptr, /*here=*/!OnGpu(part));
+    // What typical_ns learns is the wait after the start, which is what the
+    // spin is for: a step answered before StartHere returned (run inline to
+    // its end, as short ones are) waits for nothing, and reads no clock.
+    if (asked.ok() && !ch->Ready()) {
+      timed = true;
+      t0 = std::chrono::steady_clock::now();
+    }
     if (asked.ok())
       asked = ch->Wait(ReplyWait(options), &reply, SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)));
     if (!errors::IsDeadlineExceeded(asked)) {  // a channel that timed out is dropped with its late reply
@@ -172,22 +202,28 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
     }
     if (asked.ok()) asked = ReplyAs(reply, &resp);
   }
-  if (asked.ok()) {
-    // The step's own latency, up to its answer: were it measured after a sleeping
-    // caller woke, one sleep would add a wake-up to the average, push it past the
-    // spin limit, and every later step would sleep and pay a wake-up too.
+  if (asked.ok() && timed) {
+    // Up to the answer: were it measured after a sleeping caller woke, one
+    // sleep would add a wake-up to the average, push it past the spin limit,
+    // and every later step would sleep and pay a wake-up too. An answer
+    // delivered by an inline run (no time taken, ClientChannel) counts as now.
+    if (answered < t0) answered = std::chrono::steady_clock::now();
     const int64_t took = std::chrono::duration_cast<std::chrono::nanoseconds>(answered - t0).count();
     const int64_t typical = exe.typical_ns.load(std::memory_order_relaxed);
     exe.typical_ns.store(typical == 0 ? took : (7 * typical + took) / 8, std::memory_order_relaxed);
   }
-  std::vector<Tensor> results(exe.info.fetch_types.size());
+  // Straight into `outputs`, keeping its capacity from the last step;
+  // emptied on failure.
+  std::vector<Tensor> own;
+  std::vector<Tensor>* results = outputs ? outputs : &own;
+  results->clear();
+  results->resize(exe.info.fetch_types.size());
   std::vector<NodeExecStats> stats;
-  const Status s = Absorb(part, asked, &resp, &results, &stats);
+  const Status s = Absorb(part, asked, &resp, results, &stats);
   if (!stats.empty()) RecordCosts(stats, cost_model_);
   if (metadata) metadata->step_stats = std::move(stats);
-  AF_RETURN_IF_ERROR(s);
-  if (outputs) *outputs = std::move(results);
-  return Status::OK();
+  if (!s.ok()) results->clear();
+  return s;
 }
 
 Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std::vector<Tensor> args,

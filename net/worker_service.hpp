@@ -5,7 +5,9 @@
 //
 // To a task's worker:
 //   RegisterPartitionsRequest -> RegisterPartitionsResponse   compile the task's partitions, all at once
-//   RunStepRequest            -> RunStepResponse              one step of one partition (the worker's handle)
+//   RunStepRequest            -> RunStepResponse              one step of one partition (the worker's handle;
+//                                                             a master in the same process sends it to the
+//                                                             device actor itself, with the device's handle)
 //   DeregisterGraph                                           drop a partition, cancelling its steps
 //   CloseSession                                              the session is over: its partitions go
 // To a device actor:
@@ -18,6 +20,7 @@
 // round-tripped through a real connection by tests/protocol_test.cpp.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/deserializer.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -51,6 +54,11 @@ struct RegisterPartitionsRequest {
 struct RegisterPartitionsResponse {
   Status status;                         // the first failure, naming its device
   std::vector<uint64_t> graph_handles;   // per partition, for RunStepRequest and DeregisterGraph
+  // Only to a master in the worker's own process, else empty: per partition,
+  // its device actor and that actor's handle, so that the master's steps go
+  // to the device directly (no turn of the worker actor in between).
+  std::vector<caf::actor> devices;
+  std::vector<uint64_t> device_handles;
 };
 
 struct RunStepRequest {
@@ -111,7 +119,7 @@ typename Inspector::result_type inspect(Inspector& f, RegisterPartitionsRequest&
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RegisterPartitionsResponse& x) {
-  return f(caf::meta::type_name("RegisterPartitionsResponse"), x.status, x.graph_handles);
+  return f(caf::meta::type_name("RegisterPartitionsResponse"), x.status, x.graph_handles, x.devices, x.device_handles);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStepRequest& x) {

@@ -118,7 +118,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   echo.RoundTrip("actorflow::RegisterPartitionsRequest",
                  RegisterPartitionsRequest{"session-1", {"/job:w/replica:0/task:0/device:CPU:0", "/job:w/replica:0/task:0/device:CPU:1"},
                                            {"\x0a\x03node", std::string("\x0a\x01\0z", 4)}});
-  echo.RoundTrip("actorflow::RegisterPartitionsResponse", RegisterPartitionsResponse{Error(), {7, 8, 1ull << 63}});
+  echo.RoundTrip("actorflow::RegisterPartitionsResponse", RegisterPartitionsResponse{Error(), {7, 8, 1ull << 63}, {}, {3, 4, 5}});
   RunStepRequest run;
   run.graph_handle = 42;
   run.step_id = -77;

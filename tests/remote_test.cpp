@@ -8,6 +8,7 @@
 
 #include "actorflow/actors/container_actor.hpp"
 #include "actorflow/actors/device/device_actor.hpp"
+#include "actorflow/actors/worker_session.hpp"
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/core/resource_handle.hpp"
 #include "actorflow/devices/compute_pool.hpp"
@@ -15,6 +16,7 @@
 #include "actorflow/graph/subgraph.hpp"
 #include "actorflow/net/protocol.hpp"
 #include "test_util.hpp"
+#include "wait_until.hpp"
 
 using namespace actorflow;
 
@@ -93,6 +95,84 @@ TEST_CASE("a remote device actor registers and runs a graph; tensors and statuse
   caf::scoped_actor self{server};
   caf::anon_send_exit(dev, caf::exit_reason::user_shutdown);
   self->wait_for(dev);
+}
+
+TEST_CASE("a worker names its partitions' device actors to a master of its own node only, whose steps go there") {
+  NetConfig server_cfg, client_cfg;
+  caf::actor_system server{server_cfg}, client{client_cfg};
+  ComputePool pool(&server, 2);
+  const std::string name = "/job:worker/replica:0/task:0/device:CPU:0";
+  Device device(name, DEVICE_CPU, cpu_allocator(), &pool);
+  caf::actor dev = SpawnDeviceActor(server, &device);
+  caf::actor worker = SpawnWorker(server, WorkerConfig{"/job:worker/replica:0/task:0", {{name, "CPU", dev}}});
+  auto port = server.middleman().publish(worker, 0, "127.0.0.1");
+  REQUIRE(port);
+  auto remote = client.middleman().remote_actor("127.0.0.1", *port);
+  REQUIRE(remote);
+
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Neg(root.WithOpName("y"), x);
+  Graph g;
+  REQUIRE(g.CopyFrom(*root.graph()).ok());
+  FeedFetchInfo info;
+  REQUIRE(RewriteGraphForExecution(&g, {"x"}, {"y"}, {}, &info).ok());
+  proto::GraphDef def;
+  g.ToGraphDef(&def);
+  std::string bytes;
+  def.SerializeToString(&bytes);
+
+  // A master on another node: the worker's handles only (the device actors
+  // stay behind their worker).
+  CreateWorkerSessionRequest open_remote;
+  open_remote.session_handle = "remote-master";
+  REQUIRE(Ask<CreateWorkerSessionResponse>(client, *remote, open_remote).status.ok());
+  auto far = Ask<RegisterPartitionsResponse>(client, *remote, RegisterPartitionsRequest{"remote-master", {name}, {bytes}});
+  REQUIRE(far.status.ok());
+  REQUIRE(far.graph_handles.size() == 1);
+  CHECK(far.devices.empty());
+  CHECK(far.device_handles.empty());
+
+  // A master of this node: each partition's device actor and its handle,
+  // which runs the step as the worker's handle does.
+  CreateWorkerSessionRequest open_local;
+  open_local.session_handle = "local-master";
+  REQUIRE(Ask<CreateWorkerSessionResponse>(server, worker, open_local).status.ok());
+  auto near = Ask<RegisterPartitionsResponse>(server, worker, RegisterPartitionsRequest{"local-master", {name}, {bytes}});
+  REQUIRE(near.status.ok());
+  REQUIRE(near.devices.size() == 1);
+  REQUIRE(near.device_handles.size() == 1);
+  CHECK(near.devices[0] == dev);
+  RunStepRequest run;
+  run.step_id = 1;
+  run.args = {test::MakeTensor<float>({1.5f, -2.f}, {2})};
+  run.graph_handle = near.device_handles[0];
+  auto direct = Ask<RunStepResponse>(server, near.devices[0], run);
+  REQUIRE(direct.status.ok());
+  CHECK(test::Values<float>(direct.retvals[0]) == std::vector<float>{-1.5f, 2.f});
+  run.graph_handle = near.graph_handles[0];
+  auto via_worker = Ask<RunStepResponse>(server, worker, run);
+  REQUIRE(via_worker.status.ok());
+  CHECK(test::Values<float>(via_worker.retvals[0]) == std::vector<float>{-1.5f, 2.f});
+
+  // Closing the session drops its graphs from the device: a step sent there
+  // directly is refused, as through the worker.
+  caf::anon_send(worker, CloseSession{"local-master"});
+  Status refused;
+  REQUIRE(test::WaitUntil(
+      [&] {
+        run.graph_handle = near.device_handles[0];
+        refused = Ask<RunStepResponse>(server, near.devices[0], run).status;
+        return !refused.ok();
+      },
+      std::chrono::seconds(30)));
+  CHECK(refused.code() == Code::kCancelled);
+
+  server.middleman().unpublish(worker, *port);
+  caf::scoped_actor self{server};
+  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(dev, caf::exit_reason::user_shutdown);
+  self->wait_for(worker, dev);
 }
 
 TEST_CASE("a remote container actor: variables are read and updated by messages from another node") {
