@@ -230,7 +230,10 @@ Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* repl
   return Status::OK();
 }
 
+ChannelPool::~ChannelPool() { delete spare_.exchange(nullptr); }
+
 std::unique_ptr<ClientChannel> ChannelPool::Acquire() {
+  if (ClientChannel* ch = spare_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<ClientChannel>(ch);
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!free_.empty()) {
@@ -243,6 +246,11 @@ std::unique_ptr<ClientChannel> ChannelPool::Acquire() {
 }
 
 void ChannelPool::Release(std::unique_ptr<ClientChannel> ch) {
+  ClientChannel* none = nullptr;
+  if (spare_.compare_exchange_strong(none, ch.get(), std::memory_order_release, std::memory_order_relaxed)) {
+    ch.release();
+    return;
+  }
   std::lock_guard<std::mutex> l(mu_);
   free_.push_back(std::move(ch));
 }

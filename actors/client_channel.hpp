@@ -14,6 +14,7 @@
 #include <caf/message.hpp>
 #include <caf/message_id.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -122,6 +123,9 @@ Status ReplyAs(caf::message& reply, Resp* resp) {
 class ChannelPool {
  public:
   explicit ChannelPool(caf::actor_system& sys, ComputePool* pool = nullptr) : sys_(sys), pool_(pool) {}
+  ~ChannelPool();
+  ChannelPool(const ChannelPool&) = delete;
+  ChannelPool& operator=(const ChannelPool&) = delete;
   std::unique_ptr<ClientChannel> Acquire();
   void Release(std::unique_ptr<ClientChannel> ch);
 
@@ -136,6 +140,9 @@ class ChannelPool {
  private:
   caf::actor_system& sys_;
   ComputePool* pool_;
+  // One free channel taken and given back with one atomic exchange (a
+  // single client's loop of steps never locks); the others under mu_.
+  std::atomic<ClientChannel*> spare_{nullptr};
   std::mutex mu_;  // guards free_ (client threads only)
   std::vector<std::unique_ptr<ClientChannel>> free_;
 };

@@ -93,34 +93,45 @@ class InlineUnit final : public caf::execution_unit {
   std::chrono::steady_clock::time_point start_{};
 };
 
-thread_local bool t_client_delivery = false;  // ClientDeliveryScope
-
 // One per thread that delivers inline, for the thread's life (an actor run
 // here keeps a pointer to it as its last context, read only while it runs).
 thread_local std::unique_ptr<InlineUnit> t_owned;
-thread_local InlineUnit* t_unit = nullptr;
+// What the hot checks read, in one trivially constructed thread-local (one
+// TLS lookup each: this library is shared, each lookup a __tls_get_addr call).
+struct InlineThread {
+  InlineUnit* unit;  // t_owned's, once made
+  bool client;       // ClientDeliveryScope
+};
+thread_local InlineThread t_inline{nullptr, false};
 
 }  // namespace
 
-bool InInlineDelivery() { return t_unit && t_unit->running; }
+bool InInlineDelivery() {
+  const InlineThread& t = t_inline;
+  return t.unit && t.unit->running;
+}
 
+ClientDeliveryScope::ClientDeliveryScope() : prev_(t_inline.client) { t_inline.client = true; }
+ClientDeliveryScope::~ClientDeliveryScope() { t_inline.client = prev_; }
 
-ClientDeliveryScope::ClientDeliveryScope() : prev_(t_client_delivery) { t_client_delivery = true; }
-ClientDeliveryScope::~ClientDeliveryScope() { t_client_delivery = prev_; }
-
-bool InClientDelivery() { return t_client_delivery && InInlineDelivery(); }
+bool InClientDelivery() {
+  const InlineThread& t = t_inline;
+  return t.client && t.unit && t.unit->running;
+}
 
 bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_ptr sender, caf::message_id mid,
                    caf::message msg) noexcept {
   if (!dest) return false;
+  InlineThread& t = t_inline;
   try {
-    if (!t_unit) {
+    if (!t.unit) {
       t_owned = std::make_unique<InlineUnit>(&dest->home_system());
-      t_unit = t_owned.get();
+      t.unit = t_owned.get();
     }
   } catch (...) {
-    t_unit = nullptr;
+    t.unit = nullptr;
   }
+  InlineUnit* const t_unit = t.unit;
   caf::mailbox_element_ptr element;
   try {
     element = caf::make_mailbox_element(std::move(sender), mid, {}, std::move(msg));
@@ -144,7 +155,7 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
     }
     return true;
   }
-  t_unit->Reset(pool, t_client_delivery);
+  t_unit->Reset(pool, t.client);
   t_unit->running = true;
   bool delivered = true;
   try {
@@ -163,7 +174,7 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
 void AfterInlineRun(std::function<void()> fn) {
   if (InInlineDelivery()) {
     try {
-      t_unit->after.push_back(std::move(fn));
+      t_inline.unit->after.push_back(std::move(fn));
       return;
     } catch (...) {  // no memory to keep it: now
     }

@@ -112,6 +112,8 @@ void Executor::NodeFinished(StepState* step) {
   auto it = steps_.find(step->step_id());
   Answer(it->second);
   if (services_.queues) services_.queues->StepEnded(step->client_step_id);
+  // Nothing runs for the step any more: its root iteration serves the next.
+  if (!it->second.plan->spare_root()) it->second.plan->spare_root() = step->TakeRoot();
   steps_.erase(it);
   if (shutting_down_ && steps_.empty()) services_.host->Drained();
 }
@@ -488,7 +490,7 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
   ReserveOutputs(plan.max_outputs());
   const int64_t id = next_step_id_++;
   ActiveStep active;
-  active.state = std::make_unique<StepState>(id, &plan, std::move(req.args));
+  active.state = std::make_unique<StepState>(id, &plan, std::move(req.args), std::move(plan.spare_root()));
   active.plan = std::move(plan_ptr);
   active.graph_handle = graph_handle;
   StepState* step = active.state.get();

@@ -4,11 +4,15 @@
 #include <unordered_map>
 
 #include "actorflow/actors/device/kernel_segment.hpp"
+#include "actorflow/actors/device/step_state.hpp"
 #include "actorflow/graph/control_flow_info.hpp"
 #include "actorflow/graph/graph.hpp"
 #include "actorflow/ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
+
+ExecutorPlan::ExecutorPlan() = default;
+ExecutorPlan::~ExecutorPlan() = default;
 
 Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<ExecutorPlan>* out,
                            KernelSegment* segment) {

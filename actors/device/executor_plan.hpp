@@ -87,6 +87,8 @@ struct NodeItem {
   bool is_retval = false;  // a fetch: dead, it fails the step (the fetched tensor has no value)
 };
 
+struct IterationState;
+
 class ExecutorPlan {
  public:
   /// Builds kernels for every node of `g` on `device`; errors name the node.
@@ -125,7 +127,18 @@ class ExecutorPlan {
   const std::string& node_name(int i) const { return items_[i].kernel->name(); }
   Device* device() const { return device_; }
 
+  ExecutorPlan();
+  ~ExecutorPlan();
+  ExecutorPlan(const ExecutorPlan&) = delete;
+  ExecutorPlan& operator=(const ExecutorPlan&) = delete;
+  /// A finished step's root iteration, kept for this plan's next step (its
+  /// pending counts and input slots reset, not allocated again: StepState).
+  /// Only the executor that runs the plan touches it, in its device actor's
+  /// turns.
+  std::unique_ptr<IterationState>& spare_root() const { return spare_root_; }
+
  private:
+  mutable std::unique_ptr<IterationState> spare_root_;
   Device* device_ = nullptr;
   std::vector<std::shared_ptr<OpKernel>> kernels_;
   std::vector<NodeItem> items_;

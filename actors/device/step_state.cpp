@@ -69,15 +69,28 @@ void IterationState::Reset(const FrameInfo& info, int64_t i) {
   outstanding_frame_count = 0;
 }
 
-StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args)
+StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args,
+                     std::unique_ptr<IterationState> recycled)
     : step_id_(step_id), plan_(plan) {
   root_frame_.info = &plan->frame(0);
-  // Dead tensors come with control flow, and through _Recvs from a partition that has it.
-  root_frame_.iterations.push_back(
-      std::make_unique<IterationState>(plan->frame(0), plan->has_control_flow() || plan->has_transfers(), &root_frame_, 0));
+  if (recycled) {
+    recycled->Reset(plan->frame(0), 0);
+    recycled->frame = &root_frame_;
+    root_frame_.iterations.push_back(std::move(recycled));
+  } else {
+    // Dead tensors come with control flow, and through _Recvs from a partition that has it.
+    root_frame_.iterations.push_back(std::make_unique<IterationState>(
+        plan->frame(0), plan->has_control_flow() || plan->has_transfers(), &root_frame_, 0));
+  }
   root_iter_ = root_frame_.iterations[0].get();
   call_frame_.args = std::move(args);
   call_frame_.retvals.resize(plan->num_retvals());
+}
+
+std::unique_ptr<IterationState> StepState::TakeRoot() {
+  if (!frames.empty() || root_frame_.iterations.empty()) return nullptr;
+  root_iter_ = nullptr;
+  return std::move(root_frame_.iterations[0]);
 }
 
 void StepState::Fail(const Status& s) {
