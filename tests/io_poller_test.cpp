@@ -77,38 +77,72 @@ struct Polled {
 
 }  // namespace
 
+namespace {
+// How a conversation's gaps ended, as PollCounters counted them.
+struct Counts {
+  uint64_t found_spinning, woken, gave_away;
+};
+// Runs `converse` (one conversation on a fresh Polled) up to three times
+// until `holds` accepts its counts, and returns the last counts: a machine
+// that stalls this test's threads for milliseconds (ctest -j beside
+// sanitized builds) can turn a few gaps into longer ones, or run a handler
+// before the poller's idle gap begins; a broken poller fails every time.
+template <class Converse, class Holds>
+Counts UpToThreeTimes(Converse converse, Holds holds) {
+  Counts c{};
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    c = converse();
+    UNSCOPED_INFO("attempt " << attempt << ": " << c.found_spinning << " found spinning, " << c.woken << " woken, "
+                             << c.gave_away << " gave the core away");
+    if (holds(c)) break;
+  }
+  return c;
+}
+Counts Conversation(microseconds window, microseconds preempted, int n, milliseconds gap) {
+  Polled p{window, preempted};
+  p.Converse(n, gap);
+  return Counts{p.counters.found_spinning.load(), p.counters.woken.load(), p.counters.gave_away.load()};
+}
+constexpr microseconds kNeverPreempted = std::chrono::seconds(10);
+}  // namespace
+
 TEST_CASE("io poller: work that comes within the window is found spinning; quiet gaps park the thread") {
   SECTION("a conversation: the next message within a generous window") {
-    Polled p{microseconds(kMaxSpinMicros)};
-    p.Converse(100, milliseconds(1));
     // Each next handler is posted 1 ms after the last one ran: inside the
     // 10 ms window, unless this machine stalls the test for that long.
-    CHECK(p.counters.found_spinning.load() >= 80);
-    CHECK(p.counters.woken.load() <= 20);
+    auto holds = [](const Counts& c) { return c.found_spinning >= 80 && c.woken <= 20; };
+    const Counts c =
+        UpToThreeTimes([] { return Conversation(microseconds(kMaxSpinMicros), kNeverPreempted, 100, milliseconds(1)); },
+                       holds);
+    CHECK(c.found_spinning >= 80);
+    CHECK(c.woken <= 20);
   }
   SECTION("the same conversation without a spin: a wake-up from the kernel for each") {
-    Polled p{microseconds(0)};
-    p.Converse(100, milliseconds(1));
-    CHECK(p.counters.found_spinning.load() == 0);
-    CHECK(p.counters.woken.load() >= 90);
+    const Counts c = UpToThreeTimes(
+        [] { return Conversation(microseconds(0), kNeverPreempted, 100, milliseconds(1)); },
+        [](const Counts& c) { return c.found_spinning == 0 && c.woken >= 90; });
+    CHECK(c.found_spinning == 0);
+    CHECK(c.woken >= 90);
   }
   SECTION("a spin that lost its core ends, and the thread parks for a while") {
     // A window of 10 ms and any iteration deemed preempted: the first spin
     // ends after one more poll, and for kSpinCooldown (100 ms) the thread
     // parks at once: each next handler, 3 ms later, wakes it (without the
-    // rule each would be found spinning).
-    Polled p{microseconds(kMaxSpinMicros), microseconds(0)};
-    p.Converse(20, milliseconds(3));
-    CHECK(p.counters.woken.load() >= 18);
-    // One spin gave its core away, then none for 100 ms: about 60 ms of
-    // conversation here (without the pause, every gap's spin would: ~20).
-    CHECK(p.counters.gave_away.load() >= 1);
-    CHECK(p.counters.gave_away.load() <= 3);
+    // rule each would be found spinning). One spin gave its core away, then
+    // none for 100 ms: about 60 ms of conversation here (without the pause,
+    // every gap's spin would: ~20).
+    const Counts c = UpToThreeTimes(
+        [] { return Conversation(microseconds(kMaxSpinMicros), microseconds(0), 20, milliseconds(3)); },
+        [](const Counts& c) { return c.woken >= 18 && c.gave_away >= 1 && c.gave_away <= 3; });
+    CHECK(c.woken >= 18);
+    CHECK(c.gave_away >= 1);
+    CHECK(c.gave_away <= 3);
   }
   SECTION("quiet gaps longer than the window: parked and woken by the kernel") {
-    Polled p{microseconds(200)};
-    p.Converse(20, milliseconds(3));
-    CHECK(p.counters.woken.load() >= 18);
+    const Counts c = UpToThreeTimes(
+        [] { return Conversation(microseconds(200), kNeverPreempted, 20, milliseconds(3)); },
+        [](const Counts& c) { return c.woken >= 18; });
+    CHECK(c.woken >= 18);
   }
 }
 
@@ -173,7 +207,14 @@ Found Converse(microseconds spin) {
 }  // namespace
 
 TEST_CASE("io poller: without a spin, the transport's io thread sleeps in the kernel for each message") {
-  const Found f = Converse(microseconds(0));
+  // Up to three conversations (a stalled machine can run a message before
+  // the io thread's idle gap begins: neither found nor woken).
+  Found f;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    f = Converse(microseconds(0));
+    UNSCOPED_INFO("attempt " << attempt << ": " << f.hits << " found spinning, " << f.woken << " woken");
+    if (f.hits == 0 && f.woken >= 80 && f.cooldowns == 0) break;
+  }
   CHECK(f.hits == 0);
   CHECK(f.woken >= 80);
   CHECK(f.cooldowns == 0);
