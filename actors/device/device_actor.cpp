@@ -214,6 +214,13 @@ void GraphReady(DeviceActor* self, GraphBuilt& built) {
   }
 }
 
+// A step's reply: its response promise, moved in (not copied: no reference
+// counts touched per step).
+struct AnswerStep {
+  caf::response_promise rp;
+  void operator()(RunStepResponse&& r) { rp.deliver(std::move(r)); }
+};
+
 // Finds the step's plan and hands the step to the executor; a step refused
 // before it starts is aborted at the rendezvous too, as a failing one is:
 // other partitions may wait in Recvs for its Sends.
@@ -235,8 +242,11 @@ void RunStep(DeviceActor* self, RunStepRequest& req) noexcept {
       return;
     }
     std::shared_ptr<const ExecutorPlan> plan = g == st.graphs.end() ? nullptr : g->second;
-    st.executor->StartStep(std::move(plan), req.graph_handle, req,
-                           [rp](RunStepResponse&& r) mutable { rp.deliver(std::move(r)); });
+    // The promise moves into the reply only once the reply's memory is
+    // there (its allocation may throw: then the promise still answers below).
+    Executor::Reply reply = AnswerStep{};
+    reply.target<AnswerStep>()->rp = std::move(rp);
+    st.executor->StartStep(std::move(plan), req.graph_handle, req, std::move(reply));
   } catch (...) {
     try {
       const Status s = CurrentExceptionStatus("starting a step on " + st.device->name());
