@@ -2,6 +2,7 @@
 
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
+#include "actorflow/net/worker_service.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>
@@ -36,7 +37,7 @@ caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
 }
 }  // namespace
 
-struct ClientChannel::Slot {
+struct ClientChannel::Slot final : StepReplySink {
   // Response id of the request in flight, 0 once claimed (or not armed): the
   // one delivery that counts (an answer and a down_msg may reach the callback
   // on two threads at once) takes it with one compare-and-swap of the id it
@@ -61,6 +62,11 @@ struct ClientChannel::Slot {
   // Set by Start before the request leaves; read by the delivery before it
   // sets `ready` (after which the caller may Start again and replace it).
   std::shared_ptr<ReplyNotifier> notifier;
+
+  // A device's answer to a step started by StartHereStep.
+  void Reply(uint64_t token, RunStepResponse&& answer) override {
+    if (Claim(token)) Deliver(caf::make_message(std::move(answer)));
+  }
 
   void Deliver(caf::message m) {
     std::shared_ptr<ReplyNotifier> n = notifier;
@@ -162,7 +168,31 @@ Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::s
   const caf::message_id mid = Arm(dest, std::move(notifier), /*monitor=*/false);
   {
     ClientDeliveryScope client;  // this thread waits for the answer: it may compute
-    DeliverInline(pool_, dest, companion_, mid, std::move(msg));
+    if (!DeliverInline(pool_, dest, companion_, mid, std::move(msg)))
+      return errors::ResourceExhausted("no memory to send a request to ", to_string(dest->address()));
+  }
+  if (!Ready()) {
+    callee_ = dest;
+    Companion(companion_)->monitor(dest);
+    monitored_ = true;
+  }
+  return Status::OK();
+}
+
+Status ClientChannel::StartHereStep(const caf::actor& dest, RunStepRequest&& req,
+                                   std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  if (!pool_ || dest->node() != companion_->node() || InInlineDelivery() || ComputePool::InPoolJob())
+    return StartHere(dest, caf::make_message(std::move(req)), std::move(notifier));
+  const uint64_t token = Arm(dest, std::move(notifier), /*monitor=*/false).response_id().integer_value();
+  req.reply_sink = slot_;
+  req.reply_token = token;
+  {
+    ClientDeliveryScope client;  // this thread waits for the answer: it may compute
+    // A plain message: the answer comes through the sink (a request would
+    // also get CAF's empty reply to a handler that returns nothing).
+    if (!DeliverInline(pool_, dest, companion_, caf::make_message_id(), caf::make_message(std::move(req))))
+      return errors::ResourceExhausted("no memory to send a step to ", to_string(dest->address()));
   }
   if (!Ready()) {
     callee_ = dest;

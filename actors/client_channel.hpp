@@ -32,6 +32,7 @@ class execution_unit;
 namespace actorflow {
 
 class ComputePool;
+struct RunStepRequest;
 
 /// Told of every reply to the channels started with it, so one thread can
 /// wait for whichever of several requests answers first.
@@ -67,6 +68,12 @@ class ClientChannel {
   /// on a worker woken for it; a remote one, or a channel without a pool, as
   /// Start.
   Status StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
+  /// StartHere for a step of a local device actor: the request names this
+  /// channel as its StepReplySink (net/worker_service.hpp), so the device
+  /// answers by a call, not a reply message; Wait returns the RunStepResponse
+  /// as a message all the same. Where StartHere would fall back to Start,
+  /// sent as Start sends it (a request answered by message).
+  Status StartHereStep(const caf::actor& dest, RunStepRequest&& req, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// The function that hands a channel its answer (StartVia).
   using ReplyFn = std::function<void(caf::message)>;
   /// What a channel that gives up on a request sent by StartVia runs (Wait's

@@ -169,10 +169,13 @@ caf::actor SpawnWorker(caf::actor_system& sys, WorkerConfig config) {
           auto rp = self->make_response_promise();
           auto it = self->state.partitions.find(req.graph_handle);
           if (it == self->state.partitions.end()) {
-            rp.deliver(RunStepResponse{
+            RunStepResponse resp{
                 errors::NotFound("no partition ", req.graph_handle, " in the worker of ", self->state.config.task),
                 {},
-                {}});
+                {}};
+            // A request that named a sink came as a plain message: its answer goes there.
+            if (req.reply_sink) req.reply_sink->Reply(req.reply_token, std::move(resp));
+            else rp.deliver(std::move(resp));
             return;
           }
           req.graph_handle = it->second.device_handle;

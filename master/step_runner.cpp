@@ -138,7 +138,10 @@ Status StartPart(Runtime* runtime, const ClusterView* view, const Executable::Pa
     dest = &part.device_actor;
     req.graph_handle = part.device_handle;
   }
-  if (here && !remote) return ch->StartHere(*dest, caf::make_message(std::move(req)), notifier);
+  if (here && !remote) {
+    if (dest == &part.device_actor) return ch->StartHereStep(*dest, std::move(req), notifier);  // answered by a call
+    return ch->StartHere(*dest, caf::make_message(std::move(req)), notifier);
+  }
   if (remote) {
     const Status s = ch->StartVia(
         part.session,

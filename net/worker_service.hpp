@@ -25,6 +25,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -61,6 +62,18 @@ struct RegisterPartitionsResponse {
   std::vector<uint64_t> device_handles;
 };
 
+struct RunStepResponse;
+
+/// Where a step's answer goes without a reply message, for a request made in
+/// the device's own process (ClientChannel::StartHereStep): the device calls
+/// Reply(token, answer) once, from its actor's turn. Never serialized: a
+/// request from another process has none and is answered as a request.
+class StepReplySink {
+ public:
+  virtual ~StepReplySink() = default;
+  virtual void Reply(uint64_t token, RunStepResponse&& answer) = 0;
+};
+
 struct RunStepRequest {
   uint64_t graph_handle = 0;
   int64_t step_id = 0;       // the client's: shared by all partitions of a step (rendezvous keys)
@@ -68,6 +81,10 @@ struct RunStepRequest {
   int64_t timeout_ms = 0;    // 0: no deadline
   bool collect_stats = false;  // fill RunStepResponse::stats
   bool multi_partition = false;  // other partitions run this step too: a failure aborts it at the rendezvous
+  // This process only (not serialized): when set, the answer goes to
+  // reply_sink with reply_token, and the request is sent as a plain message.
+  std::shared_ptr<StepReplySink> reply_sink;
+  uint64_t reply_token = 0;
 };
 
 struct RunStepResponse {

@@ -215,10 +215,16 @@ void GraphReady(DeviceActor* self, GraphBuilt& built) {
 }
 
 // A step's reply: its response promise, moved in (not copied: no reference
-// counts touched per step).
+// counts touched per step), or, for a request from this process that named
+// one, its sink (no reply message at all).
 struct AnswerStep {
   caf::response_promise rp;
-  void operator()(RunStepResponse&& r) { rp.deliver(std::move(r)); }
+  std::shared_ptr<StepReplySink> sink;
+  uint64_t token = 0;
+  void operator()(RunStepResponse&& r) {
+    if (sink) sink->Reply(token, std::move(r));
+    else rp.deliver(std::move(r));
+  }
 };
 
 // Finds the step's plan and hands the step to the executor; a step refused
@@ -226,36 +232,39 @@ struct AnswerStep {
 // other partitions may wait in Recvs for its Sends.
 void RunStep(DeviceActor* self, RunStepRequest& req) noexcept {
   auto& st = self->state;
-  auto rp = self->make_response_promise();
+  // The answer's way back: the request's sink, else a response promise (a
+  // plain message with no sink has nobody to answer).
+  AnswerStep answer;
+  answer.sink = std::move(req.reply_sink);
+  answer.token = req.reply_token;
+  if (!answer.sink) answer.rp = self->make_response_promise();
+  auto fail = [&](const Status& s) {
+    try {
+      if (req.multi_partition) st.rendezvous->Abort(req.step_id, s);
+      RunStepResponse r;
+      r.status = s;
+      answer(std::move(r));
+    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+    }
+  };
   try {
     auto g = st.graphs.find(req.graph_handle);
     if (g == st.graphs.end() && !st.shutting_down) {
       // Handles only grow: one we gave out and no longer hold was deregistered.
       const bool dropped = req.graph_handle < st.next_graph_handle && !st.registrations.count(req.graph_handle);
-      const Status s = dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
-                               : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
-                                                  st.device->name());
-      if (req.multi_partition) st.rendezvous->Abort(req.step_id, s);
-      RunStepResponse r;
-      r.status = s;
-      rp.deliver(std::move(r));
+      fail(dropped ? errors::Cancelled("graph ", req.graph_handle, " was deregistered (session closed)")
+                   : errors::NotFound("graph handle ", req.graph_handle, " is not registered on ",
+                                      st.device->name()));
       return;
     }
     std::shared_ptr<const ExecutorPlan> plan = g == st.graphs.end() ? nullptr : g->second;
-    // The promise moves into the reply only once the reply's memory is
-    // there (its allocation may throw: then the promise still answers below).
+    // The answer moves into the reply only once the reply's memory is there
+    // (its allocation may throw: then `answer` still answers below).
     Executor::Reply reply = AnswerStep{};
-    reply.target<AnswerStep>()->rp = std::move(rp);
+    *reply.target<AnswerStep>() = std::move(answer);
     st.executor->StartStep(std::move(plan), req.graph_handle, req, std::move(reply));
   } catch (...) {
-    try {
-      const Status s = CurrentExceptionStatus("starting a step on " + st.device->name());
-      if (req.multi_partition) st.rendezvous->Abort(req.step_id, s);
-      RunStepResponse r;
-      r.status = s;
-      rp.deliver(std::move(r));
-    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
-    }
+    fail(CurrentExceptionStatus("starting a step on " + st.device->name()));
   }
 }
 
