@@ -32,6 +32,9 @@ inline void CpuRelax() {
 #endif
 }
 
+// The slot whose request this thread is delivering inline (DeliverHere).
+thread_local const void* t_starting = nullptr;
+
 caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
   return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(p));
 }
@@ -63,17 +66,21 @@ struct ClientChannel::Slot final : StepReplySink {
   // sets `ready` (after which the caller may Start again and replace it).
   std::shared_ptr<ReplyNotifier> notifier;
 
-  // A device's answer to a step started by StartHereStep.
+  // A device's answer to a step started by StartHereStep. The message is
+  // made before the claim: a claim whose delivery then failed for memory
+  // would leave the request unanswerable, even by its callee's down_msg.
   void Reply(uint64_t token, RunStepResponse&& answer) override {
-    if (Claim(token)) Deliver(caf::make_message(std::move(answer)));
+    caf::message m = caf::make_message(std::move(answer));
+    if (Claim(token)) Deliver(std::move(m));
   }
 
   void Deliver(caf::message m) {
     std::shared_ptr<ReplyNotifier> n = notifier;
     reply = std::move(m);
-    // A client's thread running actors inline (StartHere) delivers within its
-    // own start: no clock read (answered_at says "not taken").
-    answered = InClientDelivery() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
+    // The answer to the request this thread is starting inline (StartHere)
+    // comes within its start: no clock read (answered_at says "not taken").
+    // Another channel's answer that this thread's run delivers is timed.
+    answered = t_starting == this ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
     ready.store(true, std::memory_order_seq_cst);
     if (sleeping.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> l(mu);  // the sleeper is in its wait, or past its last check of `ready`
@@ -156,21 +163,24 @@ Status ClientChannel::Start(const caf::actor& dest, caf::message msg, std::share
   return Status::OK();
 }
 
-Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
-  if (!dest) return errors::Unavailable("no actor to ask");
-  if (!pool_ || dest->node() != companion_->node()) return Start(dest, std::move(msg), std::move(notifier));
+bool ClientChannel::RunsHere(const caf::actor& dest) const {
   // A thread already running actors (inline, or as a pool worker) would only
   // queue the callee behind its own run, which it then waits in: a worker runs it.
-  if (InInlineDelivery() || ComputePool::InPoolJob()) return Start(dest, std::move(msg), std::move(notifier));
+  return pool_ && dest->node() == companion_->node() && !InInlineDelivery() && !ComputePool::InPoolJob();
+}
+
+Status ClientChannel::DeliverHere(const caf::actor& dest, caf::message_id mid, caf::message msg) {
+  {
+    ClientDeliveryScope client;  // this thread waits for the answer: it may compute
+    const void* outer = t_starting;
+    t_starting = slot_.get();
+    const bool delivered = DeliverInline(pool_, dest, companion_, mid, std::move(msg));
+    t_starting = outer;
+    if (!delivered) return errors::ResourceExhausted("no memory to send a request to ", to_string(dest->address()));
+  }
   // Monitored only when the answer is not there by the time the inline run
   // returns (a short step's usually is: no monitor to attach and detach);
   // a callee that ended before is reported at once by CAF's monitor.
-  const caf::message_id mid = Arm(dest, std::move(notifier), /*monitor=*/false);
-  {
-    ClientDeliveryScope client;  // this thread waits for the answer: it may compute
-    if (!DeliverInline(pool_, dest, companion_, mid, std::move(msg)))
-      return errors::ResourceExhausted("no memory to send a request to ", to_string(dest->address()));
-  }
   if (!Ready()) {
     callee_ = dest;
     Companion(companion_)->monitor(dest);
@@ -179,27 +189,22 @@ Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::s
   return Status::OK();
 }
 
+Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
+  if (!dest) return errors::Unavailable("no actor to ask");
+  if (!RunsHere(dest)) return Start(dest, std::move(msg), std::move(notifier));
+  const caf::message_id mid = Arm(dest, std::move(notifier), /*monitor=*/false);
+  return DeliverHere(dest, mid, std::move(msg));
+}
+
 Status ClientChannel::StartHereStep(const caf::actor& dest, RunStepRequest&& req,
                                    std::shared_ptr<ReplyNotifier> notifier) {
   if (!dest) return errors::Unavailable("no actor to ask");
-  if (!pool_ || dest->node() != companion_->node() || InInlineDelivery() || ComputePool::InPoolJob())
-    return StartHere(dest, caf::make_message(std::move(req)), std::move(notifier));
-  const uint64_t token = Arm(dest, std::move(notifier), /*monitor=*/false).response_id().integer_value();
+  if (!RunsHere(dest)) return Start(dest, caf::make_message(std::move(req)), std::move(notifier));
+  req.reply_token = Arm(dest, std::move(notifier), /*monitor=*/false).response_id().integer_value();
   req.reply_sink = slot_;
-  req.reply_token = token;
-  {
-    ClientDeliveryScope client;  // this thread waits for the answer: it may compute
-    // A plain message: the answer comes through the sink (a request would
-    // also get CAF's empty reply to a handler that returns nothing).
-    if (!DeliverInline(pool_, dest, companion_, caf::make_message_id(), caf::make_message(std::move(req))))
-      return errors::ResourceExhausted("no memory to send a step to ", to_string(dest->address()));
-  }
-  if (!Ready()) {
-    callee_ = dest;
-    Companion(companion_)->monitor(dest);
-    monitored_ = true;
-  }
-  return Status::OK();
+  // A plain message: the answer comes through the sink (a request would
+  // also get CAF's empty reply to a handler that returns nothing).
+  return DeliverHere(dest, caf::make_message_id(), caf::make_message(std::move(req)));
 }
 
 Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Status(ReplyFn, CancelFn*)>& send,

@@ -3,8 +3,9 @@
 //
 // The channel is a CAF actor_companion: a real actor address that the callee
 // answers like any requester, but whose mailbox hands each message straight to
-// a callback instead of scheduling it. The callback stores the reply and wakes
-// the caller, who spins briefly (a step often ends within microseconds) and
+// a callback instead of scheduling it (a local device actor answers a step
+// started by StartHereStep by calling the channel instead: no message). The
+// callback stores the reply and wakes the caller, who spins briefly (a step often ends within microseconds) and
 // then sleeps on a condition variable. One request at a time per channel;
 // ChannelPool keeps channels for reuse across calls and threads.
 #pragma once
@@ -93,8 +94,8 @@ class ClientChannel {
               std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
   /// When the last reply reached the channel: the callee's answer time, not
   /// the caller's (which adds the wake-up of a sleeping caller); the epoch
-  /// (not taken) for a reply delivered by a client's inline run
-  /// (StartHere), which ends before the caller waits.
+  /// (not taken) for the answer to a request this channel's thread was
+  /// delivering inline (StartHere), which came before the caller waits.
   std::chrono::steady_clock::time_point answered_at() const { return answered_at_; }
 
  private:
@@ -102,6 +103,11 @@ class ClientChannel {
   // Readies the slot for a request to `dest` (monitored, unless `monitor` is
   // false: the caller monitors it later if need be) and returns its id.
   caf::message_id Arm(const caf::actor& dest, std::shared_ptr<ReplyNotifier> notifier, bool monitor = true);
+  // Whether StartHere may run the local `dest` on this thread.
+  bool RunsHere(const caf::actor& dest) const;
+  // StartHere's second half, once armed: delivers and runs `msg` here, then
+  // monitors `dest` if its answer is not there yet.
+  Status DeliverHere(const caf::actor& dest, caf::message_id mid, caf::message msg);
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
   ComputePool* pool_;                // or null

@@ -22,7 +22,8 @@
 // outlasts the budget hands every later one on; the thread, a transport's I/O
 // thread serving many peers, has other messages to read; a client's
 // delivery, whose thread has nothing else to do, counts its budget from the
-// first time a later turn asks, so a one-turn step reads no clock);
+// first time another actor becomes runnable or a second turn begins, so a
+// step that runs in its first turn reads no clock);
 // an actor with more to do, every actor past the budget and every other job
 // (the pool's kernels and shards) go to the pool's workers as a client's
 // activation would (ComputePool::ScheduleActivation). An actor already

@@ -1,8 +1,10 @@
 // StepRunner: runs one step of an Executable (master/partition_registry.hpp).
 //
 // Every partition's step is one RunStepRequest to its task's worker session,
-// which hands it to the partition's device actor; every answer goes through
-// one reply path (Absorb: status, results by fetch index, stats). A step of
+// which hands it to the partition's device actor (a partition of this
+// process: to its device actor directly, answered by a call when the
+// caller's thread starts it: ClientChannel::StartHereStep); every answer goes
+// through one reply path (Absorb: status, results by fetch index, stats). A step of
 // one partition is waited for alone, by spinning when the signature's steps
 // are short (waking a sleeping thread costs as much as such a step on virtual
 // machines); a step of several starts them all at once and joins them with a

@@ -12,12 +12,15 @@
 //   CloseSession                                              the session is over: its partitions go
 // To a device actor:
 //   RegisterGraphRequest -> RegisterGraphResponse   compile a partition once
-//   RunStepRequest       -> RunStepResponse         run one step of it
+//   RunStepRequest       -> RunStepResponse         run one step of it (from this process, also as a
+//                                                   plain message naming a StepReplySink: answered
+//                                                   by a call to it)
 //   DeregisterGraph                                 drop it, cancelling its steps
 //   CloseSession                                    drop the session's shared kernels
 //
 // Every message may cross a process: registered in net/protocol.cpp and
-// round-tripped through a real connection by tests/protocol_test.cpp.
+// round-tripped through a real connection by tests/protocol_test.cpp (a
+// RunStepRequest's reply sink, only ever set within a process, is not).
 #pragma once
 
 #include <caf/actor.hpp>

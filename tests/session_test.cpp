@@ -15,6 +15,7 @@
 #include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "test_util.hpp"
+#include "wait_until.hpp"
 
 using namespace actorflow;
 using test::ToDef;
@@ -420,4 +421,29 @@ TEST_CASE("Session::Run from an actor that a thread runs inline hands its step t
   REQUIRE(s.ok());
   CHECK(out[0].scalar<float>() == 3.f);
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a failed step's unconsumed inputs go with the step; the plan's next step starts clean") {
+  // y's Reshape fails, so Add never runs and x's value waits in its input
+  // slot. The step's root iteration serves the plan's next step
+  // (ExecutorPlan::spare_root): its slots must be emptied when the step
+  // ends, not kept until the next one.
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Placeholder(root.WithOpName("y"), DT_FLOAT);
+  ops::Add(root.WithOpName("z"), x, ops::Reshape(root.WithOpName("r"), y, {3}));
+  Session session;
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  Tensor xv = test::MakeTensor<float>({1, 2, 3}, {3});
+  REQUIRE(session.Run({{"x", xv}, {"y", test::MakeTensor<float>({10, 20, 30}, {3})}}, {"z"}, {}, &out).ok());
+  CHECK(test::Values<float>(out[0]) == std::vector<float>{11, 22, 33});
+  out.clear();
+  const Status failed = session.Run({{"x", xv}, {"y", test::MakeTensor<float>({1, 2, 3, 4}, {4})}}, {"z"}, {}, &out);
+  REQUIRE(failed.code() == Code::kInvalidArgument);
+  // Answered at the error; the step itself ends once nothing of it runs.
+  CHECK(test::WaitUntil([&] { return xv.RefCountIsOne(); }, std::chrono::seconds(30)));
+  REQUIRE(session.Run({{"x", xv}, {"y", test::MakeTensor<float>({-1, -2, -3}, {3})}}, {"z"}, {}, &out).ok());
+  CHECK(test::Values<float>(out[0]) == std::vector<float>{0, 0, 0});
+  CHECK(xv.RefCountIsOne());  // a step that ran to its end keeps none of its feeds
 }

@@ -89,6 +89,10 @@ StepState::StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tens
 
 std::unique_ptr<IterationState> StepState::TakeRoot() {
   if (!frames.empty() || root_frame_.iterations.empty()) return nullptr;
+  // What no node consumed (a failed step's inputs of nodes that never ran, a
+  // merge's unused input, dead edges) goes now, with the step, not when the
+  // plan next runs.
+  for (Tensor& t : root_frame_.iterations[0]->inputs) t = Tensor();
   root_iter_ = nullptr;
   return std::move(root_frame_.iterations[0]);
 }

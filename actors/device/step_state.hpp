@@ -104,9 +104,9 @@ class StepState {
   /// (ExecutorPlan::spare_root), reset and used rather than a new one.
   StepState(int64_t step_id, const ExecutorPlan* plan, std::vector<Tensor> args,
             std::unique_ptr<IterationState> recycled = nullptr);
-  /// The root iteration, for the plan's next step (TakeRoot leaves this state
-  /// without one: only its destructor may follow); null when the step
-  /// started loop frames that are not all done.
+  /// The root iteration, its input slots emptied, for the plan's next step
+  /// (TakeRoot leaves this state without one: only its destructor may
+  /// follow); null when the step started loop frames that are not all done.
   std::unique_ptr<IterationState> TakeRoot();
 
   int64_t step_id() const { return step_id_; }
