@@ -105,9 +105,13 @@ inject() {
   esac
 }
 
-# finished LABEL: whether the run's evaluation line is out (or every launcher exited)
+# finished LABEL: whether the run's evaluation line is out, a worker has
+# finished (training is over for the launcher, --min-workers: a task that
+# fails from then on is not restarted, so a chief killed before its
+# evaluation would leave the run without one), or every launcher exited
 finished() {
   grep -q "trained [0-9]* steps" "$work/$1"*.log 2>/dev/null && return 0
+  grep -q "\[launch\] worker:[0-9]* finished" "$work/$1"*.log 2>/dev/null && return 0
   for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do kill -0 "$p" 2>/dev/null && return 1; done
   return 0
 }
