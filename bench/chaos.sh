@@ -15,7 +15,8 @@
 #              most 2 times (one cut off after the others finished fails its
 #              rounds, 15 s each, 20 recoveries: minutes, within --bound)
 # Every --interval seconds (uniformly 0.5x to 1.5x), one failure of the mode's
-# kinds, on a random worker. One JSON row per mode ("chaos"):
+# kinds, on a random worker, from the start of training until a worker has
+# finished (training is over then). One JSON row per mode ("chaos"):
 #   failures        how many were injected, by kind
 #   resume_ms       from a failure to the end of the cluster's first stall after it,
 #                   before the next failure (a gap between steps, any worker's, over
