@@ -70,14 +70,21 @@ void RecordCosts(const std::vector<NodeExecStats>& stats, CostModel* model) {
       model->Record(st.node, st.device, static_cast<double>(st.end_us - st.start_us));
 }
 
-RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const RunOptions& options,
-                           const std::vector<Tensor>& args, bool multi_partition) {
+// A step's request to `part`, without its arguments.
+RunStepRequest StepHeader(const Executable::Part& part, int64_t step_id, const RunOptions& options,
+                          bool multi_partition) {
   RunStepRequest req;
   req.graph_handle = part.graph_handle;
   req.step_id = step_id;
   req.timeout_ms = options.timeout_in_ms;
   req.collect_stats = options.collects_step_stats();
   req.multi_partition = multi_partition;
+  return req;
+}
+
+RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const RunOptions& options,
+                           const std::vector<Tensor>& args, bool multi_partition) {
+  RunStepRequest req = StepHeader(part, step_id, options, multi_partition);
   req.args.reserve(part.arg_indices.size());
   for (int a : part.arg_indices) req.args.push_back(args[a]);
   return req;
@@ -90,11 +97,7 @@ RunStepRequest StepRequest(const Executable::Part& part, int64_t step_id, const 
   bool in_order = part.arg_indices.size() == args.size();
   for (size_t i = 0; in_order && i < args.size(); ++i) in_order = part.arg_indices[i] == static_cast<int>(i);
   if (!in_order) return StepRequest(part, step_id, options, args, false);
-  RunStepRequest req;
-  req.graph_handle = part.graph_handle;
-  req.step_id = step_id;
-  req.timeout_ms = options.timeout_in_ms;
-  req.collect_stats = options.collects_step_stats();
+  RunStepRequest req = StepHeader(part, step_id, options, false);
   req.args = std::move(args);
   return req;
 }
