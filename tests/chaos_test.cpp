@@ -85,6 +85,9 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
 #endif
   const std::string out =
       (std::filesystem::temp_directory_path() / ("af_chaos_test_" + std::to_string(::getpid()) + ".out")).string();
+  // The runs' logs, kept: what the launcher did and when each failure came, for a failed check.
+  const auto logs = std::filesystem::temp_directory_path() / ("af_chaos_test_" + std::to_string(::getpid()) + ".logs");
+  std::filesystem::remove_all(logs);
   // Each of the four runs bounded (a sanitizer's runtime slows them: AF_TEST_SLOWDOWN).
   const int bound = 300 * AF_TEST_SLOWDOWN;
   const pid_t pid = actorflow::test::SpawnWithEnvironment(
@@ -92,7 +95,7 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
        // Training long enough (about 9 s here) that the first failure, 1-3 s
        // after training is under way, always comes before its end.
        "--epochs", "20", "--interval", "2", "--stop", "4", "--bound", std::to_string(bound)},
-      {}, out, false, {"TF_CONFIG"});
+      {{"KEEP_LOGS", logs.string()}}, out, false, {"TF_CONFIG"});
   int status = 0;
   const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
                                                 std::chrono::seconds(4 * bound + 100), std::chrono::milliseconds(100));
@@ -107,6 +110,15 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   for (const std::string mode : {"allreduce", "async"}) {
     INFO(mode);
+    // The failures injected, the launcher's lines and the end lines of the run with them.
+    std::string story = ReadFile((logs / (mode + ".chaos.events")).string());
+    std::istringstream log(ReadFile((logs / (mode + ".chaos.log")).string()));
+    for (std::string line; std::getline(log, line);)
+      if (line.find("[launch]") != std::string::npos || line.find("trained ") != std::string::npos ||
+          line.find("rror") != std::string::npos)
+        story += line + "\n";
+    if (story.size() > 12000) story = "..." + story.substr(story.size() - 12000);
+    INFO(story);
     std::smatch m;
     REQUIRE(std::regex_search(rows, m, std::regex("\\{\"bench\": \"chaos\", \"params\": \\{\"mode\": \"" + mode +
                                                   "\"[^\\n]*")));
@@ -121,4 +133,5 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
     REQUIRE(std::regex_search(row, acc, std::regex("\"accuracy\": \\{\"with\": ([0-9.]+)")));
     CHECK(std::stod(acc[1]) >= 80.0);  // 20 epochs under failures: it learned (without: about 88%)
   }
+  std::filesystem::remove_all(logs);
 }

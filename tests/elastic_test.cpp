@@ -147,6 +147,43 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     CHECK(out.find("fewer than --min-workers") == std::string::npos);
     CHECK(out.find("[launch] every worker finished") != std::string::npos);
   }
+  SECTION("the chief of a cluster with ps tasks ends the training: it is restarted after the end, no other is") {
+    // Workers 1 and 2 finish at once; the chief fails once, after the
+    // launcher saw worker 1 finish (its output file says so), then finishes.
+    const auto ports = FreePorts(4);
+    std::string workers;
+    for (int i = 1; i < 4; ++i)
+      workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(ports[i]) + "\"";
+    const std::string with_ps =
+        "{\"ps\": [\"127.0.0.1:" + std::to_string(ports[0]) + "\"], \"worker\": [" + workers + "]}";
+    const auto chief_fails_once = [&](const std::string& name) {
+      const std::string out = (dir / (name + ".log")).string(), mark = (dir / (name + ".failed")).string();
+      return std::make_pair(out, "case \"$TF_CONFIG\" in *'\"index\": 0'*) [ -e " + mark + " ] && exit 0; touch " +
+                                     mark + "; for i in $(seq 400); do grep -q 'launch. worker:1 finished' " + out +
+                                     " && break; sleep 0.05; done; exit 3;; esac; exit 0");
+    };
+    {
+      const auto [out, script] = chief_fails_once("chief_ps");
+      auto [code, text] = LaunchScript({"--cluster", with_ps, "--min-workers", "2", "--max-restarts", "5"}, script, out);
+      INFO(text);
+      CHECK(code == 0);
+      const size_t finished = text.find("[launch] worker:1 finished");
+      const size_t restarted = text.find("[launch] worker:0 exited with 3: restarting it (1 of 5)");
+      REQUIRE(finished != std::string::npos);
+      REQUIRE(restarted != std::string::npos);
+      CHECK(finished < restarted);  // after the end
+      CHECK(text.find("[launch] worker:0 finished") != std::string::npos);
+      CHECK(text.find("[launch] every worker finished: stopping the ps tasks") != std::string::npos);
+    }
+    {  // all-reduce (no ps): the first live worker evaluates; the chief is not restarted after the end
+      const auto [out, script] = chief_fails_once("chief_no_ps");
+      auto [code, text] = LaunchScript({"--cluster", cluster, "--min-workers", "2", "--max-restarts", "5"}, script, out);
+      INFO(text);
+      CHECK(code == 0);
+      CHECK(text.find("[launch] worker:0 exited with 3: training is over (worker:") != std::string::npos);
+      CHECK(text.find(": restarting it") == std::string::npos);
+    }
+  }
   SECTION("--max-workers: only the first M start, told M; out of range or without --min-workers: usage") {
     auto [code, out] = LaunchScript({"--cluster", cluster, "--min-workers", "1", "--max-workers", "2"},
                                     "[ \"$ACTORFLOW_MAX_WORKERS\" = 2 ] || exit 4", (dir / "max.log").string());

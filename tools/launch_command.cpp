@@ -75,7 +75,10 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         Once a worker finishes with 0, training is over: a worker that fails
                         then is not restarted (nor an error), and one still running after
                         --finish-wait-ms N (default 90000: more than a chief's wait for
-                        the others) is ended (SIGTERM, then SIGKILL)
+                        the others) is ended (SIGTERM, then SIGKILL). Except the chief (the
+                        "chief" task, else worker 0) of a cluster with ps tasks: it ends
+                        the training (evaluates, saves, stops the ps tasks), so it is
+                        restarted then too, with its own --finish-wait-ms from its restart
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
@@ -98,12 +101,14 @@ struct Task {
   std::string job;
   int index = 0;
   bool is_ps = false;
+  bool is_chief = false;  // the cluster's chief: its "chief" task, or worker 0 without one
   pid_t pid = -1;
   int restarts = 0;
   bool running = false;
   bool finished = false;  // exited 0
   bool given_up = false;  // died for good, with --min-workers others left
   bool ending = false;    // ended by the launcher after training was over (--min-workers)
+  std::chrono::steady_clock::time_point started;  // its latest process's start
   std::string label;      // "worker:1"
   std::unique_ptr<std::ofstream> log;
 };
@@ -167,6 +172,8 @@ class Launcher {
       task->job = t.job;
       task->index = t.index;
       task->is_ps = t.job == "ps";
+      task->is_chief = t.job == cluster_.chief().job && t.index == cluster_.chief().index;
+      has_ps_ = has_ps_ || task->is_ps;
       task->label = t.job + ":" + std::to_string(t.index);
       if (!log_dir_.empty())
         task->log = std::make_unique<std::ofstream>(log_dir_ + "/" + t.job + "-" + std::to_string(t.index) + ".log",
@@ -265,6 +272,7 @@ class Launcher {
     }
     t->pid = pid;
     t->running = true;
+    t->started = std::chrono::steady_clock::now();
     streams_.push_back(Stream{t, fds[0], ""});
     Say(t->label + " started (pid " + std::to_string(pid) + ")");
     return true;
@@ -330,7 +338,11 @@ class Launcher {
       }
       // Elastic: once a worker finished, training is over; one that fails
       // then (its peers gone) or that the launcher ended is not restarted.
-      const bool over = min_workers_ > 0 && !t->is_ps && (!over_by_.empty() || t->ending);
+      // But the chief of a cluster with ps tasks ends the training (the last
+      // evaluation and checkpoint; it stops the ps tasks): like a TFJob's
+      // chief, it is restarted until it finishes, the ps tasks kept for it.
+      const bool chief_ends = t->is_chief && has_ps_ && !t->ending;
+      const bool over = min_workers_ > 0 && !t->is_ps && (!over_by_.empty() || t->ending) && !chief_ends;
       if (!over && t->restarts < max_restarts_) {
         ++t->restarts;
         Say(t->label + " " + Describe(status) + ": restarting it (" + std::to_string(t->restarts) + " of " +
@@ -371,12 +383,14 @@ class Launcher {
     const auto now = std::chrono::steady_clock::now();
     for (auto& t : tasks_) {
       if (!t->running || t->is_ps) continue;
-      if (!t->ending && now - over_at_ >= std::chrono::milliseconds(finish_wait_ms_)) {
+      // A chief restarted after the end has its own finish_wait_ms_ from its restart.
+      const auto since = std::max(over_at_, t->started);
+      if (!t->ending && now - since >= std::chrono::milliseconds(finish_wait_ms_)) {
         Say(t->label + " still running " + std::to_string(finish_wait_ms_) + " ms after " + over_by_ +
             " finished: ending it");
         t->ending = true;
         ::kill(-t->pid, SIGTERM);
-      } else if (t->ending && now - over_at_ >= std::chrono::milliseconds(finish_wait_ms_ + grace_ms_)) {
+      } else if (t->ending && now - since >= std::chrono::milliseconds(finish_wait_ms_ + grace_ms_)) {
         ::kill(-t->pid, SIGKILL);
       }
     }
@@ -427,6 +441,7 @@ class Launcher {
   std::string over_by_;
   std::chrono::steady_clock::time_point over_at_;
   std::vector<std::unique_ptr<Task>> tasks_;
+  bool has_ps_ = false;  // the cluster has ps tasks (its chief ends the training)
   std::vector<Stream> streams_;
   bool failed_ = false;
   int failed_status_ = -1;  // the exit status of the task given up on (one task: the launcher's)
