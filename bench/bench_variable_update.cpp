@@ -10,12 +10,14 @@
 //    bench/peer_torch_update.py, PyTorch's in-place update of a parameter).
 // AF_BENCH_TRACE=1 prints where one 0.8 MB update step's time goes.
 // Threads: ACTORFLOW_NUM_THREADS (the runtime's pool; the peer uses as many).
+//   bench_variable_update [0.8mb|64mb|small]   (default: all three)
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "actorflow/actors/runtime.hpp"
@@ -112,10 +114,12 @@ void SmallOverhead(int threads) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // An argument picks one figure (for a profiler): 0.8mb, 64mb or small.
+  const std::string only = argc > 1 ? argv[1] : "";
   const int threads = Runtime::Default()->num_threads();
-  Bandwidth(800 * 1024, threads);
-  Bandwidth(64 << 20, threads);
-  SmallOverhead(threads);
+  if (only.empty() || only == "0.8mb") Bandwidth(800 * 1024, threads);
+  if (only.empty() || only == "64mb") Bandwidth(64 << 20, threads);
+  if (only.empty() || only == "small") SmallOverhead(threads);
   return 0;
 }
