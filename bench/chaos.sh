@@ -58,7 +58,7 @@ cleanup() {
   for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${launch_pids[@]+"${launch_pids[@]}"}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "$hosts_up" ]; then tests/netns/hosts.sh down "$hosts_up" >/dev/null 2>&1 || true; fi
-  if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$work" "$KEEP_LOGS"; fi
+  if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$work" "$KEEP_LOGS" || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

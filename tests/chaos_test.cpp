@@ -88,6 +88,13 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
   // The runs' logs, kept: what the launcher did and when each failure came, for a failed check.
   const auto logs = std::filesystem::temp_directory_path() / ("af_chaos_test_" + std::to_string(::getpid()) + ".logs");
   std::filesystem::remove_all(logs);
+  struct RemoveLogs {
+    std::filesystem::path dir;
+    ~RemoveLogs() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_logs{logs};
   // Each of the four runs bounded (a sanitizer's runtime slows them: AF_TEST_SLOWDOWN).
   const int bound = 300 * AF_TEST_SLOWDOWN;
   const pid_t pid = actorflow::test::SpawnWithEnvironment(
@@ -106,19 +113,25 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
   const std::string rows = ReadFile(out);
   std::filesystem::remove(out);
   INFO(rows);
-  REQUIRE(ended);
-  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // Per mode, the failures injected (all of them), then the launcher's lines
+  // and the end and error lines of the run with them (the last 8000 characters).
+  std::string story;
   for (const std::string mode : {"allreduce", "async"}) {
-    INFO(mode);
-    // The failures injected, the launcher's lines and the end lines of the run with them.
-    std::string story = ReadFile((logs / (mode + ".chaos.events")).string());
+    std::string lines;
     std::istringstream log(ReadFile((logs / (mode + ".chaos.log")).string()));
     for (std::string line; std::getline(log, line);)
       if (line.find("[launch]") != std::string::npos || line.find("trained ") != std::string::npos ||
           line.find("rror") != std::string::npos)
-        story += line + "\n";
-    if (story.size() > 12000) story = "..." + story.substr(story.size() - 12000);
-    INFO(story);
+        lines += line + "\n";
+    if (lines.size() > 8000) lines = "...\n" + lines.substr(lines.size() - 8000);
+    story += mode + " with failures, injected:\n" + ReadFile((logs / (mode + ".chaos.events")).string()) +
+             "its lines:\n" + lines;
+  }
+  INFO(story);
+  REQUIRE(ended);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  for (const std::string mode : {"allreduce", "async"}) {
+    INFO(mode);
     std::smatch m;
     REQUIRE(std::regex_search(rows, m, std::regex("\\{\"bench\": \"chaos\", \"params\": \\{\"mode\": \"" + mode +
                                                   "\"[^\\n]*")));
@@ -133,5 +146,4 @@ TEST_CASE("chaos: training under random kills and stops never hangs, goes on, an
     REQUIRE(std::regex_search(row, acc, std::regex("\"accuracy\": \\{\"with\": ([0-9.]+)")));
     CHECK(std::stod(acc[1]) >= 80.0);  // 20 epochs under failures: it learned (without: about 88%)
   }
-  std::filesystem::remove_all(logs);
 }

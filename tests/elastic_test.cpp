@@ -79,12 +79,19 @@ int64_t UnixMs() {
 
 // Waits up to `bound` for `pid` to exit; past it, sends `signal` and reaps
 // it. Whether it ended in time; its wait status in *status.
-bool WaitExit(pid_t pid, std::chrono::seconds bound, int signal, int* status) {
-  const bool ended = actorflow::test::WaitUntil([&] { return ::waitpid(pid, status, WNOHANG) == pid; }, bound,
-                                                std::chrono::milliseconds(20));
+// With `then`, SIGKILL when it has not exited that long after `signal`.
+bool WaitExit(pid_t pid, std::chrono::seconds bound, int signal, int* status,
+              std::chrono::seconds then = std::chrono::seconds(0)) {
+  const auto exited = [&] { return ::waitpid(pid, status, WNOHANG) == pid; };
+  const bool ended = actorflow::test::WaitUntil(exited, bound, std::chrono::milliseconds(20));
   if (!ended) {
     ::kill(pid, signal);
-    ::waitpid(pid, status, 0);
+    if (then.count() > 0 && !actorflow::test::WaitUntil(exited, then, std::chrono::milliseconds(20))) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, status, 0);
+    } else if (then.count() == 0) {
+      ::waitpid(pid, status, 0);
+    }
   }
   return ended;
 }
@@ -109,7 +116,9 @@ std::pair<int, std::string> LaunchScript(const std::vector<std::string>& args, c
   all.push_back(script);
   const pid_t pid = actorflow::test::SpawnWithEnvironment(all, {}, out, false, {"TF_CONFIG"});
   int status = 0;
-  const bool ended = WaitExit(pid, std::chrono::seconds(60), SIGKILL, &status);
+  // Past the bound: SIGTERM (the launcher ends its tasks, a ps server among
+  // them, by PID), then SIGKILL.
+  const bool ended = WaitExit(pid, std::chrono::seconds(60), SIGTERM, &status, std::chrono::seconds(15));
   return {ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out)};
 }
 
@@ -147,24 +156,30 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
     CHECK(out.find("fewer than --min-workers") == std::string::npos);
     CHECK(out.find("[launch] every worker finished") != std::string::npos);
   }
-  SECTION("the chief of a cluster with ps tasks ends the training: it is restarted after the end, no other is") {
-    // Workers 1 and 2 finish at once; the chief fails once, after the
-    // launcher saw worker 1 finish (its output file says so), then finishes.
+  SECTION("the chief of a cluster with ps tasks ends the training: restarted after the end, never given up") {
     const auto ports = FreePorts(4);
     std::string workers;
     for (int i = 1; i < 4; ++i)
       workers += (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(ports[i]) + "\"";
     const std::string with_ps =
         "{\"ps\": [\"127.0.0.1:" + std::to_string(ports[0]) + "\"], \"worker\": [" + workers + "]}";
-    const auto chief_fails_once = [&](const std::string& name) {
+    // Worker 1 finishes at once. The chief fails once (exit 3) `delay`
+    // seconds after the launcher saw worker 1 finish (its output file says
+    // so), then runs `again` seconds and finishes; worker 2 fails after the
+    // end too (`late2`) or finishes at once. The log's path and the script.
+    const auto script = [&](const std::string& name, const char* delay, const char* again, bool late2) {
       const std::string out = (dir / (name + ".log")).string(), mark = (dir / (name + ".failed")).string();
-      return std::make_pair(out, "case \"$TF_CONFIG\" in *'\"index\": 0'*) [ -e " + mark + " ] && exit 0; touch " +
-                                     mark + "; for i in $(seq 400); do grep -q 'launch. worker:1 finished' " + out +
-                                     " && break; sleep 0.05; done; exit 3;; esac; exit 0");
+      const std::string seen = "for i in $(seq 400); do grep -q 'launch. worker:1 finished' '" + out +
+                               "' && break; sleep 0.05; done; ";
+      return std::make_pair(out, "case \"$TF_CONFIG\" in *'\"index\": 0'*) [ -e '" + mark + "' ] && { sleep " +
+                                     again + "; exit 0; }; touch '" + mark + "'; " + seen + "sleep " + delay +
+                                     "; exit 3;; *'\"index\": 2'*) " + (late2 ? seen + "exit 3;; " : "exit 0;; ") +
+                                     "esac; exit 0");
     };
-    {
-      const auto [out, script] = chief_fails_once("chief_ps");
-      auto [code, text] = LaunchScript({"--cluster", with_ps, "--min-workers", "2", "--max-restarts", "5"}, script, out);
+    {  // restarted after the end; worker 2, failing after the end, is not
+      const auto [out, text_script] = script("chief_ps", "0", "0", true);
+      auto [code, text] =
+          LaunchScript({"--cluster", with_ps, "--min-workers", "2", "--max-restarts", "5"}, text_script, out);
       INFO(text);
       CHECK(code == 0);
       const size_t finished = text.find("[launch] worker:1 finished");
@@ -172,12 +187,36 @@ TEST_CASE("launch --min-workers: a worker given up is not an error while enough 
       REQUIRE(finished != std::string::npos);
       REQUIRE(restarted != std::string::npos);
       CHECK(finished < restarted);  // after the end
+      CHECK(text.find("[launch] worker:2 exited with 3: training is over (worker:1 finished): not restarting it") !=
+            std::string::npos);
       CHECK(text.find("[launch] worker:0 finished") != std::string::npos);
       CHECK(text.find("[launch] every worker finished: stopping the ps tasks") != std::string::npos);
     }
+    {  // past --max-restarts: the launch fails (the training's end is lost), whatever --min-workers says
+      const auto [out, text_script] = script("chief_ps_out", "0", "0", false);
+      auto [code, text] =
+          LaunchScript({"--cluster", with_ps, "--min-workers", "2", "--max-restarts", "0"}, text_script, out);
+      INFO(text);
+      CHECK(code == 1);
+      CHECK(text.find("[launch] worker:0 is the chief: the training's end") != std::string::npos);
+      CHECK(text.find("going on without worker:0") == std::string::npos);
+    }
+    {  // its own --finish-wait-ms from its restart: failing 2.5 s after the
+       // end, it runs on past the end's 4 s and finishes
+      const auto [out, text_script] = script("chief_ps_wait", "2.5", "2.5", false);
+      auto [code, text] = LaunchScript({"--cluster", with_ps, "--min-workers", "2", "--max-restarts", "5",
+                                        "--finish-wait-ms", "4000", "--grace-ms", "1000"},
+                                       text_script, out);
+      INFO(text);
+      CHECK(code == 0);
+      CHECK(text.find("[launch] worker:0 exited with 3: restarting it (1 of 5)") != std::string::npos);
+      CHECK(text.find("ending it") == std::string::npos);
+      CHECK(text.find("[launch] worker:0 finished") != std::string::npos);
+    }
     {  // all-reduce (no ps): the first live worker evaluates; the chief is not restarted after the end
-      const auto [out, script] = chief_fails_once("chief_no_ps");
-      auto [code, text] = LaunchScript({"--cluster", cluster, "--min-workers", "2", "--max-restarts", "5"}, script, out);
+      const auto [out, text_script] = script("chief_no_ps", "0", "0", false);
+      auto [code, text] =
+          LaunchScript({"--cluster", cluster, "--min-workers", "2", "--max-restarts", "5"}, text_script, out);
       INFO(text);
       CHECK(code == 0);
       CHECK(text.find("[launch] worker:0 exited with 3: training is over (worker:") != std::string::npos);

@@ -78,14 +78,16 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         the others) is ended (SIGTERM, then SIGKILL). Except the chief (the
                         "chief" task, else worker 0) of a cluster with ps tasks: it ends
                         the training (evaluates, saves, stops the ps tasks), so it is
-                        restarted then too, with its own --finish-wait-ms from its restart
+                        restarted then too (not once the launcher ended it), with its own
+                        --finish-wait-ms from its restart (two in all at most), and is
+                        never given up: past --max-restarts it fails the launch
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
 Exit status, every task of a cluster: 0 every non-ps task finished with 0, or was given up
 with at least --min-workers of them finished with 0 (the ps tasks are then stopped); 1 a task
-failed more than --max-restarts times (with --min-workers: a ps task, or fewer than N workers
-left), or SIGINT/SIGTERM (every task is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
+failed more than --max-restarts times (with --min-workers: a ps task, a ps cluster's chief, or
+fewer than N workers left), or SIGINT/SIGTERM (every task is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
 One task: 0 it finished with 0 (a ps task: when the chief stopped it); its own exit status
 (128+N for signal N) when it failed more than --max-restarts times; 1 on SIGINT/SIGTERM
 (the task is ended by PID); 2 usage error.
@@ -359,7 +361,10 @@ class Launcher {
       Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +
                                                                         " restarts: giving up"
                                                                   : ": giving up (--max-restarts 0)"));
-      if (min_workers_ > 0 && !t->is_ps) {  // elastic: the others go on while enough of them remain
+      if (chief_ends && min_workers_ > 0) {  // never given up: without it the training has no end
+        Say(t->label + " is the chief: the training's end (its evaluation, last checkpoint, the ps tasks "
+                       "stopped) is lost");
+      } else if (min_workers_ > 0 && !t->is_ps) {  // elastic: the others go on while enough of them remain
         t->given_up = true;
         int left = 0;
         for (auto& w : tasks_) left += !w->is_ps && !w->given_up;
@@ -383,11 +388,15 @@ class Launcher {
     const auto now = std::chrono::steady_clock::now();
     for (auto& t : tasks_) {
       if (!t->running || t->is_ps) continue;
-      // A chief restarted after the end has its own finish_wait_ms_ from its restart.
-      const auto since = std::max(over_at_, t->started);
-      if (!t->ending && now - since >= std::chrono::milliseconds(finish_wait_ms_)) {
-        Say(t->label + " still running " + std::to_string(finish_wait_ms_) + " ms after " + over_by_ +
-            " finished: ending it");
+      // A chief restarted after the end has its own finish_wait_ms_ from its
+      // restart, up to one more in all (one failing again and again ends).
+      const auto wait = std::chrono::milliseconds(finish_wait_ms_);
+      const bool restarted = t->started > over_at_;
+      const auto since = restarted ? std::min(t->started, over_at_ + wait) : over_at_;
+      if (!t->ending && now - since >= wait) {
+        Say(t->label + " still running " + std::to_string(finish_wait_ms_) + " ms after " +
+            (restarted ? "its restart (" + over_by_ + " finished before it)" : over_by_ + " finished") +
+            ": ending it");
         t->ending = true;
         ::kill(-t->pid, SIGTERM);
       } else if (t->ending && now - since >= std::chrono::milliseconds(finish_wait_ms_ + grace_ms_)) {
