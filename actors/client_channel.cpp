@@ -54,6 +54,8 @@ struct ClientChannel::Slot final : StepReplySink {
     return token != 0 && expected.compare_exchange_strong(token, 0, std::memory_order_acq_rel);
   }
   caf::message reply;  // written before `ready` is set
+  RunStepResponse step;   // likewise: a device's answer through Reply (has_step)
+  bool has_step = false;
   std::chrono::steady_clock::time_point answered;  // likewise
   std::mutex mu;
   std::condition_variable cv;
@@ -66,12 +68,15 @@ struct ClientChannel::Slot final : StepReplySink {
   // sets `ready` (after which the caller may Start again and replace it).
   std::shared_ptr<ReplyNotifier> notifier;
 
-  // A device's answer to a step started by StartHereStep. The message is
-  // made before the claim: a claim whose delivery then failed for memory
-  // would leave the request unanswerable, even by its callee's down_msg.
+  // A device's answer to a step started by StartHereStep, kept as it is:
+  // no message is made, so no allocation can fail between the claim and the
+  // delivery (that would leave the request unanswerable, even by its
+  // callee's down_msg) or lose the answer of a step out of memory.
   void Reply(uint64_t token, RunStepResponse&& answer) override {
-    caf::message m = caf::make_message(std::move(answer));
-    if (Claim(token)) Deliver(std::move(m));
+    if (!Claim(token)) return;
+    step = std::move(answer);
+    has_step = true;
+    Deliver(caf::message());
   }
 
   void Deliver(caf::message m) {
@@ -137,6 +142,7 @@ caf::message_id ClientChannel::Arm(const caf::actor& dest, std::shared_ptr<Reply
   s.expected.store(0, std::memory_order_release);
   cancel_ = nullptr;
   s.notifier = std::move(notifier);
+  s.has_step = false;
   s.ready.store(false, std::memory_order_relaxed);
   auto* companion = Companion(companion_);
   auto mid = companion->new_request_id(caf::message_priority::normal);
@@ -262,6 +268,15 @@ Status ClientChannel::Wait(std::chrono::milliseconds timeout, caf::message* repl
   monitored_ = false;
   *reply = std::move(s.reply);
   answered_at_ = s.answered;
+  return Status::OK();
+}
+
+Status ClientChannel::TakeStepResponse(caf::message& reply, RunStepResponse* resp) {
+  Slot& s = *slot_;
+  if (!s.has_step) return ReplyAs(reply, resp);
+  *resp = std::move(s.step);
+  s.step = RunStepResponse();
+  s.has_step = false;
   return Status::OK();
 }
 

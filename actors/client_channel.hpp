@@ -34,6 +34,7 @@ namespace actorflow {
 
 class ComputePool;
 struct RunStepRequest;
+struct RunStepResponse;
 
 /// Told of every reply to the channels started with it, so one thread can
 /// wait for whichever of several requests answers first.
@@ -92,6 +93,10 @@ class ClientChannel {
   bool Ready() const;
   Status Wait(std::chrono::milliseconds timeout, caf::message* reply,
               std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
+  /// After Wait: a step's answer, as a device gave it to a StartHereStep
+  /// request (by a call, no message: its arrival needs no memory), else as
+  /// `reply` (ReplyAs).
+  Status TakeStepResponse(caf::message& reply, RunStepResponse* resp);
   /// When the last reply reached the channel: the callee's answer time, not
   /// the caller's (which adds the wake-up of a sleeping caller); the epoch
   /// (not taken) for the answer to a request this channel's thread was

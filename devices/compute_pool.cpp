@@ -106,7 +106,16 @@ using Coordinator = caf::scheduler::coordinator<caf::policy::work_stealing>;
 class ActivationUnit final : public caf::execution_unit {
  public:
   ActivationUnit(caf::actor_system* sys, ComputePool* pool) : caf::execution_unit(sys), pool_(pool) {}
-  void exec_later(caf::resumable* job) override { pool_->ScheduleActivation(job); }
+  // Never throws: CAF calls this from an actor's enqueue after the message
+  // is in its mailbox and the actor counted as scheduled, so a throw (no
+  // memory for a worker's queue node) would leave it never run again.
+  void exec_later(caf::resumable* job) override {
+    try {
+      pool_->ScheduleActivation(job);
+    } catch (...) {
+      pool_->RescheduleAfterFailure(job);
+    }
+  }
 
  private:
   ComputePool* pool_;

@@ -202,11 +202,11 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
     }
     if (asked.ok())
       asked = ch->Wait(ReplyWait(options), &reply, SpinBudget(exe.typical_ns.load(std::memory_order_relaxed)));
+    if (asked.ok()) asked = ch->TakeStepResponse(reply, &resp);
     if (!errors::IsDeadlineExceeded(asked)) {  // a channel that timed out is dropped with its late reply
       answered = ch->answered_at();
       channels->Release(std::move(ch));
     }
-    if (asked.ok()) asked = ReplyAs(reply, &resp);
   }
   if (asked.ok() && timed) {
     // Up to the answer: were it measured after a sleeping caller woke, one
@@ -291,7 +291,7 @@ Status StepRunner::RunMany(const Executable& exe, const RunOptions& options, std
     caf::message reply;
     Status asked = started[i]->Wait(timeout, &reply);
     RunStepResponse resp;
-    if (asked.ok()) asked = ReplyAs(reply, &resp);
+    if (asked.ok()) asked = started[i]->TakeStepResponse(reply, &resp);
     if (!errors::IsDeadlineExceeded(asked)) channels->Release(std::move(started[i]));
     barrier.PartitionDone(Absorb(exe.parts[order[i]], asked, &resp, &results, &stats));
   };

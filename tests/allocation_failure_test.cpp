@@ -27,6 +27,7 @@
 #include "actorflow/ops/op_kernel.hpp"
 #include "actorflow/ops/op_registry.hpp"
 #include "failing_new.hpp"
+#include "wait_until.hpp"
 #include "test_util.hpp"
 
 using namespace actorflow;
@@ -187,6 +188,47 @@ TEST_CASE("a graph whose executor bookkeeping does not fit fails to run; the ses
   REQUIRE((s.ok() || s.code() == Code::kResourceExhausted));
   REQUIRE(session.Run(Bounded(), {{"x", value}}, {"first"}, {}, &out).ok());
   REQUIRE(out[0].data<float>()[0] == 0.f);
+}
+
+TEST_CASE("any one allocation of a step failing on the caller's thread ends that step; none is left behind") {
+  // A step the caller's own thread runs (Session::Run starts a one-device
+  // step there): its allocations are refused one at a time, the first, the
+  // second, ... until a step runs with none refused. Each step ends bounded,
+  // with its result or ResourceExhausted, keeps none of its feeds once over,
+  // and the session's next step succeeds.
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Mul(root.WithOpName("y"), ops::Add(root.WithOpName("sum"), x, x), x);
+  Runtime rt(RuntimeOptions{});
+  Session session(OnRuntime(&rt));
+  REQUIRE(session.Create(ToDef(root)).ok());
+  const Tensor xv = test::MakeTensor<float>({1, 2, 3}, {3});
+  std::vector<Tensor> out;
+  REQUIRE(session.Run(Bounded(), {{"x", xv}}, {"y"}, {}, &out).ok());
+  out.clear();
+  int refused_steps = 0;
+  for (int k = 0; k < 2000; ++k) {
+    INFO("allocation " << k << " refused");
+    const int64_t before = g_refused.load();
+    Status s;
+    {
+      std::vector<std::pair<std::string, Tensor>> feeds = {{"x", xv}};
+      std::vector<std::string> fetches = {"y"};
+      t_fail_after = k;
+      s = session.Run(Bounded(), feeds, fetches, {}, &out);
+      t_fail_after = -1;
+    }
+    INFO(s.ToString());
+    REQUIRE((s.ok() || s.code() == Code::kResourceExhausted));
+    if (s.ok()) REQUIRE(test::Values<float>(out[0]) == std::vector<float>{2, 8, 18});
+    out.clear();
+    CHECK(test::WaitUntil([&] { return xv.RefCountIsOne(); }, std::chrono::seconds(10)));
+    REQUIRE(session.Run(Bounded(), {{"x", xv}}, {"y"}, {}, &out).ok());
+    out.clear();
+    if (g_refused.load() == before) break;  // the step needed fewer than k allocations here
+    ++refused_steps;
+  }
+  CHECK(refused_steps >= 4);  // the sweep reached the step's own allocations (8 here)
 }
 
 #else

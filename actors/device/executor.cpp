@@ -87,7 +87,12 @@ void Executor::Answer(ActiveStep& a) {
     if (resp.status.ok()) resp.retvals = std::move(retvals);
   }
   resp.stats = std::move(s.stats);
-  a.reply(std::move(resp));
+  try {
+    a.reply(std::move(resp));
+  } catch (...) {  // not sent (no memory for the reply message): a later answer may still go
+    s.replied = false;
+    throw;
+  }
 }
 
 void Executor::FailStep(StepState* step, const Status& s) {
@@ -110,7 +115,15 @@ void Executor::NodeFinished(StepState* step) {
     return;
   }
   auto it = steps_.find(step->step_id());
-  Answer(it->second);
+  try {
+    Answer(it->second);
+  } catch (...) {  // no memory for the answer's message: once more as a failure, then the step ends all the same
+    step->Fail(OutOfMemoryStatus());
+    try {
+      Answer(it->second);
+    } catch (...) {  // the client's deadline ends its wait
+    }
+  }
   if (services_.queues) services_.queues->StepEnded(step->client_step_id);
   // Nothing runs for the step any more: its root iteration serves the next.
   if (!it->second.plan->spare_root()) it->second.plan->spare_root() = step->TakeRoot();
@@ -451,12 +464,22 @@ void Executor::FailAllOnError() noexcept {
 // Starts a step; out of memory fails that step alone (answered), never the host.
 void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
                          Executor::Reply reply) noexcept {
-  int64_t id = 0;  // the step's, once it is in steps_
+  int64_t id = 0;       // the step's, once it is in steps_
+  bool holding = false;  // its start's hold on it (outstanding), not yet released
   try {
-    StartStepOrThrow(std::move(plan), graph_handle, req, &reply, &id);
+    StartStepOrThrow(std::move(plan), graph_handle, req, &reply, &id, &holding);
   } catch (...) {  // out of memory for the step's state: that step fails
     if (id != 0) {
       FailStepOnError(id);
+      // The hold goes, or the step would never end (nor free its feeds).
+      auto it = holding ? steps_.find(id) : steps_.end();
+      if (it != steps_.end()) {
+        try {
+          NodeFinished(it->second.state.get());
+        } catch (...) {  // answering it ran out of memory again: the next run's failures settle it
+          FailStepOnError(id);
+        }
+      }
       Run();
       return;
     }
@@ -470,7 +493,8 @@ void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t grap
 }
 
 void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, uint64_t graph_handle,
-                                RunStepRequest& req, Executor::Reply* reply, int64_t* started_id) {
+                                RunStepRequest& req, Executor::Reply* reply, int64_t* started_id,
+                                bool* holding) {
   // A step refused before it starts is aborted at the rendezvous too, as a
   // failing one is: other partitions may wait in Recvs for its Sends.
   auto refuse = [&](const Status& s) {
@@ -502,6 +526,8 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
   // with the caller, who answers.
   steps_.emplace(id, std::move(active)).first->second.reply = std::move(*reply);
   *started_id = id;
+  step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
+  *holding = true;
   if (req.timeout_ms > 0) {
     const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);
     deadlines_.emplace(due, id);
@@ -510,7 +536,6 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
       services_.host->ArmDeadline(std::chrono::milliseconds(req.timeout_ms));
     }
   }
-  step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   IterationState* root = &step->root();
   for (int32_t r : plan.roots()) {
     ready_.push_back({step, root, r, false});  // counted once queued: a failed push leaves no count behind
@@ -518,6 +543,7 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
     ++root->outstanding_ops;
   }
   RunReady();
+  *holding = false;
   NodeFinished(step);
 }
 

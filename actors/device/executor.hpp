@@ -231,7 +231,7 @@ class Executor {
   void FailAllOnError() noexcept;
   void Answer(ActiveStep& a);
   void StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
-                        Reply* reply, int64_t* started_id);
+                        Reply* reply, int64_t* started_id, bool* holding);
   // Kernel launch (executor_launch.cpp).
   /// Runs a kernel, turning an escaping exception into the node's Status: an
   /// exception must never reach the host. `async_inline`: an asynchronous
