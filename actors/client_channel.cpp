@@ -227,6 +227,12 @@ Status ClientChannel::StartVia(const caf::actor& dest, const std::function<Statu
       },
       &cancel_);
   if (!s.ok()) {  // nothing in flight: the channel is free again
+    // Unless a delivery claimed the request meanwhile (the callee's down_msg,
+    // its monitor fired at once): it may still be writing the slot, which
+    // the caller's next Arm (a fallback Start) would write too. Wait for its
+    // end (ready), a few instructions away.
+    if (slot_->expected.exchange(0, std::memory_order_acq_rel) == 0)
+      while (!slot_->ready.load(std::memory_order_acquire)) CpuRelax();
     Companion(companion_)->demonitor(dest);
     monitored_ = false;
     callee_ = caf::actor();
