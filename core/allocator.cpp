@@ -209,7 +209,11 @@ class CpuAllocator final : public Allocator {
     if (!small_cache_alive()) return false;
     auto& l = Small().lists[block / kTensorAlignment];
     if (l.size() >= kSmallPerClass) return false;
-    l.push_back(p);
+    try {
+      l.push_back(p);  // a list that must grow for it when no memory is left: freed instead
+    } catch (...) {
+      return false;
+    }
     return true;
   }
 
@@ -241,7 +245,11 @@ class CpuAllocator final : public Allocator {
   bool PutCached(void* p, size_t block) {
     std::lock_guard<std::mutex> lock(mu_);
     if (cached_ + block > cache_limit_) return false;
-    free_lists_[block].push_back(p);
+    try {
+      free_lists_[block].push_back(p);  // likewise: a deallocation never throws
+    } catch (...) {
+      return false;
+    }
     cached_ += block;
     return true;
   }
