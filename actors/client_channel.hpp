@@ -72,8 +72,8 @@ class ClientChannel {
   Status StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// StartHere for a step of a local device actor: the request names this
   /// channel as its StepReplySink (net/worker_service.hpp), so the device
-  /// answers by a call, not a reply message; Wait returns the RunStepResponse
-  /// as a message all the same. Where StartHere would fall back to Start,
+  /// answers by a call, not a reply message (after Wait, TakeStepResponse
+  /// gives it). Where StartHere would fall back to Start,
   /// sent as Start sends it (a request answered by message).
   Status StartHereStep(const caf::actor& dest, RunStepRequest&& req, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// The function that hands a channel its answer (StartVia).
