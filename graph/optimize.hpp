@@ -8,6 +8,7 @@
 #pragma once
 
 #include "actorflow/core/status.hpp"
+#include "actorflow/graph/fuse_updates.hpp"
 #include "actorflow/graph/graph.hpp"
 
 namespace actorflow {
@@ -17,6 +18,9 @@ class Device;
 struct GraphOptions {
   bool do_common_subexpression_elimination = true;
   bool do_constant_folding = true;
+  /// Which devices' optimizer updates become one node per optimizer, after
+  /// placement (graph/fuse_updates.hpp, graph/preparation.hpp).
+  FuseUpdates fuse_optimizer_updates = FuseUpdates::kOnGpus;
 };
 
 /// Runs the passes `options` selects over `g`, folding on `cpu` (a CPU

@@ -12,6 +12,8 @@ Status PrepareGraph(Graph* g, const std::vector<std::string>& feeds, const std::
   if (!options.devices) return errors::Internal("graph preparation: no devices to place on");
   AF_RETURN_IF_ERROR(PlaceGraph(g, *options.devices, options.placer));
   if (options.on_placed) options.on_placed(*g);
+  AF_RETURN_IF_ERROR(FuseOptimizerUpdates(g, options.graph_options.fuse_optimizer_updates)
+                         .WithContext("in optimizer-update fusion"));
   if (options.last_stage == PreparationStage::kPlace) return Status::OK();
   AF_RETURN_IF_ERROR(PartitionGraph(*g, options.partitioning, &out->partitions));
   if (out->partitions.empty()) return errors::Internal("the graph has no nodes left to run");

@@ -5,7 +5,8 @@
 //   prune      feeds become _Arg nodes, fetches get _Retval nodes, what no
 //              fetch or target needs is removed (graph/subgraph.hpp)
 //   optimize   CSE and constant folding (graph/optimize.hpp)
-//   place      every node gets a device (graph/placer.hpp)
+//   place      every node gets a device (graph/placer.hpp); then the
+//              optimizer updates of a GPU fuse (graph/fuse_updates.hpp)
 //   partition  one GraphDef per device, _Send/_Recv at the cuts, with the
 //              maps from the signature's feeds and fetches to each
 //              partition's _Args and _Retvals (graph/partition.hpp)
@@ -40,7 +41,8 @@ struct PreparationOptions {
   const DeviceManager* devices = nullptr;
   PlacerOptions placer;
   /// Called with the placed graph before it is partitioned (a session keeps
-  /// where its stateful nodes went); may be empty.
+  /// where its stateful nodes went), before optimizer updates fuse: it sees
+  /// the graph's own nodes; may be empty.
   std::function<void(const Graph&)> on_placed;
   PartitionOptions partitioning;
 };

@@ -171,6 +171,14 @@ Status KernelRegistry::Find(const proto::NodeDef& node, const std::string& devic
                           registered.empty() ? std::string(" <none>") : registered);
 }
 
+std::vector<std::pair<std::string, KernelRegistry::HostKernel>> KernelRegistry::HostKernelsForOp(
+    const std::string& op) const {
+  std::vector<std::pair<std::string, HostKernel>> out;
+  for (auto it = host_kernels_.lower_bound({op, std::string()}); it != host_kernels_.end() && it->first.first == op; ++it)
+    out.emplace_back(it->first.second, it->second);
+  return out;
+}
+
 std::vector<KernelDef> KernelRegistry::KernelsForOp(const std::string& op) const {
   std::vector<KernelDef> out;
   auto range = kernels_.equal_range(op);

@@ -278,6 +278,9 @@ class KernelRegistry {
   /// that `rule` admits gets the CPU's kernel there. Called at static-init
   /// time, like Register.
   void RegisterHostKernel(const std::string& op, const std::string& device_type, HostKernel rule);
+  /// The device types where nodes of `op` may run its CPU kernel in host
+  /// memory (RegisterHostKernel), each with its rule (`actorflow ops` lists them).
+  std::vector<std::pair<std::string, HostKernel>> HostKernelsForOp(const std::string& op) const;
 
  private:
   struct Entry {

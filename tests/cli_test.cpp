@@ -294,6 +294,22 @@ TEST_CASE("cli: ops lists ops with their kernels") {
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("MatMul  kernels: CPU") != std::string::npos);
   REQUIRE(r.out.find("SparseSoftmaxCrossEntropyWithLogits") != std::string::npos);
+  // The fused optimizer updates have CPU kernels (and GPU ones in a CUDA build).
+  REQUIRE(r.out.find("_FusedApplyAdam  kernels: CPU") != std::string::npos);
+  // In a CUDA build a GPU also runs ops in host memory with the CPU's kernels: listed as such.
+  auto line_of = [&](const std::string& op) {
+    const size_t at = r.out.find("\n" + op + "  kernels:");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  if (line_of("MatMul").find(" GPU") != std::string::npos) {
+    INFO(line_of("Reshape"));
+    REQUIRE(line_of("Reshape").find("GPU[host memory: any dtype, reads shapes]") != std::string::npos);
+    REQUIRE(line_of("BroadcastGradientArgs").find("GPU[host memory: integer and bool dtypes]") != std::string::npos);
+    REQUIRE(line_of("_FusedApplyAdam").find(" GPU[T=float]") != std::string::npos);
+  } else {
+    REQUIRE(line_of("Reshape").find("GPU") == std::string::npos);
+  }
 }
 
 TEST_CASE("cli: gradients writes a graph whose printed gradient tensors run") {

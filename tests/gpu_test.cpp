@@ -210,7 +210,22 @@ TEST_CASE("GPU Sum and Mean match the CPU over all axes, one axis, and neighbour
   });
 }
 
-TEST_CASE("GPU Softmax and SparseSoftmaxCrossEntropyWithLogits match the CPU") {
+TEST_CASE("GPU Softmax and both softmax cross entropies (dense and sparse labels) match the CPU") {
+  for (int64_t cols : {1, 10, 1000}) {  // the dense cross entropy: labels a distribution per row
+    INFO("dense, cols " << cols);
+    Tensor logits = Random({67, cols}, static_cast<uint32_t>(cols) + 7, -8.f, 8.f);
+    Tensor labels = Random({67, cols}, static_cast<uint32_t>(cols) + 8, 0.f, 1.f);
+    for (int64_t r = 0; r < 67; ++r) {  // each row sums to 1
+      float sum = 0.f;
+      for (int64_t j = 0; j < cols; ++j) sum += labels.data<float>()[r * cols + j];
+      for (int64_t j = 0; j < cols; ++j)
+        labels.data<float>()[r * cols + j] = sum > 0.f ? labels.data<float>()[r * cols + j] / sum : 1.f / cols;
+    }
+    CompareWithCpu({logits, labels}, [](const Scope& s, const std::vector<Output>& in) {
+      auto x = ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+      return std::vector<Output>{x.loss, x.backprop};
+    }, 1e-4f);
+  }
   for (int64_t cols : {1, 10, 1000}) {
     INFO("cols " << cols);
     Tensor logits = Random({67, cols}, static_cast<uint32_t>(cols), -8.f, 8.f);

@@ -41,6 +41,14 @@ int OpsCommand(const std::vector<std::string>& argv) {
     const std::vector<KernelDef> kernels = KernelRegistry::Global()->KernelsForOp(name);
     if (kernels.empty()) line += " none";
     for (const auto& kernel : kernels) line += " " + FormatKernel(kernel);
+    // A device that runs the CPU's kernel in host memory (a GPU's Shape,
+    // Reshape, integer arithmetic) runs the op too: listed as such.
+    for (const auto& [device, rule] : KernelRegistry::Global()->HostKernelsForOp(name)) {
+      const bool cpu = std::any_of(kernels.begin(), kernels.end(), [](const KernelDef& k) { return k.device_type == DEVICE_CPU; });
+      if (!cpu) break;  // no CPU kernel to borrow
+      line += " " + device + (rule == KernelRegistry::HostKernel::kShapeOnly ? "[host memory: any dtype, reads shapes]"
+                                                                           : "[host memory: integer and bool dtypes]");
+    }
     std::cout << line << '\n';
   }
   return kExitOk;

@@ -202,6 +202,46 @@ void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<v
   });
 }
 
+// All requests' variables resolved at once and locked at once (address
+// order, each once: VarLocks), so two fused updates of one device, or a
+// fused update and a reader of another, never wait for each other in a
+// cycle. A container of another process holds no device memory of this
+// one: such a request is refused.
+void DeviceVariableAccess::UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
+                                               std::function<void(std::vector<VarUpdateResponse>&)> done) {
+  std::vector<VarUpdateResponse> answers(reqs.size());
+  if (!container_ || !local_) {
+    for (auto& r : answers)
+      r.status = container_ ? errors::Unimplemented("a fused update of ", device_->name(),
+                                                    " names variables of another process")
+                            : errors::Unavailable("no container actor holds variables on ", device_->name());
+    done(answers);
+    return;
+  }
+  std::vector<std::string> handles;
+  for (const VarUpdateRequest& r : reqs) handles.insert(handles.end(), r.handles.begin(), r.handles.end());
+  Resolve(handles, [reqs = std::move(reqs), answers = std::move(answers), done = std::move(done)](
+                       const Status& s, Resolved& vars) mutable {
+    if (!s.ok()) {
+      for (auto& r : answers) r.status = s;
+      done(answers);
+      return;
+    }
+    const std::vector<LocalVar*> raw = Raw(vars);
+    VarLocks locks(raw);
+    locks.Lock();
+    size_t at = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const std::vector<LocalVar*> mine(raw.begin() + static_cast<std::ptrdiff_t>(at),
+                                        raw.begin() + static_cast<std::ptrdiff_t>(at + reqs[i].handles.size()));
+      at += reqs[i].handles.size();
+      if (!reqs[i].on_device) answers[i].status = errors::Internal("a fused update's request is not on_device");
+      else ApplyLockedAnswer(reqs[i], mine, &answers[i], nullptr);
+    }
+    done(answers);
+  });
+}
+
 // ---- Queues ------------------------------------------------------------------
 
 void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,

@@ -49,6 +49,8 @@ class DeviceVariableAccess final : public VariableAccess {
   void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
   void Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) override;
   void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
+  void UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
+                           std::function<void(std::vector<VarUpdateResponse>&)> done) override;
 
  private:
   using Resolved = std::vector<std::shared_ptr<LocalVar>>;

@@ -1,5 +1,6 @@
 // Neural-network ops on a GPU, float32: BiasAdd and BiasAddGrad (NHWC and
-// NCHW), Softmax, and SparseSoftmaxCrossEntropyWithLogits.
+// NCHW), Softmax, SoftmaxCrossEntropyWithLogits (labels a distribution per
+// row) and SparseSoftmaxCrossEntropyWithLogits (labels class indices).
 //
 // Row-wise work (Softmax, the cross entropy, a channel's gradient sum) takes
 // one block per row and reduces across the block (devices/cuda/block_reduce.cuh).
@@ -156,17 +157,24 @@ AF_REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(DEVICE_GPU).TypeConstr
 // ---------------------------------------------------------------------------
 // Softmax
 
+// The row's maximum m and sum(exp(in - m)), over the block (every thread gets both).
+__device__ void RowMaxAndSumExp(const float* in, int64_t cols, float* scratch, float* m_out, float* sum_out) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, in[j]);
+  m = BlockReduce(m, MaxOp(), -INFINITY, scratch);
+  float sum = 0.f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(in[j] - m);
+  *m_out = m;
+  *sum_out = BlockReduce(sum, SumOp(), 0.f, scratch);
+}
+
 // out = exp(x - max) / sum(exp(x - max)) per row of [rows, cols]; out may be x.
 __global__ void SoftmaxKernel(const float* x, float* out, int64_t rows, int64_t cols) {
   __shared__ float scratch[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* in = x + r * cols;
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, in[j]);
-    m = BlockReduce(m, MaxOp(), -INFINITY, scratch);
-    float sum = 0.f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(in[j] - m);
-    sum = BlockReduce(sum, SumOp(), 0.f, scratch);
+    float m, sum;
+    RowMaxAndSumExp(in, cols, scratch, &m, &sum);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) out[r * cols + j] = expf(in[j] - m) / sum;
   }
 }
@@ -193,6 +201,63 @@ class GpuSoftmaxOp : public GpuOpKernel {
 AF_REGISTER_KERNEL(KernelDefBuilder("Softmax").Device(DEVICE_GPU).TypeConstraint<float>("T"), GpuSoftmaxOp);
 
 // ---------------------------------------------------------------------------
+// SoftmaxCrossEntropyWithLogits
+
+// Per row r of logits x and label distributions y [rows, cols]:
+// loss[r] = sum_j y_j * (logsumexp(x) - x_j), backprop = softmax(x) - y
+// (the CPU kernel's formulas, ops/nn/xent_ops.cpp).
+__global__ void XentKernel(const float* x, const float* y, float* loss, float* backprop, int64_t rows, int64_t cols) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* in = x + r * cols;
+    const float* label = y + r * cols;
+    float* bp = backprop + r * cols;
+    float m, sum;
+    RowMaxAndSumExp(in, cols, scratch, &m, &sum);
+    const float lse = m + logf(sum);
+    float l = 0.f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      bp[j] = expf(in[j] - m) / sum - label[j];
+      l += label[j] * (lse - in[j]);
+    }
+    l = BlockReduce(l, SumOp(), 0.f, scratch);
+    if (threadIdx.x == 0) loss[r] = l;
+  }
+}
+
+class GpuXentOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+
+ protected:
+  void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
+    const Tensor& f = ctx->input(0);
+    const Tensor& l = ctx->input(1);
+    AF_REQUIRES(ctx, f.dims() == 2,
+                errors::InvalidArgument("logits must be 2-dimensional, got ", f.shape().DebugString()));
+    AF_REQUIRES(ctx, f.shape() == l.shape(),
+                errors::InvalidArgument("logits and labels must be same size: logits_size=", f.shape().DebugString(),
+                                        " labels_size=", l.shape().DebugString()));
+    const int64_t rows = f.dim_size(0), cols = f.dim_size(1);
+    Tensor *loss, *bp;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(1, f.shape(), &bp));
+    if (rows == 0) return;
+    if (cols == 0) {  // every row's sum is empty: loss 0 (the CPU's)
+      AF_REQUIRES_OK(ctx, CudaStatus(cudaMemsetAsync(loss->raw_data(), 0, loss->TotalBytes(), gpu->compute_stream()),
+                                     gpu->short_name() + ": zeroing the loss of " + name()));
+      return;
+    }
+    XentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(f.data<float>(), l.data<float>(),
+                                                                           loss->data<float>(), bp->data<float>(), rows,
+                                                                           cols);
+    AF_REQUIRES_OK(ctx, LaunchStatus(*this));
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("SoftmaxCrossEntropyWithLogits").Device(DEVICE_GPU).TypeConstraint<float>("T"),
+                   GpuXentOp);
+
+// ---------------------------------------------------------------------------
 // SparseSoftmaxCrossEntropyWithLogits
 
 // Per row r of logits [rows, cols] with label y: loss[r] = logsumexp(x) - x[y],
@@ -204,12 +269,8 @@ __global__ void SparseXentKernel(const float* x, const int64_t* labels, float* l
     const float* in = x + r * cols;
     float* bp = backprop + r * cols;
     const int64_t label = labels[r];
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, in[j]);
-    m = BlockReduce(m, MaxOp(), -INFINITY, scratch);
-    float sum = 0.f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(in[j] - m);
-    sum = BlockReduce(sum, SumOp(), 0.f, scratch);
+    float m, sum;
+    RowMaxAndSumExp(in, cols, scratch, &m, &sum);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) bp[j] = expf(in[j] - m) / sum - (j == label ? 1.f : 0.f);
     if (threadIdx.x == 0) loss[r] = m + logf(sum) - in[label];
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/net/variable_service.hpp"
@@ -29,6 +30,14 @@ class VariableAccess {
   /// As Update (locked), for updates that answer a value (kCountUpTo) or run
   /// on a device (on_device); `done` runs on the device actor's thread.
   virtual void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) = 0;
+  /// UpdateAndAnswer for several on_device requests (a fused update, one
+  /// kernel writing them all): each is checked and its buffers chosen under
+  /// the locks of every request's variables, held until `done` returns, so
+  /// `done` enqueues the one kernel before anything reads them. One response
+  /// per request; a request that fails changes nothing and fails its own
+  /// response only. `done` runs on the device actor's thread.
+  virtual void UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
+                                   std::function<void(std::vector<VarUpdateResponse>&)> done) = 0;
 };
 
 }  // namespace actorflow
