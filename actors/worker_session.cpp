@@ -39,7 +39,7 @@ const char* WorkerState::name = "worker";
 
 using WorkerActor = caf::stateful_actor<WorkerState>;
 
-void CloseWorkerSession(WorkerActor* self, const std::string& handle) {
+void CloseWorkerSession(WorkerActor* self, const std::string& handle, bool master_down = false) {
   auto& st = self->state;
   auto it = st.sessions.find(handle);
   if (it == st.sessions.end()) return;
@@ -48,7 +48,7 @@ void CloseWorkerSession(WorkerActor* self, const std::string& handle) {
   st.sessions.erase(it);
   // Once per device: its graphs of this session go, their steps are
   // cancelled, and the session's shared stateful kernels are released.
-  for (const auto& d : st.config.devices) self->send(d.actor, CloseSession{handle});
+  for (const auto& d : st.config.devices) self->send(d.actor, CloseSession{handle, master_down});
 }
 
 // One registration in flight: the answers of its device actors, gathered.
@@ -152,7 +152,7 @@ caf::actor SpawnWorker(caf::actor_system& sys, WorkerConfig config) {
       for (const auto& h : ended) {
         std::cerr << "actorflow: " << self->state.config.task << ": the master of session " << h << " went down ("
                   << to_string(down.reason) << "); its graphs are dropped\n";
-        CloseWorkerSession(self, h);
+        CloseWorkerSession(self, h, /*master_down=*/true);
       }
     });
     return {

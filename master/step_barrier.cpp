@@ -47,7 +47,13 @@ void StepBarrier::PartitionDone(const Status& s) {
   // The root cause wins over what it caused elsewhere, whichever partition
   // answers first: the Cancelled, and the _Recv errors that carry it.
   if (status_.ok() || DerivedFrom(status_, s)) status_ = s;
-  if (!errors::IsCancelled(s)) Abort(s);
+  // Every failure aborts (once): a Cancelled one too. Most are the echo of
+  // an abort already sent (a no-op then), but a partition its own process
+  // cancelled (its session closed there: the master was taken for dead
+  // while it was stopped) is a cause in its own right, and the others may
+  // be waiting for its tensors: a chief SIGSTOPped past the peer timeout
+  // waited 120 s for its own partition's _Recv.
+  Abort(s);
 }
 
 }  // namespace actorflow

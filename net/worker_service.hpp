@@ -102,6 +102,10 @@ struct DeregisterGraph {
 
 struct CloseSession {
   std::string session_handle;
+  /// Closed because its master went down (not by its client): the steps it
+  /// cancels fail with Aborted, which a master still alive (it was only cut
+  /// off, or stopped for a while) runs again, rather than Cancelled.
+  bool master_down = false;
 };
 
 template <class Inspector>
@@ -159,7 +163,7 @@ typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CloseSession& x) {
-  return f(caf::meta::type_name("CloseSession"), x.session_handle);
+  return f(caf::meta::type_name("CloseSession"), x.session_handle, x.master_down);
 }
 
 }  // namespace actorflow

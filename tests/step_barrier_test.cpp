@@ -64,6 +64,31 @@ TEST_CASE("step barrier: the first failure aborts every participant once; the ro
   }
 }
 
+// A partition its own process cancelled (its session closed there: its master
+// was taken for dead while stopped) answers Cancelled first: the others may
+// wait for its tensors, so the step is aborted with it (before, a Cancelled
+// answer never aborted, and the chaos suite's chief waited out its 120 s
+// step deadline on its own partition's _Recv).
+TEST_CASE("step barrier: a partition cancelled by its own process aborts the others") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor p0{sys}, p1{sys};
+  StepBarrier barrier(43, {caf::actor(p0), caf::actor(p1)});
+  barrier.Started();
+  barrier.Started();
+  barrier.PartitionDone(errors::Cancelled("graph deregistered (session closed) during step 43"));
+  for (caf::scoped_actor* p : {&p0, &p1}) {
+    Received r = Drain(*p, 43);
+    REQUIRE(r.aborts.size() == 1);
+    CHECK(errors::IsCancelled(r.aborts[0]));
+  }
+  // The waiting partition's _Recv then fails with the abort: its answer is derived, the Cancelled stays the cause.
+  barrier.PartitionDone(errors::Cancelled("node 'x/_recv' (op '_Recv'): aborted"));
+  CHECK(barrier.pending() == 0);
+  CHECK(errors::IsCancelled(barrier.status()));
+  REQUIRE(barrier.Finish().ok());
+}
+
 TEST_CASE("step barrier: a step whose partitions all succeed aborts nobody; unanswered partitions are an error") {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};

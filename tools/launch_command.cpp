@@ -78,16 +78,17 @@ every task, on this machine; one that does (tf_config, slurm, auto, TF_CONFIG's 
                         the others) is ended (SIGTERM, then SIGKILL). Except the chief (the
                         "chief" task, else worker 0) of a cluster with ps tasks: it ends
                         the training (evaluates, saves, stops the ps tasks), so it is
-                        restarted then too (not once the launcher ended it), with its own
-                        --finish-wait-ms from its restart (two in all at most), and is
-                        never given up: past --max-restarts it fails the launch
+                        restarted then too, with its own --finish-wait-ms from its restart
+                        (two in all at most), and is never given up: past --max-restarts,
+                        or ended by the launcher (still running past its window), it
+                        fails the launch
   --log-dir D           also write each task's output to D/JOB-INDEX.log
   --grace-ms N          between SIGTERM and SIGKILL when ending tasks (default 5000)
 The ACTORFLOW_* variables above, when set, are defaults the flags override.
 Exit status, every task of a cluster: 0 every non-ps task finished with 0, or was given up
 with at least --min-workers of them finished with 0 (the ps tasks are then stopped); 1 a task
 failed more than --max-restarts times (with --min-workers: a ps task, a ps cluster's chief, or
-fewer than N workers left), or SIGINT/SIGTERM (every task is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
+fewer than N workers left), or a ps cluster's chief ended past its --finish-wait-ms, or SIGINT/SIGTERM (every task is ended by PID: SIGTERM, then SIGKILL); 2 usage error.
 One task: 0 it finished with 0 (a ps task: when the chief stopped it); its own exit status
 (128+N for signal N) when it failed more than --max-restarts times; 1 on SIGINT/SIGTERM
 (the task is ended by PID); 2 usage error.
@@ -356,6 +357,13 @@ class Launcher {
         t->given_up = true;
         Say(t->label + (t->ending ? " ended" : " " + Describe(status)) + ": training is over (" + over_by_ +
             " finished): not restarting it");
+        if (!(t->is_chief && has_ps_)) continue;
+        // A ps cluster's chief that the launcher had to end (still running
+        // past its window: hung) never ended the training: the launch fails.
+        Say(t->label + " is the chief: the training's end (its evaluation, last checkpoint, the ps tasks "
+                       "stopped) is lost");
+        failed_ = true;
+        failed_status_ = 1;
         continue;
       }
       Say(t->label + " " + Describe(status) + (max_restarts_ > 0 ? " after " + std::to_string(max_restarts_) +

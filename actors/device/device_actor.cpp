@@ -341,8 +341,11 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         // A session's end (its client closed it, or its master died) drops its graphs and cancels their steps.
         auto graphs = self->state.session_graphs.find(c.session_handle);
         if (graphs != self->state.session_graphs.end()) {
+          const Status why = c.master_down ? errors::Aborted("graph deregistered (the master of session ",
+                                                             c.session_handle, " went down)")
+                                           : errors::Cancelled("graph deregistered (session closed)");
           for (uint64_t h : graphs->second) {
-            self->state.executor->CancelSteps(h);
+            self->state.executor->CancelSteps(h, why);
             self->state.graphs.erase(h);
           }
           self->state.session_graphs.erase(graphs);
@@ -354,7 +357,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         }
       },
       [self](DeregisterGraph& d) {
-        self->state.executor->CancelSteps(d.graph_handle);
+        self->state.executor->CancelSteps(d.graph_handle, errors::Cancelled("graph deregistered (session closed)"));
         self->state.graphs.erase(d.graph_handle);
       },
   };

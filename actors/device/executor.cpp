@@ -570,11 +570,11 @@ void Executor::DeadlinesDue() noexcept {
   }
 }
 
-void Executor::CancelSteps(uint64_t graph_handle) noexcept {
+void Executor::CancelSteps(uint64_t graph_handle, const Status& why) noexcept {
   for (auto& [id, a] : steps_) {
     if (a.graph_handle != graph_handle || a.state->replied) continue;
     try {
-      FailStep(a.state.get(), errors::Cancelled("graph deregistered (session closed) during step ", id));
+      FailStep(a.state.get(), Status(why.code(), why.message() + " during step " + std::to_string(id)));
     } catch (...) {
       FailStepOnError(id);
     }

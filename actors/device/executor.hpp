@@ -194,8 +194,9 @@ class Executor {
     }
     Run();
   }
-  /// Fails the unanswered steps of `graph_handle` (it is being deregistered).
-  void CancelSteps(uint64_t graph_handle) noexcept;
+  /// Fails the unanswered steps of `graph_handle` (it is being deregistered)
+  /// with `why`'s code and message, then " during step <id>".
+  void CancelSteps(uint64_t graph_handle, const Status& why) noexcept;
   /// Answers every step with `s` at once; from now on, when the last running
   /// kernel returned, the host's Drained is called (at once if idle).
   void Shutdown(const Status& s) noexcept;
