@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <iostream>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -33,6 +34,12 @@ struct WorkerState {
   std::map<std::string, WorkerSession> sessions;  // by session handle
   std::map<uint64_t, Partition> partitions;       // the worker's handle -> where it runs
   uint64_t next_handle = 1;
+  // Handles of sessions closed because their master went down, newest last
+  // (at most kDroppedKept): a step for one is Aborted, not NotFound, so a
+  // master that was only cut off or stopped starts a new session.
+  std::set<uint64_t> dropped;
+  std::deque<uint64_t> dropped_order;
+  static constexpr size_t kDroppedKept = 4096;
   static const char* name;
 };
 const char* WorkerState::name = "worker";
@@ -43,7 +50,19 @@ void CloseWorkerSession(WorkerActor* self, const std::string& handle, bool maste
   auto& st = self->state;
   auto it = st.sessions.find(handle);
   if (it == st.sessions.end()) return;
-  for (uint64_t h : it->second.handles) st.partitions.erase(h);
+  for (uint64_t h : it->second.handles) {
+    st.partitions.erase(h);
+    if (!master_down) continue;
+    try {
+      st.dropped.insert(h);
+      st.dropped_order.push_back(h);
+      if (st.dropped_order.size() > WorkerState::kDroppedKept) {
+        st.dropped.erase(st.dropped_order.front());
+        st.dropped_order.pop_front();
+      }
+    } catch (...) {  // out of memory: that handle's steps are NotFound (not retried) instead
+    }
+  }
   if (it->second.master) self->demonitor(it->second.master);
   st.sessions.erase(it);
   // Once per device: its graphs of this session go, their steps are
@@ -170,7 +189,12 @@ caf::actor SpawnWorker(caf::actor_system& sys, WorkerConfig config) {
           auto it = self->state.partitions.find(req.graph_handle);
           if (it == self->state.partitions.end()) {
             RunStepResponse resp{
-                errors::NotFound("no partition ", req.graph_handle, " in the worker of ", self->state.config.task),
+                self->state.dropped.count(req.graph_handle)
+                    ? errors::Aborted("partition ", req.graph_handle, " of ", self->state.config.task,
+                                      " was dropped with its session: its master was taken for dead (start a new "
+                                      "session)")
+                    : errors::NotFound("no partition ", req.graph_handle, " in the worker of ",
+                                       self->state.config.task),
                 {},
                 {}};
             // A request that named a sink came as a plain message: its answer goes there.

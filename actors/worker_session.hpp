@@ -29,7 +29,10 @@
 //   DeregisterGraph            the partition is dropped from its device
 //   CloseSession, DeleteWorkerSessionRequest (-> StatusResponse)
 //       closes the session once: each device drops its graphs and shared
-//       kernels (one CloseSession each); its steps in flight end Cancelled
+//       kernels (one CloseSession each); its steps in flight end Cancelled,
+//       or Aborted when the worker closed it because its master went down
+//       (then a later step for one of its handles is Aborted, not NotFound:
+//       a master only cut off or stopped runs it again in a new session)
 #pragma once
 
 #include <caf/actor.hpp>

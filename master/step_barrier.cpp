@@ -47,13 +47,12 @@ void StepBarrier::PartitionDone(const Status& s) {
   // The root cause wins over what it caused elsewhere, whichever partition
   // answers first: the Cancelled, and the _Recv errors that carry it.
   if (status_.ok() || DerivedFrom(status_, s)) status_ = s;
-  // Every failure aborts (once): a Cancelled one too. Most are the echo of
-  // an abort already sent (a no-op then), but a partition its own process
-  // cancelled (its session closed there: the master was taken for dead
-  // while it was stopped) is a cause in its own right, and the others may
-  // be waiting for its tensors: a chief SIGSTOPped past the peer timeout
-  // waited 120 s for its own partition's _Recv.
-  Abort(s);
+  // A Cancelled answer is not a cause of its own: the echo of an abort, or
+  // of its process shutting down (the peer's loss then reaches the others'
+  // _Recvs as Unavailable, which the step reports: retryable). A partition
+  // cancelled because its session was closed under it by a master taken for
+  // dead answers Aborted instead (CloseSession::master_down), and aborts.
+  if (!errors::IsCancelled(s)) Abort(s);
 }
 
 }  // namespace actorflow

@@ -1,9 +1,7 @@
 // StepBarrier: joins the partitions of one step (TensorFlow's
 // ExecutorBarrier). It counts the partitions started and answered, keeps the error that
 // caused the others (not the Cancelled or _Recv failures it led to), aborts
-// the step at every participant's rendezvous once, at the first failure (a
-// Cancelled one too: a partition cancelled by its own process, its session
-// closed there, leaves the others waiting for its tensors otherwise), and
+// the step at every participant's rendezvous once, at the first failure, and
 // tells every participant when the step is over so it drops what the step
 // left. Used by one thread (the master's caller of Run).
 #pragma once

@@ -104,7 +104,9 @@ struct CloseSession {
   std::string session_handle;
   /// Closed because its master went down (not by its client): the steps it
   /// cancels fail with Aborted, which a master still alive (it was only cut
-  /// off, or stopped for a while) runs again, rather than Cancelled.
+  /// off, or stopped for a while) runs again in a new session, rather than
+  /// Cancelled. Set by a worker for its own device actors only: never
+  /// serialized (a CloseSession from another process is its client's).
   bool master_down = false;
 };
 
@@ -163,7 +165,7 @@ typename Inspector::result_type inspect(Inspector& f, DeregisterGraph& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CloseSession& x) {
-  return f(caf::meta::type_name("CloseSession"), x.session_handle, x.master_down);
+  return f(caf::meta::type_name("CloseSession"), x.session_handle);  // master_down stays in its process
 }
 
 }  // namespace actorflow

@@ -133,7 +133,7 @@ TEST_CASE("every registered message type round-trips through a real connection")
   ran.stats = {stats, stats};
   echo.RoundTrip("actorflow::RunStepResponse", ran);
   echo.RoundTrip("actorflow::DeregisterGraph", DeregisterGraph{42});
-  echo.RoundTrip("actorflow::CloseSession", CloseSession{"session-1", true});
+  echo.RoundTrip("actorflow::CloseSession", CloseSession{"session-1"});
 
   // Variable service.
   echo.RoundTrip("actorflow::VarReadRequest", VarReadRequest{{"h1", "h2"}, true});

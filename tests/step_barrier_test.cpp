@@ -64,29 +64,40 @@ TEST_CASE("step barrier: the first failure aborts every participant once; the ro
   }
 }
 
-// A partition its own process cancelled (its session closed there: its master
-// was taken for dead while stopped) answers Cancelled first: the others may
-// wait for its tensors, so the step is aborted with it (before, a Cancelled
-// answer never aborted, and the chaos suite's chief waited out its 120 s
-// step deadline on its own partition's _Recv).
-TEST_CASE("step barrier: a partition cancelled by its own process aborts the others") {
+// A partition whose session its process closed under it (its master taken
+// for dead while stopped) answers Aborted, not Cancelled: the others may wait
+// for its tensors, so the step must be aborted with it (a Cancelled answer
+// never aborts, and the chaos suite's chief waited out its 120 s step
+// deadline on its own partition's _Recv).
+TEST_CASE("step barrier: a partition dropped with its session (Aborted) aborts the others; a Cancelled one does not") {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor p0{sys}, p1{sys};
   StepBarrier barrier(43, {caf::actor(p0), caf::actor(p1)});
   barrier.Started();
   barrier.Started();
-  barrier.PartitionDone(errors::Cancelled("graph deregistered (session closed) during step 43"));
+  const Status dropped = errors::Aborted("graph deregistered (the master of session s went down) during step 43");
+  barrier.PartitionDone(dropped);
   for (caf::scoped_actor* p : {&p0, &p1}) {
     Received r = Drain(*p, 43);
     REQUIRE(r.aborts.size() == 1);
-    CHECK(errors::IsCancelled(r.aborts[0]));
+    CHECK(r.aborts[0] == dropped);
   }
-  // The waiting partition's _Recv then fails with the abort: its answer is derived, the Cancelled stays the cause.
-  barrier.PartitionDone(errors::Cancelled("node 'x/_recv' (op '_Recv'): aborted"));
+  // The waiting partition's _Recv then fails with the abort: derived, the Aborted stays the cause (retryable).
+  barrier.PartitionDone(errors::Aborted("node 'x/_recv' (op '_Recv'): ", dropped.message()));
   CHECK(barrier.pending() == 0);
-  CHECK(errors::IsCancelled(barrier.status()));
+  CHECK(barrier.status() == dropped);
   REQUIRE(barrier.Finish().ok());
+  for (caf::scoped_actor* p : {&p0, &p1}) CHECK(Drain(*p, 43).step_done == 1);
+
+  StepBarrier shutdown(44, {caf::actor(p0)});  // a Cancelled answer (a device shut down) aborts nobody
+  shutdown.Started();
+  shutdown.Started();
+  shutdown.PartitionDone(errors::Cancelled("device shut down"));
+  CHECK(Drain(p0, 44).aborts.empty());
+  shutdown.PartitionDone(errors::Unavailable("node 'r' (op '_Recv'): task ps:0 lost"));
+  CHECK(errors::IsUnavailable(shutdown.status()));  // the peer's loss, not the Cancelled, is the step's status
+  REQUIRE(shutdown.Finish().ok());
 }
 
 TEST_CASE("step barrier: a step whose partitions all succeed aborts nobody; unanswered partitions are an error") {
