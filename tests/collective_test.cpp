@@ -775,9 +775,11 @@ CollectiveParams First(int64_t group_size, int64_t group_key, int64_t instance) 
 void Sync(Ring& ring, const std::vector<int>& live) {
   std::vector<std::future<Result>> fs;
   for (int r : live) fs.push_back(Start(ring[r], First(0, 1, 900), Input(r, 4)));
-  for (auto& f : fs) {
-    Result got = Wait(f);
-    INFO(got.first.ToString());
+  std::string ranks;  // which sync of a test failed, when one does
+  for (int r : live) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  for (size_t i = 0; i < fs.size(); ++i) {
+    Result got = Wait(fs[i]);
+    INFO("the sync of ranks " << ranks << ": rank " << live[i] << " answered " << got.first.ToString());
     REQUIRE(got.first.ok());
   }
 }
