@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <iostream>
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -37,8 +38,7 @@ struct WorkerState {
   // Handles of sessions closed because their master went down, newest last
   // (at most kDroppedKept): a step for one is Aborted, not NotFound, so a
   // master that was only cut off or stopped starts a new session.
-  std::set<uint64_t> dropped;
-  std::deque<uint64_t> dropped_order;
+  std::deque<uint64_t> dropped;  // searched only for a step that finds no partition
   static constexpr size_t kDroppedKept = 4096;
   static const char* name;
 };
@@ -54,12 +54,8 @@ void CloseWorkerSession(WorkerActor* self, const std::string& handle, bool maste
     st.partitions.erase(h);
     if (!master_down) continue;
     try {
-      st.dropped.insert(h);
-      st.dropped_order.push_back(h);
-      if (st.dropped_order.size() > WorkerState::kDroppedKept) {
-        st.dropped.erase(st.dropped_order.front());
-        st.dropped_order.pop_front();
-      }
+      st.dropped.push_back(h);
+      if (st.dropped.size() > WorkerState::kDroppedKept) st.dropped.pop_front();
     } catch (...) {  // out of memory: that handle's steps are NotFound (not retried) instead
     }
   }
@@ -189,7 +185,8 @@ caf::actor SpawnWorker(caf::actor_system& sys, WorkerConfig config) {
           auto it = self->state.partitions.find(req.graph_handle);
           if (it == self->state.partitions.end()) {
             RunStepResponse resp{
-                self->state.dropped.count(req.graph_handle)
+                std::find(self->state.dropped.begin(), self->state.dropped.end(), req.graph_handle) !=
+                        self->state.dropped.end()
                     ? errors::Aborted("partition ", req.graph_handle, " of ", self->state.config.task,
                                       " was dropped with its session: its master was taken for dead (start a new "
                                       "session)")

@@ -113,6 +113,7 @@ Status RemoteMaster::Connect() {
   req.truncate_float32_on_wire = options_.partitioning.truncate_float32_on_wire;
   req.do_cse = options_.graph_options.do_common_subexpression_elimination;
   req.do_constant_folding = options_.graph_options.do_constant_folding;
+  req.fuse_optimizer_updates = static_cast<int32_t>(options_.graph_options.fuse_optimizer_updates);
   MasterCreateSessionResponse resp;
   s = net_->channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;

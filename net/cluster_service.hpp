@@ -100,6 +100,7 @@ struct MasterCreateSessionRequest {
   bool truncate_float32_on_wire = false;  // PartitionOptions'
   bool do_cse = true;                     // GraphOptions'
   bool do_constant_folding = true;
+  int32_t fuse_optimizer_updates = 1;  // a FuseUpdates (graph/fuse_updates.hpp): kOnGpus
 };
 
 struct MasterCreateSessionResponse {
@@ -182,7 +183,8 @@ typename Inspector::result_type inspect(Inspector& f, ShutdownRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionRequest& x) {
   return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.client, x.placement,
-           x.allow_soft_placement, x.truncate_float32_on_wire, x.do_cse, x.do_constant_folding);
+           x.allow_soft_placement, x.truncate_float32_on_wire, x.do_cse, x.do_constant_folding,
+           x.fuse_optimizer_updates);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionResponse& x) {

@@ -216,6 +216,47 @@ TEST_CASE("distributed: a FIFO queue on a ps task filled by one worker process a
   CHECK(LocalCluster::Stop(&w1, false) == 0);  // SIGTERM: a clean exit
 }
 
+// The session's graph options reach a remote master (MasterCreateSessionRequest):
+// kEverywhere fuses two updates placed on a ps task's CPU; the default does not.
+TEST_CASE("distributed: a remote session takes the client's optimizer-update fusion option", "[distributed]") {
+  Cluster c;
+  Scope root = Scope::NewRootScope().WithDevice(kPs0);
+  auto lr = ops::Const(root.WithOpName("lr"), 0.5f);
+  std::vector<Operation> applies, inits;
+  for (const char* name : {"fused_remote_a", "fused_remote_b"}) {
+    auto v = ops::Variable(root.WithOpName(name), PartialTensorShape(TensorShape{2}), DT_FLOAT);
+    inits.push_back(ops::Assign(root, v, ops::Const(root, {1.f, 1.f})).op());
+    applies.push_back(ops::ApplyGradientDescent(root, v, lr, ops::Const(root, {1.f, 2.f})).op());
+  }
+  ops::NoOp(root.WithOpName("init").WithControlDependencies(inits));
+  ops::NoOp(root.WithOpName("train").WithControlDependencies(applies));
+  for (FuseUpdates mode : {FuseUpdates::kEverywhere, FuseUpdates::kOnGpus}) {
+    SessionOptions remote;
+    remote.target = "actorflow://127.0.0.1:" + std::to_string(c.processes.task("ps", 0).port);  // ps 0's master
+    remote.device_find_timeout_ms = 10000;
+    remote.graph_options.fuse_optimizer_updates = mode;
+    Session session(remote);
+    REQUIRE(session.Create(ToDef(root)).ok());
+    RunOk(&session, {}, {}, {"init"});
+    RunOptions ro;
+    ro.timeout_in_ms = 15000;
+    ro.trace_level = TraceLevel::kSoftwareTrace;
+    RunMetadata md;
+    std::vector<Tensor> none;
+    const Status s = session.Run(ro, {}, {}, {"train"}, &none, &md);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    int fused = 0, separate = 0;
+    for (const NodeExecStats& st : md.step_stats) {
+      fused += st.op == "_FusedApplyGradientDescent";
+      separate += st.op == "ApplyGradientDescent";
+    }
+    CHECK(fused == (mode == FuseUpdates::kEverywhere ? 1 : 0));
+    CHECK(separate == (mode == FuseUpdates::kEverywhere ? 0 : 2));
+    CHECK(session.Close().ok());
+  }
+}
+
 TEST_CASE("distributed: a remote session runs a client's concurrent steps concurrently (a dequeue waits for an enqueue)",
           "[distributed]") {
   Cluster c;

@@ -274,7 +274,14 @@ TEST_CASE("fusion: one variable updated by two members of a fused node gets both
       REQUIRE(session.Create(ToDef(root)).ok());
       std::vector<Tensor> out;
       REQUIRE(session.Run({}, {}, {"init", "init_w"}, &out).ok());
-      for (int step = 0; step < 4; ++step) REQUIRE(session.Run({}, {}, {"train"}, &out).ok());
+      RunOptions traced;
+      traced.trace_level = TraceLevel::kSoftwareTrace;
+      RunMetadata md;
+      REQUIRE(session.Run(traced, {}, {}, {"train"}, &out, &md).ok());
+      int fused = 0;
+      for (const NodeExecStats& st : md.step_stats) fused += st.op == "_FusedApplyGradientDescent";
+      CHECK(fused == (mode == FuseUpdates::kEverywhere ? 1 : 0));  // a, b and c in one node
+      for (int step = 1; step < 4; ++step) REQUIRE(session.Run({}, {}, {"train"}, &out).ok());
       REQUIRE(session.Run({}, {"twice_v", "twice_w"}, {}, &out).ok());
       // With use_locking=false TensorFlow lets two updates of one variable race (one may be lost); with
       // use_locking=true both always land. Here the steps run them one at a time, racing or not.

@@ -85,7 +85,8 @@ run   Loads the GraphDef in FILE (.pb or .pbtxt), or a SavedModel, into a sessio
                             shapes and bytes) and writes them as one Chrome trace to
                             FILE (open it in ui.perfetto.dev or chrome://tracing)
       --no-optimize         runs the graph as written: no common subexpression
-                            elimination, no constant folding
+                            elimination, no constant folding, no fused optimizer
+                            updates
       --devices cpu:N[,gpu:M]
                             the devices the graph is placed on: N CPU devices (1 to
                             64; default cpu:1) and M GPUs (refused when the machine or
