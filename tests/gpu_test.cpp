@@ -18,6 +18,7 @@
 #include <random>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/collective_ops.hpp"
 #include "actorflow/client/ops/control_flow.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/core/cluster_spec.hpp"
@@ -495,6 +496,78 @@ TEST_CASE("GPU tensors cross processes, staged through the host: from another ta
     const float v = in.data<float>()[i];
     if (out[1].data<float>()[i] != v * v || out[0].data<float>()[i] != v * v + v * v)
       FAIL("element " << i << ": " << out[1].data<float>()[i] << ", " << out[0].data<float>()[i] << " for " << v);
+  }
+  session.Close();
+}
+
+TEST_CASE("collectives on GPU tensors: two processes sharing one GPU all-reduce and broadcast, staged through pinned "
+          "memory") {
+  // Worker 1 is an `actorflow server` process on the same GPU; this process is worker 0.
+  test::ClusterFixture c({{"worker", 1, {"--devices", "cpu:1,gpu:1"}}},
+                         [](ServerOptions* o) { o->num_gpu_devices = 1; });
+  const std::string gpu0 = "/job:worker/task:0/device:GPU:0", gpu1 = "/job:worker/task:1/device:GPU:0";
+  Scope root = Scope::NewRootScope().WithDevice("/job:worker/task:0/device:CPU:0");
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto k = ops::Placeholder(root.WithOpName("k"), DT_INT32);
+  const TensorShape shape{512, 1025};  // 2 MiB: a large staging copy each way
+  ops::CollectiveOptions co;
+  co.group_size = 2;
+  co.group_key = 7;
+  co.final_op = "Div";
+  Scope s0 = root.WithDevice(gpu0).NewSubScope("t0"), s1 = root.WithDevice(gpu1).NewSubScope("t1");
+  auto a0 = ops::Square(s0, x), a1 = ops::Add(s1, x, x);  // each rank's own tensor, on its GPU
+  co.instance_key = 1;
+  auto mean0 = ops::CollectiveReduce(s0.WithOpName("mean0"), a0, co);
+  auto mean1 = ops::CollectiveReduce(s1.WithOpName("mean1"), a1, co);
+  co.instance_key = 2;
+  auto sent = ops::CollectiveBcastSend(s0.WithOpName("sent"), a0, shape, co);
+  auto got = ops::CollectiveBcastRecv(s1.WithOpName("got"), DT_FLOAT, shape, co);
+  co.instance_key = 3;
+  co.final_op = "Id";  // integers in host memory on a GPU too
+  auto ksum0 = ops::CollectiveReduce(s0.WithOpName("ksum0"), k, co);
+  auto ksum1 = ops::CollectiveReduce(s1.WithOpName("ksum1"), ops::Add(s1, k, k), co);
+  co.instance_key = 4;
+  auto first0 = ops::CollectiveBcastFirst(s0.WithOpName("first0"), a0, co);
+  auto first1 = ops::CollectiveBcastFirst(s1.WithOpName("first1"), a1, co);
+  const std::vector<Output> fetched = {mean0, mean1, sent, got, ksum0, ksum1, first0, first1};
+  std::vector<std::string> names;
+  for (const Output& o : fetched) names.push_back(ops::Identity(root, o).name());
+  Session session(c.Options());
+  REQUIRE(session.Create(ToDef(root)).ok());
+  for (int step = 0; step < 3; ++step) {  // instances again in every step
+    INFO("step " << step);
+    Tensor in = Random(shape, 11 + step);
+    Tensor kin = MakeTensor<int32_t>({3}, {1, -2, step});
+    std::vector<Tensor> out;
+    RunOptions ro;
+    ro.timeout_in_ms = 60000;  // a lost collective fails here, never hangs
+    Status s = session.Run(ro, {{"x", in}, {"k", kin}}, names, {}, &out);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    if (step == 0) {
+      auto placement = session.LastPlacement();
+      for (const char* n : {"t0/mean0", "t0/sent", "t0/first0"}) CHECK(placement[n] == gpu0);
+      for (const char* n : {"t1/mean1", "t1/got", "t1/first1"}) CHECK(placement[n] == gpu1);
+    }
+    REQUIRE(out.size() == fetched.size());
+    int bad = 0;
+    for (int64_t i = 0; i < in.NumElements(); ++i) {
+      const float v = in.data<float>()[i], mean = (v * v + (v + v)) / 2;
+      const float m0 = out[0].data<float>()[i], m1 = out[1].data<float>()[i];
+      const float b0 = out[2].data<float>()[i], b1 = out[3].data<float>()[i];
+      const float f0 = out[6].data<float>()[i], f1 = out[7].data<float>()[i];
+      if (m0 != m1 || std::fabs(m0 - mean) > 1e-5f * (1 + std::fabs(mean)) || b0 != v * v || b1 != v * v ||
+          f0 != f1 || (f0 != v * v && f0 != v + v)) {
+        if (++bad <= 5)
+          UNSCOPED_INFO("element " << i << " (" << v << "): means " << m0 << ", " << m1 << "; broadcast " << b0 << ", "
+                                   << b1 << "; first " << f0 << ", " << f1);
+      }
+    }
+    CHECK(bad == 0);
+    for (int r : {4, 5}) {
+      REQUIRE(out[r].dtype() == DT_INT32);
+      CHECK(test::Values<int32_t>(out[r]) == std::vector<int32_t>({3, -6, 3 * step}));
+    }
   }
   session.Close();
 }

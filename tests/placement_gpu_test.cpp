@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/collective_ops.hpp"
 #include "actorflow/devices/device.hpp"
 #include "actorflow/devices/device_manager.hpp"
 #include "actorflow/graph/graph.hpp"
@@ -214,5 +215,39 @@ TEST_CASE("placement by default puts the examples' whole MLP training step on th
     INFO(n->name() << " (" << op << ")");
     if (!host) CHECK(n->assigned_device() == kGpu);
   }
+#endif
+}
+
+TEST_CASE("placement: the collectives of a data-parallel step go to the GPU with the gradients they reduce",
+          "[may_skip][cuda]") {
+#ifndef AF_CUDA
+  AF_SKIP("this build has no CUDA (nvcc was not found or AF_ENABLE_CUDA=OFF): no GPU kernels are registered");
+#else
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::CollectiveOptions co;
+  co.group_size = 2;
+  co.final_op = "Div";
+  ops::CollectiveReduce(root.WithOpName("mean"), ops::Square(root.WithOpName("grad"), x), co);
+  co.instance_key = 2;
+  ops::CollectiveBcastRecv(root.WithOpName("weights"), DT_FLOAT, {4, 4}, co);
+  co.instance_key = 3;
+  ops::CollectiveBcastSend(root.WithOpName("sent"), ops::Identity(root.WithOpName("w"), x), {4, 4}, co);
+  co.instance_key = 4;
+  ops::CollectiveBcastFirst(root.WithOpName("first"), ops::Identity(root.WithOpName("v"), x), co);
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  Devices d;
+  Graph g;
+  Status s = Place(def, d, PlacerOptions(), &g);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  for (const char* n : {"mean", "weights", "sent", "first"}) CHECK(DeviceOf(g, n) == kGpu);
+  // Asked for the CPU, a collective stays there.
+  for (auto& n : *def.mutable_node())
+    if (n.name() == "mean") n.set_device(kCpu);
+  Graph g2;
+  REQUIRE(Place(def, d, PlacerOptions(), &g2).ok());
+  CHECK(DeviceOf(g2, "mean") == kCpu);
 #endif
 }

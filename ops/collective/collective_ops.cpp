@@ -20,7 +20,7 @@
 #include "actorflow/core/exception_status.hpp"
 #include "actorflow/devices/device.hpp"
 #include "actorflow/ops/collective_access.hpp"
-#include "actorflow/ops/collective/collective_reduction.hpp"
+#include "actorflow/ops/collective/collective_kernel.hpp"
 #include "actorflow/ops/op_kernel.hpp"
 #include "actorflow/ops/op_registry.hpp"
 #include "actorflow/ops/shape_inference.hpp"
@@ -87,88 +87,33 @@ AF_REGISTER_OP("CollectiveBcastFirst")
          "(the first task of the group as formed): a broadcast whose source need not be known when the graph is "
          "built, as in an elastic group (group_size 0: the job's tasks not known to have failed).");
 
-class CollectiveOp : public AsyncOpKernel {
+// On a CPU: the tensors are host tensors already.
+class CollectiveOp : public CollectiveKernelBase {
  public:
-  CollectiveOp(OpKernelConstruction* c, CollectiveKind kind) : AsyncOpKernel(c) {
-    p_.kind = kind;
-    p_.node = name();
-    float timeout = 0;
-    c->SetStatus(c->GetAttr("group_size", &p_.group_size));
-    c->SetStatus(c->GetAttr("group_key", &p_.group_key));
-    c->SetStatus(c->GetAttr("instance_key", &p_.instance_key));
-    c->SetStatus(c->GetAttr("timeout_seconds", &timeout));
-    if (timeout > 0) p_.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000.0));
-    if (c->HasAttr("_bucket_plan")) {  // read and hashed once, here, not per step
-      std::string plan;
-      c->SetStatus(c->GetAttr("_bucket_plan", &plan));
-      if (!plan.empty()) {
-        p_.plan_hash = CollectivePlanHash(plan);
-        p_.plan = std::make_shared<const std::string>(std::move(plan));
-      }
-    }
-    if (p_.group_size < 0 ||
-        (p_.group_size == 0 && kind != CollectiveKind::kReduce && kind != CollectiveKind::kBroadcastFirst))
-      c->SetStatus(errors::InvalidArgument(name(), ": group_size must be at least 1 (0, an elastic group, for ",
-                                           "CollectiveReduce), got ", p_.group_size));
-    if (kind == CollectiveKind::kBroadcastFirst) {
-      // dtype and shape: the input's, at run time
-    } else if (kind == CollectiveKind::kReduce) {
-      std::string merge, final_op;
-      c->SetStatus(c->GetAttr("merge_op", &merge));
-      c->SetStatus(c->GetAttr("final_op", &final_op));
-      c->SetStatus(NewCollectiveReduction(name(), merge, final_op, &p_.reduction));
-    } else {
-      PartialTensorShape shape;
-      c->SetStatus(c->GetAttr("shape", &shape));
-      if (!shape.AsTensorShape(&p_.shape))
-        c->SetStatus(errors::InvalidArgument(name(), ": shape must be fully defined, got ", shape.DebugString()));
-      p_.dtype = c->output_types().empty() ? DT_FLOAT : c->output_types()[0];
-    }
-  }
+  CollectiveOp(OpKernelConstruction* c, CollectiveKind kind) : CollectiveKernelBase(c, kind) {}
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    CollectiveAccess* exec = ctx->collectives();
-    AF_REQUIRES_ASYNC(ctx, exec != nullptr, errors::FailedPrecondition(name(), ": no collective executor here"), done);
     AF_REQUIRES_ASYNC(ctx, ctx->device() == nullptr || ctx->device()->device_type() == DEVICE_CPU,
-                      errors::Unimplemented(name(), ": collectives run on CPU devices"), done);
+                      errors::Internal(name(), ": the CPU kernel of a collective runs on a CPU device"), done);
     Tensor input, output;
-    if (p_.kind != CollectiveKind::kBroadcastRecv) input = ctx->input(0);
-    if (p_.kind == CollectiveKind::kBroadcastSend && input.shape() != p_.shape) {
-      ctx->SetStatus(errors::InvalidArgument(name(), ": input of shape ", input.shape().DebugString(),
-                                             " but the shape attr says ", p_.shape.DebugString()));
-      return done();
-    }
-    if (p_.kind == CollectiveKind::kReduce && p_.group_size != 1) {
+    if (params().kind != CollectiveKind::kBroadcastRecv) input = ctx->input(0);
+    Status s = CheckInput(input);
+    AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
+    if (NeedsOutputBuffer()) {
       Tensor* out = nullptr;
-      Status s = ctx->allocate_output(0, input.shape(), &out);
+      s = ctx->allocate_output(0, input.shape(), &out);
       AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
       output = *out;
     }
-    // A cancelled step ends the collective; the callback may run only while
-    // it is registered, so the executor's answer deregisters it first.
-    CancellationManager* cm = ctx->cancellation_manager();
-    const uint64_t id = exec->NewId();
-    CancellationManager::Token token = 0;
-    if (cm) {
-      token = cm->get_token();
-      const bool registered = cm->RegisterCallback(
-          token, [exec, id, node = name()] { exec->Cancel(id, errors::Cancelled(node, ": the step was cancelled")); });
-      AF_REQUIRES_ASYNC(ctx, registered, errors::Cancelled(name(), ": the step was cancelled"), done);
-    }
-    auto finish = [ctx, done, cm, token](const Status& s, Tensor result) {
-      if (cm) cm->DeregisterCallback(token);
+    StartOnHost(ctx, std::move(input), std::move(output), [ctx, done](const Status& s, Tensor result) {
       if (s.ok()) {
         ctx->set_output(0, std::move(result));
       } else {
         ctx->SetStatus(s);
       }
       done();
-    };
-    exec->Start(id, p_, std::move(input), std::move(output), std::move(finish));
+    });
   }
-
- private:
-  CollectiveParams p_;
 };
 
 template <CollectiveKind kKind>
