@@ -474,6 +474,12 @@ caf::actor SpawnQueueActor(caf::actor_system& sys, const QueueSpec& spec, const 
             }
             case QueueOp::kSize: return Answer(p, Status::OK(), {}, static_cast<int64_t>(st.store->size()));
             case QueueOp::kIsClosed: return Answer(p, Status::OK(), {}, st.closed ? 1 : 0);
+            case QueueOp::kClear: {  // what waited for room may enqueue now
+              int64_t dropped = 0;
+              for (; st.store->size() > 0; ++dropped) st.store->Pop();
+              Pump(self);
+              return Answer(p, Status::OK(), {}, dropped);
+            }
             default: break;  // an accumulator's operation: not a queue's
           }
           Answer(p, Safely([&] { return errors::InvalidArgument("unknown queue operation ", req.op); }));

@@ -70,6 +70,7 @@ enum class QueueOp : int32_t {
   kNumAccumulated = 10, // answer: value
   kSetGlobalStep = 11,  // num: the new global step
   kNumDropped = 12,     // answer: stale gradients dropped since the accumulator was made (an actorflow op)
+  kClear = 13,          // drops every element (a StagingArea's StageClear); answer: value, how many
 };
 
 /// To a queue actor; answered with a QueueResponse when done.

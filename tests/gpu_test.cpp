@@ -505,7 +505,8 @@ TEST_CASE("collectives on GPU tensors: two processes sharing one GPU all-reduce 
   // Worker 1 is an `actorflow server` process on the same GPU; this process is worker 0.
   test::ClusterFixture c({{"worker", 1, {"--devices", "cpu:1,gpu:1"}}},
                          [](ServerOptions* o) { o->num_gpu_devices = 1; });
-  const std::string gpu0 = "/job:worker/task:0/device:GPU:0", gpu1 = "/job:worker/task:1/device:GPU:0";
+  const std::string gpu0 = "/job:worker/replica:0/task:0/device:GPU:0",
+                    gpu1 = "/job:worker/replica:0/task:1/device:GPU:0";
   Scope root = Scope::NewRootScope().WithDevice("/job:worker/task:0/device:CPU:0");
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   auto k = ops::Placeholder(root.WithOpName("k"), DT_INT32);
@@ -529,7 +530,11 @@ TEST_CASE("collectives on GPU tensors: two processes sharing one GPU all-reduce 
   co.instance_key = 4;
   auto first0 = ops::CollectiveBcastFirst(s0.WithOpName("first0"), a0, co);
   auto first1 = ops::CollectiveBcastFirst(s1.WithOpName("first1"), a1, co);
-  const std::vector<Output> fetched = {mean0, mean1, sent, got, ksum0, ksum1, first0, first1};
+  // Each float result also read by a GPU kernel on its own GPU, which
+  // refuses a float32 input in host memory: the outputs are device tensors.
+  const std::vector<Output> fetched = {mean0, mean1, sent, got, ksum0, ksum1, first0, first1,
+                                       ops::Add(s0, mean0, sent), ops::Add(s1, mean1, got),
+                                       ops::Add(s0, first0, first0), ops::Add(s1, first1, first1)};
   std::vector<std::string> names;
   for (const Output& o : fetched) names.push_back(ops::Identity(root, o).name());
   Session session(c.Options());
@@ -557,7 +562,9 @@ TEST_CASE("collectives on GPU tensors: two processes sharing one GPU all-reduce 
       const float b0 = out[2].data<float>()[i], b1 = out[3].data<float>()[i];
       const float f0 = out[6].data<float>()[i], f1 = out[7].data<float>()[i];
       if (m0 != m1 || std::fabs(m0 - mean) > 1e-5f * (1 + std::fabs(mean)) || b0 != v * v || b1 != v * v ||
-          f0 != f1 || (f0 != v * v && f0 != v + v)) {
+          f0 != v * v || f1 != v * v ||  // rank 0 is task 0: the members are ordered by task name
+          out[8].data<float>()[i] != m0 + b0 || out[9].data<float>()[i] != m1 + b1 ||
+          out[10].data<float>()[i] != f0 + f0 || out[11].data<float>()[i] != f1 + f1) {
         if (++bad <= 5)
           UNSCOPED_INFO("element " << i << " (" << v << "): means " << m0 << ", " << m1 << "; broadcast " << b0 << ", "
                                    << b1 << "; first " << f0 << ", " << f1);

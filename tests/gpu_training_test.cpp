@@ -22,6 +22,7 @@
 
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/queue_ops.hpp"
 #include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/client/train/optimizers.hpp"
@@ -340,6 +341,54 @@ TEST_CASE("an MLP placed by default trains on the GPU, its loss following the CP
     CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 1e-4f * (1.f + std::fabs(losses[0][step])));
   }
   CHECK(losses[1].back() < losses[1].front());  // it learned
+}
+
+TEST_CASE("an input pipeline's batches staged onto GPU:0 one step ahead reach the model in order, copied on the "
+          "copy stream") {
+  // A FIFO of 1 MiB batches on the host; each step unstages on the GPU the
+  // batch the step before staged (its _Recv copies it on the host-to-device
+  // stream, beside that step's kernels) and stages the next.
+  const int64_t rows = 256, cols = 1024, batches = 6;
+  Scope root = Scope::NewRootScope();
+  Scope gpu = root.WithDevice("/device:GPU:0");
+  ops::QueueOptions qo;
+  qo.shapes = {PartialTensorShape(std::vector<int64_t>{rows, cols})};
+  Output q = ops::FIFOQueue(root.WithOpName("batches").WithDevice("/device:CPU:0"), {DT_FLOAT}, qo);
+  auto xs = ops::Placeholder(root.WithOpName("xs"), DT_FLOAT);
+  ops::QueueEnqueueMany(root.WithOpName("fill").WithDevice("/device:CPU:0"), q, {xs});
+  ops::StagingArea area{{DT_FLOAT}, {2, "", "prefetch"}};
+  OutputList next = ops::QueueDequeue(root.WithDevice("/device:CPU:0"), q, {DT_FLOAT});
+  area.Put(gpu.WithOpName("put"), next);
+  Output batch = area.Get(gpu.WithOpName("get"))[0];
+  Output model = ops::Sum(gpu.WithOpName("model"), ops::Mul(gpu, batch, batch), ops::Const(gpu, {0, 1}));
+  ops::Identity(root.WithOpName("seen"), ops::Slice(root, batch, ops::Const(root, {0, 0}), ops::Const(root, {1, 1})));
+  auto session = NewSession(g_gpu_runtime, root);
+  Tensor all = Random({batches, rows, cols}, 77, -1.f, 1.f);
+  for (int64_t b = 0; b < batches; ++b) all.data<float>()[b * rows * cols] = static_cast<float>(b);  // its number
+  Run(session.get(), {}, {{"xs", all}}, {"fill"});
+  Run(session.get(), {}, {}, {"put"});  // warm-up: batch 0 staged
+  for (int64_t b = 0; b < batches; ++b) {
+    INFO("step " << b);
+    RunOptions ro;
+    ro.timeout_in_ms = 60000;
+    ro.trace_level = TraceLevel::kSoftwareTrace;
+    RunMetadata md;
+    std::vector<Tensor> out;
+    const std::vector<std::string> targets = b + 1 < batches ? std::vector<std::string>{"put"} : std::vector<std::string>{};
+    Status s = session->Run(ro, {}, {"model:0", "seen:0"}, targets, &out, &md);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    CHECK(out[1].data<float>()[0] == static_cast<float>(b));  // batch b, in the pipeline's order
+    double expect = 0;
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const double v = all.data<float>()[b * rows * cols + i];
+      expect += v * v;
+    }
+    CHECK(std::fabs(out[0].scalar<float>() - expect) <= 1e-3 * expect);
+    bool unstaged_on_gpu = false;
+    for (const NodeExecStats& st : md.step_stats) unstaged_on_gpu |= st.op == "Unstage" && st.device == kGpu;
+    CHECK(unstaged_on_gpu);
+  }
 }
 
 TEST_CASE("a GPU variable is saved and restored") {

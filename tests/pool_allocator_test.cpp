@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "actorflow/core/tensor.hpp"
+#include "actorflow/devices/deferred_release_allocator.hpp"
 #include "actorflow/devices/pool_allocator.hpp"
 
 using namespace actorflow;
@@ -166,4 +168,49 @@ TEST_CASE("tensors from a pool of memory the host cannot touch keep their header
   CHECK(pool.bytes_in_use() == 0);
   Tensor host(DT_FLOAT, TensorShape{2});
   CHECK(host.InHostMemory());
+}
+
+TEST_CASE("DeferredReleaseAllocator: a freed block is reused only once its release ran (the copy stream's pool)") {
+  CountingSubAllocator::Counts counts;
+  PoolAllocator pool(std::make_unique<CountingSubAllocator>(&counts));
+  std::vector<DeferredReleaseAllocator::Release> pending;  // stands in for "once the compute stream has passed here"
+  DeferredReleaseAllocator copy_in(&pool, "copy_in", [&](DeferredReleaseAllocator::Release r) {
+    pending.push_back(std::move(r));
+  });
+  CHECK(copy_in.Name() == "copy_in");
+  void* a = copy_in.AllocateRaw(64, 1000);
+  REQUIRE(a != nullptr);
+  CHECK(copy_in.bytes_in_use() == 1000);
+  copy_in.DeallocateRaw(a, 1000);
+  CHECK(copy_in.bytes_in_use() == 0);
+  CHECK(copy_in.deferred_blocks() == 1);
+  CHECK(pool.bytes_in_use() == 1000);  // not back in the pool yet
+  void* b = copy_in.AllocateRaw(64, 1000);
+  CHECK(b != a);  // the block whose readers may still be queued is not handed out
+  REQUIRE(pending.size() == 1);
+  pending[0]();  // the compute stream passed the free
+  pending.clear();
+  CHECK(copy_in.deferred_blocks() == 0);
+  void* c = copy_in.AllocateRaw(64, 1000);
+  CHECK(c == a);  // now it is
+  // A tensor's buffer frees through it too, deferred the same way.
+  {
+    Tensor t;
+    REQUIRE(Tensor::Create(&copy_in, DT_FLOAT, TensorShape{250}, &t).ok());
+  }
+  CHECK(pending.size() == 1);
+  // Without a hook (the device gone, its streams synchronized), frees are immediate.
+  copy_in.SetDefer(nullptr);
+  copy_in.DeallocateRaw(b, 1000);
+  copy_in.DeallocateRaw(c, 1000);
+  CHECK(pending.size() == 1);
+  pending[0]();
+  CHECK(copy_in.deferred_blocks() == 0);
+  CHECK(pool.bytes_in_use() == 0);
+  // The hook may release at once, on the freeing thread.
+  copy_in.SetDefer([](DeferredReleaseAllocator::Release r) { r(); });
+  void* d = copy_in.AllocateRaw(64, 300);
+  copy_in.DeallocateRaw(d, 300);
+  CHECK(copy_in.deferred_blocks() == 0);
+  CHECK(pool.bytes_in_use() == 0);
 }

@@ -83,5 +83,21 @@ Output QueueIsClosed(const Scope& s, Input handle) {
   return First(s.AddOp("QueueIsClosedV2", {{s.AsOutput(handle)}}));
 }
 
+namespace {
+AttrMap StagingAttrs(const DataTypeVector& types, const StagingOptions& o) {
+  return {{"dtypes", AttrTypeList(std::vector<DataType>(types.begin(), types.end()))},
+          {"capacity", AttrInt(o.capacity)},
+          {"container", AttrString(o.container)},
+          {"shared_name", AttrString(o.shared_name)}};
+}
+}  // namespace
+
+Operation StagingArea::Put(const Scope& s, const OutputList& values) const {
+  return s.AddOp("Stage", {values}, StagingAttrs(TypesOf(values), options));
+}
+OutputList StagingArea::Get(const Scope& s) const { return All(s.AddOp("Unstage", {}, StagingAttrs(types, options))); }
+Output StagingArea::Size(const Scope& s) const { return First(s.AddOp("StageSize", {}, StagingAttrs(types, options))); }
+Operation StagingArea::Clear(const Scope& s) const { return s.AddOp("StageClear", {}, StagingAttrs(types, options)); }
+
 }  // namespace ops
 }  // namespace actorflow

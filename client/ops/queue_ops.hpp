@@ -34,5 +34,25 @@ Operation QueueClose(const Scope& s, Input handle, bool cancel_pending_enqueues 
 Output QueueSize(const Scope& s, Input handle);
 Output QueueIsClosed(const Scope& s, Input handle);
 
+/// A staging area (ops/queue/staging_ops.cpp, TensorFlow's StagingArea): a
+/// FIFO of tuples of `types` on the scope's device, named by `shared_name`
+/// (every op of one area must give the same name and types).
+///   ops::StagingArea area{{DT_FLOAT, DT_INT32}, o};
+///   Operation put = area.Put(gpu, {images, labels});   // next step's batch, staged onto the GPU
+///   OutputList batch = area.Get(gpu);                   // this step's, already there
+struct StagingOptions {
+  int64_t capacity = 0;  // 0: unbounded (TensorFlow's default)
+  std::string container;
+  std::string shared_name;
+};
+struct StagingArea {
+  DataTypeVector types;
+  StagingOptions options;
+  Operation Put(const Scope& s, const OutputList& values) const;  // Stage
+  OutputList Get(const Scope& s) const;                           // Unstage
+  Output Size(const Scope& s) const;                              // StageSize
+  Operation Clear(const Scope& s) const;                          // StageClear
+};
+
 }  // namespace ops
 }  // namespace actorflow

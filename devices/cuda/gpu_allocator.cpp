@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace actorflow {
 
@@ -56,14 +57,23 @@ void* PinnedHostSubAllocator::Alloc(size_t bytes) {
 
 void PinnedHostSubAllocator::Free(void* ptr, size_t bytes) { cudaFreeHost(ptr); }
 
-PoolAllocator* gpu_allocator(int ordinal) {
+namespace {
+
+// Device-memory pools of GPU `ordinal`, one per `kind` (0: the device's, 1:
+// the copy stream's): never destroyed, like cpu_allocator().
+PoolAllocator* DevicePool(int kind, int ordinal) {
   static std::mutex mu;
-  static auto* pools = new std::map<int, PoolAllocator*>();  // never destroyed, nor their pools
+  static auto* pools = new std::map<std::pair<int, int>, PoolAllocator*>();
   std::lock_guard<std::mutex> lock(mu);
-  PoolAllocator*& pool = (*pools)[ordinal];
+  PoolAllocator*& pool = (*pools)[{kind, ordinal}];
   if (!pool) pool = new PoolAllocator(std::make_unique<GpuMemorySubAllocator>(ordinal));
   return pool;
 }
+
+}  // namespace
+
+PoolAllocator* gpu_allocator(int ordinal) { return DevicePool(0, ordinal); }
+PoolAllocator* gpu_copy_in_pool(int ordinal) { return DevicePool(1, ordinal); }
 
 PoolAllocator* gpu_host_allocator() {
   static auto* pool = new PoolAllocator(std::make_unique<PinnedHostSubAllocator>());

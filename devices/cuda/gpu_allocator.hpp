@@ -44,5 +44,11 @@ class PinnedHostSubAllocator final : public SubAllocator {
 PoolAllocator* gpu_allocator(int ordinal);
 /// Pinned host memory for staging host<->device copies.
 PoolAllocator* gpu_host_allocator();
+/// Device memory of GPU `ordinal` that the host-to-device copy stream writes
+/// (a feed's destination): a pool apart from gpu_allocator's, whose blocks
+/// each GpuDevice frees through a DeferredReleaseAllocator
+/// (devices/deferred_release_allocator.hpp), so none is rewritten while the
+/// compute stream may still read it.
+PoolAllocator* gpu_copy_in_pool(int ordinal);
 
 }  // namespace actorflow

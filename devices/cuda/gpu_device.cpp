@@ -9,9 +9,24 @@
 #include "actorflow/devices/cuda/cublas_api.hpp"
 #include "actorflow/devices/cuda/gpu_allocator.hpp"
 #include "actorflow/devices/cuda/gpu_event_poller.hpp"
+#include "actorflow/devices/deferred_release_allocator.hpp"
 #include "actorflow/devices/device_factory.hpp"
 
 namespace actorflow {
+
+namespace {
+
+// The devices' copy-in allocators: never destroyed (a tensor may free its
+// block after its device is gone), but reachable.
+DeferredReleaseAllocator* KeepForever(std::unique_ptr<DeferredReleaseAllocator> a) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::unique_ptr<DeferredReleaseAllocator>>();
+  std::lock_guard<std::mutex> lock(mu);
+  kept->push_back(std::move(a));
+  return kept->back().get();
+}
+
+}  // namespace
 
 Status CudaStatus(cudaError_t e, const std::string& what) {
   if (e == cudaSuccess) return Status::OK();
@@ -45,18 +60,43 @@ Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool*
   AF_RETURN_IF_ERROR(d->Activate());
   AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking),
                                 d->short_name_ + ": creating the compute stream"));
+  AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->h2d_, cudaStreamNonBlocking),
+                                d->short_name_ + ": creating the host-to-device stream"));
+  AF_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&d->d2h_, cudaStreamNonBlocking),
+                                d->short_name_ + ": creating the device-to-host stream"));
+  AF_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&d->order_event_, cudaEventDisableTiming),
+                                d->short_name_ + ": creating the streams' ordering event"));
+  GpuDevice* raw = d.get();
+  d->copy_in_ = KeepForever(std::make_unique<DeferredReleaseAllocator>(
+      gpu_copy_in_pool(ordinal), "gpu_" + std::to_string(ordinal) + "_copy_in",
+      [raw](DeferredReleaseAllocator::Release release) {
+        if (!raw->Activate().ok()) return release();  // no GPU to order against: nothing runs on it
+        raw->ThenRun(raw->compute_, std::move(release));
+      }));
   *out = std::move(d);
   return Status::OK();
 }
 
 GpuDevice::~GpuDevice() {
-  if (!Activate().ok()) return;
-  if (compute_) cudaStreamSynchronize(compute_);
-  poller_.reset();  // its pending functions run: the stream's work is over
+  const bool active = Activate().ok();
+  if (active)
+    for (cudaStream_t s : {compute_, h2d_, d2h_})
+      if (s) cudaStreamSynchronize(s);
+  if (copy_in_) copy_in_->SetDefer(nullptr);  // the compute stream is idle: later frees are safe at once
+  if (!active) return;
+  poller_.reset();  // its pending functions run: the streams' work is over
   if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
   if (lt_) lt_api_->destroy(lt_);
   if (lt_workspace_) allocator()->DeallocateRaw(lt_workspace_, kGemmWorkspaceBytes);
-  if (compute_) cudaStreamDestroy(compute_);
+  for (cudaStream_t s : {compute_, h2d_, d2h_})
+    if (s) cudaStreamDestroy(s);
+  if (order_event_) cudaEventDestroy(order_event_);
+}
+
+Status GpuDevice::WaitFor(cudaStream_t waiter, cudaStream_t producer) {
+  std::lock_guard<std::mutex> lock(order_mu_);  // the wait takes the event as last recorded: record and wait as one
+  AF_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(order_event_, producer), short_name_ + ": cudaEventRecord"));
+  return CudaStatus(cudaStreamWaitEvent(waiter, order_event_, 0), short_name_ + ": cudaStreamWaitEvent");
 }
 
 Status GpuDevice::Activate() const {

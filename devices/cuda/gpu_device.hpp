@@ -5,10 +5,16 @@
 // driver or no GPU means none, silently), up to RuntimeOptions::num_gpu_devices,
 // named "<task>/device:GPU:N" (the Runtime's task, by default
 // "/job:localhost/replica:0/task:0") with N the CUDA ordinal.
-// Each has one compute stream, where its kernels and its host<->device copies
-// (_Send and _Recv) enqueue work in node order; it is a non-blocking stream,
-// so nothing synchronizes with CUDA's legacy default stream. One stream is
-// what makes freed device memory reusable at once (ops/gpu/gpu_kernel.hpp).
+// Each has one compute stream, where its kernels enqueue work in node order;
+// it is a non-blocking stream, so nothing synchronizes with CUDA's legacy
+// default stream. One stream is what makes freed device memory reusable at
+// once (ops/gpu/gpu_kernel.hpp). Two copy streams carry the large transfers
+// beside it, as TensorFlow's host_to_device and device_to_host streams do:
+// a feed's copy into device memory (the GPU _Recv) overlaps the kernels
+// already queued, its destination taken from copy_in_allocator() (whose
+// blocks are reused only once the compute stream has passed their free);
+// a fetch's copy to the host (the GPU _Send) waits for the kernel that
+// produced it through an event (WaitFor), not behind every later kernel.
 //
 // Execution: every GPU kernel enqueues its work and returns, inline on the
 // device actor's thread (ops/gpu/gpu_kernel.hpp); the executor calls Sync at
@@ -45,6 +51,7 @@
 #include <string>
 
 #include "actorflow/core/status.hpp"
+#include "actorflow/devices/deferred_release_allocator.hpp"
 #include "actorflow/devices/device.hpp"
 
 namespace actorflow {
@@ -72,6 +79,18 @@ class GpuDevice final : public Device {
   /// "GPU:0", for error messages.
   const std::string& short_name() const { return short_name_; }
   cudaStream_t compute_stream() const { return compute_; }
+  /// Where feeds are copied into device memory; nothing on it waits for the
+  /// compute stream, so its destinations come from copy_in_allocator().
+  cudaStream_t host_to_device_stream() const { return h2d_; }
+  /// Where fetches are copied to the host, each after WaitFor(compute).
+  cudaStream_t device_to_host_stream() const { return d2h_; }
+  /// Device memory for what the host-to-device stream writes: a block freed
+  /// here goes back to its pool (gpu_copy_in_pool) once the compute stream
+  /// has run everything enqueued before the free.
+  Allocator* copy_in_allocator() const { return copy_in_; }
+  /// Makes `waiter` wait (on the GPU, the host never does) for the work
+  /// enqueued on `producer` so far: an event recorded there.
+  Status WaitFor(cudaStream_t waiter, cudaStream_t producer);
   /// Pinned host memory for staging copies (gpu_host_allocator()).
   PoolAllocator* host_allocator() const { return host_allocator_; }
 
@@ -109,6 +128,11 @@ class GpuDevice final : public Device {
   const std::string short_name_;
   PoolAllocator* const host_allocator_;
   cudaStream_t compute_ = nullptr;
+  cudaStream_t h2d_ = nullptr;
+  cudaStream_t d2h_ = nullptr;
+  std::mutex order_mu_;               // guards order_event_ (recorded then waited for, as one)
+  cudaEvent_t order_event_ = nullptr;
+  DeferredReleaseAllocator* copy_in_ = nullptr;  // never destroyed (tensors may outlive the device)
   std::mutex blas_mu_;                  // guards the lazy creation of blas_
   const CublasApi* blas_api_ = nullptr;  // guarded by blas_mu_ until set
   cublasHandle_t blas_ = nullptr;       // guarded by blas_mu_ until created

@@ -11,12 +11,15 @@
 // the node is done once that copy is enqueued: its consumers run behind it.
 // So the device actor's thread never waits, neither for the GPU nor for the
 // other members. A broadcast's sender outputs its own device input (no copy
-// back). Tensors of other dtypes are in host memory on a GPU too (the
+// back). A collective's answer is handed to a pool thread before its
+// device output is allocated (the executor's own thread never waits for the
+// GPU). Tensors of other dtypes are in host memory on a GPU too (the
 // device's convention, devices/cuda/gpu_device.hpp) and go to the executor
 // as they are. Cancellation, timeouts and errors are the CPU kernels'
 // (ops/collective/collective_kernel.hpp); a failed copy names the node.
 #include <utility>
 
+#include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/pool_allocator.hpp"
 #include "actorflow/ops/collective/collective_kernel.hpp"
 #include "actorflow/ops/gpu/gpu_kernel.hpp"
@@ -34,13 +37,17 @@ class GpuCollectiveOp : public CollectiveKernelBase {
     if (!gpu) return done();  // GpuDeviceOf set the status
     if (params().kind == CollectiveKind::kBroadcastRecv) {
       StartOnHost(ctx, Tensor(), Tensor(), [this, ctx, gpu, done](const Status& s, Tensor result) {
-        Deliver(ctx, gpu, s, std::move(result), Tensor(), nullptr, done);
+        DeliverOnPool(ctx, gpu, s, std::move(result), Tensor(), nullptr, done);
       });
       return;
     }
     const Tensor& input = ctx->input(0);
     Status s = CheckInput(input);
     AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
+    if (params().group_size == 1) {  // a group of one outputs its input, staged nowhere
+      ctx->set_output(0, input);
+      return done();
+    }
     if (input.InHostMemory()) {  // not float32: the executor takes it as it is
       Tensor output;
       if (NeedsOutputBuffer()) s = Tensor::Create(nullptr, input.dtype(), input.shape(), &output);
@@ -70,12 +77,28 @@ class GpuCollectiveOp : public CollectiveKernelBase {
       const void* staged_bytes = staged.raw_data();
       StartOnHost(ctx, staged, std::move(output),
                   [this, ctx, gpu, input, staged_bytes, done](const Status& s, Tensor result) {
-                    Deliver(ctx, gpu, s, std::move(result), input, staged_bytes, done);
+                    DeliverOnPool(ctx, gpu, s, std::move(result), input, staged_bytes, done);
                   });
     });
   }
 
  private:
+  // Deliver on a pool thread: the collective executor's one thread (where a
+  // collective may finish) must not allocate device memory, which can wait
+  // for the GPU, nor copy into staging.
+  void DeliverOnPool(OpKernelContext* ctx, GpuDevice* gpu, const Status& s, Tensor result,
+                     const Tensor& device_input, const void* staged_bytes, const DoneCallback& done) {
+    auto job = [this, ctx, gpu, s, result = std::move(result), device_input, staged_bytes, done]() mutable {
+      Deliver(ctx, gpu, s, std::move(result), device_input, staged_bytes, done);
+    };
+    ComputePool* pool = gpu->compute_pool();
+    try {
+      if (pool) return pool->Schedule(std::move(job));
+    } catch (...) {  // no memory for a pool job: delivered here
+    }
+    job();
+  }
+
   // Sets the collective's result as the output: `device_input` itself when
   // the result is the staged copy of it (a broadcast's sender), a host
   // tensor as it is when not float32, else a copy into device memory.

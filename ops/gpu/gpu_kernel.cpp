@@ -102,6 +102,15 @@ struct SlicedCopy {
 void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, void* dst,
                            std::function<void(const Status&)> done) {
   const size_t bytes = source.TotalBytes();
+  if (bytes > 0 && source.buffer() != nullptr && source.buffer()->allocator() == gpu->host_allocator()) {
+    Status s = gpu->Activate();
+    if (s.ok())
+      s = CudaStatus(cudaMemcpyAsync(dst, source.raw_data(), bytes, cudaMemcpyHostToDevice, stream),
+                     gpu->short_name() + ": cudaMemcpyAsync (host to device)");
+    if (s.ok()) gpu->ThenRun(stream, [source = std::move(source)] {});  // pinned: lives until copied
+    done(s);
+    return;
+  }
   ComputePool* pool = gpu->compute_pool();
   const int threads = pool ? pool->NumThreads() : 1;
   if (bytes < kSlicedCopyBytes || threads < 2) {

@@ -59,7 +59,8 @@ Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, vo
                         std::vector<Tensor>* keep);
 
 /// Copies the bytes of host tensor `source` to device memory `dst` on
-/// `stream`. A large copy (kSlicedCopyBytes or more) is cut into slices that
+/// `stream`. A source already in pinned memory (gpu->host_allocator()) is
+/// one transfer, staged nowhere. A large copy (kSlicedCopyBytes or more) is cut into slices that
 /// pool jobs copy into pinned staging side by side, each slice's transfer
 /// enqueued as soon as it is staged: the host's copying runs on several cores
 /// and overlaps the DMA, where one memcpy on one thread was the bottleneck of
@@ -71,6 +72,12 @@ void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, v
                            std::function<void(const Status&)> done);
 /// Copies smaller than this are one memcpy and one transfer.
 constexpr size_t kSlicedCopyBytes = size_t{512} << 10;
+/// Feeds (a GPU _Recv of a host tensor) of this size or more are copied on
+/// the host-to-device stream, beside the queued kernels, and their node is
+/// done once the copy ran; smaller ones are enqueued on the compute stream,
+/// where the node is done at once (a wait for the copy would cost more than
+/// the copy).
+constexpr size_t kCopyStreamBytes = size_t{256} << 10;
 
 /// The error of the last kernel launch on this thread, naming the node (OK when none).
 Status LaunchStatus(const OpKernel& kernel);

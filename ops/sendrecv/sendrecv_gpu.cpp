@@ -44,9 +44,12 @@ class GpuSendOp : public AsyncOpKernel {
     Tensor staging;
     Status s = gpu ? gpu->Activate() : ctx->status();
     if (s.ok()) s = Tensor::Create(gpu->host_allocator(), in.dtype(), in.shape(), &staging);
+    // On the device-to-host stream, behind the work enqueued so far (the
+    // producer's kernel) but not behind the kernels enqueued after.
+    cudaStream_t d2h = gpu ? gpu->device_to_host_stream() : nullptr;
+    if (s.ok() && in.TotalBytes() > 0) s = gpu->WaitFor(d2h, gpu->compute_stream());
     if (s.ok() && in.TotalBytes() > 0)
-      s = CudaStatus(cudaMemcpyAsync(staging.raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost,
-                                     gpu->compute_stream()),
+      s = CudaStatus(cudaMemcpyAsync(staging.raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost, d2h),
                      gpu->short_name() + ": cudaMemcpyAsync (device to host) of " + name());
     if (!s.ok()) {  // nothing was enqueued
       ctx->SetStatus(s);
@@ -55,7 +58,13 @@ class GpuSendOp : public AsyncOpKernel {
     }
     // After the copy, on a pool thread: an ordinary host tensor (pinned memory
     // stays with the staging pool) goes to the rendezvous.
-    gpu->ThenRun(gpu->compute_stream(), [this, ctx, staging = std::move(staging), done = std::move(done)] {
+    // `in` is the context's input until done: its buffer is not reused before the copy ran.
+    gpu->ThenRunWithStatus(d2h, [this, ctx, gpu, staging = std::move(staging), done = std::move(done)](cudaError_t e) {
+      Status copied = CudaStatus(e, gpu->short_name() + ": the copy of " + name() + "'s tensor to the host");
+      if (!copied.ok()) {
+        ctx->SetStatus(copied);
+        return done();
+      }
       Tensor host;
       Status s = Tensor::Create(nullptr, staging.dtype(), staging.shape(), &host);
       if (s.ok()) {
@@ -103,24 +112,59 @@ class GpuRecvOp : public AsyncOpKernel {
  private:
   void CopyIn(OpKernelContext* ctx, GpuDevice* gpu, const Tensor& value, DoneCallback done) {
     Tensor* out = nullptr;
+    const bool small = value.TotalBytes() < kCopyStreamBytes;
     Status s = gpu->Activate();
-    if (s.ok()) s = ctx->allocate_output(0, value.shape(), &out);
+    if (s.ok() && small) s = ctx->allocate_output(0, value.shape(), &out);
     if (!s.ok()) {
       ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
       done();
       return;
     }
-    // A large value is staged by several pool jobs (CopyHostToDeviceAsync);
-    // the node is done once its transfer is enqueued.
-    CopyHostToDeviceAsync(gpu, gpu->compute_stream(), value, out->raw_data(),
-                          [this, ctx, gpu, done = std::move(done)](const Status& copied) {
-                            if (!copied.ok())
-                              ctx->SetStatus(copied.WithContext("receiving into " + name() + " on " +
-                                                                gpu->short_name()));
-                            done();
-                          });
+    if (small) {
+      // A small value rides the compute stream: the node is done once its
+      // copy is enqueued, and its consumers run behind it.
+      CopyHostToDeviceAsync(gpu, gpu->compute_stream(), value, out->raw_data(),
+                            [this, ctx, gpu, done = std::move(done)](const Status& copied) {
+                              if (!copied.ok())
+                                ctx->SetStatus(copied.WithContext("receiving into " + name() + " on " +
+                                                                  gpu->short_name()));
+                              done();
+                            });
+      return;
+    }
+    // A large one goes on the host-to-device stream, into copy-in memory,
+    // beside the kernels already queued (the previous step's, when the next
+    // feed arrives early: a prefetch); the node is done once the copy has
+    // run, so its consumers need no order against that stream.
+    Tensor dst;
+    s = Tensor::Create(gpu->copy_in_allocator(), DT_FLOAT, value.shape(), &dst);
+    if (!s.ok()) {
+      ctx->SetStatus(s.WithContext("receiving into " + name() + " on " + gpu->short_name()));
+      done();
+      return;
+    }
+    void* bytes = dst.raw_data();
+    CopyHostToDeviceAsync(
+        gpu, gpu->host_to_device_stream(), value, bytes,
+        [this, ctx, gpu, dst = std::move(dst), done = std::move(done)](const Status& copied) mutable {
+          if (!copied.ok()) {
+            ctx->SetStatus(copied.WithContext("receiving into " + name() + " on " + gpu->short_name()));
+            return done();
+          }
+          gpu->ThenRunWithStatus(gpu->host_to_device_stream(), [this, ctx, gpu, dst = std::move(dst),
+                                                                done = std::move(done)](cudaError_t e) {
+            Status s = CudaStatus(e, gpu->short_name() + ": the copy into " + name());
+            if (s.ok()) {
+              ctx->set_output(0, dst);
+            } else {
+              ctx->SetStatus(s);
+            }
+            done();
+          });
+        });
   }
 
+ private:
   const TransferKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(DEVICE_GPU), GpuRecvOp);

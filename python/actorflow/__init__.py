@@ -86,8 +86,15 @@ class _Compat(object):
         self.v1 = module
 
 
+class _Namespace(object):
+    def __init__(self, **members):
+        self.__dict__.update(members)
+
+
 import sys as _sys  # noqa: E402
 
 compat = _Compat(_sys.modules[__name__])
+# tf.contrib: the one part of it that input pipelines on GPUs use.
+contrib = _Namespace(staging=_Namespace(StagingArea=data_flow_ops.StagingArea))
 __version__ = "1.15.0-actorflow"
 VERSION = __version__

@@ -4,32 +4,22 @@ runtime; a blocked dequeue or enqueue is an asynchronous kernel that holds no th
 runs it has released the GIL."""
 
 from actorflow import dtypes
+from actorflow import dtypes as dtypes_mod
 from actorflow import framework
 from actorflow import gen_ops
 from actorflow.framework import Tensor, convert_to_tensor
 from actorflow.tensor_shape import TensorShape
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "PriorityQueue", "ReaderBase",
-           "TextLineReader", "TFRecordReader", "FixedLengthRecordReader", "IdentityReader"]
+           "TextLineReader", "TFRecordReader", "FixedLengthRecordReader", "IdentityReader", "StagingArea"]
 
 
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-class QueueBase(object):
-    """A queue of tuples of tensors (components), each of `dtypes`, optionally of `shapes`."""
-
-    def __init__(self, dtypes_, shapes, names, queue_ref):
-        self._dtypes = [dtypes.as_dtype(d) for d in dtypes_]
-        self._shapes = [TensorShape(s) for s in shapes] if shapes else [TensorShape(None)] * len(self._dtypes)
-        self._names = names
-        self._queue_ref = queue_ref
-        self._name = queue_ref.op.name
-
-    @property
-    def queue_ref(self):
-        return self._queue_ref
+class _Tuples(object):
+    """What a queue and a staging area say of their tuples."""
 
     @property
     def name(self):
@@ -46,6 +36,22 @@ class QueueBase(object):
     @property
     def names(self):
         return self._names
+
+
+class QueueBase(_Tuples):
+    """A queue of tuples of tensors (components), each of `dtypes`, optionally of `shapes`."""
+
+    def __init__(self, dtypes_, shapes, names, queue_ref):
+        self._dtypes = [dtypes.as_dtype(d) for d in dtypes_]
+        self._shapes = [TensorShape(s) for s in shapes] if shapes else [TensorShape(None)] * len(self._dtypes)
+        self._names = names
+        self._queue_ref = queue_ref
+        self._name = queue_ref.op.name
+
+    @property
+    def queue_ref(self):
+        return self._queue_ref
+
 
     def _components(self, vals):
         if isinstance(vals, dict):
@@ -104,6 +110,58 @@ class QueueBase(object):
 
     def is_closed(self, name=None):
         return gen_ops.queue_is_closed_v2(self._queue_ref, name=name or "%s_IsClosed" % self._name)
+
+
+class StagingArea(_Tuples):
+    """tf.contrib.staging.StagingArea: a FIFO of tuples on the device where put() and get() are placed (device
+    tensors stay on their GPU). put() waits while `capacity` tuples are staged (0: unbounded), get() while none are;
+    the usual pattern stages the next batch in the step that consumes the current one, so the model never waits for
+    the host-to-device copy. memory_limit > 0 is refused (Unimplemented) when the op runs."""
+
+    def __init__(self, dtypes, shapes=None, names=None, shared_name=None, capacity=0, memory_limit=0):  # noqa
+        self._dtypes = [dtypes_mod.as_dtype(d) for d in _as_list(dtypes)]
+        self._shapes = [TensorShape(s) for s in shapes] if shapes else [TensorShape(None)] * len(self._dtypes)
+        if len(self._shapes) != len(self._dtypes):
+            raise ValueError("StagingArea: %d dtypes but %d shapes" % (len(self._dtypes), len(self._shapes)))
+        self._names = list(names) if names is not None else None
+        if self._names is not None and len(self._names) != len(self._dtypes):
+            raise ValueError("StagingArea: %d dtypes but %d names" % (len(self._dtypes), len(self._names)))
+        self._name = shared_name if shared_name else framework.get_default_graph().unique_name("StagingArea")
+        self._attrs = dict(dtypes=self._dtypes, capacity=capacity, memory_limit=memory_limit, shared_name=self._name)
+
+
+    def put(self, values, name=None):
+        if isinstance(values, dict):
+            if self._names is None:
+                raise ValueError("StagingArea has no names: put a list, not a dictionary")
+            values = [values[n] for n in self._names]
+        values = _as_list(values)
+        if len(values) != len(self._dtypes):
+            raise ValueError("StagingArea: expected %d values, got %d" % (len(self._dtypes), len(values)))
+        tensors = []
+        for v, d, shape in zip(values, self._dtypes, self._shapes):
+            t = convert_to_tensor(v, dtype=d)
+            if not t.shape.is_compatible_with(shape):
+                raise ValueError("StagingArea: a value of shape %s where %s is declared" % (t.shape, shape))
+            tensors.append(t)
+        attrs = dict(self._attrs)
+        del attrs["dtypes"]
+        return gen_ops.stage(tensors, name=name or "%s_put" % self._name, **attrs)
+
+    def get(self, name=None):
+        out = _as_list(gen_ops.unstage(name=name or "%s_get" % self._name, **self._attrs))
+        for t, s in zip(out, self._shapes):
+            if s.ndims is not None:
+                t.set_shape(s)
+        if self._names is not None:
+            return dict(zip(self._names, out))
+        return out[0] if len(out) == 1 else out
+
+    def size(self, name=None):
+        return gen_ops.stage_size(name=name or "%s_size" % self._name, **self._attrs)
+
+    def clear(self, name=None):
+        return gen_ops.stage_clear(name=name or "%s_clear" % self._name, **self._attrs)
 
 
 def _queue_attrs(dtypes_, shapes, capacity, shared_name):

@@ -110,3 +110,30 @@ def test_coordinator_reraises_the_first_error():
     with pytest.raises(ValueError, match="from a thread"):
         coord.join()
     assert coord.should_stop()
+
+
+def test_staging_area_prefetches_one_step_ahead():
+    """tf.contrib.staging.StagingArea: each step gets the batch the step before put, in the queue's order."""
+    q = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[3], []])
+    fill = q.enqueue_many([np.arange(15, dtype=np.float32).reshape(5, 3), np.arange(5, dtype=np.int32)])
+    area = tf.contrib.staging.StagingArea([tf.float32, tf.int32], shapes=[[3], []], names=["x", "k"], capacity=1)
+    x, k = q.dequeue()
+    put = area.put({"x": x, "k": k})
+    got = area.get()
+    total = tf.reduce_sum(got["x"])
+    assert got["x"].shape.as_list() == [3]
+    with tf.Session() as sess:
+        sess.run(fill)
+        sess.run(put)  # warm-up
+        assert sess.run(area.size()) == 1
+        for i in range(4):
+            t, ki, _ = sess.run([total, got["k"], put])
+            assert ki == i and t == 9 * i + 3
+        assert sess.run(got["k"]) == 4
+        sess.run(fill)
+        sess.run(put)
+        assert sess.run(area.size()) == 1
+        sess.run(area.clear())
+        assert sess.run(area.size()) == 0
+    with pytest.raises(ValueError):
+        area.put([1.0])
