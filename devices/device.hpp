@@ -3,7 +3,9 @@
 // actor (actors/device/device_actor.hpp) is what executes graph partitions on it.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "actorflow/core/status.hpp"
@@ -26,7 +28,8 @@ class Device {
   const std::string& name() const { return name_; }
   /// "CPU" or "GPU": the key of the kernel registry.
   const std::string& device_type() const { return type_; }
-  Allocator* allocator() const { return allocator_; }
+  /// Where kernels allocate (during a capture, the capture's arena).
+  Allocator* allocator() const { return allocator_.load(std::memory_order_relaxed); }
   ComputePool* compute_pool() const { return pool_; }
 
   /// Whether the executor must call Sync when a step's nodes on this device
@@ -38,10 +41,38 @@ class Device {
   /// far has run, with the first error it met (a faulting GPU kernel).
   virtual void Sync(std::function<void(const Status&)> done) { done(Status::OK()); }
 
+  /// Capture (CUDA graphs: actors/device/step_capture.hpp). Between
+  /// BeginCapture and EndCapture the work kernels enqueue on this device is
+  /// recorded, not run, and allocations come from `arena`, whose blocks the
+  /// recorded work keeps using at every launch; nothing else may run on the
+  /// device meanwhile. A device that cannot capture says so (CanCapture()
+  /// false; Unimplemented).
+  class CapturedWork {
+   public:
+    virtual ~CapturedWork() = default;
+    /// Enqueues the recorded work once more, in order with what is enqueued before and after.
+    virtual Status Launch() = 0;
+  };
+  virtual bool CanCapture() const { return false; }
+  virtual Status BeginCapture(Allocator* arena);
+  /// Ends the capture (also after a failure: the device is usable again) and
+  /// gives the recorded work, or why it could not be recorded.
+  virtual Status EndCapture(std::unique_ptr<CapturedWork>* out);
+  /// Whether a capture is under way.
+  bool capturing() const { return capturing_.load(std::memory_order_acquire); }
+  /// Enqueues a copy of `bytes` from `src` to `dst`, both this device's
+  /// memory, in order with its kernels.
+  virtual Status CopyOnDevice(const void* src, void* dst, size_t bytes);
+
+ protected:
+  void set_allocator(Allocator* a) { allocator_.store(a, std::memory_order_relaxed); }
+  void set_capturing(bool on) { capturing_.store(on, std::memory_order_release); }
+
  private:
   std::string name_;
   std::string type_;
-  Allocator* allocator_;
+  std::atomic<Allocator*> allocator_;
+  std::atomic<bool> capturing_{false};
   ComputePool* pool_;
 };
 

@@ -1,5 +1,7 @@
 #include "actorflow/graph/preparation.hpp"
 
+#include "actorflow/ops/attrs.hpp"
+
 namespace actorflow {
 
 Status PrepareGraph(Graph* g, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
@@ -14,6 +16,10 @@ Status PrepareGraph(Graph* g, const std::vector<std::string>& feeds, const std::
   if (options.on_placed) options.on_placed(*g);
   AF_RETURN_IF_ERROR(FuseOptimizerUpdates(g, options.graph_options.fuse_optimizer_updates)
                          .WithContext("in optimizer-update fusion"));
+  if (!options.graph_options.capture_gpu_steps)  // the executor then never captures their partitions
+    for (Node* n : g->nodes())
+      if (n->assigned_device().find("/device:GPU:") != std::string::npos)
+        (*n->mutable_def()->mutable_attr())["_no_capture"] = AttrBool(true);
   if (options.last_stage == PreparationStage::kPlace) return Status::OK();
   AF_RETURN_IF_ERROR(PartitionGraph(*g, options.partitioning, &out->partitions));
   if (out->partitions.empty()) return errors::Internal("the graph has no nodes left to run");

@@ -64,6 +64,12 @@ struct VarUpdateRequest {
   /// buffer the variable takes as it is.
   /// Never crosses a process: device memory is the process's own.
   bool on_device = false;
+  /// on_device, from a step being captured (actors/device/step_capture.hpp):
+  /// the captured kernel will write the same buffers at every launch, so a
+  /// variable's buffer may not change (copy on write, an Assign's new buffer):
+  /// such an update fails instead, and the step is not captured. Not
+  /// serialized (never crosses a process).
+  bool capturing = false;
 };
 
 struct VarUpdateResponse {

@@ -12,6 +12,7 @@
 #include "actorflow/graph/graph.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/preparation.hpp"
 #include "actorflow/ops/attrs.hpp"
 #include "actorflow/ops/op_kernel.hpp"
 #include "actorflow/ops/op_registry.hpp"
@@ -250,4 +251,28 @@ TEST_CASE("placement: the collectives of a data-parallel step go to the GPU with
   REQUIRE(Place(def, d, PlacerOptions(), &g2).ok());
   CHECK(DeviceOf(g2, "mean") == kCpu);
 #endif
+}
+
+TEST_CASE("preparation: with GraphOptions::capture_gpu_steps off, the nodes placed on a GPU carry _no_capture") {
+  Devices d;
+  for (const bool capture : {true, false}) {
+    INFO("capture_gpu_steps " << capture);
+    Graph g;
+    REQUIRE(ImportGraphDef(Branches(), &g).ok());
+    PreparationOptions o;
+    o.last_stage = PreparationStage::kPlace;
+    o.devices = &d.manager;
+    o.graph_options.capture_gpu_steps = capture;
+    PreparedGraph prepared;
+    Status s = PrepareGraph(&g, {}, {}, {}, o, &prepared);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    int on_gpu = 0;
+    for (const Node* n : g.nodes()) {
+      const bool gpu = n->assigned_device() == kGpu;
+      on_gpu += gpu;
+      CHECK(HasNodeAttr(n->def(), "_no_capture") == (gpu && !capture));
+    }
+    CHECK(on_gpu > 0);
+  }
 }

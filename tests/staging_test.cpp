@@ -169,3 +169,26 @@ TEST_CASE("staging area: the prefetch pattern; each step's model reads the batch
   }
   CHECK(c.RunOk({}, {"model"}, {})[0].scalar<float>() == 9.f * 7 + 3);  // the last one, staged by step 6
 }
+
+TEST_CASE("staging area: one per device (a Stage on CPU:1 is not an Unstage's on CPU:0); a shared_name is required") {
+  Runtime rt(TwoThreads(2));
+  Scope root = Scope::NewRootScope();
+  ops::StagingArea area{{DT_FLOAT}, {0, "", "per_device"}};
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  area.Put(root.WithOpName("put1").WithDevice(test::kCpu1), {x});
+  area.Put(root.WithOpName("put0").WithDevice(test::kCpu0), {x});
+  ops::Identity(root.WithOpName("size0"), area.Size(root.WithDevice(test::kCpu0)));
+  ops::Identity(root.WithOpName("size1"), area.Size(root.WithDevice(test::kCpu1)));
+  ops::StagingArea unnamed{{DT_FLOAT}, {}};
+  unnamed.Put(root.WithOpName("unnamed"), {x});
+  Client c(&rt, ToDef(root));
+  c.RunOk({{"x", Tensor::Scalar<float>(1)}}, {}, {"put1"});
+  c.RunOk({{"x", Tensor::Scalar<float>(1)}}, {}, {"put1"});
+  c.RunOk({{"x", Tensor::Scalar<float>(1)}}, {}, {"put0"});
+  std::vector<Tensor> out = c.RunOk({}, {"size0", "size1"}, {});
+  CHECK(out[0].scalar<int32_t>() == 1);
+  CHECK(out[1].scalar<int32_t>() == 2);
+  Status s = c.Run({{"x", Tensor::Scalar<float>(1)}}, {}, {"unnamed"}, &out);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.message().find("shared_name") != std::string::npos);
+}

@@ -242,6 +242,28 @@ void DeviceVariableAccess::UpdateManyAndAnswer(std::vector<VarUpdateRequest> req
   });
 }
 
+void DeviceVariableAccess::InspectBuffers(std::vector<std::string> handles, InspectFn fn) {
+  if (!container_ || !local_) {
+    fn(errors::Unimplemented("a captured step on ", device_->name(), " names variables of another process"), {}, {});
+    return;
+  }
+  Resolve(handles, [fn = std::move(fn)](const Status& s, Resolved& vars) {
+    if (!s.ok()) return fn(s, {}, {});
+    const std::vector<LocalVar*> raw = Raw(vars);
+    VarLocks locks(raw);
+    locks.Lock();
+    std::vector<const void*> buffers;
+    std::vector<bool> shared;
+    for (LocalVar* v : raw) {
+      const Tensor& t = v->slot.value;
+      buffers.push_back(t.IsInitialized() ? t.raw_data() : nullptr);
+      // One reference is the variable's own; a name given twice is not sharing.
+      shared.push_back(t.IsInitialized() && !t.RefCountIsOne());
+    }
+    fn(Status::OK(), buffers, shared);
+  });
+}
+
 // ---- Queues ------------------------------------------------------------------
 
 void DeviceQueueAccess::Open(const std::string& handle, const QueueSpec& spec,

@@ -51,6 +51,7 @@ class DeviceVariableAccess final : public VariableAccess {
   void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
   void UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
                            std::function<void(std::vector<VarUpdateResponse>&)> done) override;
+  void InspectBuffers(std::vector<std::string> handles, InspectFn fn) override;
 
  private:
   using Resolved = std::vector<std::shared_ptr<LocalVar>>;

@@ -27,11 +27,6 @@ constexpr int kNodesPerClockCheck = 64;
 // variable update whose answer just arrived) is handed over without a message.
 thread_local const Executor* t_running_executor = nullptr;
 
-RunStepResponse FailedResponse(Status s) {
-  RunStepResponse r;
-  r.status = std::move(s);
-  return r;
-}
 
 Status NodeError(const StepState& step, int32_t node, const Status& s) {
   const OpKernel* k = step.plan().item(node).kernel;
@@ -65,6 +60,12 @@ Executor::RunningScope::RunningScope(Executor* executor, caf::execution_unit* wo
 Executor::RunningScope::~RunningScope() { t_running_executor = prev_; }
 
 bool Executor::OnThisThread() const { return t_running_executor == this; }
+
+RunStepResponse Executor::FailedResponse(Status s) {
+  RunStepResponse r;
+  r.status = std::move(s);
+  return r;
+}
 
 void Executor::ReserveOutputs(int max_outputs) {
   if (inline_outputs_.size() < static_cast<size_t>(max_outputs)) inline_outputs_.resize(max_outputs);
@@ -110,11 +111,13 @@ void Executor::FailStep(StepState* step, const Status& s) {
 // One node of `step` is done (ran, failed or was skipped).
 void Executor::NodeFinished(StepState* step) {
   if (--step->outstanding > 0) return;
-  if (!step->device_synced && !step->failed() && services_.device->SyncsAtStepEnd()) {
+  if (!step->device_synced && !step->failed() && services_.device->SyncsAtStepEnd() &&
+      step->capture_mode != CaptureMode::kDryRun) {  // a dry run executed nothing
     SyncDevice(step);
     return;
   }
   auto it = steps_.find(step->step_id());
+  if (step->capture_mode != CaptureMode::kNone) CaptureStepEnded(step, it->second.graph_handle);
   try {
     Answer(it->second);
   } catch (...) {  // no memory for the answer's message: once more as a failure, then the step ends all the same
@@ -129,6 +132,10 @@ void Executor::NodeFinished(StepState* step) {
   if (!it->second.plan->spare_root()) it->second.plan->spare_root() = step->TakeRoot();
   steps_.erase(it);
   if (shutting_down_ && steps_.empty()) services_.host->Drained();
+  if (!dry_run_ && (!deferred_.empty() || steps_.empty()) && !captures_.empty() && !resume_pending_) {
+    services_.host->ScheduleResume();  // a capture, or the starts that waited for one, at the next turn
+    resume_pending_ = true;
+  }
 }
 
 namespace {
@@ -183,6 +190,7 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
                                                 DataTypeString(item.kernel->output_type(i)))));
       break;
     }
+    if (!step->failed() && step->capture_mode != CaptureMode::kNone) CaptureSawNode(step, node, outputs);
     if (!step->failed()) {
       const size_t first_new = ready_.size();
       // A _Recv whose tensor came dead is dead as a whole (its control edges too).
@@ -391,6 +399,7 @@ void Executor::RunReady() {
     const int64_t step_id = t.step->step_id();
     try {
       const NodeItem& item = t.step->plan().item(t.node);
+      if (t.step->capture_mode != CaptureMode::kNone && !t.step->failed() && CaptureIntercepts(t)) continue;
       if (item.num_deref > 0 && !t.dead && !t.step->failed() && !DerefDone(*t.iter, item)) read_wait_.push_back(t);
       else ExecuteNode(t.step, t.iter, t.node, t.dead);
     } catch (...) {  // its bookkeeping ran out of memory: that step fails, the others go on
@@ -411,6 +420,7 @@ void Executor::Run() noexcept {
 
 void Executor::Resume() noexcept {
   resume_pending_ = false;
+  MaybeCapture();
   Run();
 }
 
@@ -462,36 +472,6 @@ void Executor::FailAllOnError() noexcept {
 }
 
 // Starts a step; out of memory fails that step alone (answered), never the host.
-void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
-                         Executor::Reply reply) noexcept {
-  int64_t id = 0;       // the step's, once it is in steps_
-  bool holding = false;  // its start's hold on it (outstanding), not yet released
-  try {
-    StartStepOrThrow(std::move(plan), graph_handle, req, &reply, &id, &holding);
-  } catch (...) {  // out of memory for the step's state: that step fails
-    if (id != 0) {
-      FailStepOnError(id);
-      // The hold goes, or the step would never end (nor free its feeds).
-      auto it = holding ? steps_.find(id) : steps_.end();
-      if (it != steps_.end()) {
-        try {
-          NodeFinished(it->second.state.get());
-        } catch (...) {  // answering it ran out of memory again: the next run's failures settle it
-          FailStepOnError(id);
-        }
-      }
-      Run();
-      return;
-    }
-    try {
-      const Status s = CurrentExceptionStatus("starting a step on " + services_.device->name());
-      if (req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(req.step_id, s);
-      if (reply) reply(FailedResponse(s));
-    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
-    }
-  }
-}
-
 void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, uint64_t graph_handle,
                                 RunStepRequest& req, Executor::Reply* reply, int64_t* started_id,
                                 bool* holding) {
@@ -524,8 +504,10 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
   if (req.collect_stats) step->start_ns = NowNanos();
   // The reply moves in once the step is in place: a failed emplace leaves it
   // with the caller, who answers.
-  steps_.emplace(id, std::move(active)).first->second.reply = std::move(*reply);
+  ActiveStep& placed = steps_.emplace(id, std::move(active)).first->second;
+  placed.reply = std::move(*reply);
   *started_id = id;
+  SetUpCapture(step, graph_handle, placed.plan);
   step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   *holding = true;
   if (req.timeout_ms > 0) {
@@ -571,6 +553,8 @@ void Executor::DeadlinesDue() noexcept {
 }
 
 void Executor::CancelSteps(uint64_t graph_handle, const Status& why) noexcept {
+  captures_.erase(graph_handle);  // its steps keep theirs until they end
+  EndDeferred(why, graph_handle);
   for (auto& [id, a] : steps_) {
     if (a.graph_handle != graph_handle || a.state->replied) continue;
     try {
@@ -583,6 +567,7 @@ void Executor::CancelSteps(uint64_t graph_handle, const Status& why) noexcept {
 
 void Executor::Shutdown(const Status& s) noexcept {
   shutting_down_ = true;
+  EndDeferred(s);
   try {
     for (auto& [id, a] : steps_) {
       a.state->Fail(s);

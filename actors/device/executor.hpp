@@ -213,6 +213,7 @@ class Executor {
   };
   struct OffHostRun;
   using Clock = std::chrono::steady_clock;
+  static RunStepResponse FailedResponse(Status s);
 
   // The loop (executor.cpp).
   void RunReady();
@@ -249,6 +250,24 @@ class Executor {
   // Variable reads (executor_reads.cpp).
   void SendReads();
   void SendStepReads(StepState* step, const std::vector<TaggedNode>& nodes);
+  // CUDA-graph capture (executor_capture.cpp, actors/device/step_capture.hpp).
+  /// Sets how a new step of `graph_handle` runs (watched, replayed).
+  void SetUpCapture(StepState* step, uint64_t graph_handle, const std::shared_ptr<const ExecutorPlan>& plan);
+  /// Whether the capture took ready node `t` (parked, skipped, served); false: it runs as usual.
+  bool CaptureIntercepts(const TaggedNode& t);
+  /// Node `node` of a watched step finished with `outputs` (a _Recv's tensor, a variable's handle).
+  void CaptureSawNode(StepState* step, int32_t node, const Tensor* outputs);
+  /// The step's nodes are all done: counts it, or ends its dry run.
+  void CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept;
+  /// Starts a due dry run when no step runs; then the starts that waited for it.
+  void MaybeCapture() noexcept;
+  void StartDryRun(uint64_t graph_handle, const std::shared_ptr<StepCapture>& capture);
+  /// Steps that were started during a dry run: refused with `why`, or (OK) started.
+  void EndDeferred(const Status& why, uint64_t only_handle = 0) noexcept;
+  /// A replay's _Recvs are all in: replays it, or lets it run as usual.
+  void DecideReplay(StepState* step);
+  void Unpark(StepState* step);
+  void RecordCaptureStats(StepState* step, const std::string& what);
 
   ExecutorServices services_;
   std::unordered_map<int64_t, ActiveStep> steps_;  // by our own id: clients' ids may collide
@@ -265,6 +284,24 @@ class Executor {
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
   Clock::time_point armed_ = Clock::time_point::max();
   bool shutting_down_ = false;
+  // Per registered partition (graph handle); a dry run holds the device, and
+  // steps that start meanwhile wait in deferred_.
+  std::unordered_map<uint64_t, std::shared_ptr<StepCapture>> captures_;
+  bool dry_run_ = false;
+  struct DryRunSetUp {  // what SetUpCapture gives the dry run's step
+    std::shared_ptr<StepCapture> capture;
+    std::vector<Tensor> inputs;
+    CaptureArena* arena = nullptr;
+  };
+  DryRunSetUp* pending_dry_run_ = nullptr;
+  std::vector<Tensor> placeholders_;  // by DataType: the outputs of a replay's skipped nodes
+  struct DeferredStart {
+    std::shared_ptr<const ExecutorPlan> plan;
+    uint64_t graph_handle;
+    RunStepRequest req;
+    Reply reply;
+  };
+  std::vector<DeferredStart> deferred_;
 };
 
 }  // namespace actorflow

@@ -123,4 +123,43 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
   }
 }
 
+void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
+                         Executor::Reply reply) noexcept {
+  if (dry_run_) {  // the device is capturing: the step starts when the dry run is over
+    try {
+      deferred_.push_back(DeferredStart{std::move(plan), graph_handle, std::move(req), std::move(reply)});
+      return;
+    } catch (...) {  // no memory to wait: refused below, as any step without memory
+      reply(FailedResponse(OutOfMemoryStatus()));
+      return;
+    }
+  }
+  int64_t id = 0;       // the step's, once it is in steps_
+  bool holding = false;  // its start's hold on it (outstanding), not yet released
+  try {
+    StartStepOrThrow(std::move(plan), graph_handle, req, &reply, &id, &holding);
+  } catch (...) {  // out of memory for the step's state: that step fails
+    if (id != 0) {
+      FailStepOnError(id);
+      // The hold goes, or the step would never end (nor free its feeds).
+      auto it = holding ? steps_.find(id) : steps_.end();
+      if (it != steps_.end()) {
+        try {
+          NodeFinished(it->second.state.get());
+        } catch (...) {  // answering it ran out of memory again: the next run's failures settle it
+          FailStepOnError(id);
+        }
+      }
+      Run();
+      return;
+    }
+    try {
+      const Status s = CurrentExceptionStatus("starting a step on " + services_.device->name());
+      if (req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(req.step_id, s);
+      if (reply) reply(FailedResponse(s));
+    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+    }
+  }
+}
+
 }  // namespace actorflow

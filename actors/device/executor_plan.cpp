@@ -7,6 +7,7 @@
 #include "actorflow/actors/device/step_state.hpp"
 #include "actorflow/graph/control_flow_info.hpp"
 #include "actorflow/graph/graph.hpp"
+#include "actorflow/ops/attrs.hpp"
 #include "actorflow/ops/sendrecv/rendezvous_access.hpp"
 
 namespace actorflow {
@@ -42,6 +43,8 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     }
     NodeItem& item = plan->items_[i];
     item.kernel = k.get();
+    item.is_stateful = n->is_stateful();
+    item.no_capture = HasNodeAttr(n->def(), "_no_capture");
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();
     // Its frame, and its place there.

@@ -85,6 +85,8 @@ struct NodeItem {
   /// A _Recv the device actor serves itself (DirectRecvKernel::rendezvous_key).
   bool is_direct_recv = false;
   bool is_retval = false;  // a fetch: dead, it fails the step (the fetched tensor has no value)
+  bool is_stateful = false;  // its op is (OpDef::is_stateful)
+  bool no_capture = false;   // it carries `_no_capture`: its session turned capture off (step_capture.hpp)
 };
 
 struct IterationState;

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actorflow/actors/device/step_capture.hpp"
 #include "actorflow/core/cancellation.hpp"
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/step_stats.hpp"
@@ -90,6 +91,15 @@ struct FrameState {
   }
 };
 
+/// How a step runs with respect to CUDA-graph capture (actors/device/step_capture.hpp).
+enum class CaptureMode : uint8_t {
+  kNone,     // as usual, not watched
+  kObserve,  // as usual; its _Recvs' signature counts toward a capture
+  kDryRun,   // the capture: fixed buffers for _Recvs, _Sends noted, nothing executes
+  kHold,     // a replay waiting for its _Recvs; the other nodes are parked
+  kSkip,     // replayed: only its _Sends run, from copies of the capture's outputs
+};
+
 /// A node ready to run in one iteration of one frame (TensorFlow's TaggedNode).
 struct TaggedNode {
   StepState* step;
@@ -134,6 +144,20 @@ class StepState {
   /// Nodes that are ready or running (including on the pool); the step is
   /// over when this drops to zero.
   int64_t outstanding = 0;
+  /// CUDA-graph capture (actors/device/step_capture.hpp; the executor's
+  /// executor_capture.cpp): the partition's capture while capture_mode is
+  /// not kNone, the _Recvs not yet done, their tensors (by position in the
+  /// capture's analysis), nodes parked until they are, the _Sends' inputs
+  /// of a replay, and a dry run's arena, variable handles and _Send inputs.
+  CaptureMode capture_mode = CaptureMode::kNone;
+  std::shared_ptr<StepCapture> capture;
+  int32_t recvs_left = 0;
+  std::vector<Tensor> recv_values;
+  CaptureSignature signature;
+  std::vector<TaggedNode> parked;
+  std::vector<Tensor> send_inputs;
+  CaptureArena* arena = nullptr;
+  std::vector<std::string> variable_handles;
   /// Per-node statistics, when the client asked for them.
   bool collect_stats = false;
   int64_t start_ns = 0;

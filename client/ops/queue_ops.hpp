@@ -35,8 +35,9 @@ Output QueueSize(const Scope& s, Input handle);
 Output QueueIsClosed(const Scope& s, Input handle);
 
 /// A staging area (ops/queue/staging_ops.cpp, TensorFlow's StagingArea): a
-/// FIFO of tuples of `types` on the scope's device, named by `shared_name`
-/// (every op of one area must give the same name and types).
+/// FIFO of tuples of `types` on one device, named by `shared_name`
+/// (required; every op of one area must be placed on that device and give
+/// the same name and types).
 ///   ops::StagingArea area{{DT_FLOAT, DT_INT32}, o};
 ///   Operation put = area.Put(gpu, {images, labels});   // next step's batch, staged onto the GPU
 ///   OutputList batch = area.Get(gpu);                   // this step's, already there

@@ -30,15 +30,21 @@ class ScopedDevice {
 };
 }  // namespace
 
+static PoolAllocator* DevicePool(int kind, int ordinal);
+
 void* GpuMemorySubAllocator::Alloc(size_t bytes) {
   ScopedDevice device(ordinal_);
   if (!device.ok()) return nullptr;
   void* p = nullptr;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
-    cudaGetLastError();  // clear the out-of-memory error: the caller reports it
-    return nullptr;
-  }
-  return p;
+  if (cudaMalloc(&p, bytes) == cudaSuccess) return p;
+  cudaGetLastError();  // clear the out-of-memory error
+  // The GPU's two pools cache apart (gpu_allocator, gpu_copy_in_pool): before
+  // failing, both give back what they keep (the caller's pool retries after
+  // its own release, which finds nothing more), then one more try.
+  for (int kind : {0, 1}) DevicePool(kind, ordinal_)->ReleaseCache();
+  if (cudaMalloc(&p, bytes) == cudaSuccess) return p;
+  cudaGetLastError();  // the caller reports it
+  return nullptr;
 }
 
 void GpuMemorySubAllocator::Free(void* ptr, size_t bytes) {
@@ -57,11 +63,9 @@ void* PinnedHostSubAllocator::Alloc(size_t bytes) {
 
 void PinnedHostSubAllocator::Free(void* ptr, size_t bytes) { cudaFreeHost(ptr); }
 
-namespace {
-
 // Device-memory pools of GPU `ordinal`, one per `kind` (0: the device's, 1:
 // the copy stream's): never destroyed, like cpu_allocator().
-PoolAllocator* DevicePool(int kind, int ordinal) {
+static PoolAllocator* DevicePool(int kind, int ordinal) {
   static std::mutex mu;
   static auto* pools = new std::map<std::pair<int, int>, PoolAllocator*>();
   std::lock_guard<std::mutex> lock(mu);
@@ -69,8 +73,6 @@ PoolAllocator* DevicePool(int kind, int ordinal) {
   if (!pool) pool = new PoolAllocator(std::make_unique<GpuMemorySubAllocator>(ordinal));
   return pool;
 }
-
-}  // namespace
 
 PoolAllocator* gpu_allocator(int ordinal) { return DevicePool(0, ordinal); }
 PoolAllocator* gpu_copy_in_pool(int ordinal) { return DevicePool(1, ordinal); }

@@ -52,7 +52,8 @@ GpuDevice::GpuDevice(const std::string& task_name, int ordinal, ComputePool* poo
       ordinal_(ordinal),
       short_name_("GPU:" + std::to_string(ordinal)),
       host_allocator_(gpu_host_allocator()),
-      poller_(std::make_unique<GpuEventPoller>(ordinal, pool)) {}
+      poller_(std::make_unique<GpuEventPoller>(ordinal, pool)),
+      normal_allocator_(gpu_allocator(ordinal)) {}
 
 Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool* pool,
                          std::unique_ptr<GpuDevice>* out) {
@@ -70,8 +71,11 @@ Status GpuDevice::Create(const std::string& task_name, int ordinal, ComputePool*
   d->copy_in_ = KeepForever(std::make_unique<DeferredReleaseAllocator>(
       gpu_copy_in_pool(ordinal), "gpu_" + std::to_string(ordinal) + "_copy_in",
       [raw](DeferredReleaseAllocator::Release release) {
+        int current = -1;  // any thread frees tensors: its current GPU is put back
+        const bool known = cudaGetDevice(&current) == cudaSuccess;
         if (!raw->Activate().ok()) return release();  // no GPU to order against: nothing runs on it
         raw->ThenRun(raw->compute_, std::move(release));
+        if (known && current != raw->ordinal_) cudaSetDevice(current);
       }));
   *out = std::move(d);
   return Status::OK();
@@ -190,6 +194,14 @@ bool UseStreamCallbacks() {
 }  // namespace
 
 void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaError_t)> fn) noexcept {
+  if (stream == compute_ && capturing()) {  // nothing runs while capturing: kept with the captured work
+    try {
+      std::lock_guard<std::mutex> lock(capture_mu_);
+      after_capture_.push_back(std::move(fn));
+      return;
+    } catch (...) {  // no memory to keep it: the capture ends in failure (EndCapture), and fn runs now
+    }
+  }
   if (!UseStreamCallbacks() && poller_ && poller_->ThenRun(stream, fn)) return;
   auto* cb = new (std::nothrow) HostCallback{compute_pool(), nullptr};
   if (cb) {
@@ -218,6 +230,84 @@ void GpuDevice::Sync(std::function<void(const Status&)> done) {
   ThenRunWithStatus(compute_, [name = short_name_, done = std::move(done)](cudaError_t e) {
     done(e == cudaSuccess ? Status::OK() : CudaStatus(e, name + ": a kernel of the step failed"));
   });
+}
+
+namespace {
+
+// A captured step's CUDA graph. The functions kept during its capture (the
+// buffers its work reads) run once it is destroyed and the stream has
+// passed its last launch.
+class CudaGraphWork final : public Device::CapturedWork {
+ public:
+  CudaGraphWork(GpuDevice* gpu, cudaGraphExec_t exec, std::vector<std::function<void(cudaError_t)>> kept)
+      : gpu_(gpu), exec_(exec), kept_(std::move(kept)) {}
+  ~CudaGraphWork() override {
+    gpu_->Activate();
+    cudaGraphExecDestroy(exec_);  // launches already enqueued still run
+    for (auto& fn : kept_) gpu_->ThenRunWithStatus(gpu_->compute_stream(), std::move(fn));
+  }
+  Status Launch() override {
+    AF_RETURN_IF_ERROR(gpu_->Activate());
+    return CudaStatus(cudaGraphLaunch(exec_, gpu_->compute_stream()), gpu_->short_name() + ": cudaGraphLaunch");
+  }
+
+ private:
+  GpuDevice* const gpu_;
+  const cudaGraphExec_t exec_;
+  std::vector<std::function<void(cudaError_t)>> kept_;
+};
+
+}  // namespace
+
+Status GpuDevice::BeginCapture(Allocator* arena) {
+  AF_RETURN_IF_ERROR(Activate());
+  if (capturing()) return errors::FailedPrecondition(short_name_, ": a capture is already under way");
+  set_allocator(arena);
+  set_capturing(true);
+  Status s = CudaStatus(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeRelaxed),
+                        short_name_ + ": cudaStreamBeginCapture");
+  if (!s.ok()) {
+    set_capturing(false);
+    set_allocator(normal_allocator_);
+  }
+  return s;
+}
+
+Status GpuDevice::EndCapture(std::unique_ptr<CapturedWork>* out) {
+  Status s = Activate();
+  cudaGraph_t graph = nullptr;
+  if (s.ok())
+    s = CudaStatus(cudaStreamEndCapture(compute_, &graph),
+                   short_name_ + ": the capture was invalidated (cudaStreamEndCapture)");
+  set_allocator(normal_allocator_);
+  set_capturing(false);
+  std::vector<std::function<void(cudaError_t)>> kept;
+  {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    kept.swap(after_capture_);
+  }
+  cudaGraphExec_t exec = nullptr;
+  if (s.ok() && graph == nullptr) s = errors::Internal(short_name_, ": the capture recorded no graph");
+  if (s.ok()) s = CudaStatus(cudaGraphInstantiate(&exec, graph, 0), short_name_ + ": cudaGraphInstantiate");
+  if (graph) cudaGraphDestroy(graph);
+  if (s.ok()) {
+    try {
+      *out = std::make_unique<CudaGraphWork>(this, exec, std::move(kept));
+      return Status::OK();
+    } catch (...) {
+      cudaGraphExecDestroy(exec);
+      s = errors::ResourceExhausted(short_name_, ": no memory for the captured graph");
+    }
+  }
+  for (auto& fn : kept) ThenRunWithStatus(compute_, std::move(fn));  // nothing captured will run
+  return s;
+}
+
+Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) {
+  AF_RETURN_IF_ERROR(Activate());
+  if (bytes == 0) return Status::OK();
+  return CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_),
+                    short_name_ + ": cudaMemcpyAsync (device to device)");
 }
 
 namespace {

@@ -49,6 +49,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "actorflow/core/status.hpp"
 #include "actorflow/devices/deferred_release_allocator.hpp"
@@ -121,6 +122,17 @@ class GpuDevice final : public Device {
   /// with the stream's error if a kernel failed (Internal naming the GPU).
   void Sync(std::function<void(const Status&)> done) override;
 
+  /// Stream capture of the compute stream into a CUDA graph (relaxed mode).
+  /// While capturing, functions ThenRun would call once the compute stream
+  /// has passed a point (keep-alives, deferred frees) are kept with the
+  /// captured work and called when it is destroyed; a host-to-device copy
+  /// through staging (CopyHostToDevice) refuses, since its source would be
+  /// read again at each launch.
+  bool CanCapture() const override { return true; }
+  Status BeginCapture(Allocator* arena) override;
+  Status EndCapture(std::unique_ptr<CapturedWork>* out) override;
+  Status CopyOnDevice(const void* src, void* dst, size_t bytes) override;
+
  private:
   GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool);
 
@@ -140,6 +152,9 @@ class GpuDevice final : public Device {
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;
   std::unique_ptr<GpuEventPoller> poller_;
+  Allocator* const normal_allocator_;  // allocator() outside captures
+  std::mutex capture_mu_;              // guards after_capture_
+  std::vector<std::function<void(cudaError_t)>> after_capture_;  // ThenRun's on the compute stream while capturing
 };
 
 }  // namespace actorflow

@@ -56,6 +56,9 @@ void GpuOpKernel::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
 Status CopyHostToDevice(GpuDevice* gpu, cudaStream_t stream, const void* src, void* dst, size_t bytes,
                         std::vector<Tensor>* keep) {
   if (bytes == 0) return Status::OK();
+  if (gpu->capturing() && stream == gpu->compute_stream())
+    return errors::Unimplemented(gpu->short_name(), ": a copy of host memory into the GPU cannot be captured (its ",
+                                 "source would be read again, unchanged, at each launch)");
   Tensor staging;
   AF_RETURN_IF_ERROR(Tensor::Create(gpu->host_allocator(), DT_UINT8, TensorShape{static_cast<int64_t>(bytes)},
                                     &staging)
@@ -102,6 +105,10 @@ struct SlicedCopy {
 void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, void* dst,
                            std::function<void(const Status&)> done) {
   const size_t bytes = source.TotalBytes();
+  if (bytes > 0 && gpu->capturing() && stream == gpu->compute_stream()) {
+    done(errors::Unimplemented(gpu->short_name(), ": a copy of host memory into the GPU cannot be captured"));
+    return;
+  }
   if (bytes > 0 && source.buffer() != nullptr && source.buffer()->allocator() == gpu->host_allocator()) {
     Status s = gpu->Activate();
     if (s.ok())

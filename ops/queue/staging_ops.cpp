@@ -15,9 +15,10 @@
 // TensorFlow; a Stage into a full area waits for room, an Unstage from an
 // empty one for an element: asynchronously, holding no thread; a cancelled
 // step ends the wait). Tensors are shared into and out of it, never copied,
-// so a GPU's stay in device memory. `shared_name` "" names the area after the
-// node, as TensorFlow's resource lookup does (every op of one area must then
-// share a name: TensorFlow's StagingArea sets it). Not supported:
+// so a GPU's stay in device memory. An area is one device's (TensorFlow's
+// per-device resource manager): its ops must all be placed on that device
+// and give the same `shared_name`, which is required (TensorFlow's
+// StagingArea always sets one; the Python front-end names it too). Not supported:
 // memory_limit > 0 (Unimplemented, naming the node), StagePeek and the
 // MapStage family.
 #include "actorflow/core/exception_status.hpp"
@@ -78,10 +79,15 @@ class StagingOp : public AsyncOpKernel {
                                          " bytes) is not supported; bound it by capacity"));
     if (types.empty())
       c->SetStatus(errors::InvalidArgument(name(), ": a staging area needs at least one dtype"));
+    if (shared_name.empty())
+      c->SetStatus(errors::InvalidArgument(name(), ": a staging area needs a shared_name (its Stage and Unstage ",
+                                           "meet by it)"));
+    device_ = c->device() ? c->device()->name() : "";
     if (spec_.capacity == 0) spec_.capacity = -1;  // TensorFlow's 0: unbounded
     spec_.kind = static_cast<int32_t>(QueueKind::kFifo);
     for (DataType t : types) spec_.component_types.push_back(t);
-    encoded_ = DeclaredResourceHandle(c->device() ? c->device()->name() : "", container, shared_name, name()).Encode();
+    // One area per device: the device's name is part of the area's.
+    encoded_ = DeclaredResourceHandle(device_, container, device_ + "/" + shared_name, name()).Encode();
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
@@ -133,6 +139,7 @@ class StagingOp : public AsyncOpKernel {
   }
 
   const QueueOp op_;
+  std::string device_;
   QueueSpec spec_;
   std::string encoded_;
   bool opened_ = false;  // on the device actor's thread only

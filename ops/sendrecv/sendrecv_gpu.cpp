@@ -1,17 +1,21 @@
 // _Send and _Recv on a GPU: the edges between a GPU partition and the host.
 //
 // A _Send on the GPU copies a tensor in device memory to the host (into a
-// pinned staging buffer, then into an ordinary host tensor) and hands that to
-// the rendezvous once the copy has run: the one place a step waits for the
-// GPU besides its end. A _Recv on the GPU takes the host tensor from the
-// rendezvous and enqueues the copy of a float32 tensor into device memory
-// (through pinned staging); it is done as soon as the copy is enqueued, since
-// its consumers run behind it on the same stream. Tensors of other dtypes
-// stay in host memory on both sides (the GPU device's convention,
-// devices/cuda/gpu_device.hpp). So a tensor between two GPUs goes through the
-// host. Both copies run on the compute stream, in order with the kernels
-// (ops/gpu/gpu_kernel.hpp says why that keeps reused buffers safe). The actor
-// thread never waits.
+// pinned staging buffer, then into an ordinary host tensor) on the GPU's
+// device-to-host stream, after an event on the compute stream (behind the
+// kernel that produced it, not behind the kernels queued after it), and
+// hands it to the rendezvous once the copy has run: the one place a step
+// waits for the GPU besides its end. So a fetch of a variable updated in
+// place later in the same step may see the update (as in TensorFlow; a step
+// that needs the old value reads it through a copy, e.g. Identity before the
+// update in the graph's order). A _Recv on the GPU takes the host tensor from
+// the rendezvous; a small float32 tensor is copied (through pinned staging)
+// on the compute stream and the node is done once the copy is enqueued, its
+// consumers behind it; a large one (kCopyStreamBytes) is copied on the
+// host-to-device stream into copy-in memory (devices/cuda/gpu_device.hpp)
+// and the node is done once the copy has run. Tensors of other dtypes stay in
+// host memory on both sides (the GPU device's convention). So a tensor
+// between two GPUs goes through the host. The actor thread never waits.
 #include <cstring>
 
 #include "actorflow/devices/pool_allocator.hpp"
@@ -147,7 +151,8 @@ class GpuRecvOp : public AsyncOpKernel {
     CopyHostToDeviceAsync(
         gpu, gpu->host_to_device_stream(), value, bytes,
         [this, ctx, gpu, dst = std::move(dst), done = std::move(done)](const Status& copied) mutable {
-          if (!copied.ok()) {
+          if (!copied.ok()) {  // slices enqueued before the failure may still write dst
+            gpu->ThenRun(gpu->host_to_device_stream(), [dst = std::move(dst)] {});
             ctx->SetStatus(copied.WithContext("receiving into " + name() + " on " + gpu->short_name()));
             return done();
           }
@@ -164,7 +169,6 @@ class GpuRecvOp : public AsyncOpKernel {
         });
   }
 
- private:
   const TransferKey key_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(DEVICE_GPU), GpuRecvOp);

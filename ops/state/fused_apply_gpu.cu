@@ -162,6 +162,7 @@ class FusedApplyGpu : public VariableUpdateKernel {
       r.kind = static_cast<int32_t>(spec_.kind);
       r.use_nesterov = use_nesterov_;
       r.on_device = true;
+      r.capturing = gpu->capturing();
       for (int v = 0; v < spec_.num_vars; ++v) {
         const std::string* h;
         AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(FusedApplyInput(spec_, n_, v, m)), &h));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "actorflow/core/status.hpp"
@@ -38,6 +39,17 @@ class VariableAccess {
   /// response only. `done` runs on the device actor's thread.
   virtual void UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
                                    std::function<void(std::vector<VarUpdateResponse>&)> done) = 0;
+  /// For a captured step (actors/device/step_capture.hpp), which writes the
+  /// same buffers at every launch: resolves `handles` (this process's
+  /// variables) and calls `fn` with all their locks held (until it returns):
+  /// each one's buffer (null without a value) and whether another tensor
+  /// shares it; or why they could not be resolved. On the device actor's
+  /// thread. Unimplemented where there is nothing to inspect.
+  using InspectFn =
+      std::function<void(const Status&, const std::vector<const void*>& buffers, const std::vector<bool>& shared)>;
+  virtual void InspectBuffers(std::vector<std::string> handles, InspectFn fn) {
+    fn(errors::Unimplemented("no variables to inspect here"), {}, {});
+  }
 };
 
 }  // namespace actorflow

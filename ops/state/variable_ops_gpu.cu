@@ -137,6 +137,7 @@ class GpuVariableUpdateOp : public VariableUpdateKernel {
     r.use_nesterov = use_nesterov_;
     r.validate_shape = validate_shape_;
     r.on_device = true;
+    r.capturing = gpu->capturing();
     AF_RETURN_IF_ERROR(Handles(ctx, num_vars_, &r.handles));
     for (int i = num_vars_; i < ctx->num_inputs(); ++i) {
       const Tensor& t = ctx->input(i);

@@ -62,11 +62,14 @@ Status Writable(VarSlot* v, Tensor* out) {
 // variable gets a new buffer of its device's memory (never touched here), the
 // kernel computing into it from the old one. `sources` gets what the kernel
 // reads: the old values, in the variables' order.
-Status DeviceWritable(std::vector<VarSlot*>& vars, std::vector<Tensor>* sources) {
+Status DeviceWritable(std::vector<VarSlot*>& vars, std::vector<Tensor>* sources, bool capturing) {
   std::vector<Tensor> fresh(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
     const Tensor& v = vars[i]->value;
     if (v.RefCountIsOne() || v.NumElements() == 0) continue;
+    if (capturing)
+      return errors::FailedPrecondition(vars[i]->name, " is read by another step: its buffer would change (copy on ",
+                                        "write), which a captured step cannot follow");
     AF_RETURN_IF_ERROR(Tensor::Create(v.buffer()->allocator(), v.dtype(), v.shape(), &fresh[i])
                            .WithContext("a new buffer for " + vars[i]->name + ", still read by a step"));
   }
@@ -188,6 +191,9 @@ Status Assign(const VarUpdateRequest& req, VarSlot* v) {
   // kernel copied it into a new buffer), which it takes as it is. A reader
   // of the old value keeps the old buffer.
   if (req.on_device) {
+    if (req.capturing && v->value.buffer() != value.buffer())
+      return errors::FailedPrecondition("Assign gives ", v->name, " a new buffer, which a captured step cannot "
+                                        "follow");
     v->value = value;
     return Status::OK();
   }
@@ -381,7 +387,7 @@ Status CheckOptimizer(const VarUpdateRequest& req, const std::vector<VarSlot*>& 
 Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, std::vector<Tensor>* sources,
                       ComputePool* pool) {
   AF_RETURN_IF_ERROR(CheckOptimizer(req, vars));
-  if (req.on_device) return DeviceWritable(vars, sources);  // the device's kernel computes
+  if (req.on_device) return DeviceWritable(vars, sources, req.capturing);  // the device's kernel computes
   std::vector<Tensor> w(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) AF_RETURN_IF_ERROR(Writable(vars[i], &w[i]));
   void* wp[3] = {};
@@ -450,7 +456,7 @@ Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
     case VarUpdateKind::kAssignSub:
       if (req.on_device) {
         AF_RETURN_IF_ERROR(CheckAddSub(req, *vars[0]));
-        return DeviceWritable(vars, sources);
+        return DeviceWritable(vars, sources, req.capturing);
       }
       return AssignAddSub(req, vars[0], kind == VarUpdateKind::kAssignAdd, pool);
     case VarUpdateKind::kCountUpTo: return CountUpTo(req, vars[0], answer);

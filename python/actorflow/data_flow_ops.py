@@ -128,6 +128,7 @@ class StagingArea(_Tuples):
             raise ValueError("StagingArea: %d dtypes but %d names" % (len(self._dtypes), len(self._names)))
         self._name = shared_name if shared_name else framework.get_default_graph().unique_name("StagingArea")
         self._attrs = dict(dtypes=self._dtypes, capacity=capacity, memory_limit=memory_limit, shared_name=self._name)
+        self._put_op = None
 
 
     def put(self, values, name=None):
@@ -146,10 +147,18 @@ class StagingArea(_Tuples):
             tensors.append(t)
         attrs = dict(self._attrs)
         del attrs["dtypes"]
-        return gen_ops.stage(tensors, name=name or "%s_put" % self._name, **attrs)
+        op = gen_ops.stage(tensors, name=name or "%s_put" % self._name, **attrs)
+        if self._put_op is None:
+            self._put_op = op  # the area is this op's device's: get, size and clear go there too
+        return op
+
+    def _colocated(self):
+        return framework.get_default_graph().colocate_with(self._put_op) if self._put_op is not None \
+            else _NoScope()
 
     def get(self, name=None):
-        out = _as_list(gen_ops.unstage(name=name or "%s_get" % self._name, **self._attrs))
+        with self._colocated():
+            out = _as_list(gen_ops.unstage(name=name or "%s_get" % self._name, **self._attrs))
         for t, s in zip(out, self._shapes):
             if s.ndims is not None:
                 t.set_shape(s)
@@ -158,10 +167,20 @@ class StagingArea(_Tuples):
         return out[0] if len(out) == 1 else out
 
     def size(self, name=None):
-        return gen_ops.stage_size(name=name or "%s_size" % self._name, **self._attrs)
+        with self._colocated():
+            return gen_ops.stage_size(name=name or "%s_size" % self._name, **self._attrs)
 
     def clear(self, name=None):
-        return gen_ops.stage_clear(name=name or "%s_clear" % self._name, **self._attrs)
+        with self._colocated():
+            return gen_ops.stage_clear(name=name or "%s_clear" % self._name, **self._attrs)
+
+
+class _NoScope(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _queue_attrs(dtypes_, shapes, capacity, shared_name):

@@ -1,0 +1,145 @@
+#include "actorflow/actors/device/step_capture.hpp"
+
+#include <utility>
+
+#include "actorflow/actors/device/executor_plan.hpp"
+#include "actorflow/devices/capture_arena.hpp"
+
+namespace actorflow {
+
+namespace {
+
+bool UpdatesVariablesOnDevice(const std::string& op) {
+  return op.rfind("Apply", 0) == 0 || op.rfind("_FusedApply", 0) == 0 || op == "Assign" || op == "AssignAdd" ||
+         op == "AssignSub";
+}
+
+std::string Named(const OpKernel& k) { return "node '" + k.name() + "' (op '" + k.type_string() + "')"; }
+
+}  // namespace
+
+CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
+  CaptureAnalysis a;
+  Device* device = plan.device();
+  if (device == nullptr || !device->CanCapture()) {
+    a.reason = (device ? device->name() : std::string("the device")) + " cannot capture its work (only a GPU can)";
+    return a;
+  }
+  if (plan.num_args() > 0 || plan.num_retvals() > 0) {
+    a.reason = "the partition takes arguments or returns values directly (a function call)";
+    return a;
+  }
+  std::vector<Tensor> blank;
+  a.role.assign(static_cast<size_t>(plan.num_nodes()), CaptureAnalysis::kOther);
+  a.position.assign(static_cast<size_t>(plan.num_nodes()), -1);
+  auto note = [&](int i, CaptureAnalysis::Role r, std::vector<int32_t>* list) {
+    a.role[static_cast<size_t>(i)] = r;
+    a.position[static_cast<size_t>(i)] = static_cast<int32_t>(list->size());
+    list->push_back(i);
+  };
+  for (int i = 0; i < plan.num_nodes(); ++i) {
+    const NodeItem& item = plan.item(i);
+    const OpKernel& k = *item.kernel;
+    const std::string& op = k.type_string();
+    if (item.no_capture) {
+      a.reason = "capture is off for this session (GraphOptions::capture_gpu_steps)";
+      return a;
+    }
+    if (item.kind != NodeKind::kNormal || plan.has_control_flow()) {
+      a.reason = Named(k) + " is control flow";
+      return a;
+    }
+    if (op == "_Recv") {
+      if (k.num_outputs() != 1 || k.output_type(0) != DT_FLOAT) {
+        a.reason = Named(k) + " receives a tensor that is not float32: it stays in host memory, read at each step";
+        return a;
+      }
+      note(i, CaptureAnalysis::kRecv, &a.recvs);
+      continue;
+    }
+    if (op == "_Send") {
+      if (k.num_inputs() != 1 || k.input_type(0) != DT_FLOAT) {
+        a.reason = Named(k) + " sends a tensor that is not float32: it is computed on the host at each step";
+        return a;
+      }
+      note(i, CaptureAnalysis::kSend, &a.sends);
+      continue;
+    }
+    if (op == "VariableV2" || op == "Variable") {
+      note(i, CaptureAnalysis::kVariable, &a.variables);
+      continue;
+    }
+    const bool updates = UpdatesVariablesOnDevice(op);
+    if (item.is_stateful && !updates) {
+      a.reason = Named(k) + " is stateful: its effect is not only work on the GPU";
+      return a;
+    }
+    if (item.is_async && !updates) {
+      blank.assign(static_cast<size_t>(item.num_inputs), Tensor());
+      if (!item.kernel->AsAsync()->RunsInline(blank.data(), item.num_inputs)) {  // a GPU kernel only enqueues: inline
+        a.reason = Named(k) + " finishes asynchronously, outside the GPU's stream";
+        return a;
+      }
+    }
+  }
+  if (a.recvs.empty() && a.sends.empty()) a.reason = "the partition neither receives nor sends a tensor";
+  return a;
+}
+
+std::string CaptureSignature::DebugString() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shapes.size(); ++i)
+    s += strings::StrCat(i ? ", " : "", DataTypeString(dtypes[i]), shapes[i].DebugString());
+  return s + "]";
+}
+
+void StepCapture::Observed(const CaptureSignature& sig, bool ok) {
+  if (off() || work_) return;
+  if (!ok) {
+    observed_ = 0;
+    return;
+  }
+  if (observed_ == 0 || sig != signature_) {
+    signature_ = sig;
+    observed_ = 1;
+    return;
+  }
+  ++observed_;
+}
+
+void StepCapture::Captured(std::unique_ptr<Device::CapturedWork> work, CaptureArena* arena, std::vector<Tensor> inputs,
+                           std::vector<Tensor> outputs, std::vector<std::string> variables,
+                           std::vector<const void*> buffers) {
+  Reset();
+  work_ = std::move(work);
+  arena_ = arena;
+  inputs_ = std::move(inputs);
+  outputs_ = std::move(outputs);
+  variables_ = std::move(variables);
+  buffers_ = std::move(buffers);
+}
+
+void StepCapture::Failed(const std::string& why) { Drop(why); }
+
+void StepCapture::Drop(const std::string& why) {
+  Reset();
+  observed_ = 0;
+  if (++drops_ >= kMaxDrops)
+    off_reason_ = strings::StrCat("captures were dropped ", drops_, " times; the last because ", why);
+}
+
+void StepCapture::Reset() {
+  // The work goes first: its launches still run on the stream, then its
+  // kept buffers and the arena's blocks are given back behind them.
+  work_.reset();
+  if (arena_) arena_->Release();
+  arena_ = nullptr;
+  inputs_.clear();
+  outputs_.clear();
+  variables_.clear();
+  buffers_.clear();
+}
+
+StepCapture::~StepCapture() { Reset(); }
+
+}  // namespace actorflow
