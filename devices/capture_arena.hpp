@@ -3,12 +3,14 @@
 // A captured graph of GPU work writes and reads the same addresses at every
 // launch. So every block a kernel allocates while its step is captured must
 // stay out of the device's pool for as long as the capture may be launched,
-// even after the tensor that held it was freed during the capture (its
-// block is reused by nothing else; a later kernel of the capture gets a new
-// one, as the capture recorded). The arena takes its blocks from the
-// device's allocator, keeps the freed ones, and gives them all back when the
-// capture is dropped (Release, once nothing launched can still run); a block
-// freed after that goes back at once. Blocks that outlive the capture in a
+// even after the tensor that held it was freed during the capture. Within
+// the capture a freed block is reused (a later allocation of its size, up to
+// twice smaller, gets it): the work is recorded from one stream, in order, so
+// the reuse the capture recorded is the one every launch repeats, as with
+// the device's pool, and the capture holds its peak, not its sum. The arena
+// takes its blocks from the device's allocator and gives them all back when
+// the capture is dropped (Release, once nothing launched can still run); a
+// block freed after that goes back at once. Blocks that outlive the capture in a
 // tensor (a variable's buffer chosen during the capture) go back when that
 // tensor frees them.
 //
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,7 +47,8 @@ class CaptureArena final : public Allocator {
   Allocator* const base_;
   const std::string name_;
   mutable std::mutex mu_;
-  std::vector<std::pair<void*, size_t>> kept_;  // freed while the capture lives
+  std::vector<std::pair<void*, size_t>> kept_;  // freed while the capture lives (block, its size)
+  std::unordered_map<void*, size_t> sizes_;     // every block handed out: its size in the base
   int64_t held_ = 0;
   bool released_ = false;
 };

@@ -21,7 +21,7 @@ constexpr char DEVICE_GPU[] = "GPU";
 class Device {
  public:
   Device(std::string name, std::string type, Allocator* allocator, ComputePool* pool)
-      : name_(std::move(name)), type_(std::move(type)), allocator_(allocator), pool_(pool) {}
+      : name_(std::move(name)), type_(std::move(type)), allocator_(allocator), home_(allocator), pool_(pool) {}
   virtual ~Device() = default;
 
   /// Full name, e.g. "/job:localhost/replica:0/task:0/device:CPU:0".
@@ -30,6 +30,10 @@ class Device {
   const std::string& device_type() const { return type_; }
   /// Where kernels allocate (during a capture, the capture's arena).
   Allocator* allocator() const { return allocator_.load(std::memory_order_relaxed); }
+  /// The device's own allocator, whatever a capture does: what a tensor of
+  /// this device's memory is allocated by (variables, constants), and where
+  /// memory that outlives a capture comes from.
+  Allocator* home_allocator() const { return home_; }
   ComputePool* compute_pool() const { return pool_; }
 
   /// Whether the executor must call Sync when a step's nodes on this device
@@ -72,6 +76,7 @@ class Device {
   std::string name_;
   std::string type_;
   std::atomic<Allocator*> allocator_;
+  Allocator* const home_;
   std::atomic<bool> capturing_{false};
   ComputePool* pool_;
 };

@@ -143,6 +143,7 @@ class FakeRendezvous final : public ExecutorRendezvous {
   }
   std::map<std::string, Tensor> feeds, sent;
   std::vector<Pending> pending;
+  Status fail_with;  // when set: every _Recv gets it (the step aborted elsewhere)
 };
 
 // _Recv x (and z) -> CaptureTestScale twice -> _Send y (and a second chain to w).
@@ -209,8 +210,9 @@ struct Fixture {
       if (!rendezvous.pending.empty()) {
         auto p = rendezvous.pending.front();
         rendezvous.pending.erase(rendezvous.pending.begin());
-        executor.RecvNodeDone(p.step, p.iter, p.node, 0, Status::OK(),
-                              rendezvous.feeds[FakeRendezvous::NameOf(p.key)], false);
+        executor.RecvNodeDone(p.step, p.iter, p.node, 0, rendezvous.fail_with,
+                              rendezvous.fail_with.ok() ? rendezvous.feeds[FakeRendezvous::NameOf(p.key)] : Tensor(),
+                              false);
         executor.Run();
         continue;
       }
@@ -271,6 +273,24 @@ TEST_CASE("capture: after 3 identical steps the partition is captured once and r
   CHECK(f.device.launches == 7);
 }
 
+TEST_CASE("capture: a replay whose _Recv fails ends (its parked nodes too), and the next step replays") {
+  Fixture f;
+  auto plan = f.Plan(PartitionText(true));
+  std::string how;
+  f.rendezvous.feeds["x"] = test::MakeTensor<float>({1.f, 2.f}, {2});
+  f.rendezvous.feeds["z"] = test::MakeTensor<float>({3.f}, {1});
+  for (int i = 0; i < 4; ++i) REQUIRE(f.Run(plan, &how).status.ok());
+  CHECK(how == "replayed");
+  f.rendezvous.fail_with = errors::Aborted("the step was aborted by another partition (test)");
+  RunStepResponse r = f.Run(plan, &how);  // Run REQUIREs the executor idle after the answer
+  CHECK(r.status.code() == Code::kAborted);
+  f.rendezvous.fail_with = Status::OK();
+  f.rendezvous.sent.clear();
+  REQUIRE(f.Run(plan, &how).status.ok());
+  CHECK(how == "replayed");
+  CHECK(test::Values<float>(f.rendezvous.sent["y"]) == Expected({1.f, 2.f}));
+}
+
 TEST_CASE("capture: new shapes fall back to an uncaptured step and drop the capture; it is made again") {
   Fixture f;
   auto plan = f.Plan(PartitionText(true));
@@ -288,9 +308,13 @@ TEST_CASE("capture: new shapes fall back to an uncaptured step and drop the capt
   };
   for (int i = 0; i < 4; ++i) step({1.f, 2.f, float(i)}, {float(i)});
   CHECK(how == "replayed");
-  step({1.f, 2.f}, {3.f});  // x's shape changed
+  step({1.f, 2.f}, {3.f});  // x's shape changed (a last, smaller batch): as usual, the capture kept
   CHECK_THAT(how, Catch::StartsWith("uncaptured: the received shapes changed"));
-  for (int i = 0; i < 3; ++i) step({float(i), 1.f}, {3.f});
+  step({1.f, 2.f, 3.f}, {4.f});
+  CHECK(how == "replayed");
+  CHECK(f.device.begins == 1);
+  // The new shapes stay: after 3 such steps the capture is dropped, then made for them.
+  for (int i = 0; i < 6; ++i) step({float(i), 1.f}, {3.f});
   CHECK(f.device.begins == 2);
   step({5.f, 6.f}, {7.f});
   CHECK(how == "replayed");
@@ -311,6 +335,13 @@ TEST_CASE("capture: a capture that fails leaves the step's results intact, and t
   }
   CHECK(f.device.begins == 2);  // tried after the 3rd step, and again only after 3 more identical ones
   CHECK(f.device.launches == 0);
+  // After kMaxDrops failed captures, capture is off for the partition, saying why.
+  for (int step = 0; step < 3 * StepCapture::kMaxDrops; ++step) {
+    f.rendezvous.feeds["x"] = test::MakeTensor<float>({1.f}, {1});
+    REQUIRE(f.Run(plan, &how).status.ok());
+  }
+  CHECK(f.device.begins == StepCapture::kMaxDrops);
+  CHECK_THAT(how, Catch::Contains("dropped") && Catch::Contains("invalidated (test)"));
 }
 
 TEST_CASE("capture: the reasons a partition is not captured") {
@@ -333,11 +364,20 @@ TEST_CASE("capture: the reasons a partition is not captured") {
                                          "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 "
                                          "tensor_shape { dim { size: 1 } } int_val: 2 } } } }\n")),
              Catch::Contains("'r' (op 'RandomUniform') is stateful"));
+  // A variable's value sent as it is (a ref edge read at each step), and an Assign.
+  const std::string var = "node { name: 'v' op: 'VariableV2' attr { key: 'dtype' value { type: DT_FLOAT } } "
+                          "attr { key: 'shape' value { shape { dim { size: 1 } } } } }\n";
+  std::string sends_var = PartitionText(false, var);
+  sends_var.replace(sends_var.find("input: 's2'"), 11, "input: 'v'");
+  CHECK_THAT(reason(sends_var), Catch::Contains("sends a variable's value"));
+  CHECK_THAT(reason(PartitionText(false, var + "node { name: 'set' op: 'Assign' input: 'v' input: 's2' attr { key: "
+                                                "'T' value { type: DT_FLOAT } } }\n")),
+             Catch::Contains("'set' (op 'Assign') gives its variable a new buffer"));
   // The session's option off.
   std::string off = PartitionText(false);
   off.replace(off.find("op: 'CaptureTestScale'"), 22,
-              "op: 'CaptureTestScale' attr { key: '_no_capture' value { b: true } }");
-  CHECK_THAT(reason(off), Catch::Contains("GraphOptions::capture_gpu_steps"));
+              "op: 'CaptureTestScale' attr { key: '_no_capture' value { s: 'capture is off (test)' } }");
+  CHECK_THAT(reason(off), Catch::Contains("capture is off (test)"));
   // A device that cannot capture.
   f.device.can_capture = false;
   CHECK_THAT(reason(PartitionText(false)), Catch::Contains("cannot capture"));
@@ -364,16 +404,23 @@ TEST_CASE("capture: StepCapture counts identical steps, and gives up after repea
   CHECK_THAT(c.reason(), Catch::Contains("reason 7"));
 }
 
-TEST_CASE("capture: the arena keeps freed blocks until the capture is released") {
+TEST_CASE("capture: the arena reuses blocks freed within the capture and gives them back when it is released") {
   CaptureArena* arena = NewCaptureArena(cpu_allocator(), "test arena");
   void* a = arena->AllocateRaw(64, 1024);
   REQUIRE(a != nullptr);
   arena->DeallocateRaw(a, 1024);
-  CHECK(arena->held_bytes() == 1024);  // the captured work still uses it
-  void* b = arena->AllocateRaw(64, 1024);
-  CHECK(b != a);  // never handed out again while the capture lives
+  CHECK(arena->held_bytes() == 1024);       // out of the base while the capture lives
+  void* b = arena->AllocateRaw(64, 4096);    // too big for it: a new block
+  CHECK(b != a);
+  void* c = arena->AllocateRaw(64, 1000);    // fits: the capture reuses it, as its one stream would
+  CHECK(c == a);
+  void* d = arena->AllocateRaw(64, 100);     // far smaller than any kept block: a new one
+  CHECK(d != a);
+  CHECK(arena->held_bytes() == 1024 + 4096 + 100);
+  arena->DeallocateRaw(d, 100);
   arena->Release();
-  CHECK(arena->held_bytes() == 1024);  // b, still in a tensor
-  arena->DeallocateRaw(b, 1024);
+  CHECK(arena->held_bytes() == 1024 + 4096);  // b and c, still in tensors
+  arena->DeallocateRaw(b, 4096);
+  arena->DeallocateRaw(c, 1000);               // its block's own size goes back to the base
   CHECK(arena->held_bytes() == 0);
 }

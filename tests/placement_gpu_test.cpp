@@ -275,4 +275,27 @@ TEST_CASE("preparation: with GraphOptions::capture_gpu_steps off, the nodes plac
     }
     CHECK(on_gpu > 0);
   }
+  // GPU -> CPU -> GPU within a step: that GPU's partition would wait for itself
+  // in a replay, so it is marked, saying why; a GPU whose tensors only leave is not.
+  proto::GraphDef def;
+  AddConst(&def, "c");
+  AddOp(&def, "a", "PlacementTestOp", "c", kGpu);
+  AddOp(&def, "b", "PlacementTestCpuOnly", "a", kCpu);
+  AddOp(&def, "back", "PlacementTestOp", "b", kGpu);
+  for (const bool round_trip : {true, false}) {
+    INFO("round trip " << round_trip);
+    Graph g;
+    REQUIRE(ImportGraphDef(def, &g).ok());
+    if (!round_trip) g.RemoveNode(g.FindNode("back"));
+    PreparationOptions o;
+    o.last_stage = PreparationStage::kPlace;
+    o.devices = &d.manager;
+    PreparedGraph prepared;
+    REQUIRE(PrepareGraph(&g, {}, {}, {}, o, &prepared).ok());
+    const Node* a = g.FindNode("a");
+    REQUIRE(a != nullptr);
+    CHECK(HasNodeAttr(a->def(), "_no_capture") == round_trip);
+    if (round_trip)
+      CHECK_THAT(a->def().attr().at("_no_capture").s(), Catch::Contains("come back to it") && Catch::Contains("back"));
+  }
 }

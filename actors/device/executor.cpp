@@ -104,6 +104,13 @@ void Executor::FailStep(StepState* step, const Status& s) {
     if (services_.queues) services_.queues->CancelStep(step->client_step_id, s);
   }
   step->Fail(s);
+  if (!step->parked.empty()) {  // a replay waiting for its _Recvs: its nodes end as a failed step's
+    Unpark(step);
+    if (!resume_pending_) {
+      services_.host->ScheduleResume();
+      resume_pending_ = true;
+    }
+  }
   auto it = steps_.find(step->step_id());
   if (it != steps_.end()) Answer(it->second);
 }
@@ -132,7 +139,9 @@ void Executor::NodeFinished(StepState* step) {
   if (!it->second.plan->spare_root()) it->second.plan->spare_root() = step->TakeRoot();
   steps_.erase(it);
   if (shutting_down_ && steps_.empty()) services_.host->Drained();
-  if (!dry_run_ && (!deferred_.empty() || steps_.empty()) && !captures_.empty() && !resume_pending_) {
+  bool due = !deferred_.empty();
+  for (auto c = captures_.begin(); !due && steps_.empty() && c != captures_.end(); ++c) due = c->second->CaptureDue();
+  if (!dry_run_ && due && !resume_pending_) {
     services_.host->ScheduleResume();  // a capture, or the starts that waited for one, at the next turn
     resume_pending_ = true;
   }
@@ -507,9 +516,9 @@ void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, ui
   ActiveStep& placed = steps_.emplace(id, std::move(active)).first->second;
   placed.reply = std::move(*reply);
   *started_id = id;
-  SetUpCapture(step, graph_handle, placed.plan);
   step->outstanding = 1;  // held while the roots are queued, so an empty plan also finishes
   *holding = true;
+  SetUpCapture(step, graph_handle, placed.plan);
   if (req.timeout_ms > 0) {
     const auto due = Clock::now() + std::chrono::milliseconds(req.timeout_ms);
     deadlines_.emplace(due, id);

@@ -99,6 +99,15 @@ bool Executor::CaptureIntercepts(const TaggedNode& t) {
         return true;
       }
       if (role == CaptureAnalysis::kSend) {  // the buffer the captured kernels write
+        const TensorBuffer* buf = inputs[0].buffer();
+        bool ours = buf != nullptr && buf->allocator() == step->arena;
+        for (const Tensor& fixed : step->recv_values) ours = ours || buf == fixed.buffer();
+        if (!ours) {  // a variable's buffer, say: it changes under the fetch's copy
+          step->capture->Failed("node '" + item.kernel->name() + "' sends a tensor the captured work does not " +
+                                "compute (a variable's value?)");
+          Propagate(step, t.iter, t.node, errors::FailedPrecondition("not capturable"), inline_outputs_.data());
+          return true;
+        }
         step->send_inputs[static_cast<size_t>(pos)] = inputs[0];
         Propagate(step, t.iter, t.node, Status::OK(), inline_outputs_.data());
         return true;
@@ -138,7 +147,15 @@ void Executor::CaptureSawNode(StepState* step, int32_t node, const Tensor* outpu
       step->variable_handles[pos] = outputs[0].scalar<std::string>();
     return;
   }
-  if (role != CaptureAnalysis::kRecv || !outputs[0].IsInitialized()) return;
+  if (role != CaptureAnalysis::kRecv) return;
+  if (!outputs[0].IsInitialized()) {  // dead: no signature; a held step runs as usual
+    if (step->capture_mode == CaptureMode::kHold) {
+      step->capture_mode = CaptureMode::kNone;
+      RecordCaptureStats(step, "uncaptured: a received tensor is dead");
+      Unpark(step);
+    }
+    return;
+  }
   if (step->capture_mode == CaptureMode::kObserve) {
     step->signature.dtypes[pos] = outputs[0].dtype();
     step->signature.shapes[pos] = outputs[0].shape();
@@ -167,7 +184,7 @@ void Executor::DecideReplay(StepState* step) {
   if (sig != c->signature()) {
     const std::string why = "the received shapes changed from " + c->signature().DebugString() + " to " +
                             sig.DebugString();
-    c->Drop(why);
+    c->Mismatched();
     return as_usual(why);
   }
   // Under the variables' locks (when there are any): the check, the copies
@@ -175,6 +192,9 @@ void Executor::DecideReplay(StepState* step) {
   auto replay = [this, step, c, as_usual](const Status& s, const std::vector<const void*>& buffers,
                                           const std::vector<bool>& shared) {
     if (step->failed()) return Unpark(step);  // its nodes are skipped as a failed step's
+    // Dropped meanwhile by another step (the variables' resolution waited for the container)?
+    if (!c->captured() || c->buffers().size() != buffers.size() || c->inputs().size() != step->recv_values.size())
+      return as_usual("the capture was dropped");
     if (!s.ok()) {
       c->Drop(s.ToString());
       return as_usual(s.ToString());
@@ -196,7 +216,7 @@ void Executor::DecideReplay(StepState* step) {
     step->send_inputs.assign(c->outputs().size(), Tensor());
     for (size_t j = 0; j < c->outputs().size() && st.ok(); ++j) {
       const Tensor& out = c->outputs()[j];
-      st = Tensor::Create(d->allocator(), out.dtype(), out.shape(), &step->send_inputs[j]);
+      st = Tensor::Create(d->home_allocator(), out.dtype(), out.shape(), &step->send_inputs[j]);
       if (st.ok()) st = d->CopyOnDevice(out.raw_data(), step->send_inputs[j].raw_data(), out.TotalBytes());
     }
     step->recv_values.clear();  // copied in, in stream order
@@ -206,6 +226,7 @@ void Executor::DecideReplay(StepState* step) {
       return Unpark(step);
     }
     step->capture_mode = CaptureMode::kSkip;
+    c->Replayed();
     RecordCaptureStats(step, "replayed");
     Unpark(step);
   };
@@ -231,7 +252,7 @@ void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept
     for (const std::string& h : step->variable_handles)
       if (s.ok() && h.empty()) s = errors::Internal("a variable of the capture gave no handle");
     if (!s.ok()) {
-      c->Failed("the capture failed: " + s.ToString());
+      if (!c->off()) c->Drop("the capture failed: " + s.ToString());  // (off already when it cannot be captured)
       if (arena) arena->Release();
       return;
     }
@@ -252,7 +273,10 @@ void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept
     else if (services_.variables) services_.variables->InspectBuffers(step->variable_handles, std::move(finish));
     else finish(errors::Unavailable("no variable access"), {}, {});
   } catch (...) {  // no memory to keep the capture: steps run as usual
-    if (step->capture_mode == CaptureMode::kDryRun && step->capture) step->capture->Failed("out of memory");
+    if (step->capture_mode == CaptureMode::kDryRun && step->capture) {
+      step->capture->Drop("out of memory");
+      if (step->arena) step->arena->Release();
+    }
   }
   (void)graph_handle;
 }
@@ -264,16 +288,17 @@ void Executor::StartDryRun(uint64_t graph_handle, const std::shared_ptr<StepCapt
   const CaptureSignature& sig = capture->signature();
   for (size_t i = 0; i < sig.shapes.size(); ++i) {  // the fixed buffers of the feeds, outside the arena
     Tensor t;
-    Status s = Tensor::Create(device->allocator(), sig.dtypes[i], sig.shapes[i], &t);
-    if (!s.ok()) return capture->Failed("no memory for its fixed buffers: " + s.ToString());
+    Status s = Tensor::Create(device->home_allocator(), sig.dtypes[i], sig.shapes[i], &t);
+    if (!s.ok()) return capture->Drop("no memory for its fixed buffers: " + s.ToString());
     setup.inputs.push_back(std::move(t));
   }
-  setup.arena = NewCaptureArena(device->allocator(), device->name() + " capture");
+  setup.arena = NewCaptureArena(device->home_allocator(), device->name() + " capture");
   Status s = device->BeginCapture(setup.arena);
   if (!s.ok()) {
     setup.arena->Release();
-    return capture->Failed(s.ToString());
+    return capture->Drop(s.ToString());
   }
+  capture->Started();
   RunStepRequest req;
   req.step_id = -next_step_id_;  // no rendezvous, queue or client sees it
   req.timeout_ms = 60000;        // it waits for nothing but its variables' reads
@@ -284,7 +309,7 @@ void Executor::StartDryRun(uint64_t graph_handle, const std::shared_ptr<StepCapt
     std::unique_ptr<Device::CapturedWork> none;
     device->EndCapture(&none);
     setup.arena->Release();
-    capture->Failed("its step could not start");
+    capture->Drop("its step could not start");
   }
 }
 

@@ -125,12 +125,17 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
 
 void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
                          Executor::Reply reply) noexcept {
-  if (dry_run_) {  // the device is capturing: the step starts when the dry run is over
+  if (dry_run_ && !shutting_down_) {  // the device is capturing: the step starts when the dry run is over
+    DeferredStart d{std::move(plan), graph_handle, std::move(req), std::move(reply)};
     try {
-      deferred_.push_back(DeferredStart{std::move(plan), graph_handle, std::move(req), std::move(reply)});
+      deferred_.push_back(std::move(d));
       return;
-    } catch (...) {  // no memory to wait: refused below, as any step without memory
-      reply(FailedResponse(OutOfMemoryStatus()));
+    } catch (...) {  // no memory to wait: refused, as any step without memory
+      try {
+        if (d.req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(d.req.step_id, OutOfMemoryStatus());
+        d.reply(FailedResponse(OutOfMemoryStatus()));
+      } catch (...) {  // the client's deadline ends its wait
+      }
       return;
     }
   }

@@ -44,7 +44,10 @@ Status ExecutorPlan::Build(const Graph& g, Device* device, std::unique_ptr<Execu
     NodeItem& item = plan->items_[i];
     item.kernel = k.get();
     item.is_stateful = n->is_stateful();
-    item.no_capture = HasNodeAttr(n->def(), "_no_capture");
+    if (HasNodeAttr(n->def(), "_no_capture")) {
+      auto it = n->def().attr().find("_no_capture");
+      item.no_capture = it->second.s().empty() ? "capture is off for it" : it->second.s();
+    }
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();
     // Its frame, and its place there.

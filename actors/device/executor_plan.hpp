@@ -86,7 +86,8 @@ struct NodeItem {
   bool is_direct_recv = false;
   bool is_retval = false;  // a fetch: dead, it fails the step (the fetched tensor has no value)
   bool is_stateful = false;  // its op is (OpDef::is_stateful)
-  bool no_capture = false;   // it carries `_no_capture`: its session turned capture off (step_capture.hpp)
+  /// Its `_no_capture` attr (graph/preparation.cpp): why its partition is not captured (step_capture.hpp).
+  std::string no_capture;
 };
 
 struct IterationState;

@@ -14,7 +14,7 @@ namespace actorflow {
 // on a GPU by one graph and read on the CPU (or another GPU) by another is an
 // error naming it, never host code dereferencing device memory.
 Status Executor::CheckReadable(const Tensor& value, const Tensor& ref) const {
-  if (value.InHostMemory() || value.buffer()->allocator() == services_.device->allocator()) return Status::OK();
+  if (value.InHostMemory() || value.buffer()->allocator() == services_.device->home_allocator()) return Status::OK();
   std::string name = "a variable";
   const std::string* encoded = nullptr;
   ResourceHandle h;

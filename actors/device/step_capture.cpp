@@ -41,8 +41,8 @@ CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
     const NodeItem& item = plan.item(i);
     const OpKernel& k = *item.kernel;
     const std::string& op = k.type_string();
-    if (item.no_capture) {
-      a.reason = "capture is off for this session (GraphOptions::capture_gpu_steps)";
+    if (!item.no_capture.empty()) {
+      a.reason = item.no_capture;
       return a;
     }
     if (item.kind != NodeKind::kNormal || plan.has_control_flow()) {
@@ -58,6 +58,10 @@ CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
       continue;
     }
     if (op == "_Send") {
+      if (item.num_deref > 0) {
+        a.reason = Named(k) + " sends a variable's value, read at each step";
+        return a;
+      }
       if (k.num_inputs() != 1 || k.input_type(0) != DT_FLOAT) {
         a.reason = Named(k) + " sends a tensor that is not float32: it is computed on the host at each step";
         return a;
@@ -68,6 +72,10 @@ CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
     if (op == "VariableV2" || op == "Variable") {
       note(i, CaptureAnalysis::kVariable, &a.variables);
       continue;
+    }
+    if (op == "Assign") {
+      a.reason = Named(k) + " gives its variable a new buffer at each step";
+      return a;
     }
     const bool updates = UpdatesVariablesOnDevice(op);
     if (item.is_stateful && !updates) {
@@ -119,7 +127,18 @@ void StepCapture::Captured(std::unique_ptr<Device::CapturedWork> work, CaptureAr
   buffers_ = std::move(buffers);
 }
 
-void StepCapture::Failed(const std::string& why) { Drop(why); }
+void StepCapture::Failed(const std::string& why) {
+  Reset();
+  observed_ = 0;
+  off_reason_ = why;
+}
+
+bool StepCapture::Mismatched() {
+  if (++mismatches_ < kWarmupSteps) return false;
+  Reset();  // the shapes moved on: made again for the new ones (not a drop)
+  observed_ = 0;
+  return true;
+}
 
 void StepCapture::Drop(const std::string& why) {
   Reset();
@@ -129,6 +148,8 @@ void StepCapture::Drop(const std::string& why) {
 }
 
 void StepCapture::Reset() {
+  in_progress_ = false;
+  mismatches_ = 0;
   // The work goes first: its launches still run on the stream, then its
   // kept buffers and the arena's blocks are given back behind them.
   work_.reset();

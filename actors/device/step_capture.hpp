@@ -5,12 +5,16 @@
 // What is captured. A partition is capturable (AnalyzeCapture) when its
 // device can capture (a GPU), it has no control flow, no arguments, and
 // every node is one of: a _Recv of a float32 tensor (a feed, in device
-// memory), a _Send of a float32 tensor (a fetch), a ref variable
-// (VariableV2), a GPU kernel that only enqueues work (GpuOpKernel; the
-// variable updates: Apply*, _FusedApply*, Assign*), or a kernel that runs on
-// the host and is not stateful (shapes: static under a signature). Anything
-// else, or the session's option off (GraphOptions::capture_gpu_steps: the
-// partition's nodes carry `_no_capture`), gives the reason it is not.
+// memory), a _Send of a float32 tensor the partition computes (a fetch), a
+// ref variable (VariableV2), a GPU kernel that only enqueues work
+// (GpuOpKernel), a variable update on the device (Apply*, _FusedApply*,
+// AssignAdd/Sub; not Assign, which gives its variable a new buffer each
+// step), or a kernel that runs on the host and is not stateful (shapes:
+// static under a signature). Anything else gives the reason it is not, and
+// so does the master's mark `_no_capture` (graph/preparation.cpp): the
+// session's option off (GraphOptions::capture_gpu_steps), or the GPU's
+// tensors coming back to it through another device within a step (a replay
+// waits for all its _Recvs before it runs anything).
 //
 // How. The executor runs such a partition's steps as usual while it watches
 // their signature (the dtype and shape of each _Recv's tensor). After
@@ -19,22 +23,25 @@
 // _Recvs give fixed device buffers of the signature's shapes, the _Sends
 // only note their input (a buffer of the capture), everything else runs as
 // usual with the device capturing (Device::BeginCapture: nothing executes;
-// allocations come from a CaptureArena, kept for the capture). Nothing of the
-// dry run is visible: a variable whose buffer would change fails it.
+// allocations come from a CaptureArena, kept for the capture); steps started
+// meanwhile wait. Nothing of the dry run is visible: a variable whose buffer
+// would change fails it (VarUpdateRequest::capturing).
 // Steps of the partition then replay: the nodes wait until every _Recv has
 // its tensor; with the same signature, and each variable still holding the
 // buffer the capture writes and shared by no other tensor (checked under
 // the variables' locks, held until the launch is enqueued), the feeds are
 // copied into the fixed buffers, the graph is launched, each fetch is copied
 // out of its buffer into a new tensor for its _Send, and every other node
-// is skipped. Otherwise the step runs as usual: a new signature or a moved
-// variable drops the capture (it is made again after kWarmupSteps), a
-// variable shared by another step's tensor just falls back for that step.
-// A failed capture turns capture off for the partition, with its reason.
+// is skipped. Otherwise the step runs as usual: other shapes (a last, smaller
+// batch) keep the capture, unless kWarmupSteps steps in a row bring them
+// (then it is made again for them); a moved variable or a failed dry run
+// drops it (made again after kWarmupSteps; off after kMaxDrops); a variable
+// shared by another step's tensor just falls back for that step. A replay
+// whose _Recv fails or is dead ends as a step of the partition would.
 //
 // The trace (RunOptions::trace_level) gets one entry per step for the
-// partition, node "_capture", op "_CapturedStep", where "replayed",
-// "captured" or "uncaptured: <reason>".
+// partition, node "_capture", op "_CapturedStep", where "replayed" or
+// "uncaptured: <reason>".
 #pragma once
 
 #include <cstdint>
@@ -91,17 +98,25 @@ class StepCapture {
   /// A step of the partition ran as usual and ended with `ok`: counts toward a capture.
   void Observed(const CaptureSignature& sig, bool ok);
   /// Whether a dry run is due (kWarmupSteps identical steps, nothing captured).
-  bool CaptureDue() const { return !off() && !work_ && observed_ >= kWarmupSteps; }
+  bool CaptureDue() const { return !off() && !work_ && !in_progress_ && observed_ >= kWarmupSteps; }
+  /// A dry run started (until Captured, Failed or Drop).
+  void Started() { in_progress_ = true; }
   const CaptureSignature& signature() const { return signature_; }
 
   /// The dry run's result: the recorded work and its buffers.
   void Captured(std::unique_ptr<Device::CapturedWork> work, CaptureArena* arena, std::vector<Tensor> inputs,
                 std::vector<Tensor> outputs, std::vector<std::string> variables, std::vector<const void*> buffers);
-  /// The dry run failed: capture is off for the partition.
+  /// Capture is off for the partition, for `why` (it cannot be captured).
   void Failed(const std::string& why);
-  /// Drops the capture (after a step that must run as usual); capture is off
-  /// after kMaxDrops.
+  /// Drops the capture or a failed dry run (a moved variable, a variable
+  /// shared meanwhile): made again after kWarmupSteps; off after kMaxDrops.
   void Drop(const std::string& why);
+  /// A step came with other shapes (it runs as usual): after kWarmupSteps
+  /// such steps in a row the capture is dropped, to be made for the new
+  /// shapes (true then). Not a drop: a last, smaller batch costs nothing.
+  bool Mismatched();
+  /// A step was replayed: the mismatches in a row start again.
+  void Replayed() { mismatches_ = 0; }
   bool captured() const { return work_ != nullptr; }
 
   Device::CapturedWork* work() const { return work_.get(); }
@@ -123,6 +138,8 @@ class StepCapture {
   CaptureSignature signature_;
   int observed_ = 0;
   int drops_ = 0;
+  int mismatches_ = 0;
+  bool in_progress_ = false;
   std::unique_ptr<Device::CapturedWork> work_;
   CaptureArena* arena_ = nullptr;
   std::vector<Tensor> inputs_, outputs_;

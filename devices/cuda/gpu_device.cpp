@@ -91,7 +91,7 @@ GpuDevice::~GpuDevice() {
   poller_.reset();  // its pending functions run: the streams' work is over
   if (blas_) blas_api_->destroy(blas_);  // before the stream it is bound to
   if (lt_) lt_api_->destroy(lt_);
-  if (lt_workspace_) allocator()->DeallocateRaw(lt_workspace_, kGemmWorkspaceBytes);
+  if (lt_workspace_) home_allocator()->DeallocateRaw(lt_workspace_, kGemmWorkspaceBytes);
   for (cudaStream_t s : {compute_, h2d_, d2h_})
     if (s) cudaStreamDestroy(s);
   if (order_event_) cudaEventDestroy(order_event_);
@@ -137,11 +137,11 @@ Status GpuDevice::BlasLt(const CublasLtApi** api, cublasLtHandle_t* handle, void
     const CublasLtApi* lib;
     AF_RETURN_IF_ERROR(LoadCublasLt(&lib));
     AF_RETURN_IF_ERROR(Activate());
-    void* ws = allocator()->AllocateRaw(256, kGemmWorkspaceBytes);
+    void* ws = home_allocator()->AllocateRaw(256, kGemmWorkspaceBytes);
     if (!ws) return errors::ResourceExhausted(short_name_, ": no memory for the GEMM workspace (32 MiB)");
     cublasLtHandle_t h = nullptr;
     if (lib->create(&h) != CUBLAS_STATUS_SUCCESS) {
-      allocator()->DeallocateRaw(ws, kGemmWorkspaceBytes);
+      home_allocator()->DeallocateRaw(ws, kGemmWorkspaceBytes);
       return errors::Internal(short_name_, ": cublasLtCreate failed");
     }
     lt_api_ = lib;
@@ -194,12 +194,22 @@ bool UseStreamCallbacks() {
 }  // namespace
 
 void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaError_t)> fn) noexcept {
-  if (stream == compute_ && capturing()) {  // nothing runs while capturing: kept with the captured work
-    try {
-      std::lock_guard<std::mutex> lock(capture_mu_);
-      after_capture_.push_back(std::move(fn));
-      return;
-    } catch (...) {  // no memory to keep it: the capture ends in failure (EndCapture), and fn runs now
+  // On the compute stream, the check and the event's record are one step
+  // under capture_mu_, which BeginCapture and EndCapture take: no event is
+  // recorded on the stream while it is captured.
+  std::unique_lock<std::mutex> lock(capture_mu_, std::defer_lock);
+  if (stream == compute_) {
+    lock.lock();
+    if (capturing()) {  // nothing runs while capturing: kept with the captured work
+      try {
+        after_capture_.push_back(std::move(fn));
+        return;
+      } catch (...) {  // past the room reserved at BeginCapture, and no memory: the capture fails
+        capture_failed_ = true;
+        lock.unlock();
+        fn(cudaSuccess);  // (what it releases may still be read by work queued before the capture: rare twice over)
+        return;
+      }
     }
   }
   if (!UseStreamCallbacks() && poller_ && poller_->ThenRun(stream, fn)) return;
@@ -261,7 +271,14 @@ class CudaGraphWork final : public Device::CapturedWork {
 
 Status GpuDevice::BeginCapture(Allocator* arena) {
   AF_RETURN_IF_ERROR(Activate());
+  std::lock_guard<std::mutex> lock(capture_mu_);
   if (capturing()) return errors::FailedPrecondition(short_name_, ": a capture is already under way");
+  capture_failed_ = false;
+  try {
+    after_capture_.reserve(4096);  // kept functions need no allocation during the capture
+  } catch (...) {
+    return errors::ResourceExhausted(short_name_, ": no memory to begin a capture");
+  }
   set_allocator(arena);
   set_capturing(true);
   Status s = CudaStatus(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeRelaxed),
@@ -276,15 +293,16 @@ Status GpuDevice::BeginCapture(Allocator* arena) {
 Status GpuDevice::EndCapture(std::unique_ptr<CapturedWork>* out) {
   Status s = Activate();
   cudaGraph_t graph = nullptr;
-  if (s.ok())
-    s = CudaStatus(cudaStreamEndCapture(compute_, &graph),
-                   short_name_ + ": the capture was invalidated (cudaStreamEndCapture)");
-  set_allocator(normal_allocator_);
-  set_capturing(false);
   std::vector<std::function<void(cudaError_t)>> kept;
   {
     std::lock_guard<std::mutex> lock(capture_mu_);
+    if (s.ok())
+      s = CudaStatus(cudaStreamEndCapture(compute_, &graph),
+                     short_name_ + ": the capture was invalidated (cudaStreamEndCapture)");
+    set_allocator(normal_allocator_);
+    set_capturing(false);
     kept.swap(after_capture_);
+    if (s.ok() && capture_failed_) s = errors::ResourceExhausted(short_name_, ": no memory during the capture");
   }
   cudaGraphExec_t exec = nullptr;
   if (s.ok() && graph == nullptr) s = errors::Internal(short_name_, ": the capture recorded no graph");

@@ -153,7 +153,8 @@ class GpuDevice final : public Device {
   void* lt_workspace_ = nullptr;
   std::unique_ptr<GpuEventPoller> poller_;
   Allocator* const normal_allocator_;  // allocator() outside captures
-  std::mutex capture_mu_;              // guards after_capture_
+  std::mutex capture_mu_;              // guards after_capture_, capture_failed_, the capture's start and end
+  bool capture_failed_ = false;
   std::vector<std::function<void(cudaError_t)>> after_capture_;  // ThenRun's on the compute stream while capturing
 };
 

@@ -33,15 +33,17 @@ class GpuConstOp : public OpKernel {
       return Status::OK();
     }
     AF_RETURN_IF_ERROR(gpu->Activate());
-    AF_RETURN_IF_ERROR(Tensor::Create(gpu->allocator(), DT_FLOAT, host.shape(), &tensor_));
+    // Copy-in memory, written on the host-to-device stream and waited for
+    // here (graph registration, a pool thread): its blocks are reused only
+    // once the compute stream passed their free, so no queued kernel still
+    // reads this one, and the compute stream (which a capture may be
+    // recording meanwhile: actors/device/step_capture.hpp) is not touched.
+    AF_RETURN_IF_ERROR(Tensor::Create(gpu->copy_in_allocator(), DT_FLOAT, host.shape(), &tensor_));
     if (host.TotalBytes() == 0) return Status::OK();
-    // On the compute stream, waited for here (graph registration, a pool
-    // thread): the block may have been freed by tensors whose last readers
-    // are still queued on that stream, so the copy must come after them.
     AF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(tensor_.raw_data(), host.raw_data(), host.TotalBytes(),
-                                                  cudaMemcpyHostToDevice, gpu->compute_stream()),
+                                                  cudaMemcpyHostToDevice, gpu->host_to_device_stream()),
                                   gpu->short_name() + ": copying Const " + name() + " to the device"));
-    return CudaStatus(cudaStreamSynchronize(gpu->compute_stream()),
+    return CudaStatus(cudaStreamSynchronize(gpu->host_to_device_stream()),
                       gpu->short_name() + ": copying Const " + name() + " to the device");
   }
 

@@ -208,7 +208,7 @@ class FusedApplyGpu : public VariableUpdateKernel {
       for (int v = 0; v < spec_.num_vars && ok; ++v) {
         for (const Tensor* t : {&r.sources[static_cast<size_t>(v)], &r.vars[static_cast<size_t>(v)]}) {
           if (t->dtype() != DT_FLOAT || t->NumElements() != n ||
-              (n > 0 && (t->InHostMemory() || t->buffer()->allocator() != gpu->allocator()))) {
+              (n > 0 && (t->InHostMemory() || t->buffer()->allocator() != gpu->home_allocator()))) {
             fail(m, errors::FailedPrecondition("a variable it updates is not float32 in the memory of ",
                                                gpu->short_name(), " (placed on another device by another graph?)"));
             ok = false;

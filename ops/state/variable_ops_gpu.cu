@@ -175,7 +175,7 @@ class GpuVariableUpdateOp : public VariableUpdateKernel {
       for (const Tensor* t : std::initializer_list<const Tensor*>{&src[i], &dst[i]}) {
         // Only this GPU's memory: a variable another graph placed elsewhere is not ours to touch.
         if (t->dtype() != DT_FLOAT || t->NumElements() != n ||
-            (n > 0 && (t->InHostMemory() || t->buffer()->allocator() != gpu->allocator())))
+            (n > 0 && (t->InHostMemory() || t->buffer()->allocator() != gpu->home_allocator())))
           return errors::FailedPrecondition(name(), ": a variable it updates is not float32 in the memory of ",
                                             gpu->short_name(), " (placed on another device by another graph?)");
       }
