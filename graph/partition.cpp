@@ -327,10 +327,26 @@ class Partitioner {
 
 }  // namespace
 
+namespace {
+
+// A GPU partition the master did not mark `_no_capture` may be captured and
+// replayed (actors/device/step_capture.hpp): a replay waits for all its
+// _Recvs before anything else runs, so none of them may be gated behind
+// another node of the partition (recv scheduling's control edges).
+bool MayBeCaptured(const GraphPartition& p) {
+  if (p.device.find("/device:GPU:") == std::string::npos) return false;
+  for (const auto& n : p.graph.node())
+    if (n.attr().count("_no_capture")) return false;
+  return true;
+}
+
+}  // namespace
+
 Status PartitionGraph(const Graph& g, const PartitionOptions& options, std::vector<GraphPartition>* out) {
   AF_RETURN_IF_ERROR(Partitioner(g, options).Run(out));
   if (options.schedule_recvs_late)
-    for (GraphPartition& p : *out) AF_RETURN_IF_ERROR(ScheduleRecvsLate(&p.graph, options.recv_scheduling));
+    for (GraphPartition& p : *out)
+      if (!MayBeCaptured(p)) AF_RETURN_IF_ERROR(ScheduleRecvsLate(&p.graph, options.recv_scheduling));
   return Status::OK();
 }
 

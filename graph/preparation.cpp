@@ -36,9 +36,23 @@ void MarkUncapturable(Graph* g, bool capture) {
             stack.push_back(e->dst);
           }
       }
+      // A node on another GPU stands for all of that GPU's nodes: a held
+      // replay there sends nothing until all of its _Recvs are in.
+      std::vector<std::string> held;
+      auto enter = [&](const Node* n) {
+        if (!OnGpu(n) || std::find(held.begin(), held.end(), n->assigned_device()) != held.end()) return;
+        held.push_back(n->assigned_device());
+        for (const Node* m : g->nodes())
+          if (m->assigned_device() == n->assigned_device() && !seen[static_cast<size_t>(m->id())]) {
+            seen[static_cast<size_t>(m->id())] = 1;
+            stack.push_back(m);
+          }
+      };
+      for (size_t i = 0, n = stack.size(); i < n; ++i) enter(stack[i]);
       while (!stack.empty() && why.empty()) {
         const Node* n = stack.back();
         stack.pop_back();
+        enter(n);
         for (const Edge* e : n->out_edges()) {
           const Node* d = e->dst;
           if (d->assigned_device() == gpu) {

@@ -299,3 +299,31 @@ TEST_CASE("preparation: with GraphOptions::capture_gpu_steps off, the nodes plac
       CHECK_THAT(a->def().attr().at("_no_capture").s(), Catch::Contains("come back to it") && Catch::Contains("back"));
   }
 }
+
+TEST_CASE("preparation: two GPUs each waiting for the other's tensors within a step are both marked _no_capture") {
+  Device cpu{kCpu, DEVICE_CPU, nullptr, nullptr};
+  Device gpu0{kGpu, DEVICE_GPU, nullptr, nullptr};
+  const std::string kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+  Device gpu1{kGpu1, DEVICE_GPU, nullptr, nullptr};
+  DeviceManager manager{{&cpu, &gpu0, &gpu1}};
+  // GPU:0 a -> GPU:1 b, and GPU:1 e -> GPU:0 f: no node path comes back, but a
+  // replay of either waits for the other's _Send, which waits for all its _Recvs.
+  proto::GraphDef def;
+  AddConst(&def, "c");
+  AddConst(&def, "d");
+  AddOp(&def, "a", "PlacementTestOp", "c", kGpu);
+  AddOp(&def, "b", "PlacementTestOp", "a", kGpu1);
+  AddOp(&def, "e", "PlacementTestOp", "d", kGpu1);
+  AddOp(&def, "f", "PlacementTestOp", "e", kGpu);
+  Graph g;
+  REQUIRE(ImportGraphDef(def, &g).ok());
+  PreparationOptions o;
+  o.last_stage = PreparationStage::kPlace;
+  o.devices = &manager;
+  PreparedGraph prepared;
+  REQUIRE(PrepareGraph(&g, {}, {}, {}, o, &prepared).ok());
+  for (const char* n : {"a", "b", "e", "f"}) {
+    INFO(n);
+    CHECK(HasNodeAttr(g.FindNode(n)->def(), "_no_capture"));
+  }
+}

@@ -214,6 +214,7 @@ void Executor::Propagate(StepState* step, IterationState* iter, int32_t node, co
     }
   }
   for (int i = 0; i < item.num_outputs; ++i) outputs[i] = Tensor();  // outputs nobody consumes die here
+  if (!step->parked.empty() && step->failed()) Unpark(step);  // a held replay failed: its nodes end too
   NodeFinished(step);
 }
 
@@ -580,6 +581,7 @@ void Executor::Shutdown(const Status& s) noexcept {
   try {
     for (auto& [id, a] : steps_) {
       a.state->Fail(s);
+      Unpark(a.state.get());  // a held replay's nodes end as a failed step's
       Answer(a);
     }
   } catch (...) {  // out of memory while shutting down: what was not answered ends by its client's deadline

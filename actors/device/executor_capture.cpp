@@ -100,11 +100,11 @@ bool Executor::CaptureIntercepts(const TaggedNode& t) {
       }
       if (role == CaptureAnalysis::kSend) {  // the buffer the captured kernels write
         const TensorBuffer* buf = inputs[0].buffer();
-        bool ours = buf != nullptr && buf->allocator() == step->arena;
+        bool ours = buf == nullptr || inputs[0].NumElements() == 0 || buf->allocator() == step->arena;
         for (const Tensor& fixed : step->recv_values) ours = ours || buf == fixed.buffer();
-        if (!ours) {  // a variable's buffer, say: it changes under the fetch's copy
+        if (!ours) {  // a variable's buffer, a constant: not a buffer the captured work writes
           step->capture->Failed("node '" + item.kernel->name() + "' sends a tensor the captured work does not " +
-                                "compute (a variable's value?)");
+                                "write (a variable's value or a constant)");
           Propagate(step, t.iter, t.node, errors::FailedPrecondition("not capturable"), inline_outputs_.data());
           return true;
         }
@@ -167,8 +167,10 @@ void Executor::CaptureSawNode(StepState* step, int32_t node, const Tensor* outpu
 }
 
 void Executor::Unpark(StepState* step) {
-  for (const TaggedNode& t : step->parked) ready_.push_back(t);
-  step->parked.clear();
+  while (!step->parked.empty()) {  // one by one: a failed push leaves the rest parked, none twice
+    ready_.push_back(step->parked.back());
+    step->parked.pop_back();
+  }
 }
 
 void Executor::DecideReplay(StepState* step) {
@@ -232,7 +234,15 @@ void Executor::DecideReplay(StepState* step) {
   };
   if (c->variables().empty()) return replay(Status::OK(), {}, {});
   if (!services_.variables) return replay(errors::Unavailable("no variable access"), {}, {});
-  services_.variables->InspectBuffers(c->variables(), std::move(replay));
+  // The step is held while the variables are resolved (the container may be
+  // asked): its parked nodes could otherwise all end, were it failed meanwhile.
+  ++step->outstanding;
+  services_.variables->InspectBuffers(
+      c->variables(), [this, step, replay](const Status& s, const std::vector<const void*>& buffers,
+                                           const std::vector<bool>& shared) {
+        replay(s, buffers, shared);
+        NodeFinished(step);
+      });
 }
 
 void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept {

@@ -50,6 +50,10 @@ CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
       return a;
     }
     if (op == "_Recv") {
+      if (item.pending > 0) {  // a replay waits for every _Recv before it runs anything else
+        a.reason = Named(k) + " waits for another node of the partition (a gate of recv scheduling?)";
+        return a;
+      }
       if (k.num_outputs() != 1 || k.output_type(0) != DT_FLOAT) {
         a.reason = Named(k) + " receives a tensor that is not float32: it stays in host memory, read at each step";
         return a;
@@ -102,7 +106,7 @@ std::string CaptureSignature::DebugString() const {
 }
 
 void StepCapture::Observed(const CaptureSignature& sig, bool ok) {
-  if (off() || work_) return;
+  if (off() || work_ || in_progress_) return;  // a dry run of signature_ is being finished
   if (!ok) {
     observed_ = 0;
     return;

@@ -199,7 +199,7 @@ void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaEr
   // recorded on the stream while it is captured.
   std::unique_lock<std::mutex> lock(capture_mu_, std::defer_lock);
   if (stream == compute_) {
-    lock.lock();
+    lock.lock();  // released before the fallback below, which may run fn here
     if (capturing()) {  // nothing runs while capturing: kept with the captured work
       try {
         after_capture_.push_back(std::move(fn));
@@ -221,6 +221,7 @@ void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaEr
     fn = std::move(cb->fn);
     delete cb;
   }
+  if (lock.owns_lock()) lock.unlock();  // fn may free a tensor, whose release comes back here
   // The work must be over before fn releases its buffers.
   const cudaError_t e = cudaStreamSynchronize(stream);
   cudaGetLastError();
