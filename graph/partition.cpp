@@ -335,8 +335,17 @@ namespace {
 // another node of the partition (recv scheduling's control edges).
 bool MayBeCaptured(const GraphPartition& p) {
   if (p.device.find("/device:GPU:") == std::string::npos) return false;
-  for (const auto& n : p.graph.node())
+  for (const auto& n : p.graph.node()) {
     if (n.attr().count("_no_capture")) return false;
+    const std::string& op = n.op();
+    if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
+        op == "RefSwitch" || op == "RefMerge" || op == "RefEnter" || op == "Assign")
+      return false;
+    if (op == "_Recv") {  // only float32 feeds are captured
+      auto t = n.attr().find("tensor_type");
+      if (t == n.attr().end() || t->second.type() != proto::DT_FLOAT) return false;
+    }
+  }
   return true;
 }
 

@@ -236,13 +236,26 @@ void Executor::DecideReplay(StepState* step) {
   if (!services_.variables) return replay(errors::Unavailable("no variable access"), {}, {});
   // The step is held while the variables are resolved (the container may be
   // asked): its parked nodes could otherwise all end, were it failed meanwhile.
+  auto ran = std::make_shared<bool>(false);
+  VariableAccess::InspectFn inspect = [this, step, replay, ran](const Status& s,
+                                                                const std::vector<const void*>& buffers,
+                                                                const std::vector<bool>& shared) {
+    *ran = true;
+    try {
+      replay(s, buffers, shared);
+    } catch (...) {  // out of memory deciding: the step fails, and still ends
+      FailStepOnError(step->step_id());
+    }
+    NodeFinished(step);
+  };
+  std::vector<std::string> handles = c->variables();
   ++step->outstanding;
-  services_.variables->InspectBuffers(
-      c->variables(), [this, step, replay](const Status& s, const std::vector<const void*>& buffers,
-                                           const std::vector<bool>& shared) {
-        replay(s, buffers, shared);
-        NodeFinished(step);
-      });
+  try {
+    services_.variables->InspectBuffers(std::move(handles), std::move(inspect));
+  } catch (...) {  // the hold goes with the failure, unless the callback took it already
+    if (!*ran) NodeFinished(step);
+    throw;
+  }
 }
 
 void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept {

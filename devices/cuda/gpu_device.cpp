@@ -221,10 +221,11 @@ void GpuDevice::ThenRunWithStatus(cudaStream_t stream, std::function<void(cudaEr
     fn = std::move(cb->fn);
     delete cb;
   }
-  if (lock.owns_lock()) lock.unlock();  // fn may free a tensor, whose release comes back here
-  // The work must be over before fn releases its buffers.
+  // The work must be over before fn releases its buffers (under the lock: no
+  // capture may begin on the stream meanwhile).
   const cudaError_t e = cudaStreamSynchronize(stream);
   cudaGetLastError();
+  if (lock.owns_lock()) lock.unlock();  // fn may free a tensor, whose release comes back here
   fn(e);
 }
 
