@@ -83,6 +83,16 @@ Status Place(const proto::GraphDef& def, const Devices& d, PlacerOptions options
   return PlaceGraph(g, d.manager, options);
 }
 
+// Prepares `g` up to placement on `devices` (graph/preparation.hpp), with capture on or off.
+Status PrepareToPlace(Graph* g, const DeviceManager& devices, bool capture_gpu_steps = true) {
+  PreparationOptions o;
+  o.last_stage = PreparationStage::kPlace;
+  o.devices = &devices;
+  o.graph_options.capture_gpu_steps = capture_gpu_steps;
+  PreparedGraph prepared;
+  return PrepareGraph(g, {}, {}, {}, o, &prepared);
+}
+
 std::string DeviceOf(const Graph& g, const std::string& node) {
   const Node* n = g.FindNode(node);
   REQUIRE(n != nullptr);
@@ -259,12 +269,7 @@ TEST_CASE("preparation: with GraphOptions::capture_gpu_steps off, the nodes plac
     INFO("capture_gpu_steps " << capture);
     Graph g;
     REQUIRE(ImportGraphDef(Branches(), &g).ok());
-    PreparationOptions o;
-    o.last_stage = PreparationStage::kPlace;
-    o.devices = &d.manager;
-    o.graph_options.capture_gpu_steps = capture;
-    PreparedGraph prepared;
-    Status s = PrepareGraph(&g, {}, {}, {}, o, &prepared);
+    Status s = PrepareToPlace(&g, d.manager, capture);
     INFO(s.ToString());
     REQUIRE(s.ok());
     int on_gpu = 0;
@@ -287,11 +292,7 @@ TEST_CASE("preparation: with GraphOptions::capture_gpu_steps off, the nodes plac
     Graph g;
     REQUIRE(ImportGraphDef(def, &g).ok());
     if (!round_trip) g.RemoveNode(g.FindNode("back"));
-    PreparationOptions o;
-    o.last_stage = PreparationStage::kPlace;
-    o.devices = &d.manager;
-    PreparedGraph prepared;
-    REQUIRE(PrepareGraph(&g, {}, {}, {}, o, &prepared).ok());
+    REQUIRE(PrepareToPlace(&g, d.manager).ok());
     const Node* a = g.FindNode("a");
     REQUIRE(a != nullptr);
     CHECK(HasNodeAttr(a->def(), "_no_capture") == round_trip);
@@ -317,11 +318,7 @@ TEST_CASE("preparation: two GPUs each waiting for the other's tensors within a s
   AddOp(&def, "f", "PlacementTestOp", "e", kGpu);
   Graph g;
   REQUIRE(ImportGraphDef(def, &g).ok());
-  PreparationOptions o;
-  o.last_stage = PreparationStage::kPlace;
-  o.devices = &manager;
-  PreparedGraph prepared;
-  REQUIRE(PrepareGraph(&g, {}, {}, {}, o, &prepared).ok());
+  REQUIRE(PrepareToPlace(&g, manager).ok());
   for (const char* n : {"a", "b", "e", "f"}) {
     INFO(n);
     CHECK(HasNodeAttr(g.FindNode(n)->def(), "_no_capture"));

@@ -27,7 +27,6 @@ constexpr int kNodesPerClockCheck = 64;
 // variable update whose answer just arrived) is handed over without a message.
 thread_local const Executor* t_running_executor = nullptr;
 
-
 Status NodeError(const StepState& step, int32_t node, const Status& s) {
   const OpKernel* k = step.plan().item(node).kernel;
   return Status(s.code(), "node '" + k->name() + "' (op '" + k->type_string() + "'): " + s.message());
@@ -124,7 +123,7 @@ void Executor::NodeFinished(StepState* step) {
     return;
   }
   auto it = steps_.find(step->step_id());
-  if (step->capture_mode != CaptureMode::kNone) CaptureStepEnded(step, it->second.graph_handle);
+  if (step->capture_mode != CaptureMode::kNone) CaptureStepEnded(step);
   try {
     Answer(it->second);
   } catch (...) {  // no memory for the answer's message: once more as a failure, then the step ends all the same
@@ -481,7 +480,6 @@ void Executor::FailAllOnError() noexcept {
   }
 }
 
-// Starts a step; out of memory fails that step alone (answered), never the host.
 void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, uint64_t graph_handle,
                                 RunStepRequest& req, Executor::Reply* reply, int64_t* started_id,
                                 bool* holding) {

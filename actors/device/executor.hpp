@@ -258,7 +258,7 @@ class Executor {
   /// Node `node` of a watched step finished with `outputs` (a _Recv's tensor, a variable's handle).
   void CaptureSawNode(StepState* step, int32_t node, const Tensor* outputs);
   /// The step's nodes are all done: counts it, or ends its dry run.
-  void CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept;
+  void CaptureStepEnded(StepState* step) noexcept;
   /// Starts a due dry run when no step runs; then the starts that waited for it.
   void MaybeCapture() noexcept;
   void StartDryRun(uint64_t graph_handle, const std::shared_ptr<StepCapture>& capture);

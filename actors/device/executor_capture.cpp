@@ -258,7 +258,7 @@ void Executor::DecideReplay(StepState* step) {
   }
 }
 
-void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept {
+void Executor::CaptureStepEnded(StepState* step) noexcept {
   try {
     StepCapture* c = step->capture.get();
     if (step->capture_mode == CaptureMode::kObserve) {
@@ -301,7 +301,6 @@ void Executor::CaptureStepEnded(StepState* step, uint64_t graph_handle) noexcept
       if (step->arena) step->arena->Release();
     }
   }
-  (void)graph_handle;
 }
 
 void Executor::StartDryRun(uint64_t graph_handle, const std::shared_ptr<StepCapture>& capture) {

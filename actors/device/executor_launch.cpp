@@ -123,6 +123,8 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
   }
 }
 
+// Starts a step (or, during a dry run, keeps it until the run ends); out of
+// memory fails that step alone (answered), never the host.
 void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t graph_handle, RunStepRequest& req,
                          Executor::Reply reply) noexcept {
   if (dry_run_ && !shutting_down_) {  // the device is capturing: the step starts when the dry run is over
