@@ -369,6 +369,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::system_clock::now().time_since_epoch())
                                          .count()));
+  std::fflush(stdout);  // out now: a test waits for every worker to be training
   // This worker's shard: every workers-th image of a fixed order, reshuffled each pass.
   std::vector<int64_t> shard;
   for (int64_t i = task; i < train.size(); i += workers) shard.push_back(i);

@@ -214,11 +214,17 @@ TEST_CASE("multihost: the ps host's link down fails the workers' steps with UNAV
   NetnsHosts hosts(SetName("l"), 3, "1gbit");
   const int peer_timeout_ms = 1000 * AF_TEST_SLOWDOWN;
   Training t = StartTraining(hosts, dir.path(), kOutageEpochs, 100 * AF_TEST_SLOWDOWN, peer_timeout_ms);
-  // Training under way: the chief past its first progress lines.
+  // Training under way on both workers: the chief past its first progress lines, worker 1 in its training loop (a
+  // sync step takes any two gradients, so the chief can step alone while worker 1 still starts, under load).
   {
-    INFO(NetnsHosts::Read(t.w0_log));
-    REQUIRE(WaitUntil([&] { return LastNumber(NetnsHosts::Read(t.w0_log), "step ([0-9]+)/") >= 40; },
-                      std::chrono::seconds(60 * AF_TEST_SLOWDOWN), std::chrono::milliseconds(50)));
+    const bool training = WaitUntil(
+        [&] {
+          return LastNumber(NetnsHosts::Read(t.w0_log), "step ([0-9]+)/") >= 40 &&
+                 NetnsHosts::Read(t.w1_log).find("worker:1 of 2: sync training") != std::string::npos;
+        },
+        std::chrono::seconds(60 * AF_TEST_SLOWDOWN), std::chrono::milliseconds(50));
+    INFO("--- worker 0:\n" << NetnsHosts::Read(t.w0_log) << "--- worker 1:\n" << NetnsHosts::Read(t.w1_log));
+    REQUIRE(training);
   }
   const int64_t down_at = UnixMs();
   hosts.Link(0, false);
