@@ -11,7 +11,9 @@
 // those named as arguments ("1024x256").
 //
 // Prints one JSON line per shape, with the nodes of the step placed on the
-// GPU. Without a GPU it says so and exits 0 (nothing to measure).
+// GPU and whether a step after the measured ones was a captured graph's
+// replay ("capture": "replayed", or why not). Without a GPU it says so and
+// exits 0 (nothing to measure).
 // AF_BENCH_TRACE=1 adds, per shape, where one traced step's time went.
 #include <algorithm>
 #include <climits>
@@ -85,10 +87,24 @@ void Measure(int64_t hidden, int64_t batch) {
   const char* gemm = std::getenv("ACTORFLOW_GPU_GEMM");  // "cublas": cublasSgemm for every product
   const char* sync = std::getenv("ACTORFLOW_GPU_SYNC");  // "callback": stream callbacks, not the event poller
   auto stats = bench::MeasureInterleaved(7, block, {step});
+  // Whether the step after the measured ones is a captured CUDA graph's
+  // replay (the trace's _capture entry: "replayed", or why not).
+  std::string capture = "(no entry)";
+  {
+    RunOptions ro;
+    ro.trace_level = TraceLevel::kSoftwareTrace;
+    RunMetadata md;
+    Check(session.Run(ro, {{"x", xv}, {"y", yv}}, {}, {train.name()}, &out, &md));
+    for (const NodeExecStats& st : md.step_stats)
+      if (st.node == "_capture") capture = st.where;
+    for (char& c : capture)
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '\'';  // kept valid in a JSON string
+  }
   const std::string params = "\"hidden\":" + std::to_string(hidden) + ",\"batch\":" + std::to_string(batch) +
                              ",\"nodes_on_gpu\":" + std::to_string(on_gpu) + ",\"nodes\":" + std::to_string(total) +
                              ",\"gemm\":\"" + std::string(gemm != nullptr ? gemm : "cublaslt") + "\",\"sync\":\"" +
-                             std::string(sync != nullptr ? sync : "events") + "\"" + ",\"impl\":\"actorflow\"";
+                             std::string(sync != nullptr ? sync : "events") + "\",\"capture\":\"" + capture + "\"" +
+                             ",\"impl\":\"actorflow\"";
   bench::Print("gpu_train_step", params, "time", "ms", stats[0], 1e3);
   if (std::getenv("AF_BENCH_TRACE") != nullptr) bench::TraceStep(session, {{"x", xv}, {"y", yv}}, train.name());
   Check(session.ResetContainers({}));  // the next shape's w0... are new variables

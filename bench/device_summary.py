@@ -113,7 +113,7 @@ def parse_ctest(path):
 
 
 # Params that say which implementation or variant ran, not which figure it is.
-VARIANT_KEYS = ("impl", "mode", "gemm", "sync", "nodes_on_gpu")
+VARIANT_KEYS = ("impl", "mode", "gemm", "sync", "nodes_on_gpu", "capture")
 
 
 def parse_figures(paths):
@@ -141,6 +141,8 @@ def parse_figures(paths):
                 continue
             impl = str(p.get("impl", "?"))
             label = " ".join(str(p[k]) for k in ("impl", "mode", "gemm", "sync") if k in p) or impl
+            if "capture" in p:  # "replayed", or why its steps were not captured
+                label += " captured" if p["capture"] == "replayed" else " uncaptured"
             if "nodes_on_gpu" in p:
                 p.pop("nodes", None)  # the step's node count, not a shape
             key_params = ",".join("%s=%s" % (k, v) for k, v in p.items() if k not in VARIANT_KEYS)

@@ -14,4 +14,8 @@ Status Device::CopyOnDevice(const void*, void*, size_t) {
   return errors::Unimplemented(name_, " has no device-to-device copy");
 }
 
+Status Device::CopyFromHost(const Tensor&, void*) {
+  return errors::Unimplemented(name_, " has no host-to-device copy");
+}
+
 }  // namespace actorflow

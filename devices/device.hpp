@@ -14,6 +14,7 @@ namespace actorflow {
 
 class Allocator;
 class ComputePool;
+class Tensor;
 
 constexpr char DEVICE_CPU[] = "CPU";
 constexpr char DEVICE_GPU[] = "GPU";
@@ -67,6 +68,12 @@ class Device {
   /// Enqueues a copy of `bytes` from `src` to `dst`, both this device's
   /// memory, in order with its kernels.
   virtual Status CopyOnDevice(const void* src, void* dst, size_t bytes);
+  /// Enqueues a copy of host tensor `src`'s bytes to `dst` (this device's
+  /// memory), in order with its kernels. The device stages the bytes or holds
+  /// a reference to `src` until the copy ran (tensors are not written once
+  /// made). Not while capturing (the copy would read the same bytes at each
+  /// launch).
+  virtual Status CopyFromHost(const Tensor& src, void* dst);
 
  protected:
   void set_allocator(Allocator* a) { allocator_.store(a, std::memory_order_relaxed); }

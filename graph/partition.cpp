@@ -329,10 +329,27 @@ class Partitioner {
 
 namespace {
 
+// Whether every data consumer of node `name` in `p` reads it as the labels
+// of a SparseSoftmaxCrossEntropyWithLogits (whose GPU kernel reads them in
+// device memory too: OpKernel::ReadsInDeviceMemory, step_capture.hpp).
+bool OnlyClassLabels(const GraphPartition& p, const std::string& name) {
+  int readers = 0;
+  for (const auto& n : p.graph.node())
+    for (int i = 0; i < n.input_size(); ++i) {
+      const std::string& in = n.input(i);
+      if (in != name && in.compare(0, name.size() + 1, name + ":") != 0) continue;  // ^name: a control edge
+      if (n.op() != "SparseSoftmaxCrossEntropyWithLogits" || i != 1) return false;
+      ++readers;
+    }
+  return readers > 0;
+}
+
 // A GPU partition the master did not mark `_no_capture` may be captured and
 // replayed (actors/device/step_capture.hpp): a replay waits for all its
 // _Recvs before anything else runs, so none of them may be gated behind
 // another node of the partition (recv scheduling's control edges).
+// AnalyzeCapture's rule (actors/device/step_capture.cpp) as far as the
+// partition's GraphDef shows it: change both together.
 bool MayBeCaptured(const GraphPartition& p) {
   if (p.device.find("/device:GPU:") == std::string::npos) return false;
   for (const auto& n : p.graph.node()) {
@@ -341,9 +358,12 @@ bool MayBeCaptured(const GraphPartition& p) {
     if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
         op == "RefSwitch" || op == "RefMerge" || op == "RefEnter" || op == "Assign")
       return false;
-    if (op == "_Recv") {  // only float32 feeds are captured
+    if (op == "_Recv") {  // only float32 feeds and class labels are captured
       auto t = n.attr().find("tensor_type");
-      if (t == n.attr().end() || t->second.type() != proto::DT_FLOAT) return false;
+      if (t == n.attr().end()) return false;
+      const auto dt = t->second.type();
+      if (dt != proto::DT_FLOAT && !((dt == proto::DT_INT32 || dt == proto::DT_INT64) && OnlyClassLabels(p, n.name())))
+        return false;
     }
   }
   return true;

@@ -98,6 +98,12 @@ class OpKernel {
   /// Kernels whose cost follows their output rather than their inputs (Fill,
   /// Range) override this.
   virtual bool ShouldOffload(const Tensor* inputs, int num_inputs) const;
+  /// Whether input `i`, of a dtype its device keeps in host memory (a GPU's
+  /// integers), may also come in device memory, where the kernel reads it
+  /// without the host: the class labels of SparseSoftmaxCrossEntropyWithLogits
+  /// on a GPU. A captured step (actors/device/step_capture.hpp) feeds such an
+  /// input from a fixed device buffer.
+  virtual bool ReadsInDeviceMemory(int i) const { return false; }
 
   const std::string& name() const { return name_; }
   const std::string& type_string() const { return type_string_; }

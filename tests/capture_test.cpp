@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -65,6 +66,14 @@ class FakeCaptureDevice final : public Device {
     Enqueue([=] { std::memcpy(dst, src, bytes); });
     return Status::OK();
   }
+  Status CopyFromHost(const Tensor& src, void* dst) override {  // staged: src may change once this returns
+    if (capturing()) return errors::Unimplemented("a copy from the host while capturing (test)");
+    ++copies_from_host;
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src.raw_data()),
+                                                      static_cast<const char*>(src.raw_data()) + src.TotalBytes());
+    Enqueue([staged, dst] { std::memcpy(dst, staged->data(), staged->size()); });
+    return Status::OK();
+  }
   void Enqueue(std::function<void()> fn) {
     if (capturing()) recording_.push_back(std::move(fn));
     else fn();
@@ -72,7 +81,7 @@ class FakeCaptureDevice final : public Device {
 
   bool can_capture = true;
   bool fail_capture = false;
-  int begins = 0, recorded = 0, launches = 0;
+  int begins = 0, recorded = 0, launches = 0, copies_from_host = 0;
 
  private:
   struct Work final : CapturedWork {
@@ -115,6 +124,38 @@ class CaptureTestScale final : public AsyncOpKernel {
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("CaptureTestScale").Device(DEVICE_CPU), CaptureTestScale);
 
+AF_REGISTER_OP("CaptureTestPick")
+    .Input("x: float")
+    .Input("labels: int32")
+    .Output("y: float")
+    .Doc("Test only: y[r] = x[r, labels[r]] (NaN out of range), enqueued on a FakeCaptureDevice, as the GPU's "
+         "SparseSoftmaxCrossEntropyWithLogits reads its labels in host or device memory.");
+
+class CaptureTestPick final : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  bool RunsInline(const Tensor*, int) const override { return true; }
+  bool ReadsInDeviceMemory(int i) const override { return i == 1; }
+  void ComputeInline(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    Tensor* y = nullptr;
+    AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{x.dim_size(0)}, &y));
+    const float* in = x.data<float>();
+    const int32_t* l = labels.data<int32_t>();
+    float* out = y->data<float>();
+    const int64_t rows = x.dim_size(0), cols = x.dim_size(1);
+    static_cast<FakeCaptureDevice*>(ctx->device())->Enqueue([in, l, out, rows, cols] {
+      for (int64_t r = 0; r < rows; ++r) out[r] = l[r] >= 0 && l[r] < cols ? in[r * cols + l[r]] : NAN;
+    });
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    ComputeInline(ctx);
+    done();
+  }
+};
+AF_REGISTER_KERNEL(KernelDefBuilder("CaptureTestPick").Device(DEVICE_CPU), CaptureTestPick);
+
 // Feeds by tensor name; what the _Sends sent, by tensor name.
 class FakeRendezvous final : public ExecutorRendezvous {
  public:
@@ -137,7 +178,7 @@ class FakeRendezvous final : public ExecutorRendezvous {
   void Abort(int64_t, const Status&) override {}
   void Flush() override {}
   static std::string NameOf(const std::string& key) {
-    for (const char* n : {";x;", ";z;", ";y;", ";w;"})
+    for (const char* n : {";x;", ";z;", ";y;", ";w;", ";l;"})
       if (key.find(n) != std::string::npos) return std::string(n).substr(1, 1);
     return key;
   }
@@ -147,7 +188,8 @@ class FakeRendezvous final : public ExecutorRendezvous {
 };
 
 // _Recv x (and z) -> CaptureTestScale twice -> _Send y (and a second chain to w).
-std::string PartitionText(bool two_chains, const std::string& extra = "") {
+// With `labels`: _Recv x and _Recv l (int32) -> CaptureTestPick -> _Send y.
+std::string PartitionText(bool two_chains, const std::string& extra = "", bool labels = false) {
   const std::string cpu = test::kCpu0, other = "/job:localhost/replica:0/task:0/device:CPU:1";
   auto recv = [&](const std::string& name, const std::string& type) {
     return "node { name: '" + name + "_recv' op: '_Recv' attr { key: 'tensor_type' value { type: " + type +
@@ -164,6 +206,9 @@ std::string PartitionText(bool two_chains, const std::string& extra = "") {
   auto scale = [](const std::string& name, const std::string& input) {
     return "node { name: '" + name + "' op: 'CaptureTestScale' input: '" + input + "' }\n";
   };
+  if (labels)  // x [rows, cols] and its labels: y = x[r, labels[r]]
+    return recv("x", "DT_FLOAT") + recv("l", "DT_INT32") +
+           "node { name: 'pick' op: 'CaptureTestPick' input: 'x_recv' input: 'l_recv' }\n" + send("y", "pick") + extra;
   std::string text = recv("x", "DT_FLOAT") + scale("s1", "x_recv") + scale("s2", "s1") + send("y", "s2");
   if (two_chains) text += recv("z", "DT_FLOAT") + scale("t1", "z_recv") + send("w", "t1");
   return text + extra;
@@ -273,6 +318,45 @@ TEST_CASE("capture: after 3 identical steps the partition is captured once and r
   CHECK(f.device.launches == 7);
 }
 
+TEST_CASE("capture: integer labels from the host, read in device memory by every consumer, are captured; each "
+          "replay copies them in from the host") {
+  Fixture f;
+  auto plan = f.Plan(PartitionText(false, "", true));
+  REQUIRE(AnalyzeCapture(*plan).reason.empty());
+  std::string how;
+  const std::vector<float> x = {0.f, 1.f, 2.f, 10.f, 11.f, 12.f};  // [2, 3]
+  for (int step = 0; step < 8; ++step) {
+    INFO("step " << step);
+    const std::vector<int32_t> labels = {step % 3, (step + 1) % 3};
+    f.rendezvous.feeds["x"] = test::MakeTensor<float>(x, {2, 3});
+    f.rendezvous.feeds["l"] = test::MakeTensor<int32_t>(labels, {2});
+    RunStepResponse r = f.Run(plan, &how);
+    INFO(r.status.ToString());
+    REQUIRE(r.status.ok());
+    CHECK(test::Values<float>(f.rendezvous.sent["y"]) ==
+          std::vector<float>{x[static_cast<size_t>(labels[0])], x[3 + static_cast<size_t>(labels[1])]});
+    CHECK(how == (step < 3 ? "uncaptured: watching for identical steps before capturing" : "replayed"));
+  }
+  CHECK(f.device.copies_from_host == 5);  // once per replay: the labels, not the float feed
+  // Out of range in a replay: read on the device unchecked, NaN (TensorFlow's
+  // GPU kernel); the next step replays as before.
+  f.rendezvous.feeds["l"] = test::MakeTensor<int32_t>({-1, 3}, {2});
+  RunStepResponse bad = f.Run(plan, &how);
+  REQUIRE(bad.status.ok());
+  CHECK(how == "replayed");
+  const std::vector<float> nans = test::Values<float>(f.rendezvous.sent["y"]);
+  CHECK((nans.size() == 2 && std::isnan(nans[0]) && std::isnan(nans[1])));
+  f.rendezvous.feeds["l"] = test::MakeTensor<int32_t>({2, 0}, {2});
+  REQUIRE(f.Run(plan, &how).status.ok());
+  CHECK(how == "replayed");
+  CHECK(test::Values<float>(f.rendezvous.sent["y"]) == std::vector<float>{2.f, 10.f});
+  // A consumer that reads them on the host (Cast): not captured, saying which _Recv.
+  auto cast = f.Plan(PartitionText(false, "node { name: 'c' op: 'Cast' input: 'l_recv' attr { key: 'SrcT' value { "
+                                          "type: DT_INT32 } } attr { key: 'DstT' value { type: DT_FLOAT } } }\n",
+                                          true));
+  CHECK_THAT(AnalyzeCapture(*cast).reason, Catch::Contains("'l_recv' (op '_Recv') receives a tensor of int32"));
+}
+
 TEST_CASE("capture: a replay whose _Recv fails ends (its parked nodes too), and the next step replays") {
   Fixture f;
   auto plan = f.Plan(PartitionText(true));
@@ -356,7 +440,7 @@ TEST_CASE("capture: the reasons a partition is not captured") {
                  text.substr(at + 8).find("input: 'x_recv'"), 15, "input: 'c'") +
                  "node { name: 'c' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: 'value' "
                  "value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }\n"),
-             Catch::Contains("not float32"));
+             Catch::Contains("receives a tensor of int32 that stays in host memory"));
   // A stateful op.
   CHECK_THAT(reason(PartitionText(false, "node { name: 'r' op: 'RandomUniform' input: 'shape' attr { key: 'dtype' "
                                          "value { type: DT_FLOAT } } attr { key: 'T' value { type: DT_INT32 } } }\n"

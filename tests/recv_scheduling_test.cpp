@@ -306,6 +306,42 @@ TEST_CASE("PartitionGraph gates the _Recvs of the bench's graph only when asked"
   }
 }
 
+TEST_CASE("PartitionGraph leaves a GPU partition that may be captured ungated: float32 feeds, and int32 labels "
+          "read only as SparseSoftmaxCrossEntropyWithLogits's labels") {
+  TwoDevices d;
+  // The bench's graph with CPU:0's nodes moved to a GPU (by name: partitioning
+  // needs no device), plus a cross-entropy whose int32 labels come from CPU:1.
+  for (const int variant : {0, 1, 2}) {  // labels read by the xent only; also by a Cast; on CPU:0 as it is
+    INFO("variant " << variant);
+    Scope root = Scope::NewRootScope();
+    bench_graphs::LateConsumerGraph lc = bench_graphs::BuildLateConsumerGraph(root, SmallParams(true));
+    const Scope cpu0 = root.WithDevice("/device:CPU:0");
+    Output labels = ops::Placeholder(root.WithDevice("/device:CPU:1").WithOpName("labels"), DT_INT32);
+    ops::SparseSoftmaxCrossEntropyWithLogits(cpu0.WithOpName("xent"), lc.result, labels);
+    if (variant == 1) ops::Cast(cpu0.WithOpName("cast"), labels, DT_FLOAT);
+    Graph g;
+    REQUIRE(ImportGraphDef(test::ToDef(root), &g).ok());
+    REQUIRE(PlaceGraph(&g, d.rt.device_manager(), PlacerOptions()).ok());
+    const std::string target = variant < 2 ? test::kGpu : kCpu0;
+    for (Node* n : g.nodes())
+      if (n->assigned_device() == kCpu0) n->set_assigned_device(target);
+    PartitionOptions po;
+    po.schedule_recvs_late = true;
+    std::vector<GraphPartition> parts;
+    REQUIRE(PartitionGraph(g, po, &parts).ok());
+    int gated = -1, recvs = 0;
+    for (const auto& part : parts) {
+      if (part.device != target) continue;
+      gated = 0;
+      for (const auto& n : part.graph.node())
+        if (n.op() == "_Recv") recvs += 1, gated += n.input_size();
+    }
+    REQUIRE(recvs == 4);  // the 3 big tensors and the labels
+    if (variant == 0) CHECK(gated == 0);  // a replay waits for every _Recv: none may wait for a node
+    else CHECK(gated > 0);                // the labels read on the host: never captured, so scheduled
+  }
+}
+
 TEST_CASE("sessions give the same results with _Recvs scheduled late or not") {
   TwoDevices d;
   SECTION("the bench's graphs") {

@@ -211,9 +211,12 @@ void Executor::DecideReplay(StepState* step) {
     }
     Device* d = services_.device;
     Status st;
-    for (size_t i = 0; i < step->recv_values.size() && st.ok(); ++i)
-      st = d->CopyOnDevice(step->recv_values[i].raw_data(), const_cast<void*>(c->inputs()[i].raw_data()),
-                           c->inputs()[i].TotalBytes());
+    const std::vector<bool>& from_host = c->analysis().from_host;
+    for (size_t i = 0; i < step->recv_values.size() && st.ok(); ++i) {
+      void* fixed = const_cast<void*>(c->inputs()[i].raw_data());
+      st = from_host[i] && step->recv_values[i].InHostMemory() ? d->CopyFromHost(step->recv_values[i], fixed)
+                        : d->CopyOnDevice(step->recv_values[i].raw_data(), fixed, c->inputs()[i].TotalBytes());
+    }
     if (st.ok()) st = c->work()->Launch();
     step->send_inputs.assign(c->outputs().size(), Tensor());
     for (size_t j = 0; j < c->outputs().size() && st.ok(); ++j) {

@@ -14,6 +14,20 @@ bool UpdatesVariablesOnDevice(const std::string& op) {
          op == "AssignSub";
 }
 
+// Whether every consumer of `recv`'s tensor also reads it in device memory
+// (OpKernel::ReadsInDeviceMemory: class labels on a GPU), where a replay's
+// fixed buffer is, copied in from the host. graph/partition.cpp's
+// MayBeCaptured says the same by op name: change both together.
+bool OnlyReadOnDevice(const ExecutorPlan& plan, const NodeItem& recv) {
+  const OutEdgeItem* e = plan.out_edges(recv);
+  if (recv.num_out == 0) return false;  // read by none: no reason to copy it in
+  for (int32_t j = 0; j < recv.num_out; ++j) {
+    const NodeItem& dst = plan.item(e[j].dst);
+    if (!dst.kernel->ReadsInDeviceMemory(e[j].dst_slot - dst.input_start)) return false;
+  }
+  return true;
+}
+
 std::string Named(const OpKernel& k) { return "node '" + k.name() + "' (op '" + k.type_string() + "')"; }
 
 }  // namespace
@@ -54,10 +68,16 @@ CaptureAnalysis AnalyzeCapture(const ExecutorPlan& plan) {
         a.reason = Named(k) + " waits for another node of the partition (a gate of recv scheduling?)";
         return a;
       }
-      if (k.num_outputs() != 1 || k.output_type(0) != DT_FLOAT) {
-        a.reason = Named(k) + " receives a tensor that is not float32: it stays in host memory, read at each step";
+      const DataType dt = k.num_outputs() == 1 ? k.output_type(0) : DT_INVALID;
+      const bool labels = (dt == DT_INT32 || dt == DT_INT64) && OnlyReadOnDevice(plan, item);
+      if (dt != DT_FLOAT && !labels) {
+        const std::string what = dt == DT_INVALID ? std::string("several dtypes") : DataTypeString(dt);
+        a.reason = Named(k) + " receives a tensor of " + what +
+                   " that stays in host memory, read at each step (only float32 feeds, and integers that every " +
+                   "consumer also reads in device memory, class labels, are captured)";
         return a;
       }
+      a.from_host.push_back(labels);
       note(i, CaptureAnalysis::kRecv, &a.recvs);
       continue;
     }

@@ -4,14 +4,21 @@
 //
 // What is captured. A partition is capturable (AnalyzeCapture) when its
 // device can capture (a GPU), it has no control flow, no arguments, and
-// every node is one of: a _Recv of a float32 tensor (a feed, in device
-// memory), a _Send of a float32 tensor the partition computes (a fetch), a
-// ref variable (VariableV2), a GPU kernel that only enqueues work
-// (GpuOpKernel), a variable update on the device (Apply*, _FusedApply*,
-// AssignAdd/Sub; not Assign, which gives its variable a new buffer each
-// step), or a kernel that runs on the host and is not stateful (shapes:
-// static under a signature). Anything else gives the reason it is not, and
-// so does the master's mark `_no_capture` (graph/preparation.cpp): the
+// every node is one of:
+// - a _Recv of a float32 tensor (a feed, in device memory);
+// - a _Recv of int32/int64 class labels (in host memory), when every
+//   consumer also reads them in device memory (OpKernel::ReadsInDeviceMemory:
+//   SparseSoftmaxCrossEntropyWithLogits on a GPU, where an out-of-range label
+//   then gives NaN, as in TensorFlow's GPU kernel, not the uncaptured step's
+//   error);
+// - a _Send of a float32 tensor the partition computes (a fetch);
+// - a ref variable (VariableV2);
+// - a GPU kernel that only enqueues work (GpuOpKernel);
+// - a variable update on the device (Apply*, _FusedApply*, AssignAdd/Sub;
+//   not Assign, which gives its variable a new buffer each step);
+// - a kernel that runs on the host and is not stateful (shapes: static
+//   under a signature).
+// Anything else gives the reason it is not, and so does the master's mark `_no_capture` (graph/preparation.cpp): the
 // session's option off (GraphOptions::capture_gpu_steps), or the GPU's
 // tensors coming back to it through another device within a step (a replay
 // waits for all its _Recvs before it runs anything).
@@ -30,7 +37,8 @@
 // its tensor; with the same signature, and each variable still holding the
 // buffer the capture writes and shared by no other tensor (checked under
 // the variables' locks, held until the launch is enqueued), the feeds are
-// copied into the fixed buffers, the graph is launched, each fetch is copied
+// copied into the fixed buffers (labels from the host: Device::CopyFromHost,
+// in stream order), the graph is launched, each fetch is copied
 // out of its buffer into a new tensor for its _Send, and every other node
 // is skipped. Otherwise the step runs as usual: other shapes (a last, smaller
 // batch) keep the capture, unless kWarmupSteps steps in a row bring them
@@ -62,6 +70,7 @@ struct CaptureAnalysis {
   enum Role : uint8_t { kOther, kRecv, kSend, kVariable };
   std::string reason;              // empty: capturable
   std::vector<int32_t> recvs;      // _Recv nodes, in plan order
+  std::vector<bool> from_host;     // per recv: class labels, in host memory (Device::CopyFromHost into the GPU)
   std::vector<int32_t> sends;      // _Send nodes
   std::vector<int32_t> variables;  // VariableV2 nodes (their handles are noted in the dry run)
   std::vector<Role> role;          // per node (capturable plans only)

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <vector>
 
+#include "actorflow/core/tensor.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/cuda/cublas_api.hpp"
 #include "actorflow/devices/cuda/gpu_allocator.hpp"
@@ -328,6 +330,26 @@ Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) {
   if (bytes == 0) return Status::OK();
   return CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_),
                     short_name_ + ": cudaMemcpyAsync (device to device)");
+}
+
+Status GpuDevice::CopyFromHost(const Tensor& src, void* dst) {
+  AF_RETURN_IF_ERROR(Activate());
+  const size_t bytes = src.TotalBytes();
+  if (bytes == 0) return Status::OK();
+  if (capturing())
+    return errors::Unimplemented(short_name_, ": a copy of host memory into the GPU cannot be captured (its source ",
+                                 "would be read again, unchanged, at each launch)");
+  Tensor staged = src;  // pinned already: one transfer, the tensor kept until it ran
+  const TensorBuffer* buf = src.buffer();
+  if (buf == nullptr || buf->allocator() != host_allocator_) {
+    AF_RETURN_IF_ERROR(Tensor::Create(host_allocator_, DT_UINT8, TensorShape{static_cast<int64_t>(bytes)}, &staged)
+                           .WithContext("pinned staging buffer on " + short_name_));
+    std::memcpy(staged.raw_data(), src.raw_data(), bytes);
+  }
+  AF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dst, staged.raw_data(), bytes, cudaMemcpyHostToDevice, compute_),
+                                short_name_ + ": cudaMemcpyAsync (host to device)"));
+  ThenRun(compute_, [staged = std::move(staged)] {});
+  return Status::OK();
 }
 
 namespace {

@@ -28,7 +28,9 @@
 // Memory: float32 tensors of this device live in its device memory
 // (gpu_allocator(ordinal), devices/cuda/gpu_allocator.hpp); tensors of every
 // other dtype (int32 labels, reduction axes, shapes) stay in host memory,
-// TensorFlow's HostMemory convention, so kernels read them on the host. The
+// TensorFlow's HostMemory convention, so kernels read them on the host (but
+// for an input a kernel also reads in device memory, OpKernel::
+// ReadsInDeviceMemory: a captured step's class labels). The
 // device allocator never hands out managed memory: host code must not
 // dereference a float tensor of this device.
 //
@@ -132,6 +134,9 @@ class GpuDevice final : public Device {
   Status BeginCapture(Allocator* arena) override;
   Status EndCapture(std::unique_ptr<CapturedWork>* out) override;
   Status CopyOnDevice(const void* src, void* dst, size_t bytes) override;
+  /// From pinned memory (host_allocator()) one transfer; from other host
+  /// memory through a pinned staging buffer. On the compute stream.
+  Status CopyFromHost(const Tensor& src, void* dst) override;
 
  private:
   GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool);

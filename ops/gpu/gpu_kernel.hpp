@@ -19,7 +19,8 @@
 //
 // Before Launch, every float32 input is checked to be in device memory (the
 // host never dereferences GPU memory); inputs of other dtypes are in host
-// memory by the device's convention (devices/cuda/gpu_device.hpp).
+// memory by the device's convention (devices/cuda/gpu_device.hpp), unless
+// the kernel says it also reads one in device memory (ReadsInDeviceMemory).
 //
 //   class ReluGpu : public GpuOpKernel {
 //    public:

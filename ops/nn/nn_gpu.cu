@@ -6,7 +6,9 @@
 // one block per row and reduces across the block (devices/cuda/block_reduce.cuh).
 // The cross entropy's labels are int32 or int64 in host memory (the GPU
 // device's convention): they are checked there, as on the CPU, and copied to
-// the device through pinned staging.
+// the device through pinned staging. In a captured step they are in device
+// memory (OpKernel::ReadsInDeviceMemory), read there unchecked: an
+// out-of-range label gives its row NaN, as TensorFlow's GPU kernel does.
 #include "actorflow/devices/cuda/block_reduce.cuh"
 #include "actorflow/ops/gpu/elementwise.cuh"
 #include "actorflow/ops/gpu/gpu_kernel.hpp"
@@ -261,14 +263,23 @@ AF_REGISTER_KERNEL(KernelDefBuilder("SoftmaxCrossEntropyWithLogits").Device(DEVI
 // SparseSoftmaxCrossEntropyWithLogits
 
 // Per row r of logits [rows, cols] with label y: loss[r] = logsumexp(x) - x[y],
-// backprop = softmax(x) - onehot(y).
-__global__ void SparseXentKernel(const float* x, const int64_t* labels, float* loss, float* backprop, int64_t rows,
+// backprop = softmax(x) - onehot(y). A label out of [0, cols) gives the row
+// NaN (TensorFlow's GPU kernel): only labels read in device memory get here
+// unchecked (a captured step's, actors/device/step_capture.hpp); the host
+// checks the others first.
+template <typename L>
+__global__ void SparseXentKernel(const float* x, const L* labels, float* loss, float* backprop, int64_t rows,
                                  int64_t cols) {
   __shared__ float scratch[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* in = x + r * cols;
     float* bp = backprop + r * cols;
-    const int64_t label = labels[r];
+    const int64_t label = static_cast<int64_t>(labels[r]);
+    if (label < 0 || label >= cols) {  // the same for the whole block: no barrier is skipped by some threads only
+      for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) bp[j] = nanf("");
+      if (threadIdx.x == 0) loss[r] = nanf("");
+      continue;
+    }
     float m, sum;
     RowMaxAndSumExp(in, cols, scratch, &m, &sum);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) bp[j] = expf(in[j] - m) / sum - (j == label ? 1.f : 0.f);
@@ -279,6 +290,7 @@ __global__ void SparseXentKernel(const float* x, const int64_t* labels, float* l
 class GpuSparseXentOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
+  bool ReadsInDeviceMemory(int i) const override { return i == 1; }  // the labels
 
  protected:
   void Launch(OpKernelContext* ctx, GpuDevice* gpu, std::vector<Tensor>* keep) override {
@@ -289,27 +301,41 @@ class GpuSparseXentOp : public GpuOpKernel {
     AF_REQUIRES(ctx, l.dims() == 1 && l.dim_size(0) == f.dim_size(0),
                 errors::InvalidArgument("logits and labels must have the same first dimension, got logits shape ",
                                         f.shape().DebugString(), " and labels shape ", l.shape().DebugString()));
-    AF_REQUIRES(ctx, l.InHostMemory(),
-                errors::Internal("labels of node '", name(), "' are in device memory; the GPU keeps ",
-                                 DataTypeString(l.dtype()), " tensors in host memory"));
+    AF_REQUIRES(ctx, l.dtype() == DT_INT32 || l.dtype() == DT_INT64,
+                errors::InvalidArgument("labels of node '", name(), "' must be int32 or int64, not ",
+                                        DataTypeString(l.dtype())));
     const int64_t rows = f.dim_size(0), cols = f.dim_size(1);
-    const std::vector<int64_t> labels = TensorToInt64s(l);
-    for (size_t i = 0; i < labels.size(); ++i) {
-      AF_REQUIRES(ctx, labels[i] >= 0 && labels[i] < cols,
-                  errors::InvalidArgument("Received a label value of ", labels[i],
-                                          " which is outside the valid range of [0, ", cols,
-                                          "). Label values: ", l.SummarizeValue(20)));
+    // Labels in host memory (the GPU device's convention for integers) are
+    // checked here, then copied in as they are; in device memory (a captured
+    // step's fixed buffer) they are read where they are.
+    const bool on_host = l.InHostMemory();
+    if (on_host) {
+      const std::vector<int64_t> labels = TensorToInt64s(l);
+      for (size_t i = 0; i < labels.size(); ++i) {
+        AF_REQUIRES(ctx, labels[i] >= 0 && labels[i] < cols,
+                    errors::InvalidArgument("Received a label value of ", labels[i],
+                                            " which is outside the valid range of [0, ", cols,
+                                            "). Label values: ", l.SummarizeValue(20)));
+      }
     }
     Tensor *loss, *bp;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
     AF_REQUIRES_OK(ctx, ctx->allocate_output(1, f.shape(), &bp));
     if (rows == 0) return;
-    Tensor device_labels;
-    AF_REQUIRES_OK(ctx, Tensor::Create(gpu->allocator(), DT_INT64, TensorShape{rows}, &device_labels));
-    AF_REQUIRES_OK(ctx, CopyHostToDevice(gpu, gpu->compute_stream(), labels.data(), device_labels.raw_data(),
-                                         labels.size() * sizeof(int64_t), keep));
-    SparseXentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(
-        f.data<float>(), device_labels.data<int64_t>(), loss->data<float>(), bp->data<float>(), rows, cols);
+    const void* labels = l.raw_data();
+    Tensor device_labels;  // freed once the kernel is enqueued: the allocator orders reuse on the compute stream
+    if (on_host) {
+      AF_REQUIRES_OK(ctx, Tensor::Create(gpu->allocator(), l.dtype(), TensorShape{rows}, &device_labels));
+      AF_REQUIRES_OK(ctx, CopyHostToDevice(gpu, gpu->compute_stream(), l.raw_data(), device_labels.raw_data(),
+                                           l.TotalBytes(), keep));
+      labels = device_labels.raw_data();
+    }
+    if (l.dtype() == DT_INT32)
+      SparseXentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(
+          f.data<float>(), static_cast<const int32_t*>(labels), loss->data<float>(), bp->data<float>(), rows, cols);
+    else
+      SparseXentKernel<<<RowBlocks(rows), kGpuThreads, 0, gpu->compute_stream()>>>(
+          f.data<float>(), static_cast<const int64_t*>(labels), loss->data<float>(), bp->data<float>(), rows, cols);
     AF_REQUIRES_OK(ctx, LaunchStatus(*this));
   }
 };
