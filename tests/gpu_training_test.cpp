@@ -347,12 +347,8 @@ TEST_CASE("a training step on GPU:0 is captured into a CUDA graph and replayed, 
     GradientDescentOptimizer sgd(0.1);
     const std::string train = sgd.Minimize(root.WithOpName("train"), loss).name();
     Operation init = GlobalVariablesInitializer(root);
-    SessionOptions so;
-    so.runtime = g_gpu_runtime;
-    so.graph_options.capture_gpu_steps = capture == 1;
-    Session session(so);
-    REQUIRE(session.Create(test::ToDef(root)).ok());
-    Run(&session, {}, {}, {init.name()});
+    auto session = NewSession(g_gpu_runtime, root, capture == 1);
+    Run(session.get(), {}, {}, {init.name()});
     for (int step = 0; step < 100; ++step) {
       Tensor labels(DT_FLOAT, TensorShape{128, 10});
       for (int i = 0; i < 1280; ++i) labels.data<float>()[i] = (i % 10) == ((i / 10 * 7 + step) % 10) ? 1.f : 0.f;
@@ -361,7 +357,7 @@ TEST_CASE("a training step on GPU:0 is captured into a CUDA graph and replayed, 
       ro.trace_level = TraceLevel::kSoftwareTrace;
       RunMetadata md;
       std::vector<Tensor> out;
-      Status s = session.Run(ro, {{"x", Random({128, 784}, 1000 + step, 0.f, 1.f)}, {"y", labels}}, {loss.name()},
+      Status s = session->Run(ro, {{"x", Random({128, 784}, 1000 + step, 0.f, 1.f)}, {"y", labels}}, {loss.name()},
                              {train}, &out, &md);
       INFO("step " << step << ": " << s.ToString());
       REQUIRE(s.ok());
@@ -371,7 +367,7 @@ TEST_CASE("a training step on GPU:0 is captured into a CUDA graph and replayed, 
       if (capture == 0) CHECK_THAT(how, Catch::Contains("capture is off for this session"));
       else if (step >= 4) CHECK(how == "replayed");  // 3 identical steps, the capture, then replays
     }
-    for (const Variable& v : vars) weights[capture].push_back(Run(&session, {v.value.name()})[0]);
+    for (const Variable& v : vars) weights[capture].push_back(Run(session.get(), {v.value.name()})[0]);
   }
   for (int step = 0; step < 100; ++step) {
     INFO("step " << step << ": captured " << losses[1][step] << ", uncaptured " << losses[0][step]);
@@ -389,19 +385,15 @@ TEST_CASE("a training step with int32 class labels on GPU:0 is captured, the lab
     Scope root = Scope::NewRootScope();
     Mlp m = BuildMlp(root);
     Operation init = GlobalVariablesInitializer(root);
-    SessionOptions so;
-    so.runtime = g_gpu_runtime;
-    so.graph_options.capture_gpu_steps = capture == 1;
-    Session session(so);
-    REQUIRE(session.Create(test::ToDef(root)).ok());
-    Run(&session, {}, {}, {init.name()});
+    auto session = NewSession(g_gpu_runtime, root, capture == 1);
+    Run(session.get(), {}, {}, {init.name()});
     for (int step = 0; step < 30; ++step) {  // the labels differ at every step
       RunOptions ro;
       ro.timeout_in_ms = 60000;
       ro.trace_level = TraceLevel::kSoftwareTrace;
       RunMetadata md;
       std::vector<Tensor> out;
-      Status s = session.Run(ro, Batch(step), {m.loss}, {m.train}, &out, &md);
+      Status s = session->Run(ro, Batch(step), {m.loss}, {m.train}, &out, &md);
       INFO("step " << step << ": " << s.ToString());
       REQUIRE(s.ok());
       losses[capture].push_back(out[0].scalar<float>());
@@ -415,7 +407,7 @@ TEST_CASE("a training step with int32 class labels on GPU:0 is captured, the lab
     ro.trace_level = TraceLevel::kSoftwareTrace;
     RunMetadata md;
     std::vector<Tensor> out;
-    Status s = session.Run(ro, bad, {m.loss}, {m.train}, &out, &md);
+    Status s = session->Run(ro, bad, {m.loss}, {m.train}, &out, &md);
     INFO(s.ToString());
     if (capture == 0) {
       CHECK(s.code() == Code::kInvalidArgument);

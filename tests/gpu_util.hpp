@@ -46,9 +46,10 @@ inline void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol = 1e-5f)
 }
 
 // A session of `runtime` with the scope's graph; REQUIREs that it was created.
-inline std::unique_ptr<Session> NewSession(Runtime* runtime, const Scope& root) {
+inline std::unique_ptr<Session> NewSession(Runtime* runtime, const Scope& root, bool capture_gpu_steps = true) {
   SessionOptions so;
   so.runtime = runtime;
+  so.graph_options.capture_gpu_steps = capture_gpu_steps;
   auto session = std::make_unique<Session>(so);
   Status s = session->Create(ToDef(root));
   INFO(s.ToString());
