@@ -8,6 +8,7 @@
 #include "actorflow/devices/device_name.hpp"
 #include "actorflow/graph/control_flow_info.hpp"
 #include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 
@@ -358,6 +359,13 @@ bool MayBeCaptured(const GraphPartition& p) {
     if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
         op == "RefSwitch" || op == "RefMerge" || op == "RefEnter" || op == "Assign")
       return false;
+    // A stateful op other than a variable, a transfer or an update on the
+    // device (a random op, a queue): its effect is not only work on the GPU.
+    if (op != "_Recv" && op != "_Send" && op != "VariableV2" && op != "Variable" && op.rfind("Apply", 0) != 0 &&
+        op.rfind("_FusedApply", 0) != 0 && op != "AssignAdd" && op != "AssignSub") {
+      const OpRegistration* reg = OpRegistry::Global()->Find(op);
+      if (reg == nullptr || reg->op_def.is_stateful()) return false;
+    }
     if (op == "_Recv") {  // only float32 feeds and class labels are captured
       auto t = n.attr().find("tensor_type");
       if (t == n.attr().end()) return false;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "bench/recv_scheduling_graph.hpp"
 #include "actorflow/core/allocator.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
@@ -311,7 +312,9 @@ TEST_CASE("PartitionGraph leaves a GPU partition that may be captured ungated: f
   TwoDevices d;
   // The bench's graph with CPU:0's nodes moved to a GPU (by name: partitioning
   // needs no device), plus a cross-entropy whose int32 labels come from CPU:1.
-  for (const int variant : {0, 1, 2}) {  // labels read by the xent only; also by a Cast; on CPU:0 as it is
+  // Variants: labels read by the xent only; also by a Cast; a stateful op
+  // (RandomUniform) beside; on CPU:0 as it is.
+  for (const int variant : {0, 1, 2, 3}) {
     INFO("variant " << variant);
     Scope root = Scope::NewRootScope();
     bench_graphs::LateConsumerGraph lc = bench_graphs::BuildLateConsumerGraph(root, SmallParams(true));
@@ -319,10 +322,11 @@ TEST_CASE("PartitionGraph leaves a GPU partition that may be captured ungated: f
     Output labels = ops::Placeholder(root.WithDevice("/device:CPU:1").WithOpName("labels"), DT_INT32);
     ops::SparseSoftmaxCrossEntropyWithLogits(cpu0.WithOpName("xent"), lc.result, labels);
     if (variant == 1) ops::Cast(cpu0.WithOpName("cast"), labels, DT_FLOAT);
+    if (variant == 2) ops::RandomUniform(cpu0.WithOpName("random"), ops::Const(cpu0, {4}), DT_FLOAT);
     Graph g;
     REQUIRE(ImportGraphDef(test::ToDef(root), &g).ok());
     REQUIRE(PlaceGraph(&g, d.rt.device_manager(), PlacerOptions()).ok());
-    const std::string target = variant < 2 ? test::kGpu : kCpu0;
+    const std::string target = variant < 3 ? test::kGpu : kCpu0;
     for (Node* n : g.nodes())
       if (n->assigned_device() == kCpu0) n->set_assigned_device(target);
     PartitionOptions po;
@@ -338,7 +342,7 @@ TEST_CASE("PartitionGraph leaves a GPU partition that may be captured ungated: f
     }
     REQUIRE(recvs == 4);  // the 3 big tensors and the labels
     if (variant == 0) CHECK(gated == 0);  // a replay waits for every _Recv: none may wait for a node
-    else CHECK(gated > 0);                // the labels read on the host: never captured, so scheduled
+    else CHECK(gated > 0);                // never captured (labels read on the host, a stateful op): scheduled
   }
 }
 
