@@ -357,7 +357,8 @@ bool MayBeCaptured(const GraphPartition& p) {
     if (n.attr().count("_no_capture")) return false;
     const std::string& op = n.op();
     if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
-        op == "RefSwitch" || op == "RefMerge" || op == "RefEnter" || op == "Assign")
+        op == "RefSwitch" || op == "RefMerge" || op == "RefEnter" || op == "RefExit" || op == "RefNextIteration" ||
+        op == "ControlTrigger" || op == "Assign")
       return false;
     // A stateful op other than a variable, a transfer or an update on the
     // device (a random op, a queue): its effect is not only work on the GPU.

@@ -321,6 +321,9 @@ TEST_CASE("PartitionGraph leaves a GPU partition that may be captured ungated: f
     const Scope cpu0 = root.WithDevice("/device:CPU:0");
     Output labels = ops::Placeholder(root.WithDevice("/device:CPU:1").WithOpName("labels"), DT_INT32);
     ops::SparseSoftmaxCrossEntropyWithLogits(cpu0.WithOpName("xent"), lc.result, labels);
+    // A variable updated there (exempt from the stateful ops' refusal).
+    auto v = ops::Variable(cpu0.WithOpName("v"), PartialTensorShape(TensorShape{4}), DT_FLOAT);
+    ops::ApplyGradientDescent(cpu0.WithOpName("update"), v, 0.5f, {1.f, 2.f, 3.f, 4.f});
     if (variant == 1) ops::Cast(cpu0.WithOpName("cast"), labels, DT_FLOAT);
     if (variant == 2) ops::RandomUniform(cpu0.WithOpName("random"), ops::Const(cpu0, {4}), DT_FLOAT);
     Graph g;
