@@ -332,11 +332,11 @@ Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) {
                     short_name_ + ": cudaMemcpyAsync (device to device)");
 }
 
-Status GpuDevice::CopyFromHost(const Tensor& src, void* dst) {
-  AF_RETURN_IF_ERROR(Activate());
+Status GpuDevice::CopyFromHostOn(cudaStream_t stream, const Tensor& src, void* dst) {
   const size_t bytes = src.TotalBytes();
   if (bytes == 0) return Status::OK();
-  if (capturing())
+  AF_RETURN_IF_ERROR(Activate());
+  if (capturing() && stream == compute_)
     return errors::Unimplemented(short_name_, ": a copy of host memory into the GPU cannot be captured (its source ",
                                  "would be read again, unchanged, at each launch)");
   Tensor staged = src;  // pinned already: one transfer, the tensor kept until it ran
@@ -346,9 +346,9 @@ Status GpuDevice::CopyFromHost(const Tensor& src, void* dst) {
                            .WithContext("pinned staging buffer on " + short_name_));
     std::memcpy(staged.raw_data(), src.raw_data(), bytes);
   }
-  AF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dst, staged.raw_data(), bytes, cudaMemcpyHostToDevice, compute_),
+  AF_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dst, staged.raw_data(), bytes, cudaMemcpyHostToDevice, stream),
                                 short_name_ + ": cudaMemcpyAsync (host to device)"));
-  ThenRun(compute_, [staged = std::move(staged)] {});
+  ThenRun(stream, [staged = std::move(staged)] {});
   return Status::OK();
 }
 

@@ -134,9 +134,14 @@ class GpuDevice final : public Device {
   Status BeginCapture(Allocator* arena) override;
   Status EndCapture(std::unique_ptr<CapturedWork>* out) override;
   Status CopyOnDevice(const void* src, void* dst, size_t bytes) override;
-  /// From pinned memory (host_allocator()) one transfer; from other host
-  /// memory through a pinned staging buffer. On the compute stream.
-  Status CopyFromHost(const Tensor& src, void* dst) override;
+  /// CopyFromHostOn the compute stream.
+  Status CopyFromHost(const Tensor& src, void* dst) override { return CopyFromHostOn(compute_, src, dst); }
+  /// Enqueues a copy of host tensor `src` into device memory `dst` on
+  /// `stream`: from pinned memory (host_allocator()) one transfer, `src`
+  /// kept until it ran; from other host memory through a pinned staging
+  /// buffer, kept so. On the compute stream not while capturing
+  /// (Unimplemented: the copy would read the same bytes at each launch).
+  Status CopyFromHostOn(cudaStream_t stream, const Tensor& src, void* dst);
 
  private:
   GpuDevice(const std::string& task_name, int ordinal, ComputePool* pool);

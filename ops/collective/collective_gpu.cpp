@@ -124,17 +124,7 @@ class GpuCollectiveOp : public CollectiveKernelBase {
       return done();
     }
     if (result.TotalBytes() == 0) return done();
-    if (result.buffer() != nullptr && result.buffer()->allocator() == gpu->host_allocator()) {  // pinned already: one transfer
-      st = CudaStatus(cudaMemcpyAsync(out->raw_data(), result.raw_data(), result.TotalBytes(), cudaMemcpyHostToDevice,
-                                      gpu->compute_stream()),
-                      gpu->short_name() + ": cudaMemcpyAsync (host to device) of " + name());
-      if (st.ok()) {
-        gpu->ThenRun(gpu->compute_stream(), [result = std::move(result)] {});  // lives until copied
-      } else {
-        ctx->SetStatus(st);
-      }
-      return done();
-    }
+    // A pinned result (the reduction's output) is one transfer, staged nowhere.
     CopyHostToDeviceAsync(gpu, gpu->compute_stream(), std::move(result), out->raw_data(),
                           [this, ctx, done](const Status& copied) {
                             if (!copied.ok()) ctx->SetStatus(copied.WithContext("the output of " + name()));

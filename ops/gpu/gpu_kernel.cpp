@@ -109,22 +109,11 @@ void CopyHostToDeviceAsync(GpuDevice* gpu, cudaStream_t stream, Tensor source, v
     done(errors::Unimplemented(gpu->short_name(), ": a copy of host memory into the GPU cannot be captured"));
     return;
   }
-  if (bytes > 0 && source.buffer() != nullptr && source.buffer()->allocator() == gpu->host_allocator()) {
-    Status s = gpu->Activate();
-    if (s.ok())
-      s = CudaStatus(cudaMemcpyAsync(dst, source.raw_data(), bytes, cudaMemcpyHostToDevice, stream),
-                     gpu->short_name() + ": cudaMemcpyAsync (host to device)");
-    if (s.ok()) gpu->ThenRun(stream, [source = std::move(source)] {});  // pinned: lives until copied
-    done(s);
-    return;
-  }
   ComputePool* pool = gpu->compute_pool();
   const int threads = pool ? pool->NumThreads() : 1;
-  if (bytes < kSlicedCopyBytes || threads < 2) {
-    std::vector<Tensor> keep;
-    Status s = CopyHostToDevice(gpu, stream, source.raw_data(), dst, bytes, &keep);
-    if (!keep.empty()) gpu->ThenRun(stream, [keep = std::move(keep)]() mutable { keep.clear(); });
-    done(s);
+  const bool pinned = source.buffer() != nullptr && source.buffer()->allocator() == gpu->host_allocator();
+  if (pinned || bytes < kSlicedCopyBytes || threads < 2) {  // one transfer, staged once at most
+    done(gpu->CopyFromHostOn(stream, source, dst));
     return;
   }
   // Slices of at least 256 KiB (smaller ones cost more in jobs than they save),
