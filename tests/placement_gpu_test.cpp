@@ -93,6 +93,18 @@ Status PrepareToPlace(Graph* g, const DeviceManager& devices, bool capture_gpu_s
   return PrepareGraph(g, {}, {}, {}, o, &prepared);
 }
 
+#ifdef AF_CUDA
+// `root`'s graph placed on `d` with the default options into `g`; its GraphDef.
+proto::GraphDef PlaceScope(const Scope& root, const Devices& d, Graph* g) {
+  proto::GraphDef def;
+  REQUIRE(root.ToGraphDef(&def).ok());
+  Status s = Place(def, d, PlacerOptions(), g);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return def;
+}
+#endif
+
 std::string DeviceOf(const Graph& g, const std::string& node) {
   const Node* n = g.FindNode(node);
   REQUIRE(n != nullptr);
@@ -209,13 +221,9 @@ TEST_CASE("placement by default puts the examples' whole MLP training step on th
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   auto y = ops::Placeholder(root.WithOpName("y"), DT_INT32);
   examples::Mlp m = examples::BuildMlp(root, x, y, 0.001, 100);  // Adam, learning-rate decay, accuracy
-  proto::GraphDef def;
-  REQUIRE(root.ToGraphDef(&def).ok());
   Devices d;
   Graph g;
-  Status s = Place(def, d, PlacerOptions(), &g);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
+  PlaceScope(root, d, &g);
   // On the host: the feeds, the initializers' random draws, and the int64
   // global step (its variable and updates). Constants follow their first
   // consumer, wherever it is.
@@ -246,13 +254,9 @@ TEST_CASE("placement: the collectives of a data-parallel step go to the GPU with
   ops::CollectiveBcastSend(root.WithOpName("sent"), ops::Identity(root.WithOpName("w"), x), {4, 4}, co);
   co.instance_key = 4;
   ops::CollectiveBcastFirst(root.WithOpName("first"), ops::Identity(root.WithOpName("v"), x), co);
-  proto::GraphDef def;
-  REQUIRE(root.ToGraphDef(&def).ok());
   Devices d;
   Graph g;
-  Status s = Place(def, d, PlacerOptions(), &g);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
+  proto::GraphDef def = PlaceScope(root, d, &g);
   for (const char* n : {"mean", "weights", "sent", "first"}) CHECK(DeviceOf(g, n) == kGpu);
   // Asked for the CPU, a collective stays there.
   for (auto& n : *def.mutable_node())

@@ -60,10 +60,14 @@ Executor::RunningScope::~RunningScope() { t_running_executor = prev_; }
 
 bool Executor::OnThisThread() const { return t_running_executor == this; }
 
-RunStepResponse Executor::FailedResponse(Status s) {
-  RunStepResponse r;
-  r.status = std::move(s);
-  return r;
+void Executor::RefuseStart(const RunStepRequest& req, const Reply& reply, const Status& s) noexcept {
+  try {
+    if (req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(req.step_id, s);
+    RunStepResponse r;
+    r.status = s;
+    if (reply) reply(std::move(r));
+  } catch (...) {  // not even the answer fits: the client's deadline ends its wait
+  }
 }
 
 void Executor::ReserveOutputs(int max_outputs) {
@@ -483,12 +487,7 @@ void Executor::FailAllOnError() noexcept {
 void Executor::StartStepOrThrow(std::shared_ptr<const ExecutorPlan> plan_ptr, uint64_t graph_handle,
                                 RunStepRequest& req, Executor::Reply* reply, int64_t* started_id,
                                 bool* holding) {
-  // A step refused before it starts is aborted at the rendezvous too, as a
-  // failing one is: other partitions may wait in Recvs for its Sends.
-  auto refuse = [&](const Status& s) {
-    if (req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(req.step_id, s);
-    (*reply)(FailedResponse(s));
-  };
+  auto refuse = [&](const Status& s) { RefuseStart(req, *reply, s); };
   if (shutting_down_) {
     refuse(errors::Cancelled("device ", services_.device->name(), " is shutting down"));
     return;

@@ -213,7 +213,10 @@ class Executor {
   };
   struct OffHostRun;
   using Clock = std::chrono::steady_clock;
-  static RunStepResponse FailedResponse(Status s);
+  // Answers a step that will not start (or run) with `s`, aborting it at the
+  // rendezvous first when other partitions share it (they may wait in Recvs
+  // for its Sends). A reply that fails is left to the client's deadline.
+  void RefuseStart(const RunStepRequest& req, const Reply& reply, const Status& s) noexcept;
 
   // The loop (executor.cpp).
   void RunReady();

@@ -373,11 +373,7 @@ void Executor::EndDeferred(const Status& why, uint64_t only_handle) noexcept {
       StartStep(std::move(d.plan), d.graph_handle, d.req, std::move(d.reply));
       continue;
     }
-    try {
-      if (d.req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(d.req.step_id, why);
-      d.reply(FailedResponse(why));
-    } catch (...) {  // the client's deadline ends its wait
-    }
+    RefuseStart(d.req, d.reply, why);
   }
 }
 

@@ -133,11 +133,7 @@ void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t grap
       deferred_.push_back(std::move(d));
       return;
     } catch (...) {  // no memory to wait: refused, as any step without memory
-      try {
-        if (d.req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(d.req.step_id, OutOfMemoryStatus());
-        d.reply(FailedResponse(OutOfMemoryStatus()));
-      } catch (...) {  // the client's deadline ends its wait
-      }
+      RefuseStart(d.req, d.reply, OutOfMemoryStatus());
       return;
     }
   }
@@ -160,12 +156,8 @@ void Executor::StartStep(std::shared_ptr<const ExecutorPlan> plan, uint64_t grap
       Run();
       return;
     }
-    try {
-      const Status s = CurrentExceptionStatus("starting a step on " + services_.device->name());
-      if (req.multi_partition && services_.rendezvous) services_.rendezvous->Abort(req.step_id, s);
-      if (reply) reply(FailedResponse(s));
-    } catch (...) {  // not even the answer fits: the client's deadline ends its wait
-    }
+    RefuseStart(req, reply,
+                CurrentExceptionStatusWith([&] { return "starting a step on " + services_.device->name(); }));
   }
 }
 
