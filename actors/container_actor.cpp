@@ -110,8 +110,8 @@ std::string UpdateContext(const VarUpdateRequest& req, const std::vector<std::sh
   return out;
 }
 
-std::vector<LocalVar*> Locals(const std::vector<std::shared_ptr<Var>>& vars) {
-  std::vector<LocalVar*> out;
+LocalVars Locals(const std::vector<std::shared_ptr<Var>>& vars) {
+  LocalVars out;
   out.reserve(vars.size());
   for (const auto& v : vars) out.push_back(v->local.get());
   return out;
@@ -255,7 +255,7 @@ void StartRead(ContainerActor* self, VarReadRequest req, std::vector<std::shared
 // device's kernel) and the variables' locks are free, else on the pool.
 void StartUpdate(ContainerActor* self, VarUpdateRequest req, std::vector<std::shared_ptr<Var>> vars,
                  caf::response_promise promise) {
-  const std::vector<LocalVar*> locals = Locals(vars);
+  const LocalVars locals = Locals(vars);
   {
     VarLocks locks(locals);
     if ((req.on_device || VarUpdateElements(req) < kInlineUpdateElements) && locks.TryLock()) {

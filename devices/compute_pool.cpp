@@ -65,7 +65,9 @@ class FunctionJob final : public caf::ref_counted, public caf::resumable {
   ComputePool* pool_;
 };
 
-// Shared by the caller and its helpers: shards are claimed by an atomic counter.
+// Shared by the caller and its helpers: shards are claimed by an atomic
+// counter. A shard that throws still counts as done, so the caller never
+// waits forever; it rethrows.
 struct ForState {
   ForState(int64_t n, int64_t shards, const std::function<void(int64_t, int64_t)>& f)
       : total(n), num_shards(shards), fn(f), remaining(shards) {}
@@ -78,23 +80,25 @@ struct ForState {
   std::condition_variable cv;
   std::exception_ptr error;  // the first exception a shard threw; guarded by mu
 
-  // Claims and runs shards until none is left. A shard that throws still
-  // counts as done, so the caller never waits forever; it rethrows.
+  // Claims and runs shards until none is left.
   void Work() {
     for (;;) {
       int64_t s = next.fetch_add(1, std::memory_order_relaxed);
       if (s >= num_shards) return;
-      int64_t begin = total * s / num_shards, end = total * (s + 1) / num_shards;
-      try {
-        fn(begin, end);
-      } catch (...) {
-        std::lock_guard<std::mutex> l(mu);
-        if (!error) error = std::current_exception();
-      }
-      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> l(mu);
-        cv.notify_all();
-      }
+      Run(s);
+    }
+  }
+  void Run(int64_t s) {
+    int64_t begin = total * s / num_shards, end = total * (s + 1) / num_shards;
+    try {
+      fn(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> l(mu);
+      if (!error) error = std::current_exception();
+    }
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> l(mu);
+      cv.notify_all();
     }
   }
 };
@@ -405,11 +409,19 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
     return;
   }
   auto state = std::make_shared<ForState>(n, shards, fn);
+  // Shard 0 is the caller's, claimed before any helper can start: the same
+  // range runs on the same thread (hence core, its bytes still in that
+  // core's cache) step after step, as with TBB's static partitioner. Left to
+  // the race, a helper that starts first takes it and the halves swap cores:
+  // a plain TBB loop whose two halves swapped every other step ran 22%
+  // slower (0.8 MB, 2 threads, a 2-core VM with 1 MB of L2 per core).
+  const int64_t mine = state->next.fetch_add(1, std::memory_order_relaxed);
   try {
     for (int64_t i = 1; i < shards; ++i) Schedule([state] { state->Work(); });
   } catch (...) {
     // Helpers already queued find the shards claimed below; run them all here.
   }
+  state->Run(mine);
   state->Work();
   // Every shard is claimed; wait only for shards other threads are running now.
   for (int spin = 0; spin < 2000 && state->remaining.load(std::memory_order_acquire) > 0; ++spin)

@@ -88,7 +88,7 @@ TEST_CASE("the GPU's element formulas give the container's updates, for every op
       }
       std::vector<VarSlot> slots = {Slot("var", var.DeepCopy()), Slot("s1", s1.DeepCopy()), Slot("s2", s2.DeepCopy())};
       slots.resize(num_vars);
-      std::vector<VarSlot*> ptrs;
+      VarSlots ptrs;
       for (auto& v : slots) ptrs.push_back(&v);
       REQUIRE(ApplyVarUpdate(req, ptrs).ok());
       int bad = 0;
@@ -121,7 +121,7 @@ TEST_CASE("the container takes a device Assign's buffer, checks device updates w
   VarSlot v = Slot("w", Tensor());
   v.dtype = DT_FLOAT;
   v.shape = PartialTensorShape(std::vector<int64_t>{4, 3});
-  std::vector<VarSlot*> vars = {&v};
+  VarSlots vars = {&v};
 
   VarUpdateRequest assign;
   assign.kind = static_cast<int32_t>(VarUpdateKind::kAssign);
@@ -175,7 +175,7 @@ TEST_CASE("the container takes a device Assign's buffer, checks device updates w
 
   // A host variable is not the device's to update in place.
   VarSlot h = Slot("h", host.DeepCopy());
-  std::vector<VarSlot*> host_vars = {&h};
+  VarSlots host_vars = {&h};
   CHECK(ApplyVarUpdate(add, host_vars).code() == Code::kFailedPrecondition);
   VarUpdateRequest sgd;
   sgd.kind = static_cast<int32_t>(VarUpdateKind::kGradientDescent);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 #include "actorflow/actors/container_actor.hpp"
 #include "actorflow/core/exception_status.hpp"
 #include "actorflow/devices/compute_pool.hpp"
@@ -56,14 +58,21 @@ DeviceVariableAccess::DeviceVariableAccess(caf::event_based_actor* self, Executo
   local_ = container_ && container_->node() == self_->node();
 }
 
-bool DeviceVariableAccess::Cached(const std::vector<std::string>& handles, Resolved* out) const {
+std::shared_ptr<LocalVar> DeviceVariableAccess::CachedOne(const std::string& handle) const {
+  auto it = resolved_.find(handle);
+  if (it == resolved_.end()) return nullptr;
+  std::shared_ptr<LocalVar> v = it->second.lock();
+  if (!v || v->dropped.load(std::memory_order_relaxed)) return nullptr;
+  return v;
+}
+
+template <class Out>
+bool DeviceVariableAccess::Cached(const std::vector<std::string>& handles, Out* out) const {
   out->clear();
   out->reserve(handles.size());
   for (const std::string& h : handles) {
-    auto it = resolved_.find(h);
-    if (it == resolved_.end()) return false;
-    std::shared_ptr<LocalVar> v = it->second.lock();
-    if (!v || v->dropped.load(std::memory_order_relaxed)) return false;
+    std::shared_ptr<LocalVar> v = CachedOne(h);
+    if (!v) return false;
     out->push_back(std::move(v));
   }
   return true;
@@ -95,8 +104,12 @@ void DeviceVariableAccess::Resolve(const std::vector<std::string>& handles,
 
 namespace {
 
-std::vector<LocalVar*> Raw(const std::vector<std::shared_ptr<LocalVar>>& vars) {
-  std::vector<LocalVar*> out;
+// Variables kept alive while a read or update made at once uses them.
+using HeldVars = boost::container::small_vector<std::shared_ptr<LocalVar>, 4>;
+
+template <class Held>
+LocalVars Raw(const Held& vars) {
+  LocalVars out;
   out.reserve(vars.size());
   for (const auto& v : vars) out.push_back(v.get());
   return out;
@@ -127,6 +140,42 @@ void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadRe
     r.status = s.ok() ? ReadLocalVars(Raw(vars), check_only, &r.values) : s;
     done(r);
   });
+}
+
+template <class Held, class Raw>
+bool DeviceVariableAccess::CachedNow(const std::string* const* handles, size_t n, Held* held, Raw* vars) const {
+  for (size_t i = 0; i < n; ++i) {
+    std::shared_ptr<LocalVar> v = CachedOne(*handles[i]);
+    if (!v) return false;
+    vars->push_back(v.get());
+    held->push_back(std::move(v));
+  }
+  return true;
+}
+
+bool DeviceVariableAccess::ReadNow(const std::string* const* handles, size_t n, Tensor* out, Status* status) {
+  if (!container_ || !local_) return false;
+  HeldVars held;
+  LocalVars vars;
+  if (!CachedNow(handles, n, &held, &vars)) return false;
+  VarLocks locks(vars);
+  locks.Lock();
+  *status = ReadLockedVars(vars, false, out);
+  return true;
+}
+
+bool DeviceVariableAccess::UpdateNow(const std::string* const* handles, size_t n, const VarUpdateRequest& req,
+                                     bool use_locking, Status* status) {
+  if (!container_ || !local_ || req.on_device) return false;
+  ComputePool* pool = device_->compute_pool();
+  const int64_t elements = VarUpdateElements(req);
+  const bool small = elements < kInlineUpdateElements || !pool;
+  if (!small && !(elements <= kClientThreadUpdateElements && InClientDelivery())) return false;
+  HeldVars held;
+  LocalVars vars;
+  if (!CachedNow(handles, n, &held, &vars)) return false;
+  *status = UpdateLocalVars(req, vars, use_locking, nullptr, small ? nullptr : pool);
+  return true;
 }
 
 void DeviceVariableAccess::Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) {
@@ -194,7 +243,7 @@ void DeviceVariableAccess::UpdateAndAnswer(VarUpdateRequest req, std::function<v
     // under the variables' locks, which are held until `done` has enqueued
     // the kernel writing them on the device's stream. A read of the new
     // buffer (after the locks) is enqueued behind that kernel.
-    const std::vector<LocalVar*> raw = Raw(vars);
+    const LocalVars raw = Raw(vars);
     VarLocks locks(raw);
     locks.Lock();
     ApplyLockedAnswer(req, raw, &r, nullptr);
@@ -227,12 +276,12 @@ void DeviceVariableAccess::UpdateManyAndAnswer(std::vector<VarUpdateRequest> req
       done(answers);
       return;
     }
-    const std::vector<LocalVar*> raw = Raw(vars);
+    const LocalVars raw = Raw(vars);
     VarLocks locks(raw);
     locks.Lock();
     size_t at = 0;
     for (size_t i = 0; i < reqs.size(); ++i) {
-      const std::vector<LocalVar*> mine(raw.begin() + static_cast<std::ptrdiff_t>(at),
+      const LocalVars mine(raw.begin() + static_cast<std::ptrdiff_t>(at),
                                         raw.begin() + static_cast<std::ptrdiff_t>(at + reqs[i].handles.size()));
       at += reqs[i].handles.size();
       if (!reqs[i].on_device) answers[i].status = errors::Internal("a fused update's request is not on_device");
@@ -249,7 +298,7 @@ void DeviceVariableAccess::InspectBuffers(std::vector<std::string> handles, Insp
   }
   Resolve(handles, [fn = std::move(fn)](const Status& s, Resolved& vars) {
     if (!s.ok()) return fn(s, {}, {});
-    const std::vector<LocalVar*> raw = Raw(vars);
+    const LocalVars raw = Raw(vars);
     VarLocks locks(raw);
     locks.Lock();
     std::vector<const void*> buffers;

@@ -47,7 +47,10 @@ class DeviceVariableAccess final : public VariableAccess {
  public:
   DeviceVariableAccess(caf::event_based_actor* self, Executor* executor, Device* device, caf::actor container);
   void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) override;
+  bool ReadNow(const std::string* const* handles, size_t n, Tensor* out, Status* status) override;
   void Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) override;
+  bool UpdateNow(const std::string* const* handles, size_t n, const VarUpdateRequest& req, bool use_locking,
+                 Status* status) override;
   void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) override;
   void UpdateManyAndAnswer(std::vector<VarUpdateRequest> reqs,
                            std::function<void(std::vector<VarUpdateResponse>&)> done) override;
@@ -58,8 +61,16 @@ class DeviceVariableAccess final : public VariableAccess {
   /// Calls then(status, variables of `handles`): at once when all are
   /// cached (and not dropped), else after asking the container actor.
   void Resolve(const std::vector<std::string>& handles, std::function<void(const Status&, Resolved&)> then);
-  /// Whether every handle is cached: then `out` has their variables.
-  bool Cached(const std::vector<std::string>& handles, Resolved* out) const;
+  /// The variable of `handle` when cached (and not dropped), else null.
+  std::shared_ptr<LocalVar> CachedOne(const std::string& handle) const;
+  /// Whether every handle is cached: then `out` (a vector of shared
+  /// pointers) has their variables.
+  template <class Out>
+  bool Cached(const std::vector<std::string>& handles, Out* out) const;
+  /// For a read or update made at once: whether each of the `n` handles is
+  /// cached; then `held` keeps their variables alive and `vars` lists them.
+  template <class Held, class Raw>
+  bool CachedNow(const std::string* const* handles, size_t n, Held* held, Raw* vars) const;
 
   caf::event_based_actor* self_;
   Executor* executor_;

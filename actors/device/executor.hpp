@@ -252,7 +252,10 @@ class Executor {
                      bool dead);
   // Variable reads (executor_reads.cpp).
   void SendReads();
-  void SendStepReads(StepState* step, const std::vector<TaggedNode>& nodes);
+  void SendStepReads(StepState* step, const TaggedNode* nodes, size_t num_nodes);
+  template <class Fills, class Reading>
+  void FinishStepReads(StepState* step, const Fills& fills, const Reading& reading, Status status, Tensor* values,
+                       size_t num_values);
   // CUDA-graph capture (executor_capture.cpp, actors/device/step_capture.hpp).
   /// Sets how a new step of `graph_handle` runs (watched, replayed).
   void SetUpCapture(StepState* step, uint64_t graph_handle, const std::shared_ptr<const ExecutorPlan>& plan);

@@ -14,9 +14,12 @@ struct Executor::OffHostRun {
   int64_t start_ns = 0;  // for step stats
   IterationState* iter = nullptr;
   bool dead = false;
+  int32_t node = -1;
+  int64_t step_id = 0;
+  ExecutorHost::CompletionSink sink;
   OpKernelContext::Params params;
   std::vector<Tensor> outputs;
-  std::unique_ptr<OpKernelContext> ctx;
+  OpKernelContext ctx{&params};  // params filled before the kernel starts
   // The completion, made when the node starts (where failing to allocate it
   // fails only the node): the kernel's end fills and delivers it without
   // allocating, so it cannot fail and leave the step waiting.
@@ -66,21 +69,23 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
   run->iter = iter;
   run->dead = dead;
   MakeParams(step, iter, item, inputs, run->outputs.data(), dead, &run->params);
-  run->ctx = std::make_unique<OpKernelContext>(&run->params);
-  const int64_t step_id = step->step_id();
+  run->node = node;
+  run->step_id = step->step_id();
   run->start_ns = step->collect_stats ? NowNanos() : 0;
   run->done_msg = services_.host->MakeCompletion();
-  const ExecutorHost::CompletionSink sink = services_.host->completion_sink();
+  run->sink = services_.host->completion_sink();
   // Called exactly once; `run` is freed only after the completion is filled.
   // Off the executor's thread it touches neither the executor nor its host
-  // (either may be gone if the host was killed): only `sink`.
-  auto done = [this, run, step_id, node, sink]() noexcept {
+  // (either may be gone if the host was killed): only the sink. Two pointers
+  // captured: the std::function holds them without allocating.
+  auto done = [this, run]() noexcept {
     const bool timed = run->start_ns != 0;
+    const ExecutorHost::CompletionSink sink = run->sink;
     caf::mailbox_element_ptr msg = std::move(run->done_msg);
     KernelDone& d = msg->content().get_mutable_as<KernelDone>(0);
-    d.step_id = step_id;
-    d.node_id = node;
-    d.status = run->ctx->status();  // shares the message: no allocation
+    d.step_id = run->step_id;
+    d.node_id = run->node;
+    d.status = run->ctx.status();  // shares the message: no allocation
     // A failed kernel's outputs are never used: what it allocated before it
     // failed (a Fill that ran out of memory half-way holds gigabytes) is
     // given back now, before delivering the completion needs memory.
@@ -107,16 +112,16 @@ void Executor::LaunchOffHost(StepState* step, IterationState* iter, int32_t node
   if (item.is_async) {
     owned.release();
     try {
-      item.kernel->AsAsync()->ComputeAsync(run->ctx.get(), done);
+      item.kernel->AsAsync()->ComputeAsync(&run->ctx, done);
     } catch (...) {  // by the AsyncOpKernel contract, one that throws has not called done
-      run->ctx->SetStatus(CurrentExceptionStatus("starting the kernel"));
+      run->ctx.SetStatus(CurrentExceptionStatus("starting the kernel"));
       done();
     }
   } else {
     OpKernel* kernel = item.kernel;
     services_.device->compute_pool()->Schedule([kernel, run, done = std::move(done)]() mutable {
       if (run->start_ns != 0) run->start_ns = NowNanos();  // when the pool started it
-      ComputeSafely(kernel, run->ctx.get());
+      ComputeSafely(kernel, &run->ctx);
       done();
     });
     owned.release();  // scheduled: the job owns it now

@@ -5,6 +5,8 @@
 // nodes read in one request: the variables under their locks at once (those
 // of this process, answered at once), or one round trip to a container of
 // another process per batch rather than one per node.
+#include <boost/container/small_vector.hpp>
+
 #include "actorflow/actors/device/executor.hpp"
 #include "actorflow/core/resource_handle.hpp"
 
@@ -25,19 +27,51 @@ Status Executor::CheckReadable(const Tensor& value, const Tensor& ref) const {
                                     "per graph: place them the same way in every graph that shares the variable");
 }
 
+namespace {
+
+// Where one value read goes: an input of the reading node.
+struct ReadFill {
+  IterationState* iter;  // alive while its reading node is outstanding
+  int32_t slot;          // input slot in the iteration
+  int32_t deref;         // index into the iteration's deref flags
+};
+
+}  // namespace
+
+// Puts the values read for `reading` (of `step`) into their inputs and queues
+// those nodes; a failed read fails the step.
+template <class Fills, class Reading>
+void Executor::FinishStepReads(StepState* step, const Fills& fills, const Reading& reading, Status status,
+                               Tensor* values, size_t num_values) {
+  if (status.ok() && num_values != fills.size())
+    status = errors::Internal("container answered ", num_values, " values for ", fills.size());
+  for (size_t i = 0; i < fills.size() && status.ok(); ++i)
+    status = CheckReadable(values[i], fills[i].iter->inputs[fills[i].slot]);
+  if (!status.ok()) {
+    // The first fails the step; the others, still outstanding, are skipped.
+    Propagate(step, reading[0].iter, reading[0].node, status, inline_outputs_.data());
+    for (size_t i = 1; i < reading.size(); ++i) ready_.push_back(reading[i]);
+    return;
+  }
+  for (size_t i = 0; i < fills.size(); ++i) {
+    fills[i].iter->inputs[fills[i].slot] = std::move(values[i]);
+    fills[i].iter->derefed[fills[i].deref] = 1;
+  }
+  // Still outstanding, they run (or are skipped) from the queue.
+  for (const TaggedNode& t : reading) ready_.push_back(t);
+}
+
 // Sends one read for `nodes` (ready, of one live step). A node whose handle
 // is malformed fails alone; nodes of a step that failed meanwhile are skipped.
-void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nodes) {
+// Variables of this process are read at once (VariableAccess::ReadNow), with
+// no request, callback or list allocated for a step's few reads.
+void Executor::SendStepReads(StepState* step, const TaggedNode* nodes, size_t num_nodes) {
   const ExecutorPlan& plan = step->plan();
-  struct Fill {
-    IterationState* iter;  // alive while its reading node is outstanding
-    int32_t slot;          // input slot in the iteration
-    int32_t deref;         // index into the iteration's deref flags
-  };
-  VarReadRequest req;
-  std::vector<Fill> fills;  // per handle of the request
-  std::vector<TaggedNode> reading;
-  for (const TaggedNode& t : nodes) {
+  boost::container::small_vector<const std::string*, 8> handles;  // in the refs of the nodes' inputs
+  boost::container::small_vector<ReadFill, 8> fills;                // per handle
+  boost::container::small_vector<TaggedNode, 4> reading;
+  for (size_t n = 0; n < num_nodes; ++n) {
+    const TaggedNode& t = nodes[n];
     if (step->failed()) {
       ExecuteNode(step, t.iter, t.node, t.dead);  // skips it; `step` may end with the last one
       continue;
@@ -45,7 +79,7 @@ void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nod
     const NodeItem& item = plan.item(t.node);
     IterationState& iter = *t.iter;
     Status bad;
-    const size_t first = req.handles.size();
+    const size_t first = handles.size();
     for (int32_t k = 0; k < item.num_deref && bad.ok(); ++k) {
       if (iter.derefed[item.deref_local + k]) continue;
       const std::string* handle = nullptr;
@@ -56,12 +90,12 @@ void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nod
       }
       bad = RefTensorHandle(iter.inputs[slot], &handle);
       if (bad.ok()) {
-        req.handles.push_back(*handle);
+        handles.push_back(handle);
         fills.push_back({t.iter, slot, item.deref_local + k});
       }
     }
     if (!bad.ok()) {
-      req.handles.resize(first);
+      handles.resize(first);
       fills.resize(first);
       Propagate(step, t.iter, t.node, bad, inline_outputs_.data());
       continue;
@@ -69,42 +103,42 @@ void Executor::SendStepReads(StepState* step, const std::vector<TaggedNode>& nod
     reading.push_back(t);
   }
   if (reading.empty()) return;  // `step` may be gone
-  const int64_t step_id = step->step_id();
-  auto answered = [this, step_id, fills = std::move(fills), reading = std::move(reading)](VarReadResponse& r) {
-    auto it = steps_.find(step_id);
-    if (it == steps_.end()) return;  // cannot happen: the reading nodes keep their step
-    StepState* step = it->second.state.get();
-    if (r.status.ok() && r.values.size() != fills.size())
-      r.status = errors::Internal("container answered ", r.values.size(), " values for ", fills.size());
-    for (size_t i = 0; i < fills.size() && r.status.ok(); ++i)
-      r.status = CheckReadable(r.values[i], fills[i].iter->inputs[fills[i].slot]);
-    if (!r.status.ok()) {
-      // The first fails the step; the others, still outstanding, are skipped.
-      Propagate(step, reading[0].iter, reading[0].node, r.status, inline_outputs_.data());
-      for (size_t i = 1; i < reading.size(); ++i) ready_.push_back(reading[i]);
-      return;
-    }
-    for (size_t i = 0; i < fills.size(); ++i) {
-      fills[i].iter->inputs[fills[i].slot] = std::move(r.values[i]);
-      fills[i].iter->derefed[fills[i].deref] = 1;
-    }
-    // Still outstanding, they run (or are skipped) from the queue.
-    for (const TaggedNode& t : reading) ready_.push_back(t);
-  };
   if (!services_.variables) {
-    VarReadResponse r;
-    r.status = errors::Unavailable("no container actor holds variables on ", services_.device->name());
-    answered(r);
+    FinishStepReads(step, fills, reading,
+                    errors::Unavailable("no container actor holds variables on ", services_.device->name()), nullptr,
+                    0);
     return;
   }
+  {
+    boost::container::small_vector<Tensor, 8> values(handles.size());
+    Status now;
+    if (services_.variables->ReadNow(handles.data(), handles.size(), values.data(), &now)) {
+      FinishStepReads(step, fills, reading, now, values.data(), values.size());
+      return;
+    }
+  }
+  // By message (another process) or once resolved: the handles are copied
+  // (the refs holding them may be gone when it is answered).
+  VarReadRequest req;
+  req.handles.reserve(handles.size());
+  for (const std::string* h : handles) req.handles.push_back(*h);
+  const int64_t step_id = step->step_id();
+  auto answered = [this, step_id, fills = std::vector<ReadFill>(fills.begin(), fills.end()),
+                   reading = std::vector<TaggedNode>(reading.begin(), reading.end())](VarReadResponse& r) {
+    auto it = steps_.find(step_id);
+    if (it == steps_.end()) return;  // cannot happen: the reading nodes keep their step
+    FinishStepReads(it->second.state.get(), fills, reading, r.status, r.values.data(), r.values.size());
+  };
   services_.variables->Read(std::move(req), std::move(answered));
 }
 
 // Sends the reads of every node in `read_wait_`, one request per step.
+// The waiting list's buffer is kept (swapped back when nothing was queued
+// meanwhile): a step's reads allocate no list.
 void Executor::SendReads() {
   std::vector<TaggedNode> waiting;
   waiting.swap(read_wait_);
-  std::vector<TaggedNode> nodes;
+  boost::container::small_vector<TaggedNode, 8> nodes;
   for (size_t i = 0; i < waiting.size(); ++i) {
     StepState* step = waiting[i].step;
     if (!step) continue;  // taken with an earlier step's batch
@@ -114,8 +148,10 @@ void Executor::SendReads() {
       nodes.push_back(waiting[j]);
       waiting[j].step = nullptr;
     }
-    SendStepReads(step, nodes);
+    SendStepReads(step, nodes.data(), nodes.size());
   }
+  waiting.clear();
+  if (read_wait_.empty()) read_wait_.swap(waiting);
 }
 
 }  // namespace actorflow

@@ -9,7 +9,7 @@ namespace actorflow {
 namespace {
 
 // "Assign of variable v", "ApplyAdam of variables var, m, v": what an update's errors name.
-std::string UpdateContext(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars) {
+std::string UpdateContext(const VarUpdateRequest& req, const LocalVars& vars) {
   std::string out = strings::StrCat(VarUpdateName(static_cast<VarUpdateKind>(req.kind)), " of variable",
                                     vars.size() == 1 ? " " : "s ");
   for (size_t i = 0; i < vars.size(); ++i) out += (i ? ", " : "") + vars[i]->slot.name;
@@ -20,7 +20,7 @@ std::string UpdateContext(const VarUpdateRequest& req, const std::vector<LocalVa
 // TensorAllocationError) as ResourceExhausted naming the op, its variables
 // and the bytes asked.
 template <class Fn>
-Status Catching(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Fn&& fn) noexcept {
+Status Catching(const VarUpdateRequest& req, const LocalVars& vars, Fn&& fn) noexcept {
   try {
     Status s = fn();
     if (s.code() == Code::kResourceExhausted) s = errors::ResourceExhausted(UpdateContext(req, vars), ": ", s.message());
@@ -30,9 +30,8 @@ Status Catching(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars,
   }
 }
 
-std::vector<VarSlot*> Slots(const std::vector<LocalVar*>& vars) {
-  std::vector<VarSlot*> slots;
-  slots.reserve(vars.size());
+VarSlots Slots(const LocalVars& vars) {
+  VarSlots slots;
   for (LocalVar* v : vars) slots.push_back(&v->slot);
   return slots;
 }
@@ -45,7 +44,7 @@ RacingWrite* FindRacing(LocalVar* v, const void* data) {
 
 // A racing update's writes into `data` (one buffer per variable) begin / end;
 // the locks are held. Begin allocates (before it counts anything); End never.
-void BeginRacing(const std::vector<LocalVar*>& vars, void* const* data) {
+void BeginRacing(const LocalVars& vars, void* const* data) {
   for (LocalVar* v : vars) v->racing.reserve(v->racing.size() + 1);
   for (size_t i = 0; i < vars.size(); ++i) {
     RacingWrite* w = FindRacing(vars[i], data[i]);
@@ -54,7 +53,7 @@ void BeginRacing(const std::vector<LocalVar*>& vars, void* const* data) {
   }
 }
 
-void EndRacing(const std::vector<LocalVar*>& vars, void* const* data) noexcept {
+void EndRacing(const LocalVars& vars, void* const* data) noexcept {
   for (size_t i = 0; i < vars.size(); ++i) {
     auto& racing = vars[i]->racing;
     RacingWrite* w = FindRacing(vars[i], data[i]);
@@ -66,8 +65,8 @@ void EndRacing(const std::vector<LocalVar*>& vars, void* const* data) noexcept {
 
 // A racing update (use_locking=false): checked under the locks; computed in
 // place without them when no reader holds a value, else whole under them.
-Status UpdateRacing(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, ComputePool* pool) {
-  std::vector<VarSlot*> slots = Slots(vars);
+Status UpdateRacing(const VarUpdateRequest& req, const LocalVars& vars, ComputePool* pool) {
+  VarSlots slots = Slots(vars);
   VarLocks locks(vars);
   void* data[3] = {};
   locks.Lock();
@@ -93,7 +92,7 @@ Status UpdateRacing(const VarUpdateRequest& req, const std::vector<LocalVar*>& v
 
 }  // namespace
 
-VarLocks::VarLocks(const std::vector<LocalVar*>& vars) : order_(vars) {
+VarLocks::VarLocks(const LocalVars& vars) : order_(vars) {
   std::sort(order_.begin(), order_.end());
   order_.erase(std::unique(order_.begin(), order_.end()), order_.end());
 }
@@ -118,29 +117,35 @@ void VarLocks::Unlock() {
   held_ = false;
 }
 
-Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out) {
+Status ReadLocalVars(const LocalVars& vars, bool check_only, std::vector<Tensor>* out) {
   VarLocks locks(vars);
   locks.Lock();
   return ReadLockedVars(vars, check_only, out);
 }
 
-Status ReadLockedVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out) {
+Status ReadLockedVars(const LocalVars& vars, bool check_only, std::vector<Tensor>* out) {
   out->clear();
-  out->reserve(vars.size());
-  for (LocalVar* v : vars) {
+  out->resize(vars.size());
+  Status s = ReadLockedVars(vars, check_only, out->data());
+  if (!s.ok()) out->clear();
+  return s;
+}
+
+Status ReadLockedVars(const LocalVars& vars, bool check_only, Tensor* out) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Tensor& value = vars[i]->slot.value;
     if (check_only) {
-      out->push_back(Tensor::Scalar<bool>(v->slot.value.IsInitialized()));
-    } else if (!v->slot.value.IsInitialized()) {
-      out->clear();
-      return errors::FailedPrecondition("Attempting to use uninitialized value ", v->slot.name);
+      out[i] = Tensor::Scalar<bool>(value.IsInitialized());
+    } else if (!value.IsInitialized()) {
+      return errors::FailedPrecondition("Attempting to use uninitialized value ", vars[i]->slot.name);
     } else {
-      out->push_back(v->slot.value);
+      out[i] = value;
     }
   }
   return Status::OK();
 }
 
-Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
+Status ApplyLocked(const VarUpdateRequest& req, const LocalVars& vars, Tensor* answer,
                    std::vector<Tensor>* sources, ComputePool* pool) noexcept {
   return Catching(req, vars, [&] {
     // A value that racing updates write stays alive: a copy is held here (so
@@ -149,7 +154,7 @@ Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& va
     std::vector<Tensor> written(vars.size());
     for (size_t i = 0; i < vars.size(); ++i)
       if (FindRacing(vars[i], vars[i]->slot.value.raw_data())) written[i] = vars[i]->slot.value;
-    std::vector<VarSlot*> slots = Slots(vars);
+    VarSlots slots = Slots(vars);
     Status s = ApplyVarUpdate(req, slots, answer, sources, pool);
     for (size_t i = 0; i < vars.size(); ++i) {
       if (!written[i].IsInitialized() || written[i].raw_data() == vars[i]->slot.value.raw_data()) continue;
@@ -159,7 +164,7 @@ Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& va
   });
 }
 
-void ApplyLockedAnswer(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, VarUpdateResponse* r,
+void ApplyLockedAnswer(const VarUpdateRequest& req, const LocalVars& vars, VarUpdateResponse* r,
                        ComputePool* pool) noexcept {
   r->status = ApplyLocked(req, vars, &r->value, &r->sources, pool);
   if (!r->status.ok() || !req.on_device) return;
@@ -172,7 +177,7 @@ void ApplyLockedAnswer(const VarUpdateRequest& req, const std::vector<LocalVar*>
   }
 }
 
-Status UpdateLocalVars(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, bool use_locking,
+Status UpdateLocalVars(const VarUpdateRequest& req, const LocalVars& vars, bool use_locking,
                        Tensor* answer, ComputePool* pool) noexcept {
   return Catching(req, vars, [&]() -> Status {
     const auto kind = static_cast<VarUpdateKind>(req.kind);

@@ -42,6 +42,11 @@
 namespace actorflow {
 
 class ComputePool;
+struct LocalVar;
+
+/// The variables of one read or update (a name may repeat), kept inline for
+/// the few an update names.
+using LocalVars = boost::container::small_vector<LocalVar*, 4>;
 
 /// Buffers that use_locking=false updates write in place now, each kept
 /// alive while they do (the variable may have moved on to another value).
@@ -63,16 +68,18 @@ struct LocalVar {
 /// Reads `vars` (a name may repeat) under all their locks at once: a
 /// snapshot between locked updates. `check_only`: whether each has a value
 /// (bool scalars). FailedPrecondition naming the first uninitialized one.
-Status ReadLocalVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
+Status ReadLocalVars(const LocalVars& vars, bool check_only, std::vector<Tensor>* out);
 /// ReadLocalVars for a caller that holds the locks of `vars` already.
-Status ReadLockedVars(const std::vector<LocalVar*>& vars, bool check_only, std::vector<Tensor>* out);
+Status ReadLockedVars(const LocalVars& vars, bool check_only, std::vector<Tensor>* out);
+/// ReadLockedVars into out[0, vars.size()) (left unspecified on failure).
+Status ReadLockedVars(const LocalVars& vars, bool check_only, Tensor* out);
 
 /// The locks of some variables, taken in address order (each once) by Lock
 /// or TryLock and given back by Unlock or when it goes. Making one allocates
 /// (any number of variables); locking and unlocking never do.
 class VarLocks {
  public:
-  explicit VarLocks(const std::vector<LocalVar*>& vars);
+  explicit VarLocks(const LocalVars& vars);
   ~VarLocks() {
     if (held_) Unlock();
   }
@@ -84,26 +91,26 @@ class VarLocks {
   void Unlock();
 
  private:
-  std::vector<LocalVar*> order_;
+  LocalVars order_;
   bool held_ = false;
 };
 
 /// Applies `req` whole (ApplyVarUpdate) to `vars`, whose locks the caller
 /// holds; a value replaced while racing updates still write it is kept alive
 /// until they end. `answer` and `sources` as ApplyVarUpdate's.
-Status ApplyLocked(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, Tensor* answer,
+Status ApplyLocked(const VarUpdateRequest& req, const LocalVars& vars, Tensor* answer,
                    std::vector<Tensor>* sources, ComputePool* pool) noexcept;
 
 /// ApplyLocked into the answer of a request by message (or a device's
 /// kernel): its status, CountUpTo's value and, on a device (on_device), the
 /// buffers the kernel writes (`vars`) and those it reads (`sources`).
-void ApplyLockedAnswer(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, VarUpdateResponse* r,
+void ApplyLockedAnswer(const VarUpdateRequest& req, const LocalVars& vars, VarUpdateResponse* r,
                        ComputePool* pool) noexcept;
 
 /// Applies `req` to `vars` from this thread: whole under their locks, or,
 /// when `use_locking` is false and the kind may race (MayRace), racing in
 /// place (see above). `pool` shards the formula (from a pool job).
-Status UpdateLocalVars(const VarUpdateRequest& req, const std::vector<LocalVar*>& vars, bool use_locking,
+Status UpdateLocalVars(const VarUpdateRequest& req, const LocalVars& vars, bool use_locking,
                        Tensor* answer, ComputePool* pool) noexcept;
 
 }  // namespace actorflow

@@ -28,13 +28,21 @@
 namespace actorflow {
 namespace {
 
-/// The encoded handle in input `i`, a DT_RESOURCE scalar.
-Status HandleInput(OpKernelContext* ctx, int i, std::string* out) {
+/// The encoded handle in input `i`, a DT_RESOURCE scalar (in the input).
+Status HandleInput(OpKernelContext* ctx, int i, const std::string** out) {
   const Tensor& t = ctx->input(i);
   if (!t.IsInitialized() || t.dtype() != DT_RESOURCE || t.NumElements() != 1)
     return errors::InvalidArgument("input ", i, " of ", ctx->op_kernel().type_string(), " node '",
                                    ctx->op_kernel().name(), "' is not a variable's resource handle");
-  *out = t.data<std::string>()[0];
+  *out = &t.data<std::string>()[0];
+  return Status::OK();
+}
+
+/// HandleInput, copied.
+Status HandleInput(OpKernelContext* ctx, int i, std::string* out) {
+  const std::string* h = nullptr;
+  AF_RETURN_IF_ERROR(HandleInput(ctx, i, &h));
+  *out = *h;
   return Status::OK();
 }
 
@@ -47,22 +55,33 @@ VariableAccess* Variables(OpKernelContext* ctx, Status* s) {
 // Reads the variable of input 0 and calls then(value) on the device actor's thread.
 template <class Then>
 void ReadVariable(OpKernelContext* ctx, DataType dtype, AsyncOpKernel::DoneCallback done, Then then) {
-  VarReadRequest req;
-  Status s = HandleInput(ctx, 0, &req.handles.emplace_back());
+  const std::string* handle = nullptr;  // in input 0
+  Status s = HandleInput(ctx, 0, &handle);
   VariableAccess* vars = s.ok() ? Variables(ctx, &s) : nullptr;
   AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
-  vars->Read(std::move(req), [ctx, dtype, done = std::move(done), then](VarReadResponse& r) {
+  auto finish = [ctx, dtype, then](Status st, const Tensor* values, size_t n) {
     try {
-      Status st = r.status;
-      if (st.ok() && r.values.size() != 1) st = errors::Internal("a read of one variable answered ", r.values.size());
-      if (st.ok() && r.values[0].dtype() != dtype)
+      if (st.ok() && n != 1) st = errors::Internal("a read of one variable answered ", n);
+      if (st.ok() && values[0].dtype() != dtype)
         st = errors::InvalidArgument("trying to read variable with wrong dtype: expected ", DataTypeString(dtype),
-                                     ", the variable holds ", DataTypeString(r.values[0].dtype()));
-      if (st.ok()) st = then(r.values[0]);
+                                     ", the variable holds ", DataTypeString(values[0].dtype()));
+      if (st.ok()) st = then(values[0]);
       if (!st.ok()) ctx->SetStatus(st);
     } catch (...) {
       ctx->SetStatus(CurrentExceptionStatus("reading a variable"));
     }
+  };
+  Tensor value;
+  Status now;
+  if (vars->ReadNow(&handle, 1, &value, &now)) {  // read already: no callback to make
+    finish(now, &value, 1);
+    done();
+    return;
+  }
+  VarReadRequest req;
+  req.handles.push_back(*handle);
+  vars->Read(std::move(req), [finish, done = std::move(done)](VarReadResponse& r) {
+    finish(r.status, r.values.data(), r.values.size());
     done();
   });
 }
@@ -202,11 +221,21 @@ class ResourceUpdateOp : public AsyncOpKernel {
         use_locking_(UseLockingAttr(c)) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     VarUpdateRequest req = request_;
-    Status s;
-    for (int i = 0; s.ok() && i < num_vars_; ++i) s = HandleInput(ctx, i, &req.handles.emplace_back());
+    Status s = num_vars_ >= 1 && num_vars_ <= 3 ? Status::OK() : errors::Internal("an update of ", num_vars_, " variables");
+    const std::string* handles[3] = {};  // in the inputs
+    for (int i = 0; s.ok() && i < num_vars_; ++i) s = HandleInput(ctx, i, &handles[i]);
     VariableAccess* vars = s.ok() ? Variables(ctx, &s) : nullptr;
     AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
+    req.args.reserve(static_cast<size_t>(ctx->num_inputs() - num_vars_));
     for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
+    Status now;
+    if (vars->UpdateNow(handles, static_cast<size_t>(num_vars_), req, use_locking_, &now)) {
+      if (!now.ok()) ctx->SetStatus(now);  // applied already: no callback to make
+      done();
+      return;
+    }
+    req.handles.reserve(static_cast<size_t>(num_vars_));
+    for (int i = 0; i < num_vars_; ++i) req.handles.push_back(*handles[i]);
     vars->Update(std::move(req), use_locking_, [ctx, done = std::move(done)](const Status& st) {
       if (!st.ok()) ctx->SetStatus(st);
       done();

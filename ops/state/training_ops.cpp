@@ -98,11 +98,9 @@ class ApplyOp : public VariableUpdateKernel {
       : VariableUpdateKernel(c), request_(UpdateRequestFromAttrs(c, kind, true)), num_vars_(num_vars) {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     VarUpdateRequest req = request_;
-    Status s = Handles(ctx, num_vars_, &req.handles);
-    if (s.ok()) {
-      for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
-      s = Start(ctx, std::move(req), done);
-    }
+    req.args.reserve(static_cast<size_t>(ctx->num_inputs() - num_vars_));
+    for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
+    Status s = Start(ctx, num_vars_, std::move(req), done);
     if (!s.ok()) {
       ctx->SetStatus(s);
       done();

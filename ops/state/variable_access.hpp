@@ -23,11 +23,30 @@ class VariableAccess {
   virtual ~VariableAccess() = default;
   /// `done` runs on the device actor's thread.
   virtual void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) = 0;
+  /// Read without a request or a callback, for a read that can be done on
+  /// the calling thread at once (variables of this process, resolved before):
+  /// reads the `n` variables of `handles` under all their locks into
+  /// out[0..n) and returns true, the read's failure, if any, in *status.
+  /// False, with nothing read, when the read must go by Read.
+  virtual bool ReadNow(const std::string* const* handles, size_t n, Tensor* out, Status* status) {
+    (void)handles, (void)n, (void)out, (void)status;
+    return false;
+  }
   /// `use_locking` is TensorFlow's attr: false lets updates of one variable
   /// of this process race (LocalVar); updates by message are always whole.
   /// `done` runs on the device actor's thread or, after a large update, on
   /// the compute pool's.
   virtual void Update(VarUpdateRequest req, bool use_locking, std::function<void(const Status&)> done) = 0;
+  /// Update without a callback, for an update Update would apply on the
+  /// calling thread before returning: applies `req` to the `n` variables of
+  /// `handles` (its own handles are not read) and returns true, its outcome
+  /// in *status. False, with nothing changed, when it must go by Update (not
+  /// resolved yet, another process, a device's, or large).
+  virtual bool UpdateNow(const std::string* const* handles, size_t n, const VarUpdateRequest& req, bool use_locking,
+                         Status* status) {
+    (void)handles, (void)n, (void)req, (void)use_locking, (void)status;
+    return false;
+  }
   /// As Update (locked), for updates that answer a value (kCountUpTo) or run
   /// on a device (on_device); `done` runs on the device actor's thread.
   virtual void UpdateAndAnswer(VarUpdateRequest req, std::function<void(VarUpdateResponse&)> done) = 0;

@@ -23,16 +23,30 @@ bool UseLockingAttr(OpKernelConstruction* c) {
 
 VariableUpdateKernel::VariableUpdateKernel(OpKernelConstruction* c) : AsyncOpKernel(c), use_locking_(UseLockingAttr(c)) {}
 
-Status VariableUpdateKernel::Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) const {
+Status VariableUpdateKernel::Start(OpKernelContext* ctx, int num_refs, VarUpdateRequest req, DoneCallback done) const {
   VariableAccess* vars = ctx->variables();
   if (!vars) return errors::Unavailable("no container actor holds variables on this device");
-  vars->Update(std::move(req), use_locking_, [ctx, done = std::move(done)](const Status& s) {
+  const std::string* handles[3];  // an update names at most 3 variables
+  if (num_refs < 1 || num_refs > 3) return errors::Internal("an update of ", num_refs, " variables");
+  for (int i = 0; i < num_refs; ++i) AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(i), &handles[i]));
+  auto finish = [ctx](const Status& s) {
     try {  // out of memory here fails the step; the kernel still finishes
       if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
       else ctx->SetStatus(s);
     } catch (...) {
       ctx->SetStatus(CurrentExceptionStatus("variable update"));
     }
+  };
+  Status now;
+  if (vars->UpdateNow(handles, static_cast<size_t>(num_refs), req, use_locking_, &now)) {
+    finish(now);  // applied already: no callback to make
+    done();
+    return Status::OK();
+  }
+  req.handles.reserve(static_cast<size_t>(num_refs));
+  for (int i = 0; i < num_refs; ++i) req.handles.push_back(*handles[i]);
+  vars->Update(std::move(req), use_locking_, [finish, done = std::move(done)](const Status& s) {
+    finish(s);
     done();
   });
   return Status::OK();
@@ -63,6 +77,7 @@ VarUpdateRequest UpdateRequestFromAttrs(OpKernelConstruction* c, VarUpdateKind k
 }
 
 Status VariableUpdateKernel::Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out) {
+  out->reserve(out->size() + static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const std::string* h;
     AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(i), &h));
@@ -163,11 +178,8 @@ class AssignOp : public VariableUpdateKernel {
     VarUpdateRequest req;
     req.kind = static_cast<int32_t>(kind_);
     req.validate_shape = validate_shape_;
-    Status s = Handles(ctx, 1, &req.handles);
-    if (s.ok()) {
-      req.args.push_back(ctx->input(1));
-      s = Start(ctx, std::move(req), done);
-    }
+    req.args.push_back(ctx->input(1));
+    Status s = Start(ctx, 1, std::move(req), done);
     if (!s.ok()) {
       ctx->SetStatus(s);
       done();

@@ -31,9 +31,12 @@ class VariableUpdateKernel : public AsyncOpKernel {
  protected:
   /// The encoded handles of the first `n` inputs (ref inputs).
   static Status Handles(OpKernelContext* ctx, int n, std::vector<std::string>* out);
-  /// Sends `req`; on success output 0 is input 0. Calls done unless it
-  /// returns an error (then the caller reports it and calls done).
-  Status Start(OpKernelContext* ctx, VarUpdateRequest req, DoneCallback done) const;
+  /// Applies `req` (its args set) to the variables of the first `num_refs`
+  /// inputs (ref inputs): at once when VariableAccess::UpdateNow can, with
+  /// no handle copied, else sent with their handles. On success output 0 is
+  /// input 0. Calls done unless it returns an error (then the caller reports
+  /// it and calls done).
+  Status Start(OpKernelContext* ctx, int num_refs, VarUpdateRequest req, DoneCallback done) const;
 
   bool use_locking_ = true;
 };

@@ -62,7 +62,7 @@ Status Writable(VarSlot* v, Tensor* out) {
 // variable gets a new buffer of its device's memory (never touched here), the
 // kernel computing into it from the old one. `sources` gets what the kernel
 // reads: the old values, in the variables' order.
-Status DeviceWritable(std::vector<VarSlot*>& vars, std::vector<Tensor>* sources, bool capturing) {
+Status DeviceWritable(VarSlots& vars, std::vector<Tensor>* sources, bool capturing) {
   std::vector<Tensor> fresh(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
     const Tensor& v = vars[i]->value;
@@ -356,7 +356,7 @@ void RunOptimizer(const VarUpdateRequest& req, DataType dtype, void* const* w, c
 }
 
 // Apply*: validation common to all optimizers; changes nothing.
-Status CheckOptimizer(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+Status CheckOptimizer(const VarUpdateRequest& req, const VarSlots& vars) {
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   const char* op = VarUpdateName(kind);
   for (VarSlot* v : vars) {
@@ -384,11 +384,11 @@ Status CheckOptimizer(const VarUpdateRequest& req, const std::vector<VarSlot*>& 
 }
 
 // Apply*: the checks, then the formula (sharded over `pool` when given).
-Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, std::vector<Tensor>* sources,
+Status ApplyOptimizer(const VarUpdateRequest& req, VarSlots& vars, std::vector<Tensor>* sources,
                       ComputePool* pool) {
   AF_RETURN_IF_ERROR(CheckOptimizer(req, vars));
   if (req.on_device) return DeviceWritable(vars, sources, req.capturing);  // the device's kernel computes
-  std::vector<Tensor> w(vars.size());
+  Tensor w[3];  // CheckRequest: an optimizer names at most 3 variables
   for (size_t i = 0; i < vars.size(); ++i) AF_RETURN_IF_ERROR(Writable(vars[i], &w[i]));
   void* wp[3] = {};
   const void* inp[3] = {};
@@ -401,7 +401,7 @@ Status ApplyOptimizer(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, 
 // Host updates touch host memory only; a variable whose value is in device
 // memory (placed on a GPU) is updated by its device's kernels (on_device),
 // which the container only checks and answers with the variables' tensors.
-Status CheckMemory(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+Status CheckMemory(const VarUpdateRequest& req, const VarSlots& vars) {
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   const char* op = VarUpdateName(kind);
   if (req.on_device) {
@@ -431,7 +431,7 @@ Status CheckMemory(const VarUpdateRequest& req, const std::vector<VarSlot*>& var
 }
 
 // What every update checks first: its kind, arity, arguments and memory.
-Status CheckRequest(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+Status CheckRequest(const VarUpdateRequest& req, const VarSlots& vars) {
   if (req.kind < 0 || req.kind > static_cast<int32_t>(VarUpdateKind::kCountUpTo))
     return errors::InvalidArgument("unknown variable update ", req.kind);
   const auto kind = static_cast<VarUpdateKind>(req.kind);
@@ -446,7 +446,7 @@ Status CheckRequest(const VarUpdateRequest& req, const std::vector<VarSlot*>& va
 
 }  // namespace
 
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer,
+Status ApplyVarUpdate(const VarUpdateRequest& req, VarSlots& vars, Tensor* answer,
                       std::vector<Tensor>* sources, ComputePool* pool) {
   AF_RETURN_IF_ERROR(CheckRequest(req, vars));
   const auto kind = static_cast<VarUpdateKind>(req.kind);
@@ -468,7 +468,7 @@ bool MayRace(VarUpdateKind kind) {
   return kind != VarUpdateKind::kAssign && kind != VarUpdateKind::kCountUpTo;
 }
 
-Status CheckVarUpdate(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars) {
+Status CheckVarUpdate(const VarUpdateRequest& req, const VarSlots& vars) {
   AF_RETURN_IF_ERROR(CheckRequest(req, vars));
   const auto kind = static_cast<VarUpdateKind>(req.kind);
   if (!MayRace(kind) || req.on_device)

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
 #include "actorflow/core/tensor_shape.hpp"
@@ -26,6 +28,10 @@ struct VarSlot {
   Tensor value;                  // uninitialized when the variable has no value
 };
 
+/// The variables one update names, in VarUpdateKind's order (at most 3):
+/// kept inline, a step's update allocates no list.
+using VarSlots = boost::container::small_vector<VarSlot*, 3>;
+
 /// Checks `req` against `vars` (in VarUpdateKind's order) and replaces their
 /// values with the updated ones. A value no one else holds is updated in
 /// place; one a reader still holds (a step that read it) is left intact and
@@ -39,7 +45,7 @@ struct VarSlot {
 /// `pool`, when given, shards the formula over the compute pool when the
 /// update is large (ComputePool::For from one of its jobs, ParallelFor from a
 /// waiting client's thread), the calling thread taking shards too.
-Status ApplyVarUpdate(const VarUpdateRequest& req, std::vector<VarSlot*>& vars, Tensor* answer = nullptr,
+Status ApplyVarUpdate(const VarUpdateRequest& req, VarSlots& vars, Tensor* answer = nullptr,
                       std::vector<Tensor>* sources = nullptr, ComputePool* pool = nullptr);
 
 /// Whether updates of `kind` race each other when use_locking is false
@@ -48,7 +54,7 @@ bool MayRace(VarUpdateKind kind);
 
 /// For an update that may race (MayRace, on the host): checks it against
 /// `vars` as ApplyVarUpdate does and changes nothing.
-Status CheckVarUpdate(const VarUpdateRequest& req, const std::vector<VarSlot*>& vars);
+Status CheckVarUpdate(const VarUpdateRequest& req, const VarSlots& vars);
 
 /// Computes a checked racing update in place on `data`, the variables'
 /// buffers of n elements of `dtype` in the request's order, sharded over
