@@ -16,12 +16,15 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <cstdlib>
 #include <new>
 #include <thread>
 #include <vector>
 
 #include "actorflow/actors/runtime.hpp"
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/core/proto/attr_value.pb.h"
 #include "actorflow/ops/op_kernel.hpp"
@@ -190,13 +193,50 @@ TEST_CASE("a graph whose executor bookkeeping does not fit fails to run; the ses
   REQUIRE(out[0].data<float>()[0] == 0.f);
 }
 
+// Runs `fetch` with `feed` fed as "x" on a thread of its own (one that ran
+// another runtime's steps before, this program's earlier cases, runs none
+// inline on this one), its allocations refused one at a time, the first, the
+// second, ... until a step runs with none refused. Each step must end bounded,
+// with a result `check` accepts or ResourceExhausted, keep none of its feeds
+// once over, and the session's next step must succeed.
+struct Sweep {
+  std::string failure;  // the first step that broke the rules, and how
+  int refused_steps = 0;
+  int device_refusals = 0;  // refused in the device actor's turn (its answer names no partition)
+};
+Sweep SweepStepAllocations(Session& session, const Tensor& feed, const std::string& fetch,
+                           const std::function<bool(const Tensor&)>& check) {
+  Sweep r;
+  std::thread caller([&] {
+    std::vector<Tensor> out;
+    if (!session.Run(Bounded(), {{"x", feed}}, {fetch}, {}, &out).ok()) r.failure = "the first step failed";
+    for (int k = 0; k < 2000 && r.failure.empty(); ++k) {
+      const int64_t before = g_refused.load();
+      std::vector<std::pair<std::string, Tensor>> feeds = {{"x", feed}};
+      std::vector<std::string> fetches = {fetch};
+      t_fail_after = k;
+      const Status s = session.Run(Bounded(), feeds, fetches, {}, &out);
+      t_fail_after = -1;
+      feeds.clear();
+      const std::string at = "allocation " + std::to_string(k) + " refused: " + s.ToString();
+      if (!s.ok() && s.code() != Code::kResourceExhausted) r.failure = at;
+      else if (s.ok() && !check(out[0])) r.failure = at + ", wrong values";
+      else if (!test::WaitUntil([&] { return feed.RefCountIsOne(); }, std::chrono::seconds(10)))
+        r.failure = at + ", its feed still held 10 s later";
+      else if (!session.Run(Bounded(), {{"x", feed}}, {fetch}, {}, &out).ok()) r.failure = at + ", the next step failed";
+      if (!s.ok() && s.message().rfind("partition on", 0) != 0) ++r.device_refusals;
+      out.clear();
+      if (g_refused.load() == before) break;  // the step needed fewer than k allocations here
+      ++r.refused_steps;
+    }
+  });
+  caller.join();
+  return r;
+}
+
 TEST_CASE("any one allocation of a step failing on the caller's thread ends that step; none is left behind") {
   // A step the caller's own thread runs (Session::Run starts a one-device
-  // step there, the device actor's turns included): its allocations are
-  // refused one at a time, the first, the second, ... until a step runs with
-  // none refused. Each step ends bounded, with its result or
-  // ResourceExhausted, keeps none of its feeds once over, and the session's
-  // next step succeeds.
+  // step there, the device actor's turns included).
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   ops::Mul(root.WithOpName("y"), ops::Add(root.WithOpName("sum"), x, x), x);
@@ -204,39 +244,51 @@ TEST_CASE("any one allocation of a step failing on the caller's thread ends that
   Session session(OnRuntime(&rt));
   REQUIRE(session.Create(ToDef(root)).ok());
   const Tensor xv = test::MakeTensor<float>({1, 2, 3}, {3});
-  // On a thread of its own: one that ran another runtime's steps before
-  // (this program's earlier cases) runs none inline on this one.
-  std::string failure;  // the first step that broke the rules, and how
-  int refused_steps = 0, device_refusals = 0;
-  std::thread caller([&] {
-    std::vector<Tensor> out;
-    if (!session.Run(Bounded(), {{"x", xv}}, {"y"}, {}, &out).ok()) failure = "the first step failed";
-    for (int k = 0; k < 2000 && failure.empty(); ++k) {
-      const int64_t before = g_refused.load();
-      std::vector<std::pair<std::string, Tensor>> feeds = {{"x", xv}};
-      std::vector<std::string> fetches = {"y"};
-      t_fail_after = k;
-      const Status s = session.Run(Bounded(), feeds, fetches, {}, &out);
-      t_fail_after = -1;
-      feeds.clear();
-      const std::string at = "allocation " + std::to_string(k) + " refused: " + s.ToString();
-      if (!s.ok() && s.code() != Code::kResourceExhausted) failure = at;
-      else if (s.ok() && test::Values<float>(out[0]) != std::vector<float>{2, 8, 18}) failure = at + ", wrong values";
-      else if (!test::WaitUntil([&] { return xv.RefCountIsOne(); }, std::chrono::seconds(10)))
-        failure = at + ", its feed still held 10 s later";
-      else if (!session.Run(Bounded(), {{"x", xv}}, {"y"}, {}, &out).ok()) failure = at + ", the next step failed";
-      // Refused in the device actor's turn (its answer names no partition).
-      if (!s.ok() && s.message().rfind("partition on", 0) != 0) ++device_refusals;
-      out.clear();
-      if (g_refused.load() == before) break;  // the step needed fewer than k allocations here
-      ++refused_steps;
-    }
+  const Sweep r = SweepStepAllocations(session, xv, "y", [](const Tensor& y) {
+    return test::Values<float>(y) == std::vector<float>{2, 8, 18};
   });
-  caller.join();
-  INFO(failure);
-  CHECK(failure.empty());
-  CHECK(refused_steps >= 4);   // the sweep reached the step's own allocations (8 here)
-  CHECK(device_refusals >= 1);  // and the device actor's, run on the caller's thread
+  INFO(r.failure);
+  CHECK(r.failure.empty());
+  CHECK(r.refused_steps >= 4);   // the sweep reached the step's own allocations (8 here)
+  CHECK(r.device_refusals >= 1);  // and the device actor's, run on the caller's thread
+}
+
+TEST_CASE("any one allocation of a step reading and updating local variables failing ends that step whole") {
+  // The variable reads (ten variables taken by value by one AddN: the
+  // executor's batched read, VariableAccess::ReadNow, its lists past their
+  // inline room) and the update (UpdateNow) of a step on the caller's
+  // thread, its allocations refused one at a time: the step ends with its
+  // result or ResourceExhausted, the variable whole (every element updated
+  // the same number of times), nothing left behind.
+  Scope root = Scope::NewRootScope();
+  auto var = ops::Variable(root.WithOpName("var"), PartialTensorShape(TensorShape{3}), DT_FLOAT);
+  std::vector<Input> grads;
+  std::vector<std::string> inits = {"init_var"};
+  ops::Assign(root.WithOpName("init_var"), var, ops::Fill(root, {3}, 100.f));
+  for (int i = 0; i < 10; ++i) {
+    const std::string g = "grad" + std::to_string(i);
+    auto grad = ops::Variable(root.WithOpName(g), PartialTensorShape(TensorShape{3}), DT_FLOAT);
+    ops::Assign(root.WithOpName("init_" + g), grad, ops::Fill(root, {3}, 1.f));
+    grads.push_back(grad);
+    inits.push_back("init_" + g);
+  }
+  auto lr = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto delta = ops::AddN(root.WithOpName("delta"), grads);  // 10
+  ops::Identity(root.WithOpName("y"), ops::ApplyGradientDescent(root.WithOpName("update"), var, lr, delta));
+  Runtime rt(RuntimeOptions{});
+  Session session(OnRuntime(&rt));
+  REQUIRE(session.Create(ToDef(root)).ok());
+  std::vector<Tensor> out;
+  REQUIRE(session.Run(Bounded(), {}, {}, inits, &out).ok());
+  const Tensor half = test::MakeTensor<float>({0.5f}, {});
+  const Sweep r = SweepStepAllocations(session, half, "y", [](const Tensor& y) {
+    const std::vector<float> v = test::Values<float>(y);
+    const float steps = (100.f - v[0]) / 5.f;  // updates applied so far
+    return v.size() == 3 && v[0] == v[1] && v[1] == v[2] && steps >= 1 && steps == static_cast<float>(int(steps));
+  });
+  INFO(r.failure);
+  CHECK(r.failure.empty());
+  CHECK(r.refused_steps >= 4);
 }
 
 #else

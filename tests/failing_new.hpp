@@ -20,13 +20,7 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(AF_SANITIZED)
-#define AF_NO_NEW_REPLACEMENT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define AF_NO_NEW_REPLACEMENT 1
-#endif
-#endif
+#include "new_replacement.hpp"
 
 namespace {
 std::atomic<size_t> g_fail_from_bytes{0};  // 0: off

@@ -10,7 +10,8 @@
 // (ReadVariableOp, ResourceApplyGradientDescent): 29 more before, now 6.
 //
 // This program replaces operator new (counting on the thread that asks, while
-// it counts): it is a suite of its own.
+// it counts): it is a suite of its own. Not under a sanitizer, whose runtime
+// brings its own operator new (tests/new_replacement.hpp): the cases skip.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -21,19 +22,28 @@
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/ops/state_ops.hpp"
 #include "actorflow/client/session.hpp"
+#include "new_replacement.hpp"
+#include "skip.hpp"
 
 namespace {
 thread_local bool t_counting = false;
 thread_local long t_allocations = 0;
-}  // namespace
 
-void* operator new(std::size_t n) {
+[[maybe_unused]] void* Counted(std::size_t n) {
   if (t_counting) ++t_allocations;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
+}  // namespace
+
+#ifndef AF_NO_NEW_REPLACEMENT
+void* operator new(std::size_t n) { return Counted(n); }
+void* operator new[](std::size_t n) { return Counted(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 using namespace actorflow;
 
@@ -68,6 +78,10 @@ constexpr double kMaxAboveNoOp = 8;
 // grad, 4 floats of 1 and 1e-3) and checks what a steady update step
 // allocates above a NoOp step, and that every update ran (`value` fetched).
 void CheckSteadyUpdate(const Scope& root, const std::string& value) {
+#ifdef AF_NO_NEW_REPLACEMENT
+  (void)root, (void)value;
+  AF_SKIP("operator new is the sanitizer's here: counting it needs the plain build");
+#else
   ops::NoOp(root.WithOpName("none"));
   Session session;
   REQUIRE(session.Create(Def(root)).ok());
@@ -77,9 +91,11 @@ void CheckSteadyUpdate(const Scope& root, const std::string& value) {
   const double update = AllocationsPerStep(session, "update");
   INFO("NoOp step: " << floor << " allocations; update step: " << update);
   CHECK(update - floor <= kMaxAboveNoOp);
+  CHECK(update - floor >= 2);  // the step ran here: its update's arguments and completion at least
   // The update ran every time (250 steps of 0.5 * 1e-3 each).
   REQUIRE(session.Run({}, {value}, {}, &out).ok());
   CHECK(out[0].data<float>()[0] == Approx(1.f - 250 * 0.5f * 1e-3f).epsilon(1e-4));
+#endif
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ using queue_inbox_atom = caf::atom_constant<caf::atom("af_qinbox")>;
 /// Variables. When the container actor is of this process, each variable is
 /// resolved once (VarResolveRequest, then cached) and read and updated
 /// directly (ops/state/local_variable.hpp): a read, and an update under
-/// kInlineUpdateElements, are answered before the call returns; so is one of
+/// kInlineUpdateElements, are answered before the call returns (ReadNow and
+/// UpdateNow apply them with no callback at all once resolved); so is one of
 /// up to 1M elements on the thread of a client waiting for its step (the
 /// step's first turn runs there: ClientChannel::StartHere), that thread
 /// taking shards beside the pool's workers; a larger update runs on the

@@ -252,7 +252,8 @@ class Executor {
                      bool dead);
   // Variable reads (executor_reads.cpp).
   void SendReads();
-  void SendStepReads(StepState* step, const TaggedNode* nodes, size_t num_nodes);
+  void SendStepReads(StepState* step, const TaggedNode* nodes, size_t num_nodes) noexcept;
+  void SkipFailedNode(StepState* step, const TaggedNode& t) noexcept;
   template <class Fills, class Reading>
   void FinishStepReads(StepState* step, const Fills& fills, const Reading& reading, Status status, Tensor* values,
                        size_t num_values);

@@ -11,6 +11,9 @@ namespace actorflow {
 
 // A node running off the host's thread: its context lives until it completes.
 struct Executor::OffHostRun {
+  OffHostRun() = default;
+  OffHostRun(const OffHostRun&) = delete;  // ctx points at this one's params
+  OffHostRun& operator=(const OffHostRun&) = delete;
   int64_t start_ns = 0;  // for step stats
   IterationState* iter = nullptr;
   bool dead = false;

@@ -76,7 +76,7 @@ Status ReadLockedVars(const LocalVars& vars, bool check_only, Tensor* out);
 
 /// The locks of some variables, taken in address order (each once) by Lock
 /// or TryLock and given back by Unlock or when it goes. Making one allocates
-/// (any number of variables); locking and unlocking never do.
+/// only for more than 4 variables (LocalVars); locking and unlocking never do.
 class VarLocks {
  public:
   explicit VarLocks(const LocalVars& vars);

@@ -3,6 +3,9 @@
 // (net/variable_service.hpp) and is answered when it has been applied: by the
 // kernel's own thread (or a pool job) directly on the variable when it lives
 // in this process (ops/state/local_variable.hpp), by the actor otherwise.
+// A read or update that can be applied on the calling thread at once
+// (variables of this process, resolved before) is made by ReadNow / UpdateNow,
+// with no request or callback; where they decline, by Read / Update.
 // The device actor implements this interface.
 #pragma once
 
@@ -25,9 +28,10 @@ class VariableAccess {
   virtual void Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) = 0;
   /// Read without a request or a callback, for a read that can be done on
   /// the calling thread at once (variables of this process, resolved before):
-  /// reads the `n` variables of `handles` under all their locks into
-  /// out[0..n) and returns true, the read's failure, if any, in *status.
-  /// False, with nothing read, when the read must go by Read.
+  /// reads the values of the `n` variables of `handles` (not check_only)
+  /// under all their locks into out[0..n) and returns true, the read's
+  /// failure, if any, in *status (`out` then unspecified). False, with
+  /// nothing read, when the read must go by Read.
   virtual bool ReadNow(const std::string* const* handles, size_t n, Tensor* out, Status* status) {
     (void)handles, (void)n, (void)out, (void)status;
     return false;

@@ -24,11 +24,11 @@ bool UseLockingAttr(OpKernelConstruction* c) {
 VariableUpdateKernel::VariableUpdateKernel(OpKernelConstruction* c) : AsyncOpKernel(c), use_locking_(UseLockingAttr(c)) {}
 
 Status VariableUpdateKernel::Start(OpKernelContext* ctx, int num_refs, VarUpdateRequest req, DoneCallback done) const {
-  VariableAccess* vars = ctx->variables();
-  if (!vars) return errors::Unavailable("no container actor holds variables on this device");
-  const std::string* handles[3];  // an update names at most 3 variables
+  const std::string* handles[3];  // in the inputs; an update names at most 3 variables
   if (num_refs < 1 || num_refs > 3) return errors::Internal("an update of ", num_refs, " variables");
   for (int i = 0; i < num_refs; ++i) AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(i), &handles[i]));
+  VariableAccess* vars = ctx->variables();
+  if (!vars) return errors::Unavailable("no container actor holds variables on this device");
   auto finish = [ctx](const Status& s) {
     try {  // out of memory here fails the step; the kernel still finishes
       if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
