@@ -9,15 +9,24 @@
 //    to a step: (step running them - step running a NoOp) / 16, in µs (peer:
 //    bench/peer_torch_update.py, PyTorch's in-place update of a parameter).
 // AF_BENCH_TRACE=1 prints where one 0.8 MB update step's time goes.
+// AF_BENCH_PER_CALL=1 times each call instead (19,000 of each side, in
+// interleaved blocks of 1,000): p10, p50, p90 and mean per call, in µs
+// ("variable_update_per_call"), where a few slow calls move a block's mean.
 // Threads: ACTORFLOW_NUM_THREADS (the runtime's pool; the peer uses as many).
-//   bench_variable_update [0.8mb|64mb|small]   (default: all three)
+//   bench_variable_update [0.8mb|64mb|small|<N>kb]   (default: the first three;
+//   <N>kb: the bandwidth figure at N KiB)
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actorflow/actors/runtime.hpp"
@@ -36,6 +45,31 @@ void Check(const Status& s) {
     std::fprintf(stderr, "bench_variable_update: %s\n", s.ToString().c_str());
     std::exit(1);
   }
+}
+
+// Each call of `fns` timed, in interleaved blocks (the first 50 calls of a
+// block left out): one JSON line per side.
+void PerCall(const std::string& params, const std::vector<std::pair<const char*, std::function<void()>>>& fns) {
+  std::vector<std::vector<double>> t(fns.size());
+  for (int block = 0; block < 20; ++block)
+    for (size_t k = 0; k < fns.size(); ++k)
+      for (int i = 0; i < 1000; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        fns[k].second();
+        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+        if (i >= 50) t[k].push_back(us);
+      }
+  for (size_t k = 0; k < fns.size(); ++k) {
+    std::vector<double>& u = t[k];
+    std::sort(u.begin(), u.end());
+    double sum = 0;
+    for (double x : u) sum += x;
+    std::printf("{\"bench\":\"variable_update_per_call\",\"params\":{%s,\"impl\":\"%s\"},\"metric\":\"time_per_call\","
+                "\"unit\":\"us\",\"p10\":%.4g,\"p50\":%.4g,\"p90\":%.4g,\"mean\":%.4g,\"calls\":%zu}\n",
+                params.c_str(), fns[k].first, u[u.size() / 10], u[u.size() / 2], u[u.size() * 9 / 10],
+                sum / static_cast<double>(u.size()), u.size());
+  }
+  std::fflush(stdout);
 }
 
 proto::GraphDef Def(const Scope& root) {
@@ -77,9 +111,13 @@ void Bandwidth(int64_t bytes, int threads) {
     for (int i = 0; i < 100; ++i) ours();
     bench::TraceStep(session, {}, "update");
   }
+  const std::string p = "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
+  if (std::getenv("AF_BENCH_PER_CALL") != nullptr) {
+    PerCall(p, {{"actorflow", ours}, {"plain-loop", plain}});
+    return;
+  }
   const int block = bytes < (8 << 20) ? 200 : 4;
   auto stats = bench::MeasureInterleaved(9, block, {ours, plain});
-  const std::string p = "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
   const double gb = 3.0 * static_cast<double>(bytes) / 1e9;
   bench::Print("variable_update", p + ",\"impl\":\"actorflow\"", "bandwidth", "GB/s", stats[0], gb, true);
   bench::Print("variable_update", p + ",\"impl\":\"plain-loop\"", "bandwidth", "GB/s", stats[1], gb, true);
@@ -115,9 +153,18 @@ void SmallOverhead(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // An argument picks one figure (for a profiler): 0.8mb, 64mb or small.
+  // An argument picks one figure (for a profiler): 0.8mb, 64mb, small or <N>kb.
   const std::string only = argc > 1 ? argv[1] : "";
   const int threads = Runtime::Default()->num_threads();
+  if (only.size() > 2 && only.compare(only.size() - 2, 2, "kb") == 0) {
+    const long kib = std::atol(only.c_str());
+    if (kib <= 0) {
+      std::fprintf(stderr, "bench_variable_update: %s is not a size in KiB\n", only.c_str());
+      return 2;
+    }
+    Bandwidth(static_cast<int64_t>(kib) * 1024, threads);
+    return 0;
+  }
   if (only.empty() || only == "0.8mb") Bandwidth(800 * 1024, threads);
   if (only.empty() || only == "64mb") Bandwidth(64 << 20, threads);
   if (only.empty() || only == "small") SmallOverhead(threads);
