@@ -104,8 +104,8 @@ TEST_CASE("a steady step updating a local ref variable, its delta read by value,
   Scope root = Scope::NewRootScope();
   auto var = ops::Variable(root.WithOpName("var"), PartialTensorShape(TensorShape{4}), DT_FLOAT, "", "alloc_var");
   auto grad = ops::Variable(root.WithOpName("grad"), PartialTensorShape(TensorShape{4}), DT_FLOAT, "", "alloc_grad");
-  auto i1 = ops::Assign(root.WithOpName("init_var"), var, ops::Fill(root, {4}, 1.f));
-  auto i2 = ops::Assign(root.WithOpName("init_grad"), grad, ops::Fill(root, {4}, 1e-3f));
+  ops::Assign(root.WithOpName("init_var"), var, ops::Fill(root, {4}, 1.f));
+  ops::Assign(root.WithOpName("init_grad"), grad, ops::Fill(root, {4}, 1e-3f));
   ops::ApplyGradientDescent(root.WithOpName("update"), var, 0.5f, grad);
   CheckSteadyUpdate(root, "var");
 }
@@ -114,8 +114,8 @@ TEST_CASE("a steady step updating a local resource variable, reading another, al
   Scope root = Scope::NewRootScope();
   auto var = ops::VarHandleOp(root.WithOpName("var"), DT_FLOAT, PartialTensorShape(TensorShape{4}), "", "alloc_rv");
   auto grad = ops::VarHandleOp(root.WithOpName("grad"), DT_FLOAT, PartialTensorShape(TensorShape{4}), "", "alloc_rg");
-  auto i1 = ops::AssignVariableOp(root.WithOpName("init_var"), var, ops::Fill(root, {4}, 1.f));
-  auto i2 = ops::AssignVariableOp(root.WithOpName("init_grad"), grad, ops::Fill(root, {4}, 1e-3f));
+  ops::AssignVariableOp(root.WithOpName("init_var"), var, ops::Fill(root, {4}, 1.f));
+  ops::AssignVariableOp(root.WithOpName("init_grad"), grad, ops::Fill(root, {4}, 1e-3f));
   ops::ResourceApplyGradientDescent(root.WithOpName("update"), var, 0.5f,
                                     ops::ReadVariableOp(root.WithOpName("read_grad"), grad, DT_FLOAT));
   ops::ReadVariableOp(root.WithOpName("value"), var, DT_FLOAT);
