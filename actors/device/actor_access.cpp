@@ -66,8 +66,7 @@ std::shared_ptr<LocalVar> DeviceVariableAccess::CachedOne(const std::string& han
   return v;
 }
 
-template <class Out>
-bool DeviceVariableAccess::Cached(const std::vector<std::string>& handles, Out* out) const {
+bool DeviceVariableAccess::Cached(const std::vector<std::string>& handles, Resolved* out) const {
   out->clear();
   out->reserve(handles.size());
   for (const std::string& h : handles) {
@@ -107,21 +106,33 @@ namespace {
 // Variables kept alive while a read or update made at once uses them.
 using HeldVars = boost::container::small_vector<std::shared_ptr<LocalVar>, 4>;
 
-template <class Held>
-LocalVars Raw(const Held& vars) {
+LocalVars Raw(const std::vector<std::shared_ptr<LocalVar>>& vars) {
   LocalVars out;
   out.reserve(vars.size());
   for (const auto& v : vars) out.push_back(v.get());
   return out;
 }
 
-}  // namespace
-
 // Elements up to which an update runs on a waiting client's thread: 12 MB of
 // memory touched by a float SGD update, 28 MB by Adam's (a few hundred
 // microseconds, shared with the pool's workers); larger ones go to the pool,
 // leaving the device actor free meanwhile.
 constexpr int64_t kClientThreadUpdateElements = 1 << 20;
+
+// Whether an update of `req` runs on this thread at once: a small one alone
+// (*shard_over null), a medium one on the thread of a client waiting for its
+// step (its first turn runs there) sharded over `pool` with that thread
+// taking shards beside the workers, rather than waiting idle for a worker.
+// False: a large one, for the pool.
+bool UpdateHere(const VarUpdateRequest& req, ComputePool* pool, ComputePool** shard_over) {
+  const int64_t n = VarUpdateElements(req);
+  *shard_over = nullptr;
+  if (n < kInlineUpdateElements || !pool) return true;
+  *shard_over = pool;
+  return n <= kClientThreadUpdateElements && InClientDelivery();
+}
+
+}  // namespace
 
 void DeviceVariableAccess::Read(VarReadRequest req, std::function<void(VarReadResponse&)> done) {
   if (!container_) {
@@ -154,7 +165,7 @@ bool DeviceVariableAccess::CachedNow(const std::string* const* handles, size_t n
 }
 
 bool DeviceVariableAccess::ReadNow(const std::string* const* handles, size_t n, Tensor* out, Status* status) {
-  if (!container_ || !local_) return false;
+  if (!local_) return false;
   HeldVars held;
   LocalVars vars;
   if (!CachedNow(handles, n, &held, &vars)) return false;
@@ -166,15 +177,12 @@ bool DeviceVariableAccess::ReadNow(const std::string* const* handles, size_t n, 
 
 bool DeviceVariableAccess::UpdateNow(const std::string* const* handles, size_t n, const VarUpdateRequest& req,
                                      bool use_locking, Status* status) {
-  if (!container_ || !local_ || req.on_device) return false;
-  ComputePool* pool = device_->compute_pool();
-  const int64_t elements = VarUpdateElements(req);
-  const bool small = elements < kInlineUpdateElements || !pool;
-  if (!small && !(elements <= kClientThreadUpdateElements && InClientDelivery())) return false;
+  ComputePool* shard_over = nullptr;
+  if (!local_ || req.on_device || !UpdateHere(req, device_->compute_pool(), &shard_over)) return false;
   HeldVars held;
   LocalVars vars;
   if (!CachedNow(handles, n, &held, &vars)) return false;
-  *status = UpdateLocalVars(req, vars, use_locking, nullptr, small ? nullptr : pool);
+  *status = UpdateLocalVars(req, vars, use_locking, nullptr, shard_over);
   return true;
 }
 
@@ -191,16 +199,9 @@ void DeviceVariableAccess::Update(VarUpdateRequest req, bool use_locking, std::f
       done(s);
       return;
     }
-    const int64_t n = VarUpdateElements(req);
-    if (n < kInlineUpdateElements || !pool) {
-      done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, nullptr));
-      return;
-    }
-    // On the thread of a client waiting for this step (its first turn runs
-    // there), a medium update computes at once, that thread taking shards
-    // beside the pool's workers, rather than wait idle for a worker to run it.
-    if (n <= kClientThreadUpdateElements && InClientDelivery()) {
-      done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, pool));
+    ComputePool* shard_over = nullptr;
+    if (UpdateHere(req, pool, &shard_over)) {
+      done(UpdateLocalVars(req, Raw(vars), use_locking, nullptr, shard_over));
       return;
     }
     // Large: on the pool, sharded there. The job keeps the variables alive.

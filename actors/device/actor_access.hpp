@@ -64,10 +64,8 @@ class DeviceVariableAccess final : public VariableAccess {
   void Resolve(const std::vector<std::string>& handles, std::function<void(const Status&, Resolved&)> then);
   /// The variable of `handle` when cached (and not dropped), else null.
   std::shared_ptr<LocalVar> CachedOne(const std::string& handle) const;
-  /// Whether every handle is cached: then `out` (a vector of shared
-  /// pointers) has their variables.
-  template <class Out>
-  bool Cached(const std::vector<std::string>& handles, Out* out) const;
+  /// Whether every handle is cached: then `out` has their variables.
+  bool Cached(const std::vector<std::string>& handles, Resolved* out) const;
   /// For a read or update made at once: whether each of the `n` handles is
   /// cached; then `held` keeps their variables alive and `vars` lists them.
   template <class Held, class Raw>

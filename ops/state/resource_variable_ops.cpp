@@ -228,18 +228,11 @@ class ResourceUpdateOp : public AsyncOpKernel {
     AF_REQUIRES_ASYNC(ctx, s.ok(), s, done);
     req.args.reserve(static_cast<size_t>(ctx->num_inputs() - num_vars_));
     for (int i = num_vars_; i < ctx->num_inputs(); ++i) req.args.push_back(ctx->input(i));
-    Status now;
-    if (vars->UpdateNow(handles, static_cast<size_t>(num_vars_), req, use_locking_, &now)) {
-      if (!now.ok()) ctx->SetStatus(now);  // applied already: no callback to make
-      done();
-      return;
-    }
-    req.handles.reserve(static_cast<size_t>(num_vars_));
-    for (int i = 0; i < num_vars_; ++i) req.handles.push_back(*handles[i]);
-    vars->Update(std::move(req), use_locking_, [ctx, done = std::move(done)](const Status& st) {
-      if (!st.ok()) ctx->SetStatus(st);
-      done();
-    });
+    UpdateVariables(vars, handles, static_cast<size_t>(num_vars_), std::move(req), use_locking_,
+                    [ctx, done = std::move(done)](const Status& st) {
+                      if (!st.ok()) ctx->SetStatus(st);
+                      done();
+                    });
   }
 
  private:

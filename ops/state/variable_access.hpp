@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actorflow/core/status.hpp"
@@ -74,5 +75,18 @@ class VariableAccess {
     fn(errors::Unimplemented("no variables to inspect here"), {}, {});
   }
 };
+
+/// A kernel's update of the `n` variables of `handles` (pointers into its
+/// inputs): by UpdateNow when it can, else by Update with the handles copied
+/// into `req`. then(status) runs once, either way.
+template <class Then>
+void UpdateVariables(VariableAccess* vars, const std::string* const* handles, size_t n, VarUpdateRequest req,
+                     bool use_locking, Then then) {
+  Status now;
+  if (vars->UpdateNow(handles, n, req, use_locking, &now)) return then(now);
+  req.handles.reserve(n);
+  for (size_t i = 0; i < n; ++i) req.handles.push_back(*handles[i]);
+  vars->Update(std::move(req), use_locking, std::move(then));
+}
 
 }  // namespace actorflow

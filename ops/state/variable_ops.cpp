@@ -29,26 +29,16 @@ Status VariableUpdateKernel::Start(OpKernelContext* ctx, int num_refs, VarUpdate
   for (int i = 0; i < num_refs; ++i) AF_RETURN_IF_ERROR(RefTensorHandle(ctx->input(i), &handles[i]));
   VariableAccess* vars = ctx->variables();
   if (!vars) return errors::Unavailable("no container actor holds variables on this device");
-  auto finish = [ctx](const Status& s) {
-    try {  // out of memory here fails the step; the kernel still finishes
-      if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
-      else ctx->SetStatus(s);
-    } catch (...) {
-      ctx->SetStatus(CurrentExceptionStatus("variable update"));
-    }
-  };
-  Status now;
-  if (vars->UpdateNow(handles, static_cast<size_t>(num_refs), req, use_locking_, &now)) {
-    finish(now);  // applied already: no callback to make
-    done();
-    return Status::OK();
-  }
-  req.handles.reserve(static_cast<size_t>(num_refs));
-  for (int i = 0; i < num_refs; ++i) req.handles.push_back(*handles[i]);
-  vars->Update(std::move(req), use_locking_, [finish, done = std::move(done)](const Status& s) {
-    finish(s);
-    done();
-  });
+  UpdateVariables(vars, handles, static_cast<size_t>(num_refs), std::move(req), use_locking_,
+                  [ctx, done = std::move(done)](const Status& s) {
+                    try {  // out of memory here fails the step; the kernel still finishes
+                      if (s.ok()) ctx->set_output(0, ctx->input(0));  // the reference, now to the updated value
+                      else ctx->SetStatus(s);
+                    } catch (...) {
+                      ctx->SetStatus(CurrentExceptionStatus("variable update"));
+                    }
+                    done();
+                  });
   return Status::OK();
 }
 
