@@ -24,6 +24,7 @@
 #include "actorflow/devices/device_factory.hpp"
 #include "actorflow/devices/device_manager.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
+#include "actorflow/devices/worker_policy.hpp"
 #include "actorflow/comm/collective_executor.hpp"
 #include "actorflow/comm/membership.hpp"
 #include "actorflow/net/protocol.hpp"
@@ -46,6 +47,7 @@ int ResolveThreads(int requested) {
 struct Config : caf::actor_system_config {
   Config(int threads, const RuntimeOptions& o) {
     RegisterMessageTypes(*this);
+    load<WorkerCoordinator>();  // CAF work stealing whose polling workers take ParallelFor shards
     if (o.network) {
       load<caf::io::middleman>();
       set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(std::max(1, o.heartbeat_ms))});

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
-#include <condition_variable>
 #include <string>
 #include <cstdlib>
 #include <memory>
@@ -19,11 +18,11 @@
 #include <caf/message.hpp>
 #include <caf/ref_counted.hpp>
 #include <caf/resumable.hpp>
-#include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
-#include <caf/scheduler/coordinator.hpp>
 
 #include "actorflow/core/allocator.hpp"
+#include "actorflow/devices/shard_board.hpp"
+#include "actorflow/devices/worker_policy.hpp"
 
 namespace actorflow {
 
@@ -65,46 +64,7 @@ class FunctionJob final : public caf::ref_counted, public caf::resumable {
   ComputePool* pool_;
 };
 
-// Shared by the caller and its helpers: shards are claimed by an atomic
-// counter. A shard that throws still counts as done, so the caller never
-// waits forever; it rethrows.
-struct ForState {
-  ForState(int64_t n, int64_t shards, const std::function<void(int64_t, int64_t)>& f)
-      : total(n), num_shards(shards), fn(f), remaining(shards) {}
-  const int64_t total;
-  const int64_t num_shards;
-  const std::function<void(int64_t, int64_t)>& fn;  // outlives the state's use: caller waits for all shards
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> remaining;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::exception_ptr error;  // the first exception a shard threw; guarded by mu
-
-  // Claims and runs shards until none is left.
-  void Work() {
-    for (;;) {
-      int64_t s = next.fetch_add(1, std::memory_order_relaxed);
-      if (s >= num_shards) return;
-      Run(s);
-    }
-  }
-  void Run(int64_t s) {
-    int64_t begin = total * s / num_shards, end = total * (s + 1) / num_shards;
-    try {
-      fn(begin, end);
-    } catch (...) {
-      std::lock_guard<std::mutex> l(mu);
-      if (!error) error = std::current_exception();
-    }
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> l(mu);
-      cv.notify_all();
-    }
-  }
-};
-
-
-using Coordinator = caf::scheduler::coordinator<caf::policy::work_stealing>;
+using Coordinator = WorkerCoordinator;
 
 // Hands actors made runnable outside the pool to ScheduleActivation.
 class ActivationUnit final : public caf::execution_unit {
@@ -150,6 +110,11 @@ ComputePool::ComputePool(ComputePool* base, int max_concurrency)
       coordinator_(base_->coordinator_),
       num_threads_(base_->num_threads_),
       max_parallelism_(std::min(base_->max_parallelism_, std::max(1, max_concurrency))) {}
+
+ShardBoard* ComputePool::board() const {
+  auto* c = static_cast<Coordinator*>(coordinator_);  // a view's is its base's
+  return c ? &c->data().board : nullptr;
+}
 
 caf::execution_unit* ComputePool::delivery_unit() const {
   if (base_) return base_->delivery_unit();
@@ -408,28 +373,50 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
     fn(0, n);
     return;
   }
-  auto state = std::make_shared<ForState>(n, shards, fn);
+  ShardBoard* const board = this->board();
+  // Shards run by a worker run as a job of this pool (and of the caller's
+  // view: what they schedule is not held back by its limit).
+  struct Ctx {
+    const std::function<void(int64_t, int64_t)>* fn;
+    ComputePool* base;
+    const ComputePool* view;
+  } ctx{&fn, base_ ? base_ : this, t_current_view};
+  auto run = [](void* p, int64_t begin, int64_t end, caf::execution_unit* eu) {
+    const Ctx& x = *static_cast<Ctx*>(p);
+    if (!eu) return (*x.fn)(begin, end);
+    JobScope busy(x.base, eu);
+    struct Restore {
+      caf::execution_unit* worker = t_current_worker;
+      const ComputePool* view = t_current_view;
+      ~Restore() {
+        t_current_worker = worker;
+        t_current_view = view;
+      }
+    } restore;
+    t_current_worker = eu;
+    t_current_view = x.view;
+    (*x.fn)(begin, end);
+  };
   // Shard 0 is the caller's, claimed before any helper can start: the same
   // range runs on the same thread step after step (so, as long as the OS
   // keeps that thread on its core, its bytes stay in that core's cache), as
-  // with TBB's static partitioner. Left to
-  // the race, a helper that starts first takes it and the halves swap cores:
-  // a plain TBB loop whose two halves swapped every other step ran 22%
-  // slower (0.8 MB, 2 threads, a 2-core VM with 1 MB of L2 per core).
-  const int64_t mine = state->next.fetch_add(1, std::memory_order_relaxed);
-  try {
-    for (int64_t i = 1; i < shards; ++i) Schedule([state] { state->Work(); });
-  } catch (...) {
-    // Helpers already queued find the shards claimed below; run them all here.
+  // with TBB's static partitioner. Left to the race, a helper that starts
+  // first takes it and the halves swap cores: a plain TBB loop whose two
+  // halves swapped every other step ran 22% slower (0.8 MB, 2 threads, a
+  // 2-core VM with 1 MB of L2 per core).
+  const ShardBoard::Ticket t = board ? board->Post(n, shards, run, &ctx) : ShardBoard::Ticket{};
+  if (!t) {  // every slot taken by other callers: the pool is busy anyway
+    fn(0, n);
+    return;
   }
-  state->Run(mine);
-  state->Work();
-  // Every shard is claimed; wait only for shards other threads are running now.
-  for (int spin = 0; spin < 2000 && state->remaining.load(std::memory_order_acquire) > 0; ++spin)
-    std::this_thread::yield();
-  std::unique_lock<std::mutex> l(state->mu);
-  state->cv.wait(l, [&] { return state->remaining.load(std::memory_order_acquire) == 0; });
-  if (state->error) std::rethrow_exception(state->error);
+  // Workers polling for work take the other shards from the board at once;
+  // for each one short, a job that wakes a sleeping worker to help.
+  try {
+    for (int64_t i = board->Polling(); i < shards - 1; ++i) Schedule([board, t] { board->HelpPost(t, nullptr); });
+  } catch (...) {
+    // Those not sent: their shards run here.
+  }
+  board->Finish(t);
 }
 
 }  // namespace actorflow

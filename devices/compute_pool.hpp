@@ -5,7 +5,9 @@
 // share one set of threads sized to the cores, and no second pool competes for
 // them. ParallelFor is caller-runs: the calling thread claims shards too, so it
 // never waits for a shard that no thread has started (no deadlock when every
-// worker is itself inside a ParallelFor).
+// worker is itself inside a ParallelFor). Its shards are posted on the
+// scheduler's ShardBoard, where workers polling for work take them without a
+// job or a wake-up (WorkerPolicy); only for sleeping workers it sends jobs.
 //
 // A device can be given a share of the pool (RuntimeOptions::cpu_device_threads):
 // a ComputePool made over another ("a view") runs at most `max_concurrency`
@@ -32,6 +34,8 @@ class resumable;
 }
 
 namespace actorflow {
+
+class ShardBoard;
 
 class ComputePool {
  public:
@@ -66,6 +70,10 @@ class ComputePool {
     }
     ParallelFor(n, cost_per_unit, fn);
   }
+
+  /// Where ParallelFor posts shards for polling workers (the scheduler's);
+  /// null if the runtime's scheduler is not WorkerPolicy's.
+  ShardBoard* board() const;
 
   /// Runs an actor that a thread outside the pool (a client) has just given
   /// a message: on a worker that is awake and free if there is one.
