@@ -67,7 +67,9 @@ void ShardBoard::Run(Slot& s, int64_t shard, caf::execution_unit* eu) {
     std::lock_guard<std::mutex> l(s.mu);
     if (!s.error) s.error = std::current_exception();
   }
-  if (s.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  // The last shard wakes a caller that sleeps: it sees sleeping set, or the
+  // caller (setting it, then reading `remaining`) sees every shard done.
+  if (s.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 && s.sleeping.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> l(s.mu);
     s.cv.notify_all();
   }
@@ -105,13 +107,15 @@ void ShardBoard::Finish(Ticket t) {
     else
       std::this_thread::yield();
   }
-  std::exception_ptr error;
-  {
+  if (s.remaining.load(std::memory_order_acquire) > 0) {
     std::unique_lock<std::mutex> l(s.mu);
-    s.cv.wait(l, [&] { return s.remaining.load(std::memory_order_acquire) == 0; });
-    error = std::move(s.error);
-    s.error = nullptr;
+    s.sleeping.store(true, std::memory_order_seq_cst);
+    s.cv.wait(l, [&] { return s.remaining.load(std::memory_order_seq_cst) == 0; });
+    s.sleeping.store(false, std::memory_order_relaxed);
   }
+  // Every shard has finished (what they wrote is visible): no lock needed.
+  std::exception_ptr error = std::move(s.error);
+  s.error = nullptr;
   taken_.fetch_and(~bit, std::memory_order_release);
   if (error) std::rethrow_exception(error);
 }

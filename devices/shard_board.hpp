@@ -78,9 +78,10 @@ class ShardBoard {
     void* ctx = nullptr;
     int64_t total = 0;
     uint32_t post = 0;  // the caller's, bumped per post
+    std::atomic<bool> sleeping{false};  // the caller waits on cv
     std::mutex mu;
     std::condition_variable cv;
-    std::exception_ptr error;  // guarded by mu
+    std::exception_ptr error;  // written under mu; read by the caller once every shard finished
   };
   bool HelpOpen(caf::execution_unit* eu);
   // Claims one shard of `s` (of post `post` only, unless `any`); -1 if none.

@@ -28,12 +28,16 @@ struct Coverage {
   std::atomic<bool> elsewhere{false};
   std::atomic<int> shards{0};
   int64_t throw_at = -1;  // a shard starting here throws (after counting its units)
+  std::chrono::milliseconds helper_delay{0};  // how long a shard another thread runs takes
 
   static void Fn(void* ctx, int64_t begin, int64_t end, caf::execution_unit*) {
     auto* c = static_cast<Coverage*>(ctx);
     for (int64_t i = begin; i < end; ++i) ++c->runs[static_cast<size_t>(i)];
     ++c->shards;
-    if (std::this_thread::get_id() != c->caller) c->elsewhere = true;
+    if (std::this_thread::get_id() != c->caller) {
+      c->elsewhere = true;
+      std::this_thread::sleep_for(c->helper_delay);
+    }
     if (begin == c->throw_at) throw std::runtime_error("shard failed");
   }
   bool EachOnce() const {
@@ -89,6 +93,18 @@ TEST_CASE("ShardBoard: each unit runs once, a polling helper takes shards, the c
     helped = c.elsewhere.load();
   }
   CHECK(helped);
+
+  // A helper's long shard: the caller, done with its own, sleeps until it ends.
+  Coverage slow(100);
+  slow.helper_delay = std::chrono::milliseconds(50);
+  auto t = board.Post(100, 2, &Coverage::Fn, &slow);
+  REQUIRE(t);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!slow.elsewhere.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  REQUIRE(slow.elsewhere.load());  // the helper runs shard 1
+  board.Finish(t);
+  CHECK(slow.EachOnce());
+  CHECK(slow.shards.load() == 2);
 }
 
 TEST_CASE("ShardBoard: a helper sent for a finished post takes nothing of the slot's next post") {
