@@ -409,10 +409,15 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
     fn(0, n);
     return;
   }
-  // Workers polling for work take the other shards from the board at once;
-  // for each one short, a job that wakes a sleeping worker to help.
+  // Awake workers take the other shards from the board: at once when
+  // polling, else when their job ends. For each shard more than they can
+  // take, a job that wakes a sleeping worker to help. (Waking one for a shard
+  // an awake worker would take soon cost the caller the wake-up, 3-5 us here,
+  // and often put the woken worker on the caller's core.)
+  const int64_t awake = num_threads_ - board->Asleep() - (t_current_worker ? 1 : 0);
   try {
-    for (int64_t i = board->Polling(); i < shards - 1; ++i) Schedule([board, t] { board->HelpPost(t, nullptr); });
+    for (int64_t i = std::max<int64_t>(awake, 0); i < shards - 1; ++i)
+      Schedule([board, t] { board->HelpPost(t, nullptr); });
   } catch (...) {
     // Those not sent: their shards run here.
   }

@@ -6,8 +6,9 @@
 // take the shards left: no job to allocate, no queue, no wake-up, and the
 // shard starts a cache-line transfer after it was posted. Shards nobody took
 // the caller runs itself (caller-runs: it never waits for a shard no thread
-// has started); it waits only for shards others are running. For workers that
-// sleep, the caller sends jobs that help with that post alone (HelpPost).
+// has started); it waits only for shards others are running. Only for shards
+// more than the awake workers can take, the caller wakes sleeping ones with
+// jobs that help with that post alone (HelpPost).
 //
 // Contract: a slot's state (the function, the range) is read only by a thread
 // holding a claimed, unfinished shard of the current post, so the caller can
@@ -60,14 +61,12 @@ class ShardBoard {
   /// A job sent for post `t`: runs shards of that post only, if any are left.
   void HelpPost(Ticket t, caf::execution_unit* eu);
 
-  /// Workers polling for work now (WorkerPolicy): shards they take need no
-  /// wake-up.
-  int Polling() const { return polling_.load(std::memory_order_relaxed); }
+  /// Workers asleep now (WorkerPolicy counts them): the others, polling or
+  /// finishing a job, take posted shards without being woken.
+  int Asleep() const { return asleep_.load(std::memory_order_relaxed); }
+  void Sleeping(int d) { asleep_.fetch_add(d, std::memory_order_relaxed); }
   /// Shards run by polling workers (Help) since the board was made.
   int64_t PolledShards() const { return polled_.load(std::memory_order_relaxed); }
-
-  void StartPolling() { polling_.fetch_add(1, std::memory_order_relaxed); }
-  void StopPolling() { polling_.fetch_sub(1, std::memory_order_relaxed); }
 
  private:
   struct alignas(64) Slot {
@@ -90,7 +89,7 @@ class ShardBoard {
 
   alignas(64) std::atomic<uint64_t> taken_{0};  // slots held by callers
   alignas(64) std::atomic<uint64_t> open_{0};   // slots with shards left to claim
-  alignas(64) std::atomic<int> polling_{0};
+  alignas(64) std::atomic<int> asleep_{0};
   std::atomic<int64_t> polled_{0};
   Slot slots_[kSlots];
 };

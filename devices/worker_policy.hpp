@@ -2,9 +2,9 @@
 //
 // CAF's work stealing (caf/policy/work_stealing.hpp), with one change: a
 // worker polling for work (its queue empty, not yet asleep) also takes the
-// shards a ParallelFor posted on the coordinator's ShardBoard, and is counted
-// as polling meanwhile, so a ParallelFor knows whether it must wake a
-// sleeping worker with a job. Polling, stealing and sleeping are otherwise
+// shards a ParallelFor posted on the coordinator's ShardBoard, and a worker
+// asleep is counted on the board, so a ParallelFor wakes one (with a job) only
+// for shards the awake workers cannot take. Polling, stealing and sleeping are otherwise
 // CAF's (the attempts and sleeps of the work-stealing.* settings).
 // WorkerCoordinator is the scheduler the runtime loads (actors/runtime.cpp).
 #pragma once
@@ -32,22 +32,20 @@ class WorkerPolicy : public caf::policy::work_stealing {
     caf::resumable* job = data.queue.take_head();
     if (job) return job;
     ShardBoard& board = self->parent()->data().board;
-    board.StartPolling();
     auto& strategies = data.strategies;
     for (size_t k = 0; k < 2; ++k) {  // aggressive, then moderate polling
       for (size_t i = 0; i < strategies[k].attempts; i += strategies[k].step_size) {
         job = data.queue.take_head();
         if (!job && i % strategies[k].steal_interval == 0) job = try_steal(self);
-        if (job) {
-          board.StopPolling();
-          return job;
-        }
+        if (job) return job;
         if (board.Help(self)) i = 0;  // ran shards: poll as long again
         if (strategies[k].sleep_duration.count() > 0) std::this_thread::sleep_for(strategies[k].sleep_duration);
       }
     }
-    board.StopPolling();  // asleep: a ParallelFor sends a job to wake it
-    return Sleep(self);
+    board.Sleeping(1);  // a ParallelFor now sends a job to wake it
+    job = Sleep(self);
+    board.Sleeping(-1);
+    return job;
   }
 
  private:

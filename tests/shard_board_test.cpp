@@ -191,6 +191,25 @@ TEST_CASE("ParallelFor: shards run on polling workers as pool jobs, nest, and co
   CHECK(worker_in_job);
   CHECK(pool->board()->PolledShards() > polled_before);  // taken by a polling worker, not only by woken ones
 
+  // Idle workers fall asleep (counted on the board); a ParallelFor then wakes
+  // one with a job for its shard.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (pool->board()->Asleep() < pool->NumThreads() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(pool->board()->Asleep() == pool->NumThreads());
+  std::atomic<bool> woken_ran{false};
+  pool->ParallelFor(2, 1000000, [&](int64_t b, int64_t) {
+    if (std::this_thread::get_id() != caller) {
+      woken_ran = true;
+      return;
+    }
+    // The caller's shard waits for the other one to start elsewhere (else
+    // the caller would take it after this one).
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (b == 0 && !woken_ran.load() && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  });
+  CHECK(woken_ran.load());
+
   // Nested, a shard that throws, and more callers at once than the board has slots.
   std::atomic<int> failures{0}, wrong{0};
   std::vector<std::thread> callers;
