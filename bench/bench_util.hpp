@@ -128,14 +128,17 @@ inline std::vector<Stats> SortedStats(std::vector<std::vector<double>>* samples)
 /// ratio holds even when absolute figures drift; within a block the calls run
 /// back to back, as a loop of steps would.
 /// `settle_ms`: an untimed pause after each block, for implementations that
-/// leave threads busy after their calls (see MeasureInterleavedCalls).
+/// leave threads busy after their calls (see MeasureInterleavedCalls);
+/// `warm`: untimed calls before each block (threads asleep after the pause,
+/// caches another block filled).
 inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::vector<std::function<void()>>& fns,
-                                             int settle_ms = 0) {
+                                             int settle_ms = 0, int warm = 0) {
   for (auto& fn : fns)
     for (int i = 0; i < block; ++i) fn();
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t f = 0; f < fns.size(); ++f) {
+      for (int i = 0; i < warm; ++i) fns[f]();
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < block; ++i) fns[f]();
       t[f].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / block);

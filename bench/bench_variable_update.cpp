@@ -4,7 +4,8 @@
 //    through Session::Run, in GB/s of memory touched (read var and grad, write
 //    var: 3x the bytes), beside a plain parallel loop doing the same axpy over
 //    the same bytes with the same number of threads (oneTBB parallel_for in an
-//    arena of that many threads, static partitioner), interleaved call by call;
+//    arena of that many threads, static partitioner), in alternating blocks,
+//    each after untimed calls of its own;
 //  - small_update_overhead: what each of 16 updates of 4-float variables adds
 //    to a step: (step running them - step running a NoOp) / 16, in µs (peer:
 //    bench/peer_torch_update.py, PyTorch's in-place update of a parameter).
@@ -116,8 +117,15 @@ void Bandwidth(int64_t bytes, int threads) {
     PerCall(p, {{"actorflow", ours}, {"plain-loop", plain}});
     return;
   }
-  const int block = bytes < (8 << 20) ? 200 : 4;
-  auto stats = bench::MeasureInterleaved(9, block, {ours, plain});
+  // Each block after as many untimed calls of its own: the threads the other
+  // side leaves polling or spinning (CAF's workers, oneTBB's) have settled
+  // and this side's are awake. Timed from the first call, one build ran its
+  // 0.8 MB update at 315-361 GB/s in 16 runs alone but at 172-348 in blocks
+  // of 200 interleaved with the loop; a 20 ms pause between blocks instead
+  // left oneTBB's worker asleep, the loop then at 167-405 (2026-11-30, 2
+  // threads).
+  const bool small = bytes < (8 << 20);
+  auto stats = bench::MeasureInterleaved(9, small ? 400 : 4, {ours, plain}, /*settle_ms=*/0, small ? 400 : 1);
   const double gb = 3.0 * static_cast<double>(bytes) / 1e9;
   bench::Print("variable_update", p + ",\"impl\":\"actorflow\"", "bandwidth", "GB/s", stats[0], gb, true);
   bench::Print("variable_update", p + ",\"impl\":\"plain-loop\"", "bandwidth", "GB/s", stats[1], gb, true);
