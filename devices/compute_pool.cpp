@@ -100,6 +100,7 @@ ComputePool::ComputePool(caf::actor_system* sys, int num_threads, int max_parall
       max_parallelism_(max_parallelism > 0 ? max_parallelism : num_threads),
       running_(std::make_unique<std::atomic<int>[]>(static_cast<size_t>(std::max(1, num_threads)))) {
   for (int i = 0; i < std::max(1, num_threads); ++i) running_[static_cast<size_t>(i)] = 0;
+  if (!coordinator_) own_board_ = std::make_unique<ShardBoard>();  // shards then go out as jobs only
   activation_ = std::make_unique<ActivationUnit>(sys, this);
 }
 
@@ -112,8 +113,37 @@ ComputePool::ComputePool(ComputePool* base, int max_concurrency)
       max_parallelism_(std::min(base_->max_parallelism_, std::max(1, max_concurrency))) {}
 
 ShardBoard* ComputePool::board() const {
-  auto* c = static_cast<Coordinator*>(coordinator_);  // a view's is its base's
-  return c ? &c->data().board : nullptr;
+  if (base_) return base_->board();
+  auto* c = static_cast<Coordinator*>(coordinator_);
+  return c ? &c->data().board : own_board_.get();
+}
+
+caf::execution_unit* ComputePool::CallerWorker() {
+  if (t_current_worker) return t_current_worker;
+  // An actor's handler on a worker (not a client's thread running it inline).
+  return dynamic_cast<Coordinator::worker_type*>(t_handler_worker);
+}
+
+// Each job wakes a different sleeping worker (CAF marks a worker awake only
+// once it runs, so two jobs could find the same one asleep), straight on the
+// base pool's workers: not held back by a view's limit, nor queued behind
+// the calling handler.
+void ComputePool::WakeHelpers(int64_t count, ShardBoard* board, ShardBoard::Ticket t) {
+  if (base_) return base_->WakeHelpers(count, board, t);
+  auto help = [board, t] { board->HelpPost(t, t_current_worker); };
+  auto* c = static_cast<Coordinator*>(coordinator_);
+  if (!c) {
+    for (; count > 0; --count) sys_->scheduler().enqueue(new FunctionJob(help, this));
+    return;
+  }
+  const size_t n = c->num_workers(), start = next_worker_.fetch_add(1, std::memory_order_relaxed);
+  caf::execution_unit* caller = CallerWorker();
+  for (size_t i = 0; i < n && count > 0; ++i) {
+    auto* w = c->worker_by_id((start + i) % n);
+    if (w == caller || !Sleeping(w)) continue;
+    w->external_enqueue(new FunctionJob(help, this));
+    --count;
+  }
 }
 
 caf::execution_unit* ComputePool::delivery_unit() const {
@@ -368,7 +398,7 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
   if (n <= 0) return;
   const double cost = static_cast<double>(n) * static_cast<double>(cost_per_unit);
   int64_t shards = std::min<int64_t>(max_parallelism_, std::max<int64_t>(1, ShardsFor(cost)));
-  shards = std::min(shards, n);
+  shards = std::min({shards, n, ShardBoard::kMaxShards});
   if (shards <= 1) {
     fn(0, n);
     return;
@@ -413,11 +443,12 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
   // polling, else when their job ends. For each shard more than they can
   // take, a job that wakes a sleeping worker to help. (Waking one for a shard
   // an awake worker would take soon cost the caller the wake-up, 3-5 us here,
-  // and often put the woken worker on the caller's core.)
-  const int64_t awake = num_threads_ - board->Asleep() - (t_current_worker ? 1 : 0);
+  // and often put the woken worker on the caller's core.) Under a scheduler
+  // without the board's polling workers, a job for every other shard.
+  const bool polled = coordinator_ != nullptr && board == &static_cast<Coordinator*>(coordinator_)->data().board;
+  const int64_t awake = polled ? num_threads_ - board->Asleep() - (CallerWorker() ? 1 : 0) : 0;
   try {
-    for (int64_t i = std::max<int64_t>(awake, 0); i < shards - 1; ++i)
-      Schedule([board, t] { board->HelpPost(t, nullptr); });
+    WakeHelpers(shards - 1 - std::max<int64_t>(awake, 0), board, t);
   } catch (...) {
     // Those not sent: their shards run here.
   }

@@ -33,9 +33,9 @@ class message;
 class resumable;
 }
 
-namespace actorflow {
+#include "actorflow/devices/shard_board.hpp"
 
-class ShardBoard;
+namespace actorflow {
 
 class ComputePool {
  public:
@@ -71,8 +71,9 @@ class ComputePool {
     ParallelFor(n, cost_per_unit, fn);
   }
 
-  /// Where ParallelFor posts shards for polling workers (the scheduler's);
-  /// null if the runtime's scheduler is not WorkerPolicy's.
+  /// Where ParallelFor posts shards: the scheduler's, which its workers
+  /// poll (WorkerPolicy), or under another scheduler one of the pool's own,
+  /// whose shards only jobs take.
   ShardBoard* board() const;
 
   /// Runs an actor that a thread outside the pool (a client) has just given
@@ -153,6 +154,10 @@ class ComputePool {
   void RunHere(caf::resumable* job) noexcept;
   static constexpr size_t kRunHereThroughput = 64;  // messages per resume before it is handed on
   void ScheduleOnBase(std::function<void()> fn);  // Schedule of the base pool
+  // The worker this thread runs a job or an actor's handler on, if any.
+  static caf::execution_unit* CallerWorker();
+  // Jobs that wake up to `count` sleeping workers to help with post `t`.
+  void WakeHelpers(int64_t count, ShardBoard* board, ShardBoard::Ticket t);
   void RunViewJob(const std::function<void()>& fn);  // a view's job, then the next one held back
 
   ComputePool* base_ = nullptr;  // set for a view
@@ -167,6 +172,7 @@ class ComputePool {
   std::atomic<size_t> next_worker_{0};
   std::unique_ptr<std::atomic<int>[]> running_;  // per worker id: our jobs it is running
   std::unique_ptr<caf::execution_unit> activation_;  // exec_later -> ScheduleActivation
+  std::unique_ptr<ShardBoard> own_board_;  // under another scheduler than WorkerPolicy's
 };
 
 }  // namespace actorflow

@@ -64,8 +64,11 @@ void ShardBoard::Run(Slot& s, int64_t shard, caf::execution_unit* eu) {
   try {
     s.fn(s.ctx, begin, end, eu);
   } catch (...) {
-    std::lock_guard<std::mutex> l(s.mu);
-    if (!s.error) s.error = std::current_exception();
+    try {  // (a lock that fails leaves the error unreported, never the shard uncounted)
+      std::lock_guard<std::mutex> l(s.mu);
+      if (!s.error) s.error = std::current_exception();
+    } catch (...) {
+    }
   }
   // The last shard wakes a caller that sleeps: it sees sleeping set, or the
   // caller (setting it, then reading `remaining`) sees every shard done.
@@ -89,7 +92,10 @@ bool ShardBoard::HelpOpen(caf::execution_unit* eu) {
 
 void ShardBoard::HelpPost(Ticket t, caf::execution_unit* eu) {
   Slot& s = slots_[t.slot];
-  for (int64_t k; (k = Claim(s, false, t.post)) >= 0;) Run(s, k, eu);
+  for (int64_t k; (k = Claim(s, false, t.post)) >= 0;) {
+    sent_.fetch_add(1, std::memory_order_relaxed);
+    Run(s, k, eu);
+  }
 }
 
 void ShardBoard::Finish(Ticket t) {

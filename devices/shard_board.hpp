@@ -65,8 +65,10 @@ class ShardBoard {
   /// finishing a job, take posted shards without being woken.
   int Asleep() const { return asleep_.load(std::memory_order_relaxed); }
   void Sleeping(int d) { asleep_.fetch_add(d, std::memory_order_relaxed); }
-  /// Shards run by polling workers (Help) since the board was made.
+  /// Shards run by polling workers (Help), and by jobs sent for their post
+  /// (HelpPost), since the board was made.
   int64_t PolledShards() const { return polled_.load(std::memory_order_relaxed); }
+  int64_t SentShards() const { return sent_.load(std::memory_order_relaxed); }
 
  private:
   struct alignas(64) Slot {
@@ -91,6 +93,7 @@ class ShardBoard {
   alignas(64) std::atomic<uint64_t> open_{0};   // slots with shards left to claim
   alignas(64) std::atomic<int> asleep_{0};
   std::atomic<int64_t> polled_{0};
+  std::atomic<int64_t> sent_{0};
   Slot slots_[kSlots];
 };
 

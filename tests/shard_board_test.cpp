@@ -11,6 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/shard_board.hpp"
@@ -194,9 +197,13 @@ TEST_CASE("ParallelFor: shards run on polling workers as pool jobs, nest, and co
   // Idle workers fall asleep (counted on the board); a ParallelFor then wakes
   // one with a job for its shard.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (pool->board()->Asleep() < pool->NumThreads() && std::chrono::steady_clock::now() < until)
+  bool all_asleep = false;
+  while (!all_asleep && std::chrono::steady_clock::now() < until) {
+    all_asleep = pool->board()->Asleep() == pool->NumThreads();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(pool->board()->Asleep() == pool->NumThreads());
+  }
+  CHECK(all_asleep);
+  const int64_t sent_before = pool->board()->SentShards();
   std::atomic<bool> woken_ran{false};
   pool->ParallelFor(2, 1000000, [&](int64_t b, int64_t) {
     if (std::this_thread::get_id() != caller) {
@@ -209,6 +216,17 @@ TEST_CASE("ParallelFor: shards run on polling workers as pool jobs, nest, and co
     while (b == 0 && !woken_ran.load() && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
   });
   CHECK(woken_ran.load());
+  CHECK(pool->board()->SentShards() > sent_before);  // by the job that woke it
+
+  // A view's ParallelFor from outside its jobs: every unit once.
+  ComputePool view(pool, 2);
+  std::vector<std::atomic<int>> view_runs(5000);
+  view.ParallelFor(5000, 1000, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) ++view_runs[static_cast<size_t>(k)];
+  });
+  bool view_once = true;
+  for (auto& r : view_runs) view_once = view_once && r.load() == 1;
+  CHECK(view_once);
 
   // Nested, a shard that throws, and more callers at once than the board has slots.
   std::atomic<int> failures{0}, wrong{0};
@@ -237,4 +255,28 @@ TEST_CASE("ParallelFor: shards run on polling workers as pool jobs, nest, and co
   for (auto& t : callers) t.join();
   CHECK(wrong.load() == 0);
   CHECK(failures.load() == 12 * 4);  // callers 0, 7, ..., 77 (12 of them), reps 0, 5, 10, 15
+}
+
+TEST_CASE("ParallelFor under another CAF scheduler: a board of the pool's own, its shards sent to workers as jobs") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys(cfg);
+  ComputePool pool(&sys, 2);
+  REQUIRE(pool.board() != nullptr);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> elsewhere{false};
+  std::vector<std::atomic<int>> runs(2);
+  pool.ParallelFor(2, 1000000, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) ++runs[static_cast<size_t>(k)];
+    if (std::this_thread::get_id() != caller) {
+      elsewhere = true;
+      return;
+    }
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (b == 0 && !elsewhere.load() && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  });
+  CHECK(runs[0].load() == 1);
+  CHECK(runs[1].load() == 1);
+  CHECK(elsewhere.load());
+  CHECK(pool.board()->SentShards() == 1);
 }
