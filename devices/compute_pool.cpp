@@ -434,7 +434,7 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
   // first takes it and the halves swap cores: a plain TBB loop whose two
   // halves swapped every other step ran 22% slower (0.8 MB, 2 threads, a
   // 2-core VM with 1 MB of L2 per core).
-  const ShardBoard::Ticket t = board ? board->Post(n, shards, run, &ctx) : ShardBoard::Ticket{};
+  const ShardBoard::Ticket t = board->Post(n, shards, run, &ctx);
   if (!t) {  // every slot taken by other callers: the pool is busy anyway
     fn(0, n);
     return;
@@ -445,7 +445,7 @@ void ComputePool::ParallelFor(int64_t n, int64_t cost_per_unit,
   // an awake worker would take soon cost the caller the wake-up, 3-5 us here,
   // and often put the woken worker on the caller's core.) Under a scheduler
   // without the board's polling workers, a job for every other shard.
-  const bool polled = coordinator_ != nullptr && board == &static_cast<Coordinator*>(coordinator_)->data().board;
+  const bool polled = coordinator_ != nullptr;  // the board is the scheduler's (board())
   const int64_t awake = polled ? num_threads_ - board->Asleep() - (CallerWorker() ? 1 : 0) : 0;
   try {
     WakeHelpers(shards - 1 - std::max<int64_t>(awake, 0), board, t);

@@ -7,7 +7,8 @@
 // never waits for a shard that no thread has started (no deadlock when every
 // worker is itself inside a ParallelFor). Its shards are posted on the
 // scheduler's ShardBoard, where workers polling for work take them without a
-// job or a wake-up (WorkerPolicy); only for sleeping workers it sends jobs.
+// job or a wake-up (WorkerPolicy); only for sleeping workers it sends jobs
+// (under another CAF scheduler: a board of the pool's own, jobs only).
 //
 // A device can be given a share of the pool (RuntimeOptions::cpu_device_threads):
 // a ComputePool made over another ("a view") runs at most `max_concurrency`
@@ -25,6 +26,8 @@
 #include <memory>
 #include <mutex>
 
+#include "actorflow/devices/shard_board.hpp"
+
 namespace caf {
 class actor;
 class actor_system;
@@ -32,8 +35,6 @@ class execution_unit;
 class message;
 class resumable;
 }
-
-#include "actorflow/devices/shard_board.hpp"
 
 namespace actorflow {
 
@@ -71,9 +72,9 @@ class ComputePool {
     ParallelFor(n, cost_per_unit, fn);
   }
 
-  /// Where ParallelFor posts shards: the scheduler's, which its workers
-  /// poll (WorkerPolicy), or under another scheduler one of the pool's own,
-  /// whose shards only jobs take.
+  /// Where ParallelFor posts shards (never null): the scheduler's, which its
+  /// workers poll (WorkerPolicy), or under another scheduler one of the
+  /// pool's own, whose shards only jobs take.
   ShardBoard* board() const;
 
   /// Runs an actor that a thread outside the pool (a client) has just given

@@ -16,7 +16,8 @@
 // of one word (post number, shards, next shard): a stale helper never claims a
 // shard of a later post. Shards that throw: the first exception is rethrown
 // by Finish after every shard has run. At most kSlots posts are open at once;
-// Post returns null beyond that (the caller then runs the range itself).
+// Post returns an empty ticket beyond that (the caller then runs the range
+// itself).
 #pragma once
 
 #include <atomic>

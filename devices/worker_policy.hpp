@@ -3,9 +3,9 @@
 // CAF's work stealing (caf/policy/work_stealing.hpp), with one change: a
 // worker polling for work (its queue empty, not yet asleep) also takes the
 // shards a ParallelFor posted on the coordinator's ShardBoard, and a worker
-// asleep is counted on the board, so a ParallelFor wakes one (with a job) only
-// for shards the awake workers cannot take. Polling, stealing and sleeping are otherwise
-// CAF's (the attempts and sleeps of the work-stealing.* settings).
+// asleep is counted on the board, so a ParallelFor wakes one (with a job)
+// only for shards the awake workers cannot take. Polling, stealing and
+// sleeping are otherwise CAF's (the work-stealing.* settings).
 // WorkerCoordinator is the scheduler the runtime loads (actors/runtime.cpp).
 #pragma once
 
