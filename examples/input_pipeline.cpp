@@ -273,5 +273,6 @@ int main(int argc, char** argv) {
     return Fail(s);
   std::printf("%s after %lld steps: test accuracy %.2f%%\n", g_interrupted ? "interrupted" : "input exhausted",
               static_cast<long long>(step), 100 * out[0].scalar<float>());
+  std::fflush(stdout);  // before exit handlers run: a pipe or a file gets the line even if one of them fails
   return g_interrupted ? 130 : 0;
 }
