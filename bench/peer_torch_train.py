@@ -5,14 +5,19 @@ thread setting here (1 and 2 threads are both measured; the best is printed).
 
 Prints JSON lines in bench/run_all.sh's format: examples/s per model and batch.
 First checks that torch.mm runs on an optimized BLAS (Debian's python3-torch
-uses the reference BLAS, ~5 GFLOP/s, unless libopenblas0 is installed)."""
+uses the reference BLAS, ~5 GFLOP/s, unless libopenblas0 is installed), with
+OpenBLAS's best kernels for this CPU (bench/openblas_core.py)."""
 import json
 import os
 import statistics
 import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import openblas_core  # noqa: E402  (before torch loads OpenBLAS)
+
+OPENBLAS_CORE = openblas_core.configure()
+import torch  # noqa: E402
 
 torch.manual_seed(0)
 
@@ -34,7 +39,8 @@ def blas_check(report=True):
         torch.mm(a, b)
     gflops = 5 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
     if report:
-        print(json.dumps({"bench": "torch_mm_check", "params": {"n": 1024, "threads": 1, "impl": "pytorch"},
+        print(json.dumps({"bench": "torch_mm_check", "params": {"n": 1024, "threads": 1, "impl": "pytorch",
+                                                                "openblas_core": OPENBLAS_CORE},
                           "metric": "throughput", "unit": "GFLOP/s", "median": gflops, "min": gflops,
                           "max": gflops, "reps": 5}), flush=True)
     if gflops < 20:

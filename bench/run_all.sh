@@ -31,6 +31,10 @@ if [ $build = 1 ]; then
     train_distributed bench_conv transport_peer bench_allreduce_hosts restore_checkpoints bench_session actorflow_python >/dev/null
 fi
 
+# The peers on OpenBLAS (PyTorch's matmul, bench_matmul's) at their best: its
+# kernels for this CPU where OpenBLAS 0.3.21 does not know the model (bench/openblas_core.py).
+core=$(/usr/bin/python3 bench/openblas_core.py 2>/dev/null || true)
+[ -z "$core" ] || export OPENBLAS_CORETYPE=$core
 errors=$(mktemp)  # one line per error row (figure may run in a pipeline's subshell)
 trap 'rm -f "$errors"' EXIT
 # section NAME: whether NAME runs (all of them unless --only names some).
