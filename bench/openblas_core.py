@@ -4,7 +4,7 @@ CPU matmul, bench_matmul's cblas_sgemm): a peer is measured at its best.
 Debian 12's OpenBLAS 0.3.21 picks its kernels by CPU model at load time, and a
 model newer than it falls back to the generic Prescott kernels: on a Xeon of
 model 207 (AVX-512) PyTorch's MLP step (bench/peer_torch_train.py mlp64) ran at
-33-41k examples/s so, and at 63-71k with OPENBLAS_CORETYPE=SkylakeX. When
+33-41k examples/s that way, and at 63-71k with OPENBLAS_CORETYPE=SkylakeX. When
 OpenBLAS falls back that way, this picks the newest kernel family the CPU's
 flags allow; it leaves OpenBLAS's own choice, and a user's OPENBLAS_CORETYPE,
 alone.
@@ -25,8 +25,10 @@ FALLBACKS = {"Prescott", "Core2", "Katmai", "Coppermine", "Northwood", "Banias",
 def loaded_core():
     """The kernel family OpenBLAS picks here by itself (None without OpenBLAS)."""
     for name in ("libopenblas.so.0", ctypes.util.find_library("openblas")):
+        if not name:
+            continue
         try:
-            lib = ctypes.CDLL(name or "")
+            lib = ctypes.CDLL(name)
             lib.openblas_get_corename.restype = ctypes.c_char_p
             return lib.openblas_get_corename().decode()
         except (OSError, AttributeError):
