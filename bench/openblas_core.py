@@ -11,6 +11,11 @@ alone.
 
   python3 bench/openblas_core.py   # prints the OPENBLAS_CORETYPE to set, or nothing
   import openblas_core; openblas_core.configure()   # sets it, before OpenBLAS loads
+
+OpenBLAS also keeps its own thread pool, as many threads as cores unless
+OPENBLAS_NUM_THREADS says otherwise, which torch.set_num_threads does not
+touch: a PyTorch on OpenBLAS "at one thread" runs its GEMMs on every core.
+threads() reports that pool's size in this process, set_threads() sets it.
 """
 import ctypes
 import ctypes.util
@@ -22,18 +27,58 @@ import sys
 FALLBACKS = {"Prescott", "Core2", "Katmai", "Coppermine", "Northwood", "Banias", "Unknown"}
 
 
-def loaded_core():
-    """The kernel family OpenBLAS picks here by itself (None without OpenBLAS)."""
+def _openblas(*symbols):
+    """OpenBLAS loaded with ctypes (the process's own copy when it has one), if
+    it has these symbols; else None."""
     for name in ("libopenblas.so.0", ctypes.util.find_library("openblas")):
         if not name:
             continue
         try:
             lib = ctypes.CDLL(name)
-            lib.openblas_get_corename.restype = ctypes.c_char_p
-            return lib.openblas_get_corename().decode()
+            for symbol in symbols:
+                getattr(lib, symbol)
+            return lib
         except (OSError, AttributeError):
             continue
     return None
+
+
+def loaded_core():
+    """The kernel family OpenBLAS picks here by itself (None without OpenBLAS)."""
+    lib = _openblas("openblas_get_corename")
+    if lib is None:
+        return None
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    return lib.openblas_get_corename().decode()
+
+
+def _in_process():
+    """The OpenBLAS this process has loaded already (a PyTorch on it), or None:
+    loading one here would only name a library that nothing else uses."""
+    try:
+        with open("/proc/self/maps") as f:
+            if "openblas" not in f.read():
+                return None
+    except OSError:
+        return None
+    lib = _openblas("openblas_get_num_threads", "openblas_set_num_threads")
+    if lib is not None:
+        lib.openblas_get_num_threads.restype = ctypes.c_int
+        lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
+    return lib
+
+
+def threads():
+    """OpenBLAS's thread count in this process, or None when it has none loaded."""
+    lib = _in_process()
+    return lib.openblas_get_num_threads() if lib else None
+
+
+def set_threads(n):
+    """Sets OpenBLAS's thread count in this process, when it has one loaded."""
+    lib = _in_process()
+    if lib:
+        lib.openblas_set_num_threads(n)
 
 
 def cpu_flags():

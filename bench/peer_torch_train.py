@@ -6,7 +6,17 @@ thread setting here (1 and 2 threads are both measured; the best is printed).
 Prints JSON lines in bench/run_all.sh's format: examples/s per model and batch.
 First checks that torch.mm runs on an optimized BLAS (Debian's python3-torch
 uses the reference BLAS, ~5 GFLOP/s, unless libopenblas0 is installed), with
-OpenBLAS's best kernels for this CPU (bench/openblas_core.py)."""
+OpenBLAS's best kernels for this CPU (bench/openblas_core.py).
+
+On OpenBLAS, torch.set_num_threads leaves OpenBLAS's own pool alone (as many
+threads as cores): PyTorch's default "one thread" runs its GEMMs on every core.
+Each row names that pool's size ("blas_threads"; "own" where PyTorch's BLAS is
+not this process's OpenBLAS, e.g. MKL, which follows torch.set_num_threads).
+The default figures keep PyTorch's defaults, its best on 2 cores (2026-12-01,
+2-vCPU Xeon: the MLP at batch 256 137-160k examples/s at 1 thread with the
+GEMMs on 2; 2 threads spun OpenMP's and OpenBLAS's threads against each other,
+10-45k). PEER_TORCH_THREADS's per-thread-count rows pin OpenBLAS's pool to the
+same count, so row N uses N cores."""
 import json
 import os
 import statistics
@@ -40,12 +50,18 @@ def blas_check(report=True):
     gflops = 5 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
     if report:
         print(json.dumps({"bench": "torch_mm_check", "params": {"n": 1024, "threads": 1, "impl": "pytorch",
+                                                                "blas_threads": blas_threads(),
                                                                 "openblas_core": OPENBLAS_CORE},
                           "metric": "throughput", "unit": "GFLOP/s", "median": gflops, "min": gflops,
                           "max": gflops, "reps": 5}), flush=True)
     if gflops < 20:
         print("peer_torch_train: torch.mm runs at %.1f GFLOP/s: install libopenblas0 (setup.sh --bench)" % gflops,
               file=sys.stderr)
+
+
+def blas_threads():
+    n = openblas_core.threads()
+    return "own" if n is None else n
 
 
 def model(kind):
@@ -56,6 +72,8 @@ def model(kind):
 
 def steps_per_second(kind, batch, threads, seconds=1.0, rounds=7):
     torch.set_num_threads(threads)
+    if PIN_BLAS:
+        openblas_core.set_threads(threads)
     net, features = model(kind)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -90,6 +108,7 @@ def steps_per_second(kind, batch, threads, seconds=1.0, rounds=7):
 FIGURES = {"mlp64": ("mlp", 64), "mlp256": ("mlp", 256), "softmax32": ("softmax", 32)}
 args = sys.argv[1:]
 THREADS = [int(t) for t in os.environ.get("PEER_TORCH_THREADS", "1,2").split(",")]
+PIN_BLAS = bool(os.environ.get("PEER_TORCH_THREADS"))
 # Always run: besides checking, the large product warms OpenBLAS up (without
 # it, the MLP steps measured 2.5x slower here).
 blas_check(report=not args or args == ["--check"])
@@ -99,5 +118,5 @@ for kind, batch in (FIGURES[f] for f in figures):
     for threads in THREADS:
         rates = steps_per_second(kind, batch, threads)
         if best is None or statistics.median(rates) > statistics.median(best[1]):
-            best = (threads, rates)
-    emit({"model": kind, "batch": batch, "threads": best[0], "impl": "pytorch"}, best[1])
+            best = (threads, rates, blas_threads())
+    emit({"model": kind, "batch": batch, "threads": best[0], "blas_threads": best[2], "impl": "pytorch"}, best[1])
