@@ -13,10 +13,11 @@ threads as cores): PyTorch's default "one thread" runs its GEMMs on every core.
 Each row names that pool's size ("blas_threads"; "own" where PyTorch's BLAS is
 not this process's OpenBLAS, e.g. MKL, which follows torch.set_num_threads).
 The default figures keep PyTorch's defaults, its best on 2 cores (2026-12-01,
-2-vCPU Xeon: the MLP at batch 256 137-160k examples/s at 1 thread with the
-GEMMs on 2; 2 threads spun OpenMP's and OpenBLAS's threads against each other,
-10-45k). PEER_TORCH_THREADS's per-thread-count rows pin OpenBLAS's pool to the
-same count, so row N uses N cores."""
+2-vCPU Xeon, mlp256: 164k examples/s at 1 thread with the GEMMs on 2; 120k with
+PEER_TORCH_THREADS=1; 48k with PEER_TORCH_THREADS=2, where OpenMP's and
+OpenBLAS's threads spin against each other). PEER_TORCH_THREADS's
+per-thread-count rows pin OpenBLAS's pool to the same count, so row N uses N
+cores."""
 import json
 import os
 import statistics
