@@ -700,6 +700,30 @@ TEST_CASE("gradients arriving from two consumers are summed with AddN") {
   REQUIRE(Values<double>(out[0]) == std::vector<double>{5, -1});
 }
 
+TEST_CASE("Relu's and Relu6's gradients read the activation's output, as TensorFlow's do") {
+  // Then the pre-activation's only reader is the activation, which can write
+  // its output over it in place, and it need not live until the backward pass.
+  for (const std::string type : {"Relu", "Relu6"}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE);
+    auto pre = ops::Mul(root.WithOpName("pre"), x, 2.0);
+    Output act = type == "Relu" ? ops::Relu(root.WithOpName("act"), pre) : ops::Relu6(root.WithOpName("act"), pre);
+    const Outs dx = Gradients(root, {ops::Square(root, act)}, {x});
+    const Node* backprop = root.graph()->FindNode("gradients/act_grad/" + type + "Grad");
+    REQUIRE(backprop != nullptr);
+    REQUIRE(backprop->input_edge(1)->src == act.node());
+    std::vector<std::string> readers;
+    for (const Edge* e : pre.node()->out_edges())
+      if (!e->IsControlEdge()) readers.push_back(e->dst->name());
+    CHECK(readers == std::vector<std::string>{"act"});
+    // d/dx act(2x)^2 = 4 act(2x) act'(2x): at x = -1, 0.5, 2, 4 that is 0, 4, 16, 32 (Relu), or 0, 4, 16, 0
+    // (Relu6: 2x = 8 is past 6).
+    auto out = RunOk(root, dx, {{"x", Doubles({-1, 0.5, 2, 4}, {4})}});
+    CHECK(Values<double>(out[0]) ==
+          (type == "Relu" ? std::vector<double>{0, 4, 16, 32} : std::vector<double>{0, 4, 16, 0}));
+  }
+}
+
 TEST_CASE("every gradient node is named under gradients/") {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE);

@@ -67,7 +67,9 @@ AF_REGISTER_GRADIENT("SoftplusGrad", SoftplusGradGrad);
 
 Status Relu6Gradient(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
                      std::vector<Output>* grad_outputs) {
-  grad_outputs->push_back(ops::Relu6Grad(scope, grad_inputs[0], op.input(0)));  // dx = dy where 0 < x < 6
+  // dx = dy where 0 < x < 6, read from y = relu6(x) (0 < y < 6 exactly there),
+  // as TensorFlow's _Relu6Grad does (see Relu's gradient).
+  grad_outputs->push_back(ops::Relu6Grad(scope, grad_inputs[0], op.output(0)));
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Relu6", Relu6Gradient);

@@ -10,7 +10,10 @@ namespace {
 
 Status ReluGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grad_inputs,
                 std::vector<Output>* grad_outputs) {
-  grad_outputs->push_back(ops::ReluGrad(scope, grad_inputs[0], op.input(0)));  // dx = dy * (x > 0)
+  // dx = dy * (x > 0), read from y = relu(x) (y > 0 exactly where x > 0), as
+  // TensorFlow's _ReluGrad does: x's only reader is then the Relu, which
+  // writes y over it in place, and x need not live until the backward pass.
+  grad_outputs->push_back(ops::ReluGrad(scope, grad_inputs[0], op.output(0)));
   return scope.status();
 }
 AF_REGISTER_GRADIENT("Relu", ReluGrad);
