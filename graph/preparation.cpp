@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/graph/remapper.hpp"
 #include "actorflow/ops/attrs.hpp"
 
 namespace actorflow {
@@ -86,6 +87,8 @@ Status PrepareGraph(Graph* g, const std::vector<std::string>& feeds, const std::
   if (options.on_placed) options.on_placed(*g);
   AF_RETURN_IF_ERROR(FuseOptimizerUpdates(g, options.graph_options.fuse_optimizer_updates)
                          .WithContext("in optimizer-update fusion"));
+  if (options.graph_options.do_remapping)
+    AF_RETURN_IF_ERROR(FuseMatMulChains(g).WithContext("in op fusion (remapping)"));
   MarkUncapturable(g, options.graph_options.capture_gpu_steps);
   if (options.last_stage == PreparationStage::kPlace) return Status::OK();
   AF_RETURN_IF_ERROR(PartitionGraph(*g, options.partitioning, &out->partitions));

@@ -94,6 +94,7 @@ caf::actor SpawnMasterService(caf::actor_system& sys, Runtime* runtime, bool has
           if (req.fuse_optimizer_updates >= 0 && req.fuse_optimizer_updates <= 2)  // else the default
             options.graph_options.fuse_optimizer_updates = static_cast<FuseUpdates>(req.fuse_optimizer_updates);
           options.graph_options.capture_gpu_steps = req.capture_gpu_steps;
+          options.graph_options.do_remapping = req.do_remapping;
           const std::string handle = "remote_session_" + std::to_string(NewIncarnation()) + "_" +
                                      std::to_string(g_next.fetch_add(1));
           caf::actor_addr client = req.client ? req.client.address() : caf::actor_addr();

@@ -115,6 +115,7 @@ Status RemoteMaster::Connect() {
   req.do_constant_folding = options_.graph_options.do_constant_folding;
   req.fuse_optimizer_updates = static_cast<int32_t>(options_.graph_options.fuse_optimizer_updates);
   req.capture_gpu_steps = options_.graph_options.capture_gpu_steps;
+  req.do_remapping = options_.graph_options.do_remapping;
   MasterCreateSessionResponse resp;
   s = net_->channels.Ask(status.master, req, timeout, &resp);
   if (s.ok()) s = resp.status;

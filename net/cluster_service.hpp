@@ -102,6 +102,7 @@ struct MasterCreateSessionRequest {
   bool do_constant_folding = true;
   int32_t fuse_optimizer_updates = 1;  // a FuseUpdates (graph/fuse_updates.hpp): kOnGpus
   bool capture_gpu_steps = true;       // GraphOptions'
+  bool do_remapping = true;            // GraphOptions'
 };
 
 struct MasterCreateSessionResponse {
@@ -185,7 +186,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionRequest& x) {
   return f(caf::meta::type_name("MasterCreateSessionRequest"), x.graph_def, x.client, x.placement,
            x.allow_soft_placement, x.truncate_float32_on_wire, x.do_cse, x.do_constant_folding,
-           x.fuse_optimizer_updates, x.capture_gpu_steps);
+           x.fuse_optimizer_updates, x.capture_gpu_steps, x.do_remapping);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, MasterCreateSessionResponse& x) {

@@ -20,12 +20,6 @@ using namespace actorflow::test;
 
 namespace {
 
-int CountOp(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->type_string() == op;
-  return n;
-}
-
 const Node* OnlyNodeOf(const Graph& g, const std::string& op) {
   const Node* found = nullptr;
   for (const Node* node : g.nodes())
@@ -35,10 +29,6 @@ const Node* OnlyNodeOf(const Graph& g, const std::string& op) {
     }
   REQUIRE(found != nullptr);
   return found;
-}
-
-void AssignAll(Graph* g, const std::string& device) {
-  for (Node* n : g->nodes()) n->set_assigned_device(device);
 }
 
 constexpr char kGpuZero[] = "/job:localhost/replica:0/task:0/device:GPU:0";

@@ -68,12 +68,6 @@ bool HasControlFrom(const Graph& g, const std::string& dst, const std::string& s
   return false;
 }
 
-int CountOp(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->type_string() == op;
-  return n;
-}
-
 bool SameBits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.TotalBytes() == b.TotalBytes() &&
          (a.TotalBytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0);

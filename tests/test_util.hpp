@@ -91,6 +91,18 @@ inline Status Import(const std::string& text, Graph* g) {
   return ImportGraphDef(def, g);
 }
 
+/// How many nodes of `g` run `op`.
+inline int CountOp(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->type_string() == op;
+  return n;
+}
+
+/// Assigns every node of `g` to `device` (passes that run after placement).
+inline void AssignAll(Graph* g, const std::string& device) {
+  for (Node* n : g->nodes()) n->set_assigned_device(device);
+}
+
 /// A chain of `depth` n x n MatMuls: far more than a millisecond of work
 /// (24 of 768 x 768 are ~21 GFLOP), for deadline and cancellation tests.
 inline Output SlowChain(const Scope& root, int n = 768, int depth = 24) {

@@ -310,6 +310,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   options.graph_options.do_common_subexpression_elimination = args.optimize;
   options.graph_options.do_constant_folding = args.optimize;
+  options.graph_options.do_remapping = args.optimize;
   if (!args.optimize) options.graph_options.fuse_optimizer_updates = FuseUpdates::kOff;
   options.allow_soft_placement = args.soft_placement;
   Session session(options);

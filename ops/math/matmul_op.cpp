@@ -1,4 +1,6 @@
-// MatMul: [m,k] x [k,n] -> [m,n], with transpose_a / transpose_b.
+// MatMul: [m,k] x [k,n] -> [m,n], with transpose_a / transpose_b; and
+// _FusedMatMul, TensorFlow's MatMul + BiasAdd [+ activation] in one kernel
+// (what graph/remapper.hpp fuses on CPUs; grappler's remapper makes it too).
 //
 // An asynchronous kernel, by size:
 //  - small products are computed at once, on the device actor's thread;
@@ -13,6 +15,15 @@
 // machine's CPU beats OpenBLAS (bench/bench_matmul.cpp prints all three).
 // int32 and int64 products wrap in two's complement: they are computed on the
 // tensors' elements viewed as uint32 / uint64.
+//
+// _FusedMatMul (float32) adds the bias, then applies the activation, to each
+// block of the product as soon as the block is computed, while it is still in
+// the cache, on the thread that computed it: no second and third pass over
+// the output, no hand-off to the pool between them. The element operations
+// are BiasAdd's (v + bias) and the activations' own (Relu's max(x, 0),
+// Relu6's, LeakyRelu's select), so each element has the bits the separate
+// nodes give it. Elu (TensorFlow's CPU kernel fuses it too) is accepted for
+// graphs that carry it; its exp may differ from Elu's in the last bit.
 #define EIGEN_USE_THREADS
 #include <Eigen/Dense>
 #include <type_traits>
@@ -37,6 +48,28 @@ AF_REGISTER_OP("MatMul")
     .Attr("T: {float, double, int32, int64}")
     .SetShapeFn(shape_fns::MatMul)
     .Doc("Matrix product of a and b, each optionally transposed.");
+
+AF_REGISTER_OP("_FusedMatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Input("args: num_args * T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {bfloat16, float}")
+    .Attr("num_args: int >= 0")
+    .Attr("fused_ops: list(string) = []")
+    .Attr("epsilon: float = 0.0001")
+    .Attr("leakyrelu_alpha: float = 0.2")
+    .SetShapeFn(shape_fns::MatMul)
+    .Doc("MatMul followed by fused_ops in order, each taking the previous result as its first input: "
+         "[\"BiasAdd\"], optionally followed by \"Relu\", \"Relu6\", \"LeakyRelu\" or \"Elu\"; the bias is args[0]. "
+         "Made by graph optimization (graph/remapper.hpp), not written by hand.");
+// Made from graphs whose gradients are already built, as TensorFlow's is.
+AF_REGISTER_NO_GRADIENT("_FusedMatMul");
+
+// What a _FusedMatMul applies to its product after the bias.
+enum class Activation { kNone, kRelu, kRelu6, kLeakyRelu, kElu };
 
 // Eigen's thread pool interface over the process's compute pool.
 class EigenPool final : public Eigen::ThreadPoolInterface {
@@ -69,12 +102,13 @@ class MatMulOp : public AsyncOpKernel {
     expensive_ = true;
     c->SetStatus(c->GetAttr("transpose_a", &ta_));
     c->SetStatus(c->GetAttr("transpose_b", &tb_));
+    if (type_string() == "_FusedMatMul") ReadFusion(c);
   }
 
   // Small products (and bad ranks, and empty products: ComputeSync reports
   // or fills) run on the executor's thread.
   bool RunsInline(const Tensor* inputs, int num_inputs) const override {
-    return num_inputs != 2 || Flops(inputs[0], inputs[1]) < kInlineFlops;
+    return num_inputs < 2 || Flops(inputs[0], inputs[1]) < kInlineFlops;
   }
   void ComputeInline(OpKernelContext* ctx) override { ComputeSync(ctx); }
 
@@ -109,6 +143,7 @@ class MatMulOp : public AsyncOpKernel {
     const Tensor& b = ctx->input(1);
     int64_t m, k, n;
     AF_REQUIRES_OK(ctx, MatMulDims(a, b, ta_, tb_, &m, &k, &n));
+    AF_REQUIRES_OK(ctx, CheckBias(ctx, n));
     Tensor* out;
     AF_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
     if (m == 0 || n == 0) return;
@@ -124,6 +159,56 @@ class MatMulOp : public AsyncOpKernel {
   }
 
  private:
+  // A _FusedMatMul's fused_ops: ["BiasAdd"] and at most one activation after it.
+  void ReadFusion(OpKernelConstruction* c) {
+    std::vector<std::string> fused;
+    int64_t num_args = 0;
+    c->SetStatus(c->GetAttr("fused_ops", &fused));
+    c->SetStatus(c->GetAttr("num_args", &num_args));
+    c->SetStatus(c->GetAttr("leakyrelu_alpha", &alpha_));
+    fused_ = true;
+    std::string list;
+    for (const std::string& op : fused) list += (list.empty() ? "" : ", ") + op;
+    const bool bias = !fused.empty() && fused[0] == "BiasAdd";
+    const std::string act = fused.size() == 2 ? fused[1] : "";
+    if (act == "Relu") act_ = Activation::kRelu;
+    else if (act == "Relu6") act_ = Activation::kRelu6;
+    else if (act == "LeakyRelu") act_ = Activation::kLeakyRelu;
+    else if (act == "Elu") act_ = Activation::kElu;
+    if (!bias || fused.size() > 2 || (fused.size() == 2 && act_ == Activation::kNone))
+      c->SetStatus(errors::Unimplemented("_FusedMatMul on CPU fuses [BiasAdd] and [BiasAdd, Relu|Relu6|LeakyRelu|Elu],"
+                                         " not [", list, "]"));
+    else if (num_args != 1)
+      c->SetStatus(errors::InvalidArgument("_FusedMatMul with BiasAdd takes 1 argument (the bias), not ", num_args));
+  }
+
+  // A _FusedMatMul's bias: a vector of the product's n columns.
+  Status CheckBias(OpKernelContext* ctx, int64_t n) const {
+    if (!fused_) return Status::OK();
+    const Tensor& bias = ctx->input(2);
+    if (bias.dims() != 1) return errors::InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
+    if (bias.dim_size(0) != n)
+      return errors::InvalidArgument("Must provide as many biases as the last dimension of the product: ",
+                                     bias.shape().DebugString(), " vs. ", n, " columns");
+    return Status::OK();
+  }
+
+  // C[r0:r1, c0:c1] = act(C[r0:r1, c0:c1] + bias[c0:c1]), row by row (C has n columns).
+  void Epilogue(const float* bias, float* c, int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    using A = Eigen::Map<Eigen::ArrayXf>;
+    const Eigen::Map<const Eigen::ArrayXf> b(bias + c0, c1 - c0);
+    for (int64_t r = r0; r < r1; ++r) {
+      A row(c + r * n + c0, c1 - c0);
+      switch (act_) {
+        case Activation::kNone: row = row + b; break;
+        case Activation::kRelu: row = (row + b).max(0.f); break;
+        case Activation::kRelu6: row = (row + b).max(0.f).min(6.f); break;
+        case Activation::kLeakyRelu: row = (row + b > 0.f).select(row + b, (row + b) * alpha_); break;
+        case Activation::kElu: row = (row + b < 0.f).select((row + b).exp() - 1.f, row + b); break;
+      }
+    }
+  }
+
   double Flops(const Tensor& a, const Tensor& b) const {
     if (a.dims() != 2 || b.dims() != 2) return 0;
     return 2.0 * static_cast<double>(a.NumElements()) * static_cast<double>(b.dim_size(tb_ ? 0 : 1));
@@ -139,10 +224,19 @@ class MatMulOp : public AsyncOpKernel {
     // Eigen returns early for empty products without calling back.
     if (k != kb || m == 0 || n == 0 || k == 0) return false;  // ComputeSync reports the error or fills zeros
     Tensor* out;
-    Status s = ctx->allocate_output(0, TensorShape{m, n}, &out);
+    Status s = CheckBias(ctx, n);
+    if (s.ok()) s = ctx->allocate_output(0, TensorShape{m, n}, &out);
     if (!s.ok()) {
       ctx->SetStatus(s);
       return false;
+    }
+    if (fused_) {  // float32 only: the bias and activation over the whole product once it is done
+      const float* bias = ctx->input(2).data<float>();
+      ComputePool* pool = ctx->device()->compute_pool();
+      done = [this, pool, bias, c = out->data<float>(), m, n, done = std::move(done)] {
+        pool->For(m, 2 * n, [&](int64_t r0, int64_t r1) { Epilogue(bias, c, n, r0, r1, 0, n); });
+        done();
+      };
     }
     if (a.dtype() == DT_FLOAT) StartParallel<float>(a, b, out, std::move(done));
     else StartParallel<double>(a, b, out, std::move(done));
@@ -203,6 +297,8 @@ class MatMulOp : public AsyncOpKernel {
     Out C(out->data<T>(), m, n);
     if (k == 0) {
       C.setZero();
+      if constexpr (std::is_same_v<T, float>)
+        if (fused_) Epilogue(ctx->input(2).data<float>(), out->data<float>(), n, 0, m, 0, n);
       return;
     }
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -227,8 +323,10 @@ class MatMulOp : public AsyncOpKernel {
           impl = cpu_gemm::Choose(ta_, tb_, m, n, k, [&](cpu_gemm::Impl i, const float* pa, const float* pb, float* pc) {
             FloatBlock(i, pa, pb, pc, m, n, k, 0, m, 0, n);
           });
-        sharded([&, impl](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        const float* bias = fused_ ? ctx->input(2).data<float>() : nullptr;
+        sharded([&, impl, bias](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
           FloatBlock(impl, a.data<float>(), b.data<float>(), out->data<float>(), m, n, k, r0, r1, c0, c1);
+          if (bias) Epilogue(bias, out->data<float>(), n, r0, r1, c0, c1);
         });
       } else {
         sharded([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -269,11 +367,15 @@ class MatMulOp : public AsyncOpKernel {
   }
 
   bool ta_ = false, tb_ = false;
+  bool fused_ = false;  // a _FusedMatMul: bias (input 2) and act_ after the product
+  Activation act_ = Activation::kNone;
+  float alpha_ = 0.2f;  // LeakyRelu's slope
   EigenPool eigen_pool_;
   Eigen::ThreadPoolDevice eigen_device_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("MatMul").Device(DEVICE_CPU).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64}),
                    MatMulOp);
+AF_REGISTER_KERNEL(KernelDefBuilder("_FusedMatMul").Device(DEVICE_CPU).TypeConstraint<float>("T"), MatMulOp);
 
 }  // namespace
 }  // namespace actorflow

@@ -1,0 +1,31 @@
+// Op fusion on placed graphs, as TensorFlow's grappler remapper does on CPUs:
+// MatMul -> BiasAdd [-> Relu | Relu6 | LeakyRelu] becomes one _FusedMatMul
+// (ops/math/matmul_op.cpp), which adds the bias and applies the activation to
+// each block of the product while the block is in cache: one pass over the
+// output instead of three, and no hand-off between kernels.
+//
+// A chain fuses when all of its nodes are float32, assigned to the same CPU
+// device, and every node but the last has exactly one consumer, the next
+// node's first input, and no control consumers: an intermediate that is
+// fetched, read by another node (a gradient reading a pre-activation), or
+// waited on stays as it was, and so does its chain. The fused node takes the
+// last node's name (fetches and step stats name it as before), its
+// consumers, data and control, and the control inputs of the whole chain.
+// Since an intermediate's only path onward runs through the chain, fusing
+// cannot make a cycle.
+//
+// Results are the same bits as the separate nodes' (the fused kernel applies
+// the same element operations; TensorFlow's Elu fusion is left out here, its
+// exp differs in the last bit). Nodes on GPUs are left alone.
+#pragma once
+
+#include "actorflow/core/status.hpp"
+#include "actorflow/graph/graph.hpp"
+
+namespace actorflow {
+
+/// Fuses every chain of `g` described above; `num_fused`, when given, gets the
+/// number of _FusedMatMul nodes made.
+Status FuseMatMulChains(Graph* g, int* num_fused = nullptr);
+
+}  // namespace actorflow

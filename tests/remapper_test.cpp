@@ -1,0 +1,274 @@
+// MatMul -> BiasAdd [-> activation] fusion (graph/remapper.hpp) and the
+// _FusedMatMul CPU kernel (ops/math/matmul_op.cpp).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "actorflow/client/ops/cc_ops.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/graph/graph_def_io.hpp"
+#include "actorflow/graph/remapper.hpp"
+#include "actorflow/ops/attrs.hpp"
+#include "test_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::test;
+
+namespace {
+
+Tensor Random(int64_t rows, int64_t cols, uint32_t seed) {
+  Tensor t(DT_FLOAT, cols < 0 ? TensorShape{rows} : TensorShape{rows, cols});
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// Runs `def` in a session with remapping on or off, fetching `fetch`;
+// `ops` gets the op of every node that ran.
+Tensor RunOnce(const proto::GraphDef& def, bool remap, const std::vector<std::pair<std::string, Tensor>>& feeds,
+               const std::string& fetch, std::vector<std::string>* ops) {
+  SessionOptions so;
+  so.graph_options.do_remapping = remap;
+  Session session(so);
+  REQUIRE(session.Create(def).ok());
+  RunOptions ro;
+  ro.timeout_in_ms = 120'000;
+  ro.trace_level = TraceLevel::kSoftwareTrace;
+  RunMetadata md;
+  std::vector<Tensor> out;
+  Status s = session.Run(ro, feeds, {fetch}, {}, &out, &md);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  for (const NodeExecStats& st : md.step_stats) ops->push_back(st.op);
+  return out[0];
+}
+
+int Count(const std::vector<std::string>& ops, const std::string& op) {
+  return static_cast<int>(std::count(ops.begin(), ops.end(), op));
+}
+
+}  // namespace
+
+TEST_CASE("remapper: MatMul -> BiasAdd -> Relu becomes one _FusedMatMul named as the Relu, taking its edges") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  auto before = ops::NoOp(root.WithOpName("before"));
+  auto mm = ops::MatMul(root.WithOpName("mm").WithControlDependencies({before}), x, w, false, true);
+  auto ba = ops::BiasAdd(root.WithOpName("ba"), mm, b);
+  auto relu = ops::Relu(root.WithOpName("relu"), ba);
+  ops::Identity(root.WithOpName("out"), relu);
+  ops::NoOp(root.WithOpName("after").WithControlDependencies({relu.op()}));
+  REQUIRE(root.ok());
+  Graph* g = root.graph();
+  AssignAll(g, kCpu);
+  int fused = -1;
+  REQUIRE(FuseMatMulChains(g, &fused).ok());
+  REQUIRE(fused == 1);
+  REQUIRE(CountOp(*g, "MatMul") + CountOp(*g, "BiasAdd") + CountOp(*g, "Relu") == 0);
+  const Node* f = g->FindNode("relu");
+  REQUIRE(f != nullptr);
+  REQUIRE(f->type_string() == "_FusedMatMul");
+  REQUIRE(f->assigned_device() == kCpu);
+  std::vector<std::string> fused_ops;
+  REQUIRE(GetNodeAttr(f->def(), "fused_ops", &fused_ops).ok());
+  REQUIRE(fused_ops == std::vector<std::string>{"BiasAdd", "Relu"});
+  bool tb = false;
+  REQUIRE(GetNodeAttr(f->def(), "transpose_b", &tb).ok());
+  REQUIRE(tb);
+  REQUIRE(f->num_inputs() == 3);
+  REQUIRE(f->input_edge(0)->src->name() == "x");
+  REQUIRE(f->input_edge(1)->src->name() == "w");
+  REQUIRE(f->input_edge(2)->src->name() == "b");
+  // The chain's control input and the Relu's consumers, data and control.
+  bool control_in = false, control_out = false;
+  for (const Edge* e : f->in_edges()) control_in |= e->IsControlEdge() && e->src->name() == "before";
+  for (const Edge* e : f->out_edges()) control_out |= e->IsControlEdge() && e->dst->name() == "after";
+  REQUIRE(control_in);
+  REQUIRE(control_out);
+  REQUIRE(g->FindNode("out")->input_edge(0)->src == f);
+}
+
+TEST_CASE("remapper: a chain stops where an intermediate has another reader, a control consumer or another device") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  // 1: the pre-activation is read twice: MatMul+BiasAdd fuse, the Relu stays.
+  auto ba1 = ops::BiasAdd(root.WithOpName("ba1"), ops::MatMul(root.WithOpName("mm1"), x, w), b);
+  ops::Relu(root.WithOpName("relu1"), ba1);
+  ops::Identity(root.WithOpName("read1"), ba1);
+  // 2: the product is read twice: nothing fuses.
+  auto mm2 = ops::MatMul(root.WithOpName("mm2"), x, w);
+  ops::BiasAdd(root.WithOpName("ba2"), mm2, b);
+  ops::Identity(root.WithOpName("read2"), mm2);
+  // 3: something waits on the product: nothing fuses.
+  auto mm3 = ops::MatMul(root.WithOpName("mm3"), x, w);
+  ops::BiasAdd(root.WithOpName("ba3"), mm3, b);
+  ops::NoOp(root.WithOpName("wait3").WithControlDependencies({mm3.op()}));
+  // 4: float64: nothing fuses.
+  auto xd = ops::Placeholder(root.WithOpName("xd"), DT_DOUBLE);
+  ops::BiasAdd(root.WithOpName("ba4"), ops::MatMul(root.WithOpName("mm4"), xd, xd), ops::Placeholder(root, DT_DOUBLE));
+  // 5: an activation that is not fused (Tanh): MatMul+BiasAdd fuse, named as the BiasAdd.
+  ops::Tanh(root.WithOpName("tanh5"), ops::BiasAdd(root.WithOpName("ba5"), ops::MatMul(root.WithOpName("mm5"), x, w), b));
+  REQUIRE(root.ok());
+  Graph* g = root.graph();
+  AssignAll(g, kCpu);
+  SECTION("on a CPU") {
+    int fused = -1;
+    REQUIRE(FuseMatMulChains(g, &fused).ok());
+    REQUIRE(fused == 2);
+    REQUIRE(g->FindNode("ba1")->type_string() == "_FusedMatMul");
+    REQUIRE(g->FindNode("relu1")->type_string() == "Relu");
+    REQUIRE(g->FindNode("relu1")->input_edge(0)->src == g->FindNode("ba1"));
+    REQUIRE(g->FindNode("read1")->input_edge(0)->src == g->FindNode("ba1"));
+    for (const char* kept : {"mm2", "mm3", "mm4"}) REQUIRE(g->FindNode(kept)->type_string() == "MatMul");
+    REQUIRE(g->FindNode("ba5")->type_string() == "_FusedMatMul");
+    REQUIRE(g->FindNode("tanh5")->type_string() == "Tanh");
+  }
+  SECTION("on a GPU, or with the BiasAdd on another device, nothing fuses") {
+    AssignAll(g, kGpu);
+    g->FindNode("ba5")->set_assigned_device(kCpu);
+    g->FindNode("mm5")->set_assigned_device(kCpu);
+    g->FindNode("ba1")->set_assigned_device(kCpu);  // mm1 on the GPU
+    int fused = -1;
+    REQUIRE(FuseMatMulChains(g, &fused).ok());
+    REQUIRE(fused == 1);  // only mm5 + ba5, both on the CPU
+    REQUIRE(g->FindNode("ba5")->type_string() == "_FusedMatMul");
+    REQUIRE(CountOp(*g, "MatMul") == 4);
+  }
+}
+
+TEST_CASE("remapper: a session's fused products equal the separate nodes' bit for bit, at every size and path") {
+  struct Case {
+    int64_t m, k, n;
+    bool ta, tb;
+  };
+  // Inline (< 1 MFLOP), one pool job, rows sharded, columns sharded (m small,
+  // n large), transposed operands, and Eigen's parallel contraction (>= 4 GFLOP).
+  const std::vector<Case> cases = {{3, 5, 7, false, false},      {64, 96, 80, true, false},
+                                   {256, 784, 256, false, false}, {4, 1024, 2048, false, true},
+                                   {96, 200, 300, true, true},    {1024, 1024, 2048, false, false}};
+  const std::vector<std::string> activations = {"", "Relu", "Relu6", "LeakyRelu"};
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    for (const std::string& act : activations) {
+      if (c.m * c.k * c.n > (int64_t{1} << 30) && act != "Relu") continue;  // the largest once
+      INFO(c.m << "x" << c.k << "x" << c.n << " ta=" << c.ta << " tb=" << c.tb << " activation '" << act << "'");
+      Scope root = Scope::NewRootScope();
+      auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+      auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
+      auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+      Output y = ops::BiasAdd(root.WithOpName("y"), ops::MatMul(root, x, w, c.ta, c.tb), b);
+      if (act == "Relu") y = ops::Relu(root.WithOpName("act"), y);
+      if (act == "Relu6") y = ops::Relu6(root.WithOpName("act"), y);
+      if (act == "LeakyRelu") y = ops::LeakyRelu(root.WithOpName("act"), y, 0.3f);
+      REQUIRE(root.ok());
+      const proto::GraphDef def = ToDef(root);
+      const std::vector<std::pair<std::string, Tensor>> feeds = {
+          {"x", c.ta ? Random(c.k, c.m, seed) : Random(c.m, c.k, seed)},
+          {"w", c.tb ? Random(c.n, c.k, seed + 1) : Random(c.k, c.n, seed + 1)},
+          {"b", Random(c.n, -1, seed + 2)}};
+      seed += 3;
+      std::vector<std::string> fused_ops, plain_ops;
+      const Tensor fused = RunOnce(def, true, feeds, y.name(), &fused_ops);
+      const Tensor plain = RunOnce(def, false, feeds, y.name(), &plain_ops);
+      REQUIRE(Count(fused_ops, "_FusedMatMul") == 1);
+      REQUIRE(Count(fused_ops, "MatMul") + Count(fused_ops, "BiasAdd") == 0);
+      REQUIRE(Count(plain_ops, "_FusedMatMul") == 0);
+      REQUIRE(Count(plain_ops, "MatMul") == 1);
+      REQUIRE(fused.shape() == TensorShape{c.m, c.n});
+      REQUIRE(fused.shape() == plain.shape());
+      REQUIRE(std::memcmp(fused.raw_data(), plain.raw_data(), plain.TotalBytes()) == 0);
+      // The activation did something: some outputs negative (none for Relu*), some clipped.
+      const float* v = fused.data<float>();
+      const int64_t negatives = std::count_if(v, v + fused.NumElements(), [](float e) { return e < 0.f; });
+      if (act == "Relu" || act == "Relu6") REQUIRE(negatives == 0);
+      else REQUIRE(negatives > 0);
+      if (act == "Relu6" && c.k >= 96) REQUIRE(*std::max_element(v, v + fused.NumElements()) == 6.f);
+    }
+  }
+}
+
+TEST_CASE("remapper: the fused node computes bias and activation (a small product checked by hand)") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, {{1.f, 2.f}, {-3.f, 1.f}});
+  auto w = ops::Const(root, {{1.f, 0.f, 2.f}, {0.f, 1.f, -1.f}});
+  ops::LeakyRelu(root.WithOpName("y"), ops::BiasAdd(root, ops::MatMul(root, x, w), ops::Const(root, {0.5f, -1.f, 0.f})),
+                 0.5f);
+  // x*w = [[1, 2, 0], [-3, 1, -7]]; + bias = [[1.5, 1, 0], [-2.5, 0, -7]]; LeakyRelu(0.5).
+  const proto::GraphDef def = ToDef(root);
+  std::vector<std::string> ran;
+  // Constant folding would compute it before the pass sees it: feed nothing, fold nothing.
+  SessionOptions so;
+  so.graph_options.do_constant_folding = false;
+  Session session(so);
+  REQUIRE(session.Create(def).ok());
+  RunOptions ro;
+  ro.trace_level = TraceLevel::kSoftwareTrace;
+  RunMetadata md;
+  std::vector<Tensor> out;
+  REQUIRE(session.Run(ro, {}, {"y"}, {}, &out, &md).ok());
+  for (const NodeExecStats& st : md.step_stats) ran.push_back(st.op);
+  REQUIRE(Count(ran, "_FusedMatMul") == 1);
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{1.5f, 1.f, 0.f, -1.25f, 0.f, -3.5f});
+}
+
+TEST_CASE("remapper: a fused node's bad bias fails the step naming the node, as BiasAdd's would") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  ops::Relu(root.WithOpName("y"), ops::BiasAdd(root, ops::MatMul(root, x, x), b));
+  const proto::GraphDef def = ToDef(root);
+  Session session;
+  REQUIRE(session.Create(def).ok());
+  std::vector<Tensor> out;
+  for (const Tensor& bias : {Random(3, -1, 1), Random(2, 2, 2)}) {
+    Status s = session.Run({{"x", Random(2, 2, 3)}, {"b", bias}}, {"y"}, {}, &out);
+    INFO(s.ToString());
+    REQUIRE(s.code() == Code::kInvalidArgument);
+    REQUIRE(s.message().find("iases") != std::string::npos);  // "Biases must be 1D", "as many biases"
+    REQUIRE(s.message().find("'y'") != std::string::npos);
+  }
+  REQUIRE(session.Run({{"x", Random(2, 2, 3)}, {"b", Random(2, -1, 4)}}, {"y"}, {}, &out).ok());
+}
+
+TEST_CASE("remapper: a TensorFlow GraphDef's _FusedMatMul runs; unsupported fused_ops fail naming them") {
+  const std::string text = R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "w" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node {
+      name: "f" op: "_FusedMatMul" input: "x" input: "w" input: "b"
+      attr { key: "T" value { type: DT_FLOAT } }
+      attr { key: "num_args" value { i: 1 } }
+      attr { key: "fused_ops" value { list { s: "BiasAdd" s: "FUSED" } } }
+    }
+  )pb";
+  const Tensor x = MakeTensor<float>({1.f, -2.f}, TensorShape{1, 2});
+  const Tensor w = MakeTensor<float>({1.f, 0.f, 0.f, 1.f}, TensorShape{2, 2});
+  const Tensor b = MakeTensor<float>({0.f, 1.f}, TensorShape{2});
+  auto run = [&](const std::string& fused, std::vector<Tensor>* out) {
+    std::string t = text;
+    t.replace(t.find("FUSED"), 5, fused);
+    proto::GraphDef def;
+    REQUIRE(ParseGraphDefText(t, &def).ok());
+    Session session;
+    REQUIRE(session.Create(def).ok());
+    return session.Run({{"x", x}, {"w", w}, {"b", b}}, {"f"}, {}, out);
+  };
+  std::vector<Tensor> out;
+  REQUIRE(run("Elu", &out).ok());
+  // [1, -2] + [0, 1] = [1, -1]; Elu: [1, e^-1 - 1].
+  REQUIRE(out[0].data<float>()[0] == 1.f);
+  REQUIRE(std::fabs(out[0].data<float>()[1] - (std::exp(-1.f) - 1.f)) < 1e-6f);
+  Status s = run("Sigmoid", &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kUnimplemented);
+  REQUIRE(s.message().find("BiasAdd, Sigmoid") != std::string::npos);
+}
