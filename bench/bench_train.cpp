@@ -6,6 +6,12 @@
 // gradients and applies the updates (the variables live in the container
 // actor). Threads: ACTORFLOW_NUM_THREADS (default: cores). AF_BENCH_TRACE=1
 // adds, per figure, where one traced step's time went (trace_summary.hpp).
+// AF_BENCH_REMAPPING=1 measures instead, in one process, the same steps with
+// MatMul+BiasAdd+Relu fusion (graph/remapper.hpp) on and off: two sessions'
+// blocks interleaved in the order on, off, off, on each round (the
+// machine's spells and the order hit both alike), 21 rounds; each row's
+// median is the mean of its two positions' medians.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -67,11 +73,27 @@ void Measure(bool mlp, int batch) {
   auto step = [&] { Check(session.Run({{"x", xv}, {"y", yv}}, {}, {train.name()}, &out)); };
   // Rounds of back-to-back steps (~15 ms each), as a training loop runs them.
   const int block = mlp ? (batch <= 64 ? 20 : 6) : 500;
-  auto stats = bench::MeasureInterleaved(9, block, {step});
   const int threads = Runtime::Default()->num_threads();
   const std::string params = std::string("\"model\":\"") + (mlp ? "mlp" : "softmax") + "\",\"batch\":" +
                              std::to_string(batch) + ",\"threads\":" + std::to_string(threads) +
                              ",\"impl\":\"actorflow\"";
+  if (std::getenv("AF_BENCH_REMAPPING") != nullptr) {
+    SessionOptions off;
+    off.graph_options.do_remapping = false;
+    Session unfused(off);
+    Check(unfused.Create(def));
+    auto step_off = [&] { Check(unfused.Run({{"x", xv}, {"y", yv}}, {}, {train.name()}, &out)); };
+    auto s = bench::MeasureInterleaved(21, block, {step, step_off, step_off, step});
+    for (int on : {1, 0}) {
+      const bench::Stats& a = s[on ? 0 : 1];
+      const bench::Stats& b = s[on ? 3 : 2];
+      const bench::Stats both{(a.median + b.median) / 2, std::min(a.min, b.min), std::max(a.max, b.max), a.reps + b.reps};
+      bench::Print("train_step", params + ",\"remapping\":" + (on ? "true" : "false"), "throughput", "examples/s",
+                   both, batch, true);
+    }
+    return;
+  }
+  auto stats = bench::MeasureInterleaved(9, block, {step});
   bench::Print("train_step", params, "throughput", "examples/s", stats[0], batch, true);
   if (std::getenv("AF_BENCH_TRACE") != nullptr) bench::TraceStep(session, {{"x", xv}, {"y", yv}}, train.name());
 }
