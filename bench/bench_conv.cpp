@@ -1,7 +1,9 @@
 // Conv2D (NHWC, 3x3, SAME, stride 1) and its two backprops, and MaxPool 2x2,
-// through Session::Run, in the shapes of a small CNN's layers; the peer is
-// PyTorch's conv2d / conv2d_input / conv2d_weight / max_pool2d on the same
-// shapes (bench/peer_torch_conv.py, run beside it by bench/run_all.sh).
+// through Session::Run, in the shapes of a small CNN's layers, and a layer's
+// forward pass: Relu(BiasAdd(Conv2D)), which runs as one _FusedConv2D
+// (graph/remapper.hpp); the peer is PyTorch's conv2d / conv2d_input /
+// conv2d_weight / max_pool2d and relu_(conv2d(x, w, bias)) on the same shapes
+// (bench/peer_torch_conv.py, run beside it by bench/run_all.sh).
 // Threads: ACTORFLOW_NUM_THREADS (default: cores).
 //   bench_conv
 // One JSON line per (pass, layer): the median ms of a step.
@@ -40,6 +42,8 @@ int main() {
     auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
     auto dy = ops::Placeholder(root.WithOpName("dy"), DT_FLOAT);
     ops::Conv2D(root.WithOpName("forward"), x, w, ones, "SAME");
+    auto bias = ops::Placeholder(root.WithOpName("bias"), DT_FLOAT);
+    ops::Relu(root.WithOpName("forward_bias_relu"), ops::BiasAdd(root, ops::Conv2D(root, x, w, ones, "SAME"), bias));
     ops::Conv2DBackpropInput(root.WithOpName("backprop_input"), ops::Const(root, {l.batch, l.size, l.size, l.in_c}), w,
                              dy, ones, "SAME");
     ops::Conv2DBackpropFilter(root.WithOpName("backprop_filter"), x, ops::Const(root, {3, 3, l.in_c, l.out_c}), dy,
@@ -52,15 +56,18 @@ int main() {
     const Tensor xv = Filled(TensorShape{l.batch, l.size, l.size, l.in_c}, 0.01f);
     const Tensor wv = Filled(TensorShape{3, 3, l.in_c, l.out_c}, 0.02f);
     const Tensor dyv = Filled(TensorShape{l.batch, l.size, l.size, l.out_c}, 0.03f);
+    const Tensor biasv = Filled(TensorShape{l.out_c}, 0.05f);
     const std::string params = "\"batch\":" + std::to_string(l.batch) + ",\"size\":" + std::to_string(l.size) +
                                ",\"in\":" + std::to_string(l.in_c) + ",\"out\":" + std::to_string(l.out_c) +
                                ",\"threads\":" + std::to_string(threads) + ",\"impl\":\"actorflow\"";
-    for (const char* pass : {"forward", "backprop_input", "backprop_filter", "maxpool"}) {
+    for (const char* pass : {"forward", "forward_bias_relu", "backprop_input", "backprop_filter", "maxpool"}) {
       std::vector<std::pair<std::string, Tensor>> feeds;
       const std::string p = pass;
-      if (p == "forward" || p == "backprop_filter") feeds.emplace_back("x", xv);
-      if (p == "forward" || p == "backprop_input") feeds.emplace_back("w", wv);
-      if (p != "forward") feeds.emplace_back("dy", dyv);
+      const bool forward = p.rfind("forward", 0) == 0;
+      if (forward || p == "backprop_filter") feeds.emplace_back("x", xv);
+      if (forward || p == "backprop_input") feeds.emplace_back("w", wv);
+      if (p == "forward_bias_relu") feeds.emplace_back("bias", biasv);
+      if (!forward) feeds.emplace_back("dy", dyv);
       std::vector<Tensor> out;
       bool ok = true;
       auto stats = bench::Measure(3, 20, [&] { ok = ok && session.Run(feeds, {p}, {}, &out).ok(); });

@@ -1,6 +1,8 @@
-"""Peer of bench_conv: PyTorch's conv2d forward, its input and weight
-gradients (torch.nn.grad) and max_pool2d on the same shapes (NCHW, PyTorch's
-layout), one JSON line per figure in bench/run_all.sh's format.
+"""Peer of bench_conv: PyTorch's conv2d forward, a layer's forward pass
+(relu_ of conv2d with a bias: the bias in the convolution, the ReLU in place,
+as torchvision's layers run), its input and weight gradients (torch.nn.grad)
+and max_pool2d on the same shapes (NCHW, PyTorch's layout), one JSON line per
+figure in bench/run_all.sh's format.
 Threads: ACTORFLOW_NUM_THREADS."""
 import json
 import os
@@ -39,7 +41,9 @@ with torch.no_grad():
         x = torch.randn(b, i, s, s)
         w = torch.randn(o, i, 3, 3)
         dy = torch.randn(b, o, s, s)
+        bias = torch.randn(o)
         emit("conv2d_forward", layer, measure(lambda: F.conv2d(x, w, padding=1)))
+        emit("conv2d_forward_bias_relu", layer, measure(lambda: F.relu_(F.conv2d(x, w, bias, padding=1))))
         emit("conv2d_backprop_input", layer,
              measure(lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1)))
         emit("conv2d_backprop_filter", layer,

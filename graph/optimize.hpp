@@ -21,8 +21,9 @@ struct GraphOptions {
   /// Which devices' optimizer updates become one node per optimizer, after
   /// placement (graph/fuse_updates.hpp, graph/preparation.hpp).
   FuseUpdates fuse_optimizer_updates = FuseUpdates::kOnGpus;
-  /// Whether MatMul -> BiasAdd [-> Relu | Relu6 | LeakyRelu] chains on a CPU
-  /// become one _FusedMatMul, after placement (graph/remapper.hpp):
+  /// Whether MatMul (Conv2D) -> BiasAdd [-> Relu | Relu6 | LeakyRelu] chains
+  /// on a CPU become one _FusedMatMul (_FusedConv2D), after placement
+  /// (graph/remapper.hpp):
   /// TensorFlow's RewriterConfig.remapping, on by default there too.
   bool do_remapping = true;
   /// Whether a GPU partition's steps may be captured into a CUDA graph and

@@ -7,7 +7,7 @@
 //   optimize   CSE and constant folding (graph/optimize.hpp)
 //   place      every node gets a device (graph/placer.hpp); then the
 //              optimizer updates of a GPU fuse (graph/fuse_updates.hpp), and
-//              a CPU's MatMul -> BiasAdd [-> Relu] chains (graph/remapper.hpp)
+//              a CPU's MatMul/Conv2D -> BiasAdd [-> Relu] chains (graph/remapper.hpp)
 //   partition  one GraphDef per device, _Send/_Recv at the cuts, with the
 //              maps from the signature's feeds and fetches to each
 //              partition's _Args and _Retvals (graph/partition.hpp)

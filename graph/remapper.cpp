@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "actorflow/core/dtypes.hpp"
 #include "actorflow/devices/device_name.hpp"
 #include "actorflow/ops/attrs.hpp"
 
@@ -17,8 +18,15 @@ bool OnCpu(const Node& n) {
   return ParseDeviceName(n.assigned_device(), &name).ok() && name.has_type && name.type == "CPU";
 }
 
-bool FloatNode(const Node& n, const char* op) {
-  return n.type_string() == op && n.num_outputs() == 1 && n.output_type(0) == DT_FLOAT && OnCpu(n);
+// A node of `op` with one output of `dtype`, on a CPU.
+bool NodeOf(const Node& n, const char* op, DataType dtype) {
+  return n.type_string() == op && n.num_outputs() == 1 && n.output_type(0) == dtype && OnCpu(n);
+}
+
+std::string StringAttr(const Node& n, const char* name, const char* absent) {
+  std::string v = absent;
+  GetNodeAttr(n.def(), name, &v);
+  return v;
 }
 
 // The one consumer of `n`'s only output when it is a data edge into input 0
@@ -32,19 +40,27 @@ Node* OnlyConsumer(const Node& n) {
 }
 
 struct Chain {
-  Node* matmul;
+  Node* head;  // the MatMul or Conv2D
   Node* bias_add;
   Node* activation;  // nullptr: the chain ends at the BiasAdd
 };
 
 bool FindChain(Node* n, Chain* chain) {
-  if (!FloatNode(*n, "MatMul")) return false;
+  // MatMul: float32 (TensorFlow's _FusedMatMul on CPUs); Conv2D: float32 or
+  // float64, NHWC, its bias on the last dimension.
+  const bool conv = n->type_string() == "Conv2D";
+  if (!NodeOf(*n, "MatMul", DT_FLOAT) && !(conv && (NodeOf(*n, "Conv2D", DT_FLOAT) || NodeOf(*n, "Conv2D", DT_DOUBLE))))
+    return false;
+  const DataType dtype = n->output_type(0);
+  if (conv && StringAttr(*n, "data_format", "NHWC") != "NHWC") return false;
   Node* bias_add = OnlyConsumer(*n);
-  if (!bias_add || !FloatNode(*bias_add, "BiasAdd") || !bias_add->input_edge(1) || !n->input_edge(0) ||
+  if (!bias_add || !NodeOf(*bias_add, "BiasAdd", dtype) || !bias_add->input_edge(1) || !n->input_edge(0) ||
       !n->input_edge(1))
     return false;
+  if (conv && StringAttr(*bias_add, "data_format", "NHWC") != "NHWC") return false;  // (a matrix's last dimension is its second)
   Node* act = OnlyConsumer(*bias_add);
-  if (act && !FloatNode(*act, "Relu") && !FloatNode(*act, "Relu6") && !FloatNode(*act, "LeakyRelu")) act = nullptr;
+  if (act && !NodeOf(*act, "Relu", dtype) && !NodeOf(*act, "Relu6", dtype) && !NodeOf(*act, "LeakyRelu", dtype))
+    act = nullptr;
   *chain = Chain{n, bias_add, act};
   return true;
 }
@@ -52,19 +68,16 @@ bool FindChain(Node* n, Chain* chain) {
 Status Fuse(Graph* g, const Chain& chain) {
   Node* last = chain.activation ? chain.activation : chain.bias_add;
   const std::vector<Node*> members =
-      chain.activation ? std::vector<Node*>{chain.matmul, chain.bias_add, chain.activation}
-                       : std::vector<Node*>{chain.matmul, chain.bias_add};
+      chain.activation ? std::vector<Node*>{chain.head, chain.bias_add, chain.activation}
+                       : std::vector<Node*>{chain.head, chain.bias_add};
   proto::NodeDef def;
   def.set_name(last->name());
-  def.set_op("_FusedMatMul");
+  def.set_op(chain.head->type_string() == "MatMul" ? "_FusedMatMul" : "_FusedConv2D");
   def.set_device(last->requested_device());
   auto& attr = *def.mutable_attr();
-  attr["T"] = AttrType(DT_FLOAT);
-  for (const char* t : {"transpose_a", "transpose_b"}) {
-    bool v = false;
-    AF_RETURN_IF_ERROR(GetNodeAttr(chain.matmul->def(), t, &v));
-    attr[t] = AttrBool(v);
-  }
+  // The head's own attrs (T, transposes; strides, padding, data_format...), but not its colocation.
+  for (const auto& [name, value] : chain.head->def().attr())
+    if (name != "_class") attr[name] = value;
   attr["num_args"] = AttrInt(1);
   std::vector<std::string> fused_ops{"BiasAdd"};
   if (chain.activation) fused_ops.push_back(chain.activation->type_string());
@@ -79,8 +92,8 @@ Status Fuse(Graph* g, const Chain& chain) {
     Node* node;
     int output;
   };
-  const std::vector<Source> inputs{{chain.matmul->input_edge(0)->src, chain.matmul->input_edge(0)->src_output},
-                                   {chain.matmul->input_edge(1)->src, chain.matmul->input_edge(1)->src_output},
+  const std::vector<Source> inputs{{chain.head->input_edge(0)->src, chain.head->input_edge(0)->src_output},
+                                   {chain.head->input_edge(1)->src, chain.head->input_edge(1)->src_output},
                                    {chain.bias_add->input_edge(1)->src, chain.bias_add->input_edge(1)->src_output}};
   std::vector<Node*> control_inputs;
   for (const Node* m : members)
@@ -118,10 +131,10 @@ Status FuseMatMulChains(Graph* g, int* num_fused) {
     if (FindChain(n, &chain)) chains.push_back(chain);
   }
   // Chains never share a node (each member but the first is its
-  // predecessor's only consumer, and the first is a MatMul), so fusing one
-  // leaves the others as they were found.
+  // predecessor's only consumer, and the first is a MatMul or Conv2D), so
+  // fusing one leaves the others as they were found.
   for (const Chain& chain : chains) {
-    const std::string what = "fusing " + chain.matmul->name() + " into _FusedMatMul";
+    const std::string what = "fusing " + chain.head->name() + " and its BiasAdd";
     AF_RETURN_IF_ERROR(Fuse(g, chain).WithContext(what));
     if (num_fused) ++*num_fused;
   }

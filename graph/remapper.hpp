@@ -1,11 +1,14 @@
 // Op fusion on placed graphs, as TensorFlow's grappler remapper does on CPUs:
 // MatMul -> BiasAdd [-> Relu | Relu6 | LeakyRelu] becomes one _FusedMatMul
-// (ops/math/matmul_op.cpp), which adds the bias and applies the activation to
-// each block of the product while the block is in cache: one pass over the
-// output instead of three, and no hand-off between kernels.
+// (ops/math/matmul_op.cpp), Conv2D -> BiasAdd [-> ...] one _FusedConv2D
+// (ops/nn/conv_ops.cpp). Their kernels add the bias and apply the activation
+// to each block of the output while the block is in cache
+// (ops/math/fused_epilogue.hpp): one pass over the output instead of three,
+// and no hand-off between kernels.
 //
-// A chain fuses when all of its nodes are float32, assigned to the same CPU
-// device, and every node but the last has exactly one consumer, the next
+// A chain fuses when all of its nodes have the same dtype (float32; float64
+// too for Conv2D), are NHWC (Conv2D and its BiasAdd), are assigned to the
+// same CPU device, and every node but the last has exactly one consumer, the next
 // node's first input, and no control consumers: an intermediate that is
 // fetched, read by another node (a gradient reading a pre-activation), or
 // waited on stays as it was, and so does its chain. The fused node takes the
@@ -25,7 +28,7 @@
 namespace actorflow {
 
 /// Fuses every chain of `g` described above; `num_fused`, when given, gets the
-/// number of _FusedMatMul nodes made.
+/// number of fused nodes made.
 Status FuseMatMulChains(Graph* g, int* num_fused = nullptr);
 
 }  // namespace actorflow

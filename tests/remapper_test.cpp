@@ -47,6 +47,19 @@ Tensor RunOnce(const proto::GraphDef& def, bool remap, const std::vector<std::pa
   return out[0];
 }
 
+// A text-format GraphDef: float32 Placeholders named `inputs`, and the node
+// `name` of the fused `op` on them (T float32, one argument) with `attrs`.
+std::string FusedGraph(const std::vector<std::string>& inputs, const std::string& name, const std::string& op,
+                       const std::string& attrs) {
+  std::string text, node = "node { name: \"" + name + "\" op: \"" + op + "\"";
+  for (const std::string& n : inputs) {
+    text += "node { name: \"" + n + "\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } } }\n";
+    node += " input: \"" + n + "\"";
+  }
+  return text + node + R"pb( attr { key: "T" value { type: DT_FLOAT } } attr { key: "num_args" value { i: 1 } } )pb" +
+         attrs + "}\n";
+}
+
 int Count(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
 }
@@ -239,17 +252,8 @@ TEST_CASE("remapper: a fused node's bad bias fails the step naming the node, as 
 }
 
 TEST_CASE("remapper: a TensorFlow GraphDef's _FusedMatMul runs; unsupported fused_ops fail naming them") {
-  const std::string text = R"pb(
-    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "w" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node {
-      name: "f" op: "_FusedMatMul" input: "x" input: "w" input: "b"
-      attr { key: "T" value { type: DT_FLOAT } }
-      attr { key: "num_args" value { i: 1 } }
-      attr { key: "fused_ops" value { list { s: "BiasAdd" s: "FUSED" } } }
-    }
-  )pb";
+  const std::string text =
+      FusedGraph({"x", "w", "b"}, "f", "_FusedMatMul", R"pb(attr { key: "fused_ops" value { list { s: "BiasAdd" s: "FUSED" } } })pb");
   const Tensor x = MakeTensor<float>({1.f, -2.f}, TensorShape{1, 2});
   const Tensor w = MakeTensor<float>({1.f, 0.f, 0.f, 1.f}, TensorShape{2, 2});
   const Tensor b = MakeTensor<float>({0.f, 1.f}, TensorShape{2});
@@ -271,4 +275,128 @@ TEST_CASE("remapper: a TensorFlow GraphDef's _FusedMatMul runs; unsupported fuse
   INFO(s.ToString());
   REQUIRE(s.code() == Code::kUnimplemented);
   REQUIRE(s.message().find("BiasAdd, Sigmoid") != std::string::npos);
+}
+
+TEST_CASE("remapper: Conv2D -> BiasAdd -> Relu6 becomes one _FusedConv2D with the convolution's attrs; NCHW stays") {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  auto f = ops::Placeholder(root.WithOpName("f"), DT_FLOAT);
+  auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
+  auto conv = ops::Conv2D(root.WithOpName("conv"), x, f, {1, 2, 2, 1}, "VALID");
+  ops::Relu6(root.WithOpName("act"), ops::BiasAdd(root.WithOpName("ba"), conv, b));
+  // A BiasAdd over the channels of NCHW (dimension 1) is not the fused op's.
+  proto::NodeDef nchw;
+  nchw.set_name("ba_nchw");
+  nchw.set_op("BiasAdd");
+  nchw.add_input("conv2");
+  nchw.add_input("b");
+  (*nchw.mutable_attr())["T"] = AttrType(DT_FLOAT);
+  (*nchw.mutable_attr())["data_format"] = AttrString("NCHW");
+  ops::Conv2D(root.WithOpName("conv2"), x, f, {1, 1, 1, 1}, "SAME");
+  REQUIRE(root.ok());
+  Graph* g = root.graph();
+  Node* n = nullptr;
+  REQUIRE(g->AddNode(nchw, &n).ok());
+  g->AddEdge(g->FindNode("conv2"), 0, n, 0);
+  g->AddEdge(g->FindNode("b"), 0, n, 1);
+  AssignAll(g, kCpu);
+  int fused = -1;
+  REQUIRE(FuseMatMulChains(g, &fused).ok());
+  REQUIRE(fused == 1);
+  const Node* fc = g->FindNode("act");
+  REQUIRE(fc->type_string() == "_FusedConv2D");
+  std::vector<std::string> fused_ops;
+  REQUIRE(GetNodeAttr(fc->def(), "fused_ops", &fused_ops).ok());
+  REQUIRE(fused_ops == std::vector<std::string>{"BiasAdd", "Relu6"});
+  std::vector<int64_t> strides;
+  std::string padding;
+  REQUIRE(GetNodeAttr(fc->def(), "strides", &strides).ok());
+  REQUIRE(GetNodeAttr(fc->def(), "padding", &padding).ok());
+  REQUIRE(strides == std::vector<int64_t>{1, 2, 2, 1});
+  REQUIRE(padding == "VALID");
+  REQUIRE(fc->input_edge(2)->src->name() == "b");
+  REQUIRE(g->FindNode("conv2")->type_string() == "Conv2D");
+  REQUIRE(g->FindNode("ba_nchw")->type_string() == "BiasAdd");
+}
+
+TEST_CASE("remapper: a session's fused convolutions equal the separate nodes' bit for bit (float and double)") {
+  struct Case {
+    int64_t batch, size, in, out, stride;
+    const char* padding;
+    DataType dtype;
+    const char* act;
+  };
+  // One block and many blocks of output rows (ops/nn/conv_ops.cpp), strides, paddings, both dtypes.
+  const std::vector<Case> cases = {{2, 9, 3, 5, 1, "SAME", DT_FLOAT, "Relu"},
+                                   {3, 8, 4, 6, 2, "VALID", DT_FLOAT, ""},
+                                   {32, 28, 1, 32, 1, "SAME", DT_FLOAT, "Relu"},
+                                   {4, 14, 32, 64, 1, "SAME", DT_FLOAT, "LeakyRelu"},
+                                   {8, 12, 16, 24, 2, "SAME", DT_FLOAT, "Relu6"},
+                                   {4, 10, 8, 16, 1, "SAME", DT_DOUBLE, "Relu"}};
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    INFO(c.batch << "x" << c.size << "^2x" << c.in << "->" << c.out << " stride " << c.stride << " " << c.padding
+                  << " " << DataTypeString(c.dtype) << " '" << c.act << "'");
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), c.dtype);
+    auto f = ops::Placeholder(root.WithOpName("f"), c.dtype);
+    auto b = ops::Placeholder(root.WithOpName("b"), c.dtype);
+    Output y = ops::BiasAdd(root.WithOpName("y"), ops::Conv2D(root, x, f, {1, c.stride, c.stride, 1}, c.padding), b);
+    const std::string act = c.act;
+    if (act == "Relu") y = ops::Relu(root.WithOpName("act"), y);
+    if (act == "Relu6") y = ops::Relu6(root.WithOpName("act"), y);
+    if (act == "LeakyRelu") y = ops::LeakyRelu(root.WithOpName("act"), y, 0.1f);
+    REQUIRE(root.ok());
+    auto feed = [&](const TensorShape& shape) {
+      Tensor t = Random(shape.num_elements(), -1, seed++);
+      Tensor out(c.dtype, shape);
+      for (int64_t i = 0; i < t.NumElements(); ++i) {
+        if (c.dtype == DT_FLOAT) out.data<float>()[i] = t.data<float>()[i];
+        else out.data<double>()[i] = t.data<float>()[i];
+      }
+      return out;
+    };
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", feed(TensorShape{c.batch, c.size, c.size, c.in})},
+                                                               {"f", feed(TensorShape{3, 3, c.in, c.out})},
+                                                               {"b", feed(TensorShape{c.out})}};
+    std::vector<std::string> fused_ops, plain_ops;
+    const proto::GraphDef def = ToDef(root);
+    const Tensor fused = RunOnce(def, true, feeds, y.name(), &fused_ops);
+    const Tensor plain = RunOnce(def, false, feeds, y.name(), &plain_ops);
+    REQUIRE(Count(fused_ops, "_FusedConv2D") == 1);
+    REQUIRE(Count(fused_ops, "Conv2D") + Count(fused_ops, "BiasAdd") == 0);
+    REQUIRE(Count(plain_ops, "Conv2D") == 1);
+    REQUIRE(fused.shape() == plain.shape());
+    REQUIRE(fused.NumElements() > 0);
+    REQUIRE(std::memcmp(fused.raw_data(), plain.raw_data(), plain.TotalBytes()) == 0);
+    // Relu's outputs are never negative; without it, and with LeakyRelu's slope, some are.
+    int64_t negatives = 0;
+    for (int64_t i = 0; i < fused.NumElements(); ++i)
+      negatives += c.dtype == DT_FLOAT ? fused.data<float>()[i] < 0.f : fused.data<double>()[i] < 0.0;
+    if (act == "Relu" || act == "Relu6") REQUIRE(negatives == 0);
+    else REQUIRE(negatives > 0);
+  }
+}
+
+TEST_CASE("remapper: a TensorFlow GraphDef's _FusedConv2D runs, and a bias of the wrong depth fails naming the node") {
+  const std::string text = FusedGraph({"x", "f", "b"}, "conv", "_FusedConv2D", R"pb(
+      attr { key: "strides" value { list { i: 1 i: 1 i: 1 i: 1 } } }
+      attr { key: "padding" value { s: "VALID" } }
+      attr { key: "data_format" value { s: "NHWC" } }
+      attr { key: "fused_ops" value { list { s: "BiasAdd" s: "Relu" } } })pb");
+  proto::GraphDef def;
+  REQUIRE(ParseGraphDefText(text, &def).ok());
+  Session session;
+  REQUIRE(session.Create(def).ok());
+  // A 1x1 convolution of one 1x2 image with 2 channels: each pixel [a, b] -> [a + b, a - b] + [1, -1], then Relu.
+  const Tensor x = MakeTensor<float>({1.f, 2.f, 3.f, -5.f}, TensorShape{1, 1, 2, 2});
+  const Tensor f = MakeTensor<float>({1.f, 1.f, 1.f, -1.f}, TensorShape{1, 1, 2, 2});
+  std::vector<Tensor> out;
+  REQUIRE(session.Run({{"x", x}, {"f", f}, {"b", MakeTensor<float>({1.f, -1.f}, TensorShape{2})}}, {"conv"}, {}, &out).ok());
+  REQUIRE(Values<float>(out[0]) == std::vector<float>{4.f, 0.f, 0.f, 7.f});
+  Status s = session.Run({{"x", x}, {"f", f}, {"b", MakeTensor<float>({1.f, -1.f, 0.f}, TensorShape{3})}}, {"conv"}, {}, &out);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kInvalidArgument);
+  REQUIRE(s.message().find("'conv'") != std::string::npos);
+  REQUIRE(s.message().find("biases") != std::string::npos);
 }

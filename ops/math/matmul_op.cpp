@@ -17,13 +17,9 @@
 // tensors' elements viewed as uint32 / uint64.
 //
 // _FusedMatMul (float32) adds the bias, then applies the activation, to each
-// block of the product as soon as the block is computed, while it is still in
-// the cache, on the thread that computed it: no second and third pass over
-// the output, no hand-off to the pool between them. The element operations
-// are BiasAdd's (v + bias) and the activations' own (Relu's max(x, 0),
-// Relu6's, LeakyRelu's select), so each element has the bits the separate
-// nodes give it. Elu (TensorFlow's CPU kernel fuses it too) is accepted for
-// graphs that carry it; its exp may differ from Elu's in the last bit.
+// block of the product as soon as the block is computed
+// (ops/math/fused_epilogue.hpp): no second and third pass over the output,
+// no hand-off to the pool between them.
 #define EIGEN_USE_THREADS
 #include <Eigen/Dense>
 #include <type_traits>
@@ -31,6 +27,7 @@
 #include "actorflow/core/tensor_eigen.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/ops/math/cpu_gemm.hpp"
+#include "actorflow/ops/math/fused_epilogue.hpp"
 #include "actorflow/ops/math/math_shapes.hpp"
 #include "actorflow/ops/op_kernel.hpp"
 #include "actorflow/ops/op_registry.hpp"
@@ -68,9 +65,6 @@ AF_REGISTER_OP("_FusedMatMul")
 // Made from graphs whose gradients are already built, as TensorFlow's is.
 AF_REGISTER_NO_GRADIENT("_FusedMatMul");
 
-// What a _FusedMatMul applies to its product after the bias.
-enum class Activation { kNone, kRelu, kRelu6, kLeakyRelu, kElu };
-
 // Eigen's thread pool interface over the process's compute pool.
 class EigenPool final : public Eigen::ThreadPoolInterface {
  public:
@@ -102,7 +96,10 @@ class MatMulOp : public AsyncOpKernel {
     expensive_ = true;
     c->SetStatus(c->GetAttr("transpose_a", &ta_));
     c->SetStatus(c->GetAttr("transpose_b", &tb_));
-    if (type_string() == "_FusedMatMul") ReadFusion(c);
+    if (type_string() == "_FusedMatMul") {
+      fused_ = true;
+      c->SetStatus(epilogue_.Read(*c));
+    }
   }
 
   // Small products (and bad ranks, and empty products: ComputeSync reports
@@ -159,54 +156,9 @@ class MatMulOp : public AsyncOpKernel {
   }
 
  private:
-  // A _FusedMatMul's fused_ops: ["BiasAdd"] and at most one activation after it.
-  void ReadFusion(OpKernelConstruction* c) {
-    std::vector<std::string> fused;
-    int64_t num_args = 0;
-    c->SetStatus(c->GetAttr("fused_ops", &fused));
-    c->SetStatus(c->GetAttr("num_args", &num_args));
-    c->SetStatus(c->GetAttr("leakyrelu_alpha", &alpha_));
-    fused_ = true;
-    std::string list;
-    for (const std::string& op : fused) list += (list.empty() ? "" : ", ") + op;
-    const bool bias = !fused.empty() && fused[0] == "BiasAdd";
-    const std::string act = fused.size() == 2 ? fused[1] : "";
-    if (act == "Relu") act_ = Activation::kRelu;
-    else if (act == "Relu6") act_ = Activation::kRelu6;
-    else if (act == "LeakyRelu") act_ = Activation::kLeakyRelu;
-    else if (act == "Elu") act_ = Activation::kElu;
-    if (!bias || fused.size() > 2 || (fused.size() == 2 && act_ == Activation::kNone))
-      c->SetStatus(errors::Unimplemented("_FusedMatMul on CPU fuses [BiasAdd] and [BiasAdd, Relu|Relu6|LeakyRelu|Elu],"
-                                         " not [", list, "]"));
-    else if (num_args != 1)
-      c->SetStatus(errors::InvalidArgument("_FusedMatMul with BiasAdd takes 1 argument (the bias), not ", num_args));
-  }
-
   // A _FusedMatMul's bias: a vector of the product's n columns.
   Status CheckBias(OpKernelContext* ctx, int64_t n) const {
-    if (!fused_) return Status::OK();
-    const Tensor& bias = ctx->input(2);
-    if (bias.dims() != 1) return errors::InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
-    if (bias.dim_size(0) != n)
-      return errors::InvalidArgument("Must provide as many biases as the last dimension of the product: ",
-                                     bias.shape().DebugString(), " vs. ", n, " columns");
-    return Status::OK();
-  }
-
-  // C[r0:r1, c0:c1] = act(C[r0:r1, c0:c1] + bias[c0:c1]), row by row (C has n columns).
-  void Epilogue(const float* bias, float* c, int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-    using A = Eigen::Map<Eigen::ArrayXf>;
-    const Eigen::Map<const Eigen::ArrayXf> b(bias + c0, c1 - c0);
-    for (int64_t r = r0; r < r1; ++r) {
-      A row(c + r * n + c0, c1 - c0);
-      switch (act_) {
-        case Activation::kNone: row = row + b; break;
-        case Activation::kRelu: row = (row + b).max(0.f); break;
-        case Activation::kRelu6: row = (row + b).max(0.f).min(6.f); break;
-        case Activation::kLeakyRelu: row = (row + b > 0.f).select(row + b, (row + b) * alpha_); break;
-        case Activation::kElu: row = (row + b < 0.f).select((row + b).exp() - 1.f, row + b); break;
-      }
-    }
+    return fused_ ? FusedEpilogue::CheckBias(ctx->input(2), n) : Status::OK();
   }
 
   double Flops(const Tensor& a, const Tensor& b) const {
@@ -234,7 +186,7 @@ class MatMulOp : public AsyncOpKernel {
       const float* bias = ctx->input(2).data<float>();
       ComputePool* pool = ctx->device()->compute_pool();
       done = [this, pool, bias, c = out->data<float>(), m, n, done = std::move(done)] {
-        pool->For(m, 2 * n, [&](int64_t r0, int64_t r1) { Epilogue(bias, c, n, r0, r1, 0, n); });
+        pool->For(m, 2 * n, [&](int64_t r0, int64_t r1) { epilogue_.Apply(bias, c, n, r0, r1, 0, n); });
         done();
       };
     }
@@ -298,7 +250,7 @@ class MatMulOp : public AsyncOpKernel {
     if (k == 0) {
       C.setZero();
       if constexpr (std::is_same_v<T, float>)
-        if (fused_) Epilogue(ctx->input(2).data<float>(), out->data<float>(), n, 0, m, 0, n);
+        if (fused_) epilogue_.Apply(ctx->input(2).data<float>(), out->data<float>(), n, 0, m, 0, n);
       return;
     }
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -326,7 +278,7 @@ class MatMulOp : public AsyncOpKernel {
         const float* bias = fused_ ? ctx->input(2).data<float>() : nullptr;
         sharded([&, impl, bias](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
           FloatBlock(impl, a.data<float>(), b.data<float>(), out->data<float>(), m, n, k, r0, r1, c0, c1);
-          if (bias) Epilogue(bias, out->data<float>(), n, r0, r1, c0, c1);
+          if (bias) epilogue_.Apply(bias, out->data<float>(), n, r0, r1, c0, c1);
         });
       } else {
         sharded([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -367,9 +319,8 @@ class MatMulOp : public AsyncOpKernel {
   }
 
   bool ta_ = false, tb_ = false;
-  bool fused_ = false;  // a _FusedMatMul: bias (input 2) and act_ after the product
-  Activation act_ = Activation::kNone;
-  float alpha_ = 0.2f;  // LeakyRelu's slope
+  bool fused_ = false;  // a _FusedMatMul: bias (input 2) and activation after the product
+  FusedEpilogue epilogue_;
   EigenPool eigen_pool_;
   Eigen::ThreadPoolDevice eigen_device_;
 };

@@ -7,6 +7,12 @@
 // faster for that block's shape), blocks sharded over the compute pool; the
 // backprops run the same products transposed and add patches back (col2im).
 // Dilations and NCHW are refused as Unimplemented.
+//
+// _FusedConv2D, TensorFlow's Conv2D + BiasAdd [+ activation] (what
+// graph/remapper.hpp fuses on CPUs), adds the bias and applies the
+// activation to each block of output rows right after its product, while
+// the block is in cache (ops/math/fused_epilogue.hpp): the output is written
+// once instead of three times.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -15,6 +21,7 @@
 #include "actorflow/core/tensor_eigen.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/ops/math/cpu_gemm.hpp"
+#include "actorflow/ops/math/fused_epilogue.hpp"
 #include "actorflow/ops/nn/conv_geometry.hpp"
 #include "actorflow/ops/op_kernel.hpp"
 #include "actorflow/ops/op_registry.hpp"
@@ -138,8 +145,11 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
   EigenGemm(ta, tb, m, n, k, a, b, c);
 }
 
+// The forward convolution; with `epilogue`, each block of output rows then
+// gets the bias and activation of a _FusedConv2D.
 template <class T>
-void Forward(OpKernelContext* ctx, const ConvGeometry& g, const T* in, const T* filter, T* out) {
+void Forward(OpKernelContext* ctx, const ConvGeometry& g, const T* in, const T* filter, T* out,
+             const FusedEpilogue* epilogue = nullptr, const T* bias = nullptr) {
   const int64_t rows = g.n * g.pixels(), block = BlockRows(g, sizeof(T));
   const int64_t blocks = (rows + block - 1) / block;
   ctx->device()->compute_pool()->For(blocks, block * g.patch() * g.o * 2, [&](int64_t b0, int64_t b1) {
@@ -149,6 +159,7 @@ void Forward(OpKernelContext* ctx, const ConvGeometry& g, const T* in, const T* 
       cols.resize(static_cast<size_t>((r1 - r0) * g.patch()));
       Im2Col(g, in, r0, r1, cols.data());
       Gemm<T>(false, false, r1 - r0, g.o, g.patch(), cols.data(), filter, out + r0 * g.o);
+      if (epilogue) epilogue->Apply(bias, out, g.o, r0, r1, 0, g.o);
     }
   });
 }
@@ -272,6 +283,27 @@ AF_REGISTER_OP("Conv2DBackpropFilter")
     .AF_CONV_ATTRS
     .SetShapeFn([](InferenceContext* c) { return SizesShape(c, 1); })
     .Doc("The gradient of Conv2D for its filter.");
+AF_REGISTER_OP("_FusedConv2D")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("args: num_args * T")
+    .Output("output: T")
+    .Attr("T: {half, float, double}")
+    .Attr("num_args: int >= 0")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: string = 'NHWC'")
+    .Attr("dilations: list(int) = [1, 1, 1, 1]")
+    .Attr("use_cudnn_on_gpu: bool = true")
+    .Attr("fused_ops: list(string) = []")
+    .Attr("epsilon: float = 0.0001")
+    .Attr("leakyrelu_alpha: float = 0.2")
+    .SetShapeFn(Conv2DShape)
+    .Doc("Conv2D followed by fused_ops in order: [\"BiasAdd\"], optionally followed by \"Relu\", \"Relu6\", "
+         "\"LeakyRelu\" or \"Elu\"; the bias is args[0]. Made by graph optimization (graph/remapper.hpp).");
+// Made from graphs whose gradients are already built, as TensorFlow's is.
+AF_REGISTER_NO_GRADIENT("_FusedConv2D");
 
 enum class ConvKind { kForward, kInput, kFilter };
 
@@ -281,6 +313,10 @@ class ConvOp : public OpKernel {
   explicit ConvOp(OpKernelConstruction* c) : OpKernel(c) {
     expensive_ = true;
     c->SetStatus(ReadWindow2DAttrs(c->def(), false, &attrs_));
+    if (type_string() == "_FusedConv2D") {
+      fused_ = true;
+      c->SetStatus(epilogue_.Read(*c));
+    }
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -302,6 +338,7 @@ class ConvOp : public OpKernel {
     Status s = Geometry(attrs_, in_dims, filter_dims, &g);
     AF_REQUIRES(ctx, s.ok(), errors::InvalidArgument("node '", name(), "' (op '", type_string(), "'): ", s.message()));
     const std::vector<int64_t> out_dims{g.n, g.h.out, g.w.out, g.o};
+    if (fused_) AF_REQUIRES_OK(ctx, FusedEpilogue::CheckBias(ctx->input(2), g.o));
     if (dy != nullptr)
       AF_REQUIRES(ctx, dy->shape().dim_sizes() == out_dims,
                   errors::InvalidArgument("node '", name(), "': out_backprop has shape ", dy->shape().DebugString(),
@@ -321,13 +358,19 @@ class ConvOp : public OpKernel {
  private:
   template <class T>
   void Run(OpKernelContext* ctx, const ConvGeometry& g, Tensor* out) {
-    if (K == ConvKind::kForward) Forward<T>(ctx, g, ctx->input(0).data<T>(), ctx->input(1).data<T>(), out->data<T>());
+    if (K == ConvKind::kForward)
+      Forward<T>(ctx, g, ctx->input(0).data<T>(), ctx->input(1).data<T>(), out->data<T>(), fused_ ? &epilogue_ : nullptr,
+                 fused_ ? ctx->input(2).data<T>() : nullptr);
     else if (K == ConvKind::kInput) BackpropInput<T>(ctx, g, ctx->input(1).data<T>(), ctx->input(2).data<T>(), out->data<T>());
     else BackpropFilter<T>(ctx, g, ctx->input(0).data<T>(), ctx->input(2).data<T>(), out->data<T>());
   }
   Window2DAttrs attrs_;
+  bool fused_ = false;  // a _FusedConv2D: bias (input 2) and activation after each block
+  FusedEpilogue epilogue_;
 };
 AF_REGISTER_KERNEL(KernelDefBuilder("Conv2D").Device(DEVICE_CPU).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
+                   ConvOp<ConvKind::kForward>);
+AF_REGISTER_KERNEL(KernelDefBuilder("_FusedConv2D").Device(DEVICE_CPU).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
                    ConvOp<ConvKind::kForward>);
 AF_REGISTER_KERNEL(KernelDefBuilder("Conv2DBackpropInput").Device(DEVICE_CPU).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE}),
                    ConvOp<ConvKind::kInput>);
