@@ -4,9 +4,12 @@
 // (graph/remapper.hpp); the peer is PyTorch's conv2d / conv2d_input /
 // conv2d_weight / max_pool2d and relu_(conv2d(x, w, bias)) on the same shapes
 // (bench/peer_torch_conv.py, run beside it by bench/run_all.sh).
+// AF_BENCH_REMAPPING=1 measures instead the layer's forward pass with the
+// fusion on and off, in one process (bench::MeasureAbba, 15 rounds).
 // Threads: ACTORFLOW_NUM_THREADS (default: cores).
 //   bench_conv
 // One JSON line per (pass, layer): the median ms of a step.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -60,6 +63,22 @@ int main() {
     const std::string params = "\"batch\":" + std::to_string(l.batch) + ",\"size\":" + std::to_string(l.size) +
                                ",\"in\":" + std::to_string(l.in_c) + ",\"out\":" + std::to_string(l.out_c) +
                                ",\"threads\":" + std::to_string(threads) + ",\"impl\":\"actorflow\"";
+    if (std::getenv("AF_BENCH_REMAPPING") != nullptr) {
+      SessionOptions off;
+      off.graph_options.do_remapping = false;
+      Session unfused(off);
+      if (!unfused.Create(def).ok()) return 1;
+      const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", xv}, {"w", wv}, {"bias", biasv}};
+      std::vector<Tensor> out;
+      bool ok = true;
+      const auto [fused, plain] = bench::MeasureAbba(
+          15, 10, [&] { ok = ok && session.Run(feeds, {"forward_bias_relu"}, {}, &out).ok(); },
+          [&] { ok = ok && unfused.Run(feeds, {"forward_bias_relu"}, {}, &out).ok(); });
+      if (!ok) return 1;
+      bench::Print("conv2d_forward_bias_relu", params + ",\"remapping\":true", "time", "ms", fused, 1e3);
+      bench::Print("conv2d_forward_bias_relu", params + ",\"remapping\":false", "time", "ms", plain, 1e3);
+      continue;
+    }
     for (const char* pass : {"forward", "forward_bias_relu", "backprop_input", "backprop_filter", "maxpool"}) {
       std::vector<std::pair<std::string, Tensor>> feeds;
       const std::string p = pass;

@@ -8,9 +8,8 @@
 // adds, per figure, where one traced step's time went (trace_summary.hpp).
 // AF_BENCH_REMAPPING=1 measures instead, in one process, the same steps with
 // MatMul+BiasAdd+Relu fusion (graph/remapper.hpp) on and off: two sessions'
-// blocks interleaved in the order on, off, off, on each round (the
-// machine's spells and the order hit both alike), 21 rounds; each row's
-// median is the mean of its two positions' medians.
+// blocks interleaved in the order on, off, off, on each round, 21 rounds
+// (bench::MeasureAbba).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -83,14 +82,9 @@ void Measure(bool mlp, int batch) {
     Session unfused(off);
     Check(unfused.Create(def));
     auto step_off = [&] { Check(unfused.Run({{"x", xv}, {"y", yv}}, {}, {train.name()}, &out)); };
-    auto s = bench::MeasureInterleaved(21, block, {step, step_off, step_off, step});
-    for (int on : {1, 0}) {
-      const bench::Stats& a = s[on ? 0 : 1];
-      const bench::Stats& b = s[on ? 3 : 2];
-      const bench::Stats both{(a.median + b.median) / 2, std::min(a.min, b.min), std::max(a.max, b.max), a.reps + b.reps};
-      bench::Print("train_step", params + ",\"remapping\":" + (on ? "true" : "false"), "throughput", "examples/s",
-                   both, batch, true);
-    }
+    const auto [fused, plain] = bench::MeasureAbba(21, block, step, step_off);
+    bench::Print("train_step", params + ",\"remapping\":true", "throughput", "examples/s", fused, batch, true);
+    bench::Print("train_step", params + ",\"remapping\":false", "throughput", "examples/s", plain, batch, true);
     return;
   }
   auto stats = bench::MeasureInterleaved(9, block, {step});

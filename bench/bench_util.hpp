@@ -148,6 +148,19 @@ inline std::vector<Stats> MeasureInterleaved(int rounds, int block, const std::v
   return SortedStats(&t);
 }
 
+/// Two variants of one piece of work (`a`, `b`: an optimization on and off)
+/// in one process: blocks in the order a, b, b, a each round, so the
+/// machine's spells and the position in the round hit both alike. Each
+/// result's median is the mean of its two positions' medians.
+inline std::pair<Stats, Stats> MeasureAbba(int rounds, int block, const std::function<void()>& a,
+                                           const std::function<void()>& b) {
+  const std::vector<Stats> s = MeasureInterleaved(rounds, block, {a, b, b, a});
+  auto both = [](const Stats& x, const Stats& y) {
+    return Stats{(x.median + y.median) / 2, std::min(x.min, y.min), std::max(x.max, y.max), x.reps + y.reps};
+  };
+  return {both(s[0], s[3]), both(s[1], s[2])};
+}
+
 /// As MeasureInterleaved, but every call is one sample (latency percentiles):
 /// `rounds` rounds of `block` calls of each fn in turn, after a warm-up block.
 /// Blocks rather than single calls alternate, with a pause of `settle_ms`
