@@ -23,7 +23,9 @@ bool Known2d(const Node* n, int port, const StaticShapes& shapes) {
 }
 
 double NodeCost(const Node* n, const StaticShapes& shapes) {
-  const Edge* a = n->type_string() == "MatMul" ? n->input_edge(0) : nullptr;
+  // A _FusedMatMul (graph/remapper.hpp) costs its product; the bias and activation are in the noise.
+  const bool product = n->type_string() == "MatMul" || n->type_string() == "_FusedMatMul";
+  const Edge* a = product ? n->input_edge(0) : nullptr;
   if (a && Known2d(n, 0, shapes) && Known2d(a->src, a->src_output, shapes)) {
     bool ta = false;
     GetNodeAttr(n->def(), "transpose_a", &ta);

@@ -1,5 +1,5 @@
 // A static estimate of what each node costs, before any step has measured it:
-// a MatMul by its flops (~50 GFLOP/s), anything else 1 us plus its output
+// a MatMul (or _FusedMatMul) by its flops (~50 GFLOP/s), anything else 1 us plus its output
 // bytes at ~2 GB/s, from the graph's static shapes (unknown dims count as 1,
 // unknown shapes as 0 bytes). The placer's cost model starts from it; the
 // Recv scheduler uses it for start times.

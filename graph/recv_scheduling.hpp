@@ -38,7 +38,7 @@ enum class RecvCostEstimate {
   /// Placeholder, NoOp): 0.
   kUnit,
   /// Microseconds, the placer's static estimate from the shapes inferred over
-  /// the partition: MatMul at ~50 GFLOP/s, any other node 1 + its output
+  /// the partition: MatMul (_FusedMatMul) at ~50 GFLOP/s, any other node 1 + its output
   /// bytes at ~2 GB/s (1 where its shapes are unknown).
   kStatic,
 };
