@@ -8,6 +8,7 @@
 #include "actorflow/core/dtypes.hpp"
 #include "actorflow/devices/device_name.hpp"
 #include "actorflow/ops/attrs.hpp"
+#include "actorflow/ops/op_registry.hpp"
 
 namespace actorflow {
 
@@ -65,7 +66,9 @@ bool FindChain(Node* n, Chain* chain) {
   return true;
 }
 
-Status Fuse(Graph* g, const Chain& chain) {
+// Fuses `chain`; `*done` says whether it did.
+Status Fuse(Graph* g, const Chain& chain, bool* done) {
+  *done = false;
   Node* last = chain.activation ? chain.activation : chain.bias_add;
   const std::vector<Node*> members =
       chain.activation ? std::vector<Node*>{chain.head, chain.bias_add, chain.activation}
@@ -75,9 +78,13 @@ Status Fuse(Graph* g, const Chain& chain) {
   def.set_op(chain.head->type_string() == "MatMul" ? "_FusedMatMul" : "_FusedConv2D");
   def.set_device(last->requested_device());
   auto& attr = *def.mutable_attr();
-  // The head's own attrs (T, transposes; strides, padding, data_format...), but not its colocation.
+  // The head's op attrs (T, transposes; strides, padding, data_format...);
+  // the internal ones ("_wire_compression", read where the output is sent)
+  // from the last node, whose outputs the fused node sends; no colocation.
   for (const auto& [name, value] : chain.head->def().attr())
-    if (name != "_class") attr[name] = value;
+    if (name[0] != '_') attr[name] = value;
+  for (const auto& [name, value] : last->def().attr())
+    if (name[0] == '_' && name != "_class") attr[name] = value;
   attr["num_args"] = AttrInt(1);
   std::vector<std::string> fused_ops{"BiasAdd"};
   if (chain.activation) fused_ops.push_back(chain.activation->type_string());
@@ -86,6 +93,12 @@ Status Fuse(Graph* g, const Chain& chain) {
   if (chain.activation && chain.activation->type_string() == "LeakyRelu")
     AF_RETURN_IF_ERROR(GetNodeAttr(chain.activation->def(), "alpha", &alpha));
   attr["leakyrelu_alpha"] = AttrFloat(alpha);
+  // Checked before anything is removed: a fused node that would not be
+  // valid (an attr out of the fused op's range) leaves its chain as it is.
+  const OpRegistration* reg = OpRegistry::Global()->Find(def.op());
+  proto::NodeDef checked = def;
+  if (reg) AddDefaultsToNodeDef(reg->op_def, &checked);
+  if (!reg || !ValidateNodeAttrs(checked, reg->op_def).ok()) return Status::OK();
 
   // What the fused node takes over, recorded before the members go.
   struct Source {
@@ -118,6 +131,7 @@ Status Fuse(Graph* g, const Chain& chain) {
     if (c.input == kControlSlot) g->AddControlEdge(fused, c.node);
     else g->AddEdge(fused, 0, c.node, c.input);
   }
+  *done = true;
   return Status::OK();
 }
 
@@ -135,8 +149,9 @@ Status FuseMatMulChains(Graph* g, int* num_fused) {
   // fusing one leaves the others as they were found.
   for (const Chain& chain : chains) {
     const std::string what = "fusing " + chain.head->name() + " and its BiasAdd";
-    AF_RETURN_IF_ERROR(Fuse(g, chain).WithContext(what));
-    if (num_fused) ++*num_fused;
+    bool done = false;
+    AF_RETURN_IF_ERROR(Fuse(g, chain, &done).WithContext(what));
+    if (num_fused && done) ++*num_fused;
   }
   return Status::OK();
 }

@@ -12,8 +12,10 @@
 // node's first input, and no control consumers: an intermediate that is
 // fetched, read by another node (a gradient reading a pre-activation), or
 // waited on stays as it was, and so does its chain. The fused node takes the
-// last node's name (fetches and step stats name it as before), its
-// consumers, data and control, and the control inputs of the whole chain.
+// last node's name (fetches name it as before; step stats and the placer's
+// measured costs then give the whole chain's time under that name), its
+// consumers, data and control, the control inputs of the whole chain, the
+// head's op attrs and the last node's internal ones ("_wire_compression").
 // Since an intermediate's only path onward runs through the chain, fusing
 // cannot make a cycle.
 //

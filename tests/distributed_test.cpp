@@ -218,7 +218,8 @@ TEST_CASE("distributed: a FIFO queue on a ps task filled by one worker process a
 
 // The session's graph options reach a remote master (MasterCreateSessionRequest):
 // kEverywhere fuses two updates placed on a ps task's CPU; the default does not.
-TEST_CASE("distributed: a remote session takes the client's optimizer-update fusion option", "[distributed]") {
+// And do_remapping: a MatMul -> BiasAdd -> Relu there becomes a _FusedMatMul or stays.
+TEST_CASE("distributed: a remote session takes the client's fusion options", "[distributed]") {
   Cluster c;
   Scope root = Scope::NewRootScope().WithDevice(kPs0);
   auto lr = ops::Const(root.WithOpName("lr"), 0.5f);
@@ -230,11 +231,16 @@ TEST_CASE("distributed: a remote session takes the client's optimizer-update fus
   }
   ops::NoOp(root.WithOpName("init").WithControlDependencies(inits));
   ops::NoOp(root.WithOpName("train").WithControlDependencies(applies));
+  auto x = ops::Placeholder(root.WithOpName("x_remote"), DT_FLOAT);
+  ops::Relu(root.WithOpName("relu_remote"),
+            ops::BiasAdd(root, ops::MatMul(root, x, ops::Const(root, {{1.f, -1.f}, {2.f, 0.f}})), ops::Const(root, {1.f, 0.f})));
   for (FuseUpdates mode : {FuseUpdates::kEverywhere, FuseUpdates::kOnGpus}) {
+    const bool remap = mode == FuseUpdates::kOnGpus;  // each option away from its default once
     SessionOptions remote;
     remote.target = "actorflow://127.0.0.1:" + std::to_string(c.processes.task("ps", 0).port);  // ps 0's master
     remote.device_find_timeout_ms = 10000;
     remote.graph_options.fuse_optimizer_updates = mode;
+    remote.graph_options.do_remapping = remap;
     Session session(remote);
     REQUIRE(session.Create(ToDef(root)).ok());
     RunOk(&session, {}, {}, {"init"});
@@ -242,17 +248,21 @@ TEST_CASE("distributed: a remote session takes the client's optimizer-update fus
     ro.timeout_in_ms = 15000;
     ro.trace_level = TraceLevel::kSoftwareTrace;
     RunMetadata md;
-    std::vector<Tensor> none;
-    const Status s = session.Run(ro, {}, {}, {"train"}, &none, &md);
+    std::vector<Tensor> out;
+    const Status s = session.Run(ro, {{"x_remote", test::MakeTensor<float>({1.f, 1.f}, TensorShape{1, 2})}}, {"relu_remote"},
+                                 {"train"}, &out, &md);
     INFO(s.ToString());
     REQUIRE(s.ok());
-    int fused = 0, separate = 0;
+    int fused = 0, separate = 0, fused_matmuls = 0;
     for (const NodeExecStats& st : md.step_stats) {
       fused += st.op == "_FusedApplyGradientDescent";
       separate += st.op == "ApplyGradientDescent";
+      fused_matmuls += st.op == "_FusedMatMul";
     }
     CHECK(fused == (mode == FuseUpdates::kEverywhere ? 1 : 0));
     CHECK(separate == (mode == FuseUpdates::kEverywhere ? 0 : 2));
+    CHECK(fused_matmuls == (remap ? 1 : 0));
+    REQUIRE(test::Values<float>(out[0]) == std::vector<float>{4.f, 0.f});  // [3, -1] + [1, 0], then Relu
     CHECK(session.Close().ok());
   }
 }

@@ -666,7 +666,9 @@ TEST_CASE("every registered op has a gradient registration, and every gradient f
     REQUIRE(OpRegistry::Global()->Find(op) != nullptr);  // no registration for a misspelt op
     // The control-flow primitives' functions refuse (control_flow_test checks that).
     // Nor do batch normalization's gradient ops (second derivatives): the case below checks that.
-    const bool refuses = IsControlFlowOp(op) || op.rfind("FusedBatchNormGrad", 0) == 0;
+    // Nor do graph optimization's fused ops (remapper_test checks _FusedMatMul's refusal).
+    const bool refuses = IsControlFlowOp(op) || op.rfind("FusedBatchNormGrad", 0) == 0 || op == "_FusedMatMul" ||
+                         op == "_FusedConv2D";
     // Reads of resource variables need a variable assigned first, which these
     // tables (pure functions of their inputs) cannot: resource_variables_test
     // checks those gradients against hand-computed values.

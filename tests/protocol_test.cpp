@@ -230,6 +230,9 @@ TEST_CASE("every registered message type round-trips through a real connection")
   echo.RoundTrip("actorflow::PingResponse", PingResponse{99});
   echo.RoundTrip("actorflow::ShutdownRequest", ShutdownRequest{"done"});
   echo.RoundTrip("actorflow::MasterCreateSessionRequest", MasterCreateSessionRequest{"\x0a\x03node", anyone, 2, true, true, false, false});
+  // Every GraphOptions field away from its default (fuse_optimizer_updates, capture_gpu_steps, do_remapping).
+  echo.RoundTrip("actorflow::MasterCreateSessionRequest",
+                 MasterCreateSessionRequest{"", anyone, 0, false, false, true, true, 2, false, false});
   echo.RoundTrip("actorflow::MasterCreateSessionResponse", MasterCreateSessionResponse{Error(), anyone});
   echo.RoundTrip("actorflow::MasterExtendRequest", MasterExtendRequest{"\x0a\x03more"});
   MasterRunRequest mrun;

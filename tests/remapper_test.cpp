@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <set>
 
+#include "actorflow/client/gradients/gradients.hpp"
 #include "actorflow/client/ops/cc_ops.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
@@ -72,14 +74,21 @@ TEST_CASE("remapper: MatMul -> BiasAdd -> Relu becomes one _FusedMatMul named as
   auto w = ops::Placeholder(root.WithOpName("w"), DT_FLOAT);
   auto b = ops::Placeholder(root.WithOpName("b"), DT_FLOAT);
   auto before = ops::NoOp(root.WithOpName("before"));
+  auto before_ba = ops::NoOp(root.WithOpName("before_ba"));
+  auto before_relu = ops::NoOp(root.WithOpName("before_relu"));
   auto mm = ops::MatMul(root.WithOpName("mm").WithControlDependencies({before}), x, w, false, true);
-  auto ba = ops::BiasAdd(root.WithOpName("ba"), mm, b);
-  auto relu = ops::Relu(root.WithOpName("relu"), ba);
+  auto ba = ops::BiasAdd(root.WithOpName("ba").WithControlDependencies({before_ba}), mm, b);
+  auto relu = ops::Relu(root.WithOpName("relu").WithControlDependencies({before_relu}), ba);
   ops::Identity(root.WithOpName("out"), relu);
   ops::NoOp(root.WithOpName("after").WithControlDependencies({relu.op()}));
   REQUIRE(root.ok());
   Graph* g = root.graph();
   AssignAll(g, kCpu);
+  // Internal attrs come from the node whose output the fused node sends (partitioning reads
+  // _wire_compression there), none from the others.
+  (*g->FindNode("relu")->mutable_def()->mutable_attr())["_wire_compression"] = AttrString("truncate16");
+  (*g->FindNode("mm")->mutable_def()->mutable_attr())["_wire_compression"] = AttrString("none");
+  (*g->FindNode("mm")->mutable_def()->mutable_attr())["_class"] = AttrStringList({"loc:@w"});
   int fused = -1;
   REQUIRE(FuseMatMulChains(g, &fused).ok());
   REQUIRE(fused == 1);
@@ -98,11 +107,17 @@ TEST_CASE("remapper: MatMul -> BiasAdd -> Relu becomes one _FusedMatMul named as
   REQUIRE(f->input_edge(0)->src->name() == "x");
   REQUIRE(f->input_edge(1)->src->name() == "w");
   REQUIRE(f->input_edge(2)->src->name() == "b");
-  // The chain's control input and the Relu's consumers, data and control.
-  bool control_in = false, control_out = false;
-  for (const Edge* e : f->in_edges()) control_in |= e->IsControlEdge() && e->src->name() == "before";
+  std::string compression;
+  REQUIRE(GetNodeAttr(f->def(), "_wire_compression", &compression).ok());
+  REQUIRE(compression == "truncate16");
+  REQUIRE(!HasNodeAttr(f->def(), "_class"));
+  // Every member's control inputs, once each, and the Relu's consumers, data and control.
+  std::multiset<std::string> control_in;
+  bool control_out = false;
+  for (const Edge* e : f->in_edges())
+    if (e->IsControlEdge()) control_in.insert(e->src->name());
   for (const Edge* e : f->out_edges()) control_out |= e->IsControlEdge() && e->dst->name() == "after";
-  REQUIRE(control_in);
+  REQUIRE(control_in == std::multiset<std::string>{"before", "before_ba", "before_relu"});
   REQUIRE(control_out);
   REQUIRE(g->FindNode("out")->input_edge(0)->src == f);
 }
@@ -144,6 +159,14 @@ TEST_CASE("remapper: a chain stops where an intermediate has another reader, a c
     REQUIRE(g->FindNode("ba5")->type_string() == "_FusedMatMul");
     REQUIRE(g->FindNode("tanh5")->type_string() == "Tanh");
   }
+  SECTION("across two CPU devices nothing fuses") {
+    g->FindNode("ba5")->set_assigned_device(kCpu1);
+    int fused = -1;
+    REQUIRE(FuseMatMulChains(g, &fused).ok());
+    REQUIRE(fused == 1);  // mm1 + ba1 only
+    REQUIRE(g->FindNode("mm5")->type_string() == "MatMul");
+    REQUIRE(g->FindNode("ba5")->type_string() == "BiasAdd");
+  }
   SECTION("on a GPU, or with the BiasAdd on another device, nothing fuses") {
     AssignAll(g, kGpu);
     g->FindNode("ba5")->set_assigned_device(kCpu);
@@ -164,7 +187,7 @@ TEST_CASE("remapper: a session's fused products equal the separate nodes' bit fo
   };
   // Inline (< 1 MFLOP), one pool job, rows sharded, columns sharded (m small,
   // n large), transposed operands, and Eigen's parallel contraction (>= 4 GFLOP).
-  const std::vector<Case> cases = {{3, 5, 7, false, false},      {64, 96, 80, true, false},
+  const std::vector<Case> cases = {{3, 5, 7, false, false},      {64, 128, 80, true, false},
                                    {256, 784, 256, false, false}, {4, 1024, 2048, false, true},
                                    {96, 200, 300, true, true},    {1024, 1024, 2048, false, false}};
   const std::vector<std::string> activations = {"", "Relu", "Relu6", "LeakyRelu"};
@@ -275,6 +298,20 @@ TEST_CASE("remapper: a TensorFlow GraphDef's _FusedMatMul runs; unsupported fuse
   INFO(s.ToString());
   REQUIRE(s.code() == Code::kUnimplemented);
   REQUIRE(s.message().find("BiasAdd, Sigmoid") != std::string::npos);
+
+  // Differentiating through it refuses, naming it, as TensorFlow's has no gradient either.
+  std::string t = text;
+  t.replace(t.find("FUSED"), 5, "Relu");
+  proto::GraphDef def;
+  REQUIRE(ParseGraphDefText(t, &def).ok());
+  Scope root = Scope::NewRootScope();
+  REQUIRE(root.ImportGraphDef(def).ok());
+  OutputList grads;
+  s = AddSymbolicGradients(root, {Output(root.graph()->FindNode("f"), 0)}, {Output(root.graph()->FindNode("w"), 0)},
+                           &grads);
+  INFO(s.ToString());
+  REQUIRE(s.code() == Code::kUnimplemented);
+  REQUIRE(s.message().find("'f' (op '_FusedMatMul')") != std::string::npos);
 }
 
 TEST_CASE("remapper: Conv2D -> BiasAdd -> Relu6 becomes one _FusedConv2D with the convolution's attrs; NCHW stays") {

@@ -1,7 +1,8 @@
 // Gradients of the neural-network ops: Relu, BiasAdd, Softmax, LogSoftmax and
 // the softmax cross entropies, and of their backprop ops (ReluGrad,
 // BiasAddGrad). TensorFlow's formulas (tensorflow/cc/gradients/nn_grad.cc,
-// python/ops/nn_grad.py). The softmax ops work on the last dimension.
+// python/ops/nn_grad.py). The softmax ops work on the last dimension. The
+// fused ops of graph optimization refuse (below).
 #include "actorflow/client/gradients/grad_helpers.hpp"
 #include "actorflow/client/gradients/gradients.hpp"
 
@@ -117,6 +118,18 @@ Status SparseSoftmaxCrossEntropyWithLogitsGrad(const Scope& scope, const Operati
   return scope.status();
 }
 AF_REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyWithLogitsGrad);
+
+// _FusedMatMul and _FusedConv2D are made by graph optimization
+// (graph/remapper.hpp) from graphs whose gradients are built already; a
+// GraphDef that carries them (TensorFlow's grappler output) is not
+// differentiated through them, as TensorFlow's are not: they refuse, saying so.
+Status FusedOpGrad(const Scope&, const Operation& op, const std::vector<Output>&, std::vector<Output>*) {
+  return errors::Unimplemented("no gradient for '", op.node()->name(), "' (op '", op.node()->type_string(),
+                               "'): fused ops are made by graph optimization; differentiate the graph with its "
+                               "MatMul or Conv2D, BiasAdd and activation");
+}
+AF_REGISTER_GRADIENT("_FusedMatMul", FusedOpGrad);
+AF_REGISTER_GRADIENT("_FusedConv2D", FusedOpGrad);
 
 }  // namespace
 }  // namespace actorflow

@@ -62,8 +62,6 @@ AF_REGISTER_OP("_FusedMatMul")
     .Doc("MatMul followed by fused_ops in order, each taking the previous result as its first input: "
          "[\"BiasAdd\"], optionally followed by \"Relu\", \"Relu6\", \"LeakyRelu\" or \"Elu\"; the bias is args[0]. "
          "Made by graph optimization (graph/remapper.hpp), not written by hand.");
-// Made from graphs whose gradients are already built, as TensorFlow's is.
-AF_REGISTER_NO_GRADIENT("_FusedMatMul");
 
 // Eigen's thread pool interface over the process's compute pool.
 class EigenPool final : public Eigen::ThreadPoolInterface {

@@ -302,8 +302,6 @@ AF_REGISTER_OP("_FusedConv2D")
     .SetShapeFn(Conv2DShape)
     .Doc("Conv2D followed by fused_ops in order: [\"BiasAdd\"], optionally followed by \"Relu\", \"Relu6\", "
          "\"LeakyRelu\" or \"Elu\"; the bias is args[0]. Made by graph optimization (graph/remapper.hpp).");
-// Made from graphs whose gradients are already built, as TensorFlow's is.
-AF_REGISTER_NO_GRADIENT("_FusedConv2D");
 
 enum class ConvKind { kForward, kInput, kFilter };
 
