@@ -10,7 +10,6 @@
 // MatMul+BiasAdd+Relu fusion (graph/remapper.hpp) on and off: two sessions'
 // blocks interleaved in the order on, off, off, on each round, 21 rounds
 // (bench::MeasureAbba).
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
