@@ -1,5 +1,6 @@
 #include "actorflow/actors/client_channel.hpp"
 
+#include "actorflow/actors/device/device_actor.hpp"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/net/worker_service.hpp"
@@ -184,6 +185,11 @@ Status ClientChannel::DeliverHere(const caf::actor& dest, caf::message_id mid, c
     t_starting = outer;
     if (!delivered) return errors::ResourceExhausted("no memory to send a request to ", to_string(dest->address()));
   }
+  WatchUnlessReady(dest);
+  return Status::OK();
+}
+
+void ClientChannel::WatchUnlessReady(const caf::actor& dest) {
   // Monitored only when the answer is not there by the time the inline run
   // returns (a short step's usually is: no monitor to attach and detach);
   // a callee that ended before is reported at once by CAF's monitor.
@@ -192,7 +198,6 @@ Status ClientChannel::DeliverHere(const caf::actor& dest, caf::message_id mid, c
     Companion(companion_)->monitor(dest);
     monitored_ = true;
   }
-  return Status::OK();
 }
 
 Status ClientChannel::StartHere(const caf::actor& dest, caf::message msg, std::shared_ptr<ReplyNotifier> notifier) {
@@ -208,8 +213,22 @@ Status ClientChannel::StartHereStep(const caf::actor& dest, RunStepRequest&& req
   if (!RunsHere(dest)) return Start(dest, caf::make_message(std::move(req)), std::move(notifier));
   req.reply_token = Arm(dest, std::move(notifier), /*monitor=*/false).response_id().integer_value();
   req.reply_sink = slot_;
-  // A plain message: the answer comes through the sink (a request would
-  // also get CAF's empty reply to a handler that returns nothing).
+  // An idle device actor runs the step as a turn on this thread, with no
+  // message (RunStepHere); a busy one gets a plain message: the answer comes
+  // through the sink either way (a request would also get CAF's empty reply
+  // to a handler that returns nothing).
+  bool ran;
+  {
+    ClientDeliveryScope client;
+    const void* outer = t_starting;
+    t_starting = slot_.get();
+    ran = RunStepHere(pool_, dest, req);
+    t_starting = outer;
+  }
+  if (ran) {
+    WatchUnlessReady(dest);
+    return Status::OK();
+  }
   return DeliverHere(dest, caf::make_message_id(), caf::make_message(std::move(req)));
 }
 

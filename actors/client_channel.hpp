@@ -4,7 +4,8 @@
 // The channel is a CAF actor_companion: a real actor address that the callee
 // answers like any requester, but whose mailbox hands each message straight to
 // a callback instead of scheduling it (a local device actor answers a step
-// started by StartHereStep by calling the channel instead: no message). The
+// started by StartHereStep by calling the channel instead, and an idle one
+// even starts it with no message: RunStepHere). The
 // callback stores the reply and wakes the caller, who spins briefly (a step often ends within microseconds) and
 // then sleeps on a condition variable. One request at a time per channel;
 // ChannelPool keeps channels for reuse across calls and threads.
@@ -73,7 +74,9 @@ class ClientChannel {
   /// StartHere for a step of a local device actor: the request names this
   /// channel as its StepReplySink (net/worker_service.hpp), so the device
   /// answers by a call, not a reply message (after Wait, TakeStepResponse
-  /// gives it). Where StartHere would fall back to Start,
+  /// gives it). An idle device actor runs the step as a turn on this thread
+  /// with no message at all (RunStepHere); a busy one gets it as a message,
+  /// delivered inline. Where StartHere would fall back to Start,
   /// sent as Start sends it (a request answered by message).
   Status StartHereStep(const caf::actor& dest, RunStepRequest&& req, std::shared_ptr<ReplyNotifier> notifier = nullptr);
   /// The function that hands a channel its answer (StartVia).
@@ -113,6 +116,8 @@ class ClientChannel {
   // StartHere's second half, once armed: delivers and runs `msg` here, then
   // monitors `dest` if its answer is not there yet.
   Status DeliverHere(const caf::actor& dest, caf::message_id mid, caf::message msg);
+  // Monitors `dest`, the callee of a request run inline, unless its answer came already.
+  void WatchUnlessReady(const caf::actor& dest);
   std::shared_ptr<Slot> slot_;  // shared with the companion's callback
   caf::strong_actor_ptr companion_;
   ComputePool* pool_;                // or null

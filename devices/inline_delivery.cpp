@@ -5,6 +5,7 @@
 #include <caf/execution_unit.hpp>
 #include <caf/mailbox_element.hpp>
 #include <caf/resumable.hpp>
+#include <caf/scheduled_actor.hpp>
 
 #include <array>
 #include <chrono>
@@ -104,6 +105,29 @@ struct InlineThread {
 };
 thread_local InlineThread t_inline{nullptr, false};
 
+// This thread's unit, made on its first delivery (null when there is no
+// memory for it).
+InlineUnit* ThreadUnit(InlineThread& t, caf::actor_system& sys) noexcept {
+  try {
+    if (!t.unit) {
+      t_owned = std::make_unique<InlineUnit>(&sys);
+      t.unit = t_owned.get();
+    }
+  } catch (...) {
+    t.unit = nullptr;
+  }
+  return t.unit;
+}
+
+// Runs what a delivery made runnable, ends the run, then its after-run functions.
+void FinishRun(InlineUnit* unit) noexcept {
+  unit->Drain();
+  unit->running = false;
+  std::vector<std::function<void()>> after;
+  after.swap(unit->after);
+  for (auto& fn : after) fn();
+}
+
 }  // namespace
 
 bool InInlineDelivery() {
@@ -123,15 +147,7 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
                    caf::message msg) noexcept {
   if (!dest) return false;
   InlineThread& t = t_inline;
-  try {
-    if (!t.unit) {
-      t_owned = std::make_unique<InlineUnit>(&dest->home_system());
-      t.unit = t_owned.get();
-    }
-  } catch (...) {
-    t.unit = nullptr;
-  }
-  InlineUnit* const t_unit = t.unit;
+  InlineUnit* const t_unit = ThreadUnit(t, dest->home_system());
   caf::mailbox_element_ptr element;
   try {
     element = caf::make_mailbox_element(std::move(sender), mid, {}, std::move(msg));
@@ -163,12 +179,39 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
   } catch (...) {  // CAF's enqueue failed for memory
     delivered = false;
   }
-  t_unit->Drain();
-  t_unit->running = false;
-  std::vector<std::function<void()>> after;
-  after.swap(t_unit->after);
-  for (auto& fn : after) fn();
+  FinishRun(t_unit);
   return delivered;
+}
+
+bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(void*), void* arg) noexcept {
+  if (!actor) return false;
+  InlineThread& t = t_inline;
+  InlineUnit* const t_unit = ThreadUnit(t, actor->home_system());
+  if (!t_unit || t_unit->running || &t_unit->system() != &actor->home_system()) return false;
+  // Idle: blocked, with nothing cached. Taking it out of that state is what
+  // makes this thread the actor's only runner (an enqueue that finds it
+  // unblocked only queues); a closed mailbox (the actor ended) stays closed.
+  if (!actor->mailbox().try_unblock()) return false;
+  t_unit->Reset(pool, t.client);
+  t_unit->running = true;
+  // An actor blocks only after its first turn (which initializes it) and is
+  // never blocked again once it quits (its mailbox closes in that turn).
+  const bool alive =
+      actor->getf(caf::abstract_actor::is_initialized_flag) &&
+      !actor->getf(caf::abstract_actor::is_shutting_down_flag | caf::abstract_actor::is_terminated_flag);
+  if (alive) {
+    actor->context(t_unit);
+    actor->current_mailbox_element(nullptr);  // the last turn's message is gone
+    turn(arg);
+  }
+  // Messages that came meanwhile (the turn's own resumes and completions):
+  // the actor runs on, as a message arriving now would make it.
+  if (!actor->mailbox().try_block()) {
+    caf::intrusive_ptr_add_ref(actor->ctrl());
+    t_unit->exec_later(actor);
+  }
+  FinishRun(t_unit);
+  return alive;
 }
 
 void AfterInlineRun(std::function<void()> fn) {

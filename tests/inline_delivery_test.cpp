@@ -2,12 +2,15 @@
 // the calling thread, and the actors that actor wakes in turn; past
 // kInlineTurns turns, or past kInlineTimeBudget, the rest go to the pool's
 // workers; AfterInlineRun's functions run once the turns are over, on the
-// calling thread.
+// calling thread. RunTurnInline runs a turn of an idle actor with no
+// message, alone, and what came meanwhile after it.
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -125,4 +128,161 @@ TEST_CASE("inline delivery: a turn that outlasts the time budget hands every lat
   std::lock_guard<std::mutex> l(seen.mu);
   CHECK(seen.ran[0] == caller);
   for (int i = 1; i < 4; ++i) CHECK(seen.ran[i] != caller);
+}
+
+namespace {
+
+// An actor for RunTurnInline: each int it handles is counted, with the
+// thread it ran on and whether a turn run with no message was under way
+// then; a `false` blocks its handler until `release` (a busy actor); a
+// `true` makes it quit.
+struct TurnProbe {
+  std::mutex mu;
+  std::condition_variable cv;
+  int handled = 0;
+  std::thread::id handled_on;
+  bool during_turn = false;       // a message was handled while a turn ran
+  std::atomic<bool> in_turn{false};
+  bool blocked = false, release = false;
+};
+
+caf::actor SpawnProbe(caf::actor_system& sys, TurnProbe* p) {
+  return sys.spawn([p](caf::event_based_actor* self) -> caf::behavior {
+    return {[p](int) {
+              std::lock_guard<std::mutex> l(p->mu);
+              ++p->handled;
+              p->handled_on = std::this_thread::get_id();
+              if (p->in_turn.load()) p->during_turn = true;
+            },
+            [p, self](bool quit) {
+              if (quit) {
+                self->quit();
+                return;
+              }
+              std::unique_lock<std::mutex> l(p->mu);
+              p->blocked = true;
+              p->cv.notify_all();
+              p->cv.wait(l, [p] { return p->release; });
+            }};
+  });
+}
+
+caf::scheduled_actor* Scheduled(const caf::actor& a) {
+  return dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(a));
+}
+
+// Runs `turn` as a turn of `a` from a fresh thread (one actor system per
+// thread, as RunTurnInline requires), retrying while the actor is still
+// finishing its last turn on a worker (bounded). Returns whether it ran,
+// and the thread it ran on.
+template <class Fn>
+bool TurnFromThread(Runtime& rt, const caf::actor& a, Fn turn, std::thread::id* caller, int tries = 200) {
+  bool ran = false;
+  for (int i = 0; i < tries && !ran; ++i) {
+    std::thread t([&] {
+      *caller = std::this_thread::get_id();
+      ran = RunTurnInline(rt.compute_pool(), Scheduled(a), [](void* f) { (*static_cast<Fn*>(f))(); }, &turn);
+    });
+    t.join();
+    if (!ran) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a retry's pause, orders nothing
+  }
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("run turn inline: an idle actor's turn runs on the caller's thread; what it sends itself runs after, there") {
+  TurnProbe p;  // outlives the runtime's actors
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnProbe(rt.system(), &p);
+  std::thread::id caller, turn_on;
+  int seen_in_turn = -1;
+  const bool ran = TurnFromThread(rt, a,
+                                  [&] {
+                                    turn_on = std::this_thread::get_id();
+                                    {
+                                      std::lock_guard<std::mutex> l(p.mu);
+                                      seen_in_turn = p.handled;
+                                    }
+                                    auto* self = dynamic_cast<caf::event_based_actor*>(Scheduled(a));
+                                    self->send(a, 1);  // queued: the actor is this thread's until the turn ends
+                                  },
+                                  &caller);
+  REQUIRE(ran);
+  CHECK(turn_on == caller);
+  CHECK(seen_in_turn == 0);
+  // Before RunTurnInline returned, the message the turn sent ran on its thread.
+  std::lock_guard<std::mutex> l(p.mu);
+  CHECK(p.handled == 1);
+  CHECK(p.handled_on == caller);
+}
+
+TEST_CASE("run turn inline: a message sent meanwhile waits for the turn's end, never runs beside it") {
+  TurnProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnProbe(rt.system(), &p);
+  std::thread::id caller;
+  bool ran_beside = false;
+  const bool ran = TurnFromThread(rt, a,
+                                  [&] {
+                                    p.in_turn = true;
+                                    std::thread other([&] { caf::anon_send(a, 1); });
+                                    other.join();  // enqueued
+                                    // Were the actor made runnable by that send, a worker would
+                                    // run it now: give it ample time to show (a bound on a
+                                    // violation, orders nothing in a correct run).
+                                    ran_beside = WaitUntil(
+                                        [&] {
+                                          std::lock_guard<std::mutex> l(p.mu);
+                                          return p.handled > 0;
+                                        },
+                                        std::chrono::milliseconds(100));
+                                    p.in_turn = false;
+                                  },
+                                  &caller);
+  REQUIRE(ran);
+  CHECK_FALSE(ran_beside);
+  std::lock_guard<std::mutex> l(p.mu);
+  CHECK(p.handled == 1);  // after the turn, on its thread
+  CHECK(p.handled_on == caller);
+  CHECK_FALSE(p.during_turn);
+}
+
+TEST_CASE("run turn inline: a busy actor or an ended one runs no turn") {
+  TurnProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnProbe(rt.system(), &p);
+  caf::anon_send(a, false);  // its handler holds a worker until released
+  {
+    std::unique_lock<std::mutex> l(p.mu);
+    REQUIRE(p.cv.wait_for(l, std::chrono::seconds(30), [&] { return p.blocked; }));
+  }
+  bool turned = false;
+  std::thread::id caller;
+  CHECK_FALSE(TurnFromThread(rt, a, [&] { turned = true; }, &caller, 1));
+  CHECK_FALSE(turned);
+  {
+    std::lock_guard<std::mutex> l(p.mu);
+    p.release = true;
+  }
+  p.cv.notify_all();
+  // It still works as an actor: the next message is handled.
+  caf::anon_send(a, 1);
+  REQUIRE(WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(p.mu);
+        return p.handled == 1;
+      },
+      std::chrono::seconds(30)));
+  // Ended: its mailbox is closed for good.
+  {
+    caf::scoped_actor self{rt.system()};
+    self->monitor(a);
+    self->send(a, true);
+    bool down = false;
+    self->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::seconds(30)) >> [] {});
+    REQUIRE(down);
+  }
+  CHECK_FALSE(TurnFromThread(rt, a, [&] { turned = true; }, &caller, 1));
+  CHECK_FALSE(turned);
 }

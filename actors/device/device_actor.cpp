@@ -19,6 +19,7 @@
 #include "actorflow/core/proto/graph.pb.h"
 #include "actorflow/devices/compute_pool.hpp"
 #include "actorflow/devices/device.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/graph/graph.hpp"
 #include "actorflow/graph/graph_def_io.hpp"
 #include "actorflow/net/protocol.hpp"
@@ -364,6 +365,25 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
 }
 
 }  // namespace
+
+bool RunStepHere(ComputePool* pool, const caf::actor& device, RunStepRequest& req) noexcept {
+  if (!device || !req.reply_sink) return false;
+  auto* self = dynamic_cast<DeviceActor*>(caf::actor_cast<caf::abstract_actor*>(device));
+  if (!self) return false;
+  struct Turn {
+    DeviceActor* self;
+    RunStepRequest* req;
+  } turn{self, &req};
+  // The RunStepRequest handler's body (DeviceActorBehavior).
+  return RunTurnInline(
+      pool, self,
+      [](void* arg) {
+        auto* t = static_cast<Turn*>(arg);
+        Executor::RunningScope running(t->self->state.executor.get(), t->self->context());
+        RunStep(t->self, *t->req);
+      },
+      &turn);
+}
 
 caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container, caf::actor rendezvous,
                             CollectiveAccess* collectives) {

@@ -20,7 +20,9 @@
 namespace actorflow {
 
 class CollectiveAccess;
+class ComputePool;
 class Device;
+struct RunStepRequest;
 
 /// Spawns the actor executing partitions on `device` (which must outlive it);
 /// its kernels reach variables through `container` and other partitions
@@ -28,5 +30,13 @@ class Device;
 /// `collectives` (the process's; none: collective ops fail).
 caf::actor SpawnDeviceActor(caf::actor_system& sys, Device* device, caf::actor container = caf::actor(),
                             caf::actor rendezvous = caf::actor(), CollectiveAccess* collectives = nullptr);
+
+/// Starts `req` on `device` (a device actor of this process, spawned above)
+/// as a turn of that actor on this thread, with no message
+/// (RunTurnInline): what a message to it would do, less the message's cost.
+/// Only for a request answered through its reply_sink, and only when the
+/// actor is idle; false, with `req` untouched, otherwise (the caller sends
+/// it as a message). `pool`: where what the turn wakes goes past its budget.
+bool RunStepHere(ComputePool* pool, const caf::actor& device, RunStepRequest& req) noexcept;
 
 }  // namespace actorflow
