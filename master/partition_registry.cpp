@@ -84,6 +84,7 @@ Status PartitionRegistry::Register(std::vector<GraphPartition>& partitions, Exec
       exe->participants.push_back(task->status.rendezvous);
     Executable::Part p;
     p.device = part.device;
+    p.on_gpu = part.device.find("/device:GPU:") != std::string::npos;
     p.session = tr.session;
     p.arg_indices = part.arg_indices;
     p.retval_indices = part.retval_indices;

@@ -37,6 +37,7 @@ struct Executable {
   // One partition per device the signature runs on.
   struct Part {
     std::string device;     // full name
+    bool on_gpu = false;    // a GPU's (known once: not looked for in the name each step)
     caf::actor session;     // the worker session of its task (a proxy when remote)
     uint64_t graph_handle = 0;  // the worker session's handle
     // A partition of this process: its device actor and that actor's handle,

@@ -122,8 +122,6 @@ bool Remote(Runtime* runtime, const ClusterView* view, const Executable::Part& p
   return task && !task->local;
 }
 
-// Whether `part` runs on a GPU (its device's full name, as registered).
-bool OnGpu(const Executable::Part& part) { return part.device.find("/device:GPU:") != std::string::npos; }
 
 // Starts `part`'s step on `ch`: a partition in another process over the
 // tensor transport (actors/step_calls.hpp: a fraction of CAF's remote round
@@ -194,7 +192,7 @@ Status StepRunner::RunOne(const Executable& exe, const RunOptions& options, std:
     // Not a GPU's step: its kernels would make the GPU the caller's current
     // CUDA device.
     asked = StartPart(runtime_, view_, part, StepRequest(part, NewStepId(), options, std::move(args)), ch.get(),
-                      nullptr, /*here=*/!OnGpu(part));
+                      nullptr, /*here=*/!part.on_gpu);
     // What typical_ns learns is the wait after the start, which is what the
     // spin is for: a step answered before StartHere returned (run inline to
     // its end, as short ones are) waits for nothing, and reads no clock.
