@@ -2,7 +2,8 @@
 // bench_train and bench_gpu_train): where its time went per op type and
 // device (host time from start to end of each kernel: for an enqueueing GPU
 // kernel that is its launch; "pool" kernels ran sharded on the compute pool),
-// the step's span, when the feeds reached the GPU and the first MatMul began,
+// the step's span, when the feeds reached the GPU and the first MatMul (or
+// _FusedMatMul) began,
 // and the nodes per device.
 #pragma once
 
@@ -60,7 +61,9 @@ inline void TraceStep(Session& session, const std::vector<std::pair<std::string,
   int64_t recv_end = -1, first_matmul = -1;
   for (const auto& n : md.step_stats) {
     if (n.op == "_Recv") recv_end = std::max(recv_end, n.end_us - first);
-    if (n.op == "MatMul" && (first_matmul < 0 || n.start_us - first < first_matmul)) first_matmul = n.start_us - first;
+    // A MatMul fused with its bias and activation (graph/remapper.hpp) counts: the first layer's usually is.
+    const bool matmul = n.op == "MatMul" || n.op == "_FusedMatMul";
+    if (matmul && (first_matmul < 0 || n.start_us - first < first_matmul)) first_matmul = n.start_us - first;
   }
   std::printf("trace: %zu nodes, span %lld us", md.step_stats.size(), static_cast<long long>(last - first));
   if (recv_end >= 0) std::printf(", feeds on the GPU at %lld us", static_cast<long long>(recv_end));
