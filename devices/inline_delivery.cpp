@@ -188,14 +188,17 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
   InlineThread& t = t_inline;
   InlineUnit* const t_unit = ThreadUnit(t, actor->home_system());
   if (!t_unit || t_unit->running || &t_unit->system() != &actor->home_system()) return false;
-  // Idle: blocked, with nothing cached. Taking it out of that state is what
-  // makes this thread the actor's only runner (an enqueue that finds it
-  // unblocked only queues); a closed mailbox (the actor ended) stays closed.
+  // A detached actor runs on a thread of its own, which only a message wakes.
+  if (actor->getf(caf::abstract_actor::is_detached_flag)) return false;
+  // Idle: blocked. Taking it out of that state is what makes this thread
+  // the actor's only runner (an enqueue that finds it unblocked only
+  // queues); a closed mailbox (the actor ended) stays closed.
   if (!actor->mailbox().try_unblock()) return false;
   t_unit->Reset(pool, t.client);
   t_unit->running = true;
-  // An actor blocks only after its first turn (which initializes it) and is
-  // never blocked again once it quits (its mailbox closes in that turn).
+  // Blocked but not initialized: a lazily initialized actor before its first
+  // message (whose first turn initializes it). An actor that quit is blocked
+  // no more (its mailbox closed in that turn), unless it lingers for streams.
   const bool alive =
       actor->getf(caf::abstract_actor::is_initialized_flag) &&
       !actor->getf(caf::abstract_actor::is_shutting_down_flag | caf::abstract_actor::is_terminated_flag);
@@ -203,6 +206,15 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
     actor->context(t_unit);
     actor->current_mailbox_element(nullptr);  // the last turn's message is gone
     turn(arg);
+    // What CAF does after a handled message: drop the behaviours the turn
+    // left, re-arm the receive timeout, and clean up an actor the turn ended
+    // (quit: its mailbox closes, so it neither blocks nor runs again).
+    actor->bhvr_stack().cleanup();
+    if (actor->finalize()) {
+      FinishRun(t_unit);
+      return true;
+    }
+    actor->set_receive_timeout();
   }
   // Messages that came meanwhile (the turn's own resumes and completions):
   // the actor runs on, as a message arriving now would make it.

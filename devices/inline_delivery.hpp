@@ -64,19 +64,23 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
 /// this thread, with no message: for a caller that would deliver one message
 /// inline and whose handler body `turn` is (ClientChannel::StartHereStep).
 /// Only when the actor is idle: no message queued, not running or scheduled
-/// anywhere. The thread then takes the actor's mailbox out of its blocked
+/// anywhere (its mailbox blocked), and not detached. Not for an actor that
+/// awaits a response (request(...).await) or skips messages: those block
+/// with messages cached, which the turn would overtake. The thread then takes the actor's mailbox out of its blocked
 /// state, as CAF's enqueue does when a message wakes an idle actor, so no
 /// other thread runs the actor until it gives it back; a message that
 /// arrives meanwhile is only queued. `turn` runs with this thread's inline
 /// unit as the actor's context (what it sends, and what it wakes, runs as in
 /// DeliverInline), and with no current message (it must not ask for the
-/// sender, nor make a response promise). Afterwards the actor is blocked
-/// again or, when messages came meanwhile, made runnable and run here as in
-/// DeliverInline. Saves what a message costs (making it, CAF's mailbox,
+/// sender, nor make a response promise). Afterwards, as after a message, the
+/// receive timeout is set again and an actor the turn ended (quit) is
+/// cleaned up; else the actor is blocked again or, when messages came
+/// meanwhile, made runnable and run here as in DeliverInline. Saves what a message costs (making it, CAF's mailbox,
 /// its dispatch by type): about a third of a one-node step.
-/// False, with nothing run, when the actor was not idle or this thread
-/// cannot run it now (already running actors, or of another actor system):
-/// the caller delivers a message instead. `turn` must not throw.
+/// True exactly when `turn` ran. False, with nothing run, when the actor
+/// was not idle or not initialized yet (lazily), or this thread cannot run
+/// it now (already running actors, or of another actor system): the caller
+/// delivers a message instead. `turn` must not throw.
 bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(void*), void* arg) noexcept;
 
 /// Whether this thread is running actors for DeliverInline now (an actor

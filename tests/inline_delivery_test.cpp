@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -172,21 +173,51 @@ caf::scheduled_actor* Scheduled(const caf::actor& a) {
 }
 
 // Runs `turn` as a turn of `a` from a fresh thread (one actor system per
-// thread, as RunTurnInline requires), retrying while the actor is still
-// finishing its last turn on a worker (bounded). Returns whether it ran,
-// and the thread it ran on.
+// thread, as RunTurnInline requires), trying again while the actor is still
+// finishing its last turn on a worker, for up to `bound` (zero: once).
+// Returns whether it ran, and the thread it ran on.
 template <class Fn>
-bool TurnFromThread(Runtime& rt, const caf::actor& a, Fn turn, std::thread::id* caller, int tries = 200) {
+bool TurnFromThread(Runtime& rt, const caf::actor& a, Fn turn, std::thread::id* caller,
+                    std::chrono::milliseconds bound = std::chrono::seconds(30)) {
   bool ran = false;
-  for (int i = 0; i < tries && !ran; ++i) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
     std::thread t([&] {
       *caller = std::this_thread::get_id();
       ran = RunTurnInline(rt.compute_pool(), Scheduled(a), [](void* f) { (*static_cast<Fn*>(f))(); }, &turn);
     });
     t.join();
-    if (!ran) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a retry's pause, orders nothing
+    if (ran || std::chrono::steady_clock::now() >= until) return ran;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a retry's pause, orders nothing
   }
-  return ran;
+}
+
+// Whether `a` runs no turn when asked once: RunTurnInline says so, and the turn did not run.
+bool RunsNoTurn(Runtime& rt, const caf::actor& a) {
+  bool turned = false;
+  std::thread::id caller;
+  const bool ran = TurnFromThread(rt, a, [&] { turned = true; }, &caller, std::chrono::milliseconds(0));
+  return !ran && !turned;
+}
+
+// Sends `a` an int and waits (bounded) until `p` has handled `n` in all.
+bool Handles(TurnProbe* p, const caf::actor& a, int n) {
+  caf::anon_send(a, 1);
+  return WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(p->mu);
+        return p->handled == n;
+      },
+      std::chrono::seconds(30));
+}
+
+// Waits (bounded) until `a` is down.
+bool Down(caf::actor_system& sys, const caf::actor& a) {
+  caf::scoped_actor self{sys};
+  self->monitor(a);
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::seconds(30)) >> [] {});
+  return down;
 }
 
 }  // namespace
@@ -252,37 +283,59 @@ TEST_CASE("run turn inline: a busy actor or an ended one runs no turn") {
   TurnProbe p;
   Runtime rt(TwoThreads());
   caf::actor a = SpawnProbe(rt.system(), &p);
+  // Whatever fails below, the blocked handler is let go (else the runtime's end waits for it).
+  auto release = [&] {
+    {
+      std::lock_guard<std::mutex> l(p.mu);
+      p.release = true;
+    }
+    p.cv.notify_all();
+  };
+  struct Guard {
+    std::function<void()> fn;
+    ~Guard() { fn(); }
+  } guard{release};
   caf::anon_send(a, false);  // its handler holds a worker until released
   {
     std::unique_lock<std::mutex> l(p.mu);
     REQUIRE(p.cv.wait_for(l, std::chrono::seconds(30), [&] { return p.blocked; }));
   }
-  bool turned = false;
-  std::thread::id caller;
-  CHECK_FALSE(TurnFromThread(rt, a, [&] { turned = true; }, &caller, 1));
-  CHECK_FALSE(turned);
-  {
-    std::lock_guard<std::mutex> l(p.mu);
-    p.release = true;
-  }
-  p.cv.notify_all();
+  CHECK(RunsNoTurn(rt, a));
+  release();
   // It still works as an actor: the next message is handled.
-  caf::anon_send(a, 1);
-  REQUIRE(WaitUntil(
-      [&] {
-        std::lock_guard<std::mutex> l(p.mu);
-        return p.handled == 1;
-      },
-      std::chrono::seconds(30)));
+  REQUIRE(Handles(&p, a, 1));
   // Ended: its mailbox is closed for good.
-  {
-    caf::scoped_actor self{rt.system()};
-    self->monitor(a);
-    self->send(a, true);
-    bool down = false;
-    self->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::seconds(30)) >> [] {});
-    REQUIRE(down);
-  }
-  CHECK_FALSE(TurnFromThread(rt, a, [&] { turned = true; }, &caller, 1));
-  CHECK_FALSE(turned);
+  caf::anon_send(a, true);
+  REQUIRE(Down(rt.system(), a));
+  CHECK(RunsNoTurn(rt, a));
+}
+
+TEST_CASE("run turn inline: a lazily initialized actor is not run before its first message") {
+  TurnProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = rt.system().spawn<caf::lazy_init>([&p](caf::event_based_actor*) -> caf::behavior {
+    return {[&p](int) {
+      std::lock_guard<std::mutex> l(p.mu);
+      ++p.handled;
+    }};
+  });
+  // Blocked from its spawn on, with no behaviour yet: no turn runs.
+  CHECK(RunsNoTurn(rt, a));
+  // Its mailbox was given back: the first message initializes and runs it.
+  REQUIRE(Handles(&p, a, 1));
+}
+
+TEST_CASE("run turn inline: an actor that quits in the turn ends as after a message") {
+  TurnProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnProbe(rt.system(), &p);
+  std::thread::id caller;
+  // Monitored before the turn: its down message must come (cleanup ran), not hang the test or the runtime's end.
+  caf::scoped_actor watcher{rt.system()};
+  watcher->monitor(a);
+  REQUIRE(TurnFromThread(rt, a, [&] { dynamic_cast<caf::event_based_actor*>(Scheduled(a))->quit(); }, &caller));
+  bool down = false;
+  watcher->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::seconds(30)) >> [] {});
+  CHECK(down);
+  CHECK(RunsNoTurn(rt, a));
 }

@@ -1,6 +1,7 @@
 // Session::Run: pruning, feeds, caching, concurrency, deadlines and errors.
 #include <catch2/catch.hpp>
 #include <caf/all.hpp>
+#include <atomic>
 
 #include <condition_variable>
 #include <future>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "actorflow/actors/device/step_state.hpp"
 #include "actorflow/actors/runtime.hpp"
 #include "actorflow/client/ops/queue_ops.hpp"
 #include "actorflow/core/allocator.hpp"
@@ -448,4 +450,94 @@ TEST_CASE("a failed step's unconsumed inputs go with the step; the plan's next s
   // A step that ran to its end keeps none of its feeds (the client may be
   // answered a moment before the step's state is gone: a worker ran it).
   CHECK(test::WaitUntil([&] { return xv.RefCountIsOne(); }, std::chrono::seconds(30)));
+}
+
+TEST_CASE("a step on a device actor another thread is running goes as a message, run after that turn") {
+  // Session::Run starts a step on an idle device actor as a turn with no
+  // message (RunStepHere); on one that is not idle the step goes as a
+  // message, which queues until the actor's runner gets to it: here, the
+  // thread holding a turn of the device actor (RunTurnInline), which runs
+  // what came meanwhile once its turn ends.
+  Runtime rt(test::TwoThreads());
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Add(root.WithOpName("y"), x, 1.f);
+  auto session = test::Open(&rt, root);
+  std::vector<Tensor> out;
+  REQUIRE(session->Run({{"x", Tensor::Scalar<float>(1)}}, {"y"}, {}, &out).ok());
+  auto* device = dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(rt.device_actor(0)));
+  REQUIRE(device);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;  // holding: the turn runs (or the thread gave up: holder 0)
+  uint64_t holder = 0;
+  struct Hold {
+    std::mutex* mu;
+    std::condition_variable* cv;
+    bool *holding, *release;
+    uint64_t* holder;
+  } hold{&mu, &cv, &holding, &release, &holder};
+  auto let_go = [&] {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      release = true;
+    }
+    cv.notify_all();
+  };
+  // A thread of its own (one actor system per inline thread) takes a turn of
+  // the device actor once it is idle (its last turn may still be ending on a
+  // worker) and holds it until let go.
+  bool held = false;
+  std::thread h([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!held && std::chrono::steady_clock::now() < until) {
+      held = RunTurnInline(rt.compute_pool(), device,
+                           [](void* arg) {
+                             auto* h = static_cast<Hold*>(arg);
+                             std::unique_lock<std::mutex> l(*h->mu);
+                             *h->holder = ThisThreadId();
+                             *h->holding = true;
+                             h->cv->notify_all();
+                             h->cv->wait(l, [h] { return *h->release; });
+                           },
+                           &hold);
+      if (!held) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a retry's pause, orders nothing
+    }
+    if (!held) {
+      std::lock_guard<std::mutex> l(mu);
+      holding = true;  // wakes the test, which finds no holder
+      cv.notify_all();
+    }
+  });
+  bool turn_runs;
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return holding; });
+    turn_runs = holder != 0;
+  }
+  if (!turn_runs) h.join();
+  REQUIRE(turn_runs);
+  Status stepped;
+  RunMetadata md;
+  std::vector<Tensor> got;
+  std::atomic<bool> done{false};
+  std::thread c([&] {
+    RunOptions ro;
+    ro.trace_level = TraceLevel::kSoftwareTrace;
+    ro.timeout_in_ms = 60000;
+    stepped = session->Run(ro, {{"x", Tensor::Scalar<float>(2)}}, {"y"}, {}, &got, &md);
+    done = true;
+  });
+  // The step's message waits in the held actor's mailbox (only the holder touches the rest of it now).
+  const bool queued = test::WaitUntil([&] { return !device->mailbox().empty(); }, std::chrono::seconds(30));
+  CHECK_FALSE(done.load());
+  let_go();
+  h.join();
+  c.join();
+  REQUIRE(queued);
+  INFO(stepped.ToString());
+  REQUIRE(stepped.ok());
+  CHECK(got[0].scalar<float>() == 3.f);
+  REQUIRE_FALSE(md.step_stats.empty());
+  for (const auto& s : md.step_stats) CHECK(s.thread == holder);  // run by the holder, after its turn
 }
