@@ -41,7 +41,7 @@ caf::actor_companion* Companion(const caf::strong_actor_ptr& p) {
 }
 }  // namespace
 
-struct ClientChannel::Slot final : StepReplySink {
+struct ClientChannel::Slot final : StepReplySink, std::enable_shared_from_this<ClientChannel::Slot> {
   // Response id of the request in flight, 0 once claimed (or not armed): the
   // one delivery that counts (an answer and a down_msg may reach the callback
   // on two threads at once) takes it with one compare-and-swap of the id it
@@ -88,17 +88,33 @@ struct ClientChannel::Slot final : StepReplySink {
     // Another channel's answer that this thread's run delivers is timed.
     answered = t_starting == this ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
     ready.store(true, std::memory_order_seq_cst);
-    if (sleeping.load(std::memory_order_seq_cst)) {
-      std::lock_guard<std::mutex> l(mu);  // the sleeper is in its wait, or past its last check of `ready`
-      cv.notify_one();
-    }
-    if (n) {
-      {
-        std::lock_guard<std::mutex> l(n->mu);
-        ++n->replies;
+    // A caller not asleep now never sleeps for this answer (it checks
+    // `ready` after saying it sleeps): nothing to wake. A sleeper is woken
+    // once the handler answering is over (WakeAfterHandler): the wake's
+    // system call then no longer keeps the callee busy.
+    const bool asleep = sleeping.load(std::memory_order_seq_cst);
+    if (!asleep && !n) return;
+    auto wake = [slot = shared_from_this(), n, asleep] {
+      if (asleep) {
+        std::lock_guard<std::mutex> l(slot->mu);  // the sleeper is in its wait, or past its last check of `ready`
+        slot->cv.notify_one();
       }
-      n->cv.notify_all();
+      if (n) {
+        {
+          std::lock_guard<std::mutex> l(n->mu);
+          ++n->replies;
+        }
+        n->cv.notify_all();
+      }
+    };
+    std::function<void()> later;
+    try {
+      later = wake;
+    } catch (...) {  // no memory to keep it: the sleeper is woken now (a delivery never fails)
+      wake();
+      return;
     }
+    WakeAfterHandler(std::move(later));
   }
 };
 

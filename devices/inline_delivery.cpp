@@ -226,6 +226,37 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
   return alive;
 }
 
+namespace {
+// WakeAfterHandler's: how many scopes this thread is in, and what they keep.
+thread_local int t_wake_scopes = 0;
+thread_local std::vector<std::function<void()>>* t_wakes = nullptr;
+}  // namespace
+
+WakeAfterHandlerScope::WakeAfterHandlerScope() { ++t_wake_scopes; }
+
+WakeAfterHandlerScope::~WakeAfterHandlerScope() {
+  if (--t_wake_scopes > 0 || !t_wakes || t_wakes->empty()) return;
+  // A wake may end in a handler of its own (never: they only notify), so
+  // the list is taken first.
+  std::vector<std::function<void()>> wakes;
+  wakes.swap(*t_wakes);
+  for (auto& fn : wakes) fn();
+  wakes.clear();
+  if (t_wakes->empty()) t_wakes->swap(wakes);  // keeps its capacity: no allocation per step
+}
+
+void WakeAfterHandler(std::function<void()> fn) noexcept {
+  if (t_wake_scopes > 0) {
+    try {
+      if (!t_wakes) t_wakes = new std::vector<std::function<void()>>();  // one per thread, for its life
+      t_wakes->push_back(std::move(fn));
+      return;
+    } catch (...) {  // no memory to keep it: now
+    }
+  }
+  fn();
+}
+
 void AfterInlineRun(std::function<void()> fn) {
   if (InInlineDelivery()) {
     try {

@@ -83,6 +83,24 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
 /// delivers a message instead. `turn` must not throw.
 bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(void*), void* arg) noexcept;
 
+/// Wakes that can wait for the end of the actor handler running on this
+/// thread. While a WakeAfterHandlerScope lives (the device actor's handlers
+/// hold one: Executor::RunningScope), WakeAfterHandler keeps `fn`, and the
+/// outermost scope runs what it kept as it ends; with none, `fn` runs now.
+/// For waking a thread that sleeps until the handler's answer: a futex wake
+/// took 6-30 us on a 2-vCPU VM, and made in the middle of the handler it kept
+/// the actor busy that long, so the woken client's next step found it busy
+/// and went as a message instead of a turn on the client's thread.
+class WakeAfterHandlerScope {
+ public:
+  WakeAfterHandlerScope();
+  ~WakeAfterHandlerScope();
+  WakeAfterHandlerScope(const WakeAfterHandlerScope&) = delete;
+  WakeAfterHandlerScope& operator=(const WakeAfterHandlerScope&) = delete;
+};
+/// `fn` must not throw; without memory to keep it, it runs now.
+void WakeAfterHandler(std::function<void()> fn) noexcept;
+
 /// Whether this thread is running actors for DeliverInline now (an actor
 /// that would hand a delivery to the pool's workers may keep it here).
 bool InInlineDelivery();

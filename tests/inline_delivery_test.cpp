@@ -339,3 +339,24 @@ TEST_CASE("run turn inline: an actor that quits in the turn ends as after a mess
   CHECK(down);
   CHECK(RunsNoTurn(rt, a));
 }
+
+TEST_CASE("wakes after a handler: kept until the outermost scope ends, in order; with no scope, at once") {
+  std::vector<int> ran;
+  WakeAfterHandler([&] { ran.push_back(0); });
+  CHECK(ran == std::vector<int>{0});  // no handler on this thread: now
+  {
+    WakeAfterHandlerScope outer;
+    WakeAfterHandler([&] { ran.push_back(1); });
+    {
+      WakeAfterHandlerScope inner;  // a handler run inside another's (an inline delivery)
+      WakeAfterHandler([&] { ran.push_back(2); });
+    }
+    CHECK(ran == std::vector<int>{0});  // the inner scope's end keeps them
+  }
+  CHECK(ran == (std::vector<int>{0, 1, 2}));
+  {
+    WakeAfterHandlerScope again;  // the list is reused, empty
+    WakeAfterHandler([&] { ran.push_back(3); });
+  }
+  CHECK(ran == (std::vector<int>{0, 1, 2, 3}));
+}

@@ -42,6 +42,7 @@
 #include "actorflow/core/status.hpp"
 #include "actorflow/core/tensor.hpp"
 #include "actorflow/devices/compute_pool.hpp"
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/net/worker_service.hpp"
 #include "actorflow/ops/queue/queue_access.hpp"
 #include "actorflow/ops/sendrecv/rendezvous_access.hpp"
@@ -162,6 +163,7 @@ class Executor {
    private:
     const Executor* prev_;
     ComputePool::ActorHandlerScope handler_;  // the handler's first pool job runs next on its worker
+    WakeAfterHandlerScope wakes_;  // clients woken by the handler's answers, as it ends
   };
   /// Whether this thread is inside a RunningScope of this executor.
   bool OnThisThread() const;
