@@ -235,9 +235,12 @@ thread_local std::vector<std::function<void()>>* t_wakes = nullptr;
 WakeAfterHandlerScope::WakeAfterHandlerScope() { ++t_wake_scopes; }
 
 WakeAfterHandlerScope::~WakeAfterHandlerScope() {
-  if (--t_wake_scopes > 0 || !t_wakes || t_wakes->empty()) return;
-  // A wake may end in a handler of its own (never: they only notify), so
-  // the list is taken first.
+  if (--t_wake_scopes == 0) RunKeptWakes();
+}
+
+void RunKeptWakes() noexcept {
+  if (!t_wakes || t_wakes->empty()) return;
+  // The list is taken first: a wake that kept another would not be run twice.
   std::vector<std::function<void()>> wakes;
   wakes.swap(*t_wakes);
   for (auto& fn : wakes) fn();

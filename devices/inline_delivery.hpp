@@ -100,6 +100,9 @@ class WakeAfterHandlerScope {
 };
 /// `fn` must not throw; without memory to keep it, it runs now.
 void WakeAfterHandler(std::function<void()> fn) noexcept;
+/// Runs the wakes kept so far now (the scope stays): for a handler that has
+/// more to do after an answer (other steps' nodes), whose end may be far.
+void RunKeptWakes() noexcept;
 
 /// Whether this thread is running actors for DeliverInline now (an actor
 /// that would hand a delivery to the pool's workers may keep it here).

@@ -340,7 +340,7 @@ TEST_CASE("run turn inline: an actor that quits in the turn ends as after a mess
   CHECK(RunsNoTurn(rt, a));
 }
 
-TEST_CASE("wakes after a handler: kept until the outermost scope ends, in order; with no scope, at once") {
+TEST_CASE("wakes after a handler: kept until the outermost scope ends or RunKeptWakes, in order; with no scope, at once") {
   std::vector<int> ran;
   WakeAfterHandler([&] { ran.push_back(0); });
   CHECK(ran == std::vector<int>{0});  // no handler on this thread: now
@@ -357,6 +357,9 @@ TEST_CASE("wakes after a handler: kept until the outermost scope ends, in order;
   {
     WakeAfterHandlerScope again;  // the list is reused, empty
     WakeAfterHandler([&] { ran.push_back(3); });
+    RunKeptWakes();  // a handler with more to do wakes its clients now
+    CHECK(ran == (std::vector<int>{0, 1, 2, 3}));
+    WakeAfterHandler([&] { ran.push_back(4); });
   }
-  CHECK(ran == (std::vector<int>{0, 1, 2, 3}));
+  CHECK(ran == (std::vector<int>{0, 1, 2, 3, 4}));
 }
