@@ -227,9 +227,13 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
 }
 
 namespace {
-// WakeAfterHandler's: how many scopes this thread is in, and what they keep.
+// WakeAfterHandler's: how many scopes this thread is in, and what they keep
+// (made on the thread's first kept wake, freed with the thread).
 thread_local int t_wake_scopes = 0;
-thread_local std::vector<std::function<void()>>* t_wakes = nullptr;
+std::vector<std::function<void()>>& Wakes() {
+  thread_local std::vector<std::function<void()>> wakes;
+  return wakes;
+}
 }  // namespace
 
 WakeAfterHandlerScope::WakeAfterHandlerScope() { ++t_wake_scopes; }
@@ -239,20 +243,20 @@ WakeAfterHandlerScope::~WakeAfterHandlerScope() {
 }
 
 void RunKeptWakes() noexcept {
-  if (!t_wakes || t_wakes->empty()) return;
+  std::vector<std::function<void()>>& kept = Wakes();
+  if (kept.empty()) return;
   // The list is taken first: a wake that kept another would not be run twice.
   std::vector<std::function<void()>> wakes;
-  wakes.swap(*t_wakes);
+  wakes.swap(kept);
   for (auto& fn : wakes) fn();
   wakes.clear();
-  if (t_wakes->empty()) t_wakes->swap(wakes);  // keeps its capacity: no allocation per step
+  if (kept.empty()) kept.swap(wakes);  // keeps its capacity: no allocation per step
 }
 
 void WakeAfterHandler(std::function<void()> fn) noexcept {
   if (t_wake_scopes > 0) {
     try {
-      if (!t_wakes) t_wakes = new std::vector<std::function<void()>>();  // one per thread, for its life
-      t_wakes->push_back(std::move(fn));
+      Wakes().push_back(std::move(fn));
       return;
     } catch (...) {  // no memory to keep it: now
     }
