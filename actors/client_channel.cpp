@@ -90,8 +90,9 @@ struct ClientChannel::Slot final : StepReplySink, std::enable_shared_from_this<C
     ready.store(true, std::memory_order_seq_cst);
     // A caller not asleep now never sleeps for this answer (it checks
     // `ready` after saying it sleeps): nothing to wake. A sleeper is woken
-    // once the handler answering is over (WakeAfterHandler): after the
-    // handler's remaining work, not before it.
+    // once the turn of the actor answering is over (WakeAfterHandler): after
+    // the handler's remaining work, the actor idle again, so the client's
+    // next step finds it free to run as a turn of its own.
     const bool asleep = sleeping.load(std::memory_order_seq_cst);
     if (!asleep && !n) return;
     auto wake = [slot = shared_from_this(), n, asleep] {

@@ -45,12 +45,14 @@ class InlineUnit final : public caf::execution_unit {
       }
       ++turns_;
       caf::resumable::resume_result r;
+      ActorTurnBegins();
       try {
         r = job->resume(this, kInlineThroughput);
       } catch (...) {  // CAF handles a handler's exceptions; this is the last line of defence
         std::fprintf(stderr, "actorflow: exception escaped an actor run inline\n");
         r = caf::resumable::done;
       }
+      ActorTurnEnded();  // the clients its handlers answered are woken now, the actor idle again
       if (r == caf::resumable::resume_later) HandOn(job);  // more messages: a worker takes its reference
       else caf::intrusive_ptr_release(job);                // the reference CAF took when it made it runnable
     }
@@ -102,8 +104,11 @@ thread_local std::unique_ptr<InlineUnit> t_owned;
 struct InlineThread {
   InlineUnit* unit;  // t_owned's, once made
   bool client;       // ClientDeliveryScope
+  bool kept;         // WakeAfterHandler kept wakes not run yet
+  int wake_scopes;   // WakeAfterHandlerScopes open
+  int turns;         // actor turns marked (ActorTurnBegins)
 };
-thread_local InlineThread t_inline{nullptr, false};
+thread_local InlineThread t_inline{nullptr, false, false, 0, 0};
 
 // This thread's unit, made on its first delivery (null when there is no
 // memory for it).
@@ -202,6 +207,7 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
   const bool alive =
       actor->getf(caf::abstract_actor::is_initialized_flag) &&
       !actor->getf(caf::abstract_actor::is_shutting_down_flag | caf::abstract_actor::is_terminated_flag);
+  ActorTurnBegins();
   if (alive) {
     actor->context(t_unit);
     actor->current_mailbox_element(nullptr);  // the last turn's message is gone
@@ -211,6 +217,7 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
     // (quit: its mailbox closes, so it neither blocks nor runs again).
     actor->bhvr_stack().cleanup();
     if (actor->finalize()) {
+      ActorTurnEnded();
       FinishRun(t_unit);
       return true;
     }
@@ -218,7 +225,9 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
   }
   // Messages that came meanwhile (the turn's own resumes and completions):
   // the actor runs on, as a message arriving now would make it.
-  if (!actor->mailbox().try_block()) {
+  const bool more = !actor->mailbox().try_block();
+  ActorTurnEnded();  // woken now, a client finds the actor idle (unless `more`)
+  if (more) {
     caf::intrusive_ptr_add_ref(actor->ctrl());
     t_unit->exec_later(actor);
   }
@@ -227,24 +236,36 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
 }
 
 namespace {
-// WakeAfterHandler's: how many scopes this thread is in, and what they keep
-// (made on the thread's first kept wake, freed with the thread).
-thread_local int t_wake_scopes = 0;
+// WakeAfterHandler's list (made on the thread's first kept wake, freed with
+// the thread); t_inline counts the scopes and turns.
 std::vector<std::function<void()>>& Wakes() {
   thread_local std::vector<std::function<void()>> wakes;
   return wakes;
 }
 }  // namespace
 
-WakeAfterHandlerScope::WakeAfterHandlerScope() { ++t_wake_scopes; }
+WakeAfterHandlerScope::WakeAfterHandlerScope() {
+  InlineThread& t = t_inline;
+  if (t.wake_scopes++ == 0 && t.kept) RunKeptWakes();  // an earlier handler's, of this turn: not behind this one
+}
 
 WakeAfterHandlerScope::~WakeAfterHandlerScope() {
-  if (--t_wake_scopes == 0) RunKeptWakes();
+  InlineThread& t = t_inline;
+  if (--t.wake_scopes == 0 && t.turns == 0) RunKeptWakes();
+}
+
+void ActorTurnBegins() noexcept { ++t_inline.turns; }
+
+void ActorTurnEnded() noexcept {
+  InlineThread& t = t_inline;
+  if (--t.turns == 0 && t.wake_scopes == 0) RunKeptWakes();
 }
 
 void RunKeptWakes() noexcept {
+  InlineThread& t = t_inline;
+  if (!t.kept) return;
+  t.kept = false;
   std::vector<std::function<void()>>& kept = Wakes();
-  if (kept.empty()) return;
   // The list is taken first: a wake that kept another would not be run twice.
   std::vector<std::function<void()>> wakes;
   wakes.swap(kept);
@@ -254,9 +275,11 @@ void RunKeptWakes() noexcept {
 }
 
 void WakeAfterHandler(std::function<void()> fn) noexcept {
-  if (t_wake_scopes > 0) {
+  InlineThread& t = t_inline;
+  if (t.wake_scopes > 0) {
     try {
       Wakes().push_back(std::move(fn));
+      t.kept = true;
       return;
     } catch (...) {  // no memory to keep it: now
     }

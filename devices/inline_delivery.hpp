@@ -83,15 +83,21 @@ bool DeliverInline(ComputePool* pool, const caf::actor& dest, caf::strong_actor_
 /// delivers a message instead. `turn` must not throw.
 bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(void*), void* arg) noexcept;
 
-/// Wakes that can wait for the end of the actor handler running on this
+/// Wakes that can wait for the end of the actor turn running on this
 /// thread. While a WakeAfterHandlerScope lives (the device actor's handlers
-/// hold one: Executor::RunningScope), WakeAfterHandler keeps `fn`, and the
-/// outermost scope runs what it kept as it ends; with none, `fn` runs now.
+/// hold one: Executor::RunningScope), WakeAfterHandler keeps `fn`. What was
+/// kept runs as the turn that ran the handler ends (ActorTurnEnded: once
+/// CAF has blocked the actor's mailbox again, the actor idle unless more
+/// messages came), or, with no turn marked on this thread, as the outermost
+/// scope ends; with no scope, `fn` runs now. A handler's outermost scope
+/// that begins while wakes kept by an earlier handler of the same turn wait
+/// runs them first: a wake waits for CAF's bookkeeping between messages,
+/// never for another message's handler.
 /// For waking a thread that sleeps until the handler's answer: a futex wake
-/// took 6-30 us on a 2-vCPU VM; made after the handler's remaining work (a
-/// finished step's cleanup) rather than before it, MLP steps ran 3-13%
-/// faster there. It still runs inside the actor's turn (CAF blocks the
-/// mailbox after the handler returns).
+/// took 6-30 us on a 2-vCPU VM; made inside the turn, the woken client found
+/// the device actor still in that turn and started its next step as a
+/// message (14-16 us to its first kernel) rather than as a turn of its own
+/// (RunTurnInline, 6-7 us).
 class WakeAfterHandlerScope {
  public:
   WakeAfterHandlerScope();
@@ -104,6 +110,13 @@ void WakeAfterHandler(std::function<void()> fn) noexcept;
 /// Runs the wakes kept so far now (the scope stays): for a handler that has
 /// more to do after an answer (other steps' nodes), whose end may be far.
 void RunKeptWakes() noexcept;
+/// Mark a turn of an actor on this thread: from before CAF's resume of it
+/// (or an inline turn here) to after it returns. WorkerPolicy marks every
+/// job its workers resume; DeliverInline and RunTurnInline mark the turns
+/// they run. Turns nest (counted); the outermost one's end runs the wakes
+/// kept in it, unless a WakeAfterHandlerScope is still open.
+void ActorTurnBegins() noexcept;
+void ActorTurnEnded() noexcept;
 
 /// Whether this thread is running actors for DeliverInline now (an actor
 /// that would hand a delivery to the pool's workers may keep it here).

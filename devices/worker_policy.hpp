@@ -5,7 +5,10 @@
 // shards a ParallelFor posted on the coordinator's ShardBoard, and a worker
 // asleep is counted on the board, so a ParallelFor wakes one (with a job)
 // only for shards the awake workers cannot take. Polling, stealing and
-// sleeping are otherwise CAF's (the work-stealing.* settings).
+// sleeping are otherwise CAF's (the work-stealing.* settings). Each job a
+// worker resumes is marked as an actor's turn (ActorTurnBegins/Ended), so the
+// clients its handlers answer are woken after the turn, the actor idle again
+// (WakeAfterHandler).
 // WorkerCoordinator is the scheduler the runtime loads (actors/runtime.cpp).
 #pragma once
 
@@ -15,6 +18,7 @@
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
+#include "actorflow/devices/inline_delivery.hpp"
 #include "actorflow/devices/shard_board.hpp"
 
 namespace actorflow {
@@ -25,6 +29,15 @@ class WorkerPolicy : public caf::policy::work_stealing {
     explicit coordinator_data(caf::scheduler::abstract_coordinator* p) : work_stealing::coordinator_data(p) {}
     ShardBoard board;
   };
+
+  template <class Worker>
+  void before_resume(Worker*, caf::resumable*) {
+    ActorTurnBegins();
+  }
+  template <class Worker>
+  void after_resume(Worker*, caf::resumable*) {
+    ActorTurnEnded();  // after CAF's resume: a mailbox left empty is blocked, the actor idle
+  }
 
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {

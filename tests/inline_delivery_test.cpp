@@ -363,3 +363,109 @@ TEST_CASE("wakes after a handler: kept until the outermost scope ends or RunKept
   }
   CHECK(ran == (std::vector<int>{0, 1, 2, 3, 4}));
 }
+
+TEST_CASE("wakes after a handler: in an actor's turn, kept until the turn ends; a later handler runs an earlier one's first") {
+  std::vector<int> ran;
+  ActorTurnBegins();  // as a worker does before it resumes an actor
+  {
+    WakeAfterHandlerScope handler;
+    WakeAfterHandler([&] { ran.push_back(1); });
+  }
+  CHECK(ran.empty());  // the handler is over, the turn is not
+  {
+    WakeAfterHandlerScope next;  // the next message's handler, same turn
+    CHECK(ran == std::vector<int>{1});  // not kept behind it
+    WakeAfterHandler([&] { ran.push_back(2); });
+  }
+  CHECK(ran == std::vector<int>{1});
+  ActorTurnBegins();  // a turn inside a turn (an inline delivery): the outer one's end counts
+  ActorTurnEnded();
+  CHECK(ran == std::vector<int>{1});
+  ActorTurnEnded();
+  CHECK(ran == (std::vector<int>{1, 2}));
+  // No handler's scope open: a wake made in a turn runs at once, as with no turn.
+  ActorTurnBegins();
+  WakeAfterHandler([&] { ran.push_back(3); });
+  CHECK(ran == (std::vector<int>{1, 2, 3}));
+  ActorTurnEnded();
+}
+
+namespace {
+// An actor whose handler keeps a wake (as the device actor's answer does)
+// that records whether the actor's mailbox was blocked (the actor idle) when
+// the wake ran.
+struct WakeProbe {
+  std::mutex mu;
+  bool woken = false, idle_at_wake = false;
+};
+
+caf::actor SpawnWaker(caf::actor_system& sys, WakeProbe* p) {
+  return sys.spawn([p](caf::event_based_actor* self) -> caf::behavior {
+    return {[p, self](int) {
+      WakeAfterHandlerScope handler;
+      WakeAfterHandler([p, self] {
+        std::lock_guard<std::mutex> l(p->mu);
+        p->woken = true;
+        p->idle_at_wake = self->mailbox().blocked();
+      });
+    }};
+  });
+}
+
+// Waits (bounded) until the probe's wake has run.
+bool Woken(WakeProbe* p) {
+  return WaitUntil(
+      [p] {
+        std::lock_guard<std::mutex> l(p->mu);
+        return p->woken;
+      },
+      std::chrono::seconds(30));
+}
+}  // namespace
+
+TEST_CASE("wakes after a handler: a worker's turn wakes its clients after the actor is idle again") {
+  WakeProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnWaker(rt.system(), &p);
+  caf::anon_send(a, 1);  // from outside the pool: a worker runs the turn
+  REQUIRE(Woken(&p));
+  std::lock_guard<std::mutex> l(p.mu);
+  CHECK(p.idle_at_wake);  // inside the turn, its mailbox would not be blocked yet
+}
+
+TEST_CASE("wakes after a handler: an inline turn wakes its clients after the actor is idle again") {
+  WakeProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnWaker(rt.system(), &p);
+  std::thread::id caller;
+  REQUIRE(TurnFromThread(rt, a,
+                         [&] {
+                           WakeAfterHandlerScope handler;
+                           WakeAfterHandler([&p, a] {
+                             std::lock_guard<std::mutex> l(p.mu);
+                             p.woken = true;
+                             p.idle_at_wake = Scheduled(a)->mailbox().blocked();
+                           });
+                         },
+                         &caller));
+  std::lock_guard<std::mutex> l(p.mu);
+  CHECK(p.woken);  // before RunTurnInline returned
+  CHECK(p.idle_at_wake);
+}
+
+TEST_CASE("wakes after a handler: an inline delivery's turn wakes its clients after the actor is idle again") {
+  WakeProbe p;
+  Runtime rt(TwoThreads());
+  caf::actor a = SpawnWaker(rt.system(), &p);
+  // Once idle after its spawn (its start ran on a worker), the delivery runs it on the delivering thread.
+  REQUIRE(WaitUntil([&] { return Scheduled(a)->mailbox().blocked(); }, std::chrono::seconds(30)));
+  bool delivered = false;
+  std::thread t([&] {
+    delivered = DeliverInline(rt.compute_pool(), a, nullptr, caf::make_message_id(), caf::make_message(1));
+  });
+  t.join();
+  REQUIRE(delivered);
+  REQUIRE(Woken(&p));
+  std::lock_guard<std::mutex> l(p.mu);
+  CHECK(p.idle_at_wake);
+}

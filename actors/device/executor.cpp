@@ -141,8 +141,8 @@ void Executor::NodeFinished(StepState* step) {
   // Nothing runs for the step any more: its root iteration serves the next.
   if (!it->second.plan->spare_root()) it->second.plan->spare_root() = step->TakeRoot();
   steps_.erase(it);
-  // The client is woken once this handler is over (WakeAfterHandler), after
-  // this cleanup; with other steps' work still to run here, now.
+  // The client is woken once this actor's turn is over (WakeAfterHandler),
+  // after this cleanup; with other steps' work still to run here, now.
   if (!ready_.empty() || !completed_.empty() || !read_wait_.empty()) RunKeptWakes();
   if (shutting_down_ && steps_.empty()) services_.host->Drained();
   bool due = !deferred_.empty();

@@ -163,7 +163,7 @@ class Executor {
    private:
     const Executor* prev_;
     ComputePool::ActorHandlerScope handler_;  // the handler's first pool job runs next on its worker
-    WakeAfterHandlerScope wakes_;  // clients woken by the handler's answers, as it ends
+    WakeAfterHandlerScope wakes_;  // clients the handler answers are woken after its turn
   };
   /// Whether this thread is inside a RunningScope of this executor.
   bool OnThisThread() const;
