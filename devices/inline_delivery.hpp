@@ -91,8 +91,11 @@ bool RunTurnInline(ComputePool* pool, caf::scheduled_actor* actor, void (*turn)(
 /// messages came), or, with no turn marked on this thread, as the outermost
 /// scope ends; with no scope, `fn` runs now. A handler's outermost scope
 /// that begins while wakes kept by an earlier handler of the same turn wait
-/// runs them first: a wake waits for CAF's bookkeeping between messages,
-/// never for another message's handler.
+/// runs them first; an actor whose handlers keep wakes calls RunKeptWakes
+/// first in each handler that opens no scope (the device actor's do), so a
+/// wake waits for CAF's bookkeeping between messages, never for another
+/// message's handler. A kept wake may run after the actor's end (a turn that
+/// quit it): it must not touch the actor or its state.
 /// For waking a thread that sleeps until the handler's answer: a futex wake
 /// took 6-30 us on a 2-vCPU VM; made inside the turn, the woken client found
 /// the device actor still in that turn and started its next step as a

@@ -290,6 +290,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
   // On exit: answer every step at once, then stay until kernels still running
   // on the pool have returned (they read the steps' state), then quit.
   self->set_exit_handler([self](const caf::exit_msg& msg) {
+    RunKeptWakes();  // see the behaviour below
     auto& st = self->state;
     st.shutting_down = true;
     Status down = OutOfMemoryStatus();
@@ -302,11 +303,18 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
     st.registrations.clear();
     st.executor->Shutdown(down);  // quits now, or when the last running kernel returned
   });
+  // Clients answered by an earlier handler of this turn are woken after the
+  // turn (WakeAfterHandler), or as the next handler with a RunningScope
+  // begins; a handler with none wakes them first, so none waits behind it.
   return {
       // Parsing a GraphDef and building kernels (decoding constants) can take
       // long: it runs on the pool, so steps of other graphs go on meanwhile.
-      [self](RegisterGraphRequest& req) { Register(self, req); },
+      [self](RegisterGraphRequest& req) {
+        RunKeptWakes();
+        Register(self, req);
+      },
       [self](GraphBuilt& built) {
+        RunKeptWakes();
         if (self->current_sender() != self->ctrl()) return;  // only our own pool jobs report here
         GraphReady(self, built);
       },
@@ -331,6 +339,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         self->state.executor->RunCallback([self] { self->state.queues->DrainInbox(); });
       },
       [self](deadline_atom) {
+        RunKeptWakes();
         if (self->current_sender() != self->ctrl()) return;
         self->state.executor->DeadlinesDue();
       },
@@ -339,6 +348,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         self->state.executor->RunCallback([&] { self->state.rendezvous->Deliver(d); });
       },
       [self](const CloseSession& c) {
+        RunKeptWakes();
         // A session's end (its client closed it, or its master died) drops its graphs and cancels their steps.
         auto graphs = self->state.session_graphs.find(c.session_handle);
         if (graphs != self->state.session_graphs.end()) {
@@ -358,6 +368,7 @@ caf::behavior DeviceActorBehavior(DeviceActor* self, Device* device, caf::actor 
         }
       },
       [self](DeregisterGraph& d) {
+        RunKeptWakes();
         self->state.executor->CancelSteps(d.graph_handle, errors::Cancelled("graph deregistered (session closed)"));
         self->state.graphs.erase(d.graph_handle);
       },
